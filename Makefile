@@ -1,0 +1,113 @@
+# gpugate — one non-recursive Makefile.
+#
+#   make            build/gpugate (warnings are errors)
+#   make test       the whole suite (installs what it needs first)
+#   make run        local PostgreSQL under ./var, migrations, example config,
+#                   serve on 127.0.0.1:8080
+#   make asan       unit tests under AddressSanitizer + UBSan
+#   make lint       clang-tidy, cppcheck and the banned-call grep
+#   make format-check / make format
+#   make openapi    regenerate openapi/openapi.json from openapi/openapi.yaml
+
+CC      ?= cc
+PKGS    := libmicrohttpd jansson libpq libjwt libcurl
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
+
+WARN    := -std=c11 -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes \
+           -Wmissing-prototypes -Wformat=2 -Wconversion -Werror
+CPPFLAGS += -D_GNU_SOURCE -I. -Ibuild/gen $(PKG_CFLAGS)
+CFLAGS  ?= -O2 -g
+CFLAGS  += $(WARN) -pthread -MMD -MP
+LDLIBS  += $(PKG_LIBS) -lcrypto -lz -lm -pthread
+
+# Everything but main.c goes into a library shared by the binary and tests.
+LIB_SRC := $(filter-out server/main.c,$(wildcard server/*.c handlers/*.c db/*.c scheduler/*.c batch/*.c))
+GEN_SRC := build/gen/embedded.c
+EMBED   := $(sort $(wildcard db/migrations/*.sql)) openapi/openapi.yaml openapi/openapi.json
+
+UNIT_SRC  := $(wildcard tests/unit/*.c)
+INTEG_SRC := $(wildcard tests/integration/*.c)
+EMU_SRC   := $(wildcard tests/emulator/*.c)
+
+OBJ      := $(LIB_SRC:%.c=build/obj/%.o) build/obj/gen/embedded.o
+ASAN_OBJ := $(LIB_SRC:%.c=build/asan/%.o) build/asan/gen/embedded.o
+
+.PHONY: all test run asan lint format format-check openapi clean deps unit integration
+all: build/gpugate
+
+build/tools/embed: deploy/tools/embed.c
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -O2 -Wall -Wextra -Werror -o $@ $<
+
+$(GEN_SRC): build/tools/embed $(EMBED)
+	@mkdir -p $(@D)
+	build/tools/embed $(EMBED) > $@.tmp && mv $@.tmp $@
+
+build/obj/gen/embedded.o: $(GEN_SRC)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) -O2 -c -o $@ $<
+
+build/asan/gen/embedded.o: $(GEN_SRC)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) -O0 -c -o $@ $<
+
+build/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+build/gpugate: build/obj/server/main.o $(OBJ)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+build/unit_tests: $(UNIT_SRC:%.c=build/obj/%.o) $(OBJ)
+	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
+
+build/integration_tests: $(INTEG_SRC:%.c=build/obj/%.o) $(OBJ)
+	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
+
+build/batch_emulator: $(EMU_SRC:%.c=build/obj/%.o) $(OBJ)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# ASan + UBSan build of the unit tests.
+ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+build/asan/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(WARN) -pthread -MMD -MP $(ASAN_FLAGS) -c -o $@ $<
+
+build/asan/unit_tests: $(UNIT_SRC:%.c=build/asan/%.o) $(ASAN_OBJ)
+	$(CC) $(ASAN_FLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
+
+asan: build/asan/unit_tests
+	CK_FORK=no ASAN_OPTIONS=detect_leaks=1 build/asan/unit_tests
+
+unit: build/unit_tests
+	build/unit_tests
+
+deps:
+	deploy/install-deps.sh
+
+test:
+	tests/run.sh
+
+run:
+	deploy/run-local.sh
+
+C_FILES := $(wildcard server/*.[ch] handlers/*.[ch] db/*.[ch] scheduler/*.[ch] batch/*.[ch] tests/unit/*.[ch] tests/integration/*.[ch] tests/emulator/*.[ch] bench/*.[ch] deploy/tools/*.c)
+
+format:
+	clang-format -i $(C_FILES)
+
+format-check:
+	clang-format --dry-run --Werror $(C_FILES)
+
+lint: $(GEN_SRC)
+	deploy/lint.sh
+
+openapi:
+	deploy/openapi-json.sh
+
+clean:
+	rm -rf build
+
+-include $(shell find build -name '*.d' 2>/dev/null)

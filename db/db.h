@@ -1,0 +1,72 @@
+/*
+ * db.h — the PostgreSQL layer: connection pool, migrations, the one
+ * SQLSTATE → result-code mapping. All SQL lives under db/; a PGresult never
+ * leaves it. A db_conn is used by one thread at a time.
+ */
+#ifndef GPUGATE_DB_H
+#define GPUGATE_DB_H
+
+#include <jansson.h>
+#include <libpq-fe.h>
+#include <stdbool.h>
+
+#include "server/req.h"
+
+struct db_pool;
+
+struct db_conn {
+  PGconn *pg;        /* NULL until connected */
+  int index;         /* slot in the pool */
+};
+
+/*
+ * A pool of up to size connections to url. Connections are opened lazily
+ * and re-opened after failure, so the pool survives PostgreSQL restarts.
+ * Returns NULL on allocation failure only.
+ */
+struct db_pool *db_pool_new(const char *url, int size);
+void db_pool_free(struct db_pool *p); /* accepts NULL */
+
+/*
+ * Check a connection out, waiting at most wait_ms for a free slot. Returns
+ * NULL when none is free in time or PostgreSQL cannot be reached (logged).
+ * Thread-safe.
+ */
+struct db_conn *db_acquire(struct db_pool *p, int wait_ms);
+
+/* Return c to the pool; a broken connection is closed. Accepts NULL. */
+void db_release(struct db_pool *p, struct db_conn *c);
+
+/* Open a standalone connection (CLI commands, leader lock). NULL on error,
+ * with the reason in err. */
+PGconn *db_connect(const char *url, char *err, size_t errlen);
+
+/*
+ * Run sql with text parameters. Returns the result (caller PQclear()s) when
+ * the command succeeded, else NULL with *code set from the SQLSTATE
+ * (connection loss → GG_UNAVAILABLE) and the server message logged. For
+ * use inside db/ only.
+ */
+PGresult *db_exec(struct db_conn *c, const char *sql, int nparams,
+                  const char *const *params, enum gg_code *code);
+
+/* Map a failed result's SQLSTATE to a result code. */
+enum gg_code db_code_of(const PGresult *res, const PGconn *pg);
+
+/* BEGIN / COMMIT / ROLLBACK; COMMIT failures are reported like db_exec. */
+enum gg_code db_begin(struct db_conn *c);
+enum gg_code db_commit(struct db_conn *c);
+void db_rollback(struct db_conn *c);
+
+/*
+ * Apply pending migrations (embedded db/migrations/NNNN_*.sql) in order,
+ * each in its own transaction, under an advisory lock so concurrent
+ * replicas serialise. Returns 0 or -1 with err filled.
+ */
+int db_migrate(PGconn *pg, char *err, size_t errlen);
+
+/* Number of embedded migrations, and of those applied (-1 on error). */
+int db_migrations_expected(void);
+int db_migrations_applied(struct db_conn *c);
+
+#endif

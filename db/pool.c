@@ -1,0 +1,230 @@
+/*
+ * pool.c — a fixed set of PostgreSQL connections shared by the HTTP
+ * workers. A worker checks one out per request; a connection found broken
+ * is closed and re-opened on its next checkout, so gpugate answers 503
+ * while PostgreSQL is away and recovers by itself when it returns.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "db/db.h"
+#include "server/log.h"
+
+struct db_pool {
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  char *url;
+  int size;
+  struct db_conn *conns;
+  bool *busy;
+};
+
+PGconn *db_connect(const char *url, char *err, size_t errlen)
+{
+  /* expand_dbname lets url be a URI or a conninfo string; the explicit
+   * keywords bound how long a dead server can hold a worker. */
+  const char *const keys[] = {"dbname", "connect_timeout",
+                              "keepalives_idle", "keepalives_interval",
+                              "keepalives_count", "options",
+                              "application_name", NULL};
+  const char *const vals[] = {url, "3", "10", "5", "2",
+                              "-c statement_timeout=30000", "gpugate", NULL};
+  PGconn *pg = PQconnectdbParams(keys, vals, 1);
+
+  if (!pg || PQstatus(pg) != CONNECTION_OK) {
+    if (err && errlen) {
+      const char *m = pg ? PQerrorMessage(pg) : "out of memory";
+      size_t n = strcspn(m, "\n");
+      snprintf(err, errlen, "%.*s", (int)(n > 200 ? 200 : n), m);
+    }
+    PQfinish(pg);
+    return NULL;
+  }
+  return pg;
+}
+
+struct db_pool *db_pool_new(const char *url, int size)
+{
+  struct db_pool *p = calloc(1, sizeof(*p));
+  int i;
+
+  if (!p)
+    return NULL;
+  p->url = strdup(url);
+  p->conns = calloc((size_t)size, sizeof(*p->conns));
+  p->busy = calloc((size_t)size, sizeof(*p->busy));
+  if (!p->url || !p->conns || !p->busy) {
+    db_pool_free(p);
+    return NULL;
+  }
+  p->size = size;
+  for (i = 0; i < size; i++)
+    p->conns[i].index = i;
+  pthread_mutex_init(&p->lock, NULL);
+  pthread_cond_init(&p->cond, NULL);
+  return p;
+}
+
+void db_pool_free(struct db_pool *p)
+{
+  int i;
+
+  if (!p)
+    return;
+  if (p->conns) {
+    for (i = 0; i < p->size; i++)
+      PQfinish(p->conns[i].pg);
+    pthread_mutex_destroy(&p->lock);
+    pthread_cond_destroy(&p->cond);
+  }
+  free(p->conns);
+  free(p->busy);
+  free(p->url);
+  free(p);
+}
+
+struct db_conn *db_acquire(struct db_pool *p, int wait_ms)
+{
+  struct timespec deadline;
+  struct db_conn *c = NULL;
+  char err[256];
+  int i;
+
+  clock_gettime(CLOCK_REALTIME, &deadline);
+  deadline.tv_sec += wait_ms / 1000;
+  deadline.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
+  if (deadline.tv_nsec >= 1000000000L) {
+    deadline.tv_sec++;
+    deadline.tv_nsec -= 1000000000L;
+  }
+  pthread_mutex_lock(&p->lock);
+  for (;;) {
+    /* prefer a slot that is already connected */
+    for (i = 0; i < p->size && !c; i++)
+      if (!p->busy[i] && p->conns[i].pg)
+        c = &p->conns[i];
+    for (i = 0; i < p->size && !c; i++)
+      if (!p->busy[i])
+        c = &p->conns[i];
+    if (c)
+      break;
+    if (pthread_cond_timedwait(&p->cond, &p->lock, &deadline) == ETIMEDOUT)
+      break;
+  }
+  if (c)
+    p->busy[c->index] = true;
+  pthread_mutex_unlock(&p->lock);
+  if (!c) {
+    log_msg(LOG_WARN, "database pool exhausted after %d ms", wait_ms);
+    return NULL;
+  }
+  if (c->pg && PQstatus(c->pg) != CONNECTION_OK) {
+    PQfinish(c->pg);
+    c->pg = NULL;
+  }
+  if (!c->pg) {
+    c->pg = db_connect(p->url, err, sizeof(err));
+    if (!c->pg) {
+      log_msg(LOG_WARN, "database unreachable: %s", err);
+      db_release(p, c);
+      return NULL;
+    }
+  }
+  return c;
+}
+
+void db_release(struct db_pool *p, struct db_conn *c)
+{
+  if (!c)
+    return;
+  if (c->pg && (PQstatus(c->pg) != CONNECTION_OK ||
+                PQtransactionStatus(c->pg) != PQTRANS_IDLE)) {
+    /* a request that left a transaction open or lost the server */
+    PQfinish(c->pg);
+    c->pg = NULL;
+  }
+  pthread_mutex_lock(&p->lock);
+  p->busy[c->index] = false;
+  pthread_cond_signal(&p->cond);
+  pthread_mutex_unlock(&p->lock);
+}
+
+enum gg_code db_code_of(const PGresult *res, const PGconn *pg)
+{
+  const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+
+  if (pg && PQstatus(pg) != CONNECTION_OK)
+    return GG_UNAVAILABLE;
+  if (!state)
+    return GG_UNAVAILABLE; /* no server answer at all */
+  if (!strcmp(state, "23505"))
+    return GG_CONFLICT;           /* unique_violation */
+  if (!strcmp(state, "23503"))
+    return GG_CONFLICT;           /* foreign_key_violation: still referenced */
+  if (!strcmp(state, "40001") || !strcmp(state, "40P01"))
+    return GG_CONFLICT;           /* serialization failure, deadlock */
+  if (!strncmp(state, "22", 2) || !strcmp(state, "23514"))
+    return GG_UNPROCESSABLE;      /* data exception, check violation */
+  if (!strncmp(state, "08", 2) || !strncmp(state, "57P", 3) ||
+      !strcmp(state, "53300") || !strcmp(state, "57014"))
+    return GG_UNAVAILABLE;        /* connection, shutdown, too many, cancel */
+  return GG_INTERNAL;
+}
+
+PGresult *db_exec(struct db_conn *c, const char *sql, int nparams,
+                  const char *const *params, enum gg_code *code)
+{
+  /* every parameter is text: statements cast where they need another type,
+   * and a parameter a statement does not use needs no type inference */
+  static const Oid text_oids[16] = {25, 25, 25, 25, 25, 25, 25, 25,
+                                    25, 25, 25, 25, 25, 25, 25, 25};
+  PGresult *res = PQexecParams(c->pg, sql, nparams,
+                               nparams <= 16 ? text_oids : NULL, params,
+                               NULL, NULL, 0);
+  ExecStatusType st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
+
+  if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
+    *code = GG_OK;
+    return res;
+  }
+  *code = db_code_of(res, c->pg);
+  {
+    const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+    const char *msg = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY)
+                          : PQerrorMessage(c->pg);
+    json_t *f = json_pack("{s:s, s:s}", "sqlstate", state ? state : "",
+                          "error", msg ? msg : "");
+    log_json(*code == GG_CONFLICT ? LOG_DEBUG : LOG_WARN, "sql failed", f);
+    json_decref(f);
+  }
+  PQclear(res);
+  return NULL;
+}
+
+static enum gg_code run_simple(struct db_conn *c, const char *sql)
+{
+  enum gg_code code;
+  PGresult *res = db_exec(c, sql, 0, NULL, &code);
+
+  PQclear(res);
+  return code;
+}
+
+enum gg_code db_begin(struct db_conn *c)
+{
+  return run_simple(c, "BEGIN");
+}
+
+enum gg_code db_commit(struct db_conn *c)
+{
+  return run_simple(c, "COMMIT");
+}
+
+void db_rollback(struct db_conn *c)
+{
+  if (c->pg && PQtransactionStatus(c->pg) != PQTRANS_IDLE)
+    PQclear(PQexec(c->pg, "ROLLBACK"));
+}

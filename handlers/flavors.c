@@ -1,0 +1,91 @@
+/*
+ * flavors.c — /v1/flavors: kinds of capacity (provisioning model, machine,
+ * accelerators, regions, prices).
+ */
+#include <string.h>
+
+#include "handlers/admin.h"
+#include "handlers/handlers.h"
+#include "server/problem.h"
+
+#define FLEX_START_MAX_RUN_S 604800 /* DWS Flex Start: at most 7 days */
+
+static const char *const models[] = {"RESERVATION", "STANDARD", "SPOT",
+                                     "FLEX_START", NULL};
+
+static const struct v_field region[] = {{.type = V_REGION}};
+
+static const struct v_field fields[] = {
+    {.key = "provisioning_model", .type = V_ENUM, .flags = V_REQUIRED, .choices = models},
+    {.key = "machine_type", .type = V_NAME, .flags = V_REQUIRED},
+    {.key = "accelerator_type", .type = V_NAME, .flags = V_NULLABLE, .dflt = "null"},
+    {.key = "gpus_per_vm", .type = V_INT, .flags = V_REQUIRED, .min = 0, .max = 16},
+    {.key = "locations", .type = V_LIST, .flags = V_REQUIRED, .min = 1, .max = 16, .fields = region},
+    {.key = "reservation", .type = V_NAME, .flags = V_NULLABLE, .dflt = "null"},
+    {.key = "price_per_gpu_hour_usd", .type = V_NUMBER, .min = 0, .max = 100000, .dflt = "0"},
+    {.key = "on_demand_price_per_gpu_hour_usd", .type = V_NUMBER, .flags = V_NULLABLE, .min = 0, .max = 100000, .dflt = "null"},
+    {.key = "max_run_duration_s", .type = V_INT, .flags = V_NULLABLE, .min = 1, .max = 315360000, .dflt = "null"},
+    {.key = "max_wait_s", .type = V_INT, .min = 1, .max = 604800, .dflt = "7200"},
+    {.key = NULL}};
+
+static void check(struct gg_req *req, json_t *spec)
+{
+  const char *model =
+      json_string_value(json_object_get(spec, "provisioning_model"));
+  json_t *locs = json_object_get(spec, "locations");
+  json_t *max_run = json_object_get(spec, "max_run_duration_s");
+  bool reserved = !strcmp(model, "RESERVATION");
+  bool flex = !strcmp(model, "FLEX_START");
+  size_t i, j;
+
+  if (reserved && json_is_null(json_object_get(spec, "reservation")))
+    problem_field(req, "reservation",
+                  "is required when provisioning_model is RESERVATION");
+  if (!reserved && !json_is_null(json_object_get(spec, "reservation")))
+    problem_field(req, "reservation",
+                  "is only allowed when provisioning_model is RESERVATION");
+  if (json_integer_value(json_object_get(spec, "gpus_per_vm")) > 0 &&
+      json_is_null(json_object_get(spec, "accelerator_type")))
+    problem_field(req, "accelerator_type",
+                  "is required when gpus_per_vm is above 0");
+  for (i = 0; i < json_array_size(locs); i++)
+    for (j = 0; j < i; j++)
+      if (json_equal(json_array_get(locs, i), json_array_get(locs, j)))
+        problem_field(req, "locations", "lists \"%s\" twice",
+                      json_string_value(json_array_get(locs, i)));
+  if (flex && json_is_integer(max_run) &&
+      json_integer_value(max_run) > FLEX_START_MAX_RUN_S)
+    problem_field(req, "max_run_duration_s",
+                  "must be at most %d (7 days) for FLEX_START",
+                  FLEX_START_MAX_RUN_S);
+  if (flex && json_is_null(max_run))
+    json_object_set_new(spec, "max_run_duration_s",
+                        json_integer(FLEX_START_MAX_RUN_S));
+  /* the on-demand reference defaults to the price itself: no savings */
+  if (json_is_null(json_object_get(spec, "on_demand_price_per_gpu_hour_usd")))
+    json_object_set(spec, "on_demand_price_per_gpu_hour_usd",
+                    json_object_get(spec, "price_per_gpu_hour_usd"));
+}
+
+static const struct admin_kind kind = {DB_FLAVOR, "name", NULL, fields,
+                                       check, NULL};
+
+enum gg_code flavors_list(struct gg_req *req)
+{
+  return admin_list(req, &kind);
+}
+
+enum gg_code flavors_get(struct gg_req *req)
+{
+  return admin_get(req, &kind);
+}
+
+enum gg_code flavors_put(struct gg_req *req)
+{
+  return admin_put(req, &kind);
+}
+
+enum gg_code flavors_delete(struct gg_req *req)
+{
+  return admin_delete(req, &kind);
+}

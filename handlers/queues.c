@@ -1,0 +1,46 @@
+/*
+ * queues.c — /v1/teams/{team}/queues: a team's named queues, each pointing
+ * at one cluster queue. Members read their own team's queues.
+ */
+#include "handlers/admin.h"
+#include "handlers/handlers.h"
+
+static const struct v_field fields[] = {
+    {.key = "cluster_queue", .type = V_NAME, .flags = V_REQUIRED},
+    {.key = "description", .type = V_STRING, .flags = V_NULLABLE, .min = 0, .max = 256, .dflt = "null"},
+    {.key = NULL}};
+
+/*
+ * Pending and admitted counts come from jobs; until the job tables exist
+ * no queue holds any.
+ */
+static enum gg_code decorate(struct gg_req *req, json_t *obj)
+{
+  (void)req;
+  json_object_set_new(obj, "status",
+                      json_pack("{s:i, s:i}", "pending", 0, "admitted", 0));
+  return GG_OK;
+}
+
+static const struct admin_kind kind = {DB_TEAM_QUEUE, "queue", "team",
+                                       fields, NULL, decorate};
+
+enum gg_code queues_list(struct gg_req *req)
+{
+  return admin_list(req, &kind);
+}
+
+enum gg_code queues_get(struct gg_req *req)
+{
+  return admin_get(req, &kind);
+}
+
+enum gg_code queues_put(struct gg_req *req)
+{
+  return admin_put(req, &kind);
+}
+
+enum gg_code queues_delete(struct gg_req *req)
+{
+  return admin_delete(req, &kind);
+}

@@ -1,0 +1,411 @@
+/*
+ * config.c — read GPUGATE_* environment variables into struct config.
+ *
+ * Every variable has a default documented in README.md. A bad value stops
+ * start-up with one line naming the variable; nothing is guessed.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "server/config.h"
+#include "server/log.h"
+
+#define SECRET_MAX (64 * 1024)
+
+static const char *env_or(const char *name, const char *dflt)
+{
+  const char *v = getenv(name);
+
+  return v && *v ? v : dflt;
+}
+
+/* Copy src into dst[size]; -1 when it does not fit. */
+static int copy_str(char *dst, size_t size, const char *src)
+{
+  size_t n = strlen(src);
+
+  if (n >= size)
+    return -1;
+  memcpy(dst, src, n + 1);
+  return 0;
+}
+
+static int env_long(const char *name, long dflt, long min, long max,
+                    long *out, char *err, size_t errlen)
+{
+  const char *v = getenv(name);
+  char *end;
+  long n;
+
+  if (!v || !*v) {
+    *out = dflt;
+    return 0;
+  }
+  errno = 0;
+  n = strtol(v, &end, 10);
+  if (errno || *end || n < min || n > max) {
+    snprintf(err, errlen, "%s: expected an integer in [%ld, %ld], got \"%s\"",
+             name, min, max, v);
+    return -1;
+  }
+  *out = n;
+  return 0;
+}
+
+static int env_bool(const char *name, bool dflt, bool *out, char *err,
+                    size_t errlen)
+{
+  const char *v = getenv(name);
+
+  if (!v || !*v)
+    *out = dflt;
+  else if (!strcmp(v, "true") || !strcmp(v, "1") || !strcmp(v, "yes"))
+    *out = true;
+  else if (!strcmp(v, "false") || !strcmp(v, "0") || !strcmp(v, "no"))
+    *out = false;
+  else {
+    snprintf(err, errlen, "%s: expected true or false, got \"%s\"", name, v);
+    return -1;
+  }
+  return 0;
+}
+
+static int env_choice(const char *name, const char *dflt,
+                      const char *const *choices, char *dst, size_t size,
+                      char *err, size_t errlen)
+{
+  const char *v = env_or(name, dflt);
+  int i;
+
+  for (i = 0; choices[i]; i++)
+    if (!strcmp(v, choices[i]))
+      return copy_str(dst, size, v);
+  snprintf(err, errlen, "%s: unknown value \"%s\"", name, v);
+  return -1;
+}
+
+static int env_str(const char *name, const char *dflt, char *dst,
+                   size_t size, char *err, size_t errlen)
+{
+  if (copy_str(dst, size, env_or(name, dflt)) != 0) {
+    snprintf(err, errlen, "%s: value too long (at most %zu bytes)", name,
+             size - 1);
+    return -1;
+  }
+  return 0;
+}
+
+char *config_read_file(const char *path, size_t max, size_t *len)
+{
+  FILE *f = fopen(path, "rb");
+  char *buf = NULL;
+  size_t n = 0, cap = 4096;
+  size_t got;
+
+  if (!f)
+    return NULL;
+  buf = malloc(cap + 1);
+  if (!buf)
+    goto fail;
+  while ((got = fread(buf + n, 1, cap - n, f)) > 0) {
+    n += got;
+    if (n > max) {
+      errno = EFBIG;
+      goto fail;
+    }
+    if (n == cap) {
+      char *bigger = realloc(buf, cap * 2 + 1);
+      if (!bigger)
+        goto fail;
+      buf = bigger;
+      cap *= 2;
+    }
+  }
+  if (ferror(f)) {
+    errno = EIO;
+    goto fail;
+  }
+  fclose(f);
+  buf[n] = '\0';
+  if (len)
+    *len = n;
+  return buf;
+fail:
+  free(buf);
+  fclose(f);
+  return NULL;
+}
+
+/* Strip one trailing newline (secrets written with echo). */
+static void chomp(char *s, size_t *len)
+{
+  while (*len > 0 && (s[*len - 1] == '\n' || s[*len - 1] == '\r'))
+    s[--*len] = '\0';
+}
+
+static int parse_listen(struct config *cfg, char *err, size_t errlen)
+{
+  const char *v = env_or("GPUGATE_LISTEN", "127.0.0.1:8080");
+  const char *colon = strrchr(v, ':');
+  char *end;
+  long port;
+  size_t hostlen;
+
+  if (!colon || colon == v)
+    goto bad;
+  hostlen = (size_t)(colon - v);
+  if (hostlen >= sizeof(cfg->listen_host))
+    goto bad;
+  errno = 0;
+  port = strtol(colon + 1, &end, 10);
+  if (errno || *end || colon[1] == '\0' || port < 0 || port > 65535)
+    goto bad;
+  memcpy(cfg->listen_host, v, hostlen);
+  cfg->listen_host[hostlen] = '\0';
+  cfg->listen_port = (unsigned short)port;
+  return 0;
+bad:
+  snprintf(err, errlen, "GPUGATE_LISTEN: expected host:port, got \"%s\"", v);
+  return -1;
+}
+
+static int parse_algorithms(struct config *cfg, char *err, size_t errlen)
+{
+  const char *v = env_or("GPUGATE_JWT_ALGORITHMS", "HS256");
+  const char *p = v;
+
+  cfg->jwt_algorithms = 0;
+  while (*p) {
+    size_t n = strcspn(p, ",");
+    if (n == 5 && !strncmp(p, "HS256", 5))
+      cfg->jwt_algorithms |= CONFIG_ALG_HS256;
+    else if (n == 5 && !strncmp(p, "RS256", 5))
+      cfg->jwt_algorithms |= CONFIG_ALG_RS256;
+    else if (n == 5 && !strncmp(p, "ES256", 5))
+      cfg->jwt_algorithms |= CONFIG_ALG_ES256;
+    else {
+      snprintf(err, errlen,
+               "GPUGATE_JWT_ALGORITHMS: unknown algorithm \"%.*s\" "
+               "(allowed: HS256, RS256, ES256)",
+               (int)(n > 32 ? 32 : n), p);
+      return -1;
+    }
+    p += n;
+    if (*p == ',')
+      p++;
+  }
+  if (!cfg->jwt_algorithms) {
+    snprintf(err, errlen, "GPUGATE_JWT_ALGORITHMS: empty list");
+    return -1;
+  }
+  return 0;
+}
+
+/* GPUGATE_JWT_PUBLIC_KEYS: comma-separated "kid=path.pem" or "path.pem". */
+static int parse_pubkeys(struct config *cfg, char *err, size_t errlen)
+{
+  const char *v = getenv("GPUGATE_JWT_PUBLIC_KEYS");
+  const char *p = v;
+
+  if (!v || !*v)
+    return 0;
+  while (*p) {
+    char item[640], *eq, *path;
+    size_t n = strcspn(p, ",");
+    struct config_pubkey *k;
+
+    if (cfg->n_pubkeys == CONFIG_MAX_KEYS || n == 0 || n >= sizeof(item)) {
+      snprintf(err, errlen,
+               "GPUGATE_JWT_PUBLIC_KEYS: at most %d non-empty entries",
+               CONFIG_MAX_KEYS);
+      return -1;
+    }
+    memcpy(item, p, n);
+    item[n] = '\0';
+    k = &cfg->pubkeys[cfg->n_pubkeys];
+    eq = strchr(item, '=');
+    path = item;
+    if (eq) {
+      *eq = '\0';
+      if (copy_str(k->kid, sizeof(k->kid), item) != 0 || !*k->kid) {
+        snprintf(err, errlen, "GPUGATE_JWT_PUBLIC_KEYS: bad key id");
+        return -1;
+      }
+      path = eq + 1;
+    }
+    k->pem = config_read_file(path, SECRET_MAX, &k->pem_len);
+    if (!k->pem) {
+      snprintf(err, errlen, "GPUGATE_JWT_PUBLIC_KEYS: cannot read \"%s\": %s",
+               path, strerror(errno));
+      return -1;
+    }
+    cfg->n_pubkeys++;
+    p += n;
+    if (*p == ',')
+      p++;
+  }
+  return 0;
+}
+
+static int parse_origins(struct config *cfg, char *err, size_t errlen)
+{
+  const char *v = getenv("GPUGATE_CORS_ORIGINS");
+  const char *p = v;
+
+  if (!v || !*v)
+    return 0;
+  while (*p) {
+    size_t n = strcspn(p, ",");
+    if (n > 0) {
+      if (cfg->n_cors_origins == CONFIG_MAX_ORIGINS || n > 255) {
+        snprintf(err, errlen,
+                 "GPUGATE_CORS_ORIGINS: at most %d origins of 255 bytes",
+                 CONFIG_MAX_ORIGINS);
+        return -1;
+      }
+      cfg->cors_origins[cfg->n_cors_origins] = strndup(p, n);
+      if (!cfg->cors_origins[cfg->n_cors_origins++]) {
+        snprintf(err, errlen, "GPUGATE_CORS_ORIGINS: out of memory");
+        return -1;
+      }
+    }
+    p += n;
+    if (*p == ',')
+      p++;
+  }
+  return 0;
+}
+
+int config_load(struct config *cfg, char *err, size_t errlen)
+{
+  static const char *const backends[] = {"none", "gcp", NULL};
+  static const char *const sources[] = {"metadata", "key-file", "none", NULL};
+  const char *path;
+  long n;
+  int level;
+
+  memset(cfg, 0, sizeof(*cfg));
+  if (parse_listen(cfg, err, errlen))
+    return -1;
+  cfg->database_url = strdup(env_or("GPUGATE_DATABASE_URL",
+                                    "postgresql:///gpugate"));
+  if (!cfg->database_url)
+    return -1;
+  if (env_bool("GPUGATE_MIGRATE_ON_START", true, &cfg->migrate_on_start, err,
+               errlen))
+    return -1;
+
+  if (parse_algorithms(cfg, err, errlen))
+    return -1;
+  path = getenv("GPUGATE_JWT_HS256_SECRET_FILE");
+  if (path && *path) {
+    char *s = config_read_file(path, SECRET_MAX, &cfg->hs256_secret_len);
+    if (!s) {
+      snprintf(err, errlen,
+               "GPUGATE_JWT_HS256_SECRET_FILE: cannot read \"%s\": %s", path,
+               strerror(errno));
+      return -1;
+    }
+    chomp(s, &cfg->hs256_secret_len);
+    cfg->hs256_secret = (unsigned char *)s;
+  }
+  if (parse_pubkeys(cfg, err, errlen))
+    return -1;
+  if (env_str("GPUGATE_JWT_ISSUER", "gpugate", cfg->jwt_issuer,
+              sizeof(cfg->jwt_issuer), err, errlen) ||
+      env_str("GPUGATE_JWT_AUDIENCE", "gpugate", cfg->jwt_audience,
+              sizeof(cfg->jwt_audience), err, errlen))
+    return -1;
+  if (env_long("GPUGATE_JWT_LEEWAY_S", 60, 0, 3600, &cfg->jwt_leeway_s, err,
+               errlen) ||
+      env_long("GPUGATE_JWT_MAX_LIFETIME_S", 86400, 60, 31L * 86400,
+               &cfg->jwt_max_lifetime_s, err, errlen))
+    return -1;
+
+  if (env_choice("GPUGATE_BATCH_BACKEND", "none", backends,
+                 cfg->batch_backend, sizeof(cfg->batch_backend), err,
+                 errlen) ||
+      env_str("GPUGATE_BATCH_ENDPOINT", "https://batch.googleapis.com",
+              cfg->batch_endpoint, sizeof(cfg->batch_endpoint), err,
+              errlen) ||
+      env_str("GPUGATE_GCP_PROJECT", "", cfg->gcp_project,
+              sizeof(cfg->gcp_project), err, errlen) ||
+      env_choice("GPUGATE_GCP_TOKEN_SOURCE", "metadata", sources,
+                 cfg->gcp_token_source, sizeof(cfg->gcp_token_source), err,
+                 errlen) ||
+      env_str("GPUGATE_GCP_KEY_FILE", "", cfg->gcp_key_file,
+              sizeof(cfg->gcp_key_file), err, errlen) ||
+      env_str("GCE_METADATA_HOST", "metadata.google.internal",
+              cfg->metadata_host, sizeof(cfg->metadata_host), err, errlen))
+    return -1;
+  if (!strcmp(cfg->batch_backend, "gcp") && !*cfg->gcp_project) {
+    snprintf(err, errlen,
+             "GPUGATE_GCP_PROJECT: required when GPUGATE_BATCH_BACKEND=gcp");
+    return -1;
+  }
+  path = getenv("GPUGATE_PUBSUB_PUSH_SECRET_FILE");
+  if (path && *path) {
+    size_t len;
+    cfg->pubsub_push_secret = config_read_file(path, SECRET_MAX, &len);
+    if (!cfg->pubsub_push_secret) {
+      snprintf(err, errlen,
+               "GPUGATE_PUBSUB_PUSH_SECRET_FILE: cannot read \"%s\": %s",
+               path, strerror(errno));
+      return -1;
+    }
+    chomp(cfg->pubsub_push_secret, &len);
+  }
+
+  if (env_long("GPUGATE_ADMISSION_INTERVAL_MS", 1000, 10, 3600000,
+               &cfg->admission_interval_ms, err, errlen) ||
+      env_long("GPUGATE_SYNC_INTERVAL_MS", 10000, 100, 3600000,
+               &cfg->sync_interval_ms, err, errlen))
+    return -1;
+  if (parse_origins(cfg, err, errlen))
+    return -1;
+  if (env_long("GPUGATE_RATE_LIMIT_RPS", 200, 0, 1000000,
+               &cfg->rate_limit_rps, err, errlen))
+    return -1;
+  level = log_level_parse(env_or("GPUGATE_LOG_LEVEL", "info"));
+  if (level < 0) {
+    snprintf(err, errlen,
+             "GPUGATE_LOG_LEVEL: expected debug, info, warn or error");
+    return -1;
+  }
+  cfg->log_level = level;
+
+  if (env_long("GPUGATE_HTTP_THREADS", 8, 1, 256, &n, err, errlen))
+    return -1;
+  cfg->http_threads = (int)n;
+  if (env_long("GPUGATE_DB_POOL_SIZE", n, 1, 256, &n, err, errlen))
+    return -1;
+  cfg->db_pool_size = (int)n;
+  if (env_long("GPUGATE_HTTP_TIMEOUT_S", 30, 1, 3600, &cfg->http_timeout_s,
+               err, errlen))
+    return -1;
+  if (env_str("GPUGATE_PORT_FILE", "", cfg->port_file,
+              sizeof(cfg->port_file), err, errlen))
+    return -1;
+  return 0;
+}
+
+void config_free(struct config *cfg)
+{
+  int i;
+
+  free(cfg->database_url);
+  if (cfg->hs256_secret) {
+    memset(cfg->hs256_secret, 0, cfg->hs256_secret_len);
+    free(cfg->hs256_secret);
+  }
+  for (i = 0; i < cfg->n_pubkeys; i++)
+    free(cfg->pubkeys[i].pem);
+  free(cfg->pubsub_push_secret);
+  for (i = 0; i < cfg->n_cors_origins; i++)
+    free(cfg->cors_origins[i]);
+  memset(cfg, 0, sizeof(*cfg));
+}

@@ -1,0 +1,83 @@
+/*
+ * config.h — gpugate's configuration, read once from GPUGATE_* environment
+ * variables (SPEC §6). Secrets come from files named by variables, never
+ * from the variables themselves.
+ */
+#ifndef GPUGATE_CONFIG_H
+#define GPUGATE_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define CONFIG_MAX_KEYS 8
+#define CONFIG_MAX_ORIGINS 16
+
+/* JWT algorithms accepted, as a bit set. */
+enum config_alg {
+  CONFIG_ALG_HS256 = 1 << 0,
+  CONFIG_ALG_RS256 = 1 << 1,
+  CONFIG_ALG_ES256 = 1 << 2
+};
+
+/* One configured public key: an optional key id and a PEM file's bytes. */
+struct config_pubkey {
+  char kid[64];       /* "" when the key has no id */
+  char *pem;          /* owned, NUL-terminated */
+  size_t pem_len;
+};
+
+struct config {
+  char listen_host[64];
+  unsigned short listen_port;     /* 0 = any free port */
+  char *database_url;             /* owned */
+  bool migrate_on_start;
+
+  unsigned jwt_algorithms;        /* enum config_alg bits */
+  unsigned char *hs256_secret;    /* owned; NULL when not configured */
+  size_t hs256_secret_len;
+  struct config_pubkey pubkeys[CONFIG_MAX_KEYS];
+  int n_pubkeys;
+  char jwt_issuer[256];           /* "" = not checked */
+  char jwt_audience[256];         /* "" = not checked */
+  long jwt_leeway_s;
+  long jwt_max_lifetime_s;
+
+  char batch_backend[16];         /* "none" | "gcp" */
+  char batch_endpoint[512];
+  char gcp_project[128];
+  char gcp_token_source[16];      /* "metadata" | "key-file" | "none" */
+  char gcp_key_file[512];
+  char metadata_host[256];
+  char *pubsub_push_secret;       /* owned; NULL when not configured */
+
+  long admission_interval_ms;
+  long sync_interval_ms;
+
+  char *cors_origins[CONFIG_MAX_ORIGINS]; /* owned */
+  int n_cors_origins;
+  long rate_limit_rps;
+  int log_level;                  /* enum log_level */
+
+  int http_threads;               /* libmicrohttpd worker threads */
+  int db_pool_size;               /* PostgreSQL connections */
+  long http_timeout_s;            /* idle connection timeout */
+  char port_file[512];            /* write the bound port here ("" = no) */
+};
+
+/*
+ * Fill *cfg from the environment. On a bad value returns -1 and writes a
+ * one-line message naming the variable into err. The caller owns *cfg and
+ * frees it with config_free() whatever the result.
+ */
+int config_load(struct config *cfg, char *err, size_t errlen);
+
+/* Free what config_load() allocated. Accepts a zeroed struct. */
+void config_free(struct config *cfg);
+
+/*
+ * Read a whole (small) file into a new NUL-terminated buffer of at most
+ * max bytes. Returns NULL and sets errno on failure or when too large.
+ */
+char *config_read_file(const char *path, size_t max, size_t *len);
+
+#endif

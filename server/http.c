@@ -1,0 +1,487 @@
+/*
+ * http.c — libmicrohttpd glue and the central request pipeline.
+ *
+ * Everything a route's table columns promise runs here, before the handler:
+ * routing (404/405), CORS, authentication and roles, team scoping, body
+ * limit (413), content type (415) and JSON parsing (duplicate keys
+ * rejected). Afterwards the reply — or the problem document — is sent with
+ * X-Request-Id, and one access-log line is written.
+ *
+ * Threading: a pool of libmicrohttpd worker threads (epoll); a handler
+ * blocks its worker on PostgreSQL, so the database pool has as many
+ * connections as there are workers.
+ */
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "db/db.h"
+#include "server/http.h"
+#include "server/log.h"
+#include "server/problem.h"
+#include "server/router.h"
+
+struct http_server {
+  struct MHD_Daemon *daemon;
+  const struct config *cfg;
+  const struct auth_ctx *auth;
+  struct db_pool *pool;
+  unsigned short port;
+};
+
+static long long now_us(void)
+{
+  struct timespec ts;
+
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000000LL + ts.tv_nsec / 1000;
+}
+
+/* A client-chosen request id is echoed only when short and plain. */
+static int plain_id(const char *s)
+{
+  size_t n = 0;
+
+  for (; s[n]; n++) {
+    char c = s[n];
+    if (n >= 63 || !((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                     (c >= '0' && c <= '9') || c == '-' || c == '_' ||
+                     c == '.' || c == ':'))
+      return 0;
+  }
+  return n > 0;
+}
+
+static void set_request_id(struct gg_req *req)
+{
+  const char *given = req_header(req, "X-Request-Id");
+  unsigned char rnd[12];
+  size_t i;
+
+  if (given && plain_id(given)) {
+    snprintf(req->request_id, sizeof(req->request_id), "%s", given);
+    return;
+  }
+  if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+    memset(rnd, 0, sizeof(rnd));
+  for (i = 0; i < sizeof(rnd); i++)
+    snprintf(req->request_id + 2 * i, 3, "%02x", rnd[i]);
+}
+
+static const char *allowed_origin(const struct http_server *s,
+                                  struct gg_req *req)
+{
+  const char *origin = req_header(req, "Origin");
+  int i;
+
+  if (!origin)
+    return NULL;
+  for (i = 0; i < s->cfg->n_cors_origins; i++)
+    if (!strcmp(s->cfg->cors_origins[i], "*") ||
+        !strcmp(s->cfg->cors_origins[i], origin))
+      return origin;
+  return NULL;
+}
+
+/* Content-Type must be application/json, optionally with charset=utf-8. */
+static int json_content_type(const char *ct)
+{
+  const char *p;
+
+  if (!ct || strncasecmp(ct, "application/json", 16) != 0)
+    return 0;
+  p = ct + 16;
+  while (*p == ' ')
+    p++;
+  if (*p == '\0')
+    return 1;
+  if (*p != ';')
+    return 0;
+  p++;
+  while (*p == ' ')
+    p++;
+  return strcasecmp(p, "charset=utf-8") == 0;
+}
+
+static enum gg_code authenticate(struct http_server *s, struct gg_req *req)
+{
+  const char *hdr = req_header(req, "Authorization");
+  char why[128];
+
+  if (!hdr || strncasecmp(hdr, "Bearer ", 7) != 0)
+    return problem_fail(req, GG_UNAUTHORIZED,
+                        "A bearer token is required in the Authorization "
+                        "header.");
+  hdr += 7;
+  while (*hdr == ' ')
+    hdr++;
+  if (auth_verify(s->auth, hdr, time(NULL), &req->principal, why,
+                  sizeof(why)) != 0)
+    return problem_fail(req, GG_UNAUTHORIZED, "The bearer token is invalid: %s.",
+                        why);
+  snprintf(req->team_for_log, sizeof(req->team_for_log), "%s",
+           req->principal.team);
+  if (!(req->route->roles & (unsigned)req->principal.role))
+    return problem_fail(req, GG_FORBIDDEN,
+                        "Role \"%s\" may not call %s %s.",
+                        auth_role_name(req->principal.role), req->method,
+                        req->route->pattern);
+  /* members see only their own team; others' objects do not exist */
+  if (req->route->team_param >= 0 && req_is_member(req) &&
+      strcmp(req->param_values[req->route->team_param],
+             req->principal.team) != 0)
+    return problem_fail(req, GG_NOT_FOUND, "Team \"%s\" was not found.",
+                        req->param_values[req->route->team_param]);
+  return GG_OK;
+}
+
+static enum gg_code parse_body(struct gg_req *req)
+{
+  json_error_t jerr;
+
+  if (req->body_too_large)
+    return problem_fail(req, GG_PAYLOAD_TOO_LARGE,
+                        "The request body exceeds %zu bytes.",
+                        req->route->body_max);
+  if (req->route->body_max == 0)
+    return GG_OK;
+  if (req->body_len == 0) {
+    problem_field(req, "body", "a JSON object is required");
+    return problem_fail(req, GG_BAD_REQUEST, "The request body is empty.");
+  }
+  if (!json_content_type(req_header(req, "Content-Type")))
+    return problem_fail(req, GG_UNSUPPORTED_MEDIA,
+                        "The request body must be application/json.");
+  req->json = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES,
+                         &jerr);
+  if (!req->json) {
+    problem_field(req, "body", "line %d, column %d: %s", jerr.line,
+                  jerr.column, jerr.text);
+    return problem_fail(req, GG_BAD_REQUEST,
+                        "The request body is not valid JSON.");
+  }
+  if (!json_is_object(req->json)) {
+    problem_field(req, "body", "must be a JSON object");
+    return problem_fail(req, GG_BAD_REQUEST,
+                        "The request body must be a JSON object.");
+  }
+  return GG_OK;
+}
+
+/* Route, check and run the handler; leaves the outcome in req. */
+static void dispatch(struct http_server *s, struct gg_req *req)
+{
+  char allow[128];
+  enum gg_code code;
+
+  switch (router_match(req->method, req->path, &req->route, req, allow,
+                       sizeof(allow))) {
+  case ROUTER_FOUND:
+    break;
+  case ROUTER_NO_METHOD:
+    req_add_header(req, MHD_HTTP_HEADER_ALLOW, allow);
+    problem_fail(req, GG_METHOD_NOT_ALLOWED,
+                 "Method %s is not allowed here; allowed: %s.", req->method,
+                 allow);
+    return;
+  default:
+    problem_fail(req, GG_NOT_FOUND, "No resource at this path.");
+    return;
+  }
+  if (req->route->roles != PUBLIC && authenticate(s, req) != GG_OK)
+    return;
+  if (parse_body(req) != GG_OK)
+    return;
+  code = req->route->handler(req);
+  if (code != GG_OK && req->code == GG_OK)
+    problem_fail(req, code, "%s.", problem_title(code));
+  if (code == GG_OK && req->code != GG_OK)
+    req->code = GG_OK; /* a handler that recovered from a failed step */
+}
+
+static void add_common_headers(struct http_server *s, struct gg_req *req,
+                               struct MHD_Response *resp)
+{
+  const char *origin = allowed_origin(s, req);
+  int i;
+
+  MHD_add_response_header(resp, "X-Request-Id", req->request_id);
+  for (i = 0; i < req->n_hdrs; i++)
+    MHD_add_response_header(resp, req->hdr_names[i], req->hdr_values[i]);
+  if (origin) {
+    MHD_add_response_header(resp, "Access-Control-Allow-Origin", origin);
+    MHD_add_response_header(resp, "Vary", "Origin");
+    MHD_add_response_header(resp, "Access-Control-Expose-Headers",
+                            "ETag, Location, X-Request-Id, Retry-After");
+  }
+}
+
+static void log_access(struct gg_req *req, unsigned status)
+{
+  json_t *f;
+  int level = status >= 500 ? LOG_ERROR : LOG_INFO;
+
+  if (!log_enabled(level))
+    return;
+  f = json_pack("{s:s, s:s, s:s, s:i, s:f}", "request_id", req->request_id,
+                "method", req->method ? req->method : "",
+                "route", req->route ? req->route->pattern : "(none)",
+                "status", (int)status, "duration_ms",
+                (double)(now_us() - req->started_us) / 1000.0);
+  if (f && req->team_for_log[0])
+    json_object_set_new(f, "team", json_string(req->team_for_log));
+  log_json(level, "request", f);
+  json_decref(f);
+}
+
+static enum MHD_Result send_reply(struct http_server *s, struct gg_req *req,
+                                  struct MHD_Connection *conn)
+{
+  struct MHD_Response *resp;
+  char *text = NULL;
+  size_t len = 0;
+  unsigned status;
+  const char *ctype = NULL;
+  enum MHD_Result ret;
+
+  if (req->code != GG_OK) {
+    json_t *p = problem_build(req->code, req->detail, req->errors, req->path,
+                              req->request_id);
+    status = problem_status(req->code);
+    text = p ? json_dumps(p, GG_JSON_DUMP) : NULL;
+    json_decref(p);
+    len = text ? strlen(text) : 0;
+    ctype = "application/problem+json";
+  } else if (req->reply_text) {
+    status = req->status ? req->status : 200;
+    text = req->reply_text;
+    req->reply_text = NULL;
+    len = req->reply_text_len;
+    ctype = req->reply_content_type;
+  } else {
+    status = req->status ? req->status : 200;
+    if (req->reply) {
+      text = json_dumps(req->reply, GG_JSON_DUMP);
+      len = text ? strlen(text) : 0;
+      ctype = "application/json";
+    }
+  }
+  resp = MHD_create_response_from_buffer(len, text ? text : (void *)"",
+                                         text ? MHD_RESPMEM_MUST_FREE
+                                              : MHD_RESPMEM_PERSISTENT);
+  if (!resp) {
+    free(text);
+    return MHD_NO;
+  }
+  if (ctype)
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+  add_common_headers(s, req, resp);
+  if (req->code == GG_UNAUTHORIZED)
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+                            "Bearer error=\"invalid_token\"");
+  if (req->code == GG_UNAVAILABLE)
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+  ret = MHD_queue_response(conn, status, resp);
+  MHD_destroy_response(resp);
+  log_access(req, status);
+  return ret;
+}
+
+static enum MHD_Result preflight(struct http_server *s, struct gg_req *req,
+                                 struct MHD_Connection *conn)
+{
+  const char *origin = allowed_origin(s, req);
+  struct MHD_Response *resp =
+      MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+  enum MHD_Result ret;
+
+  if (!resp)
+    return MHD_NO;
+  MHD_add_response_header(resp, "X-Request-Id", req->request_id);
+  if (origin) {
+    MHD_add_response_header(resp, "Access-Control-Allow-Origin", origin);
+    MHD_add_response_header(resp, "Vary", "Origin");
+    MHD_add_response_header(resp, "Access-Control-Allow-Methods",
+                            "GET, PUT, POST, DELETE, OPTIONS");
+    MHD_add_response_header(resp, "Access-Control-Allow-Headers",
+                            "Authorization, Content-Type, If-Match, "
+                            "Idempotency-Key, X-Request-Id, Accept");
+    MHD_add_response_header(resp, "Access-Control-Max-Age", "600");
+  }
+  ret = MHD_queue_response(conn, MHD_HTTP_NO_CONTENT, resp);
+  MHD_destroy_response(resp);
+  log_access(req, MHD_HTTP_NO_CONTENT);
+  return ret;
+}
+
+/* Largest body any route accepts: the limit before a route is known. */
+static size_t route_limit(struct gg_req *req)
+{
+  const struct route *r = NULL;
+  char allow[8];
+  struct gg_req probe;
+
+  memset(&probe, 0, sizeof(probe));
+  if (router_match(req->method, req->path, &r, &probe, allow, 0) ==
+      ROUTER_FOUND)
+    return r->body_max;
+  return 0;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
+                                  const char *url, const char *method,
+                                  const char *version,
+                                  const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls)
+{
+  struct http_server *s = cls;
+  struct gg_req *req = *con_cls;
+  size_t limit;
+
+  (void)version;
+  if (!req) {
+    const char *clen;
+    req = malloc(sizeof(*req));
+    if (!req)
+      return MHD_NO;
+    req_init(req, s->pool);
+    req->started_us = now_us();
+    req->conn = conn;
+    req->method = method;
+    snprintf(req->path, sizeof(req->path), "%s", url);
+    set_request_id(req);
+    *con_cls = req;
+    if (!strcmp(method, "OPTIONS"))
+      return MHD_YES;
+    /* refuse an announced oversized body before reading it */
+    clen = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                       MHD_HTTP_HEADER_CONTENT_LENGTH);
+    limit = route_limit(req);
+    if (clen && strtoull(clen, NULL, 10) > limit) {
+      req->body_too_large = true;
+      dispatch(s, req);
+      return send_reply(s, req, conn);
+    }
+    return MHD_YES;
+  }
+  if (*upload_data_size) {
+    size_t n = *upload_data_size;
+    *upload_data_size = 0;
+    if (req->body_too_large)
+      return MHD_YES;
+    limit = route_limit(req);
+    if (req->body_len + n > limit) {
+      req->body_too_large = true;
+      free(req->body);
+      req->body = NULL;
+      req->body_len = 0;
+      return MHD_YES;
+    }
+    {
+      char *grown = realloc(req->body, req->body_len + n + 1);
+      if (!grown)
+        return MHD_NO;
+      req->body = grown;
+    }
+    memcpy(req->body + req->body_len, upload_data, n);
+    req->body_len += n;
+    req->body[req->body_len] = '\0';
+    return MHD_YES;
+  }
+  if (req->body_too_large && req->code != GG_OK)
+    return MHD_YES; /* 413 already queued */
+  if (!strcmp(method, "OPTIONS"))
+    return preflight(s, req, conn);
+  dispatch(s, req);
+  /* give the connection back before the (possibly slow) send */
+  if (req->db) {
+    db_rollback(req->db);
+    db_release(req->pool, req->db);
+    req->db = NULL;
+  }
+  return send_reply(s, req, conn);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn,
+                         void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+  struct gg_req *req = *con_cls;
+
+  (void)cls;
+  (void)conn;
+  (void)toe;
+  if (!req)
+    return;
+  req_cleanup(req);
+  free(req);
+  *con_cls = NULL;
+}
+
+struct http_server *http_start(const struct config *cfg,
+                               const struct auth_ctx *auth,
+                               struct db_pool *pool, char *err,
+                               size_t errlen)
+{
+  struct http_server *s = calloc(1, sizeof(*s));
+  struct sockaddr_in addr;
+  const union MHD_DaemonInfo *info;
+
+  if (!s) {
+    snprintf(err, errlen, "out of memory");
+    return NULL;
+  }
+  s->cfg = cfg;
+  s->auth = auth;
+  s->pool = pool;
+  memset(&addr, 0, sizeof(addr));
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(cfg->listen_port);
+  if (!strcmp(cfg->listen_host, "localhost"))
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  else if (inet_pton(AF_INET, cfg->listen_host, &addr.sin_addr) != 1) {
+    snprintf(err, errlen, "GPUGATE_LISTEN: \"%s\" is not an IPv4 address",
+             cfg->listen_host);
+    free(s);
+    return NULL;
+  }
+  s->daemon = MHD_start_daemon(
+      MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG,
+      0, NULL, NULL, on_request, s,
+      MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+      MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg->http_threads,
+      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->http_timeout_s,
+      MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
+      MHD_OPTION_CONNECTION_LIMIT, (unsigned)1024,
+      MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
+      MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+      MHD_OPTION_END);
+  if (!s->daemon) {
+    snprintf(err, errlen, "GPUGATE_LISTEN: cannot listen on %s:%u",
+             cfg->listen_host, cfg->listen_port);
+    free(s);
+    return NULL;
+  }
+  info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
+  s->port = info ? info->port : cfg->listen_port;
+  return s;
+}
+
+unsigned short http_port(const struct http_server *s)
+{
+  return s->port;
+}
+
+void http_stop(struct http_server *s)
+{
+  if (!s)
+    return;
+  if (s->daemon)
+    MHD_stop_daemon(s->daemon);
+  free(s);
+}

@@ -1,0 +1,114 @@
+/*
+ * req.c — accessors for the request context, so handlers never call
+ * libmicrohttpd themselves.
+ */
+#include <microhttpd.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "db/db.h"
+#include "server/req.h"
+
+void req_init(struct gg_req *req, struct db_pool *pool)
+{
+  memset(req, 0, sizeof(*req));
+  req->pool = pool;
+}
+
+void req_cleanup(struct gg_req *req)
+{
+  int i;
+
+  if (req->db) {
+    db_rollback(req->db);
+    db_release(req->pool, req->db);
+    req->db = NULL;
+  }
+  free(req->body);
+  req->body = NULL;
+  json_decref(req->json);
+  req->json = NULL;
+  json_decref(req->reply);
+  req->reply = NULL;
+  free(req->reply_text);
+  req->reply_text = NULL;
+  for (i = 0; i < req->n_hdrs; i++)
+    free(req->hdr_values[i]);
+  req->n_hdrs = 0;
+  json_decref(req->errors);
+  req->errors = NULL;
+}
+
+const char *req_param(const struct gg_req *req, const char *name)
+{
+  int i;
+
+  for (i = 0; i < req->n_params; i++)
+    if (!strcmp(req->param_names[i], name))
+      return req->param_values[i];
+  return NULL;
+}
+
+const char *req_query(const struct gg_req *req, const char *name)
+{
+  if (!req->conn)
+    return NULL;
+  return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+const char *req_header(const struct gg_req *req, const char *name)
+{
+  if (!req->conn)
+    return NULL;
+  return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+}
+
+void req_reply(struct gg_req *req, unsigned status, json_t *body)
+{
+  json_decref(req->reply);
+  req->status = status;
+  req->reply = body;
+}
+
+enum gg_code req_reply_text(struct gg_req *req, unsigned status,
+                            const char *content_type, const char *text,
+                            size_t len)
+{
+  char *copy = malloc(len + 1);
+
+  if (!copy)
+    return GG_INTERNAL;
+  memcpy(copy, text, len);
+  copy[len] = '\0';
+  free(req->reply_text);
+  req->reply_text = copy;
+  req->reply_text_len = len;
+  req->reply_content_type = content_type;
+  req->status = status;
+  return GG_OK;
+}
+
+void req_add_header(struct gg_req *req, const char *name, const char *value)
+{
+  char *copy;
+
+  if (req->n_hdrs == REQ_MAX_HEADERS)
+    return;
+  copy = strdup(value);
+  if (!copy)
+    return;
+  req->hdr_names[req->n_hdrs] = name;
+  req->hdr_values[req->n_hdrs++] = copy;
+}
+
+struct db_conn *req_db(struct gg_req *req)
+{
+  if (!req->db && req->pool)
+    req->db = db_acquire(req->pool, 5000);
+  return req->db;
+}
+
+bool req_is_member(const struct gg_req *req)
+{
+  return req->principal.role == AUTH_ROLE_MEMBER;
+}

@@ -1,0 +1,129 @@
+/*
+ * req.h — the one request context (struct gg_req) and the result codes that
+ * every handler returns.
+ *
+ * The context is allocated on the first access-handler call of a connection's
+ * request and freed only in the completion callback. The server fills it in
+ * (route, path parameters, principal, parsed body) before the handler runs;
+ * the handler reads it, calls db_ / sched_ / batch_ functions, and sets the
+ * reply with req_reply() or fails with problem_*().
+ */
+#ifndef GPUGATE_REQ_H
+#define GPUGATE_REQ_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "server/auth.h"
+
+/* Result of a handler and of most internal calls: GG_OK or an error kind. */
+enum gg_code {
+  GG_OK = 0,
+  GG_BAD_REQUEST,          /* 400 */
+  GG_UNAUTHORIZED,         /* 401 */
+  GG_FORBIDDEN,            /* 403 */
+  GG_NOT_FOUND,            /* 404 */
+  GG_METHOD_NOT_ALLOWED,   /* 405 */
+  GG_NOT_ACCEPTABLE,       /* 406 */
+  GG_CONFLICT,             /* 409 */
+  GG_PRECONDITION_FAILED,  /* 412 */
+  GG_PAYLOAD_TOO_LARGE,    /* 413 */
+  GG_UNSUPPORTED_MEDIA,    /* 415 */
+  GG_UNPROCESSABLE,        /* 422 */
+  GG_TOO_MANY_REQUESTS,    /* 429 */
+  GG_INTERNAL,             /* 500 */
+  GG_UNAVAILABLE,          /* 503 */
+  GG_CODE_COUNT
+};
+
+/* How every JSON text gpugate writes is encoded: compact, in the order the
+ * object was built, and reals with 15 significant digits (0.8, not
+ * 0.80000000000000004). */
+#define GG_JSON_DUMP                                                         \
+  (JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15))
+
+#define REQ_MAX_PARAMS 4
+#define REQ_MAX_HEADERS 8
+
+struct route;
+struct db_conn;
+struct db_pool;
+
+struct gg_req {
+  /* filled by the server before the handler runs */
+  const struct route *route;
+  const char *method;                /* borrowed from libmicrohttpd */
+  char path[512];
+  const char *param_names[REQ_MAX_PARAMS];
+  char param_values[REQ_MAX_PARAMS][64];
+  int n_params;
+  struct auth_principal principal;   /* role AUTH_ROLE_NONE on public routes */
+  char request_id[64];
+  void *conn;                        /* the MHD connection, for lookups */
+
+  char *body;                        /* owned; NUL-terminated */
+  size_t body_len;
+  bool body_too_large;
+  json_t *json;                      /* owned; parsed body or NULL */
+
+  struct db_pool *pool;              /* where req_db() checks out from */
+  struct db_conn *db;                /* checked out lazily by req_db() */
+
+  /* set by the handler */
+  unsigned status;                   /* HTTP status; 0 = from the code */
+  json_t *reply;                     /* owned; body to send */
+  char *reply_text;                  /* owned; non-JSON body */
+  size_t reply_text_len;
+  const char *reply_content_type;    /* static string */
+  const char *hdr_names[REQ_MAX_HEADERS];
+  char *hdr_values[REQ_MAX_HEADERS]; /* owned */
+  int n_hdrs;
+
+  /* error reply being built by problem_*() */
+  enum gg_code code;
+  char detail[512];
+  json_t *errors;                    /* owned; array of {field, message} */
+
+  /* bookkeeping for the access log */
+  long long started_us;
+  char team_for_log[64];
+};
+
+/* The value of path parameter name, or NULL. Borrowed from req. */
+const char *req_param(const struct gg_req *req, const char *name);
+
+/* A query-string argument or NULL. Borrowed from libmicrohttpd. */
+const char *req_query(const struct gg_req *req, const char *name);
+
+/* A request header or NULL. Borrowed from libmicrohttpd. */
+const char *req_header(const struct gg_req *req, const char *name);
+
+/* Set a 2xx reply; steals body (may be NULL for an empty body). */
+void req_reply(struct gg_req *req, unsigned status, json_t *body);
+
+/* Set a non-JSON reply; copies text. Returns GG_OK or GG_INTERNAL. */
+enum gg_code req_reply_text(struct gg_req *req, unsigned status,
+                            const char *content_type, const char *text,
+                            size_t len);
+
+/* Add a response header; value is copied. */
+void req_add_header(struct gg_req *req, const char *name, const char *value);
+
+/*
+ * The request's database connection, checked out from the pool on first use
+ * and returned when the request completes. NULL when the database is
+ * unreachable: the caller returns problem_fail(req, GG_UNAVAILABLE, ...).
+ */
+struct db_conn *req_db(struct gg_req *req);
+
+/* True when the caller is a member of a team (not admin or finance). */
+bool req_is_member(const struct gg_req *req);
+
+/* Initialise a context (for the server and for `gpugate apply`). */
+void req_init(struct gg_req *req, struct db_pool *pool);
+
+/* Release everything req owns (not req itself); returns the connection. */
+void req_cleanup(struct gg_req *req);
+
+#endif
