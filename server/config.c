@@ -14,7 +14,7 @@
 #include "server/config.h"
 #include "server/log.h"
 
-#define SECRET_MAX (64 * 1024)
+#define SECRET_MAX ((size_t)64 * 1024)
 
 static const char *env_or(const char *name, const char *dflt)
 {

@@ -55,7 +55,7 @@ static int load_config(struct config *cfg)
 /* Migrate over a fresh connection, waiting up to wait_s for the server. */
 static int migrate(const struct config *cfg, int wait_s)
 {
-  char err[512];
+  char err[512] = "";
   PGconn *pg = NULL;
   int i, rc;
 
@@ -367,7 +367,7 @@ static int cmd_token(int argc, char **argv)
   if (load_config(&cfg) != 0)
     goto out;
   if (keyfile) {
-    key = (unsigned char *)config_read_file(keyfile, 64 * 1024, &keylen);
+    key = (unsigned char *)config_read_file(keyfile, (size_t)64 * 1024, &keylen);
     if (!key) {
       fprintf(stderr, "gpugate token: --key: cannot read \"%s\": %s\n",
               keyfile, strerror(errno));

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# deploy/lint.sh — `make lint`: banned calls, cppcheck and clang-tidy over
+# the C sources. Exits non-zero on any finding.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+src=$(ls server/*.c handlers/*.c db/*.c scheduler/*.c batch/*.c 2>/dev/null || true)
+status=0
+
+# STYLE §14: calls that have a bounded or checked replacement
+if grep -nHE '\b(sprintf|strcpy|strcat|strtok|atoi|gets|system)[[:space:]]*\(' \
+     $src tests/unit/*.c tests/integration/*.c 2>/dev/null; then
+  echo "lint: banned call (use snprintf, memcpy with a bound, strtol, posix_spawn)"
+  status=1
+fi
+
+cflags=$(pkg-config --cflags libmicrohttpd jansson libpq libjwt libcurl)
+# shellcheck disable=SC2086
+if ! cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
+     --inline-suppr --std=c11 -D_GNU_SOURCE -I. $src; then
+  echo "lint: cppcheck found problems"
+  status=1
+fi
+
+checks='-*,clang-analyzer-*,-clang-analyzer-valist.Uninitialized,-clang-analyzer-security.insecureAPI.DeprecatedOrUnsafeBufferHandling,bugprone-*,-bugprone-easily-swappable-parameters,-bugprone-reserved-identifier,-bugprone-narrowing-conversions,-bugprone-macro-parentheses,-bugprone-assignment-in-if-condition,cert-err34-c'
+# shellcheck disable=SC2086
+if ! clang-tidy --quiet --warnings-as-errors='*' --checks="$checks" $src -- \
+     -std=c11 -D_GNU_SOURCE -I. -Ibuild/gen $cflags >/tmp/gpugate-tidy.log 2>&1; then
+  grep -E 'warning:|error:' /tmp/gpugate-tidy.log | head -n 40
+  echo "lint: clang-tidy found problems"
+  status=1
+fi
+exit $status

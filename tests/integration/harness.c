@@ -1,0 +1,468 @@
+/*
+ * harness.c — processes, databases and HTTP for the integration tests.
+ */
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libpq-fe.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "server/auth.h"
+#include "server/config.h"
+#include "tests/integration/harness.h"
+
+extern char **environ;
+
+#define MAX_ENV 256
+
+static void sleep_ms(long ms)
+{
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+  nanosleep(&ts, NULL);
+}
+
+/* environ plus overrides (NAME=value), as a new NULL-ended array. */
+static char **build_env(const char *const *extra)
+{
+  char **env = calloc(MAX_ENV + 1, sizeof(char *));
+  size_t n = 0, i, j;
+
+  if (!env)
+    return NULL;
+  for (i = 0; environ[i] && n < MAX_ENV / 2; i++) {
+    int overridden = 0;
+    size_t klen = strcspn(environ[i], "=");
+    /* the tests own every GPUGATE_ variable */
+    if (!strncmp(environ[i], "GPUGATE_", 8) &&
+        strncmp(environ[i], "GPUGATE_TEST_", 13) != 0)
+      continue;
+    for (j = 0; extra && extra[j]; j++)
+      overridden |= !strncmp(extra[j], environ[i], klen + 1);
+    if (!overridden)
+      env[n++] = environ[i];
+  }
+  for (j = 0; extra && extra[j] && n < MAX_ENV; j++)
+    env[n++] = (char *)extra[j];
+  env[n] = NULL;
+  return env;
+}
+
+static int spawn(const char *const *argv, const char *const *extra_env,
+                 const char *out_path, pid_t *pid)
+{
+  posix_spawn_file_actions_t fa;
+  char **env = build_env(extra_env);
+  int rc;
+
+  if (!env)
+    return -1;
+  posix_spawn_file_actions_init(&fa);
+  if (out_path) {
+    posix_spawn_file_actions_addopen(&fa, 1, out_path,
+                                     O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  }
+  rc = posix_spawn(pid, argv[0], &fa, NULL, (char *const *)argv, env);
+  posix_spawn_file_actions_destroy(&fa);
+  free(env);
+  return rc == 0 ? 0 : -1;
+}
+
+static int wait_exit(pid_t pid, long timeout_ms)
+{
+  long waited = 0;
+  int st;
+
+  for (;;) {
+    pid_t r = waitpid(pid, &st, WNOHANG);
+    if (r == pid)
+      return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    if (r < 0)
+      return -1;
+    if (timeout_ms >= 0 && waited >= timeout_ms)
+      return -2;
+    sleep_ms(20);
+    waited += 20;
+  }
+}
+
+static void quiet(void *arg, const char *message)
+{
+  (void)arg;
+  (void)message;
+}
+
+int h_db_create(const char *name, char *url, size_t urllen)
+{
+  const char *base = getenv("GPUGATE_TEST_PG_URI");
+  char sql[256];
+  PGconn *pg;
+  PGresult *res;
+  size_t blen;
+  const char *slash;
+
+  if (!base) {
+    fprintf(stderr, "harness: GPUGATE_TEST_PG_URI is not set (run via "
+                    "tests/run.sh)\n");
+    return -1;
+  }
+  pg = PQconnectdb(base);
+  if (PQstatus(pg) != CONNECTION_OK) {
+    fprintf(stderr, "harness: %s", PQerrorMessage(pg));
+    PQfinish(pg);
+    return -1;
+  }
+  PQsetNoticeProcessor(pg, quiet, NULL);
+  snprintf(sql, sizeof(sql), "DROP DATABASE IF EXISTS \"%s\" WITH (FORCE)",
+           name);
+  PQclear(PQexec(pg, sql));
+  snprintf(sql, sizeof(sql), "CREATE DATABASE \"%s\"", name);
+  res = PQexec(pg, sql);
+  if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+    fprintf(stderr, "harness: %s", PQresultErrorMessage(res));
+    PQclear(res);
+    PQfinish(pg);
+    return -1;
+  }
+  PQclear(res);
+  PQfinish(pg);
+  /* replace the database part of the URI */
+  slash = strrchr(base, '/');
+  blen = slash ? (size_t)(slash - base) : strlen(base);
+  snprintf(url, urllen, "%.*s/%s", (int)blen, base, name);
+  return 0;
+}
+
+static void test_env(char store[][600], const char *db_url)
+{
+  snprintf(store[0], 600, "GPUGATE_DATABASE_URL=%s", db_url);
+  snprintf(store[1], 600, "GPUGATE_JWT_HS256_SECRET_FILE=%s", H_SECRET_FILE);
+  snprintf(store[2], 600, "GPUGATE_LOG_LEVEL=%s",
+           getenv("GPUGATE_TEST_LOG_LEVEL") ? getenv("GPUGATE_TEST_LOG_LEVEL")
+                                            : "info");
+}
+
+int h_server_start(struct h_server *s, const char *db_url,
+                   const char *const *extra_env)
+{
+  char store[4][600];
+  const char *env[64];
+  const char *argv[] = {"build/gpugate", "serve", NULL};
+  char port_file[300];
+  size_t n = 0, i;
+  long waited;
+  char tmpl[] = "/tmp/gpugate-it-XXXXXX";
+
+  memset(s, 0, sizeof(*s));
+  if (!mkdtemp(tmpl))
+    return -1;
+  snprintf(s->dir, sizeof(s->dir), "%s", tmpl);
+  snprintf(s->log, sizeof(s->log), "%s/server.log", s->dir);
+  snprintf(s->db_url, sizeof(s->db_url), "%s", db_url);
+  snprintf(port_file, sizeof(port_file), "%s/port", s->dir);
+  test_env(store, db_url);
+  snprintf(store[3], 600, "GPUGATE_PORT_FILE=%s", port_file);
+  for (i = 0; i < 4; i++)
+    env[n++] = store[i];
+  env[n++] = "GPUGATE_LISTEN=127.0.0.1:0";
+  env[n++] = "GPUGATE_HTTP_THREADS=4";
+  for (i = 0; extra_env && extra_env[i] && n < 62; i++)
+    env[n++] = extra_env[i];
+  env[n] = NULL;
+  if (spawn(argv, env, s->log, &s->pid) != 0)
+    return -1;
+  for (waited = 0; waited < 20000; waited += 50) {
+    FILE *f = fopen(port_file, "r");
+    unsigned port = 0;
+    if (f) {
+      if (fscanf(f, "%u", &port) != 1)
+        port = 0;
+      fclose(f);
+    }
+    if (port) {
+      s->port = (unsigned short)port;
+      return 0;
+    }
+    if (waitpid(s->pid, NULL, WNOHANG) == s->pid) {
+      fprintf(stderr, "harness: gpugate exited; see %s\n", s->log);
+      s->pid = 0;
+      return -1;
+    }
+    sleep_ms(50);
+  }
+  fprintf(stderr, "harness: gpugate did not start; see %s\n", s->log);
+  h_server_stop(s);
+  return -1;
+}
+
+void h_server_stop(struct h_server *s)
+{
+  if (s->pid <= 0)
+    return;
+  kill(s->pid, SIGTERM);
+  if (wait_exit(s->pid, 10000) == -2) {
+    kill(s->pid, SIGKILL);
+    wait_exit(s->pid, -1);
+  }
+  s->pid = 0;
+}
+
+struct buf {
+  char *data;
+  size_t len, cap;
+};
+
+static size_t on_body(char *p, size_t size, size_t n, void *ud)
+{
+  struct buf *b = ud;
+  size_t len = size * n;
+
+  if (b->len + len + 1 > b->cap) {
+    size_t cap = (b->len + len + 1) * 2;
+    char *d = realloc(b->data, cap);
+    if (!d)
+      return 0;
+    b->data = d;
+    b->cap = cap;
+  }
+  memcpy(b->data + b->len, p, len);
+  b->len += len;
+  b->data[b->len] = '\0';
+  return len;
+}
+
+static size_t on_header(char *p, size_t size, size_t n, void *ud)
+{
+  struct h_resp *r = ud;
+  size_t len = size * n, used = strlen(r->headers);
+
+  if (used + len + 1 < sizeof(r->headers)) {
+    memcpy(r->headers + used, p, len);
+    r->headers[used + len] = '\0';
+  }
+  return len;
+}
+
+int h_request(const struct h_server *s, const char *method, const char *path,
+              const char *token, const char *body,
+              const char *const *headers, struct h_resp *out)
+{
+  CURL *c = curl_easy_init();
+  struct curl_slist *hl = NULL;
+  struct buf b = {NULL, 0, 0};
+  char url[2048], auth[AUTH_MAX_TOKEN + 64];
+  int has_ct = 0, i;
+  CURLcode rc;
+
+  memset(out, 0, sizeof(*out));
+  if (!c)
+    return -1;
+  snprintf(url, sizeof(url), "http://127.0.0.1:%u%s", s->port, path);
+  curl_easy_setopt(c, CURLOPT_URL, url);
+  curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(c, CURLOPT_HEADERDATA, out);
+  if (!strcmp(method, "HEAD"))
+    curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+  if (token) {
+    snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
+    hl = curl_slist_append(hl, auth);
+  }
+  for (i = 0; headers && headers[i]; i++) {
+    has_ct |= !strncasecmp(headers[i], "Content-Type:", 13);
+    hl = curl_slist_append(hl, headers[i]);
+  }
+  if (body) {
+    if (!has_ct)
+      hl = curl_slist_append(hl, "Content-Type: application/json");
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+  }
+  hl = curl_slist_append(hl, "Expect:");
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
+  rc = curl_easy_perform(c);
+  if (rc == CURLE_OK)
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &out->status);
+  curl_slist_free_all(hl);
+  curl_easy_cleanup(c);
+  out->body = b.data ? b.data : strdup("");
+  out->body_len = b.len;
+  if (out->body_len)
+    out->json = json_loads(out->body, JSON_REJECT_DUPLICATES, NULL);
+  return rc == CURLE_OK ? 0 : -1;
+}
+
+const char *h_header(const struct h_resp *r, const char *name, char *buf,
+                     size_t buflen)
+{
+  const char *p = r->headers;
+  size_t nlen = strlen(name);
+
+  while (*p) {
+    const char *eol = strstr(p, "\r\n");
+    size_t len = eol ? (size_t)(eol - p) : strlen(p);
+    if (len > nlen && !strncasecmp(p, name, nlen) && p[nlen] == ':') {
+      const char *v = p + nlen + 1;
+      size_t vlen;
+      while (*v == ' ')
+        v++;
+      vlen = len - (size_t)(v - p);
+      snprintf(buf, buflen, "%.*s", (int)vlen, v);
+      return buf;
+    }
+    if (!eol)
+      break;
+    p = eol + 2;
+  }
+  return NULL;
+}
+
+void h_resp_free(struct h_resp *r)
+{
+  free(r->body);
+  json_decref(r->json);
+  memset(r, 0, sizeof(*r));
+}
+
+char *h_token(const char *team, const char *role, long ttl_s)
+{
+  struct config cfg;
+  char err[256], *tok;
+  size_t len;
+  unsigned char *secret =
+      (unsigned char *)config_read_file(H_SECRET_FILE, 4096, &len);
+
+  if (!secret)
+    return NULL;
+  memset(&cfg, 0, sizeof(cfg));
+  snprintf(cfg.jwt_issuer, sizeof(cfg.jwt_issuer), "gpugate");
+  snprintf(cfg.jwt_audience, sizeof(cfg.jwt_audience), "gpugate");
+  cfg.jwt_max_lifetime_s = 86400;
+  tok = auth_mint(&cfg, "HS256", secret, len, NULL, team, role, ttl_s,
+                  time(NULL), err, sizeof(err));
+  if (!tok)
+    fprintf(stderr, "harness: auth_mint: %s\n", err);
+  free(secret);
+  return tok;
+}
+
+int h_gpugate(const char *db_url, const char *const *args, char *out,
+              size_t outlen)
+{
+  char store[4][600];
+  const char *env[8];
+  const char *argv[16];
+  char path[] = "/tmp/gpugate-cmd-XXXXXX";
+  int fd = mkstemp(path), i, st;
+  pid_t pid;
+
+  if (fd < 0)
+    return -1;
+  close(fd);
+  test_env(store, db_url);
+  env[0] = store[0];
+  env[1] = store[1];
+  env[2] = store[2];
+  env[3] = NULL;
+  argv[0] = "build/gpugate";
+  for (i = 0; args[i] && i < 14; i++)
+    argv[i + 1] = args[i];
+  argv[i + 1] = NULL;
+  if (spawn(argv, env, path, &pid) != 0) {
+    unlink(path);
+    return -1;
+  }
+  st = wait_exit(pid, 60000);
+  if (out && outlen) {
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(out, 1, outlen - 1, f) : 0;
+    out[n] = '\0';
+    if (f)
+      fclose(f);
+  }
+  unlink(path);
+  return st;
+}
+
+static int pg_sh(const char *cmd, const char *dir, char *out, size_t outlen)
+{
+  const char *argv[] = {"tests/pg.sh", cmd, dir, NULL};
+  char path[] = "/tmp/gpugate-pg-XXXXXX";
+  int fd = mkstemp(path), st;
+  pid_t pid;
+
+  if (fd < 0)
+    return -1;
+  close(fd);
+  if (spawn(argv, NULL, path, &pid) != 0) {
+    unlink(path);
+    return -1;
+  }
+  st = wait_exit(pid, 120000);
+  if (out && outlen) {
+    FILE *f = fopen(path, "r");
+    char line[512];
+    out[0] = '\0';
+    /* the URI is the line that starts with postgresql:// */
+    while (f && fgets(line, sizeof(line), f))
+      if (!strncmp(line, "postgresql://", 13)) {
+        line[strcspn(line, "\n")] = '\0';
+        snprintf(out, outlen, "%s", line);
+      }
+    if (f)
+      fclose(f);
+  }
+  unlink(path);
+  return st;
+}
+
+int h_pg_start(const char *dir, char *uri, size_t urilen)
+{
+  return pg_sh("start", dir, uri, urilen) == 0 && uri[0] ? 0 : -1;
+}
+
+int h_pg_stop(const char *dir)
+{
+  return pg_sh("stop", dir, NULL, 0);
+}
+
+bool h_is_problem(const struct h_resp *r, long status, const char *field)
+{
+  char ct[128];
+  json_t *e;
+  size_t i;
+
+  if (r->status != status || !r->json)
+    return false;
+  if (!h_header(r, "Content-Type", ct, sizeof(ct)) ||
+      strcmp(ct, "application/problem+json") != 0)
+    return false;
+  if (json_integer_value(json_object_get(r->json, "status")) != status ||
+      !json_is_string(json_object_get(r->json, "type")) ||
+      !json_is_string(json_object_get(r->json, "title")) ||
+      !json_is_string(json_object_get(r->json, "detail")))
+    return false;
+  if (!field)
+    return true;
+  json_array_foreach(json_object_get(r->json, "errors"), i, e)
+  {
+    const char *f = json_string_value(json_object_get(e, "field"));
+    if (f && !strcmp(f, field))
+      return true;
+  }
+  return false;
+}

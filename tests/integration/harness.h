@@ -1,0 +1,81 @@
+/*
+ * harness.h — black-box integration tests: the real build/gpugate on a free
+ * port against a throwaway PostgreSQL cluster, driven over HTTP by libcurl.
+ *
+ * tests/run.sh starts one cluster for the whole run and exports its URI as
+ * GPUGATE_TEST_PG_URI; each suite creates its own database in it. Tests
+ * that must stop PostgreSQL start a private cluster with h_pg_start().
+ */
+#ifndef GPUGATE_TEST_HARNESS_H
+#define GPUGATE_TEST_HARNESS_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#define H_SECRET_FILE "tests/fixtures/keys/hs256.secret"
+
+struct h_server {
+  pid_t pid;
+  unsigned short port;
+  char dir[256];      /* temp dir: port file, log */
+  char log[300];      /* the server's stderr */
+  char db_url[512];
+};
+
+struct h_resp {
+  long status;
+  char *body;         /* owned, NUL-terminated */
+  size_t body_len;
+  json_t *json;       /* owned; NULL unless the body parsed as JSON */
+  char headers[8192]; /* raw response headers */
+};
+
+/* Create a fresh database named name in the run's cluster; writes its URI. */
+int h_db_create(const char *name, char *url, size_t urllen);
+
+/*
+ * Start build/gpugate serve on port 0 against db_url with the test JWT
+ * configuration, plus extra "NAME=value" environment entries (NULL-ended,
+ * may be NULL). Waits until /healthz answers. Returns 0 or -1.
+ */
+int h_server_start(struct h_server *s, const char *db_url,
+                   const char *const *extra_env);
+
+/* SIGTERM, wait, SIGKILL if needed. Keeps the log on disk. */
+void h_server_stop(struct h_server *s);
+
+/*
+ * One HTTP request. token may be NULL (no Authorization), body may be NULL.
+ * headers: extra "Name: value" lines, NULL-ended, may be NULL. A JSON body
+ * is sent with Content-Type: application/json unless headers set one.
+ * Returns 0 when a response arrived (any status), -1 otherwise.
+ */
+int h_request(const struct h_server *s, const char *method, const char *path,
+              const char *token, const char *body,
+              const char *const *headers, struct h_resp *out);
+
+/* The value of a response header (case-insensitive) into buf, or NULL. */
+const char *h_header(const struct h_resp *r, const char *name, char *buf,
+                     size_t buflen);
+
+void h_resp_free(struct h_resp *r);
+
+/* A valid HS256 token for team/role from the test secret (malloc'd). */
+char *h_token(const char *team, const char *role, long ttl_s);
+
+/*
+ * Run build/gpugate with args against db_url (test JWT env set); stdout and
+ * stderr go to out (may be NULL). Returns the exit status, -1 on failure.
+ */
+int h_gpugate(const char *db_url, const char *const *args, char *out,
+              size_t outlen);
+
+/* A private PostgreSQL cluster (tests/pg.sh) in dir; writes its URI. */
+int h_pg_start(const char *dir, char *uri, size_t urilen);
+int h_pg_stop(const char *dir);
+
+/* True when the response is problem+json naming field (NULL: any). */
+bool h_is_problem(const struct h_resp *r, long status, const char *field);
+
+#endif
