@@ -5,6 +5,7 @@
  * while PostgreSQL is away and recovers by itself when it returns.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,17 @@ struct db_pool {
   struct db_conn *conns;
   bool *busy;
 };
+
+/* Server notices ("relation already exists, skipping") are debug noise. */
+static void on_notice(void *arg, const char *message)
+{
+  (void)arg;
+  if (log_enabled(LOG_DEBUG)) {
+    json_t *f = json_pack("{s:s}", "notice", message);
+    log_json(LOG_DEBUG, "postgresql notice", f);
+    json_decref(f);
+  }
+}
 
 PGconn *db_connect(const char *url, char *err, size_t errlen)
 {
@@ -43,6 +55,7 @@ PGconn *db_connect(const char *url, char *err, size_t errlen)
     PQfinish(pg);
     return NULL;
   }
+  PQsetNoticeProcessor(pg, on_notice, NULL);
   return pg;
 }
 
@@ -126,6 +139,7 @@ struct db_conn *db_acquire(struct db_pool *p, int wait_ms)
     c->pg = NULL;
   }
   if (!c->pg) {
+    c->n_prepared = 0;
     c->pg = db_connect(p->url, err, sizeof(err));
     if (!c->pg) {
       log_msg(LOG_WARN, "database unreachable: %s", err);
@@ -145,6 +159,7 @@ void db_release(struct db_pool *p, struct db_conn *c)
     /* a request that left a transaction open or lost the server */
     PQfinish(c->pg);
     c->pg = NULL;
+    c->n_prepared = 0;
   }
   pthread_mutex_lock(&p->lock);
   p->busy[c->index] = false;
@@ -174,16 +189,47 @@ enum gg_code db_code_of(const PGresult *res, const PGconn *pg)
   return GG_INTERNAL;
 }
 
+/*
+ * Every parameter is text: statements cast where they need another type,
+ * and a parameter a statement does not use needs no type inference.
+ *
+ * Statements are prepared once per connection, keyed by the address of
+ * their static SQL text (all SQL in db/ is static), so repeated calls skip
+ * parsing and planning. The cache is dropped with the connection.
+ */
+static PGresult *execute(struct db_conn *c, const char *sql, int nparams,
+                         const char *const *params)
+{
+  static const Oid text_oids[DB_MAX_PARAMS] = {
+      25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25};
+  char name[16];
+  int i;
+
+  if (nparams > DB_MAX_PARAMS)
+    return NULL;
+  for (i = 0; i < c->n_prepared; i++)
+    if (c->prepared[i] == sql)
+      break;
+  if (i == c->n_prepared) {
+    PGresult *res;
+    if (i == DB_PREPARED_MAX)
+      return PQexecParams(c->pg, sql, nparams, text_oids, params, NULL, NULL,
+                          0);
+    snprintf(name, sizeof(name), "gg%d", i);
+    res = PQprepare(c->pg, name, sql, nparams, text_oids);
+    if (PQresultStatus(res) != PGRES_COMMAND_OK)
+      return res; /* the error, reported like any other */
+    PQclear(res);
+    c->prepared[c->n_prepared++] = sql;
+  }
+  snprintf(name, sizeof(name), "gg%d", i);
+  return PQexecPrepared(c->pg, name, nparams, params, NULL, NULL, 0);
+}
+
 PGresult *db_exec(struct db_conn *c, const char *sql, int nparams,
                   const char *const *params, enum gg_code *code)
 {
-  /* every parameter is text: statements cast where they need another type,
-   * and a parameter a statement does not use needs no type inference */
-  static const Oid text_oids[16] = {25, 25, 25, 25, 25, 25, 25, 25,
-                                    25, 25, 25, 25, 25, 25, 25, 25};
-  PGresult *res = PQexecParams(c->pg, sql, nparams,
-                               nparams <= 16 ? text_oids : NULL, params,
-                               NULL, NULL, 0);
+  PGresult *res = execute(c, sql, nparams, params);
   ExecStatusType st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
 
   if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {

@@ -25,6 +25,7 @@
 #include "server/http.h"
 #include "server/log.h"
 #include "server/problem.h"
+#include "server/ratelimit.h"
 #include "server/router.h"
 
 struct http_server {
@@ -32,6 +33,7 @@ struct http_server {
   const struct config *cfg;
   const struct auth_ctx *auth;
   struct db_pool *pool;
+  struct ratelimit *limiter;
   unsigned short port;
 };
 
@@ -127,6 +129,18 @@ static enum gg_code authenticate(struct http_server *s, struct gg_req *req)
                         why);
   snprintf(req->team_for_log, sizeof(req->team_for_log), "%s",
            req->principal.team);
+  {
+    long retry = 1;
+    if (!ratelimit_take(s->limiter, req->principal.team, now_us(), &retry)) {
+      char v[24];
+      snprintf(v, sizeof(v), "%ld", retry);
+      req_add_header(req, MHD_HTTP_HEADER_RETRY_AFTER, v);
+      return problem_fail(req, GG_TOO_MANY_REQUESTS,
+                          "Team \"%s\" is over its request rate; retry "
+                          "after %ld s.",
+                          req->principal.team, retry);
+    }
+  }
   if (!(req->route->roles & (unsigned)req->principal.role))
     return problem_fail(req, GG_FORBIDDEN,
                         "Role \"%s\" may not call %s %s.",
@@ -439,6 +453,12 @@ struct http_server *http_start(const struct config *cfg,
   s->cfg = cfg;
   s->auth = auth;
   s->pool = pool;
+  s->limiter = ratelimit_new(cfg->rate_limit_rps);
+  if (!s->limiter) {
+    snprintf(err, errlen, "out of memory");
+    free(s);
+    return NULL;
+  }
   memset(&addr, 0, sizeof(addr));
   addr.sin_family = AF_INET;
   addr.sin_port = htons(cfg->listen_port);
@@ -447,6 +467,7 @@ struct http_server *http_start(const struct config *cfg,
   else if (inet_pton(AF_INET, cfg->listen_host, &addr.sin_addr) != 1) {
     snprintf(err, errlen, "GPUGATE_LISTEN: \"%s\" is not an IPv4 address",
              cfg->listen_host);
+    ratelimit_free(s->limiter);
     free(s);
     return NULL;
   }
@@ -464,6 +485,7 @@ struct http_server *http_start(const struct config *cfg,
   if (!s->daemon) {
     snprintf(err, errlen, "GPUGATE_LISTEN: cannot listen on %s:%u",
              cfg->listen_host, cfg->listen_port);
+    ratelimit_free(s->limiter);
     free(s);
     return NULL;
   }
@@ -483,5 +505,6 @@ void http_stop(struct http_server *s)
     return;
   if (s->daemon)
     MHD_stop_daemon(s->daemon);
+  ratelimit_free(s->limiter);
   free(s);
 }

@@ -304,6 +304,40 @@ START_TEST(list_pagination)
 }
 END_TEST
 
+/* A team over GPUGATE_RATE_LIMIT_RPS gets 429 with Retry-After; other
+ * teams are not affected. */
+START_TEST(rate_limit_per_team)
+{
+  const char *env[] = {"GPUGATE_RATE_LIMIT_RPS=1", NULL};
+  struct h_server slow;
+  struct h_resp r;
+  char url[512], retry[16];
+  char *a = h_token("team-a", "member", 600);
+  char *b = h_token("team-b", "member", 600);
+  int i, limited = 0;
+
+  ck_assert_int_eq(h_db_create("it_basics_rl", url, sizeof(url)), 0);
+  ck_assert_int_eq(h_server_start(&slow, url, env), 0);
+  for (i = 0; i < 4; i++) {
+    h_request(&slow, "GET", "/v1/flavors", a, NULL, NULL, &r);
+    if (r.status == 429) {
+      limited++;
+      ck_assert(h_is_problem(&r, 429, NULL));
+      ck_assert_ptr_nonnull(h_header(&r, "Retry-After", retry, sizeof(retry)));
+      ck_assert_int_ge(strtol(retry, NULL, 10), 1);
+    }
+    h_resp_free(&r);
+  }
+  ck_assert_int_ge(limited, 1); /* burst is 2 */
+  h_request(&slow, "GET", "/v1/flavors", b, NULL, NULL, &r);
+  ck_assert_int_eq(r.status, 200);
+  h_resp_free(&r);
+  h_server_stop(&slow);
+  free(a);
+  free(b);
+}
+END_TEST
+
 Suite *basics_suite(void)
 {
   Suite *s = suite_create("basics");
@@ -324,6 +358,7 @@ Suite *basics_suite(void)
   tcase_add_test(tc, apply_reference_architecture);
   tcase_add_test(tc, apply_reports_invalid_objects);
   tcase_add_test(tc, list_pagination);
+  tcase_add_test(tc, rate_limit_per_team);
   suite_add_tcase(s, tc);
   return s;
 }
