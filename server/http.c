@@ -20,6 +20,7 @@
 #include <strings.h>
 #include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "db/db.h"
 #include "server/http.h"
@@ -472,7 +473,7 @@ struct http_server *http_start(const struct config *cfg,
     return NULL;
   }
   s->daemon = MHD_start_daemon(
-      MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG,
+      MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG,
       0, NULL, NULL, on_request, s,
       MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
       MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg->http_threads,
@@ -503,8 +504,13 @@ void http_stop(struct http_server *s)
 {
   if (!s)
     return;
-  if (s->daemon)
+  if (s->daemon) {
+    /* stop accepting, let the workers finish what they hold, then stop */
+    MHD_socket fd = MHD_quiesce_daemon(s->daemon);
+    if (fd != MHD_INVALID_SOCKET)
+      close(fd);
     MHD_stop_daemon(s->daemon);
+  }
   ratelimit_free(s->limiter);
   free(s);
 }
