@@ -14,20 +14,20 @@
 #include "db/db.h"
 #include "server/problem.h"
 
-#define TS(col)                                                              \
+#define TS(col)                                                                \
   "to_char(" col " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
 #define COLS "spec, version, " TS("created_at") ", " TS("updated_at")
 
 struct kind {
-  const char *name;   /* for messages */
-  int nkeys;          /* 1, or 2 for team queues */
-  const char *get;    /* keys → spec, version, created, updated */
-  const char *list;   /* [team,] after, limit → name, COLS */
-  const char *lock;   /* keys, spec → version, unchanged */
-  const char *insert; /* keys, spec */
-  const char *update; /* keys, spec */
-  const char *del;    /* keys */
-  const char *refs;   /* keys, spec → field, message of missing refs */
+  const char *name;      /* for messages */
+  int nkeys;             /* 1, or 2 for team queues */
+  const char *get;       /* keys → spec, version, created, updated */
+  const char *list;      /* [team,] after, limit → name, COLS */
+  const char *lock;      /* keys, spec → version, unchanged */
+  const char *insert;    /* keys, spec */
+  const char *update;    /* keys, spec */
+  const char *del;       /* keys */
+  const char *refs;      /* keys, spec → field, message of missing refs */
   const char *guard_put; /* keys, spec → message when forbidden (409) */
   const char *guard_del; /* keys → message when forbidden (409) */
   const char *before;    /* keys, spec: runs before insert/update */
@@ -46,8 +46,9 @@ static const struct kind kinds[DB_KIND_COUNT] = {
             .lock = "SELECT version, spec::jsonb = $2::jsonb FROM flavors "
                     "WHERE name = $1 FOR UPDATE",
             .insert = "INSERT INTO flavors (name, spec) VALUES ($1, $2::json)",
-            .update = "UPDATE flavors SET spec = $2::json, version = version + 1, "
-                      "updated_at = now() WHERE name = $1",
+            .update =
+                "UPDATE flavors SET spec = $2::json, version = version + 1, "
+                "updated_at = now() WHERE name = $1",
             .del = "DELETE FROM flavors WHERE name = $1",
             .in_use = "a cluster queue still uses it",
         },
@@ -61,8 +62,9 @@ static const struct kind kinds[DB_KIND_COUNT] = {
             .lock = "SELECT version, spec::jsonb = $2::jsonb FROM cohorts "
                     "WHERE name = $1 FOR UPDATE",
             .insert = "INSERT INTO cohorts (name, spec) VALUES ($1, $2::json)",
-            .update = "UPDATE cohorts SET spec = $2::json, version = version + 1, "
-                      "updated_at = now() WHERE name = $1",
+            .update =
+                "UPDATE cohorts SET spec = $2::json, version = version + 1, "
+                "updated_at = now() WHERE name = $1",
             .del = "DELETE FROM cohorts WHERE name = $1",
             .in_use = "a cluster queue is still in it",
         },
@@ -81,6 +83,11 @@ static const struct kind kinds[DB_KIND_COUNT] = {
                       "cohort = $2::json->>'cohort', version = version + 1, "
                       "updated_at = now() WHERE name = $1",
             .del = "DELETE FROM cluster_queues WHERE name = $1",
+            .guard_del = "SELECT format('%s jobs are still pending or "
+                         "admitted in it', count(*)) FROM jobs "
+                         "WHERE cluster_queue = $1 AND state IN ('PENDING', "
+                         "'ADMITTED', 'QUEUED', 'RUNNING', 'EVICTING') "
+                         "HAVING count(*) > 0",
             .refs = "SELECT 'cohort', format('cohort \"%s\" does not exist', "
                     "$2::json->>'cohort') "
                     "WHERE $2::json->>'cohort' IS NOT NULL AND NOT EXISTS "
@@ -149,8 +156,9 @@ static const struct kind kinds[DB_KIND_COUNT] = {
             .lock = "SELECT version, spec::jsonb = $2::jsonb FROM teams "
                     "WHERE name = $1 FOR UPDATE",
             .insert = "INSERT INTO teams (name, spec) VALUES ($1, $2::json)",
-            .update = "UPDATE teams SET spec = $2::json, version = version + 1, "
-                      "updated_at = now() WHERE name = $1",
+            .update =
+                "UPDATE teams SET spec = $2::json, version = version + 1, "
+                "updated_at = now() WHERE name = $1",
             .del = "DELETE FROM teams WHERE name = $1",
             .in_use = "it still has queues",
         },
@@ -173,6 +181,11 @@ static const struct kind kinds[DB_KIND_COUNT] = {
                       "version = version + 1, updated_at = now() "
                       "WHERE team = $1 AND name = $2",
             .del = "DELETE FROM team_queues WHERE team = $1 AND name = $2",
+            .guard_del = "SELECT format('%s jobs are still pending or "
+                         "admitted in it', count(*)) FROM jobs "
+                         "WHERE team = $1 AND queue = $2 AND state IN "
+                         "('PENDING', 'ADMITTED', 'QUEUED', 'RUNNING', "
+                         "'EVICTING') HAVING count(*) > 0",
             .refs = "SELECT 'cluster_queue', format('cluster queue \"%s\" "
                     "does not exist', $3::json->>'cluster_queue') "
                     "WHERE NOT EXISTS (SELECT 1 FROM cluster_queues "
@@ -180,6 +193,10 @@ static const struct kind kinds[DB_KIND_COUNT] = {
             .in_use = "jobs still use it",
         },
 };
+
+/* A configuration change may let jobs in: wake the admission loop. */
+static const char sql_wake[] =
+    "SELECT pg_notify('gpugate_admission', 'config')";
 
 const char *db_kind_name(enum db_kind k)
 {
@@ -236,9 +253,8 @@ static enum gg_code not_found(struct gg_req *req, enum db_kind k,
                       kinds[k].name, name);
 }
 
-enum gg_code db_admin_get(struct gg_req *req, enum db_kind k,
-                          const char *team, const char *name, json_t **out,
-                          long long *version)
+enum gg_code db_admin_get(struct gg_req *req, enum db_kind k, const char *team,
+                          const char *name, json_t **out, long long *version)
 {
   struct db_conn *db = req_db(req);
   const char *params[3];
@@ -257,17 +273,17 @@ enum gg_code db_admin_get(struct gg_req *req, enum db_kind k,
     PQclear(res);
     return not_found(req, k, name);
   }
-  *out = object_of(k, team, name, PQgetvalue(res, 0, 0),
-                   PQgetvalue(res, 0, 2), PQgetvalue(res, 0, 3));
+  *out = object_of(k, team, name, PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 2),
+                   PQgetvalue(res, 0, 3));
   if (version)
     *version = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
   PQclear(res);
   return *out ? GG_OK : fail_db(req, GG_INTERNAL);
 }
 
-enum gg_code db_admin_list(struct gg_req *req, enum db_kind k,
-                           const char *team, const char *after, int limit,
-                           json_t **items, bool *more)
+enum gg_code db_admin_list(struct gg_req *req, enum db_kind k, const char *team,
+                           const char *after, int limit, json_t **items,
+                           bool *more)
 {
   struct db_conn *db = req_db(req);
   const char *params[3];
@@ -292,11 +308,9 @@ enum gg_code db_admin_list(struct gg_req *req, enum db_kind k,
   *more = rows > limit;
   *items = json_array();
   for (i = 0; i < rows && i < limit; i++)
-    json_array_append_new(*items,
-                          object_of(k, team, PQgetvalue(res, i, 0),
-                                    PQgetvalue(res, i, 1),
-                                    PQgetvalue(res, i, 3),
-                                    PQgetvalue(res, i, 4)));
+    json_array_append_new(
+        *items, object_of(k, team, PQgetvalue(res, i, 0), PQgetvalue(res, i, 1),
+                          PQgetvalue(res, i, 3), PQgetvalue(res, i, 4)));
   PQclear(res);
   return GG_OK;
 }
@@ -353,8 +367,8 @@ static int report(struct gg_req *req, struct db_conn *db, const char *sql,
   return rows ? -1 : 0;
 }
 
-enum gg_code db_admin_put(struct gg_req *req, enum db_kind k,
-                          const char *team, const char *name, json_t *spec,
+enum gg_code db_admin_put(struct gg_req *req, enum db_kind k, const char *team,
+                          const char *name, json_t *spec,
                           const struct db_if_match *m, json_t **out,
                           long long *version, bool *created)
 {
@@ -401,11 +415,11 @@ enum gg_code db_admin_put(struct gg_req *req, enum db_kind k,
     goto fail;
   }
   if (!unchanged) {
-    if (K->refs && report(req, db, K->refs, n + 1, params,
-                          GG_UNPROCESSABLE) != 0)
+    if (K->refs &&
+        report(req, db, K->refs, n + 1, params, GG_UNPROCESSABLE) != 0)
       goto fail;
-    if (K->guard_put && report(req, db, K->guard_put, n + 1, params,
-                               GG_CONFLICT) != 0)
+    if (K->guard_put &&
+        report(req, db, K->guard_put, n + 1, params, GG_CONFLICT) != 0)
       goto fail;
     if (K->before && !(res = run(req, db, K->before, n + 1, params)))
       goto fail;
@@ -421,6 +435,10 @@ enum gg_code db_admin_put(struct gg_req *req, enum db_kind k,
     }
     res = NULL;
   }
+  if (!unchanged && !(res = run(req, db, sql_wake, 0, NULL)))
+    goto fail;
+  PQclear(res);
+  res = NULL;
   if ((code = db_commit(db)) != GG_OK) {
     fail_db(req, code);
     goto fail;
@@ -471,8 +489,8 @@ enum gg_code db_admin_delete(struct gg_req *req, enum db_kind k,
                  K->name, name);
     goto fail;
   }
-  if (K->guard_del && report(req, db, K->guard_del, n, params,
-                             GG_CONFLICT) != 0)
+  if (K->guard_del &&
+      report(req, db, K->guard_del, n, params, GG_CONFLICT) != 0)
     goto fail;
   res = db_exec(db, K->del, n, params, &code);
   if (!res) {
@@ -484,6 +502,10 @@ enum gg_code db_admin_delete(struct gg_req *req, enum db_kind k,
     goto fail;
   }
   PQclear(res);
+  if (!(res = run(req, db, sql_wake, 0, NULL)))
+    goto fail;
+  PQclear(res);
+  res = NULL;
   if ((code = db_commit(db)) != GG_OK) {
     fail_db(req, code);
     goto fail;

@@ -18,8 +18,8 @@ struct db_pool;
 #define DB_PREPARED_MAX 128
 
 struct db_conn {
-  PGconn *pg;        /* NULL until connected */
-  int index;         /* slot in the pool */
+  PGconn *pg;                            /* NULL until connected */
+  int index;                             /* slot in the pool */
   const char *prepared[DB_PREPARED_MAX]; /* SQL prepared as "gg<i>" */
   int n_prepared;
 };

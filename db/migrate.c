@@ -40,9 +40,8 @@ int db_migrations_expected(void)
 int db_migrations_applied(struct db_conn *c)
 {
   enum gg_code code;
-  PGresult *res = db_exec(c,
-                          "SELECT count(*) FROM schema_migrations", 0, NULL,
-                          &code);
+  PGresult *res =
+      db_exec(c, "SELECT count(*) FROM schema_migrations", 0, NULL, &code);
   int n;
 
   if (!res)
@@ -149,11 +148,10 @@ int db_migrate(PGconn *pg, char *err, size_t errlen)
         apply_one(pg, &embedded_files[i], err, errlen))
       goto out;
   rc = 0;
-out:
-  {
-    char ignore[64];
-    simple(pg, "SELECT pg_advisory_unlock(" MIGRATION_LOCK ")", ignore,
-           sizeof(ignore));
-  }
+out : {
+  char ignore[64];
+  simple(pg, "SELECT pg_advisory_unlock(" MIGRATION_LOCK ")", ignore,
+         sizeof(ignore));
+}
   return rc;
 }

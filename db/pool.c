@@ -38,12 +38,12 @@ PGconn *db_connect(const char *url, char *err, size_t errlen)
 {
   /* expand_dbname lets url be a URI or a conninfo string; the explicit
    * keywords bound how long a dead server can hold a worker. */
-  const char *const keys[] = {"dbname", "connect_timeout",
-                              "keepalives_idle", "keepalives_interval",
+  const char *const keys[] = {"dbname",           "connect_timeout",
+                              "keepalives_idle",  "keepalives_interval",
                               "keepalives_count", "options",
                               "application_name", NULL};
-  const char *const vals[] = {url, "3", "10", "5", "2",
-                              "-c statement_timeout=30000", "gpugate", NULL};
+  const char *const vals[] = {
+      url, "3", "10", "5", "2", "-c statement_timeout=30000", "gpugate", NULL};
   PGconn *pg = PQconnectdbParams(keys, vals, 1);
 
   if (!pg || PQstatus(pg) != CONNECTION_OK) {
@@ -134,7 +134,9 @@ struct db_conn *db_acquire(struct db_pool *p, int wait_ms)
     log_msg(LOG_WARN, "database pool exhausted after %d ms", wait_ms);
     return NULL;
   }
-  if (c->pg && PQstatus(c->pg) != CONNECTION_OK) {
+  /* an idle connection whose server went away has the close waiting on
+   * its socket: read it now rather than fail the request's first query */
+  if (c->pg && (!PQconsumeInput(c->pg) || PQstatus(c->pg) != CONNECTION_OK)) {
     PQfinish(c->pg);
     c->pg = NULL;
   }
@@ -176,16 +178,16 @@ enum gg_code db_code_of(const PGresult *res, const PGconn *pg)
   if (!state)
     return GG_UNAVAILABLE; /* no server answer at all */
   if (!strcmp(state, "23505"))
-    return GG_CONFLICT;           /* unique_violation */
+    return GG_CONFLICT; /* unique_violation */
   if (!strcmp(state, "23503"))
-    return GG_CONFLICT;           /* foreign_key_violation: still referenced */
+    return GG_CONFLICT; /* foreign_key_violation: still referenced */
   if (!strcmp(state, "40001") || !strcmp(state, "40P01"))
-    return GG_CONFLICT;           /* serialization failure, deadlock */
+    return GG_CONFLICT; /* serialization failure, deadlock */
   if (!strncmp(state, "22", 2) || !strcmp(state, "23514"))
-    return GG_UNPROCESSABLE;      /* data exception, check violation */
+    return GG_UNPROCESSABLE; /* data exception, check violation */
   if (!strncmp(state, "08", 2) || !strncmp(state, "57P", 3) ||
       !strcmp(state, "53300") || !strcmp(state, "57014"))
-    return GG_UNAVAILABLE;        /* connection, shutdown, too many, cancel */
+    return GG_UNAVAILABLE; /* connection, shutdown, too many, cancel */
   return GG_INTERNAL;
 }
 
@@ -200,8 +202,8 @@ enum gg_code db_code_of(const PGresult *res, const PGconn *pg)
 static PGresult *execute(struct db_conn *c, const char *sql, int nparams,
                          const char *const *params)
 {
-  static const Oid text_oids[DB_MAX_PARAMS] = {
-      25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25};
+  static const Oid text_oids[DB_MAX_PARAMS] = {25, 25, 25, 25, 25, 25, 25, 25,
+                                               25, 25, 25, 25, 25, 25, 25, 25};
   char name[16];
   int i;
 
@@ -241,8 +243,8 @@ PGresult *db_exec(struct db_conn *c, const char *sql, int nparams,
     const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
     const char *msg = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY)
                           : PQerrorMessage(c->pg);
-    json_t *f = json_pack("{s:s, s:s}", "sqlstate", state ? state : "",
-                          "error", msg ? msg : "");
+    json_t *f = json_pack("{s:s, s:s}", "sqlstate", state ? state : "", "error",
+                          msg ? msg : "");
     log_json(*code == GG_CONFLICT ? LOG_DEBUG : LOG_WARN, "sql failed", f);
     json_decref(f);
   }

@@ -54,8 +54,9 @@ static bool parse_if_match(struct gg_req *req, struct db_if_match *m)
   }
   return true;
 bad:
-  problem_field(req, "If-Match", "must be \"*\" or a list of ETags such as "
-                                 "\"\\\"3\\\"\"");
+  problem_field(req, "If-Match",
+                "must be \"*\" or a list of ETags such as "
+                "\"\\\"3\\\"\"");
   problem_fail(req, GG_BAD_REQUEST, "The If-Match header is malformed.");
   return false;
 }
@@ -130,12 +131,11 @@ enum gg_code admin_list(struct gg_req *req, const struct admin_kind *k)
                         "The paging parameters are invalid.");
   if ((code = parent_exists(req, k)) != GG_OK)
     return code;
-  code = db_admin_list(req, k->kind, team_of(req, k), after, limit, &items,
-                       &more);
+  code =
+      db_admin_list(req, k->kind, team_of(req, k), after, limit, &items, &more);
   if (code != GG_OK)
     return code;
-  json_array_foreach(items, i, obj)
-  {
+  json_array_foreach (items, i, obj) {
     if (k->decorate && (code = k->decorate(req, obj)) != GG_OK) {
       json_decref(items);
       return code;
@@ -171,15 +171,14 @@ enum gg_code admin_put(struct gg_req *req, const struct admin_kind *k)
     k->check(req, spec);
   if (!spec || problem_nfields(req)) {
     json_decref(spec);
-    return problem_fail(req, GG_BAD_REQUEST,
-                        "The %s is invalid; see errors.",
+    return problem_fail(req, GG_BAD_REQUEST, "The %s is invalid; see errors.",
                         db_kind_name(k->kind));
   }
   code = parent_exists(req, k);
   if (code == GG_OK)
     code = db_admin_put(req, k->kind, team_of(req, k),
-                        req_param(req, k->name_param), spec, &m, &obj,
-                        &version, &created);
+                        req_param(req, k->name_param), spec, &m, &obj, &version,
+                        &created);
   json_decref(spec);
   if (code == GG_OK && k->decorate)
     code = k->decorate(req, obj);

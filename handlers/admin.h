@@ -16,9 +16,9 @@
 
 struct admin_kind {
   enum db_kind kind;
-  const char *name_param;        /* path parameter naming the object */
-  const char *team_param;        /* "team" for team queues, else NULL */
-  const struct v_field *fields;  /* PUT body */
+  const char *name_param;       /* path parameter naming the object */
+  const char *team_param;       /* "team" for team queues, else NULL */
+  const struct v_field *fields; /* PUT body */
   /* cross-field checks on the normalised spec; record problem_field()s */
   void (*check)(struct gg_req *req, json_t *spec);
   /* add read-only fields to an object before it is returned */

@@ -5,11 +5,16 @@
 #include "handlers/admin.h"
 #include "handlers/handlers.h"
 
-static const struct v_field fields[] = {
-    {.key = "description", .type = V_STRING, .flags = V_NULLABLE, .min = 0, .max = 256, .dflt = "null"}, {.key = NULL}};
+static const struct v_field fields[] = {{.key = "description",
+                                         .type = V_STRING,
+                                         .flags = V_NULLABLE,
+                                         .min = 0,
+                                         .max = 256,
+                                         .dflt = "null"},
+                                        {.key = NULL}};
 
-static const struct admin_kind kind = {DB_COHORT, "name", NULL, fields, NULL,
-                                       NULL};
+static const struct admin_kind kind = {DB_COHORT, "name", NULL,
+                                       fields,    NULL,   NULL};
 
 enum gg_code cohorts_list(struct gg_req *req)
 {

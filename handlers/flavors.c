@@ -16,16 +16,49 @@ static const char *const models[] = {"RESERVATION", "STANDARD", "SPOT",
 static const struct v_field region[] = {{.type = V_REGION}};
 
 static const struct v_field fields[] = {
-    {.key = "provisioning_model", .type = V_ENUM, .flags = V_REQUIRED, .choices = models},
+    {.key = "provisioning_model",
+     .type = V_ENUM,
+     .flags = V_REQUIRED,
+     .choices = models},
     {.key = "machine_type", .type = V_NAME, .flags = V_REQUIRED},
-    {.key = "accelerator_type", .type = V_NAME, .flags = V_NULLABLE, .dflt = "null"},
-    {.key = "gpus_per_vm", .type = V_INT, .flags = V_REQUIRED, .min = 0, .max = 16},
-    {.key = "locations", .type = V_LIST, .flags = V_REQUIRED, .min = 1, .max = 16, .fields = region},
+    {.key = "accelerator_type",
+     .type = V_NAME,
+     .flags = V_NULLABLE,
+     .dflt = "null"},
+    {.key = "gpus_per_vm",
+     .type = V_INT,
+     .flags = V_REQUIRED,
+     .min = 0,
+     .max = 16},
+    {.key = "locations",
+     .type = V_LIST,
+     .flags = V_REQUIRED,
+     .min = 1,
+     .max = 16,
+     .fields = region},
     {.key = "reservation", .type = V_NAME, .flags = V_NULLABLE, .dflt = "null"},
-    {.key = "price_per_gpu_hour_usd", .type = V_NUMBER, .min = 0, .max = 100000, .dflt = "0"},
-    {.key = "on_demand_price_per_gpu_hour_usd", .type = V_NUMBER, .flags = V_NULLABLE, .min = 0, .max = 100000, .dflt = "null"},
-    {.key = "max_run_duration_s", .type = V_INT, .flags = V_NULLABLE, .min = 1, .max = 315360000, .dflt = "null"},
-    {.key = "max_wait_s", .type = V_INT, .min = 1, .max = 604800, .dflt = "7200"},
+    {.key = "price_per_gpu_hour_usd",
+     .type = V_NUMBER,
+     .min = 0,
+     .max = 100000,
+     .dflt = "0"},
+    {.key = "on_demand_price_per_gpu_hour_usd",
+     .type = V_NUMBER,
+     .flags = V_NULLABLE,
+     .min = 0,
+     .max = 100000,
+     .dflt = "null"},
+    {.key = "max_run_duration_s",
+     .type = V_INT,
+     .flags = V_NULLABLE,
+     .min = 1,
+     .max = 315360000,
+     .dflt = "null"},
+    {.key = "max_wait_s",
+     .type = V_INT,
+     .min = 1,
+     .max = 604800,
+     .dflt = "7200"},
     {.key = NULL}};
 
 static void check(struct gg_req *req, json_t *spec)
@@ -67,8 +100,8 @@ static void check(struct gg_req *req, json_t *spec)
                     json_object_get(spec, "price_per_gpu_hour_usd"));
 }
 
-static const struct admin_kind kind = {DB_FLAVOR, "name", NULL, fields,
-                                       check, NULL};
+static const struct admin_kind kind = {DB_FLAVOR, "name", NULL,
+                                       fields,    check,  NULL};
 
 enum gg_code flavors_list(struct gg_req *req)
 {

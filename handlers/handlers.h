@@ -9,7 +9,7 @@
 
 #include "server/req.h"
 
-#define ROUTE(method, pattern, handler, roles, body)                         \
+#define ROUTE(method, pattern, handler, roles, body)                           \
   enum gg_code handler(struct gg_req *req);
 #include "server/routes.def"
 #undef ROUTE

@@ -20,8 +20,7 @@ enum gg_code health_ready(struct gg_req *req)
   int applied, expected = db_migrations_expected();
 
   if (!db)
-    return problem_fail(req, GG_UNAVAILABLE,
-                        "The database is not reachable.");
+    return problem_fail(req, GG_UNAVAILABLE, "The database is not reachable.");
   applied = db_migrations_applied(db);
   if (applied < 0)
     return problem_fail(req, GG_UNAVAILABLE,
@@ -32,9 +31,9 @@ enum gg_code health_ready(struct gg_req *req)
                         "\"gpugate migrate\".",
                         applied, expected);
   req_reply(req, 200,
-            json_pack("{s:s, s:s, s:{s:i, s:i}}", "status", "ready",
-                      "database", "ok", "migrations", "applied", applied,
-                      "expected", expected));
+            json_pack("{s:s, s:s, s:{s:i, s:i}}", "status", "ready", "database",
+                      "ok", "migrations", "applied", applied, "expected",
+                      expected));
   return GG_OK;
 }
 

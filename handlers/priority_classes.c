@@ -5,18 +5,29 @@
 #include "handlers/admin.h"
 #include "handlers/handlers.h"
 
-static const char *const policies[] = {"PreemptLowerPriority", "Never",
-                                       NULL};
+static const char *const policies[] = {"PreemptLowerPriority", "Never", NULL};
 
 static const struct v_field fields[] = {
-    {.key = "value", .type = V_INT, .flags = V_REQUIRED, .min = -2147483648.0, .max = 1000000000},
-    {.key = "preemption_policy", .type = V_ENUM, .choices = policies, .dflt = "\"PreemptLowerPriority\""},
+    {.key = "value",
+     .type = V_INT,
+     .flags = V_REQUIRED,
+     .min = -2147483648.0,
+     .max = 1000000000},
+    {.key = "preemption_policy",
+     .type = V_ENUM,
+     .choices = policies,
+     .dflt = "\"PreemptLowerPriority\""},
     {.key = "default", .type = V_BOOL, .dflt = "false"},
-    {.key = "description", .type = V_STRING, .flags = V_NULLABLE, .min = 0, .max = 256, .dflt = "null"},
+    {.key = "description",
+     .type = V_STRING,
+     .flags = V_NULLABLE,
+     .min = 0,
+     .max = 256,
+     .dflt = "null"},
     {.key = NULL}};
 
-static const struct admin_kind kind = {DB_PRIORITY_CLASS, "name", NULL,
-                                       fields, NULL, NULL};
+static const struct admin_kind kind = {
+    DB_PRIORITY_CLASS, "name", NULL, fields, NULL, NULL};
 
 enum gg_code priority_classes_list(struct gg_req *req)
 {

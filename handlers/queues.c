@@ -2,28 +2,35 @@
  * queues.c — /v1/teams/{team}/queues: a team's named queues, each pointing
  * at one cluster queue. Members read their own team's queues.
  */
+#include "db/jobs.h"
 #include "handlers/admin.h"
 #include "handlers/handlers.h"
 
 static const struct v_field fields[] = {
     {.key = "cluster_queue", .type = V_NAME, .flags = V_REQUIRED},
-    {.key = "description", .type = V_STRING, .flags = V_NULLABLE, .min = 0, .max = 256, .dflt = "null"},
+    {.key = "description",
+     .type = V_STRING,
+     .flags = V_NULLABLE,
+     .min = 0,
+     .max = 256,
+     .dflt = "null"},
     {.key = NULL}};
 
-/*
- * Pending and admitted counts come from jobs; until the job tables exist
- * no queue holds any.
- */
+/* Pending and admitted counts of the queue's jobs. */
 static enum gg_code decorate(struct gg_req *req, json_t *obj)
 {
-  (void)req;
-  json_object_set_new(obj, "status",
-                      json_pack("{s:i, s:i}", "pending", 0, "admitted", 0));
-  return GG_OK;
+  json_t *counts = NULL;
+  enum gg_code code =
+      db_job_counts(req, json_string_value(json_object_get(obj, "team")),
+                    json_string_value(json_object_get(obj, "name")), &counts);
+
+  if (code == GG_OK)
+    json_object_set_new(obj, "status", counts);
+  return code;
 }
 
 static const struct admin_kind kind = {DB_TEAM_QUEUE, "queue", "team",
-                                       fields, NULL, decorate};
+                                       fields,        NULL,    decorate};
 
 enum gg_code queues_list(struct gg_req *req)
 {

@@ -10,19 +10,36 @@
 
 static const char *const policies[] = {"none", "warn", "hold", NULL};
 
-static const struct v_field fields[] = {
-    {.key = "display_name", .type = V_STRING, .flags = V_NULLABLE, .min = 0, .max = 128, .dflt = "null"},
-    {.key = "cost_center", .type = V_STRING, .flags = V_NULLABLE, .min = 0, .max = 63, .dflt = "null"},
-    {.key = "monthly_budget_usd", .type = V_NUMBER, .flags = V_NULLABLE, .min = 0, .max = 1e12, .dflt = "null"},
-    {.key = "budget_policy", .type = V_ENUM, .choices = policies, .dflt = "\"none\""},
-    {.key = NULL}};
+static const struct v_field fields[] = {{.key = "display_name",
+                                         .type = V_STRING,
+                                         .flags = V_NULLABLE,
+                                         .min = 0,
+                                         .max = 128,
+                                         .dflt = "null"},
+                                        {.key = "cost_center",
+                                         .type = V_STRING,
+                                         .flags = V_NULLABLE,
+                                         .min = 0,
+                                         .max = 63,
+                                         .dflt = "null"},
+                                        {.key = "monthly_budget_usd",
+                                         .type = V_NUMBER,
+                                         .flags = V_NULLABLE,
+                                         .min = 0,
+                                         .max = 1e12,
+                                         .dflt = "null"},
+                                        {.key = "budget_policy",
+                                         .type = V_ENUM,
+                                         .choices = policies,
+                                         .dflt = "\"none\""},
+                                        {.key = NULL}};
 
 /* GCP label values: lowercase letters, digits, '_' and '-'. */
 static bool label_value(const char *s)
 {
   for (; *s; s++)
-    if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') ||
-          *s == '_' || *s == '-'))
+    if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_' ||
+          *s == '-'))
       return false;
   return true;
 }
@@ -43,8 +60,8 @@ static void check(struct gg_req *req, json_t *spec)
                   "is required when budget_policy is \"%s\"", policy);
 }
 
-static const struct admin_kind kind = {DB_TEAM, "team", NULL, fields, check,
-                                       NULL};
+static const struct admin_kind kind = {DB_TEAM, "team", NULL,
+                                       fields,  check,  NULL};
 
 enum gg_code teams_list(struct gg_req *req)
 {
@@ -63,8 +80,7 @@ enum gg_code teams_list(struct gg_req *req)
   items = json_array();
   if (team)
     json_array_append_new(items, team);
-  req_reply(req, 200,
-            json_pack("{s:o, s:n}", "items", items, "next_cursor"));
+  req_reply(req, 200, json_pack("{s:o, s:n}", "items", items, "next_cursor"));
   return GG_OK;
 }
 

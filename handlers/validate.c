@@ -90,8 +90,7 @@ static json_t *check_list(struct gg_req *req, const char *path, json_t *v,
     return NULL;
   }
   out = json_array();
-  json_array_foreach(v, i, item)
-  {
+  json_array_foreach (v, i, item) {
     char ipath[256];
     json_t *c;
     snprintf(ipath, sizeof(ipath), "%s[%zu]", path, i);
@@ -120,8 +119,7 @@ static json_t *check_map(struct gg_req *req, const char *path, json_t *v,
     problem_field(req, path, "must be an object, not %s", type_name(v));
     return NULL;
   }
-  json_object_foreach(v, key, item)
-  {
+  json_object_foreach (v, key, item) {
     bool known = false;
     for (k = 0; f->keys[k]; k++)
       known = known || !strcmp(f->keys[k], key);
@@ -151,6 +149,46 @@ static json_t *check_map(struct gg_req *req, const char *path, json_t *v,
       ok = false;
     else
       json_object_set_new(out, f->keys[k], c);
+  }
+  if (!ok) {
+    json_decref(out);
+    return NULL;
+  }
+  return out;
+}
+
+static json_t *check_dict(struct gg_req *req, const char *path, json_t *v,
+                          const struct v_field *f)
+{
+  json_t *out, *item;
+  const char *key;
+  bool ok = true;
+
+  if (!json_is_object(v)) {
+    problem_field(req, path, "must be an object, not %s", type_name(v));
+    return NULL;
+  }
+  if ((double)json_object_size(v) < f->min ||
+      (double)json_object_size(v) > f->max) {
+    problem_field(req, path, "must have %.0f to %.0f keys, not %zu", f->min,
+                  f->max, json_object_size(v));
+    return NULL;
+  }
+  out = json_object();
+  json_object_foreach (v, key, item) {
+    char kpath[256];
+    json_t *c;
+    path_of(kpath, sizeof(kpath), path, key);
+    if (!f->key_ok(key)) {
+      problem_field(req, kpath, "key must be %s", f->key_rule);
+      ok = false;
+      continue;
+    }
+    c = check_value(req, kpath, item, f->fields);
+    if (!c)
+      ok = false;
+    else
+      json_object_set_new(out, key, c);
   }
   if (!ok) {
     json_decref(out);
@@ -200,6 +238,10 @@ static json_t *check_value(struct gg_req *req, const char *path, json_t *v,
       problem_field(req, path, "must be at most %.0f bytes long", f->max);
       return NULL;
     }
+    if (f->type == V_STRING && (double)json_string_length(v) < f->min) {
+      problem_field(req, path, "must be at least %.0f bytes long", f->min);
+      return NULL;
+    }
     if (f->type == V_ENUM) {
       for (i = 0; f->choices[i]; i++)
         if (!strcmp(f->choices[i], s))
@@ -228,8 +270,7 @@ static json_t *check_value(struct gg_req *req, const char *path, json_t *v,
     }
     n = json_integer_value(v);
     if ((double)n < f->min || (double)n > f->max) {
-      problem_field(req, path, "must be between %.0f and %.0f", f->min,
-                    f->max);
+      problem_field(req, path, "must be between %.0f and %.0f", f->min, f->max);
       return NULL;
     }
     return json_incref(v);
@@ -249,8 +290,7 @@ static json_t *check_value(struct gg_req *req, const char *path, json_t *v,
   }
   case V_BOOL:
     if (!json_is_boolean(v)) {
-      problem_field(req, path, "must be true or false, not %s",
-                    type_name(v));
+      problem_field(req, path, "must be true or false, not %s", type_name(v));
       return NULL;
     }
     return json_incref(v);
@@ -260,6 +300,8 @@ static json_t *check_value(struct gg_req *req, const char *path, json_t *v,
     return check_list(req, path, v, f);
   case V_MAP:
     return check_map(req, path, v, f);
+  case V_DICT:
+    return check_dict(req, path, v, f);
   }
   return NULL;
 }
@@ -278,8 +320,7 @@ json_t *v_object(struct gg_req *req, const char *prefix, json_t *in,
                   type_name(in));
     return NULL;
   }
-  json_object_foreach(in, key, val)
-  {
+  json_object_foreach (in, key, val) {
     for (f = fields; f->key; f++)
       if (!strcmp(f->key, key))
         break;
@@ -299,7 +340,8 @@ json_t *v_object(struct gg_req *req, const char *prefix, json_t *in,
         problem_field(req, path, "is required");
         ok = false;
       } else if (f->dflt) {
-        json_object_set_new(out, f->key, json_loads(f->dflt, JSON_DECODE_ANY, NULL));
+        json_object_set_new(out, f->key,
+                            json_loads(f->dflt, JSON_DECODE_ANY, NULL));
       }
       continue;
     }
@@ -336,6 +378,8 @@ void v_cursor(const char *name, char *out, size_t outlen)
   const unsigned char *s = (const unsigned char *)name;
   size_t n = strlen(name), i, o = 0;
 
+  if (outlen == 0)
+    return;
   for (i = 0; i < n && o + 5 < outlen; i += 3) {
     unsigned v = (unsigned)s[i] << 16;
     if (i + 1 < n)

@@ -16,16 +16,18 @@
 #include "server/req.h"
 
 enum v_type {
-  V_STRING,       /* max = longest length in bytes */
-  V_NAME,         /* [a-z0-9-], 1..63, starts and ends alphanumeric */
-  V_REGION,       /* a GCP region like us-central1 */
-  V_INT,          /* integer in [min, max] */
-  V_NUMBER,       /* number (int or real) in [min, max] */
+  V_STRING, /* max = longest length in bytes */
+  V_NAME,   /* [a-z0-9-], 1..63, starts and ends alphanumeric */
+  V_REGION, /* a GCP region like us-central1 */
+  V_INT,    /* integer in [min, max] */
+  V_NUMBER, /* number (int or real) in [min, max] */
   V_BOOL,
-  V_ENUM,         /* string from choices */
-  V_OBJECT,       /* nested object described by fields */
-  V_LIST,         /* array of item (a one-element field table), [min, max] */
-  V_MAP           /* object with fixed optional keys, each of type item */
+  V_ENUM,   /* string from choices */
+  V_OBJECT, /* nested object described by fields */
+  V_LIST,   /* array of item (a one-element field table), [min, max] */
+  V_MAP,    /* object with fixed optional keys, each of type item */
+  V_DICT    /* object with free keys accepted by key_ok, values of
+               type item, [min, max] keys */
 };
 
 #define V_REQUIRED 1u
@@ -36,11 +38,13 @@ struct v_field {
   enum v_type type;
   unsigned flags;
   double min, max;
-  const char *const *choices;   /* V_ENUM: NULL-terminated */
-  const char *dflt;             /* JSON text used when absent, or NULL */
-  const struct v_field *fields; /* V_OBJECT: NULL-key-terminated table;
-                                   V_LIST / V_MAP: the item (one entry) */
-  const char *const *keys;      /* V_MAP: allowed keys, NULL-terminated */
+  const char *const *choices;      /* V_ENUM: NULL-terminated */
+  const char *dflt;                /* JSON text used when absent, or NULL */
+  const struct v_field *fields;    /* V_OBJECT: NULL-key-terminated table;
+                                      V_LIST / V_MAP: the item (one entry) */
+  const char *const *keys;         /* V_MAP: allowed keys, NULL-terminated */
+  bool (*key_ok)(const char *key); /* V_DICT: is this key acceptable? */
+  const char *key_rule;            /* V_DICT: what a key must look like */
 };
 
 /*

@@ -402,7 +402,8 @@ static int check_header(const struct auth_ctx *a, const json_t *header,
     return -1;
   }
   v = json_object_get(header, "typ");
-  if (v && (!json_is_string(v) || strcasecmp(json_string_value(v), "JWT") != 0)) {
+  if (v &&
+      (!json_is_string(v) || strcasecmp(json_string_value(v), "JWT") != 0)) {
     *reason = "unsupported token type";
     return -1;
   }

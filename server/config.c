@@ -34,8 +34,8 @@ static int copy_str(char *dst, size_t size, const char *src)
   return 0;
 }
 
-static int env_long(const char *name, long dflt, long min, long max,
-                    long *out, char *err, size_t errlen)
+static int env_long(const char *name, long dflt, long min, long max, long *out,
+                    char *err, size_t errlen)
 {
   const char *v = getenv(name);
   char *end;
@@ -88,8 +88,8 @@ static int env_choice(const char *name, const char *dflt,
   return -1;
 }
 
-static int env_str(const char *name, const char *dflt, char *dst,
-                   size_t size, char *err, size_t errlen)
+static int env_str(const char *name, const char *dflt, char *dst, size_t size,
+                   char *err, size_t errlen)
 {
   if (copy_str(dst, size, env_or(name, dflt)) != 0) {
     snprintf(err, errlen, "%s: value too long (at most %zu bytes)", name,
@@ -291,8 +291,8 @@ int config_load(struct config *cfg, char *err, size_t errlen)
   memset(cfg, 0, sizeof(*cfg));
   if (parse_listen(cfg, err, errlen))
     return -1;
-  cfg->database_url = strdup(env_or("GPUGATE_DATABASE_URL",
-                                    "postgresql:///gpugate"));
+  cfg->database_url =
+      strdup(env_or("GPUGATE_DATABASE_URL", "postgresql:///gpugate"));
   if (!cfg->database_url)
     return -1;
   if (env_bool("GPUGATE_MIGRATE_ON_START", true, &cfg->migrate_on_start, err,
@@ -326,12 +326,10 @@ int config_load(struct config *cfg, char *err, size_t errlen)
                &cfg->jwt_max_lifetime_s, err, errlen))
     return -1;
 
-  if (env_choice("GPUGATE_BATCH_BACKEND", "none", backends,
-                 cfg->batch_backend, sizeof(cfg->batch_backend), err,
-                 errlen) ||
+  if (env_choice("GPUGATE_BATCH_BACKEND", "none", backends, cfg->batch_backend,
+                 sizeof(cfg->batch_backend), err, errlen) ||
       env_str("GPUGATE_BATCH_ENDPOINT", "https://batch.googleapis.com",
-              cfg->batch_endpoint, sizeof(cfg->batch_endpoint), err,
-              errlen) ||
+              cfg->batch_endpoint, sizeof(cfg->batch_endpoint), err, errlen) ||
       env_str("GPUGATE_GCP_PROJECT", "", cfg->gcp_project,
               sizeof(cfg->gcp_project), err, errlen) ||
       env_choice("GPUGATE_GCP_TOKEN_SOURCE", "metadata", sources,
@@ -353,8 +351,8 @@ int config_load(struct config *cfg, char *err, size_t errlen)
     cfg->pubsub_push_secret = config_read_file(path, SECRET_MAX, &len);
     if (!cfg->pubsub_push_secret) {
       snprintf(err, errlen,
-               "GPUGATE_PUBSUB_PUSH_SECRET_FILE: cannot read \"%s\": %s",
-               path, strerror(errno));
+               "GPUGATE_PUBSUB_PUSH_SECRET_FILE: cannot read \"%s\": %s", path,
+               strerror(errno));
       return -1;
     }
     chomp(cfg->pubsub_push_secret, &len);
@@ -367,8 +365,8 @@ int config_load(struct config *cfg, char *err, size_t errlen)
     return -1;
   if (parse_origins(cfg, err, errlen))
     return -1;
-  if (env_long("GPUGATE_RATE_LIMIT_RPS", 200, 0, 1000000,
-               &cfg->rate_limit_rps, err, errlen))
+  if (env_long("GPUGATE_RATE_LIMIT_RPS", 200, 0, 1000000, &cfg->rate_limit_rps,
+               err, errlen))
     return -1;
   level = log_level_parse(env_or("GPUGATE_LOG_LEVEL", "info"));
   if (level < 0) {
@@ -384,11 +382,11 @@ int config_load(struct config *cfg, char *err, size_t errlen)
   if (env_long("GPUGATE_DB_POOL_SIZE", n, 1, 256, &n, err, errlen))
     return -1;
   cfg->db_pool_size = (int)n;
-  if (env_long("GPUGATE_HTTP_TIMEOUT_S", 30, 1, 3600, &cfg->http_timeout_s,
-               err, errlen))
+  if (env_long("GPUGATE_HTTP_TIMEOUT_S", 30, 1, 3600, &cfg->http_timeout_s, err,
+               errlen))
     return -1;
-  if (env_str("GPUGATE_PORT_FILE", "", cfg->port_file,
-              sizeof(cfg->port_file), err, errlen))
+  if (env_str("GPUGATE_PORT_FILE", "", cfg->port_file, sizeof(cfg->port_file),
+              err, errlen))
     return -1;
   return 0;
 }

@@ -21,34 +21,34 @@ enum config_alg {
 
 /* One configured public key: an optional key id and a PEM file's bytes. */
 struct config_pubkey {
-  char kid[64];       /* "" when the key has no id */
-  char *pem;          /* owned, NUL-terminated */
+  char kid[64]; /* "" when the key has no id */
+  char *pem;    /* owned, NUL-terminated */
   size_t pem_len;
 };
 
 struct config {
   char listen_host[64];
-  unsigned short listen_port;     /* 0 = any free port */
-  char *database_url;             /* owned */
+  unsigned short listen_port; /* 0 = any free port */
+  char *database_url;         /* owned */
   bool migrate_on_start;
 
-  unsigned jwt_algorithms;        /* enum config_alg bits */
-  unsigned char *hs256_secret;    /* owned; NULL when not configured */
+  unsigned jwt_algorithms;     /* enum config_alg bits */
+  unsigned char *hs256_secret; /* owned; NULL when not configured */
   size_t hs256_secret_len;
   struct config_pubkey pubkeys[CONFIG_MAX_KEYS];
   int n_pubkeys;
-  char jwt_issuer[256];           /* "" = not checked */
-  char jwt_audience[256];         /* "" = not checked */
+  char jwt_issuer[256];   /* "" = not checked */
+  char jwt_audience[256]; /* "" = not checked */
   long jwt_leeway_s;
   long jwt_max_lifetime_s;
 
-  char batch_backend[16];         /* "none" | "gcp" */
+  char batch_backend[16]; /* "none" | "gcp" */
   char batch_endpoint[512];
   char gcp_project[128];
-  char gcp_token_source[16];      /* "metadata" | "key-file" | "none" */
+  char gcp_token_source[16]; /* "metadata" | "key-file" | "none" */
   char gcp_key_file[512];
   char metadata_host[256];
-  char *pubsub_push_secret;       /* owned; NULL when not configured */
+  char *pubsub_push_secret; /* owned; NULL when not configured */
 
   long admission_interval_ms;
   long sync_interval_ms;
@@ -56,12 +56,12 @@ struct config {
   char *cors_origins[CONFIG_MAX_ORIGINS]; /* owned */
   int n_cors_origins;
   long rate_limit_rps;
-  int log_level;                  /* enum log_level */
+  int log_level; /* enum log_level */
 
-  int http_threads;               /* libmicrohttpd worker threads */
-  int db_pool_size;               /* PostgreSQL connections */
-  long http_timeout_s;            /* idle connection timeout */
-  char port_file[512];            /* write the bound port here ("" = no) */
+  int http_threads;    /* libmicrohttpd worker threads */
+  int db_pool_size;    /* PostgreSQL connections */
+  long http_timeout_s; /* idle connection timeout */
+  char port_file[512]; /* write the bound port here ("" = no) */
 };
 
 /*

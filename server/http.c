@@ -126,8 +126,8 @@ static enum gg_code authenticate(struct http_server *s, struct gg_req *req)
     hdr++;
   if (auth_verify(s->auth, hdr, time(NULL), &req->principal, why,
                   sizeof(why)) != 0)
-    return problem_fail(req, GG_UNAUTHORIZED, "The bearer token is invalid: %s.",
-                        why);
+    return problem_fail(req, GG_UNAUTHORIZED,
+                        "The bearer token is invalid: %s.", why);
   snprintf(req->team_for_log, sizeof(req->team_for_log), "%s",
            req->principal.team);
   {
@@ -143,14 +143,13 @@ static enum gg_code authenticate(struct http_server *s, struct gg_req *req)
     }
   }
   if (!(req->route->roles & (unsigned)req->principal.role))
-    return problem_fail(req, GG_FORBIDDEN,
-                        "Role \"%s\" may not call %s %s.",
+    return problem_fail(req, GG_FORBIDDEN, "Role \"%s\" may not call %s %s.",
                         auth_role_name(req->principal.role), req->method,
                         req->route->pattern);
   /* members see only their own team; others' objects do not exist */
   if (req->route->team_param >= 0 && req_is_member(req) &&
-      strcmp(req->param_values[req->route->team_param],
-             req->principal.team) != 0)
+      strcmp(req->param_values[req->route->team_param], req->principal.team) !=
+          0)
     return problem_fail(req, GG_NOT_FOUND, "Team \"%s\" was not found.",
                         req->param_values[req->route->team_param]);
   return GG_OK;
@@ -173,11 +172,11 @@ static enum gg_code parse_body(struct gg_req *req)
   if (!json_content_type(req_header(req, "Content-Type")))
     return problem_fail(req, GG_UNSUPPORTED_MEDIA,
                         "The request body must be application/json.");
-  req->json = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES,
-                         &jerr);
+  req->json =
+      json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &jerr);
   if (!req->json) {
-    problem_field(req, "body", "line %d, column %d: %s", jerr.line,
-                  jerr.column, jerr.text);
+    problem_field(req, "body", "line %d, column %d: %s", jerr.line, jerr.column,
+                  jerr.text);
     return problem_fail(req, GG_BAD_REQUEST,
                         "The request body is not valid JSON.");
   }
@@ -195,8 +194,9 @@ static void dispatch(struct http_server *s, struct gg_req *req)
   char allow[128];
   enum gg_code code;
 
-  switch (router_match(req->method, req->path, &req->route, req, allow,
-                       sizeof(allow))) {
+  /* HEAD is GET without the body; libmicrohttpd drops the body itself */
+  switch (router_match(strcmp(req->method, "HEAD") ? req->method : "GET",
+                       req->path, &req->route, req, allow, sizeof(allow))) {
   case ROUTER_FOUND:
     break;
   case ROUTER_NO_METHOD:
@@ -245,9 +245,9 @@ static void log_access(struct gg_req *req, unsigned status)
   if (!log_enabled(level))
     return;
   f = json_pack("{s:s, s:s, s:s, s:i, s:f}", "request_id", req->request_id,
-                "method", req->method ? req->method : "",
-                "route", req->route ? req->route->pattern : "(none)",
-                "status", (int)status, "duration_ms",
+                "method", req->method ? req->method : "", "route",
+                req->route ? req->route->pattern : "(none)", "status",
+                (int)status, "duration_ms",
                 (double)(now_us() - req->started_us) / 1000.0);
   if (f && req->team_for_log[0])
     json_object_set_new(f, "team", json_string(req->team_for_log));
@@ -349,10 +349,45 @@ static size_t route_limit(struct gg_req *req)
   return 0;
 }
 
+static int hexval(char c)
+{
+  if (c >= '0' && c <= '9')
+    return c - '0';
+  if (c >= 'a' && c <= 'f')
+    return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F')
+    return c - 'A' + 10;
+  return -1;
+}
+
+/*
+ * Percent-decoding of paths and query arguments, in place. "%00" is left
+ * as it is: a NUL would silently cut a name short (PUT /v1/cohorts/a%00b
+ * must not write cohort "a"); left encoded, it fails name validation.
+ */
+static size_t unescape(void *cls, struct MHD_Connection *conn, char *s)
+{
+  char *r = s, *w = s;
+
+  (void)cls;
+  (void)conn;
+  while (*r) {
+    int hi, lo;
+    if (r[0] == '%' && (hi = hexval(r[1])) >= 0 && (lo = hexval(r[2])) >= 0 &&
+        (hi | lo) != 0) {
+      *w++ = (char)(hi * 16 + lo);
+      r += 3;
+    } else {
+      *w++ = *r++;
+    }
+  }
+  *w = '\0';
+  return (size_t)(w - s);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
                                   const char *url, const char *method,
-                                  const char *version,
-                                  const char *upload_data,
+                                  const char *version, const char *upload_data,
                                   size_t *upload_data_size, void **con_cls)
 {
   struct http_server *s = cls;
@@ -423,8 +458,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
   return send_reply(s, req, conn);
 }
 
-static void on_completed(void *cls, struct MHD_Connection *conn,
-                         void **con_cls, enum MHD_RequestTerminationCode toe)
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
 {
   struct gg_req *req = *con_cls;
 
@@ -440,8 +475,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn,
 
 struct http_server *http_start(const struct config *cfg,
                                const struct auth_ctx *auth,
-                               struct db_pool *pool, char *err,
-                               size_t errlen)
+                               struct db_pool *pool, char *err, size_t errlen)
 {
   struct http_server *s = calloc(1, sizeof(*s));
   struct sockaddr_in addr;
@@ -473,16 +507,15 @@ struct http_server *http_start(const struct config *cfg,
     return NULL;
   }
   s->daemon = MHD_start_daemon(
-      MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG,
-      0, NULL, NULL, on_request, s,
-      MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+      MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG, 0, NULL,
+      NULL, on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
       MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg->http_threads,
       MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->http_timeout_s,
       MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
       MHD_OPTION_CONNECTION_LIMIT, (unsigned)1024,
       MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
       MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-      MHD_OPTION_END);
+      MHD_OPTION_UNESCAPE_CALLBACK, unescape, s, MHD_OPTION_END);
   if (!s->daemon) {
     snprintf(err, errlen, "GPUGATE_LISTEN: cannot listen on %s:%u",
              cfg->listen_host, cfg->listen_port);

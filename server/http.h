@@ -19,8 +19,7 @@ struct http_server;
  */
 struct http_server *http_start(const struct config *cfg,
                                const struct auth_ctx *auth,
-                               struct db_pool *pool, char *err,
-                               size_t errlen);
+                               struct db_pool *pool, char *err, size_t errlen);
 
 /* The port actually bound (useful with port 0). */
 unsigned short http_port(const struct http_server *s);

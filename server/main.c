@@ -20,6 +20,7 @@
 #include "server/config.h"
 #include "server/http.h"
 #include "server/log.h"
+#include "server/loop.h"
 #include "server/problem.h"
 #include "server/router.h"
 
@@ -67,8 +68,7 @@ static int migrate(const struct config *cfg, int wait_s)
       sleep(1);
   }
   if (!pg) {
-    fprintf(stderr, "gpugate: GPUGATE_DATABASE_URL: cannot connect: %s\n",
-            err);
+    fprintf(stderr, "gpugate: GPUGATE_DATABASE_URL: cannot connect: %s\n", err);
     return -1;
   }
   rc = db_migrate(pg, err, sizeof(err));
@@ -112,6 +112,7 @@ static int cmd_serve(void)
   struct auth_ctx *auth = NULL;
   struct db_pool *pool = NULL;
   struct http_server *http = NULL;
+  struct loop *loop = NULL;
   sigset_t set;
   char err[512];
   int sig, rc = 1;
@@ -145,6 +146,11 @@ static int cmd_serve(void)
     fprintf(stderr, "gpugate: %s\n", err);
     goto out;
   }
+  loop = loop_start(&cfg);
+  if (!loop) {
+    fprintf(stderr, "gpugate: cannot start the admission loop\n");
+    goto out;
+  }
   if (cfg.port_file[0] && write_port_file(cfg.port_file, http_port(http))) {
     fprintf(stderr, "gpugate: GPUGATE_PORT_FILE: cannot write \"%s\"\n",
             cfg.port_file);
@@ -157,11 +163,12 @@ static int cmd_serve(void)
     json_decref(f);
   }
   sigwait(&set, &sig);
-  log_msg(LOG_INFO, "shutting down on %s", sig == SIGINT ? "SIGINT"
-                                                         : "SIGTERM");
+  log_msg(LOG_INFO, "shutting down on %s",
+          sig == SIGINT ? "SIGINT" : "SIGTERM");
   rc = 0;
 out:
   http_stop(http);
+  loop_stop(loop);
   db_pool_free(pool);
   auth_free(auth);
   config_free(&cfg);
@@ -176,8 +183,7 @@ static void print_problem(const char *what, struct gg_req *req)
 
   fprintf(stderr, "gpugate apply: %s: %u %s: %s\n", what,
           problem_status(req->code), problem_title(req->code), req->detail);
-  json_array_foreach(req->errors, i, e)
-  {
+  json_array_foreach (req->errors, i, e) {
     fprintf(stderr, "  %s: %s\n",
             json_string_value(json_object_get(e, "field")),
             json_string_value(json_object_get(e, "message")));
@@ -199,8 +205,8 @@ static int apply_one(struct db_pool *pool, const char *path, json_t *body,
   snprintf(req.path, sizeof(req.path), "%s", path);
   snprintf(req.request_id, sizeof(req.request_id), "apply");
   req.principal.role = AUTH_ROLE_ADMIN;
-  if (router_match("PUT", req.path, &req.route, &req, allow,
-                   sizeof(allow)) != ROUTER_FOUND) {
+  if (router_match("PUT", req.path, &req.route, &req, allow, sizeof(allow)) !=
+      ROUTER_FOUND) {
     fprintf(stderr, "gpugate apply: %s: no such object path\n", path);
     goto out;
   }
@@ -247,8 +253,7 @@ static int apply_file(struct db_pool *pool, json_t *doc)
   int created = 0, updated = 0, failed = 0;
   size_t s;
 
-  json_object_foreach(doc, key, val)
-  {
+  json_object_foreach (doc, key, val) {
     int known = 0;
     for (s = 0; s < sizeof(sections) / sizeof(sections[0]); s++)
       known |= !strcmp(sections[s].key, key);
@@ -266,8 +271,7 @@ static int apply_file(struct db_pool *pool, json_t *doc)
               sections[s].key);
       return -1;
     }
-    json_object_foreach(val, name, body)
-    {
+    json_object_foreach (val, name, body) {
       if (sections[s].prefix) {
         snprintf(path, sizeof(path), "%s%s", sections[s].prefix, name);
         failed += apply_one(pool, path, body, &created, &updated) != 0;
@@ -279,15 +283,14 @@ static int apply_file(struct db_pool *pool, json_t *doc)
         failed++;
         continue;
       }
-      json_object_foreach(body, qname, q)
-      {
+      json_object_foreach (body, qname, q) {
         snprintf(path, sizeof(path), "/v1/teams/%s/queues/%s", name, qname);
         failed += apply_one(pool, path, q, &created, &updated) != 0;
       }
     }
   }
-  printf("applied: %d created, %d unchanged or updated, %d failed\n",
-         created, updated, failed);
+  printf("applied: %d created, %d unchanged or updated, %d failed\n", created,
+         updated, failed);
   return failed ? -1 : 0;
 }
 
@@ -367,10 +370,11 @@ static int cmd_token(int argc, char **argv)
   if (load_config(&cfg) != 0)
     goto out;
   if (keyfile) {
-    key = (unsigned char *)config_read_file(keyfile, (size_t)64 * 1024, &keylen);
+    key =
+        (unsigned char *)config_read_file(keyfile, (size_t)64 * 1024, &keylen);
     if (!key) {
-      fprintf(stderr, "gpugate token: --key: cannot read \"%s\": %s\n",
-              keyfile, strerror(errno));
+      fprintf(stderr, "gpugate token: --key: cannot read \"%s\": %s\n", keyfile,
+              strerror(errno));
       goto out;
     }
   } else if (!strcmp(alg, "HS256")) {

@@ -23,8 +23,7 @@ static const struct problem_kind kinds[GG_CODE_COUNT] = {
     [GG_UNAUTHORIZED] = {401, "unauthorized", "authentication required"},
     [GG_FORBIDDEN] = {403, "forbidden", "not allowed"},
     [GG_NOT_FOUND] = {404, "not-found", "not found"},
-    [GG_METHOD_NOT_ALLOWED] = {405, "method-not-allowed",
-                               "method not allowed"},
+    [GG_METHOD_NOT_ALLOWED] = {405, "method-not-allowed", "method not allowed"},
     [GG_NOT_ACCEPTABLE] = {406, "not-acceptable", "not acceptable"},
     [GG_CONFLICT] = {409, "conflict", "conflict"},
     [GG_PRECONDITION_FAILED] = {412, "precondition-failed",
@@ -52,8 +51,7 @@ const char *problem_title(enum gg_code code)
   return kinds[code].title;
 }
 
-void problem_field(struct gg_req *req, const char *field, const char *fmt,
-                   ...)
+void problem_field(struct gg_req *req, const char *field, const char *fmt, ...)
 {
   char msg[256];
   va_list ap;
@@ -65,9 +63,8 @@ void problem_field(struct gg_req *req, const char *field, const char *fmt,
     req->errors = json_array();
   if (json_array_size(req->errors) >= 100)
     return; /* bounded: the client has enough to fix already */
-  json_array_append_new(req->errors,
-                        json_pack("{s:s, s:s}", "field", field, "message",
-                                  msg));
+  json_array_append_new(
+      req->errors, json_pack("{s:s, s:s}", "field", field, "message", msg));
 }
 
 size_t problem_nfields(const struct gg_req *req)
@@ -97,9 +94,8 @@ void problem_clear(struct gg_req *req)
   req->errors = NULL;
 }
 
-json_t *problem_build(enum gg_code code, const char *detail,
-                      json_t *errors, const char *instance,
-                      const char *request_id)
+json_t *problem_build(enum gg_code code, const char *detail, json_t *errors,
+                      const char *instance, const char *request_id)
 {
   char type[128];
   json_t *p;
@@ -111,14 +107,13 @@ json_t *problem_build(enum gg_code code, const char *detail,
                 "status", (int)kinds[code].status);
   if (!p)
     return NULL;
-  json_object_set_new(p, "detail",
-                      json_string(detail && *detail ? detail
-                                                    : kinds[code].title));
+  json_object_set_new(
+      p, "detail", json_string(detail && *detail ? detail : kinds[code].title));
   if (instance)
     json_object_set_new(p, "instance", json_string(instance));
   if (request_id && *request_id)
     json_object_set_new(p, "request_id", json_string(request_id));
-  json_object_set_new(p, "errors", errors ? json_deep_copy(errors)
-                                          : json_array());
+  json_object_set_new(p, "errors",
+                      errors ? json_deep_copy(errors) : json_array());
   return p;
 }

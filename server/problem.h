@@ -23,8 +23,8 @@ const char *problem_title(enum gg_code code);
  * Record a bad field: appends {field, message} to the request's errors.
  * field is a JSON-pointer-like path ("flavors[1].resources.gpu.nominal").
  */
-void problem_field(struct gg_req *req, const char *field, const char *fmt,
-                   ...) __attribute__((format(printf, 3, 4)));
+void problem_field(struct gg_req *req, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* Number of fields recorded so far. */
 size_t problem_nfields(const struct gg_req *req);
@@ -44,8 +44,7 @@ void problem_clear(struct gg_req *req);
  * Build the problem document for code/detail/errors. errors is borrowed
  * (may be NULL). Returns a new reference.
  */
-json_t *problem_build(enum gg_code code, const char *detail,
-                      json_t *errors, const char *instance,
-                      const char *request_id);
+json_t *problem_build(enum gg_code code, const char *detail, json_t *errors,
+                      const char *instance, const char *request_id);
 
 #endif

@@ -20,27 +20,27 @@
 /* Result of a handler and of most internal calls: GG_OK or an error kind. */
 enum gg_code {
   GG_OK = 0,
-  GG_BAD_REQUEST,          /* 400 */
-  GG_UNAUTHORIZED,         /* 401 */
-  GG_FORBIDDEN,            /* 403 */
-  GG_NOT_FOUND,            /* 404 */
-  GG_METHOD_NOT_ALLOWED,   /* 405 */
-  GG_NOT_ACCEPTABLE,       /* 406 */
-  GG_CONFLICT,             /* 409 */
-  GG_PRECONDITION_FAILED,  /* 412 */
-  GG_PAYLOAD_TOO_LARGE,    /* 413 */
-  GG_UNSUPPORTED_MEDIA,    /* 415 */
-  GG_UNPROCESSABLE,        /* 422 */
-  GG_TOO_MANY_REQUESTS,    /* 429 */
-  GG_INTERNAL,             /* 500 */
-  GG_UNAVAILABLE,          /* 503 */
+  GG_BAD_REQUEST,         /* 400 */
+  GG_UNAUTHORIZED,        /* 401 */
+  GG_FORBIDDEN,           /* 403 */
+  GG_NOT_FOUND,           /* 404 */
+  GG_METHOD_NOT_ALLOWED,  /* 405 */
+  GG_NOT_ACCEPTABLE,      /* 406 */
+  GG_CONFLICT,            /* 409 */
+  GG_PRECONDITION_FAILED, /* 412 */
+  GG_PAYLOAD_TOO_LARGE,   /* 413 */
+  GG_UNSUPPORTED_MEDIA,   /* 415 */
+  GG_UNPROCESSABLE,       /* 422 */
+  GG_TOO_MANY_REQUESTS,   /* 429 */
+  GG_INTERNAL,            /* 500 */
+  GG_UNAVAILABLE,         /* 503 */
   GG_CODE_COUNT
 };
 
 /* How every JSON text gpugate writes is encoded: compact, in the order the
  * object was built, and reals with 15 significant digits (0.8, not
  * 0.80000000000000004). */
-#define GG_JSON_DUMP                                                         \
+#define GG_JSON_DUMP                                                           \
   (JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15))
 
 #define REQ_MAX_PARAMS 4
@@ -53,29 +53,29 @@ struct db_pool;
 struct gg_req {
   /* filled by the server before the handler runs */
   const struct route *route;
-  const char *method;                /* borrowed from libmicrohttpd */
+  const char *method; /* borrowed from libmicrohttpd */
   char path[512];
   const char *param_names[REQ_MAX_PARAMS];
   char param_values[REQ_MAX_PARAMS][64];
   int n_params;
-  struct auth_principal principal;   /* role AUTH_ROLE_NONE on public routes */
+  struct auth_principal principal; /* role AUTH_ROLE_NONE on public routes */
   char request_id[64];
-  void *conn;                        /* the MHD connection, for lookups */
+  void *conn; /* the MHD connection, for lookups */
 
-  char *body;                        /* owned; NUL-terminated */
+  char *body; /* owned; NUL-terminated */
   size_t body_len;
   bool body_too_large;
-  json_t *json;                      /* owned; parsed body or NULL */
+  json_t *json; /* owned; parsed body or NULL */
 
-  struct db_pool *pool;              /* where req_db() checks out from */
-  struct db_conn *db;                /* checked out lazily by req_db() */
+  struct db_pool *pool; /* where req_db() checks out from */
+  struct db_conn *db;   /* checked out lazily by req_db() */
 
   /* set by the handler */
-  unsigned status;                   /* HTTP status; 0 = from the code */
-  json_t *reply;                     /* owned; body to send */
-  char *reply_text;                  /* owned; non-JSON body */
+  unsigned status;  /* HTTP status; 0 = from the code */
+  json_t *reply;    /* owned; body to send */
+  char *reply_text; /* owned; non-JSON body */
   size_t reply_text_len;
-  const char *reply_content_type;    /* static string */
+  const char *reply_content_type; /* static string */
   const char *hdr_names[REQ_MAX_HEADERS];
   char *hdr_values[REQ_MAX_HEADERS]; /* owned */
   int n_hdrs;
@@ -83,7 +83,7 @@ struct gg_req {
   /* error reply being built by problem_*() */
   enum gg_code code;
   char detail[512];
-  json_t *errors;                    /* owned; array of {field, message} */
+  json_t *errors; /* owned; array of {field, message} */
 
   /* bookkeeping for the access log */
   long long started_us;

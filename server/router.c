@@ -12,15 +12,21 @@
 #include "server/router.h"
 
 static struct route routes[] = {
-#define ROUTE(m, p, h, r, b) {#m, p, h, #h, r, b, 0, {0}, {{0}}, {0}, {{0}}, -1},
+#define ROUTE(m, p, h, r, b)                                                   \
+  {#m, p, h, #h, r, b, 0, {0}, {{0}}, {0}, {{0}}, -1},
 #include "server/routes.def"
 #undef ROUTE
 };
 
 static const size_t n_routes = sizeof(routes) / sizeof(routes[0]);
 
+/* Longest path segment looked at; parameters longer than a name can be
+ * reach the handler empty, so it answers with the field at fault. */
+#define SEGMENT_MAX 256
+
 /* Split path into at most max segments in store; -1 if too many/too long. */
-static int split(const char *path, char store[][64], int max)
+static int split(const char *path, char store[][SEGMENT_MAX], int max,
+                 size_t seglen)
 {
   int n = 0;
   const char *p = path;
@@ -33,7 +39,7 @@ static int split(const char *path, char store[][64], int max)
     len = strcspn(p, "/");
     if (len == 0 && *p == '\0')
       break; /* trailing slash */
-    if (n == max || len >= 64 || len == 0)
+    if (n == max || len >= seglen || len == 0)
       return -1;
     memcpy(store[n], p, len);
     store[n][len] = '\0';
@@ -50,7 +56,9 @@ int router_init(void)
 
   for (i = 0; i < n_routes; i++) {
     struct route *r = &routes[i];
-    int n = split(r->pattern, r->seg_store, ROUTER_MAX_SEGMENTS);
+    char segs[ROUTER_MAX_SEGMENTS][SEGMENT_MAX];
+    int n =
+        split(r->pattern, segs, ROUTER_MAX_SEGMENTS, sizeof(r->seg_store[0]));
     int params = 0;
 
     if (n < 0)
@@ -59,7 +67,8 @@ int router_init(void)
     r->team_param = -1;
     for (s = 0; s < n; s++) {
       char *seg = r->seg_store[s];
-      size_t len = strlen(seg);
+      size_t len = strlen(segs[s]);
+      memcpy(seg, segs[s], len + 1);
       if (seg[0] == '{' && seg[len - 1] == '}') {
         if (params == REQ_MAX_PARAMS || len - 2 >= sizeof(r->param_store[0]))
           return -1;
@@ -78,7 +87,7 @@ int router_init(void)
   return 0;
 }
 
-static int matches(const struct route *r, char segs[][64], int n)
+static int matches(const struct route *r, char segs[][SEGMENT_MAX], int n)
 {
   int s;
 
@@ -94,8 +103,8 @@ enum router_result router_match(const char *method, const char *path,
                                 const struct route **out, struct gg_req *req,
                                 char *allow, size_t allowlen)
 {
-  char segs[ROUTER_MAX_SEGMENTS][64];
-  int n = split(path, segs, ROUTER_MAX_SEGMENTS);
+  char segs[ROUTER_MAX_SEGMENTS][SEGMENT_MAX];
+  int n = split(path, segs, ROUTER_MAX_SEGMENTS, SEGMENT_MAX);
   size_t i, used = 0;
   int s, path_found = 0;
 
@@ -113,7 +122,10 @@ enum router_result router_match(const char *method, const char *path,
         if (r->segments[s])
           continue;
         req->param_names[p] = r->param_names[p];
-        memcpy(req->param_values[p], segs[s], strlen(segs[s]) + 1);
+        if (strlen(segs[s]) < sizeof(req->param_values[p]))
+          memcpy(req->param_values[p], segs[s], strlen(segs[s]) + 1);
+        else
+          req->param_values[p][0] = '\0'; /* too long to be a name */
         p++;
       }
       req->n_params = p;
@@ -122,8 +134,8 @@ enum router_result router_match(const char *method, const char *path,
     }
     path_found = 1;
     if (used < allowlen) {
-      int w = snprintf(allow + used, allowlen - used, "%s%s",
-                       used ? ", " : "", r->method);
+      int w = snprintf(allow + used, allowlen - used, "%s%s", used ? ", " : "",
+                       r->method);
       if (w > 0)
         used += (size_t)w;
     }

@@ -30,7 +30,7 @@ struct route {
   const char *method;
   const char *pattern;
   route_handler handler;
-  const char *name;       /* handler name: the OpenAPI operationId */
+  const char *name; /* handler name: the OpenAPI operationId */
   unsigned roles;
   size_t body_max;
   /* compiled by router_init() */
@@ -39,10 +39,15 @@ struct route {
   char seg_store[ROUTER_MAX_SEGMENTS][64];
   const char *param_names[ROUTER_MAX_SEGMENTS];
   char param_store[ROUTER_MAX_SEGMENTS][32];
-  int team_param;         /* index into req params of {team}, or -1 */
+  int team_param; /* index into req params of {team}, or -1 */
 };
 
-enum router_result { ROUTER_FOUND, ROUTER_NO_PATH, ROUTER_NO_METHOD, ROUTER_BAD_PATH };
+enum router_result {
+  ROUTER_FOUND,
+  ROUTER_NO_PATH,
+  ROUTER_NO_METHOD,
+  ROUTER_BAD_PATH
+};
 
 /* Compile the table. Returns 0, or -1 on a malformed pattern (a bug). */
 int router_init(void);

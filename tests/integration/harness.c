@@ -217,6 +217,47 @@ void h_server_stop(struct h_server *s)
   s->pid = 0;
 }
 
+/* 'Z' or gone: the process no longer runs. */
+static bool proc_dead(pid_t pid)
+{
+  char path[64], stat[512];
+  FILE *f;
+  size_t n;
+  const char *paren;
+
+  snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+  f = fopen(path, "r");
+  if (!f)
+    return true;
+  n = fread(stat, 1, sizeof(stat) - 1, f);
+  fclose(f);
+  stat[n] = '\0';
+  paren = strrchr(stat, ')');
+  return !paren || paren[1] == '\0' || paren[2] == 'Z' || paren[2] == 'X';
+}
+
+int h_server_kill(struct h_server *s, int sig)
+{
+  long waited;
+
+  if (s->pid <= 0)
+    return -1;
+  if (kill(s->pid, sig) != 0)
+    return -1;
+  for (waited = 0; waited < 10000; waited += 10) {
+    int st;
+    pid_t r = waitpid(s->pid, &st, WNOHANG);
+    if (r == s->pid) {
+      s->pid = 0;
+      return 0;
+    }
+    if (r < 0 && errno == ECHILD && proc_dead(s->pid))
+      return 0; /* not ours to reap: the parent does in h_server_stop() */
+    sleep_ms(10);
+  }
+  return -1;
+}
+
 struct buf {
   char *data;
   size_t len, cap;

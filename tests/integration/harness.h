@@ -46,6 +46,15 @@ int h_server_start(struct h_server *s, const char *db_url,
 void h_server_stop(struct h_server *s);
 
 /*
+ * Send sig (e.g. SIGKILL) to the server and wait until the process is gone
+ * (or a zombie, when the caller is not its parent, as in a forked Check
+ * test). Returns 0 when it died within 10 s, -1 otherwise. The process is
+ * reaped and s->pid cleared when the caller is its parent; otherwise the
+ * parent's later h_server_stop() reaps it at once.
+ */
+int h_server_kill(struct h_server *s, int sig);
+
+/*
  * One HTTP request. token may be NULL (no Authorization), body may be NULL.
  * headers: extra "Name: value" lines, NULL-ended, may be NULL. A JSON body
  * is sent with Content-Type: application/json unless headers set one.

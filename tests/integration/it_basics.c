@@ -36,16 +36,13 @@ START_TEST(healthz_and_readyz)
   struct h_resp r;
   char id[80];
 
-  ck_assert_int_eq(h_request(&srv, "GET", "/healthz", NULL, NULL, NULL, &r),
-                   0);
+  ck_assert_int_eq(h_request(&srv, "GET", "/healthz", NULL, NULL, NULL, &r), 0);
   ck_assert_int_eq(r.status, 200);
-  ck_assert_str_eq(json_string_value(json_object_get(r.json, "status")),
-                   "ok");
+  ck_assert_str_eq(json_string_value(json_object_get(r.json, "status")), "ok");
   ck_assert_ptr_nonnull(h_header(&r, "X-Request-Id", id, sizeof(id)));
   h_resp_free(&r);
 
-  ck_assert_int_eq(h_request(&srv, "GET", "/readyz", NULL, NULL, NULL, &r),
-                   0);
+  ck_assert_int_eq(h_request(&srv, "GET", "/readyz", NULL, NULL, NULL, &r), 0);
   ck_assert_int_eq(r.status, 200);
   ck_assert_int_eq(json_integer_value(json_object_get(
                        json_object_get(r.json, "migrations"), "applied")),
@@ -131,9 +128,13 @@ END_TEST
 START_TEST(bad_json_is_400_naming_body)
 {
   static const char *const bodies[] = {
-      "{", "[1,2]", "\"text\"", "{\"description\": \"a\", \"description\": "
-                                "\"b\"}",
-      "{} trailing", ""};
+      "{",
+      "[1,2]",
+      "\"text\"",
+      "{\"description\": \"a\", \"description\": "
+      "\"b\"}",
+      "{} trailing",
+      ""};
   size_t i;
 
   for (i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
@@ -188,8 +189,7 @@ START_TEST(cors_for_configured_origins_only)
   h_resp_free(&r);
 
   h_request(&srv, "GET", "/v1/flavors", admin, NULL, other, &r);
-  ck_assert_ptr_null(
-      h_header(&r, "Access-Control-Allow-Origin", v, sizeof(v)));
+  ck_assert_ptr_null(h_header(&r, "Access-Control-Allow-Origin", v, sizeof(v)));
   h_resp_free(&r);
 }
 END_TEST
@@ -229,12 +229,10 @@ START_TEST(apply_reference_architecture)
   ck_assert_int_eq(h_gpugate(db_url, args, out, sizeof(out)), 0);
   ck_assert_msg(strstr(out, "0 created") != NULL, "%s", out);
 
-  h_request(&srv, "GET", "/v1/cluster-queues?limit=500", admin, NULL, NULL,
-            &r);
+  h_request(&srv, "GET", "/v1/cluster-queues?limit=500", admin, NULL, NULL, &r);
   ck_assert_int_eq(r.status, 200);
   ck_assert_uint_eq(json_array_size(json_object_get(r.json, "items")), 13);
-  json_array_foreach(json_object_get(r.json, "items"), i, cq)
-  {
+  json_array_foreach (json_object_get(r.json, "items"), i, cq) {
     const char *name = json_string_value(json_object_get(cq, "name"));
     ck_assert_ptr_nonnull(json_object_get(cq, "status"));
     if (!strcmp(name, "cq-team-a-hp")) {

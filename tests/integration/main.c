@@ -19,8 +19,8 @@ int main(void)
   int failed;
 
   curl_global_init(CURL_GLOBAL_DEFAULT);
-#define SUITE(name)                                                          \
-  if (!only || !strcmp(only, #name))                                         \
+#define SUITE(name)                                                            \
+  if (!only || !strcmp(only, #name))                                           \
     srunner_add_suite(sr, name##_suite());
 #include "tests/integration/suites.def"
 #undef SUITE

@@ -1,0 +1,824 @@
+/*
+ * jobs.c — the SQL behind jobs, job events, queue positions and
+ * idempotency keys. Every statement names the team ($1) in its WHERE
+ * clause; ids are 70 random bits, so they cannot be guessed either.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "db/db.h"
+#include "db/jobs.h"
+#include "server/problem.h"
+
+#define TS(col)                                                                \
+  "to_char(" col " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
+
+#define ACTIVE "('PENDING', 'ADMITTED', 'QUEUED', 'RUNNING', 'EVICTING')"
+
+/* p is ahead of j in admission order: priority desc, created_at, seq */
+#define AHEAD(p, j)                                                            \
+  "(" p ".priority > " j ".priority OR (" p ".priority = " j ".priority "      \
+  "AND (" p ".created_at, " p ".seq) < (" j ".created_at, " j ".seq)))"
+
+/* The columns a job is shown with; render() reads them by position. */
+#define JOB_SELECT                                                                                                                                 \
+  "SELECT j.id, j.team, j.name, j.queue, j.cluster_queue, "                                                                                        \
+  "j.priority_class, j.priority, j.state, j.reason, j.attempt, " TS(                                                                               \
+      "j.created_at") ", " TS("j.updated_at") ", j.gpu, j.cpu_milli, "                                                                             \
+                                              "j.memory_mib, j.flavor, "                                                                           \
+                                              "j.location, j.borrowed, " TS(                                                                       \
+                                                  "j.admitted_at") ", "                                                                            \
+                                                                   "round(j."                                                                      \
+                                                                   "estimated"                                                                     \
+                                                                   "_cost_"                                                                        \
+                                                                   "usd, 4), "                                                                     \
+                                                                   "round("                                                                        \
+                                                                   "coalesce("                                                                     \
+                                                                   "(f.spec->"                                                                     \
+                                                                   ">'price_"                                                                      \
+                                                                   "per_gpu_"                                                                      \
+                                                                   "hour_usd'"                                                                     \
+                                                                   ")::"                                                                           \
+                                                                   "numeric "                                                                      \
+                                                                   "* j.gpu "                                                                      \
+                                                                   "* "                                                                            \
+                                                                   "extract("                                                                      \
+                                                                   "epoch "                                                                        \
+                                                                   "FROM "                                                                         \
+                                                                   "coalesce("                                                                     \
+                                                                   "j."                                                                            \
+                                                                   "finished_"                                                                     \
+                                                                   "at, "                                                                          \
+                                                                   "now()) - "                                                                     \
+                                                                   "j.run_"                                                                        \
+                                                                   "started_"                                                                      \
+                                                                   "at) "                                                                          \
+                                                                   "/ 3600, "                                                                      \
+                                                                   "0), 4), "                                                                      \
+                                                                   "CASE "                                                                         \
+                                                                   "WHEN "                                                                         \
+                                                                   "j.state "                                                                      \
+                                                                   "= "                                                                            \
+                                                                   "'PENDING'"                                                                     \
+                                                                   " THEN "                                                                        \
+                                                                   "(SELECT "                                                                      \
+                                                                   "count(*) "                                                                     \
+                                                                   "+ 1 FROM "                                                                     \
+                                                                   "jobs p "                                                                       \
+                                                                   "WHERE "                                                                        \
+                                                                   "p.state "                                                                      \
+                                                                   "= "                                                                            \
+                                                                   "'PENDING'"                                                                     \
+                                                                   " AND "                                                                         \
+                                                                   "p.team = "                                                                     \
+                                                                   "j.team "                                                                       \
+                                                                   "AND "                                                                          \
+                                                                   "p.queue "                                                                      \
+                                                                   "= "                                                                            \
+                                                                   "j.queue "                                                                      \
+                                                                   "AND"                                                                           \
+                                                                   " " AHEAD(                                                                      \
+                                                                       "p",                                                                        \
+                                                                       "j") ") END, "                                                              \
+                                                                            "CASE WHEN j.state = 'PENDING' THEN (SELECT count(*) + 1 FROM jobs p " \
+                                                                            "WHERE p.state = 'PENDING' AND p.cluster_queue = j.cluster_queue "     \
+                                                                            "AND " AHEAD(                                                          \
+                                                                                "p",                                                               \
+                                                                                "j") ") END, "                                                     \
+                                                                                     "j.spec, j.seq "                                              \
+                                                                                     "FROM jobs j LEFT JOIN flavors f ON f.name = j.flavor "
+
+enum {
+  C_ID,
+  C_TEAM,
+  C_NAME,
+  C_QUEUE,
+  C_CQ,
+  C_PC,
+  C_PRIO,
+  C_STATE,
+  C_REASON,
+  C_ATTEMPT,
+  C_CREATED,
+  C_UPDATED,
+  C_GPU,
+  C_CPU,
+  C_MEM,
+  C_FLAVOR,
+  C_LOC,
+  C_BORROWED,
+  C_ADMITTED,
+  C_EST,
+  C_ACCRUED,
+  C_POS_Q,
+  C_POS_CQ,
+  C_SPEC,
+  C_SEQ
+};
+
+static json_t *text_or_null(const PGresult *r, int row, int col)
+{
+  return PQgetisnull(r, row, col) ? json_null()
+                                  : json_string(PQgetvalue(r, row, col));
+}
+
+static json_t *int_or_null(const PGresult *r, int row, int col)
+{
+  return PQgetisnull(r, row, col)
+             ? json_null()
+             : json_integer(strtoll(PQgetvalue(r, row, col), NULL, 10));
+}
+
+static json_t *num_or_null(const PGresult *r, int row, int col)
+{
+  return PQgetisnull(r, row, col)
+             ? json_null()
+             : json_real(strtod(PQgetvalue(r, row, col), NULL));
+}
+
+/* One job row as the API shows it. Returns a new reference. */
+static json_t *render(const PGresult *r, int row)
+{
+  json_t *j = json_object(), *admission = json_null();
+
+  json_object_set_new(j, "id", text_or_null(r, row, C_ID));
+  json_object_set_new(j, "team", text_or_null(r, row, C_TEAM));
+  json_object_set_new(j, "name", text_or_null(r, row, C_NAME));
+  json_object_set_new(j, "queue", text_or_null(r, row, C_QUEUE));
+  json_object_set_new(j, "cluster_queue", text_or_null(r, row, C_CQ));
+  json_object_set_new(j, "priority_class", text_or_null(r, row, C_PC));
+  json_object_set_new(j, "priority", int_or_null(r, row, C_PRIO));
+  json_object_set_new(j, "state", text_or_null(r, row, C_STATE));
+  json_object_set_new(j, "reason", text_or_null(r, row, C_REASON));
+  json_object_set_new(j, "attempt", int_or_null(r, row, C_ATTEMPT));
+  json_object_set_new(j, "created_at", text_or_null(r, row, C_CREATED));
+  json_object_set_new(j, "updated_at", text_or_null(r, row, C_UPDATED));
+  json_object_set_new(j, "request",
+                      json_pack("{s:o, s:o, s:o}", "gpu",
+                                int_or_null(r, row, C_GPU), "cpu_milli",
+                                int_or_null(r, row, C_CPU), "memory_mib",
+                                int_or_null(r, row, C_MEM)));
+  if (!PQgetisnull(r, row, C_FLAVOR) && !PQgetisnull(r, row, C_ADMITTED))
+    admission = json_pack("{s:o, s:o, s:b, s:o}", "flavor",
+                          text_or_null(r, row, C_FLAVOR), "location",
+                          text_or_null(r, row, C_LOC), "borrowed",
+                          PQgetvalue(r, row, C_BORROWED)[0] == 't',
+                          "admitted_at", text_or_null(r, row, C_ADMITTED));
+  json_object_set_new(j, "admission", admission);
+  json_object_set_new(j, "batch_job", json_null());
+  json_object_set_new(j, "position_in_queue", int_or_null(r, row, C_POS_Q));
+  json_object_set_new(j, "position_in_cluster_queue",
+                      int_or_null(r, row, C_POS_CQ));
+  json_object_set_new(j, "estimated_cost_usd", num_or_null(r, row, C_EST));
+  json_object_set_new(j, "accrued_cost_usd", num_or_null(r, row, C_ACCRUED));
+  json_object_set_new(j, "spec",
+                      json_loads(PQgetvalue(r, row, C_SPEC), 0, NULL));
+  return j;
+}
+
+static enum gg_code fail_db(struct gg_req *req, enum gg_code code)
+{
+  if (code == GG_UNAVAILABLE)
+    return problem_fail(req, code, "The database is not reachable.");
+  if (code == GG_CONFLICT)
+    return problem_fail(req, code,
+                        "A concurrent change conflicted; retry the request.");
+  return problem_fail(req, GG_INTERNAL, "The request could not be served.");
+}
+
+static PGresult *run(struct gg_req *req, struct db_conn *db, const char *sql,
+                     int n, const char *const *params)
+{
+  enum gg_code code;
+  PGresult *res = db_exec(db, sql, n, params, &code);
+
+  if (!res)
+    fail_db(req, code);
+  return res;
+}
+
+/* ---- submission -------------------------------------------------------- */
+
+static const char sql_target_queue[] =
+    "SELECT q.cluster_queue, c.spec, c.cohort FROM team_queues q "
+    "JOIN cluster_queues c ON c.name = q.cluster_queue "
+    "WHERE q.team = $1 AND q.name = $2";
+
+static const char sql_target_flavors[] =
+    "SELECT coalesce(json_object_agg(f.name, f.spec), '{}') "
+    "FROM cluster_queue_flavors cf JOIN flavors f ON f.name = cf.flavor "
+    "WHERE cf.cluster_queue = $1";
+
+static const char sql_target_cohort[] =
+    "SELECT coalesce(json_agg(spec ORDER BY name), '[]') FROM cluster_queues "
+    "WHERE cohort = $1 AND name <> $2";
+
+static const char sql_target_class[] =
+    "SELECT name, value, spec->>'preemption_policy' FROM priority_classes "
+    "WHERE ($1 = '' AND is_default) OR name = $1";
+
+void db_job_target_free(struct db_job_target *t)
+{
+  json_decref(t->cq_spec);
+  json_decref(t->flavors);
+  json_decref(t->cohort_cqs);
+  memset(t, 0, sizeof(*t));
+}
+
+enum gg_code db_job_target(struct gg_req *req, const char *team,
+                           const char *queue, const char *priority_class,
+                           struct db_job_target *t)
+{
+  struct db_conn *db = req_db(req);
+  const char *params[2];
+  PGresult *res = NULL;
+  char cohort[64] = "";
+
+  memset(t, 0, sizeof(*t));
+  if (!db)
+    return fail_db(req, GG_UNAVAILABLE);
+  params[0] = team;
+  params[1] = queue;
+  if (!(res = run(req, db, sql_target_queue, 2, params)))
+    return req->code;
+  if (PQntuples(res) == 0)
+    problem_field(req, "queue", "team \"%s\" has no queue \"%s\"", team, queue);
+  else {
+    snprintf(t->cluster_queue, sizeof(t->cluster_queue), "%s",
+             PQgetvalue(res, 0, 0));
+    t->cq_spec = json_loads(PQgetvalue(res, 0, 1), 0, NULL);
+    if (!PQgetisnull(res, 0, 2))
+      snprintf(cohort, sizeof(cohort), "%s", PQgetvalue(res, 0, 2));
+  }
+  PQclear(res);
+
+  params[0] = priority_class ? priority_class : "";
+  if (!(res = run(req, db, sql_target_class, 1, params)))
+    goto fail;
+  if (PQntuples(res) == 0) {
+    if (priority_class)
+      problem_field(req, "priority_class",
+                    "priority class \"%s\" does not exist", priority_class);
+    else
+      problem_field(req, "priority_class",
+                    "is required: no priority class is the default");
+  } else {
+    snprintf(t->priority_class, sizeof(t->priority_class), "%s",
+             PQgetvalue(res, 0, 0));
+    t->priority = (int32_t)strtol(PQgetvalue(res, 0, 1), NULL, 10);
+    t->can_preempt = !strcmp(PQgetvalue(res, 0, 2), "PreemptLowerPriority");
+  }
+  PQclear(res);
+  res = NULL;
+  if (problem_nfields(req))
+    goto fail;
+
+  params[0] = t->cluster_queue;
+  if (!(res = run(req, db, sql_target_flavors, 1, params)))
+    goto fail;
+  t->flavors = json_loads(PQgetvalue(res, 0, 0), 0, NULL);
+  PQclear(res);
+  res = NULL;
+  if (cohort[0]) {
+    params[0] = cohort;
+    params[1] = t->cluster_queue;
+    if (!(res = run(req, db, sql_target_cohort, 2, params)))
+      goto fail;
+    t->cohort_cqs = json_loads(PQgetvalue(res, 0, 0), 0, NULL);
+    PQclear(res);
+    res = NULL;
+  } else {
+    t->cohort_cqs = json_array();
+  }
+  if (!t->cq_spec || !t->flavors || !t->cohort_cqs) {
+    fail_db(req, GG_INTERNAL);
+    goto fail;
+  }
+  return GG_OK;
+fail:
+  PQclear(res);
+  db_job_target_free(t);
+  if (req->code == GG_OK)
+    problem_fail(req, GG_UNPROCESSABLE,
+                 "The job refers to objects that do not exist.");
+  return req->code;
+}
+
+/* "j-" and 14 characters of [a-z0-9] from 70 random bits. */
+static void new_id(char out[32])
+{
+  static const char alphabet[] = "0123456789abcdefghjkmnpqrstvwxyz";
+  unsigned char rnd[14];
+  int i;
+
+  if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+    abort(); /* no entropy: an id must never be guessable */
+  out[0] = 'j';
+  out[1] = '-';
+  for (i = 0; i < 14; i++)
+    out[2 + i] = alphabet[rnd[i] & 31];
+  out[16] = '\0';
+}
+
+static const char sql_insert[] =
+    "INSERT INTO jobs (id, team, queue, cluster_queue, name, "
+    "priority_class, priority, can_preempt, state, reason, gpu, cpu_milli, "
+    "memory_mib, max_run_duration_s, labels, spec) VALUES ($1, $2, $3, $4, "
+    "$5, $6, $7::int, $8::boolean, 'PENDING', NULL, "
+    "$9::bigint, $10::bigint, $11::bigint, $12::bigint, $13::jsonb, "
+    "$14::json)";
+
+static const char sql_event_created[] =
+    "INSERT INTO job_events (job_id, team, from_state, to_state, reason, "
+    "attempt, message) VALUES ($1, $2, NULL, 'PENDING', 'Submitted', 1, "
+    "'submitted to queue ' || $3)";
+
+static const char sql_notify[] = "SELECT pg_notify('gpugate_admission', $1)";
+
+static const char sql_get[] = JOB_SELECT "WHERE j.team = $1 AND j.id = $2";
+
+static const char sql_idem_done[] =
+    "UPDATE idempotency_keys SET status = $3::int, location = $4, "
+    "response = $5 WHERE team = $1 AND key = $2";
+
+enum gg_code db_job_insert(struct gg_req *req, const struct db_job_new *j,
+                           const struct db_job_target *t, const char *idem_key,
+                           json_t **out)
+{
+  struct db_conn *db = req_db(req);
+  char id[32], prio[16], req_s[3][24], maxrun[24], location[160];
+  char *spec = NULL, *labels = NULL, *body = NULL;
+  const char *params[14];
+  PGresult *res = NULL;
+  enum gg_code code;
+  int i;
+
+  *out = NULL;
+  if (!db)
+    return fail_db(req, GG_UNAVAILABLE);
+  new_id(id);
+  snprintf(prio, sizeof(prio), "%d", (int)t->priority);
+  for (i = 0; i < 3; i++)
+    snprintf(req_s[i], sizeof(req_s[i]), "%lld", (long long)j->request[i]);
+  snprintf(maxrun, sizeof(maxrun), "%lld", (long long)j->max_run_duration_s);
+  spec = json_dumps(j->spec, GG_JSON_DUMP);
+  labels = json_dumps(j->labels, GG_JSON_DUMP);
+  if (!spec || !labels) {
+    fail_db(req, GG_INTERNAL);
+    goto out;
+  }
+  params[0] = id;
+  params[1] = j->team;
+  params[2] = j->queue;
+  params[3] = t->cluster_queue;
+  params[4] = j->name;
+  params[5] = t->priority_class;
+  params[6] = prio;
+  params[7] = t->can_preempt ? "true" : "false";
+  params[8] = req_s[0];
+  params[9] = req_s[1];
+  params[10] = req_s[2];
+  params[11] = maxrun;
+  params[12] = labels;
+  params[13] = spec;
+
+  if ((code = db_begin(db)) != GG_OK) {
+    fail_db(req, code);
+    goto out;
+  }
+  if (!(res = run(req, db, sql_insert, 14, params)))
+    goto fail;
+  PQclear(res);
+  params[2] = j->queue;
+  if (!(res = run(req, db, sql_event_created, 3, params)))
+    goto fail;
+  PQclear(res);
+  params[0] = "submit";
+  if (!(res = run(req, db, sql_notify, 1, params)))
+    goto fail;
+  PQclear(res);
+  params[0] = j->team;
+  params[1] = id;
+  if (!(res = run(req, db, sql_get, 2, params)))
+    goto fail;
+  *out = render(res, 0);
+  PQclear(res);
+  res = NULL;
+  if (idem_key) {
+    snprintf(location, sizeof(location), "/v1/teams/%s/jobs/%s", j->team, id);
+    body = json_dumps(*out, GG_JSON_DUMP);
+    params[0] = j->team;
+    params[1] = idem_key;
+    params[2] = "201";
+    params[3] = location;
+    params[4] = body;
+    if (!body || !(res = run(req, db, sql_idem_done, 5, params)))
+      goto fail;
+    PQclear(res);
+    res = NULL;
+  }
+  if ((code = db_commit(db)) != GG_OK) {
+    fail_db(req, code);
+    goto fail;
+  }
+  goto out;
+fail:
+  db_rollback(db);
+  json_decref(*out);
+  *out = NULL;
+out:
+  PQclear(res);
+  free(spec);
+  free(labels);
+  free(body);
+  return *out ? GG_OK : (req->code ? req->code : GG_INTERNAL);
+}
+
+/* ---- reads --------------------------------------------------------------- */
+
+enum gg_code db_job_get(struct gg_req *req, const char *team, const char *id,
+                        json_t **out)
+{
+  struct db_conn *db = req_db(req);
+  const char *params[2] = {team, id};
+  PGresult *res;
+
+  *out = NULL;
+  if (!db)
+    return fail_db(req, GG_UNAVAILABLE);
+  if (!(res = run(req, db, sql_get, 2, params)))
+    return req->code;
+  if (PQntuples(res) == 0) {
+    PQclear(res);
+    return problem_fail(req, GG_NOT_FOUND, "Job \"%s\" was not found.", id);
+  }
+  *out = render(res, 0);
+  PQclear(res);
+  return GG_OK;
+}
+
+static const char sql_list[] = JOB_SELECT
+    "WHERE j.team = $1 "
+    "AND ($2::text IS NULL OR j.state = ANY (string_to_array($2, ','))) "
+    "AND ($3::text IS NULL OR j.queue = $3) "
+    "AND ($4::text IS NULL OR j.labels @> jsonb_build_object($4, $5)) "
+    "AND ($6::bigint = 0 OR j.seq < $6::bigint) "
+    "ORDER BY j.seq DESC LIMIT $7::int";
+
+enum gg_code db_job_list(struct gg_req *req, const char *team,
+                         const struct db_job_filter *f, json_t **items,
+                         int64_t *next_seq)
+{
+  struct db_conn *db = req_db(req);
+  char after[24], lim[16];
+  const char *params[7];
+  PGresult *res;
+  int i, rows;
+
+  *items = NULL;
+  *next_seq = 0;
+  if (!db)
+    return fail_db(req, GG_UNAVAILABLE);
+  snprintf(after, sizeof(after), "%lld", (long long)f->after_seq);
+  snprintf(lim, sizeof(lim), "%d", f->limit + 1);
+  params[0] = team;
+  params[1] = f->states;
+  params[2] = f->queue;
+  params[3] = f->label_key;
+  params[4] = f->label_value ? f->label_value : "";
+  params[5] = after;
+  params[6] = lim;
+  if (!(res = run(req, db, sql_list, 7, params)))
+    return req->code;
+  rows = PQntuples(res);
+  *items = json_array();
+  for (i = 0; i < rows && i < f->limit; i++)
+    json_array_append_new(*items, render(res, i));
+  if (rows > f->limit)
+    *next_seq = strtoll(PQgetvalue(res, f->limit - 1, C_SEQ), NULL, 10);
+  PQclear(res);
+  return GG_OK;
+}
+
+static const char sql_exists[] =
+    "SELECT 1 FROM jobs WHERE team = $1 AND id = $2";
+
+static const char sql_events[] = "SELECT id, " TS(
+    "at") ", from_state, to_state, reason, attempt, "
+          "message FROM job_events WHERE team = $1 AND job_id = $2 "
+          "AND id > $3::bigint ORDER BY id LIMIT $4::int";
+
+enum gg_code db_job_events(struct gg_req *req, const char *team, const char *id,
+                           int64_t after, int limit, json_t **items,
+                           int64_t *next)
+{
+  struct db_conn *db = req_db(req);
+  char after_s[24], lim[16];
+  const char *params[4] = {team, id, after_s, lim};
+  PGresult *res;
+  int i, rows;
+
+  *items = NULL;
+  *next = 0;
+  if (!db)
+    return fail_db(req, GG_UNAVAILABLE);
+  if (!(res = run(req, db, sql_exists, 2, params)))
+    return req->code;
+  rows = PQntuples(res);
+  PQclear(res);
+  if (!rows)
+    return problem_fail(req, GG_NOT_FOUND, "Job \"%s\" was not found.", id);
+  snprintf(after_s, sizeof(after_s), "%lld", (long long)after);
+  snprintf(lim, sizeof(lim), "%d", limit + 1);
+  if (!(res = run(req, db, sql_events, 4, params)))
+    return req->code;
+  rows = PQntuples(res);
+  *items = json_array();
+  for (i = 0; i < rows && i < limit; i++)
+    json_array_append_new(
+        *items,
+        json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}", "at",
+                  text_or_null(res, i, 1), "from", text_or_null(res, i, 2),
+                  "to", text_or_null(res, i, 3), "reason",
+                  text_or_null(res, i, 4), "attempt", int_or_null(res, i, 5),
+                  "message", text_or_null(res, i, 6)));
+  if (rows > limit)
+    *next = strtoll(PQgetvalue(res, limit - 1, 0), NULL, 10);
+  PQclear(res);
+  return GG_OK;
+}
+
+static const char sql_pending[] = JOB_SELECT
+    "WHERE j.team = $1 AND j.queue = $2 AND j.state = 'PENDING' "
+    "AND ($3::bigint = 0 OR (SELECT " AHEAD(
+        "c", "j") " FROM jobs c "
+                  "WHERE c.team = $1 AND c.seq = $3::bigint)) "
+                  "ORDER BY j.priority DESC, j.created_at, j.seq LIMIT $4::int";
+
+enum gg_code db_queue_pending(struct gg_req *req, const char *team,
+                              const char *queue, int64_t after, int limit,
+                              json_t **items, int64_t *next)
+{
+  struct db_conn *db = req_db(req);
+  char after_s[24], lim[16];
+  const char *params[4] = {team, queue, after_s, lim};
+  PGresult *res;
+  int i, rows;
+
+  *items = NULL;
+  *next = 0;
+  if (!db)
+    return fail_db(req, GG_UNAVAILABLE);
+  snprintf(after_s, sizeof(after_s), "%lld", (long long)after);
+  snprintf(lim, sizeof(lim), "%d", limit + 1);
+  if (!(res = run(req, db, sql_pending, 4, params)))
+    return req->code;
+  rows = PQntuples(res);
+  *items = json_array();
+  for (i = 0; i < rows && i < limit; i++)
+    json_array_append_new(*items, render(res, i));
+  if (rows > limit)
+    *next = strtoll(PQgetvalue(res, limit - 1, C_SEQ), NULL, 10);
+  PQclear(res);
+  return GG_OK;
+}
+
+/* ---- cancel ---------------------------------------------------------- */
+
+static const char sql_lock_job[] =
+    "SELECT state, attempt FROM jobs WHERE team = $1 AND id = $2 FOR UPDATE";
+
+static const char sql_cancel[] =
+    "UPDATE jobs SET state = 'CANCELLED', reason = 'CancelledByUser', "
+    "cancel_requested = true, finished_at = now(), updated_at = now() "
+    "WHERE team = $1 AND id = $2";
+
+static const char sql_event_cancel[] =
+    "INSERT INTO job_events (job_id, team, from_state, to_state, reason, "
+    "attempt, message) SELECT id, team, $3, 'CANCELLED', 'CancelledByUser', "
+    "attempt, 'cancelled through the API' FROM jobs "
+    "WHERE team = $1 AND id = $2";
+
+enum gg_code db_job_cancel(struct gg_req *req, const char *team, const char *id,
+                           json_t **out)
+{
+  struct db_conn *db = req_db(req);
+  const char *params[3] = {team, id, NULL};
+  char state[16];
+  PGresult *res = NULL;
+  enum gg_code code;
+
+  *out = NULL;
+  if (!db)
+    return fail_db(req, GG_UNAVAILABLE);
+  if ((code = db_begin(db)) != GG_OK)
+    return fail_db(req, code);
+  if (!(res = run(req, db, sql_lock_job, 2, params)))
+    goto fail;
+  if (PQntuples(res) == 0) {
+    problem_fail(req, GG_NOT_FOUND, "Job \"%s\" was not found.", id);
+    goto fail;
+  }
+  snprintf(state, sizeof(state), "%s", PQgetvalue(res, 0, 0));
+  PQclear(res);
+  res = NULL;
+  if (strcmp(state, "SUCCEEDED") != 0 && strcmp(state, "FAILED") != 0 &&
+      strcmp(state, "CANCELLED") != 0) {
+    params[2] = state;
+    if (!(res = run(req, db, sql_cancel, 2, params)))
+      goto fail;
+    PQclear(res);
+    if (!(res = run(req, db, sql_event_cancel, 3, params)))
+      goto fail;
+    PQclear(res);
+    params[0] = "cancel";
+    if (!(res = run(req, db, sql_notify, 1, params)))
+      goto fail;
+    PQclear(res);
+    res = NULL;
+    params[0] = team;
+  }
+  if (!(res = run(req, db, sql_get, 2, params)))
+    goto fail;
+  *out = render(res, 0);
+  PQclear(res);
+  res = NULL;
+  if ((code = db_commit(db)) != GG_OK) {
+    fail_db(req, code);
+    goto fail;
+  }
+  return GG_OK;
+fail:
+  PQclear(res);
+  db_rollback(db);
+  json_decref(*out);
+  *out = NULL;
+  return req->code ? req->code : GG_INTERNAL;
+}
+
+/* ---- idempotency ------------------------------------------------------ */
+
+/* A claim older than 24 h is gone; an in-flight claim older than a minute
+ * belongs to a request that died and may be taken over. */
+static const char sql_idem_claim[] =
+    "WITH gone AS (DELETE FROM idempotency_keys WHERE team = $1 AND key = $2 "
+    "AND (created_at < now() - interval '24 hours' OR (status IS NULL AND "
+    "created_at < now() - interval '60 seconds'))) "
+    "INSERT INTO idempotency_keys (team, key, request_hash) "
+    "VALUES ($1, $2, $3) ON CONFLICT (team, key) DO NOTHING RETURNING 1";
+
+static const char sql_idem_read[] =
+    "SELECT request_hash, status, location, response FROM idempotency_keys "
+    "WHERE team = $1 AND key = $2";
+
+static const char sql_idem_release[] =
+    "DELETE FROM idempotency_keys WHERE team = $1 AND key = $2 "
+    "AND status IS NULL";
+
+enum gg_code db_idem_claim(struct gg_req *req, const char *team,
+                           const char *key, const char *hash,
+                           enum db_idem *outcome, int *status, char **location,
+                           char **body)
+{
+  struct db_conn *db = req_db(req);
+  const char *params[3] = {team, key, hash};
+  PGresult *res;
+  int claimed;
+
+  *location = NULL;
+  *body = NULL;
+  if (!db)
+    return fail_db(req, GG_UNAVAILABLE);
+  /* its own transaction: a concurrent duplicate must see the claim */
+  if (!(res = run(req, db, sql_idem_claim, 3, params)))
+    return req->code;
+  claimed = PQntuples(res) > 0;
+  PQclear(res);
+  if (claimed) {
+    *outcome = DB_IDEM_NEW;
+    return GG_OK;
+  }
+  if (!(res = run(req, db, sql_idem_read, 2, params)))
+    return req->code;
+  if (PQntuples(res) == 0) {
+    /* expired between the two statements: ask the client to retry */
+    PQclear(res);
+    *outcome = DB_IDEM_IN_FLIGHT;
+    return GG_OK;
+  }
+  if (strcmp(PQgetvalue(res, 0, 0), hash) != 0)
+    *outcome = DB_IDEM_MISMATCH;
+  else if (PQgetisnull(res, 0, 1))
+    *outcome = DB_IDEM_IN_FLIGHT;
+  else {
+    *outcome = DB_IDEM_REPLAY;
+    *status = (int)strtol(PQgetvalue(res, 0, 1), NULL, 10);
+    if (!PQgetisnull(res, 0, 2))
+      *location = strdup(PQgetvalue(res, 0, 2));
+    *body = strdup(PQgetvalue(res, 0, 3));
+  }
+  PQclear(res);
+  return GG_OK;
+}
+
+void db_idem_release(struct gg_req *req, const char *team, const char *key)
+{
+  struct db_conn *db = req_db(req);
+  const char *params[2] = {team, key};
+  enum gg_code code;
+
+  if (db) {
+    db_rollback(db);
+    PQclear(db_exec(db, sql_idem_release, 2, params, &code));
+  }
+}
+
+/* ---- counts for queue and cluster-queue status -------------------------- */
+
+static const char sql_counts_queue[] =
+    "SELECT count(*) FILTER (WHERE state = 'PENDING'), "
+    "count(*) FILTER (WHERE state IN ('ADMITTED', 'QUEUED', 'RUNNING', "
+    "'EVICTING')) FROM jobs WHERE team = $1 AND queue = $2 AND state "
+    "IN " ACTIVE;
+
+static const char sql_counts_cq[] =
+    "SELECT count(*) FILTER (WHERE state = 'PENDING'), "
+    "count(*) FILTER (WHERE state IN ('ADMITTED', 'QUEUED', 'RUNNING', "
+    "'EVICTING')) FROM jobs WHERE cluster_queue = $1 AND state IN " ACTIVE;
+
+enum gg_code db_job_counts(struct gg_req *req, const char *team,
+                           const char *queue_or_cq, json_t **out)
+{
+  struct db_conn *db = req_db(req);
+  const char *params[2];
+  PGresult *res;
+
+  *out = NULL;
+  if (!db)
+    return fail_db(req, GG_UNAVAILABLE);
+  if (team) {
+    params[0] = team;
+    params[1] = queue_or_cq;
+    res = run(req, db, sql_counts_queue, 2, params);
+  } else {
+    params[0] = queue_or_cq;
+    res = run(req, db, sql_counts_cq, 1, params);
+  }
+  if (!res)
+    return req->code;
+  *out = json_pack("{s:I, s:I}", "pending",
+                   (json_int_t)strtoll(PQgetvalue(res, 0, 0), NULL, 10),
+                   "admitted",
+                   (json_int_t)strtoll(PQgetvalue(res, 0, 1), NULL, 10));
+  PQclear(res);
+  return GG_OK;
+}
+
+static const char sql_cq_usage[] =
+    "SELECT coalesce(json_object_agg(flavor, json_build_object('gpu', g, "
+    "'cpu_milli', c, 'memory_mib', m)), '{}') FROM (SELECT flavor, "
+    "sum(gpu) g, sum(cpu_milli) c, sum(memory_mib) m FROM jobs "
+    "WHERE cluster_queue = $1 AND state IN ('ADMITTED', 'QUEUED', "
+    "'RUNNING', 'EVICTING') AND flavor IS NOT NULL GROUP BY flavor) u";
+
+static const char sql_cohort_pool[] =
+    "SELECT coalesce(json_object_agg(flavor, res), '{}') FROM ("
+    "SELECT flavor, json_object_agg(resource, lendable) res FROM ("
+    "SELECT f->>'name' flavor, r.key resource, "
+    "sum(coalesce((r.value->>'lending_limit')::bigint, "
+    "(r.value->>'nominal')::bigint)) lendable "
+    "FROM cluster_queues c, json_array_elements(c.spec->'flavors') f, "
+    "json_each(f->'resources') r WHERE c.cohort = $1 "
+    "GROUP BY 1, 2) x GROUP BY flavor) y";
+
+enum gg_code db_cq_usage(struct gg_req *req, const char *cq, const char *cohort,
+                         json_t **usage, json_t **pool)
+{
+  struct db_conn *db = req_db(req);
+  const char *params[1] = {cq};
+  PGresult *res;
+
+  *usage = NULL;
+  *pool = NULL;
+  if (!db)
+    return fail_db(req, GG_UNAVAILABLE);
+  if (!(res = run(req, db, sql_cq_usage, 1, params)))
+    return req->code;
+  *usage = json_loads(PQgetvalue(res, 0, 0), 0, NULL);
+  PQclear(res);
+  if (!cohort) {
+    *pool = json_object();
+    return *usage ? GG_OK : fail_db(req, GG_INTERNAL);
+  }
+  params[0] = cohort;
+  if (!(res = run(req, db, sql_cohort_pool, 1, params))) {
+    json_decref(*usage);
+    *usage = NULL;
+    return req->code;
+  }
+  *pool = json_loads(PQgetvalue(res, 0, 0), 0, NULL);
+  PQclear(res);
+  return *usage && *pool ? GG_OK : fail_db(req, GG_INTERNAL);
+}

@@ -1,0 +1,132 @@
+/*
+ * jobs.h — storage of jobs, their events and idempotency keys.
+ *
+ * Every statement that reads or changes a job names the team in its WHERE
+ * clause: a job of another team does not exist for the caller.
+ */
+#ifndef GPUGATE_DB_JOBS_H
+#define GPUGATE_DB_JOBS_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "server/req.h"
+
+/* What admission needs to know about a submission's target. */
+struct db_job_target {
+  char cluster_queue[64];
+  json_t *cq_spec;    /* new reference: the CQ's stored spec */
+  json_t *flavors;    /* new reference: {flavor name: flavor spec} */
+  json_t *cohort_cqs; /* new reference: [spec of every other CQ in the
+                         cohort] (empty without a cohort) */
+  char priority_class[64];
+  int32_t priority;
+  bool can_preempt;
+};
+
+/*
+ * Resolve queue and priority class (NULL: the default class) for team.
+ * Records 422 field errors ("queue", "priority_class") when they do not
+ * exist. Free with db_job_target_free().
+ */
+enum gg_code db_job_target(struct gg_req *req, const char *team,
+                           const char *queue, const char *priority_class,
+                           struct db_job_target *t);
+void db_job_target_free(struct db_job_target *t);
+
+/* A validated submission ready to store. */
+struct db_job_new {
+  const char *team;
+  const char *queue;
+  const char *name;
+  json_t *spec;       /* borrowed: normalised body */
+  json_t *labels;     /* borrowed: object of strings */
+  int64_t request[3]; /* gpu, cpu_milli, memory_mib (whole job) */
+  int64_t max_run_duration_s;
+};
+
+/*
+ * Store a new PENDING job with its first event, wake the admission loop,
+ * and — when idem_key is non-NULL — record the response for that key, all
+ * in one transaction. *out is the job as the API shows it (new reference).
+ */
+enum gg_code db_job_insert(struct gg_req *req, const struct db_job_new *j,
+                           const struct db_job_target *t, const char *idem_key,
+                           json_t **out);
+
+/* One job of team as the API shows it; 404 when absent. */
+enum gg_code db_job_get(struct gg_req *req, const char *team, const char *id,
+                        json_t **out);
+
+/* Filters of a job list; NULL fields do not filter. */
+struct db_job_filter {
+  const char *states; /* comma-separated states */
+  const char *queue;
+  const char *label_key;
+  const char *label_value;
+  int64_t after_seq; /* 0 = from the newest */
+  int limit;
+};
+
+/*
+ * A page of team's jobs, newest first. *items is a new array; *next_seq
+ * the cursor of the next page or 0.
+ */
+enum gg_code db_job_list(struct gg_req *req, const char *team,
+                         const struct db_job_filter *f, json_t **items,
+                         int64_t *next_seq);
+
+/*
+ * Cancel a job (idempotent: a finished job is returned as it is). Without
+ * a Batch backend an admitted job is cancelled at once.
+ */
+enum gg_code db_job_cancel(struct gg_req *req, const char *team, const char *id,
+                           json_t **out);
+
+/* The state history of a job, oldest first, paged by event id. */
+enum gg_code db_job_events(struct gg_req *req, const char *team, const char *id,
+                           int64_t after, int limit, json_t **items,
+                           int64_t *next);
+
+/* Pending jobs of a team queue in admission order with positions. */
+enum gg_code db_queue_pending(struct gg_req *req, const char *team,
+                              const char *queue, int64_t after, int limit,
+                              json_t **items, int64_t *next);
+
+/* Outcome of claiming an Idempotency-Key. */
+enum db_idem {
+  DB_IDEM_NEW,      /* first use: go ahead, then complete it */
+  DB_IDEM_REPLAY,   /* same key, same body: *status, *location, *body */
+  DB_IDEM_MISMATCH, /* same key, another body: 422 */
+  DB_IDEM_IN_FLIGHT /* the first request is still running: 409 */
+};
+
+/*
+ * Claim (team, key) for a request whose body hashes to hash. On REPLAY
+ * *body is a new string (caller frees) and *location a new string or NULL.
+ */
+enum gg_code db_idem_claim(struct gg_req *req, const char *team,
+                           const char *key, const char *hash,
+                           enum db_idem *outcome, int *status, char **location,
+                           char **body);
+
+/* Forget a claim whose request failed, so a retry can run. */
+void db_idem_release(struct gg_req *req, const char *team, const char *key);
+
+/* Per-(team, queue) and per-CQ pending and admitted counts as
+ * {"pending": n, "admitted": n}; team NULL → by cluster queue. */
+enum gg_code db_job_counts(struct gg_req *req, const char *team,
+                           const char *queue_or_cq, json_t **out);
+
+/*
+ * A cluster queue's usage and its cohort's lendable pool:
+ * *usage = {flavor: {"gpu": n, "cpu_milli": n, "memory_mib": n}} over jobs
+ * holding quota; *pool = {flavor: {resource: n}} summed over the cohort's
+ * cluster queues (lending_limit, else nominal), or an empty object without
+ * a cohort. Both new references.
+ */
+enum gg_code db_cq_usage(struct gg_req *req, const char *cq, const char *cohort,
+                         json_t **usage, json_t **pool);
+
+#endif

@@ -1,0 +1,599 @@
+/*
+ * sched.c (db) — the admission loop's SQL: one snapshot of the quota
+ * configuration and the active jobs in, one cycle's decisions out.
+ *
+ * Names are loaded in "C" collation order so the indices the scheduler
+ * sees — and so its tie-breaks — never depend on the database's locale.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "db/sched.h"
+
+static const char sql_lock[] =
+    "LOCK TABLE cluster_queues, cluster_queue_flavors, flavors, teams "
+    "IN SHARE MODE";
+
+static const char sql_flavors[] =
+    "SELECT name, spec FROM flavors ORDER BY name COLLATE \"C\"";
+
+static const char sql_cohorts[] =
+    "SELECT DISTINCT cohort COLLATE \"C\" FROM cluster_queues "
+    "WHERE cohort IS NOT NULL ORDER BY 1";
+
+static const char sql_cqs[] = "SELECT name, cohort, spec FROM cluster_queues "
+                              "ORDER BY name COLLATE \"C\"";
+
+/* spent: the committed estimates of the team's jobs holding quota; the
+ * month-to-date billed cost joins it with the costs feature */
+static const char sql_teams[] =
+    "SELECT t.name, t.spec->>'budget_policy', "
+    "(t.spec->>'monthly_budget_usd')::float8, "
+    "coalesce((SELECT sum(estimated_cost_usd) FROM jobs j WHERE j.team = "
+    "t.name AND j.state IN ('ADMITTED', 'QUEUED', 'RUNNING', 'EVICTING')), "
+    "0)::float8 FROM teams t ORDER BY t.name COLLATE \"C\"";
+
+static const char sql_admitted[] =
+    "SELECT id, attempt, cluster_queue, team, priority, can_preempt, "
+    "(extract(epoch FROM created_at) * 1000000)::bigint, seq, gpu, "
+    "cpu_milli, memory_mib, flavor, extract(epoch FROM admitted_at)::bigint, "
+    "state FROM jobs WHERE state IN ('ADMITTED', 'QUEUED', 'RUNNING', "
+    "'EVICTING') ORDER BY seq";
+
+static const char sql_pending[] =
+    "SELECT id, attempt, cluster_queue, team, priority, can_preempt, "
+    "(extract(epoch FROM created_at) * 1000000)::bigint, seq, gpu, "
+    "cpu_milli, memory_mib, coalesce(reason, ''), max_run_duration_s, "
+    "spec->'locations' FROM jobs WHERE state = 'PENDING' ORDER BY seq";
+
+static const char sql_now[] = "SELECT extract(epoch FROM now())::bigint";
+
+static PGresult *query(struct db_conn *c, const char *sql, int n,
+                       const char *const *params, char *err, size_t errlen)
+{
+  enum gg_code code;
+  PGresult *res = db_exec(c, sql, n, params, &code);
+
+  if (!res)
+    snprintf(err, errlen, "%s", c->pg ? PQerrorMessage(c->pg) : "no server");
+  return res;
+}
+
+int db_sched_lock(struct db_conn *c, char *err, size_t errlen)
+{
+  PGresult *res;
+
+  if (db_begin(c) != GG_OK) {
+    snprintf(err, errlen, "BEGIN failed");
+    return -1;
+  }
+  res = query(c, sql_lock, 0, NULL, err, errlen);
+  PQclear(res);
+  return res ? 0 : -1;
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+  return strcmp((const char *)a, (const char *)b);
+}
+
+/* Index of name in a sorted table of n names, or -1. */
+static int find(const char (*names)[DB_NAME_LEN], int n, const char *name)
+{
+  const char(*hit)[DB_NAME_LEN] =
+      bsearch(name, names, (size_t)n, DB_NAME_LEN, cmp_name);
+
+  return hit ? (int)(hit - names) : -1;
+}
+
+static int64_t num(const PGresult *r, int row, int col)
+{
+  return strtoll(PQgetvalue(r, row, col), NULL, 10);
+}
+
+static int64_t limit_of(json_t *q, const char *key)
+{
+  json_t *v = json_object_get(q, key);
+
+  return json_is_integer(v) ? (int64_t)json_integer_value(v) : SCHED_UNLIMITED;
+}
+
+static const char *str(json_t *o, const char *key)
+{
+  const char *s = json_string_value(json_object_get(o, key));
+
+  return s ? s : "";
+}
+
+/* A stored cluster-queue spec as the scheduler's struct. */
+static void parse_cq(struct db_sched *s, json_t *spec, int cohort,
+                     struct sched_cq *cq)
+{
+  static const char *const res[SCHED_NRES] = {"gpu", "cpu_milli", "memory_mib"};
+  json_t *fl;
+  size_t i;
+  int r;
+
+  memset(cq, 0, sizeof(*cq));
+  cq->cohort = cohort;
+  cq->strategy = !strcmp(str(spec, "queueing_strategy"), "StrictFIFO")
+                     ? SCHED_STRICT_FIFO
+                     : SCHED_BEST_EFFORT_FIFO;
+  cq->within =
+      !strcmp(str(json_object_get(spec, "preemption"), "within_cluster_queue"),
+              "LowerPriority")
+          ? SCHED_WITHIN_LOWER_PRIORITY
+          : SCHED_WITHIN_NEVER;
+  {
+    const char *rc =
+        str(json_object_get(spec, "preemption"), "reclaim_within_cohort");
+    cq->reclaim = !strcmp(rc, "Any")             ? SCHED_RECLAIM_ANY
+                  : !strcmp(rc, "LowerPriority") ? SCHED_RECLAIM_LOWER_PRIORITY
+                                                 : SCHED_RECLAIM_NEVER;
+  }
+  cq->when_borrow = !strcmp(str(json_object_get(spec, "flavor_fungibility"),
+                                "when_can_borrow"),
+                            "TryNextFlavor")
+                        ? SCHED_BORROW_TRY_NEXT
+                        : SCHED_BORROW;
+  cq->when_preempt = !strcmp(str(json_object_get(spec, "flavor_fungibility"),
+                                 "when_can_preempt"),
+                             "Preempt")
+                         ? SCHED_PREEMPT
+                         : SCHED_PREEMPT_TRY_NEXT;
+  cq->weight = json_number_value(json_object_get(spec, "fair_sharing_weight"));
+  cq->min_runtime_s = (int64_t)json_integer_value(
+      json_object_get(spec, "min_runtime_before_preemption_s"));
+  {
+    const char *sp = str(spec, "stop_policy");
+    cq->stop = !strcmp(sp, "Hold")           ? SCHED_STOP_HOLD
+               : !strcmp(sp, "HoldAndDrain") ? SCHED_STOP_DRAIN
+                                             : SCHED_STOP_NONE;
+  }
+  json_array_foreach (json_object_get(spec, "flavors"), i, fl) {
+    struct sched_cq_flavor *f;
+    int idx = find((const char(*)[DB_NAME_LEN])s->flavor_names, s->in.n_flavors,
+                   str(fl, "name"));
+    if (idx < 0 || cq->n_flavors == SCHED_MAX_FLAVORS)
+      continue;
+    f = &cq->flavors[cq->n_flavors++];
+    f->flavor = idx;
+    for (r = 0; r < SCHED_NRES; r++) {
+      json_t *q = json_object_get(json_object_get(fl, "resources"), res[r]);
+      f->quota[r].nominal =
+          q ? (int64_t)json_integer_value(json_object_get(q, "nominal")) : 0;
+      f->quota[r].borrowing_limit = q ? limit_of(q, "borrowing_limit") : 0;
+      f->quota[r].lending_limit = q ? limit_of(q, "lending_limit") : 0;
+    }
+  }
+}
+
+/* The most expensive flavor of a CQ, per GPU-hour: a pending job's
+ * estimate before it is placed. */
+static double max_price(const struct db_sched *s, const struct sched_cq *cq)
+{
+  double best = 0;
+  int i;
+
+  for (i = 0; i < cq->n_flavors; i++) {
+    json_t *spec = json_object_get(s->flavor_specs,
+                                   s->flavor_names[cq->flavors[i].flavor]);
+    double p =
+        json_number_value(json_object_get(spec, "price_per_gpu_hour_usd"));
+    if (p > best)
+      best = p;
+  }
+  return best;
+}
+
+#define ALLOC(ptr, n) ((ptr) = calloc((size_t)(n) + 1, sizeof(*(ptr))))
+
+/* Fill a job's common columns (0..10) from row; -1 when it names an
+ * unknown cluster queue (deleted meanwhile). */
+static int job_of(struct db_sched *s, const PGresult *r, int row,
+                  struct sched_job *j, char id[32], int *attempt)
+{
+  snprintf(id, 32, "%s", PQgetvalue(r, row, 0));
+  *attempt = (int)num(r, row, 1);
+  j->cq = find((const char(*)[DB_NAME_LEN])s->cq_names, s->in.n_cqs,
+               PQgetvalue(r, row, 2));
+  j->team = find((const char(*)[DB_NAME_LEN])s->team_names, s->in.n_teams,
+                 PQgetvalue(r, row, 3));
+  j->priority = (int32_t)num(r, row, 4);
+  j->can_preempt = PQgetvalue(r, row, 5)[0] == 't';
+  j->created_at = num(r, row, 6);
+  j->seq = num(r, row, 7);
+  j->request[SCHED_GPU] = num(r, row, 8);
+  j->request[SCHED_CPU] = num(r, row, 9);
+  j->request[SCHED_MEM] = num(r, row, 10);
+  j->flavor = -1;
+  return j->cq < 0 ? -1 : 0;
+}
+
+int db_sched_load(struct db_conn *c, struct db_sched *s, char *err,
+                  size_t errlen)
+{
+  PGresult *res = NULL;
+  int i, n, k;
+
+  memset(s, 0, sizeof(*s));
+  s->flavor_specs = json_object();
+  s->pending_locations = json_array();
+
+  if (!(res = query(c, sql_now, 0, NULL, err, errlen)))
+    goto fail;
+  s->in.now = num(res, 0, 0);
+  PQclear(res);
+
+  if (!(res = query(c, sql_flavors, 0, NULL, err, errlen)))
+    goto fail;
+  n = PQntuples(res);
+  if (!ALLOC(s->flavor_names, n))
+    goto oom;
+  for (i = 0; i < n; i++) {
+    snprintf(s->flavor_names[i], DB_NAME_LEN, "%s", PQgetvalue(res, i, 0));
+    json_object_set_new(s->flavor_specs, s->flavor_names[i],
+                        json_loads(PQgetvalue(res, i, 1), 0, NULL));
+  }
+  s->in.n_flavors = n;
+  PQclear(res);
+
+  {
+    char(*cohorts)[DB_NAME_LEN] = NULL;
+    PGresult *cq = NULL;
+    if (!(res = query(c, sql_cohorts, 0, NULL, err, errlen)))
+      goto fail;
+    n = PQntuples(res);
+    if (!ALLOC(cohorts, n))
+      goto oom;
+    for (i = 0; i < n; i++)
+      snprintf(cohorts[i], DB_NAME_LEN, "%s", PQgetvalue(res, i, 0));
+    s->in.n_cohorts = n;
+    PQclear(res);
+    res = NULL;
+    if (!(cq = query(c, sql_cqs, 0, NULL, err, errlen))) {
+      free(cohorts);
+      goto fail;
+    }
+    n = PQntuples(cq);
+    if (!ALLOC(s->cq_names, n) || !ALLOC(s->cqs, n)) {
+      free(cohorts);
+      PQclear(cq);
+      goto oom;
+    }
+    s->in.n_cqs = n;
+    for (i = 0; i < n; i++) {
+      json_t *spec = json_loads(PQgetvalue(cq, i, 2), 0, NULL);
+      int cohort = PQgetisnull(cq, i, 1)
+                       ? -1
+                       : find((const char(*)[DB_NAME_LEN])cohorts,
+                              s->in.n_cohorts, PQgetvalue(cq, i, 1));
+      snprintf(s->cq_names[i], DB_NAME_LEN, "%s", PQgetvalue(cq, i, 0));
+      parse_cq(s, spec, cohort, &s->cqs[i]);
+      json_decref(spec);
+    }
+    free(cohorts);
+    PQclear(cq);
+  }
+
+  if (!(res = query(c, sql_teams, 0, NULL, err, errlen)))
+    goto fail;
+  n = PQntuples(res);
+  if (!ALLOC(s->team_names, n) || !ALLOC(s->teams, n))
+    goto oom;
+  for (i = 0; i < n; i++) {
+    snprintf(s->team_names[i], DB_NAME_LEN, "%s", PQgetvalue(res, i, 0));
+    s->teams[i].hold =
+        !strcmp(PQgetvalue(res, i, 1), "hold") && !PQgetisnull(res, i, 2);
+    s->teams[i].budget = strtod(PQgetvalue(res, i, 2), NULL);
+    s->teams[i].spent = strtod(PQgetvalue(res, i, 3), NULL);
+  }
+  s->in.n_teams = n;
+  PQclear(res);
+
+  if (!(res = query(c, sql_admitted, 0, NULL, err, errlen)))
+    goto fail;
+  n = PQntuples(res);
+  if (!ALLOC(s->admitted, n) || !ALLOC(s->admitted_ids, n) ||
+      !ALLOC(s->admitted_attempt, n) || !ALLOC(s->admitted_state, n))
+    goto oom;
+  for (i = 0, k = 0; i < n; i++) {
+    struct sched_job *j = &s->admitted[k];
+    if (job_of(s, res, i, j, s->admitted_ids[k], &s->admitted_attempt[k]))
+      continue;
+    j->flavor = find((const char(*)[DB_NAME_LEN])s->flavor_names,
+                     s->in.n_flavors, PQgetvalue(res, i, 11));
+    j->admitted_at = num(res, i, 12);
+    snprintf(s->admitted_state[k], 16, "%s", PQgetvalue(res, i, 13));
+    j->evicting = !strcmp(s->admitted_state[k], "EVICTING");
+    if (j->flavor >= 0)
+      k++;
+  }
+  s->in.n_admitted = k;
+  PQclear(res);
+
+  if (!(res = query(c, sql_pending, 0, NULL, err, errlen)))
+    goto fail;
+  n = PQntuples(res);
+  if (!ALLOC(s->pending, n) || !ALLOC(s->pending_ids, n) ||
+      !ALLOC(s->pending_attempt, n) || !ALLOC(s->pending_reason, n) ||
+      !ALLOC(s->pending_max_run_s, n))
+    goto oom;
+  for (i = 0, k = 0; i < n; i++) {
+    struct sched_job *j = &s->pending[k];
+    if (job_of(s, res, i, j, s->pending_ids[k], &s->pending_attempt[k]))
+      continue;
+    snprintf(s->pending_reason[k], 32, "%s", PQgetvalue(res, i, 11));
+    s->pending_max_run_s[k] = num(res, i, 12);
+    j->estimated_cost = max_price(s, &s->cqs[j->cq]) *
+                        (double)j->request[SCHED_GPU] *
+                        (double)s->pending_max_run_s[k] / 3600.0;
+    json_array_append_new(s->pending_locations,
+                          json_loads(PQgetvalue(res, i, 13), 0, NULL));
+    k++;
+  }
+  s->in.n_pending = k;
+  PQclear(res);
+
+  s->in.cqs = s->cqs;
+  s->in.teams = s->teams;
+  s->in.admitted = s->admitted;
+  s->in.pending = s->pending;
+  return 0;
+oom:
+  snprintf(err, errlen, "out of memory");
+fail:
+  PQclear(res);
+  db_sched_free(s);
+  return -1;
+}
+
+void db_sched_free(struct db_sched *s)
+{
+  free(s->flavor_names);
+  json_decref(s->flavor_specs);
+  free(s->cq_names);
+  free(s->cqs);
+  free(s->team_names);
+  free(s->teams);
+  free(s->admitted);
+  free(s->admitted_ids);
+  free(s->admitted_attempt);
+  free(s->admitted_state);
+  free(s->pending);
+  free(s->pending_ids);
+  free(s->pending_attempt);
+  free(s->pending_reason);
+  free(s->pending_max_run_s);
+  json_decref(s->pending_locations);
+  memset(s, 0, sizeof(*s));
+}
+
+const char *db_sched_reason_name(enum sched_pending_reason r)
+{
+  switch (r) {
+  case SCHED_BUDGET_EXCEEDED:
+    return "BudgetExceeded";
+  case SCHED_QUEUE_STOPPED:
+    return "QueueStopped";
+  case SCHED_WAITING_FOR_HEAD:
+    return "WaitingForHead";
+  case SCHED_ADMITTED:
+    return "";
+  case SCHED_INSUFFICIENT_QUOTA:
+  case SCHED_PREEMPTING:
+  default:
+    /* a preemptor waits for its victims' quota: still insufficient quota;
+     * the victims' events name it */
+    return "InsufficientQuota";
+  }
+}
+
+static const char sql_admit[] =
+    "UPDATE jobs SET state = 'ADMITTED', reason = NULL, flavor = $3, "
+    "location = $4, borrowed = $5::boolean, admitted_at = now(), "
+    "estimated_cost_usd = $6::numeric, updated_at = now() "
+    "WHERE id = $1 AND attempt = $2::int AND state = 'PENDING' "
+    "RETURNING team";
+
+static const char sql_event[] =
+    "INSERT INTO job_events (job_id, team, from_state, to_state, reason, "
+    "attempt, message) SELECT id, team, $2, $3, $4, attempt, $5 FROM jobs "
+    "WHERE id = $1";
+
+static const char sql_evict[] =
+    "UPDATE jobs SET state = 'EVICTING', reason = $3, updated_at = now() "
+    "WHERE id = $1 AND attempt = $2::int AND state IN ('ADMITTED', 'QUEUED', "
+    "'RUNNING') RETURNING state";
+
+/* Back in the queue: same created_at (its place), the next attempt. */
+static const char sql_requeue[] =
+    "UPDATE jobs SET state = 'PENDING', reason = NULL, attempt = attempt + 1, "
+    "flavor = NULL, location = NULL, borrowed = NULL, admitted_at = NULL, "
+    "run_started_at = NULL, estimated_cost_usd = NULL, updated_at = now() "
+    "WHERE id = $1 AND state = 'EVICTING'";
+
+static const char sql_reasons[] =
+    "UPDATE jobs SET reason = v.reason FROM unnest($1::text[], $2::text[]) "
+    "AS v(id, reason) WHERE jobs.id = v.id AND jobs.state = 'PENDING'";
+
+static int exec_ok(struct db_conn *c, const char *sql, int n,
+                   const char *const *params, int *rows, char *err,
+                   size_t errlen)
+{
+  PGresult *res = query(c, sql, n, params, err, errlen);
+
+  if (!res)
+    return -1;
+  if (rows)
+    *rows = PQresultStatus(res) == PGRES_TUPLES_OK
+                ? PQntuples(res)
+                : (int)strtol(PQcmdTuples(res), NULL, 10);
+  PQclear(res);
+  return 0;
+}
+
+/* The first of the flavor's regions the job allows (all when it names
+ * none). */
+static const char *location_of(const struct db_sched *s, int job,
+                               const char *flavor)
+{
+  json_t *spec = json_object_get(s->flavor_specs, flavor);
+  json_t *allowed = json_array_get(s->pending_locations, (size_t)job), *loc;
+  size_t i, j;
+
+  json_array_foreach (json_object_get(spec, "locations"), i, loc) {
+    if (json_array_size(allowed) == 0)
+      return json_string_value(loc);
+    for (j = 0; j < json_array_size(allowed); j++)
+      if (json_equal(loc, json_array_get(allowed, j)))
+        return json_string_value(loc);
+  }
+  return json_string_value(
+      json_array_get(json_object_get(spec, "locations"), 0));
+}
+
+static const char *evict_reason(enum sched_evict_reason r)
+{
+  return r == SCHED_EVICT_RECLAIM   ? "Reclaimed"
+         : r == SCHED_EVICT_STOPPED ? "ClusterQueueStopped"
+                                    : "Preempted";
+}
+
+/* Append s to a PostgreSQL array literal (values are ids and reason names:
+ * no quoting needed beyond the braces, but quote anyway). */
+static int append(char **buf, size_t *len, size_t *cap, const char *s)
+{
+  size_t n = strlen(s) + 4;
+
+  if (*len + n + 2 > *cap) {
+    size_t ncap = (*cap + n) * 2;
+    char *b = realloc(*buf, ncap);
+    if (!b)
+      return -1;
+    *buf = b;
+    *cap = ncap;
+  }
+  *len += (size_t)snprintf(*buf + *len, *cap - *len, "%s\"%s\"",
+                           *len > 1 ? "," : "", s);
+  return 0;
+}
+
+int db_sched_apply(struct db_conn *c, const struct db_sched *s,
+                   const struct sched_output *out, bool complete_evictions,
+                   struct db_sched_stats *stats, char *err, size_t errlen)
+{
+  char attempt[16], cost[48], msg[256];
+  const char *params[6];
+  char *ids = NULL, *reasons = NULL;
+  size_t ilen = 1, icap = 0, rlen = 1, rcap = 0;
+  int i, rows, rc = -1;
+
+  memset(stats, 0, sizeof(*stats));
+  for (i = 0; i < out->n_admissions; i++) {
+    const struct sched_admission *a = &out->admissions[i];
+    const char *flavor = s->flavor_names[a->flavor];
+    json_t *fspec = json_object_get(s->flavor_specs, flavor);
+    double price =
+        json_number_value(json_object_get(fspec, "price_per_gpu_hour_usd"));
+    const struct sched_job *j = &s->pending[a->job];
+
+    snprintf(attempt, sizeof(attempt), "%d", s->pending_attempt[a->job]);
+    snprintf(cost, sizeof(cost), "%.6f",
+             price * (double)j->request[SCHED_GPU] *
+                 (double)s->pending_max_run_s[a->job] / 3600.0);
+    params[0] = s->pending_ids[a->job];
+    params[1] = attempt;
+    params[2] = flavor;
+    params[3] = location_of(s, a->job, flavor);
+    params[4] = a->borrowed ? "true" : "false";
+    params[5] = cost;
+    if (exec_ok(c, sql_admit, 6, params, &rows, err, errlen))
+      goto out;
+    if (!rows)
+      continue; /* cancelled meanwhile */
+    stats->admitted++;
+    snprintf(msg, sizeof(msg), "quota reserved in flavor %s%s", flavor,
+             a->borrowed ? " (borrowed from the cohort)" : "");
+    params[1] = "PENDING";
+    params[2] = "ADMITTED";
+    params[3] = "QuotaReserved";
+    params[4] = msg;
+    if (exec_ok(c, sql_event, 5, params, NULL, err, errlen))
+      goto out;
+  }
+  for (i = 0; i < out->n_evictions; i++) {
+    const struct sched_eviction *e = &out->evictions[i];
+    const char *reason = evict_reason(e->reason);
+
+    snprintf(attempt, sizeof(attempt), "%d", s->admitted_attempt[e->job]);
+    params[0] = s->admitted_ids[e->job];
+    params[1] = attempt;
+    params[2] = reason;
+    if (exec_ok(c, sql_evict, 3, params, &rows, err, errlen))
+      goto out;
+    if (!rows)
+      continue;
+    stats->evicted++;
+    if (e->preemptor >= 0)
+      snprintf(msg, sizeof(msg), "%s to make room for job %s",
+               e->reason == SCHED_EVICT_RECLAIM
+                   ? "its cluster queue's borrowed quota was reclaimed"
+                   : "preempted by a higher-priority job",
+               s->pending_ids[e->preemptor]);
+    else
+      snprintf(msg, sizeof(msg), "cluster queue %s is draining",
+               s->cq_names[s->admitted[e->job].cq]);
+    params[1] = s->admitted_state[e->job];
+    params[2] = "EVICTING";
+    params[3] = reason;
+    params[4] = msg;
+    if (exec_ok(c, sql_event, 5, params, NULL, err, errlen))
+      goto out;
+    if (!complete_evictions)
+      continue;
+    if (exec_ok(c, sql_requeue, 1, params, &rows, err, errlen))
+      goto out;
+    stats->requeued += rows;
+    params[1] = "EVICTING";
+    params[2] = "PENDING";
+    params[3] = "Requeued";
+    params[4] = "evicted; waits again in its queue with its original place";
+    if (rows && exec_ok(c, sql_event, 5, params, NULL, err, errlen))
+      goto out;
+  }
+
+  /* pending reasons that changed, in one statement */
+  ids = malloc(2);
+  reasons = malloc(2);
+  if (!ids || !reasons)
+    goto out;
+  icap = rcap = 2;
+  ids[0] = reasons[0] = '{';
+  ids[1] = reasons[1] = '\0';
+  for (i = 0; i < s->in.n_pending; i++) {
+    const char *name = db_sched_reason_name(out->reasons[i]);
+    if (!*name || !strcmp(name, s->pending_reason[i]))
+      continue;
+    if (append(&ids, &ilen, &icap, s->pending_ids[i]) ||
+        append(&reasons, &rlen, &rcap, name))
+      goto out;
+    stats->reasons_changed++;
+  }
+  if (stats->reasons_changed) {
+    ids[ilen++] = '}';
+    ids[ilen] = '\0';
+    reasons[rlen++] = '}';
+    reasons[rlen] = '\0';
+    params[0] = ids;
+    params[1] = reasons;
+    if (exec_ok(c, sql_reasons, 2, params, NULL, err, errlen))
+      goto out;
+  }
+  rc = 0;
+out:
+  free(ids);
+  free(reasons);
+  return rc;
+}

@@ -1,0 +1,70 @@
+/*
+ * sched.h (db) — load the admission state from PostgreSQL into the pure
+ * scheduler's structs, and write a cycle's decisions back, inside the
+ * caller's transaction.
+ */
+#ifndef GPUGATE_DB_SCHED_H
+#define GPUGATE_DB_SCHED_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "db/db.h"
+#include "scheduler/sched.h"
+
+#define DB_NAME_LEN 64
+
+struct db_sched {
+  struct sched_input in; /* points into the arrays below */
+  /* owned storage */
+  char (*flavor_names)[DB_NAME_LEN];
+  json_t *flavor_specs; /* {name: spec}, new reference */
+  char (*cq_names)[DB_NAME_LEN];
+  struct sched_cq *cqs;
+  char (*team_names)[DB_NAME_LEN];
+  struct sched_team *teams;
+  struct sched_job *admitted;
+  char (*admitted_ids)[32];
+  int *admitted_attempt;
+  char (*admitted_state)[16];
+  struct sched_job *pending;
+  char (*pending_ids)[32];
+  int *pending_attempt;
+  char (*pending_reason)[32]; /* "" when none */
+  int64_t *pending_max_run_s;
+  json_t *pending_locations; /* array (per pending job) of arrays */
+};
+
+struct db_sched_stats {
+  int admitted;
+  int evicted;
+  int requeued; /* evictions completed at once */
+  int reasons_changed;
+};
+
+/*
+ * Read flavors, cohorts, cluster queues, teams and active jobs. Call inside
+ * a transaction that holds the configuration lock (db_sched_lock()).
+ * Returns 0, or -1 with err filled (and the transaction left to roll back).
+ */
+int db_sched_load(struct db_conn *c, struct db_sched *s, char *err,
+                  size_t errlen);
+void db_sched_free(struct db_sched *s);
+
+/* BEGIN and lock the quota configuration against concurrent changes. */
+int db_sched_lock(struct db_conn *c, char *err, size_t errlen);
+
+/*
+ * Write out's admissions, evictions and pending reasons. Each update names
+ * the job's state and attempt, so a job cancelled meanwhile is left alone.
+ * With complete_evictions (no Batch backend) a victim returns to PENDING
+ * with attempt + 1 at once. Events are written for every state change.
+ */
+int db_sched_apply(struct db_conn *c, const struct db_sched *s,
+                   const struct sched_output *out, bool complete_evictions,
+                   struct db_sched_stats *stats, char *err, size_t errlen);
+
+/* The API names of pending reasons ("InsufficientQuota", ...). */
+const char *db_sched_reason_name(enum sched_pending_reason r);
+
+#endif

@@ -1,0 +1,971 @@
+/*
+ * sched.c — one admission cycle with Kueue's semantics, as a pure function.
+ *
+ * The cycle works on arrays indexed [cq][flavor][resource] that it builds
+ * from the input and frees before returning: the usage of admitted jobs, and
+ * a second "released" view — the usage once every evicting job has gone and
+ * every preemptor waiting for it has landed. Admission decisions are taken
+ * against the real usage (evicting jobs still hold quota); preemption is
+ * planned against the released view, so two preemptors never count on the
+ * same freed quota and a job that only waits for evictions already under way
+ * picks no new victims.
+ *
+ * A cycle runs in rounds. Each round takes the head of every cluster queue
+ * still in play, assigns it a flavor against the usage at that moment, sorts
+ * the heads Kueue's way (no borrowing first, then the lower weighted share,
+ * priority, creation time, seq) and processes them in that order. A head
+ * whose assignment changed because of an earlier decision in the same round
+ * is deferred to the next round; the first head of a round always sees the
+ * state its assignment was computed on, so every round decides at least one
+ * job and the cycle ends. Nothing depends on the order of the CQ array:
+ * every tie is broken by job fields (seq, then the job's array index).
+ */
+#include "scheduler/sched.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define QTY_INF (INT64_MAX / 4)   /* an unlimited amount of quota */
+#define ZERO_WEIGHT_SHARE 1e9     /* weight 0 and borrowing: always last */
+
+enum kind { KIND_NONE = 0, KIND_FIT, KIND_BORROW, KIND_PREEMPT };
+enum plan { PLAN_NONE = 0, PLAN_WAIT, PLAN_VICTIMS };
+
+/* A pending job with its ordering keys, for the per-CQ sort. */
+struct pend_key {
+  int cq;
+  int32_t priority;
+  int64_t created_at;
+  int64_t seq;
+  int idx;
+};
+
+/* A preemption candidate with Kueue's ordering keys. */
+struct cand {
+  bool other; /* from another (borrowing) CQ of the cohort */
+  int32_t priority;
+  int64_t admitted_at;
+  int64_t seq;
+  int idx; /* into admitted */
+};
+
+/* The head of a cluster queue in the current round. */
+struct head {
+  int cq;
+  int job; /* into pending */
+  enum kind kind;
+  int flavor;
+  bool borrow;
+  double share;
+  uint64_t version; /* state version the assignment was computed on */
+};
+
+/* A head with the job's ordering keys, for the round's sort. */
+struct head_key {
+  struct head h;
+  int32_t priority;
+  int64_t created_at;
+  int64_t seq;
+};
+
+struct state {
+  const struct sched_input *in;
+  struct sched_output *out;
+  int nf;
+  struct sched_quota *quota; /* [cq][f][r]; unlisted flavor: all zero */
+  int64_t *guar;             /* [cq][f][r] nominal − lendable */
+  int64_t *pool;             /* [cohort][f][r] Σ lendable */
+  int64_t *use;              /* [cq][f][r] admitted usage */
+  int64_t *pool_used;        /* [cohort][f][r] Σ max(0, use − guar) */
+  int64_t *rel;              /* released view of use */
+  int64_t *rel_pool_used;    /* released view of pool_used */
+  int *adm_start;            /* admitted jobs grouped by CQ */
+  int *adm_idx;
+  bool *victim;              /* per admitted: evicting or chosen this cycle */
+  int *coh_start;            /* CQs grouped by cohort */
+  int *coh_idx;
+  int *pend_start;           /* pending jobs grouped by CQ, in queue order */
+  int *pend_idx;
+  int *cursor;               /* per CQ: position of its head in pend_idx */
+  bool *done;                /* per CQ: exhausted, blocked or stopped */
+  double *spent;             /* per team: working copy */
+  struct cand *cands;
+  int *chosen;
+  struct head_key *heads; /* per CQ: this round's heads */
+  uint64_t version; /* bumped by every decision that changes the state */
+};
+
+static size_t cell(const struct state *s, int c, int f, int r)
+{
+  return ((size_t)c * (size_t)s->nf + (size_t)f) * SCHED_NRES + (size_t)r;
+}
+
+static int64_t max0(int64_t v)
+{
+  return v > 0 ? v : 0;
+}
+
+static int64_t min64(int64_t a, int64_t b)
+{
+  return a < b ? a : b;
+}
+
+static int64_t lendable(const struct sched_quota *q)
+{
+  if (q->lending_limit == SCHED_UNLIMITED)
+    return q->nominal;
+  return min64(q->lending_limit, q->nominal);
+}
+
+static bool quota_valid(const struct sched_quota *q)
+{
+  return q->nominal >= 0 && q->nominal < QTY_INF &&
+         q->borrowing_limit >= SCHED_UNLIMITED &&
+         q->borrowing_limit < QTY_INF && q->lending_limit >= SCHED_UNLIMITED;
+}
+
+static bool job_valid(const struct sched_input *in, const struct sched_job *j,
+                      bool admitted)
+{
+  int r;
+
+  if (j->cq < 0 || j->cq >= in->n_cqs)
+    return false;
+  if (j->team < -1 || j->team >= in->n_teams)
+    return false;
+  if (admitted && (j->flavor < 0 || j->flavor >= in->n_flavors))
+    return false;
+  for (r = 0; r < SCHED_NRES; r++)
+    if (j->request[r] < 0 || j->request[r] >= QTY_INF)
+      return false;
+  return true;
+}
+
+static bool input_valid(const struct sched_input *in)
+{
+  int i, k, r;
+
+  if (in->n_flavors < 0 || in->n_cohorts < 0 || in->n_cqs < 0 ||
+      in->n_teams < 0 || in->n_admitted < 0 || in->n_pending < 0)
+    return false;
+  if ((in->n_cqs && !in->cqs) || (in->n_teams && !in->teams) ||
+      (in->n_admitted && !in->admitted) || (in->n_pending && !in->pending))
+    return false;
+  for (i = 0; i < in->n_cqs; i++) {
+    const struct sched_cq *cq = &in->cqs[i];
+
+    if (cq->cohort < -1 || cq->cohort >= in->n_cohorts)
+      return false;
+    if (cq->n_flavors < 0 || cq->n_flavors > SCHED_MAX_FLAVORS)
+      return false;
+    if (!(cq->weight >= 0)) /* also rejects NaN */
+      return false;
+    for (k = 0; k < cq->n_flavors; k++) {
+      int f = cq->flavors[k].flavor, m;
+
+      if (f < 0 || f >= in->n_flavors)
+        return false;
+      for (m = 0; m < k; m++)
+        if (cq->flavors[m].flavor == f)
+          return false;
+      for (r = 0; r < SCHED_NRES; r++)
+        if (!quota_valid(&cq->flavors[k].quota[r]))
+          return false;
+    }
+  }
+  for (i = 0; i < in->n_admitted; i++)
+    if (!job_valid(in, &in->admitted[i], true))
+      return false;
+  for (i = 0; i < in->n_pending; i++)
+    if (!job_valid(in, &in->pending[i], false))
+      return false;
+  return true;
+}
+
+/* Unused quota of CQ c in (f, r) under usage view u / pu. */
+static int64_t avail(const struct state *s, const int64_t *u,
+                     const int64_t *pu, int c, int f, int r)
+{
+  size_t i = cell(s, c, f, r);
+  const struct sched_quota *q = &s->quota[i];
+  int k = s->in->cqs[c].cohort;
+  int64_t lim, coh;
+  size_t ki;
+
+  if (k < 0)
+    return q->nominal - u[i];
+  lim = q->borrowing_limit == SCHED_UNLIMITED
+            ? QTY_INF
+            : q->nominal + q->borrowing_limit - u[i];
+  ki = ((size_t)k * (size_t)s->nf + (size_t)f) * SCHED_NRES + (size_t)r;
+  coh = max0(s->guar[i] - u[i]) + s->pool[ki] - pu[ki];
+  return min64(lim, coh);
+}
+
+/* Whether req fits in flavor f of CQ c under usage view u / pu. */
+static bool fits(const struct state *s, const int64_t *u, const int64_t *pu,
+                 int c, int f, const int64_t *req)
+{
+  int r;
+
+  for (r = 0; r < SCHED_NRES; r++)
+    if (req[r] > 0 && req[r] > avail(s, u, pu, c, f, r))
+      return false;
+  return true;
+}
+
+/* Whether adding req to CQ c in flavor f goes above its nominal quota. */
+static bool borrows(const struct state *s, const int64_t *u, int c, int f,
+                    const int64_t *req)
+{
+  int r;
+
+  for (r = 0; r < SCHED_NRES; r++) {
+    size_t i = cell(s, c, f, r);
+
+    if (req[r] > 0 && u[i] + req[r] > s->quota[i].nominal)
+      return true;
+  }
+  return false;
+}
+
+/* Whether CQ c uses more than its nominal quota of flavor f in view u. */
+static bool cq_borrowing(const struct state *s, const int64_t *u, int c,
+                         int f)
+{
+  int r;
+
+  for (r = 0; r < SCHED_NRES; r++) {
+    size_t i = cell(s, c, f, r);
+
+    if (u[i] > s->quota[i].nominal)
+      return true;
+  }
+  return false;
+}
+
+/* Add (sign 1) or remove (sign −1) req to CQ c, flavor f in view u / pu. */
+static void add_use(const struct state *s, int64_t *u, int64_t *pu, int c,
+                    int f, const int64_t *req, int64_t sign)
+{
+  int k = s->in->cqs[c].cohort;
+  int r;
+
+  for (r = 0; r < SCHED_NRES; r++) {
+    size_t i = cell(s, c, f, r);
+    int64_t old = u[i], now = old + sign * req[r];
+
+    if (k >= 0) {
+      size_t ki =
+          ((size_t)k * (size_t)s->nf + (size_t)f) * SCHED_NRES + (size_t)r;
+      pu[ki] += max0(now - s->guar[i]) - max0(old - s->guar[i]);
+    }
+    u[i] = now;
+  }
+}
+
+/*
+ * Weighted dominant-resource share of CQ c with req added in flavor fa
+ * (fa −1: nothing added), given its usage u and the cohort pools.
+ */
+static double share_of(const struct sched_cq *cq, const int64_t *u_cq,
+                       const int64_t *pool_k, int fa, const int64_t *req)
+{
+  double best = 0;
+  int k, r;
+
+  if (cq->cohort < 0)
+    return 0;
+  for (k = 0; k < cq->n_flavors; k++) {
+    const struct sched_cq_flavor *fl = &cq->flavors[k];
+
+    for (r = 0; r < SCHED_NRES; r++) {
+      int64_t used = u_cq[(size_t)fl->flavor * SCHED_NRES + (size_t)r];
+      int64_t over, p;
+      double v;
+
+      if (fl->flavor == fa)
+        used += req[r];
+      over = used - fl->quota[r].nominal;
+      p = pool_k[(size_t)fl->flavor * SCHED_NRES + (size_t)r];
+      if (over <= 0 || p <= 0)
+        continue;
+      v = (double)over / (double)p;
+      if (v > best)
+        best = v;
+    }
+  }
+  if (best <= 0)
+    return 0;
+  if (cq->weight <= 0)
+    return ZERO_WEIGHT_SHARE;
+  return best / cq->weight;
+}
+
+static bool team_held(const struct state *s, const struct sched_job *j)
+{
+  const struct sched_team *t;
+
+  if (j->team < 0)
+    return false;
+  t = &s->in->teams[j->team];
+  return t->hold && s->spent[j->team] >= t->budget;
+}
+
+static int cmp_cand(const void *a, const void *b)
+{
+  const struct cand *x = a, *y = b;
+
+  if (x->other != y->other)
+    return x->other ? -1 : 1;
+  if (x->priority != y->priority)
+    return x->priority < y->priority ? -1 : 1;
+  if (x->admitted_at != y->admitted_at)
+    return x->admitted_at > y->admitted_at ? -1 : 1;
+  if (x->seq != y->seq)
+    return x->seq > y->seq ? -1 : 1;
+  return x->idx > y->idx ? -1 : (x->idx < y->idx);
+}
+
+static int cmp_pend(const void *a, const void *b)
+{
+  const struct pend_key *x = a, *y = b;
+
+  if (x->cq != y->cq)
+    return x->cq < y->cq ? -1 : 1;
+  if (x->priority != y->priority)
+    return x->priority > y->priority ? -1 : 1;
+  if (x->created_at != y->created_at)
+    return x->created_at < y->created_at ? -1 : 1;
+  if (x->seq != y->seq)
+    return x->seq < y->seq ? -1 : 1;
+  return x->idx < y->idx ? -1 : (x->idx > y->idx);
+}
+
+static int cmp_head(const void *a, const void *b)
+{
+  const struct head_key *x = a, *y = b;
+
+  if (x->h.borrow != y->h.borrow)
+    return x->h.borrow ? 1 : -1;
+  if (x->h.borrow && x->h.share != y->h.share)
+    return x->h.share < y->h.share ? -1 : 1;
+  if (x->priority != y->priority)
+    return x->priority > y->priority ? -1 : 1;
+  if (x->created_at != y->created_at)
+    return x->created_at < y->created_at ? -1 : 1;
+  if (x->seq != y->seq)
+    return x->seq < y->seq ? -1 : 1;
+  return x->h.job < y->h.job ? -1 : (x->h.job > y->h.job);
+}
+
+/* Whether admitted job a may be a victim at all (age, not yet chosen). */
+static bool victim_ok(const struct state *s, int a)
+{
+  const struct sched_job *v = &s->in->admitted[a];
+
+  if (s->victim[a])
+    return false;
+  return s->in->now - v->admitted_at >= s->in->cqs[v->cq].min_runtime_s;
+}
+
+static void release(struct state *s, int a, int64_t sign)
+{
+  const struct sched_job *v = &s->in->admitted[a];
+
+  add_use(s, s->rel, s->rel_pool_used, v->cq, v->flavor, v->request, -sign);
+}
+
+/*
+ * Plan preemption for pending job jidx of CQ c in flavor f, in the released
+ * view. PLAN_WAIT: it fits once the evictions under way complete.
+ * PLAN_VICTIMS: a minimal victim set was found. With commit, the victims are
+ * recorded as evictions and the job's request is reserved in the released
+ * view; without, the state is left as it was. *borrow: whether the job goes
+ * above its CQ's nominal quota once admitted.
+ */
+static enum plan preempt_plan(struct state *s, int c, int f, int jidx,
+                              bool commit, bool *borrow)
+{
+  const struct sched_input *in = s->in;
+  const struct sched_job *j = &in->pending[jidx];
+  const struct sched_cq *cq = &in->cqs[c];
+  int n = 0, m = 0, i, k = cq->cohort;
+  bool ok = false;
+
+  if (!j->can_preempt)
+    return PLAN_NONE;
+  if (fits(s, s->rel, s->rel_pool_used, c, f, j->request)) {
+    *borrow = borrows(s, s->rel, c, f, j->request);
+    if (commit) {
+      add_use(s, s->rel, s->rel_pool_used, c, f, j->request, 1);
+      s->version++;
+    }
+    return PLAN_WAIT;
+  }
+
+  if (cq->within == SCHED_WITHIN_LOWER_PRIORITY) {
+    for (i = s->adm_start[c]; i < s->adm_start[c + 1]; i++) {
+      int a = s->adm_idx[i];
+      const struct sched_job *v = &in->admitted[a];
+
+      if (v->flavor == f && v->priority < j->priority && victim_ok(s, a))
+        s->cands[n++] = (struct cand){false, v->priority, v->admitted_at,
+                                      v->seq, a};
+    }
+  }
+  if (k >= 0 && cq->reclaim != SCHED_RECLAIM_NEVER &&
+      !borrows(s, s->rel, c, f, j->request)) {
+    for (i = s->coh_start[k]; i < s->coh_start[k + 1]; i++) {
+      int c2 = s->coh_idx[i], x;
+
+      if (c2 == c || !cq_borrowing(s, s->rel, c2, f))
+        continue;
+      for (x = s->adm_start[c2]; x < s->adm_start[c2 + 1]; x++) {
+        int a = s->adm_idx[x];
+        const struct sched_job *v = &in->admitted[a];
+
+        if (v->flavor != f || !victim_ok(s, a))
+          continue;
+        if (cq->reclaim == SCHED_RECLAIM_ANY || v->priority < j->priority)
+          s->cands[n++] = (struct cand){true, v->priority, v->admitted_at,
+                                        v->seq, a};
+      }
+    }
+  }
+  if (n == 0)
+    return PLAN_NONE;
+  qsort(s->cands, (size_t)n, sizeof(*s->cands), cmp_cand);
+
+  for (i = 0; i < n && !ok; i++) {
+    const struct sched_job *v = &in->admitted[s->cands[i].idx];
+
+    if (s->cands[i].other && !cq_borrowing(s, s->rel, v->cq, f))
+      continue;
+    release(s, s->cands[i].idx, 1);
+    s->chosen[m++] = i;
+    ok = fits(s, s->rel, s->rel_pool_used, c, f, j->request);
+  }
+  if (!ok) {
+    for (i = 0; i < m; i++)
+      release(s, s->cands[s->chosen[i]].idx, -1);
+    return PLAN_NONE;
+  }
+  /* Minimal set: give back every victim the job can do without. */
+  for (i = m - 1; i >= 0; i--) {
+    release(s, s->cands[s->chosen[i]].idx, -1);
+    if (fits(s, s->rel, s->rel_pool_used, c, f, j->request))
+      s->chosen[i] = -1;
+    else
+      release(s, s->cands[s->chosen[i]].idx, 1);
+  }
+  *borrow = borrows(s, s->rel, c, f, j->request);
+  for (i = 0; i < m; i++) {
+    const struct cand *v;
+
+    if (s->chosen[i] < 0)
+      continue;
+    v = &s->cands[s->chosen[i]];
+    if (!commit) {
+      release(s, v->idx, -1);
+      continue;
+    }
+    s->victim[v->idx] = true;
+    s->out->evictions[s->out->n_evictions++] = (struct sched_eviction){
+        v->idx, jidx,
+        v->other ? SCHED_EVICT_RECLAIM : SCHED_EVICT_IN_CLUSTER_QUEUE};
+  }
+  if (commit) {
+    add_use(s, s->rel, s->rel_pool_used, c, f, j->request, 1);
+    s->version++;
+  }
+  return PLAN_VICTIMS;
+}
+
+/* Flavor assignment of CQ c's head job (flavor fungibility); no change. */
+static void assign(struct state *s, struct head *h)
+{
+  const struct sched_input *in = s->in;
+  const struct sched_cq *cq = &in->cqs[h->cq];
+  const int64_t *req = in->pending[h->job].request;
+  int k, borrow_f = -1, preempt_f = -1;
+  bool preempt_borrow = false;
+
+  h->kind = KIND_NONE;
+  h->flavor = -1;
+  h->borrow = false;
+  h->share = 0;
+  h->version = s->version;
+  for (k = 0; k < cq->n_flavors; k++) {
+    int f = cq->flavors[k].flavor;
+    bool b = false;
+
+    if (fits(s, s->use, s->pool_used, h->cq, f, req)) {
+      if (!borrows(s, s->use, h->cq, f, req)) {
+        h->kind = KIND_FIT;
+        h->flavor = f;
+        return;
+      }
+      if (cq->when_borrow == SCHED_BORROW) {
+        borrow_f = f;
+        break;
+      }
+      if (borrow_f < 0)
+        borrow_f = f;
+      continue;
+    }
+    if (preempt_plan(s, h->cq, f, h->job, false, &b) == PLAN_NONE)
+      continue;
+    if (cq->when_preempt == SCHED_PREEMPT) {
+      h->kind = KIND_PREEMPT;
+      h->flavor = f;
+      h->borrow = b;
+      break;
+    }
+    if (preempt_f < 0) {
+      preempt_f = f;
+      preempt_borrow = b;
+    }
+  }
+  if (h->kind == KIND_NONE && borrow_f >= 0) {
+    h->kind = KIND_BORROW;
+    h->flavor = borrow_f;
+    h->borrow = true;
+  } else if (h->kind == KIND_NONE && preempt_f >= 0) {
+    h->kind = KIND_PREEMPT;
+    h->flavor = preempt_f;
+    h->borrow = preempt_borrow;
+  }
+  if (h->kind != KIND_NONE && h->borrow && cq->cohort >= 0)
+    h->share = share_of(
+        cq, &s->use[cell(s, h->cq, 0, 0)],
+        &s->pool[(size_t)cq->cohort * (size_t)s->nf * SCHED_NRES], h->flavor,
+        req);
+}
+
+/* Move CQ c past its head. */
+static void advance(struct state *s, int c)
+{
+  if (++s->cursor[c] >= s->pend_start[c + 1])
+    s->done[c] = true;
+}
+
+/* StrictFIFO: the head stays; everything behind it waits for it. */
+static void block(struct state *s, int c)
+{
+  int i;
+
+  for (i = s->cursor[c] + 1; i < s->pend_start[c + 1]; i++) {
+    int p = s->pend_idx[i];
+
+    s->out->reasons[p] = team_held(s, &s->in->pending[p])
+                             ? SCHED_BUDGET_EXCEEDED
+                             : SCHED_WAITING_FOR_HEAD;
+  }
+  s->done[c] = true;
+}
+
+/* A head that cannot be admitted nor preempt this cycle. */
+static void give_up(struct state *s, int c, int job)
+{
+  s->out->reasons[job] = SCHED_INSUFFICIENT_QUOTA;
+  if (s->in->cqs[c].strategy == SCHED_STRICT_FIFO)
+    block(s, c);
+  else
+    advance(s, c);
+}
+
+static void admit(struct state *s, const struct head *h)
+{
+  const struct sched_job *j = &s->in->pending[h->job];
+  bool b = borrows(s, s->use, h->cq, h->flavor, j->request);
+
+  add_use(s, s->use, s->pool_used, h->cq, h->flavor, j->request, 1);
+  add_use(s, s->rel, s->rel_pool_used, h->cq, h->flavor, j->request, 1);
+  s->out->admissions[s->out->n_admissions++] =
+      (struct sched_admission){h->job, h->flavor, b};
+  s->out->reasons[h->job] = SCHED_ADMITTED;
+  if (j->team >= 0 && s->in->teams[j->team].hold)
+    s->spent[j->team] += j->estimated_cost;
+  s->version++;
+  advance(s, h->cq);
+}
+
+/* Decide one head of the sorted round; it may be deferred to the next. */
+static void process(struct state *s, const struct head *h0)
+{
+  const struct sched_job *j = &s->in->pending[h0->job];
+  struct head h = *h0;
+  bool b = false;
+
+  if (team_held(s, j)) {
+    s->out->reasons[h.job] = SCHED_BUDGET_EXCEEDED;
+    advance(s, h.cq);
+    return;
+  }
+  if (h.version != s->version) {
+    assign(s, &h);
+    if (h.kind != h0->kind || h.flavor != h0->flavor)
+      return; /* deferred: it gets a fresh assignment next round */
+  }
+  if (h.kind == KIND_FIT || h.kind == KIND_BORROW) {
+    admit(s, &h);
+    return;
+  }
+  if (preempt_plan(s, h.cq, h.flavor, h.job, true, &b) == PLAN_NONE) {
+    give_up(s, h.cq, h.job); /* unreachable: assign() planned it just now */
+    return;
+  }
+  s->out->reasons[h.job] = SCHED_PREEMPTING;
+  if (s->in->cqs[h.cq].strategy == SCHED_STRICT_FIFO)
+    block(s, h.cq);
+  else
+    advance(s, h.cq);
+}
+
+/* One round; returns the number of heads still in play before it. */
+static int round_once(struct state *s)
+{
+  const struct sched_input *in = s->in;
+  struct head_key *keys = s->heads;
+  int c, nh = 0, active = 0, i;
+
+  for (c = 0; c < in->n_cqs; c++) {
+    struct head h;
+    const struct sched_job *j;
+
+    if (s->done[c])
+      continue;
+    active++;
+    while (!s->done[c] &&
+           team_held(s, &in->pending[s->pend_idx[s->cursor[c]]])) {
+      s->out->reasons[s->pend_idx[s->cursor[c]]] = SCHED_BUDGET_EXCEEDED;
+      advance(s, c);
+    }
+    if (s->done[c])
+      continue;
+    h.cq = c;
+    h.job = s->pend_idx[s->cursor[c]];
+    assign(s, &h);
+    if (h.kind == KIND_NONE) {
+      give_up(s, c, h.job);
+      continue;
+    }
+    j = &in->pending[h.job];
+    keys[nh++] = (struct head_key){h, j->priority, j->created_at, j->seq};
+  }
+  qsort(keys, (size_t)nh, sizeof(*keys), cmp_head);
+  for (i = 0; i < nh; i++)
+    process(s, &keys[i].h);
+  return active;
+}
+
+static void state_free(struct state *s)
+{
+  free(s->quota);
+  free(s->guar);
+  free(s->pool);
+  free(s->use);
+  free(s->pool_used);
+  free(s->rel);
+  free(s->rel_pool_used);
+  free(s->adm_start);
+  free(s->adm_idx);
+  free(s->victim);
+  free(s->coh_start);
+  free(s->coh_idx);
+  free(s->pend_start);
+  free(s->pend_idx);
+  free(s->cursor);
+  free(s->done);
+  free(s->spent);
+  free(s->cands);
+  free(s->chosen);
+  free(s->heads);
+}
+
+static void *zalloc(size_t n, size_t size)
+{
+  return calloc(n ? n : 1, size);
+}
+
+/* Group n items by key (0..nk−1): start has nk+1 entries. */
+static void group(int *start, int *idx, int nk, int n, const int *key)
+{
+  int i;
+
+  for (i = 0; i < n; i++)
+    start[key[i] + 1]++;
+  for (i = 0; i < nk; i++)
+    start[i + 1] += start[i];
+  for (i = 0; i < n; i++)
+    idx[start[key[i]]++] = i;
+  for (i = nk; i > 0; i--)
+    start[i] = start[i - 1];
+  start[0] = 0;
+}
+
+static int state_init(struct state *s, const struct sched_input *in,
+                      struct sched_output *out)
+{
+  size_t ncell = (size_t)in->n_cqs * (size_t)in->n_flavors * SCHED_NRES;
+  size_t kcell = (size_t)in->n_cohorts * (size_t)in->n_flavors * SCHED_NRES;
+  struct pend_key *pk = NULL;
+  int *key = NULL;
+  int i, r, result = -1;
+  size_t nkey = (size_t)(in->n_admitted > in->n_cqs ? in->n_admitted
+                                                    : in->n_cqs);
+
+  memset(s, 0, sizeof(*s));
+  s->in = in;
+  s->out = out;
+  s->nf = in->n_flavors;
+  s->quota = zalloc(ncell, sizeof(*s->quota));
+  s->guar = zalloc(ncell, sizeof(*s->guar));
+  s->pool = zalloc(kcell, sizeof(*s->pool));
+  s->use = zalloc(ncell, sizeof(*s->use));
+  s->pool_used = zalloc(kcell, sizeof(*s->pool_used));
+  s->rel = zalloc(ncell, sizeof(*s->rel));
+  s->rel_pool_used = zalloc(kcell, sizeof(*s->rel_pool_used));
+  s->adm_start = zalloc((size_t)in->n_cqs + 1, sizeof(int));
+  s->adm_idx = zalloc((size_t)in->n_admitted, sizeof(int));
+  s->victim = zalloc((size_t)in->n_admitted, sizeof(bool));
+  s->coh_start = zalloc((size_t)in->n_cohorts + 2, sizeof(int));
+  s->coh_idx = zalloc((size_t)in->n_cqs, sizeof(int));
+  s->pend_start = zalloc((size_t)in->n_cqs + 1, sizeof(int));
+  s->pend_idx = zalloc((size_t)in->n_pending, sizeof(int));
+  s->cursor = zalloc((size_t)in->n_cqs, sizeof(int));
+  s->done = zalloc((size_t)in->n_cqs, sizeof(bool));
+  s->spent = zalloc((size_t)in->n_teams, sizeof(double));
+  s->cands = zalloc((size_t)in->n_admitted, sizeof(*s->cands));
+  s->chosen = zalloc((size_t)in->n_admitted, sizeof(int));
+  s->heads = zalloc((size_t)in->n_cqs, sizeof(*s->heads));
+  key = zalloc(nkey, sizeof(int));
+  pk = zalloc((size_t)in->n_pending, sizeof(*pk));
+  if (!s->quota || !s->guar || !s->pool || !s->use || !s->pool_used ||
+      !s->rel || !s->rel_pool_used || !s->adm_start || !s->adm_idx ||
+      !s->victim || !s->coh_start || !s->coh_idx || !s->pend_start ||
+      !s->pend_idx || !s->cursor || !s->done || !s->spent || !s->cands ||
+      !s->chosen || !s->heads || !key || !pk)
+    goto out;
+
+  /* Quotas, guaranteed parts and cohort pools. */
+  for (i = 0; i < in->n_cqs; i++) {
+    const struct sched_cq *cq = &in->cqs[i];
+    int k;
+
+    for (k = 0; k < cq->n_flavors; k++) {
+      int f = cq->flavors[k].flavor;
+
+      for (r = 0; r < SCHED_NRES; r++) {
+        const struct sched_quota *q = &cq->flavors[k].quota[r];
+        size_t x = cell(s, i, f, r);
+
+        s->quota[x] = *q;
+        s->guar[x] = q->nominal - lendable(q);
+        if (cq->cohort >= 0)
+          s->pool[((size_t)cq->cohort * (size_t)s->nf + (size_t)f) *
+                      SCHED_NRES +
+                  (size_t)r] += lendable(q);
+      }
+    }
+  }
+
+  /* Usage of the admitted jobs; both views start equal. */
+  for (i = 0; i < in->n_admitted; i++) {
+    const struct sched_job *j = &in->admitted[i];
+
+    add_use(s, s->use, s->pool_used, j->cq, j->flavor, j->request, 1);
+    key[i] = j->cq;
+  }
+  memcpy(s->rel, s->use, ncell * sizeof(*s->rel));
+  memcpy(s->rel_pool_used, s->pool_used, kcell * sizeof(*s->pool_used));
+  group(s->adm_start, s->adm_idx, in->n_cqs, in->n_admitted, key);
+  for (i = 0; i < in->n_admitted; i++)
+    if (in->admitted[i].evicting) {
+      s->victim[i] = true;
+      release(s, i, 1);
+    }
+
+  /* CQs by cohort; CQs without one go to an extra last group. */
+  for (i = 0; i < in->n_cqs; i++)
+    key[i] = in->cqs[i].cohort >= 0 ? in->cqs[i].cohort : in->n_cohorts;
+  group(s->coh_start, s->coh_idx, in->n_cohorts + 1, in->n_cqs, key);
+
+  /* Pending jobs by CQ, each queue in priority-then-FIFO order. */
+  for (i = 0; i < in->n_pending; i++) {
+    const struct sched_job *j = &in->pending[i];
+
+    pk[i] = (struct pend_key){j->cq, j->priority, j->created_at, j->seq, i};
+    s->pend_start[j->cq + 1]++;
+  }
+  qsort(pk, (size_t)in->n_pending, sizeof(*pk), cmp_pend);
+  for (i = 0; i < in->n_cqs; i++)
+    s->pend_start[i + 1] += s->pend_start[i];
+  for (i = 0; i < in->n_pending; i++)
+    s->pend_idx[i] = pk[i].idx;
+  for (i = 0; i < in->n_cqs; i++) {
+    s->cursor[i] = s->pend_start[i];
+    s->done[i] = s->pend_start[i] == s->pend_start[i + 1];
+  }
+  for (i = 0; i < in->n_teams; i++)
+    s->spent[i] = in->teams[i].spent;
+  result = 0;
+out:
+  free(key);
+  free(pk);
+  return result;
+}
+
+/* Stop policies: Hold parks the queue, HoldAndDrain also evicts. */
+static void apply_stops(struct state *s)
+{
+  const struct sched_input *in = s->in;
+  int i;
+
+  for (i = 0; i < in->n_cqs; i++) {
+    int x;
+
+    if (in->cqs[i].stop == SCHED_STOP_NONE)
+      continue;
+    for (x = s->pend_start[i]; x < s->pend_start[i + 1]; x++)
+      s->out->reasons[s->pend_idx[x]] = SCHED_QUEUE_STOPPED;
+    s->done[i] = true;
+  }
+  for (i = 0; i < in->n_admitted; i++) {
+    if (s->victim[i] || in->cqs[in->admitted[i].cq].stop != SCHED_STOP_DRAIN)
+      continue;
+    s->victim[i] = true;
+    release(s, i, 1);
+    s->out->evictions[s->out->n_evictions++] =
+        (struct sched_eviction){i, -1, SCHED_EVICT_STOPPED};
+  }
+}
+
+/* See sched.h. */
+int sched_cycle(const struct sched_input *in, struct sched_output *out)
+{
+  struct state s;
+  int result = -1, i;
+
+  memset(out, 0, sizeof(*out));
+  memset(&s, 0, sizeof(s));
+  if (!in || !input_valid(in))
+    return -1;
+  out->admissions = zalloc((size_t)in->n_pending, sizeof(*out->admissions));
+  out->evictions = zalloc((size_t)in->n_admitted, sizeof(*out->evictions));
+  out->reasons = zalloc((size_t)in->n_pending, sizeof(*out->reasons));
+  if (!out->admissions || !out->evictions || !out->reasons)
+    goto out;
+  if (state_init(&s, in, out) < 0)
+    goto out;
+  for (i = 0; i < in->n_pending; i++)
+    out->reasons[i] = SCHED_INSUFFICIENT_QUOTA;
+  apply_stops(&s);
+  while (round_once(&s) > 0)
+    ;
+  result = 0;
+out:
+  state_free(&s);
+  if (result < 0)
+    sched_output_free(out);
+  return result;
+}
+
+/* See sched.h. */
+void sched_output_free(struct sched_output *out)
+{
+  if (!out)
+    return;
+  free(out->admissions);
+  free(out->evictions);
+  free(out->reasons);
+  memset(out, 0, sizeof(*out));
+}
+
+/* See sched.h. */
+int64_t sched_usage(const struct sched_input *in, int cq, int flavor,
+                    enum sched_res r)
+{
+  int64_t sum = 0;
+  int i;
+
+  if ((int)r < 0 || r >= SCHED_NRES)
+    return 0;
+  for (i = 0; i < in->n_admitted; i++)
+    if (in->admitted[i].cq == cq && in->admitted[i].flavor == flavor)
+      sum += in->admitted[i].request[r];
+  return sum;
+}
+
+/* See sched.h. */
+double sched_weighted_share(const struct sched_input *in, int cq)
+{
+  int64_t use[SCHED_MAX_FLAVORS][SCHED_NRES];
+  int64_t pool[SCHED_MAX_FLAVORS][SCHED_NRES];
+  const struct sched_cq *c;
+  struct sched_cq local;
+  int64_t zero[SCHED_NRES] = {0};
+  int i, k, r;
+
+  if (cq < 0 || cq >= in->n_cqs)
+    return 0;
+  c = &in->cqs[cq];
+  if (c->cohort < 0 || c->n_flavors < 0 || c->n_flavors > SCHED_MAX_FLAVORS)
+    return 0;
+  /* share_of() indexes by global flavor: renumber the CQ's flavors 0..n−1 */
+  local = *c;
+  memset(use, 0, sizeof(use));
+  memset(pool, 0, sizeof(pool));
+  for (k = 0; k < c->n_flavors; k++) {
+    local.flavors[k].flavor = k;
+    for (r = 0; r < SCHED_NRES; r++)
+      use[k][r] = sched_usage(in, cq, c->flavors[k].flavor, (enum sched_res)r);
+    for (i = 0; i < in->n_cqs; i++) {
+      const struct sched_cq *o = &in->cqs[i];
+      int m;
+
+      if (o->cohort != c->cohort)
+        continue;
+      for (m = 0; m < o->n_flavors && m < SCHED_MAX_FLAVORS; m++)
+        if (o->flavors[m].flavor == c->flavors[k].flavor)
+          for (r = 0; r < SCHED_NRES; r++)
+            pool[k][r] += lendable(&o->flavors[m].quota[r]);
+    }
+  }
+  return share_of(&local, &use[0][0], &pool[0][0], -1, zero);
+}
+
+/* See sched.h. */
+const char *sched_reason_name(enum sched_pending_reason r)
+{
+  switch (r) {
+  case SCHED_ADMITTED:
+    return "Admitted";
+  case SCHED_INSUFFICIENT_QUOTA:
+    return "InsufficientQuota";
+  case SCHED_BUDGET_EXCEEDED:
+    return "BudgetExceeded";
+  case SCHED_QUEUE_STOPPED:
+    return "QueueStopped";
+  case SCHED_WAITING_FOR_HEAD:
+    return "WaitingForHead";
+  case SCHED_PREEMPTING:
+    return "Preempting";
+  }
+  return "Unknown";
+}
+
+/* See sched.h. */
+const char *sched_evict_reason_name(enum sched_evict_reason r)
+{
+  switch (r) {
+  case SCHED_EVICT_IN_CLUSTER_QUEUE:
+    return "InClusterQueue";
+  case SCHED_EVICT_RECLAIM:
+    return "InCohortReclamation";
+  case SCHED_EVICT_STOPPED:
+    return "ClusterQueueStopped";
+  }
+  return "Unknown";
+}

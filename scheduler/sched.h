@@ -1,0 +1,159 @@
+/*
+ * sched.h — admission as a pure function (Kueue's semantics).
+ *
+ * (cluster queues with flavor quotas, cohorts, teams' budgets, admitted and
+ * pending jobs, now) → (admissions, evictions, a reason for every job left
+ * pending). No I/O, no globals, no clock: the caller passes `now`. The same
+ * input always gives the same output, whatever the order of names.
+ *
+ * Resources are integers: GPUs, CPU millicores, MiB of memory.
+ */
+#ifndef GPUGATE_SCHED_H
+#define GPUGATE_SCHED_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum sched_res { SCHED_GPU = 0, SCHED_CPU, SCHED_MEM, SCHED_NRES };
+
+#define SCHED_UNLIMITED (-1)  /* borrowing_limit / lending_limit null */
+#define SCHED_MAX_FLAVORS 16  /* flavors per cluster queue */
+
+/* One resource of one flavor of a cluster queue. */
+struct sched_quota {
+  int64_t nominal;
+  int64_t borrowing_limit; /* SCHED_UNLIMITED or ≥ 0 */
+  int64_t lending_limit;   /* SCHED_UNLIMITED or 0..nominal */
+};
+
+struct sched_cq_flavor {
+  int flavor;                          /* global flavor index */
+  struct sched_quota quota[SCHED_NRES]; /* absent resource: all zero */
+};
+
+enum sched_strategy { SCHED_BEST_EFFORT_FIFO = 0, SCHED_STRICT_FIFO };
+enum sched_within { SCHED_WITHIN_NEVER = 0, SCHED_WITHIN_LOWER_PRIORITY };
+enum sched_reclaim {
+  SCHED_RECLAIM_NEVER = 0,
+  SCHED_RECLAIM_LOWER_PRIORITY,
+  SCHED_RECLAIM_ANY
+};
+enum sched_when_borrow { SCHED_BORROW = 0, SCHED_BORROW_TRY_NEXT };
+enum sched_when_preempt { SCHED_PREEMPT_TRY_NEXT = 0, SCHED_PREEMPT };
+enum sched_stop { SCHED_STOP_NONE = 0, SCHED_STOP_HOLD, SCHED_STOP_DRAIN };
+
+struct sched_cq {
+  int cohort;                  /* cohort index, or -1 for none */
+  enum sched_strategy strategy;
+  enum sched_within within;
+  enum sched_reclaim reclaim;
+  enum sched_when_borrow when_borrow;
+  enum sched_when_preempt when_preempt;
+  double weight;               /* fair_sharing_weight, ≥ 0 */
+  int64_t min_runtime_s;       /* its jobs are not preempted younger */
+  enum sched_stop stop;
+  int n_flavors;
+  struct sched_cq_flavor flavors[SCHED_MAX_FLAVORS]; /* in order */
+};
+
+/* A team's budget input: hold new jobs once spent reaches budget. */
+struct sched_team {
+  bool hold;        /* budget_policy "hold" with a budget */
+  double budget;    /* monthly budget, USD */
+  double spent;     /* month-to-date net + estimates of admitted jobs */
+};
+
+struct sched_job {
+  int cq;                      /* cluster queue index */
+  int team;                    /* team index, or -1 */
+  int32_t priority;
+  bool can_preempt;            /* class policy PreemptLowerPriority */
+  int64_t created_at;          /* ordering key; eviction keeps it */
+  int64_t seq;                 /* unique tie-breaker (e.g. row id) */
+  int64_t request[SCHED_NRES]; /* parallelism × per-task */
+  double estimated_cost;       /* USD, for the budget */
+  /* admitted jobs only */
+  int flavor;                  /* global flavor index it holds quota in */
+  int64_t admitted_at;         /* seconds */
+  bool evicting;               /* already being evicted: still holds quota */
+};
+
+enum sched_pending_reason {
+  SCHED_ADMITTED = 0,              /* not pending: admitted this cycle */
+  SCHED_INSUFFICIENT_QUOTA,
+  SCHED_BUDGET_EXCEEDED,
+  SCHED_QUEUE_STOPPED,
+  SCHED_WAITING_FOR_HEAD,          /* StrictFIFO: behind a blocked head */
+  SCHED_PREEMPTING                 /* victims chosen; waits for release */
+};
+
+enum sched_evict_reason {
+  SCHED_EVICT_IN_CLUSTER_QUEUE = 1, /* preempted by a higher priority job */
+  SCHED_EVICT_RECLAIM,              /* its CQ borrowed; lender reclaimed */
+  SCHED_EVICT_STOPPED               /* HoldAndDrain */
+};
+
+struct sched_admission {
+  int job;         /* index into pending */
+  int flavor;      /* global flavor index */
+  bool borrowed;   /* usage above the CQ's nominal in some resource */
+};
+
+struct sched_eviction {
+  int job;         /* index into admitted */
+  int preemptor;   /* index into pending, or -1 (drain) */
+  enum sched_evict_reason reason;
+};
+
+struct sched_input {
+  int64_t now;                     /* seconds */
+  int n_flavors;                   /* global flavors: 0..n_flavors-1 */
+  int n_cohorts;
+  const struct sched_cq *cqs;
+  int n_cqs;
+  const struct sched_team *teams;
+  int n_teams;
+  const struct sched_job *admitted; /* hold quota (incl. evicting) */
+  int n_admitted;
+  const struct sched_job *pending;
+  int n_pending;
+};
+
+struct sched_output {
+  struct sched_admission *admissions; /* in the order they were decided */
+  int n_admissions;
+  struct sched_eviction *evictions;
+  int n_evictions;
+  enum sched_pending_reason *reasons; /* per pending job */
+};
+
+/*
+ * Run one admission cycle. Fills *out with new arrays (free with
+ * sched_output_free()). Returns 0, or -1 on allocation failure or invalid
+ * input (an index out of range). Thread-safe: touches only its arguments.
+ */
+int sched_cycle(const struct sched_input *in, struct sched_output *out);
+void sched_output_free(struct sched_output *out);
+
+/*
+ * Usage of cluster queue cq in global flavor f, resource r, from the
+ * admitted jobs (the GET status "total").
+ */
+int64_t sched_usage(const struct sched_input *in, int cq, int flavor,
+                    enum sched_res r);
+
+/*
+ * The CQ's weighted dominant-resource share: over its flavors and
+ * resources, the largest (usage above nominal) / (the cohort's lendable
+ * quota), divided by the weight; 0 when not borrowing or not in a cohort.
+ */
+double sched_weighted_share(const struct sched_input *in, int cq);
+
+/*
+ * Names for logs, job events and the API's "reason" field ("Preempting",
+ * "InCohortReclamation", ...): static strings, never NULL.
+ */
+const char *sched_reason_name(enum sched_pending_reason r);
+const char *sched_evict_reason_name(enum sched_evict_reason r);
+
+#endif

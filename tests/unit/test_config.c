@@ -1,0 +1,691 @@
+/*
+ * test_config.c — server/config.c (GPUGATE_* environment variables) and
+ * server/problem.c (the code → status → problem table and the problem+json
+ * builder) as tables of cases.
+ *
+ * A loaded configuration is compared as one line of "key=value" tokens
+ * (describe()): the defaults line exactly, and each good override as that
+ * line with the case's tokens replaced, so a case also proves that nothing
+ * else moved. A bad value must fail config_load() with a one-line message
+ * that names the variable.
+ *
+ * Every case starts from an environment without GPUGATE_* (and
+ * GCE_METADATA_HOST): with CK_FORK=no all cases share one process. Files
+ * the cases read are the key fixtures (run from the repository root) and a
+ * few written to a temporary directory, named "@file" in the tables.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <check.h>
+#include <jansson.h>
+
+#include "server/config.h"
+#include "server/problem.h"
+#include "server/req.h"
+
+Suite *config_suite(void);
+
+extern char **environ;
+
+#define N_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
+#define KEYS "tests/fixtures/keys/"
+
+#define X16 "xxxxxxxxxxxxxxxx"
+#define X64 X16 X16 X16 X16
+#define X256 X64 X64 X64 X64
+
+/* ------------------------------------------------------------ fixtures */
+
+static char tmpdir[64];
+
+/* Files written for the cases; "@name" in a table is tmpdir/name. */
+static const struct {
+  const char *name;
+  const char *text; /* NULL: BIG_SIZE bytes of 'x' */
+} tmp_files[] = {
+    {"secret-crlf", "0123456789abcdef0123456789abcdef\r\n"},
+    {"push-secret", "push-secret\n"},
+    {"big", NULL},
+};
+
+#define BIG_SIZE (64 * 1024 + 1) /* one byte over the secret limit */
+
+static void tmp_path(char *out, size_t outlen, const char *name)
+{
+  int w = snprintf(out, outlen, "%s/%s", tmpdir, name);
+
+  ck_assert(w > 0 && (size_t)w < outlen);
+}
+
+static void files_setup(void)
+{
+  char path[128];
+  int i;
+
+  snprintf(tmpdir, sizeof(tmpdir), "/tmp/gg-config-XXXXXX");
+  ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+  for (i = 0; i < N_OF(tmp_files); i++) {
+    FILE *f;
+    tmp_path(path, sizeof(path), tmp_files[i].name);
+    f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    if (tmp_files[i].text) {
+      fputs(tmp_files[i].text, f);
+    } else {
+      int n;
+      for (n = 0; n < BIG_SIZE; n++)
+        fputc('x', f);
+    }
+    ck_assert_int_eq(fclose(f), 0);
+  }
+}
+
+static void files_teardown(void)
+{
+  char path[128];
+  int i;
+
+  for (i = 0; i < N_OF(tmp_files); i++) {
+    tmp_path(path, sizeof(path), tmp_files[i].name);
+    unlink(path);
+  }
+  rmdir(tmpdir);
+}
+
+/* Remove every GPUGATE_* variable and GCE_METADATA_HOST. */
+static void clear_env(void)
+{
+  char names[64][128];
+  int n = 0, i;
+  char **e;
+
+  for (e = environ; *e; e++) {
+    size_t len = strcspn(*e, "=");
+    if ((strncmp(*e, "GPUGATE_", 8) && strncmp(*e, "GCE_METADATA_HOST=", 18)) ||
+        len >= sizeof(names[0]))
+      continue;
+    ck_assert_int_lt(n, N_OF(names));
+    memcpy(names[n], *e, len);
+    names[n++][len] = '\0';
+  }
+  for (i = 0; i < n; i++)
+    ck_assert_int_eq(unsetenv(names[i]), 0);
+}
+
+/* Set "NAME=value" ("@file" values name a temporary file). */
+static void set_env(const char *assignment)
+{
+  char name[128], value[4096];
+  size_t len = strcspn(assignment, "=");
+  const char *v = assignment + len + 1;
+
+  ck_assert(assignment[len] == '=' && len < sizeof(name));
+  memcpy(name, assignment, len);
+  name[len] = '\0';
+  if (*v == '@')
+    tmp_path(value, sizeof(value), v + 1);
+  else
+    snprintf(value, sizeof(value), "%s", v);
+  ck_assert_int_eq(setenv(name, value, 1), 0);
+}
+
+/* ---------------------------------------------------------- description */
+
+#define CAT(...)                                                               \
+  do {                                                                         \
+    int w_ = snprintf(out + used, outlen - used, __VA_ARGS__);                 \
+    ck_assert(w_ >= 0 && (size_t)w_ < outlen - used);                          \
+    used += (size_t)w_;                                                        \
+  } while (0)
+
+/* cfg as one line of space-separated key=value tokens. */
+static void describe(const struct config *c, char *out, size_t outlen)
+{
+  size_t used = 0;
+  int i;
+
+  out[0] = '\0';
+  CAT("listen=%s:%u", c->listen_host, (unsigned)c->listen_port);
+  CAT(" db=%s migrate=%d", c->database_url, (int)c->migrate_on_start);
+  CAT(" algs=%s%s%s", c->jwt_algorithms & CONFIG_ALG_HS256 ? "HS256," : "",
+      c->jwt_algorithms & CONFIG_ALG_RS256 ? "RS256," : "",
+      c->jwt_algorithms & CONFIG_ALG_ES256 ? "ES256," : "");
+  if (c->hs256_secret)
+    CAT(" hs=%zu", c->hs256_secret_len);
+  else
+    CAT(" hs=-");
+  CAT(" keys=");
+  for (i = 0; i < c->n_pubkeys; i++) {
+    ck_assert_uint_eq(strlen(c->pubkeys[i].pem), c->pubkeys[i].pem_len);
+    CAT("%s%s:%zu", i ? "," : "", *c->pubkeys[i].kid ? c->pubkeys[i].kid : "-",
+        c->pubkeys[i].pem_len);
+  }
+  CAT(" iss=%s aud=%s leeway=%ld maxlife=%ld", c->jwt_issuer, c->jwt_audience,
+      c->jwt_leeway_s, c->jwt_max_lifetime_s);
+  CAT(" backend=%s endpoint=%s project=%s tokens=%s keyfile=%s metadata=%s",
+      c->batch_backend, c->batch_endpoint, c->gcp_project, c->gcp_token_source,
+      c->gcp_key_file, c->metadata_host);
+  if (c->pubsub_push_secret)
+    CAT(" pubsub=%s", c->pubsub_push_secret);
+  else
+    CAT(" pubsub=-");
+  CAT(" admission=%ld sync=%ld origins=", c->admission_interval_ms,
+      c->sync_interval_ms);
+  for (i = 0; i < c->n_cors_origins; i++)
+    CAT("%s%s", i ? "|" : "", c->cors_origins[i]);
+  CAT(" rate=%ld log=%d threads=%d pool=%d timeout=%ld portfile=%s",
+      c->rate_limit_rps, c->log_level, c->http_threads, c->db_pool_size,
+      c->http_timeout_s, c->port_file);
+}
+
+#define DEFAULTS                                                               \
+  "listen=127.0.0.1:8080 db=postgresql:///gpugate migrate=1 algs=HS256, "      \
+  "hs=- keys= iss=gpugate aud=gpugate leeway=60 maxlife=86400 "                \
+  "backend=none endpoint=https://batch.googleapis.com project= "               \
+  "tokens=metadata keyfile= metadata=metadata.google.internal pubsub=- "       \
+  "admission=1000 sync=10000 origins= rate=200 log=1 threads=8 pool=8 "        \
+  "timeout=30 portfile="
+
+/*
+ * The defaults line with each "key=value" token of changes replacing the
+ * token of the same key.
+ */
+static void expected_line(const char *changes, char *out, size_t outlen)
+{
+  char base[2048], *tok, *save = NULL;
+  size_t used = 0;
+
+  snprintf(base, sizeof(base), "%s", DEFAULTS);
+  out[0] = '\0';
+  for (tok = strtok_r(base, " ", &save); tok;
+       tok = strtok_r(NULL, " ", &save)) {
+    size_t klen = strcspn(tok, "=") + 1;
+    const char *c = changes, *hit = NULL;
+    while (*c) {
+      size_t n = strcspn(c, " ");
+      if (n >= klen && !strncmp(c, tok, klen))
+        hit = c;
+      c += n;
+      c += *c == ' ';
+    }
+    if (hit)
+      CAT("%s%.*s", used ? " " : "", (int)strcspn(hit, " "), hit);
+    else
+      CAT("%s%s", used ? " " : "", tok);
+  }
+}
+
+/* --------------------------------------------------------------- config */
+
+START_TEST(defaults)
+{
+  struct config cfg;
+  char err[256] = "", line[2048];
+
+  clear_env();
+  ck_assert_msg(config_load(&cfg, err, sizeof(err)) == 0, "%s", err);
+  describe(&cfg, line, sizeof(line));
+  ck_assert_str_eq(line, DEFAULTS);
+  config_free(&cfg);
+}
+END_TEST
+
+/* Set-but-empty is the same as unset, for every variable. */
+START_TEST(empty_is_default)
+{
+  static const char *const vars[] = {"GPUGATE_LISTEN",
+                                     "GPUGATE_DATABASE_URL",
+                                     "GPUGATE_MIGRATE_ON_START",
+                                     "GPUGATE_JWT_ALGORITHMS",
+                                     "GPUGATE_JWT_HS256_SECRET_FILE",
+                                     "GPUGATE_JWT_PUBLIC_KEYS",
+                                     "GPUGATE_JWT_ISSUER",
+                                     "GPUGATE_JWT_AUDIENCE",
+                                     "GPUGATE_JWT_LEEWAY_S",
+                                     "GPUGATE_JWT_MAX_LIFETIME_S",
+                                     "GPUGATE_BATCH_BACKEND",
+                                     "GPUGATE_BATCH_ENDPOINT",
+                                     "GPUGATE_GCP_PROJECT",
+                                     "GPUGATE_GCP_TOKEN_SOURCE",
+                                     "GPUGATE_GCP_KEY_FILE",
+                                     "GCE_METADATA_HOST",
+                                     "GPUGATE_PUBSUB_PUSH_SECRET_FILE",
+                                     "GPUGATE_ADMISSION_INTERVAL_MS",
+                                     "GPUGATE_SYNC_INTERVAL_MS",
+                                     "GPUGATE_CORS_ORIGINS",
+                                     "GPUGATE_RATE_LIMIT_RPS",
+                                     "GPUGATE_LOG_LEVEL",
+                                     "GPUGATE_HTTP_THREADS",
+                                     "GPUGATE_DB_POOL_SIZE",
+                                     "GPUGATE_HTTP_TIMEOUT_S",
+                                     "GPUGATE_PORT_FILE"};
+  struct config cfg;
+  char err[256] = "", line[2048];
+  int i;
+
+  clear_env();
+  for (i = 0; i < N_OF(vars); i++)
+    ck_assert_int_eq(setenv(vars[i], "", 1), 0);
+  ck_assert_msg(config_load(&cfg, err, sizeof(err)) == 0, "%s", err);
+  describe(&cfg, line, sizeof(line));
+  ck_assert_str_eq(line, DEFAULTS);
+  config_free(&cfg);
+}
+END_TEST
+
+static const struct {
+  const char *env[3]; /* "NAME=value" */
+  const char *want;   /* tokens that differ from DEFAULTS */
+} good_cases[] = {
+    {{"GPUGATE_LISTEN=0.0.0.0:9000"}, "listen=0.0.0.0:9000"},
+    {{"GPUGATE_LISTEN=localhost:0"}, "listen=localhost:0"},
+    {{"GPUGATE_LISTEN=127.0.0.1:65535"}, "listen=127.0.0.1:65535"},
+    {{"GPUGATE_DATABASE_URL=postgresql://u@db:5433/gg"},
+     "db=postgresql://u@db:5433/gg"},
+    {{"GPUGATE_MIGRATE_ON_START=false"}, "migrate=0"},
+    {{"GPUGATE_MIGRATE_ON_START=0"}, "migrate=0"},
+    {{"GPUGATE_MIGRATE_ON_START=no"}, "migrate=0"},
+    {{"GPUGATE_MIGRATE_ON_START=true"}, "migrate=1"},
+    {{"GPUGATE_MIGRATE_ON_START=1"}, "migrate=1"},
+    {{"GPUGATE_MIGRATE_ON_START=yes"}, "migrate=1"},
+    {{"GPUGATE_JWT_ALGORITHMS=RS256"}, "algs=RS256,"},
+    {{"GPUGATE_JWT_ALGORITHMS=ES256,RS256"}, "algs=RS256,ES256,"},
+    {{"GPUGATE_JWT_ALGORITHMS=HS256,RS256,ES256"}, "algs=HS256,RS256,ES256,"},
+    {{"GPUGATE_JWT_ALGORITHMS=RS256,RS256"}, "algs=RS256,"},
+    {{"GPUGATE_JWT_ALGORITHMS=ES256,"}, "algs=ES256,"}, /* trailing comma */
+    {{"GPUGATE_JWT_HS256_SECRET_FILE=" KEYS "hs256.secret"}, "hs=48"},
+    {{"GPUGATE_JWT_HS256_SECRET_FILE=@secret-crlf"}, "hs=32"}, /* chomped */
+    {{"GPUGATE_JWT_PUBLIC_KEYS=" KEYS "rsa1.pub.pem"}, "keys=-:451"},
+    {{"GPUGATE_JWT_PUBLIC_KEYS=rsa1=" KEYS "rsa1.pub.pem,ec1=" KEYS
+      "ec1.pub.pem," KEYS "rsa2.pub.pem"},
+     "keys=rsa1:451,ec1:178,-:451"},
+    {{"GPUGATE_JWT_ISSUER=https://issuer.example", "GPUGATE_JWT_AUDIENCE=api"},
+     "iss=https://issuer.example aud=api"},
+    {{"GPUGATE_JWT_LEEWAY_S=0", "GPUGATE_JWT_MAX_LIFETIME_S=60"},
+     "leeway=0 maxlife=60"},
+    {{"GPUGATE_JWT_LEEWAY_S=3600", "GPUGATE_JWT_MAX_LIFETIME_S=2678400"},
+     "leeway=3600 maxlife=2678400"},
+    {{"GPUGATE_BATCH_BACKEND=gcp", "GPUGATE_GCP_PROJECT=proj-1"},
+     "backend=gcp project=proj-1"},
+    {{"GPUGATE_BATCH_BACKEND=none", "GPUGATE_GCP_PROJECT=proj-1"},
+     "project=proj-1"},
+    {{"GPUGATE_BATCH_ENDPOINT=http://127.0.0.1:9999",
+      "GPUGATE_GCP_TOKEN_SOURCE=none"},
+     "endpoint=http://127.0.0.1:9999 tokens=none"},
+    {{"GPUGATE_GCP_TOKEN_SOURCE=key-file", "GPUGATE_GCP_KEY_FILE=/k.json"},
+     "tokens=key-file keyfile=/k.json"},
+    {{"GCE_METADATA_HOST=127.0.0.1:8181"}, "metadata=127.0.0.1:8181"},
+    {{"GPUGATE_PUBSUB_PUSH_SECRET_FILE=@push-secret"}, "pubsub=push-secret"},
+    {{"GPUGATE_ADMISSION_INTERVAL_MS=10", "GPUGATE_SYNC_INTERVAL_MS=100"},
+     "admission=10 sync=100"},
+    {{"GPUGATE_CORS_ORIGINS=a,b"}, "origins=a|b"},
+    {{"GPUGATE_CORS_ORIGINS=*"}, "origins=*"},
+    {{"GPUGATE_CORS_ORIGINS=https://x.example"}, "origins=https://x.example"},
+    {{"GPUGATE_CORS_ORIGINS=,a,,b,"}, "origins=a|b"}, /* empties skipped */
+    {{"GPUGATE_CORS_ORIGINS=" X64 X64 X64 "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+      "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"},
+     "origins=" X64 X64 X64 "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+     "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}, /* 255 bytes */
+    {{"GPUGATE_RATE_LIMIT_RPS=0"}, "rate=0"},
+    {{"GPUGATE_RATE_LIMIT_RPS=1000000"}, "rate=1000000"},
+    {{"GPUGATE_LOG_LEVEL=debug"}, "log=0"},
+    {{"GPUGATE_LOG_LEVEL=warn"}, "log=2"},
+    {{"GPUGATE_LOG_LEVEL=error"}, "log=3"},
+    {{"GPUGATE_HTTP_THREADS=4"}, "threads=4 pool=4"}, /* pool follows */
+    {{"GPUGATE_HTTP_THREADS=4", "GPUGATE_DB_POOL_SIZE=2"}, "threads=4 pool=2"},
+    {{"GPUGATE_HTTP_TIMEOUT_S=3600", "GPUGATE_PORT_FILE=/tmp/port"},
+     "timeout=3600 portfile=/tmp/port"},
+};
+
+START_TEST(good)
+{
+  struct config cfg;
+  char err[256] = "", line[2048], want[2048];
+  int i;
+
+  clear_env();
+  for (i = 0; i < 3 && good_cases[_i].env[i]; i++)
+    set_env(good_cases[_i].env[i]);
+  ck_assert_msg(config_load(&cfg, err, sizeof(err)) == 0, "case %d (%s): %s",
+                _i, good_cases[_i].env[0], err);
+  describe(&cfg, line, sizeof(line));
+  expected_line(good_cases[_i].want, want, sizeof(want));
+  ck_assert_msg(!strcmp(line, want), "case %d (%s):\n  got  %s\n  want %s", _i,
+                good_cases[_i].env[0], line, want);
+  config_free(&cfg);
+}
+END_TEST
+
+static const struct {
+  const char *env[2]; /* "NAME=value" */
+  const char *var;    /* the variable the error must name */
+} bad_cases[] = {
+    {{"GPUGATE_LISTEN=nohost"}, "GPUGATE_LISTEN"},
+    {{"GPUGATE_LISTEN=1.2.3.4:99999"}, "GPUGATE_LISTEN"},
+    {{"GPUGATE_LISTEN=:80"}, "GPUGATE_LISTEN"},
+    {{"GPUGATE_LISTEN=h:"}, "GPUGATE_LISTEN"},
+    {{"GPUGATE_LISTEN=h:80x"}, "GPUGATE_LISTEN"},
+    {{"GPUGATE_LISTEN=h:-1"}, "GPUGATE_LISTEN"},
+    {{"GPUGATE_LISTEN=h:65536"}, "GPUGATE_LISTEN"},
+    {{"GPUGATE_LISTEN=h:99999999999999999999"}, "GPUGATE_LISTEN"},
+    {{"GPUGATE_LISTEN=" X64 ":80"}, "GPUGATE_LISTEN"}, /* host too long */
+    {{"GPUGATE_MIGRATE_ON_START=maybe"}, "GPUGATE_MIGRATE_ON_START"},
+    {{"GPUGATE_MIGRATE_ON_START=TRUE"}, "GPUGATE_MIGRATE_ON_START"},
+    {{"GPUGATE_JWT_ALGORITHMS=none"}, "GPUGATE_JWT_ALGORITHMS"},
+    {{"GPUGATE_JWT_ALGORITHMS=HS512"}, "GPUGATE_JWT_ALGORITHMS"},
+    {{"GPUGATE_JWT_ALGORITHMS=hs256"}, "GPUGATE_JWT_ALGORITHMS"},
+    {{"GPUGATE_JWT_ALGORITHMS=,"}, "GPUGATE_JWT_ALGORITHMS"}, /* empty list */
+    {{"GPUGATE_JWT_ALGORITHMS=HS256,,RS256"}, "GPUGATE_JWT_ALGORITHMS"},
+    {{"GPUGATE_JWT_ALGORITHMS=HS256, RS256"}, "GPUGATE_JWT_ALGORITHMS"},
+    {{"GPUGATE_JWT_HS256_SECRET_FILE=/nonexistent"},
+     "GPUGATE_JWT_HS256_SECRET_FILE"},
+    {{"GPUGATE_JWT_HS256_SECRET_FILE=/tmp"}, /* a directory */
+     "GPUGATE_JWT_HS256_SECRET_FILE"},
+    {{"GPUGATE_JWT_HS256_SECRET_FILE=@big"}, "GPUGATE_JWT_HS256_SECRET_FILE"},
+    {{"GPUGATE_JWT_PUBLIC_KEYS=/nonexistent.pem"}, "GPUGATE_JWT_PUBLIC_KEYS"},
+    {{"GPUGATE_JWT_PUBLIC_KEYS=k=/nonexistent.pem"}, "GPUGATE_JWT_PUBLIC_KEYS"},
+    {{"GPUGATE_JWT_PUBLIC_KEYS==" KEYS "rsa1.pub.pem"}, /* empty kid */
+     "GPUGATE_JWT_PUBLIC_KEYS"},
+    {{"GPUGATE_JWT_PUBLIC_KEYS=" X64 "=" KEYS "rsa1.pub.pem"}, /* long kid */
+     "GPUGATE_JWT_PUBLIC_KEYS"},
+    {{"GPUGATE_JWT_PUBLIC_KEYS=" KEYS "rsa1.pub.pem,," KEYS "rsa2.pub.pem"},
+     "GPUGATE_JWT_PUBLIC_KEYS"},
+    {{"GPUGATE_JWT_PUBLIC_KEYS=" KEYS "ec1.pub.pem," KEYS "ec1.pub.pem," KEYS
+      "ec1.pub.pem," KEYS "ec1.pub.pem," KEYS "ec1.pub.pem," KEYS
+      "ec1.pub.pem," KEYS "ec1.pub.pem," KEYS "ec1.pub.pem," KEYS
+      "ec1.pub.pem"}, /* 9 > CONFIG_MAX_KEYS */
+     "GPUGATE_JWT_PUBLIC_KEYS"},
+    {{"GPUGATE_JWT_ISSUER=" X256}, "GPUGATE_JWT_ISSUER"},
+    {{"GPUGATE_JWT_AUDIENCE=" X256}, "GPUGATE_JWT_AUDIENCE"},
+    {{"GPUGATE_JWT_LEEWAY_S=-1"}, "GPUGATE_JWT_LEEWAY_S"},
+    {{"GPUGATE_JWT_LEEWAY_S=abc"}, "GPUGATE_JWT_LEEWAY_S"},
+    {{"GPUGATE_JWT_LEEWAY_S=60s"}, "GPUGATE_JWT_LEEWAY_S"},
+    {{"GPUGATE_JWT_LEEWAY_S=3601"}, "GPUGATE_JWT_LEEWAY_S"},
+    {{"GPUGATE_JWT_LEEWAY_S=99999999999999999999"}, "GPUGATE_JWT_LEEWAY_S"},
+    {{"GPUGATE_JWT_MAX_LIFETIME_S=59"}, "GPUGATE_JWT_MAX_LIFETIME_S"},
+    {{"GPUGATE_BATCH_BACKEND=aws"}, "GPUGATE_BATCH_BACKEND"},
+    {{"GPUGATE_BATCH_BACKEND=GCP", "GPUGATE_GCP_PROJECT=p"},
+     "GPUGATE_BATCH_BACKEND"},
+    {{"GPUGATE_BATCH_BACKEND=gcp"}, "GPUGATE_GCP_PROJECT"},
+    {{"GPUGATE_BATCH_ENDPOINT=" X256 X256}, "GPUGATE_BATCH_ENDPOINT"},
+    {{"GPUGATE_GCP_TOKEN_SOURCE=x"}, "GPUGATE_GCP_TOKEN_SOURCE"},
+    {{"GCE_METADATA_HOST=" X256}, "GCE_METADATA_HOST"},
+    {{"GPUGATE_PUBSUB_PUSH_SECRET_FILE=/nonexistent"},
+     "GPUGATE_PUBSUB_PUSH_SECRET_FILE"},
+    {{"GPUGATE_ADMISSION_INTERVAL_MS=9"}, "GPUGATE_ADMISSION_INTERVAL_MS"},
+    {{"GPUGATE_SYNC_INTERVAL_MS=99"}, "GPUGATE_SYNC_INTERVAL_MS"},
+    {{"GPUGATE_CORS_ORIGINS=" X256}, "GPUGATE_CORS_ORIGINS"}, /* 256 bytes */
+    {{"GPUGATE_CORS_ORIGINS=1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17"},
+     "GPUGATE_CORS_ORIGINS"},
+    {{"GPUGATE_RATE_LIMIT_RPS=-5"}, "GPUGATE_RATE_LIMIT_RPS"},
+    {{"GPUGATE_RATE_LIMIT_RPS=1000001"}, "GPUGATE_RATE_LIMIT_RPS"},
+    {{"GPUGATE_LOG_LEVEL=loud"}, "GPUGATE_LOG_LEVEL"},
+    {{"GPUGATE_LOG_LEVEL=INFO"}, "GPUGATE_LOG_LEVEL"},
+    {{"GPUGATE_HTTP_THREADS=0"}, "GPUGATE_HTTP_THREADS"},
+    {{"GPUGATE_DB_POOL_SIZE=257"}, "GPUGATE_DB_POOL_SIZE"},
+    {{"GPUGATE_HTTP_TIMEOUT_S=0"}, "GPUGATE_HTTP_TIMEOUT_S"},
+    {{"GPUGATE_PORT_FILE=" X256 X256}, "GPUGATE_PORT_FILE"},
+};
+
+START_TEST(bad)
+{
+  struct config cfg;
+  char err[256] = "";
+  int i, rc;
+
+  clear_env();
+  for (i = 0; i < 2 && bad_cases[_i].env[i]; i++)
+    set_env(bad_cases[_i].env[i]);
+  rc = config_load(&cfg, err, sizeof(err));
+  ck_assert_msg(rc == -1, "case %d (%.60s): accepted", _i,
+                bad_cases[_i].env[0]);
+  ck_assert_msg(strstr(err, bad_cases[_i].var) != NULL,
+                "case %d (%.60s): \"%s\" does not name %s", _i,
+                bad_cases[_i].env[0], err, bad_cases[_i].var);
+  ck_assert_msg(strchr(err, '\n') == NULL, "case %d: \"%s\"", _i, err);
+  config_free(&cfg);
+}
+END_TEST
+
+/* The message is bounded by errlen and still NUL-terminated. */
+START_TEST(error_bounded)
+{
+  struct config cfg;
+  char err[32];
+
+  clear_env();
+  set_env("GPUGATE_JWT_LEEWAY_S=" X256);
+  memset(err, '#', sizeof(err));
+  ck_assert_int_eq(config_load(&cfg, err, 16), -1);
+  ck_assert_str_eq(err, "GPUGATE_JWT_LEE");
+  ck_assert_int_eq(err[16], '#');
+  config_free(&cfg);
+}
+END_TEST
+
+/* config_read_file: the limit is inclusive; a missing file is NULL. */
+START_TEST(read_file)
+{
+  char path[128];
+  size_t len = 0;
+  char *s;
+
+  tmp_path(path, sizeof(path), "push-secret");
+  s = config_read_file(path, 12, &len);
+  ck_assert_ptr_nonnull(s);
+  ck_assert_uint_eq(len, 12);
+  ck_assert_str_eq(s, "push-secret\n");
+  free(s);
+  ck_assert_ptr_null(config_read_file(path, 11, &len));
+  tmp_path(path, sizeof(path), "big");
+  s = config_read_file(path, BIG_SIZE, &len);
+  ck_assert_ptr_nonnull(s);
+  ck_assert_uint_eq(len, BIG_SIZE);
+  ck_assert_uint_eq(strlen(s), BIG_SIZE);
+  free(s);
+  ck_assert_ptr_null(config_read_file("/nonexistent", 100, &len));
+}
+END_TEST
+
+/* -------------------------------------------------------------- problem */
+
+static const struct {
+  enum gg_code code;
+  unsigned status;
+  const char *title;
+  const char *slug; /* of the type problem_build() writes */
+} code_cases[] = {
+    {GG_OK, 200, "ok", "internal"},
+    {GG_BAD_REQUEST, 400, "invalid request", "invalid-request"},
+    {GG_UNAUTHORIZED, 401, "authentication required", "unauthorized"},
+    {GG_FORBIDDEN, 403, "not allowed", "forbidden"},
+    {GG_NOT_FOUND, 404, "not found", "not-found"},
+    {GG_METHOD_NOT_ALLOWED, 405, "method not allowed", "method-not-allowed"},
+    {GG_NOT_ACCEPTABLE, 406, "not acceptable", "not-acceptable"},
+    {GG_CONFLICT, 409, "conflict", "conflict"},
+    {GG_PRECONDITION_FAILED, 412, "precondition failed", "precondition-failed"},
+    {GG_PAYLOAD_TOO_LARGE, 413, "payload too large", "payload-too-large"},
+    {GG_UNSUPPORTED_MEDIA, 415, "unsupported media type",
+     "unsupported-media-type"},
+    {GG_UNPROCESSABLE, 422, "unprocessable content", "unprocessable"},
+    {GG_TOO_MANY_REQUESTS, 429, "too many requests", "rate-limited"},
+    {GG_INTERNAL, 500, "internal error", "internal"},
+    {GG_UNAVAILABLE, 503, "service unavailable", "unavailable"},
+    /* out of range: treated as internal */
+    {GG_CODE_COUNT, 500, "internal error", "internal"},
+    {(enum gg_code)99, 500, "internal error", "internal"},
+};
+
+START_TEST(codes)
+{
+  enum gg_code code = code_cases[_i].code;
+  char type[128];
+  json_t *p;
+
+  ck_assert_msg(problem_status(code) == code_cases[_i].status,
+                "code %d: status %u, want %u", (int)code, problem_status(code),
+                code_cases[_i].status);
+  ck_assert_msg(!strcmp(problem_title(code), code_cases[_i].title),
+                "code %d: title \"%s\", want \"%s\"", (int)code,
+                problem_title(code), code_cases[_i].title);
+  snprintf(type, sizeof(type), "https://gpugate.dev/problems/%s",
+           code_cases[_i].slug);
+  p = problem_build(code, NULL, NULL, NULL, NULL);
+  ck_assert_ptr_nonnull(p);
+  ck_assert_msg(!strcmp(json_string_value(json_object_get(p, "type")), type),
+                "code %d: type %s, want %s", (int)code,
+                json_string_value(json_object_get(p, "type")), type);
+  /* the document's status and title agree with the table, except for
+   * GG_OK, which is not a problem and is built as an internal error */
+  if (code != GG_OK) {
+    ck_assert_int_eq(json_integer_value(json_object_get(p, "status")),
+                     code_cases[_i].status);
+    ck_assert_str_eq(json_string_value(json_object_get(p, "title")),
+                     code_cases[_i].title);
+  }
+  json_decref(p);
+}
+END_TEST
+
+#define PT "\"type\":\"https://gpugate.dev/problems/"
+
+static const struct {
+  enum gg_code code;
+  const char *detail, *errors, *instance, *request_id; /* errors: JSON */
+  const char *want;                                    /* compact */
+} build_cases[] = {
+    {GG_NOT_FOUND, "Team \"x\" was not found.", NULL, "/v1/teams/x", "req-1",
+     "{" PT "not-found\",\"title\":\"not found\",\"status\":404,"
+     "\"detail\":\"Team \\\"x\\\" was not found.\","
+     "\"instance\":\"/v1/teams/x\",\"request_id\":\"req-1\",\"errors\":[]}"},
+    {GG_BAD_REQUEST, "The request body is invalid.",
+     "[{\"field\":\"name\",\"message\":\"is required\"},"
+     "{\"field\":\"xs[2]\",\"message\":\"must be between 0 and 9\"}]",
+     NULL, "",
+     "{" PT "invalid-request\",\"title\":\"invalid request\",\"status\":400,"
+     "\"detail\":\"The request body is invalid.\",\"errors\":["
+     "{\"field\":\"name\",\"message\":\"is required\"},"
+     "{\"field\":\"xs[2]\",\"message\":\"must be between 0 and 9\"}]}"},
+    {GG_UNPROCESSABLE, NULL, "[]", "/v1/flavors/a", NULL,
+     "{" PT "unprocessable\",\"title\":\"unprocessable content\","
+     "\"status\":422,\"detail\":\"unprocessable content\","
+     "\"instance\":\"/v1/flavors/a\",\"errors\":[]}"},
+    {GG_CONFLICT, "", NULL, NULL, NULL,
+     "{" PT "conflict\",\"title\":\"conflict\",\"status\":409,"
+     "\"detail\":\"conflict\",\"errors\":[]}"},
+    {GG_OK, "fine", NULL, NULL, NULL,
+     "{" PT "internal\",\"title\":\"internal error\",\"status\":500,"
+     "\"detail\":\"fine\",\"errors\":[]}"},
+    {GG_CODE_COUNT, NULL, NULL, "", "r",
+     "{" PT "internal\",\"title\":\"internal error\",\"status\":500,"
+     "\"detail\":\"internal error\",\"instance\":\"\",\"request_id\":\"r\","
+     "\"errors\":[]}"},
+    {GG_TOO_MANY_REQUESTS, "Slow down.", NULL, NULL, "abc",
+     "{" PT "rate-limited\",\"title\":\"too many requests\",\"status\":429,"
+     "\"detail\":\"Slow down.\",\"request_id\":\"abc\",\"errors\":[]}"},
+};
+
+START_TEST(build)
+{
+  json_t *errors = NULL, *p;
+  char *dump;
+
+  if (build_cases[_i].errors) {
+    errors = json_loads(build_cases[_i].errors, 0, NULL);
+    ck_assert_ptr_nonnull(errors);
+  }
+  p = problem_build(build_cases[_i].code, build_cases[_i].detail, errors,
+                    build_cases[_i].instance, build_cases[_i].request_id);
+  ck_assert_ptr_nonnull(p);
+  dump = json_dumps(p, GG_JSON_DUMP);
+  ck_assert_msg(!strcmp(dump, build_cases[_i].want),
+                "case %d:\n  got  %s\n  want %s", _i, dump,
+                build_cases[_i].want);
+  free(dump);
+  if (errors) {
+    /* errors is borrowed and copied: changing it later changes nothing */
+    size_t n = json_array_size(errors);
+    ck_assert_uint_eq(errors->refcount, 1);
+    ck_assert_ptr_ne(json_object_get(p, "errors"), errors);
+    json_array_clear(errors);
+    ck_assert_uint_eq(json_array_size(json_object_get(p, "errors")), n);
+  }
+  json_decref(errors);
+  json_decref(p);
+}
+END_TEST
+
+/* problem_field / problem_fail / problem_clear on one request. */
+START_TEST(record)
+{
+  struct gg_req req;
+  char longmsg[400];
+  json_t *e;
+
+  req_init(&req, NULL);
+  ck_assert_uint_eq(problem_nfields(&req), 0);
+  problem_field(&req, "a.b[1]", "must be %s %d", "at most", 5);
+  ck_assert_uint_eq(problem_nfields(&req), 1);
+  e = json_array_get(req.errors, 0);
+  ck_assert_str_eq(json_string_value(json_object_get(e, "field")), "a.b[1]");
+  ck_assert_str_eq(json_string_value(json_object_get(e, "message")),
+                   "must be at most 5");
+
+  /* the first failure wins */
+  ck_assert_int_eq(problem_fail(&req, GG_NOT_FOUND, "No %s.", "x"),
+                   GG_NOT_FOUND);
+  ck_assert_int_eq(problem_fail(&req, GG_CONFLICT, "Other."), GG_NOT_FOUND);
+  ck_assert_int_eq(req.code, GG_NOT_FOUND);
+  ck_assert_str_eq(req.detail, "No x.");
+
+  /* cleared, the request can fail afresh */
+  problem_clear(&req);
+  ck_assert_int_eq(req.code, GG_OK);
+  ck_assert_str_eq(req.detail, "");
+  ck_assert_uint_eq(problem_nfields(&req), 0);
+  ck_assert_int_eq(problem_fail(&req, GG_CONFLICT, "Other."), GG_CONFLICT);
+
+  /* messages are cut at 255 bytes; at most 100 fields are kept */
+  memset(longmsg, 'm', sizeof(longmsg) - 1);
+  longmsg[sizeof(longmsg) - 1] = '\0';
+  problem_field(&req, "long", "%s", longmsg);
+  ck_assert_uint_eq(strlen(json_string_value(json_object_get(
+                        json_array_get(req.errors, 0), "message"))),
+                    255);
+  while (problem_nfields(&req) < 100)
+    problem_field(&req, "f", "x");
+  problem_field(&req, "one-too-many", "x");
+  ck_assert_uint_eq(problem_nfields(&req), 100);
+  ck_assert_str_eq(json_string_value(json_object_get(
+                       json_array_get(req.errors, 99), "field")),
+                   "f");
+  req_cleanup(&req);
+}
+END_TEST
+
+/* The config suite: GPUGATE_* variables, and the problem module. */
+Suite *config_suite(void)
+{
+  Suite *s = suite_create("config");
+  TCase *tc;
+
+  tc = tcase_create("config");
+  tcase_add_unchecked_fixture(tc, files_setup, files_teardown);
+  tcase_add_test(tc, defaults);
+  tcase_add_test(tc, empty_is_default);
+  tcase_add_loop_test(tc, good, 0, N_OF(good_cases));
+  tcase_add_loop_test(tc, bad, 0, N_OF(bad_cases));
+  tcase_add_test(tc, error_bounded);
+  tcase_add_test(tc, read_file);
+  suite_add_tcase(s, tc);
+
+  tc = tcase_create("problem");
+  tcase_add_loop_test(tc, codes, 0, N_OF(code_cases));
+  tcase_add_loop_test(tc, build, 0, N_OF(build_cases));
+  tcase_add_test(tc, record);
+  suite_add_tcase(s, tc);
+  return s;
+}
