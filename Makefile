@@ -34,7 +34,7 @@ EMU_SRC   := $(wildcard tests/emulator/*.c)
 OBJ      := $(LIB_SRC:%.c=build/obj/%.o) build/obj/gen/embedded.o
 ASAN_OBJ := $(LIB_SRC:%.c=build/asan/%.o) build/asan/gen/embedded.o
 
-.PHONY: all test run asan lint format format-check openapi clean deps unit integration
+.PHONY: all test run asan lint format format-check openapi clean deps unit integration bench
 all: build/gpugate
 
 build/tools/embed: deploy/tools/embed.c
@@ -68,6 +68,13 @@ build/integration_tests: $(INTEG_SRC:%.c=build/obj/%.o) $(OBJ)
 
 build/batch_emulator: $(EMU_SRC:%.c=build/obj/%.o) $(OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# Benchmarks (not tests): `make bench` prints their figures.
+build/bench_sched: build/obj/bench/sched.o $(filter build/obj/scheduler/%,$(OBJ))
+	$(CC) $(LDFLAGS) -o $@ $^ -lm
+
+bench: build/bench_sched
+	build/bench_sched
 
 # ASan + UBSan build of the unit tests.
 ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all

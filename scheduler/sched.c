@@ -25,8 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define QTY_INF (INT64_MAX / 4)   /* an unlimited amount of quota */
-#define ZERO_WEIGHT_SHARE 1e9     /* weight 0 and borrowing: always last */
+#define QTY_INF (INT64_MAX / 4) /* an unlimited amount of quota */
+#define ZERO_WEIGHT_SHARE 1e9   /* weight 0 and borrowing: always last */
 
 enum kind { KIND_NONE = 0, KIND_FIT, KIND_BORROW, KIND_PREEMPT };
 enum plan { PLAN_NONE = 0, PLAN_WAIT, PLAN_VICTIMS };
@@ -81,18 +81,18 @@ struct state {
   int64_t *rel_pool_used;    /* released view of pool_used */
   int *adm_start;            /* admitted jobs grouped by CQ */
   int *adm_idx;
-  bool *victim;              /* per admitted: evicting or chosen this cycle */
-  int *coh_start;            /* CQs grouped by cohort */
+  bool *victim;   /* per admitted: evicting or chosen this cycle */
+  int *coh_start; /* CQs grouped by cohort */
   int *coh_idx;
-  int *pend_start;           /* pending jobs grouped by CQ, in queue order */
+  int *pend_start; /* pending jobs grouped by CQ, in queue order */
   int *pend_idx;
-  int *cursor;               /* per CQ: position of its head in pend_idx */
-  bool *done;                /* per CQ: exhausted, blocked or stopped */
-  double *spent;             /* per team: working copy */
+  int *cursor;   /* per CQ: position of its head in pend_idx */
+  bool *done;    /* per CQ: exhausted, blocked or stopped */
+  double *spent; /* per team: working copy */
   struct cand *cands;
   int *chosen;
   struct head_key *heads; /* per CQ: this round's heads */
-  uint64_t version; /* bumped by every decision that changes the state */
+  uint64_t version;       /* bumped by every decision that changes the state */
 };
 
 static size_t cell(const struct state *s, int c, int f, int r)
@@ -183,8 +183,8 @@ static bool input_valid(const struct sched_input *in)
 }
 
 /* Unused quota of CQ c in (f, r) under usage view u / pu. */
-static int64_t avail(const struct state *s, const int64_t *u,
-                     const int64_t *pu, int c, int f, int r)
+static int64_t avail(const struct state *s, const int64_t *u, const int64_t *pu,
+                     int c, int f, int r)
 {
   size_t i = cell(s, c, f, r);
   const struct sched_quota *q = &s->quota[i];
@@ -230,8 +230,7 @@ static bool borrows(const struct state *s, const int64_t *u, int c, int f,
 }
 
 /* Whether CQ c uses more than its nominal quota of flavor f in view u. */
-static bool cq_borrowing(const struct state *s, const int64_t *u, int c,
-                         int f)
+static bool cq_borrowing(const struct state *s, const int64_t *u, int c, int f)
 {
   int r;
 
@@ -242,6 +241,34 @@ static bool cq_borrowing(const struct state *s, const int64_t *u, int c,
       return true;
   }
   return false;
+}
+
+/*
+ * Whether req could fit in flavor f of CQ c were every other job gone: a
+ * cheap filter that spares victim search for jobs too big to ever fit.
+ */
+static bool could_fit(const struct state *s, int c, int f, const int64_t *req)
+{
+  int k = s->in->cqs[c].cohort;
+  int r;
+
+  for (r = 0; r < SCHED_NRES; r++) {
+    size_t i = cell(s, c, f, r);
+    const struct sched_quota *q = &s->quota[i];
+    int64_t cap = q->nominal;
+
+    if (k >= 0) {
+      size_t ki =
+          ((size_t)k * (size_t)s->nf + (size_t)f) * SCHED_NRES + (size_t)r;
+
+      cap = s->guar[i] + s->pool[ki];
+      if (q->borrowing_limit != SCHED_UNLIMITED)
+        cap = min64(cap, q->nominal + q->borrowing_limit);
+    }
+    if (req[r] > 0 && req[r] > cap)
+      return false;
+  }
+  return true;
 }
 
 /* Add (sign 1) or remove (sign −1) req to CQ c, flavor f in view u / pu. */
@@ -393,7 +420,7 @@ static enum plan preempt_plan(struct state *s, int c, int f, int jidx,
   int n = 0, m = 0, i, k = cq->cohort;
   bool ok = false;
 
-  if (!j->can_preempt)
+  if (!j->can_preempt || !could_fit(s, c, f, j->request))
     return PLAN_NONE;
   if (fits(s, s->rel, s->rel_pool_used, c, f, j->request)) {
     *borrow = borrows(s, s->rel, c, f, j->request);
@@ -410,8 +437,8 @@ static enum plan preempt_plan(struct state *s, int c, int f, int jidx,
       const struct sched_job *v = &in->admitted[a];
 
       if (v->flavor == f && v->priority < j->priority && victim_ok(s, a))
-        s->cands[n++] = (struct cand){false, v->priority, v->admitted_at,
-                                      v->seq, a};
+        s->cands[n++] =
+            (struct cand){false, v->priority, v->admitted_at, v->seq, a};
     }
   }
   if (k >= 0 && cq->reclaim != SCHED_RECLAIM_NEVER &&
@@ -428,8 +455,8 @@ static enum plan preempt_plan(struct state *s, int c, int f, int jidx,
         if (v->flavor != f || !victim_ok(s, a))
           continue;
         if (cq->reclaim == SCHED_RECLAIM_ANY || v->priority < j->priority)
-          s->cands[n++] = (struct cand){true, v->priority, v->admitted_at,
-                                        v->seq, a};
+          s->cands[n++] =
+              (struct cand){true, v->priority, v->admitted_at, v->seq, a};
       }
     }
   }
@@ -537,10 +564,10 @@ static void assign(struct state *s, struct head *h)
     h->borrow = preempt_borrow;
   }
   if (h->kind != KIND_NONE && h->borrow && cq->cohort >= 0)
-    h->share = share_of(
-        cq, &s->use[cell(s, h->cq, 0, 0)],
-        &s->pool[(size_t)cq->cohort * (size_t)s->nf * SCHED_NRES], h->flavor,
-        req);
+    h->share =
+        share_of(cq, &s->use[cell(s, h->cq, 0, 0)],
+                 &s->pool[(size_t)cq->cohort * (size_t)s->nf * SCHED_NRES],
+                 h->flavor, req);
 }
 
 /* Move CQ c past its head. */
@@ -713,8 +740,8 @@ static int state_init(struct state *s, const struct sched_input *in,
   struct pend_key *pk = NULL;
   int *key = NULL;
   int i, r, result = -1;
-  size_t nkey = (size_t)(in->n_admitted > in->n_cqs ? in->n_admitted
-                                                    : in->n_cqs);
+  size_t nkey =
+      (size_t)(in->n_admitted > in->n_cqs ? in->n_admitted : in->n_cqs);
 
   memset(s, 0, sizeof(*s));
   s->in = in;
@@ -934,38 +961,4 @@ double sched_weighted_share(const struct sched_input *in, int cq)
     }
   }
   return share_of(&local, &use[0][0], &pool[0][0], -1, zero);
-}
-
-/* See sched.h. */
-const char *sched_reason_name(enum sched_pending_reason r)
-{
-  switch (r) {
-  case SCHED_ADMITTED:
-    return "Admitted";
-  case SCHED_INSUFFICIENT_QUOTA:
-    return "InsufficientQuota";
-  case SCHED_BUDGET_EXCEEDED:
-    return "BudgetExceeded";
-  case SCHED_QUEUE_STOPPED:
-    return "QueueStopped";
-  case SCHED_WAITING_FOR_HEAD:
-    return "WaitingForHead";
-  case SCHED_PREEMPTING:
-    return "Preempting";
-  }
-  return "Unknown";
-}
-
-/* See sched.h. */
-const char *sched_evict_reason_name(enum sched_evict_reason r)
-{
-  switch (r) {
-  case SCHED_EVICT_IN_CLUSTER_QUEUE:
-    return "InClusterQueue";
-  case SCHED_EVICT_RECLAIM:
-    return "InCohortReclamation";
-  case SCHED_EVICT_STOPPED:
-    return "ClusterQueueStopped";
-  }
-  return "Unknown";
 }

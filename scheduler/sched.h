@@ -16,8 +16,8 @@
 
 enum sched_res { SCHED_GPU = 0, SCHED_CPU, SCHED_MEM, SCHED_NRES };
 
-#define SCHED_UNLIMITED (-1)  /* borrowing_limit / lending_limit null */
-#define SCHED_MAX_FLAVORS 16  /* flavors per cluster queue */
+#define SCHED_UNLIMITED (-1) /* borrowing_limit / lending_limit null */
+#define SCHED_MAX_FLAVORS 16 /* flavors per cluster queue */
 
 /* One resource of one flavor of a cluster queue. */
 struct sched_quota {
@@ -27,7 +27,7 @@ struct sched_quota {
 };
 
 struct sched_cq_flavor {
-  int flavor;                          /* global flavor index */
+  int flavor;                           /* global flavor index */
   struct sched_quota quota[SCHED_NRES]; /* absent resource: all zero */
 };
 
@@ -43,14 +43,14 @@ enum sched_when_preempt { SCHED_PREEMPT_TRY_NEXT = 0, SCHED_PREEMPT };
 enum sched_stop { SCHED_STOP_NONE = 0, SCHED_STOP_HOLD, SCHED_STOP_DRAIN };
 
 struct sched_cq {
-  int cohort;                  /* cohort index, or -1 for none */
+  int cohort; /* cohort index, or -1 for none */
   enum sched_strategy strategy;
   enum sched_within within;
   enum sched_reclaim reclaim;
   enum sched_when_borrow when_borrow;
   enum sched_when_preempt when_preempt;
-  double weight;               /* fair_sharing_weight, ≥ 0 */
-  int64_t min_runtime_s;       /* its jobs are not preempted younger */
+  double weight;         /* fair_sharing_weight, ≥ 0 */
+  int64_t min_runtime_s; /* its jobs are not preempted younger */
   enum sched_stop stop;
   int n_flavors;
   struct sched_cq_flavor flavors[SCHED_MAX_FLAVORS]; /* in order */
@@ -58,14 +58,14 @@ struct sched_cq {
 
 /* A team's budget input: hold new jobs once spent reaches budget. */
 struct sched_team {
-  bool hold;        /* budget_policy "hold" with a budget */
-  double budget;    /* monthly budget, USD */
-  double spent;     /* month-to-date net + estimates of admitted jobs */
+  bool hold;     /* budget_policy "hold" with a budget */
+  double budget; /* monthly budget, USD */
+  double spent;  /* month-to-date net + estimates of admitted jobs */
 };
 
 struct sched_job {
-  int cq;                      /* cluster queue index */
-  int team;                    /* team index, or -1 */
+  int cq;   /* cluster queue index */
+  int team; /* team index, or -1 */
   int32_t priority;
   bool can_preempt;            /* class policy PreemptLowerPriority */
   int64_t created_at;          /* ordering key; eviction keeps it */
@@ -73,18 +73,18 @@ struct sched_job {
   int64_t request[SCHED_NRES]; /* parallelism × per-task */
   double estimated_cost;       /* USD, for the budget */
   /* admitted jobs only */
-  int flavor;                  /* global flavor index it holds quota in */
-  int64_t admitted_at;         /* seconds */
-  bool evicting;               /* already being evicted: still holds quota */
+  int flavor;          /* global flavor index it holds quota in */
+  int64_t admitted_at; /* seconds */
+  bool evicting;       /* already being evicted: still holds quota */
 };
 
 enum sched_pending_reason {
-  SCHED_ADMITTED = 0,              /* not pending: admitted this cycle */
+  SCHED_ADMITTED = 0, /* not pending: admitted this cycle */
   SCHED_INSUFFICIENT_QUOTA,
   SCHED_BUDGET_EXCEEDED,
   SCHED_QUEUE_STOPPED,
-  SCHED_WAITING_FOR_HEAD,          /* StrictFIFO: behind a blocked head */
-  SCHED_PREEMPTING                 /* victims chosen; waits for release */
+  SCHED_WAITING_FOR_HEAD, /* StrictFIFO: behind a blocked head */
+  SCHED_PREEMPTING        /* victims chosen; waits for release */
 };
 
 enum sched_evict_reason {
@@ -94,20 +94,20 @@ enum sched_evict_reason {
 };
 
 struct sched_admission {
-  int job;         /* index into pending */
-  int flavor;      /* global flavor index */
-  bool borrowed;   /* usage above the CQ's nominal in some resource */
+  int job;       /* index into pending */
+  int flavor;    /* global flavor index */
+  bool borrowed; /* usage above the CQ's nominal in some resource */
 };
 
 struct sched_eviction {
-  int job;         /* index into admitted */
-  int preemptor;   /* index into pending, or -1 (drain) */
+  int job;       /* index into admitted */
+  int preemptor; /* index into pending, or -1 (drain) */
   enum sched_evict_reason reason;
 };
 
 struct sched_input {
-  int64_t now;                     /* seconds */
-  int n_flavors;                   /* global flavors: 0..n_flavors-1 */
+  int64_t now;   /* seconds */
+  int n_flavors; /* global flavors: 0..n_flavors-1 */
   int n_cohorts;
   const struct sched_cq *cqs;
   int n_cqs;
@@ -129,8 +129,10 @@ struct sched_output {
 
 /*
  * Run one admission cycle. Fills *out with new arrays (free with
- * sched_output_free()). Returns 0, or -1 on allocation failure or invalid
- * input (an index out of range). Thread-safe: touches only its arguments.
+ * sched_output_free()). Returns 0, or -1 (and *out empty) on allocation
+ * failure or invalid input: an index out of range, a negative amount or
+ * weight, a limit below SCHED_UNLIMITED, a flavor listed twice in one CQ.
+ * Thread-safe: touches only its arguments.
  */
 int sched_cycle(const struct sched_input *in, struct sched_output *out);
 void sched_output_free(struct sched_output *out);
@@ -148,12 +150,5 @@ int64_t sched_usage(const struct sched_input *in, int cq, int flavor,
  * quota), divided by the weight; 0 when not borrowing or not in a cohort.
  */
 double sched_weighted_share(const struct sched_input *in, int cq);
-
-/*
- * Names for logs, job events and the API's "reason" field ("Preempting",
- * "InCohortReclamation", ...): static strings, never NULL.
- */
-const char *sched_reason_name(enum sched_pending_reason r);
-const char *sched_evict_reason_name(enum sched_evict_reason r);
 
 #endif

@@ -144,8 +144,7 @@ static const char *val_of(const char *tok, const char *key)
   return NULL;
 }
 
-static bool parse_cq_token(struct dsl *d, struct sched_cq *cq,
-                           const char *tok)
+static bool parse_cq_token(struct dsl *d, struct sched_cq *cq, const char *tok)
 {
   const char *v;
   int64_t x;
@@ -179,8 +178,7 @@ static bool parse_cq_token(struct dsl *d, struct sched_cq *cq,
   return true;
 }
 
-static bool parse_job_token(struct dsl *d, struct sched_job *j,
-                            const char *tok)
+static bool parse_job_token(struct dsl *d, struct sched_job *j, const char *tok)
 {
   const char *v;
   int64_t x;
@@ -283,8 +281,11 @@ static bool parse_line(struct dsl *d, char **toks, int n, int lineno)
     if (x < 0 || x != *count - 1)
       return false;
     j = run ? &d->admitted[x] : &d->pending[x];
-    *j = (struct sched_job){.cq = -1, .team = -1, .can_preempt = true,
-                            .created_at = lineno, .seq = lineno,
+    *j = (struct sched_job){.cq = -1,
+                            .team = -1,
+                            .can_preempt = true,
+                            .created_at = lineno,
+                            .seq = lineno,
                             .flavor = run ? -1 : 0};
     for (i = 2; i < n; i++)
       if (!parse_job_token(d, j, toks[i]))
@@ -333,6 +334,13 @@ static int dsl_parse(struct dsl *d, const char *text)
   return 0;
 }
 
+/* Names for the rendering (the API's own names live in db/). */
+static const char *const reason_names[] = {
+    "Admitted",     "InsufficientQuota", "BudgetExceeded",
+    "QueueStopped", "WaitingForHead",    "Preempting"};
+static const char *const evict_names[] = {
+    "?", "InClusterQueue", "InCohortReclamation", "ClusterQueueStopped"};
+
 /* Append piece to buf (space-separated), truncating at size. */
 static void put(char *buf, size_t size, size_t *len, const char *piece)
 {
@@ -365,14 +373,14 @@ static void dsl_render(const struct dsl *d, const struct sched_output *out,
 
     snprintf(piece, sizeof(piece), "-%s(%s,%s)", d->run_names[e->job],
              e->preemptor < 0 ? "-" : d->job_names[e->preemptor],
-             sched_evict_reason_name(e->reason));
+             evict_names[e->reason]);
     put(buf, size, &len, piece);
   }
   for (i = 0; i < d->in.n_pending; i++) {
     if (out->reasons[i] == SCHED_ADMITTED)
       continue;
     snprintf(piece, sizeof(piece), "%s=%s", d->job_names[i],
-             sched_reason_name(out->reasons[i]));
+             reason_names[out->reasons[i]]);
     put(buf, size, &len, piece);
   }
 }
@@ -540,16 +548,16 @@ static const struct sched_case cases[] = {
      "hi=InsufficientQuota"},
     {"a job younger than min_runtime_before_preemption is spared",
      NOW "cq a within=lower minrt=600 res:gpu=4;"
-     "run young cq=a in=res p=0 at=900 gpu=2;"
-     "run old cq=a in=res p=5 at=100 gpu=2; job hi cq=a p=10 gpu=2",
+         "run young cq=a in=res p=0 at=900 gpu=2;"
+         "run old cq=a in=res p=5 at=100 gpu=2; job hi cq=a p=10 gpu=2",
      "-old(hi,InClusterQueue) hi=Preempting"},
     {"only young candidates: no preemption",
      NOW "cq a within=lower minrt=600 res:gpu=2;"
-     "run young cq=a in=res p=0 at=401 gpu=2; job hi cq=a p=10 gpu=2",
+         "run young cq=a in=res p=0 at=401 gpu=2; job hi cq=a p=10 gpu=2",
      "hi=InsufficientQuota"},
     {"min runtime reached exactly: preemptible",
      NOW "cq a within=lower minrt=600 res:gpu=2;"
-     "run v cq=a in=res p=0 at=400 gpu=2; job hi cq=a p=10 gpu=2",
+         "run v cq=a in=res p=0 at=400 gpu=2; job hi cq=a p=10 gpu=2",
      "-v(hi,InClusterQueue) hi=Preempting"},
     {"evictions under way make room: wait, pick no new victims",
      "cq a within=lower res:gpu=4; run v cq=a in=res p=0 evicting gpu=2;"
@@ -664,7 +672,8 @@ static const struct sched_case cases[] = {
      "job ja cq=a at=1 p=5 gpu=2; job jb cq=b at=2 gpu=2",
      "+jb@res* ja=InsufficientQuota"},
     {"fair sharing: what a CQ already borrows counts",
-     "cq l cohort=c res:gpu=6; cq a cohort=c res:gpu=0; cq b cohort=c res:gpu=0;"
+     "cq l cohort=c res:gpu=6; cq a cohort=c res:gpu=0; cq b cohort=c "
+     "res:gpu=0;"
      "run a1 cq=a in=res gpu=2;"
      "job ja cq=a p=10 gpu=1; job jb cq=b p=0 gpu=1",
      "+jb@res* +ja@res*"},
@@ -674,7 +683,8 @@ static const struct sched_case cases[] = {
      "job ja cq=a p=10 at=1 gpu=2; job jb cq=b p=0 at=2 gpu=2",
      "+jb@res* ja=InsufficientQuota"},
     {"fair sharing: equal shares fall back to priority",
-     "cq l cohort=c res:gpu=2; cq a cohort=c res:gpu=0; cq b cohort=c res:gpu=0;"
+     "cq l cohort=c res:gpu=2; cq a cohort=c res:gpu=0; cq b cohort=c "
+     "res:gpu=0;"
      "job ja cq=a p=0 at=1 gpu=2; job jb cq=b p=3 at=2 gpu=2",
      "+jb@res* ja=InsufficientQuota"},
 

@@ -41,7 +41,7 @@ Suite *sched_invariant_suite(void);
       ck_abort_msg(__VA_ARGS__);                                               \
   } while (0)
 #define REQUIRE_EQ(a, b)                                                       \
-  REQUIRE_MSG((a) == (b), "%s == %s: %lld != %lld", #a, #b, (long long)(a),   \
+  REQUIRE_MSG((a) == (b), "%s == %s: %lld != %lld", #a, #b, (long long)(a),    \
               (long long)(b))
 
 #define N_FLAVORS 3
@@ -256,8 +256,7 @@ static void check_unique(const struct sim *s)
     int64_t q = s->pending[i].seq;
 
     REQUIRE(q > 0 && q < (int64_t)sizeof(seen));
-    REQUIRE_MSG(!seen[q]++, "job %lld pending and admitted",
-                  (long long)q);
+    REQUIRE_MSG(!seen[q]++, "job %lld pending and admitted", (long long)q);
   }
 }
 
@@ -282,10 +281,10 @@ static void check_decisions(const struct sim *s, const struct sched_output *o)
     cq = &s->cqs[j->cq];
     REQUIRE(cq->stop == SCHED_STOP_NONE);
     REQUIRE_MSG(quota_of(cq, a->flavor, 0) != NULL,
-                  "admitted into a flavor its CQ does not list");
+                "admitted into a flavor its CQ does not list");
     if (j->team >= 0 && s->teams[j->team].hold) {
       REQUIRE_MSG(spent[j->team] < s->teams[j->team].budget,
-                    "admitted over budget");
+                  "admitted over budget");
       spent[j->team] += j->estimated_cost;
     }
   }
@@ -294,7 +293,7 @@ static void check_decisions(const struct sim *s, const struct sched_output *o)
 
     REQUIRE(admitted_now[i] == (r == SCHED_ADMITTED));
     REQUIRE((r == SCHED_QUEUE_STOPPED) ==
-              (s->cqs[s->pending[i].cq].stop != SCHED_STOP_NONE));
+            (s->cqs[s->pending[i].cq].stop != SCHED_STOP_NONE));
   }
   for (i = 0; i < o->n_evictions; i++) {
     const struct sched_eviction *e = &o->evictions[i];
@@ -316,7 +315,7 @@ static void check_decisions(const struct sim *s, const struct sched_output *o)
     REQUIRE(p->can_preempt);
     REQUIRE(o->reasons[e->preemptor] == SCHED_PREEMPTING);
     REQUIRE_MSG(s->now - v->admitted_at >= s->cqs[v->cq].min_runtime_s,
-                  "victim younger than min_runtime");
+                "victim younger than min_runtime");
     if (e->reason == SCHED_EVICT_IN_CLUSTER_QUEUE) {
       REQUIRE(v->cq == p->cq);
       REQUIRE(pcq->within == SCHED_WITHIN_LOWER_PRIORITY);
@@ -326,8 +325,7 @@ static void check_decisions(const struct sim *s, const struct sched_output *o)
       REQUIRE(v->cq != p->cq && pcq->cohort >= 0);
       REQUIRE(s->cqs[v->cq].cohort == pcq->cohort);
       REQUIRE(pcq->reclaim != SCHED_RECLAIM_NEVER);
-      REQUIRE(pcq->reclaim == SCHED_RECLAIM_ANY ||
-                v->priority < p->priority);
+      REQUIRE(pcq->reclaim == SCHED_RECLAIM_ANY || v->priority < p->priority);
     }
   }
 }
@@ -500,8 +498,8 @@ static void reconfigure(struct sim *s)
     break;
   case 6: /* stop policies come and go */
     cq->stop = cq->stop != SCHED_STOP_NONE ? SCHED_STOP_NONE
-               : chance(&s->rng, 50)      ? SCHED_STOP_HOLD
-                                          : SCHED_STOP_DRAIN;
+               : chance(&s->rng, 50)       ? SCHED_STOP_HOLD
+                                           : SCHED_STOP_DRAIN;
     break;
   default: { /* a team's budget: new month, or a new budget */
     struct sched_team *t = &s->teams[below(&s->rng, N_TEAMS)];
@@ -555,9 +553,8 @@ START_TEST(random_cycles)
             "preemption), %ld requeued, %ld config changes applied, %ld "
             "rejected, %d pending and %d admitted at the end\n",
             CYCLES, s->submitted, s->cancelled, s->finished, s->admissions,
-            s->evictions, s->preempt_evictions, s->requeued,
-            s->config_applied, s->config_rejected, s->n_pending,
-            s->n_admitted);
+            s->evictions, s->preempt_evictions, s->requeued, s->config_applied,
+            s->config_rejected, s->n_pending, s->n_admitted);
   /* The run must have exercised what it claims to. */
   ck_assert_int_gt(s->admissions, 10000);
   ck_assert_int_gt(s->preempt_evictions, 500);
