@@ -39,6 +39,11 @@ void db_pool_free(struct db_pool *p); /* accepts NULL */
  */
 struct db_conn *db_acquire(struct db_pool *p, int wait_ms);
 
+/* Whether jobs run on Cloud Batch (dispatch through the outbox) or not;
+ * set once at start-up. */
+void db_pool_set_batch(struct db_pool *p, bool batch);
+bool db_pool_batch(const struct db_pool *p);
+
 /* Return c to the pool; a broken connection is closed. Accepts NULL. */
 void db_release(struct db_pool *p, struct db_conn *c);
 

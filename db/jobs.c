@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "db/batch.h"
 #include "db/db.h"
 #include "db/jobs.h"
 #include "server/problem.h"
@@ -87,7 +88,7 @@
                                                                             "AND " AHEAD(                                                          \
                                                                                 "p",                                                               \
                                                                                 "j") ") END, "                                                     \
-                                                                                     "j.spec, j.seq "                                              \
+                                                                                     "j.spec, j.seq, j.batch_job_name, j.batch_state "             \
                                                                                      "FROM jobs j LEFT JOIN flavors f ON f.name = j.flavor "
 
 enum {
@@ -115,7 +116,9 @@ enum {
   C_POS_Q,
   C_POS_CQ,
   C_SPEC,
-  C_SEQ
+  C_SEQ,
+  C_BATCH_NAME,
+  C_BATCH_STATE
 };
 
 static json_t *text_or_null(const PGresult *r, int row, int col)
@@ -167,7 +170,12 @@ static json_t *render(const PGresult *r, int row)
                           PQgetvalue(r, row, C_BORROWED)[0] == 't',
                           "admitted_at", text_or_null(r, row, C_ADMITTED));
   json_object_set_new(j, "admission", admission);
-  json_object_set_new(j, "batch_job", json_null());
+  json_object_set_new(
+      j, "batch_job",
+      PQgetisnull(r, row, C_BATCH_NAME)
+          ? json_null()
+          : json_pack("{s:o, s:o}", "name", text_or_null(r, row, C_BATCH_NAME),
+                      "state", text_or_null(r, row, C_BATCH_STATE)));
   json_object_set_new(j, "position_in_queue", int_or_null(r, row, C_POS_Q));
   json_object_set_new(j, "position_in_cluster_queue",
                       int_or_null(r, row, C_POS_CQ));
@@ -587,6 +595,9 @@ enum gg_code db_queue_pending(struct gg_req *req, const char *team,
 
 /* ---- cancel ---------------------------------------------------------- */
 
+static const char sql_attempt[] =
+    "SELECT attempt FROM jobs WHERE team = $1 AND id = $2";
+
 static const char sql_lock_job[] =
     "SELECT state, attempt FROM jobs WHERE team = $1 AND id = $2 FOR UPDATE";
 
@@ -595,26 +606,56 @@ static const char sql_cancel[] =
     "cancel_requested = true, finished_at = now(), updated_at = now() "
     "WHERE team = $1 AND id = $2";
 
+/* A Batch job exists: ask Batch to cancel it; the job is CANCELLED when
+ * Batch confirms, and holds its quota until then. */
+static const char sql_cancel_requested[] =
+    "UPDATE jobs SET cancel_requested = true, reason = 'CancelRequested', "
+    "updated_at = now() WHERE team = $1 AND id = $2";
+
 static const char sql_event_cancel[] =
     "INSERT INTO job_events (job_id, team, from_state, to_state, reason, "
     "attempt, message) SELECT id, team, $3, 'CANCELLED', 'CancelledByUser', "
     "attempt, 'cancelled through the API' FROM jobs "
     "WHERE team = $1 AND id = $2";
 
+static bool finished(const char *state)
+{
+  return !strcmp(state, "SUCCEEDED") || !strcmp(state, "FAILED") ||
+         !strcmp(state, "CANCELLED");
+}
+
 enum gg_code db_job_cancel(struct gg_req *req, const char *team, const char *id,
                            json_t **out)
 {
   struct db_conn *db = req_db(req);
   const char *params[3] = {team, id, NULL};
-  char state[16];
+  bool batch = db_pool_batch(req->pool);
+  char state[16], err[256];
   PGresult *res = NULL;
   enum gg_code code;
+  int withdrawn = 1;
 
   *out = NULL;
   if (!db)
     return fail_db(req, GG_UNAVAILABLE);
   if ((code = db_begin(db)) != GG_OK)
     return fail_db(req, code);
+  if (batch) {
+    /* the outbox row before the job row: the dispatcher's lock order */
+    if (!(res = run(req, db, sql_attempt, 2, params)))
+      goto fail;
+    if (PQntuples(res) == 1) {
+      withdrawn = db_batch_withdraw_create(
+          db, id, (int)strtol(PQgetvalue(res, 0, 0), NULL, 10), err,
+          sizeof(err));
+      if (withdrawn < 0) {
+        fail_db(req, GG_UNAVAILABLE);
+        goto fail;
+      }
+    }
+    PQclear(res);
+    res = NULL;
+  }
   if (!(res = run(req, db, sql_lock_job, 2, params)))
     goto fail;
   if (PQntuples(res) == 0) {
@@ -624,9 +665,19 @@ enum gg_code db_job_cancel(struct gg_req *req, const char *team, const char *id,
   snprintf(state, sizeof(state), "%s", PQgetvalue(res, 0, 0));
   PQclear(res);
   res = NULL;
-  if (strcmp(state, "SUCCEEDED") != 0 && strcmp(state, "FAILED") != 0 &&
-      strcmp(state, "CANCELLED") != 0) {
-    params[2] = state;
+  params[2] = state;
+  if (finished(state)) {
+    /* idempotent: nothing to do */
+  } else if (batch && !withdrawn && strcmp(state, "PENDING") != 0) {
+    if (!(res = run(req, db, sql_cancel_requested, 2, params)))
+      goto fail;
+    PQclear(res);
+    res = NULL;
+    if (db_batch_request_cancel(db, id, err, sizeof(err))) {
+      fail_db(req, GG_UNAVAILABLE);
+      goto fail;
+    }
+  } else {
     if (!(res = run(req, db, sql_cancel, 2, params)))
       goto fail;
     PQclear(res);

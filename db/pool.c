@@ -21,6 +21,7 @@ struct db_pool {
   int size;
   struct db_conn *conns;
   bool *busy;
+  bool batch;
 };
 
 /* Server notices ("relation already exists, skipping") are debug noise. */
@@ -79,6 +80,16 @@ struct db_pool *db_pool_new(const char *url, int size)
   pthread_mutex_init(&p->lock, NULL);
   pthread_cond_init(&p->cond, NULL);
   return p;
+}
+
+void db_pool_set_batch(struct db_pool *p, bool batch)
+{
+  p->batch = batch;
+}
+
+bool db_pool_batch(const struct db_pool *p)
+{
+  return p && p->batch;
 }
 
 void db_pool_free(struct db_pool *p)

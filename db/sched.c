@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "db/batch.h"
 #include "db/sched.h"
 
 static const char sql_lock[] =
@@ -45,7 +46,8 @@ static const char sql_pending[] =
     "SELECT id, attempt, cluster_queue, team, priority, can_preempt, "
     "(extract(epoch FROM created_at) * 1000000)::bigint, seq, gpu, "
     "cpu_milli, memory_mib, coalesce(reason, ''), max_run_duration_s, "
-    "spec->'locations' FROM jobs WHERE state = 'PENDING' ORDER BY seq";
+    "spec->'locations' FROM jobs WHERE state = 'PENDING' "
+    "AND (backoff_until IS NULL OR backoff_until <= now()) ORDER BY seq";
 
 static const char sql_now[] = "SELECT extract(epoch FROM now())::bigint";
 
@@ -185,6 +187,32 @@ static double max_price(const struct db_sched *s, const struct sched_cq *cq)
       best = p;
   }
   return best;
+}
+
+/* The CQ's flavors that offer none of the regions a job allows. */
+static uint32_t excluded(const struct db_sched *s, const struct sched_cq *cq,
+                         json_t *allowed)
+{
+  uint32_t mask = 0;
+  int k;
+
+  if (json_array_size(allowed) == 0)
+    return 0;
+  for (k = 0; k < cq->n_flavors; k++) {
+    json_t *spec = json_object_get(s->flavor_specs,
+                                   s->flavor_names[cq->flavors[k].flavor]);
+    json_t *loc;
+    size_t i, j;
+    bool any = false;
+
+    json_array_foreach (json_object_get(spec, "locations"), i, loc) {
+      for (j = 0; j < json_array_size(allowed); j++)
+        any = any || json_equal(loc, json_array_get(allowed, j));
+    }
+    if (!any)
+      mask |= 1u << k;
+  }
+  return mask;
 }
 
 #define ALLOC(ptr, n) ((ptr) = calloc((size_t)(n) + 1, sizeof(*(ptr))))
@@ -331,6 +359,8 @@ int db_sched_load(struct db_conn *c, struct db_sched *s, char *err,
                         (double)s->pending_max_run_s[k] / 3600.0;
     json_array_append_new(s->pending_locations,
                           json_loads(PQgetvalue(res, i, 13), 0, NULL));
+    j->excluded_flavors = excluded(
+        s, &s->cqs[j->cq], json_array_get(s->pending_locations, (size_t)k));
     k++;
   }
   s->in.n_pending = k;
@@ -407,13 +437,6 @@ static const char sql_evict[] =
     "WHERE id = $1 AND attempt = $2::int AND state IN ('ADMITTED', 'QUEUED', "
     "'RUNNING') RETURNING state";
 
-/* Back in the queue: same created_at (its place), the next attempt. */
-static const char sql_requeue[] =
-    "UPDATE jobs SET state = 'PENDING', reason = NULL, attempt = attempt + 1, "
-    "flavor = NULL, location = NULL, borrowed = NULL, admitted_at = NULL, "
-    "run_started_at = NULL, estimated_cost_usd = NULL, updated_at = now() "
-    "WHERE id = $1 AND state = 'EVICTING'";
-
 static const char sql_reasons[] =
     "UPDATE jobs SET reason = v.reason FROM unnest($1::text[], $2::text[]) "
     "AS v(id, reason) WHERE jobs.id = v.id AND jobs.state = 'PENDING'";
@@ -481,7 +504,7 @@ static int append(char **buf, size_t *len, size_t *cap, const char *s)
 }
 
 int db_sched_apply(struct db_conn *c, const struct db_sched *s,
-                   const struct sched_output *out, bool complete_evictions,
+                   const struct sched_output *out, bool batch,
                    struct db_sched_stats *stats, char *err, size_t errlen)
 {
   char attempt[16], cost[48], msg[256];
@@ -514,6 +537,9 @@ int db_sched_apply(struct db_conn *c, const struct db_sched *s,
     if (!rows)
       continue; /* cancelled meanwhile */
     stats->admitted++;
+    if (batch &&
+        db_batch_request_create(c, s->pending_ids[a->job], err, errlen))
+      goto out;
     snprintf(msg, sizeof(msg), "quota reserved in flavor %s%s", flavor,
              a->borrowed ? " (borrowed from the cohort)" : "");
     params[1] = "PENDING";
@@ -527,7 +553,15 @@ int db_sched_apply(struct db_conn *c, const struct db_sched *s,
     const struct sched_eviction *e = &out->evictions[i];
     const char *reason = evict_reason(e->reason);
 
+    int withdrawn = 1;
+
     snprintf(attempt, sizeof(attempt), "%d", s->admitted_attempt[e->job]);
+    /* the outbox row first: the dispatcher locks it before the job row */
+    if (batch)
+      withdrawn = db_batch_withdraw_create(
+          c, s->admitted_ids[e->job], s->admitted_attempt[e->job], err, errlen);
+    if (withdrawn < 0)
+      goto out;
     params[0] = s->admitted_ids[e->job];
     params[1] = attempt;
     params[2] = reason;
@@ -551,17 +585,19 @@ int db_sched_apply(struct db_conn *c, const struct db_sched *s,
     params[4] = msg;
     if (exec_ok(c, sql_event, 5, params, NULL, err, errlen))
       goto out;
-    if (!complete_evictions)
+    if (!withdrawn) {
+      /* a Batch job exists: cancel it; the eviction completes when Batch
+       * confirms */
+      if (db_batch_request_cancel(c, s->admitted_ids[e->job], err, errlen))
+        goto out;
       continue;
-    if (exec_ok(c, sql_requeue, 1, params, &rows, err, errlen))
+    }
+    if (db_batch_requeue(c, s->admitted_ids[e->job], "Requeued",
+                         "evicted; waits again in its queue with its "
+                         "original place",
+                         &rows, err, errlen))
       goto out;
     stats->requeued += rows;
-    params[1] = "EVICTING";
-    params[2] = "PENDING";
-    params[3] = "Requeued";
-    params[4] = "evicted; waits again in its queue with its original place";
-    if (rows && exec_ok(c, sql_event, 5, params, NULL, err, errlen))
-      goto out;
   }
 
   /* pending reasons that changed, in one statement */

@@ -57,11 +57,13 @@ int db_sched_lock(struct db_conn *c, char *err, size_t errlen);
 /*
  * Write out's admissions, evictions and pending reasons. Each update names
  * the job's state and attempt, so a job cancelled meanwhile is left alone.
- * With complete_evictions (no Batch backend) a victim returns to PENDING
- * with attempt + 1 at once. Events are written for every state change.
+ * With batch, an admission also queues the Batch create in the outbox and
+ * an eviction the Batch cancel; without it (or when the create had not
+ * been sent yet) a victim returns to PENDING with attempt + 1 at once.
+ * Events are written for every state change.
  */
 int db_sched_apply(struct db_conn *c, const struct db_sched *s,
-                   const struct sched_output *out, bool complete_evictions,
+                   const struct sched_output *out, bool batch,
                    struct db_sched_stats *stats, char *err, size_t errlen);
 
 /* The API names of pending reasons ("InsufficientQuota", ...). */

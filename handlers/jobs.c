@@ -207,6 +207,23 @@ static int64_t capacity(const struct db_job_target *t, json_t *fl,
   return nominal + lendable;
 }
 
+/* Whether the flavor offers one of the job's regions (any, if it names
+ * none). */
+static bool region_allowed(json_t *spec, json_t *flavor)
+{
+  json_t *allowed = json_object_get(spec, "locations"), *loc;
+  size_t i, j;
+
+  if (json_array_size(allowed) == 0)
+    return true;
+  json_array_foreach (json_object_get(flavor, "locations"), i, loc) {
+    for (j = 0; j < json_array_size(allowed); j++)
+      if (json_equal(loc, json_array_get(allowed, j)))
+        return true;
+  }
+  return false;
+}
+
 /*
  * Rules against the target: the request must fit some flavor entirely (all
  * resources from one flavor, a task's GPUs on one VM), and the run
@@ -222,7 +239,7 @@ static void check_target(struct gg_req *req, json_t *spec,
       json_object_get(t->cq_spec, "default_max_run_duration_s");
   int64_t task_gpu = int_of(task, "gpu"), limit = 0;
   const char *limited_by = NULL;
-  bool fits = false;
+  bool fits = false, located = false;
   size_t i;
   int r;
 
@@ -241,13 +258,23 @@ static void check_target(struct gg_req *req, json_t *spec,
       limit = int_of(flavor, "max_run_duration_s");
       limited_by = fname;
     }
+    if (!region_allowed(spec, flavor))
+      continue;
+    located = true;
     if (task_gpu > int_of(flavor, "gpus_per_vm"))
       ok = false;
     for (r = 0; r < 3 && ok; r++)
       ok = request[r] <= capacity(t, fl, res_names[r]);
     fits = fits || ok;
   }
-  if (!fits) {
+  if (!located) {
+    problem_field(req, "locations",
+                  "no flavor of cluster queue \"%s\" runs in these regions",
+                  t->cluster_queue);
+    problem_fail(req, GG_UNPROCESSABLE,
+                 "The job allows only regions its queue does not offer: it "
+                 "could never run.");
+  } else if (!fits) {
     problem_field(req, "task",
                   "parallelism × the task's resources exceed every flavor "
                   "of cluster queue \"%s\"",

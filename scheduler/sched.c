@@ -527,6 +527,8 @@ static void assign(struct state *s, struct head *h)
     int f = cq->flavors[k].flavor;
     bool b = false;
 
+    if (in->pending[h->job].excluded_flavors & (1u << k))
+      continue; /* e.g. none of its regions is one the job allows */
     if (fits(s, s->use, s->pool_used, h->cq, f, req)) {
       if (!borrows(s, s->use, h->cq, f, req)) {
         h->kind = KIND_FIT;

@@ -72,6 +72,8 @@ struct sched_job {
   int64_t seq;                 /* unique tie-breaker (e.g. row id) */
   int64_t request[SCHED_NRES]; /* parallelism × per-task */
   double estimated_cost;       /* USD, for the budget */
+  uint32_t excluded_flavors;   /* bit k: its CQ's flavors[k] cannot take it
+                                  (0: any flavor may) */
   /* admitted jobs only */
   int flavor;          /* global flavor index it holds quota in */
   int64_t admitted_at; /* seconds */

@@ -401,6 +401,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
     if (!req)
       return MHD_NO;
     req_init(req, s->pool);
+    req->cfg = s->cfg;
     req->started_us = now_us();
     req->conn = conn;
     req->method = method;

@@ -93,7 +93,7 @@ static int cycle(struct loop *l)
   struct db_sched state;
   struct sched_output out;
   struct db_sched_stats stats;
-  bool complete = strcmp(l->cfg->batch_backend, "none") == 0;
+  bool batch = strcmp(l->cfg->batch_backend, "gcp") == 0;
   char err[256] = "";
   long long t0 = now_ms();
 
@@ -106,8 +106,7 @@ static int cycle(struct loop *l)
     db_sched_free(&state);
     goto fail;
   }
-  if (db_sched_apply(&l->conn, &state, &out, complete, &stats, err,
-                     sizeof(err)) ||
+  if (db_sched_apply(&l->conn, &state, &out, batch, &stats, err, sizeof(err)) ||
       db_commit(&l->conn) != GG_OK) {
     sched_output_free(&out);
     db_sched_free(&state);
@@ -125,7 +124,7 @@ static int cycle(struct loop *l)
   sched_output_free(&out);
   db_sched_free(&state);
   /* requeued victims and their preemptors are decided in the next cycle */
-  return stats.requeued > 0 || (stats.evicted > 0 && complete) ? 1 : 0;
+  return stats.requeued > 0 ? 1 : 0;
 fail:
   db_rollback(&l->conn);
   log_msg(LOG_WARN, "admission: cycle failed: %s", err);

@@ -16,6 +16,7 @@
 #include <stddef.h>
 
 #include "server/auth.h"
+#include "server/config.h"
 
 /* Result of a handler and of most internal calls: GG_OK or an error kind. */
 enum gg_code {
@@ -67,8 +68,9 @@ struct gg_req {
   bool body_too_large;
   json_t *json; /* owned; parsed body or NULL */
 
-  struct db_pool *pool; /* where req_db() checks out from */
-  struct db_conn *db;   /* checked out lazily by req_db() */
+  const struct config *cfg; /* borrowed: the process's settings */
+  struct db_pool *pool;     /* where req_db() checks out from */
+  struct db_conn *db;       /* checked out lazily by req_db() */
 
   /* set by the handler */
   unsigned status;  /* HTTP status; 0 = from the code */

@@ -295,8 +295,8 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud)
 }
 
 int h_request(const struct h_server *s, const char *method, const char *path,
-              const char *token, const char *body,
-              const char *const *headers, struct h_resp *out)
+              const char *token, const char *body, const char *const *headers,
+              struct h_resp *out)
 {
   CURL *c = curl_easy_init();
   struct curl_slist *hl = NULL;
@@ -499,8 +499,7 @@ bool h_is_problem(const struct h_resp *r, long status, const char *field)
     return false;
   if (!field)
     return true;
-  json_array_foreach(json_object_get(r->json, "errors"), i, e)
-  {
+  json_array_foreach (json_object_get(r->json, "errors"), i, e) {
     const char *f = json_string_value(json_object_get(e, "field"));
     if (f && !strcmp(f, field))
       return true;

@@ -18,14 +18,14 @@
 struct h_server {
   pid_t pid;
   unsigned short port;
-  char dir[256];      /* temp dir: port file, log */
-  char log[300];      /* the server's stderr */
+  char dir[256]; /* temp dir: port file, log */
+  char log[300]; /* the server's stderr */
   char db_url[512];
 };
 
 struct h_resp {
   long status;
-  char *body;         /* owned, NUL-terminated */
+  char *body; /* owned, NUL-terminated */
   size_t body_len;
   json_t *json;       /* owned; NULL unless the body parsed as JSON */
   char headers[8192]; /* raw response headers */
@@ -61,8 +61,8 @@ int h_server_kill(struct h_server *s, int sig);
  * Returns 0 when a response arrived (any status), -1 otherwise.
  */
 int h_request(const struct h_server *s, const char *method, const char *path,
-              const char *token, const char *body,
-              const char *const *headers, struct h_resp *out);
+              const char *token, const char *body, const char *const *headers,
+              struct h_resp *out);
 
 /* The value of a response header (case-insensitive) into buf, or NULL. */
 const char *h_header(const struct h_resp *r, const char *name, char *buf,

@@ -1,0 +1,621 @@
+/*
+ * batch.c (db) — the Batch outbox and the transitions Batch reports.
+ *
+ * Exactly once: a create row is written with the admission; the dispatcher
+ * calls Batch with the deterministic job_id "gpugate-<id>-a<attempt>" and
+ * deletes the row in the same transaction that records the result. If
+ * gpugate dies between the call and the commit the row stays, the next
+ * claim calls again, and Batch's ALREADY_EXISTS counts as success.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "db/batch.h"
+
+static PGresult *query(struct db_conn *c, const char *sql, int n,
+                       const char *const *params, char *err, size_t errlen)
+{
+  enum gg_code code;
+  PGresult *res = db_exec(c, sql, n, params, &code);
+
+  if (!res)
+    snprintf(err, errlen, "%s",
+             c->pg ? PQerrorMessage(c->pg) : "no database connection");
+  return res;
+}
+
+/* Run a statement; *rows (optional) = rows returned or affected. */
+static int run(struct db_conn *c, const char *sql, int n,
+               const char *const *params, int *rows, char *err, size_t errlen)
+{
+  PGresult *res = query(c, sql, n, params, err, errlen);
+
+  if (!res)
+    return -1;
+  if (rows)
+    *rows = PQresultStatus(res) == PGRES_TUPLES_OK
+                ? PQntuples(res)
+                : (int)strtol(PQcmdTuples(res), NULL, 10);
+  PQclear(res);
+  return 0;
+}
+
+static const char sql_event[] =
+    "INSERT INTO job_events (job_id, team, from_state, to_state, reason, "
+    "attempt, message) SELECT id, team, $2, $3, $4, attempt, $5 FROM jobs "
+    "WHERE id = $1";
+
+static const char sql_wake[] = "SELECT pg_notify('gpugate_admission', 'batch')";
+
+static int event(struct db_conn *c, const char *job_id, const char *from,
+                 const char *to, const char *reason, const char *message,
+                 char *err, size_t errlen)
+{
+  const char *params[5] = {job_id, from, to, reason, message};
+
+  return run(c, sql_event, 5, params, NULL, err, errlen);
+}
+
+static int wake(struct db_conn *c, char *err, size_t errlen)
+{
+  return run(c, sql_wake, 0, NULL, NULL, err, errlen);
+}
+
+/* ---- writing the outbox ------------------------------------------------ */
+
+static const char sql_request_create[] =
+    "INSERT INTO batch_ops (job_id, attempt, op, region, batch_job_id) "
+    "SELECT id, attempt, 'create', location, "
+    "'gpugate-' || id || '-a' || attempt FROM jobs WHERE id = $1 "
+    "ON CONFLICT (job_id, attempt, op) DO NOTHING";
+
+static const char sql_withdraw_create[] =
+    "DELETE FROM batch_ops WHERE job_id = $1 AND attempt = $2::int "
+    "AND op = 'create' RETURNING 1";
+
+/* Cancel whatever Batch job this attempt may have: also after a withdrawn
+ * create, since a dispatcher that died after its call leaves a Batch job
+ * behind with the row still in the outbox. A cancel of a job Batch never
+ * had is answered 404 and is done. */
+static const char sql_request_cancel[] =
+    "INSERT INTO batch_ops (job_id, attempt, op, region, batch_job_id) "
+    "SELECT id, attempt, 'cancel', location, "
+    "'gpugate-' || id || '-a' || attempt FROM jobs WHERE id = $1 "
+    "AND location IS NOT NULL ON CONFLICT (job_id, attempt, op) DO NOTHING";
+
+int db_batch_request_create(struct db_conn *c, const char *job_id, char *err,
+                            size_t errlen)
+{
+  const char *params[1] = {job_id};
+
+  return run(c, sql_request_create, 1, params, NULL, err, errlen);
+}
+
+int db_batch_withdraw_create(struct db_conn *c, const char *job_id, int attempt,
+                             char *err, size_t errlen)
+{
+  char a[16];
+  const char *params[2] = {job_id, a};
+  int rows = 0;
+
+  snprintf(a, sizeof(a), "%d", attempt);
+  if (run(c, sql_withdraw_create, 2, params, &rows, err, errlen))
+    return -1;
+  if (rows > 0) {
+    params[0] = job_id;
+    if (run(c, sql_request_cancel, 1, params, NULL, err, errlen))
+      return -1;
+  }
+  return rows > 0 ? 1 : 0;
+}
+
+int db_batch_request_cancel(struct db_conn *c, const char *job_id, char *err,
+                            size_t errlen)
+{
+  const char *params[1] = {job_id};
+
+  return run(c, sql_request_cancel, 1, params, NULL, err, errlen);
+}
+
+/* Back in the queue: same created_at (its place), the next attempt. */
+static const char sql_requeue[] =
+    "UPDATE jobs SET state = 'PENDING', reason = NULL, "
+    "attempt = attempt + 1, flavor = NULL, location = NULL, borrowed = NULL, "
+    "admitted_at = NULL, run_started_at = NULL, estimated_cost_usd = NULL, "
+    "batch_job_name = NULL, batch_state = NULL, queued_at = NULL, "
+    "location_index = 0, updated_at = now() "
+    "WHERE id = $1 AND state = 'EVICTING'";
+
+int db_batch_requeue(struct db_conn *c, const char *job_id, const char *reason,
+                     const char *message, int *rows, char *err, size_t errlen)
+{
+  const char *params[1] = {job_id};
+
+  if (run(c, sql_requeue, 1, params, rows, err, errlen))
+    return -1;
+  if (!*rows)
+    return 0;
+  if (event(c, job_id, "EVICTING", "PENDING", reason, message, err, errlen))
+    return -1;
+  return wake(c, err, errlen);
+}
+
+/* ---- the dispatcher's side --------------------------------------------- */
+
+static const char sql_claim[] =
+    "SELECT o.id, o.job_id, o.attempt, o.op, o.region, o.batch_job_id, "
+    "o.request_id, o.tries, j.team, j.queue, coalesce(j.flavor, ''), "
+    "coalesce(t.spec->>'cost_center', ''), j.max_run_duration_s, j.spec, "
+    "coalesce(f.spec, '{}'), j.state, j.attempt "
+    "FROM batch_ops o JOIN jobs j ON j.id = o.job_id "
+    "LEFT JOIN flavors f ON f.name = j.flavor "
+    "LEFT JOIN teams t ON t.name = j.team "
+    "WHERE o.next_at <= now() ORDER BY o.next_at, o.id LIMIT 1 "
+    "FOR UPDATE OF o SKIP LOCKED";
+
+static const char sql_drop_op[] = "DELETE FROM batch_ops WHERE id = $1";
+
+void db_batch_op_free(struct db_batch_op *op)
+{
+  json_decref(op->job_spec);
+  json_decref(op->flavor_spec);
+  memset(op, 0, sizeof(*op));
+}
+
+int db_batch_claim(struct db_conn *c, struct db_batch_op *op, char *err,
+                   size_t errlen)
+{
+  PGresult *res;
+  char id[24];
+  const char *params[1] = {id};
+
+  memset(op, 0, sizeof(*op));
+  for (;;) {
+    bool stale;
+    if (db_begin(c) != GG_OK) {
+      snprintf(err, errlen, "BEGIN failed");
+      return -1;
+    }
+    if (!(res = query(c, sql_claim, 0, NULL, err, errlen))) {
+      db_rollback(c);
+      return -1;
+    }
+    if (PQntuples(res) == 0) {
+      PQclear(res);
+      db_rollback(c);
+      return 0;
+    }
+    op->id = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+    snprintf(op->job_id, sizeof(op->job_id), "%s", PQgetvalue(res, 0, 1));
+    op->attempt = (int)strtol(PQgetvalue(res, 0, 2), NULL, 10);
+    snprintf(op->op, sizeof(op->op), "%s", PQgetvalue(res, 0, 3));
+    snprintf(op->region, sizeof(op->region), "%s", PQgetvalue(res, 0, 4));
+    snprintf(op->batch_job_id, sizeof(op->batch_job_id), "%s",
+             PQgetvalue(res, 0, 5));
+    snprintf(op->request_id, sizeof(op->request_id), "%s",
+             PQgetvalue(res, 0, 6));
+    op->tries = (int)strtol(PQgetvalue(res, 0, 7), NULL, 10);
+    snprintf(op->team, sizeof(op->team), "%s", PQgetvalue(res, 0, 8));
+    snprintf(op->queue, sizeof(op->queue), "%s", PQgetvalue(res, 0, 9));
+    snprintf(op->flavor, sizeof(op->flavor), "%s", PQgetvalue(res, 0, 10));
+    snprintf(op->cost_center, sizeof(op->cost_center), "%s",
+             PQgetvalue(res, 0, 11));
+    op->max_run_duration_s = strtoll(PQgetvalue(res, 0, 12), NULL, 10);
+    op->job_spec = json_loads(PQgetvalue(res, 0, 13), 0, NULL);
+    op->flavor_spec = json_loads(PQgetvalue(res, 0, 14), 0, NULL);
+    /* a create for an attempt that is no longer admitted has no purpose */
+    stale = !strcmp(op->op, "create") &&
+            (strcmp(PQgetvalue(res, 0, 15), "ADMITTED") != 0 ||
+             strtol(PQgetvalue(res, 0, 16), NULL, 10) != op->attempt);
+    PQclear(res);
+    if (!stale)
+      return 1;
+    snprintf(id, sizeof(id), "%lld", (long long)op->id);
+    db_batch_op_free(op);
+    if (run(c, sql_drop_op, 1, params, NULL, err, errlen) ||
+        db_commit(c) != GG_OK) {
+      db_rollback(c);
+      return -1;
+    }
+  }
+}
+
+static int finish(struct db_conn *c, const struct db_batch_op *op, char *err,
+                  size_t errlen)
+{
+  char id[24];
+  const char *params[1] = {id};
+
+  snprintf(id, sizeof(id), "%lld", (long long)op->id);
+  if (run(c, sql_drop_op, 1, params, NULL, err, errlen))
+    goto fail;
+  if (db_commit(c) != GG_OK) {
+    snprintf(err, errlen, "COMMIT failed");
+    goto fail;
+  }
+  return 0;
+fail:
+  db_rollback(c);
+  return -1;
+}
+
+static const char sql_created[] =
+    "UPDATE jobs SET state = 'QUEUED', batch_job_name = $2, "
+    "batch_state = 'QUEUED', queued_at = now(), updated_at = now() "
+    "WHERE id = $1 AND attempt = $3::int AND state = 'ADMITTED'";
+
+int db_batch_done_create(struct db_conn *c, const struct db_batch_op *op,
+                         const char *batch_job_name, char *err, size_t errlen)
+{
+  char a[16];
+  const char *params[3] = {op->job_id, batch_job_name, a};
+  int rows = 0;
+
+  snprintf(a, sizeof(a), "%d", op->attempt);
+  if (run(c, sql_created, 3, params, &rows, err, errlen))
+    goto fail;
+  if (rows && event(c, op->job_id, "ADMITTED", "QUEUED", "BatchJobCreated",
+                    batch_job_name, err, errlen))
+    goto fail;
+  return finish(c, op, err, errlen);
+fail:
+  db_rollback(c);
+  return -1;
+}
+
+int db_batch_done_cancel(struct db_conn *c, const struct db_batch_op *op,
+                         bool gone, char *err, size_t errlen)
+{
+  (void)gone; /* the job's fate follows from what Batch reports next */
+  return finish(c, op, err, errlen);
+}
+
+static const char sql_retry[] =
+    "UPDATE batch_ops SET tries = tries + 1, last_error = $3, "
+    "next_at = now() + $2::bigint * interval '1 millisecond' WHERE id = $1";
+
+int db_batch_retry(struct db_conn *c, const struct db_batch_op *op,
+                   long delay_ms, const char *error, char *err, size_t errlen)
+{
+  char id[24], delay[24];
+  const char *params[3] = {id, delay, error};
+
+  snprintf(id, sizeof(id), "%lld", (long long)op->id);
+  snprintf(delay, sizeof(delay), "%ld", delay_ms);
+  if (run(c, sql_retry, 3, params, NULL, err, errlen) ||
+      db_commit(c) != GG_OK) {
+    db_rollback(c);
+    return -1;
+  }
+  return 0;
+}
+
+static const char sql_rejected[] =
+    "UPDATE jobs SET state = 'FAILED', reason = 'BatchRejected', "
+    "finished_at = now(), updated_at = now() "
+    "WHERE id = $1 AND attempt = $2::int AND state = 'ADMITTED'";
+
+int db_batch_give_up(struct db_conn *c, const struct db_batch_op *op,
+                     const char *error, char *err, size_t errlen)
+{
+  char a[16];
+  const char *params[2] = {op->job_id, a};
+  int rows = 0;
+
+  snprintf(a, sizeof(a), "%d", op->attempt);
+  if (!strcmp(op->op, "create")) {
+    if (run(c, sql_rejected, 2, params, &rows, err, errlen))
+      goto fail;
+    if (rows && (event(c, op->job_id, "ADMITTED", "FAILED", "BatchRejected",
+                       error, err, errlen) ||
+                 wake(c, err, errlen)))
+      goto fail;
+  }
+  return finish(c, op, err, errlen);
+fail:
+  db_rollback(c);
+  return -1;
+}
+
+/* ---- what Batch reports ------------------------------------------------ */
+
+static const char sql_observe_lock[] =
+    "SELECT id, state, cancel_requested FROM jobs "
+    "WHERE batch_job_name = $1 FOR UPDATE";
+
+static const char sql_set_queued[] =
+    "UPDATE jobs SET state = 'QUEUED', batch_state = $2, updated_at = now() "
+    "WHERE id = $1";
+
+static const char sql_set_running[] =
+    "UPDATE jobs SET state = 'RUNNING', batch_state = $2, "
+    "run_started_at = coalesce(run_started_at, now()), updated_at = now() "
+    "WHERE id = $1";
+
+static const char sql_set_final[] =
+    "UPDATE jobs SET state = $2, reason = nullif($3, ''), batch_state = $4, "
+    "finished_at = now(), updated_at = now() WHERE id = $1";
+
+static const char sql_set_batch_state[] =
+    "UPDATE jobs SET batch_state = $2 WHERE id = $1 "
+    "AND batch_state IS DISTINCT FROM $2";
+
+static bool active(const char *state)
+{
+  return !strcmp(state, "ADMITTED") || !strcmp(state, "QUEUED") ||
+         !strcmp(state, "RUNNING") || !strcmp(state, "EVICTING");
+}
+
+/* The job's next state for a Batch report, or NULL for no change. Sets
+ * *reason for final states. */
+static const char *next_state(const char *state, bool cancel_requested,
+                              const char *b, const char **reason)
+{
+  *reason = "";
+  if (!active(state))
+    return NULL;
+  if (!strcmp(b, "QUEUED") || !strcmp(b, "SCHEDULED"))
+    return !strcmp(state, "ADMITTED") ? "QUEUED" : NULL;
+  if (!strcmp(b, "RUNNING"))
+    return !strcmp(state, "ADMITTED") || !strcmp(state, "QUEUED") ? "RUNNING"
+                                                                  : NULL;
+  if (!strcmp(b, "SUCCEEDED"))
+    return "SUCCEEDED";
+  if (!strcmp(b, "FAILED")) {
+    *reason = "BatchJobFailed";
+    return "FAILED";
+  }
+  if (!strcmp(b, "CANCELLATION_IN_PROGRESS") || !strcmp(b, "CANCELLED") ||
+      !strcmp(b, "DELETION_IN_PROGRESS") || !strcmp(b, "NOT_FOUND")) {
+    if (cancel_requested) {
+      *reason = "CancelledByUser";
+      return "CANCELLED";
+    }
+    if (!strcmp(state, "EVICTING"))
+      return "PENDING";
+    *reason = !strcmp(b, "CANCELLED") || !strcmp(b, "CANCELLATION_IN_PROGRESS")
+                  ? "CancelledOutsideGpugate"
+                  : "BatchJobLost";
+    return "FAILED";
+  }
+  return NULL; /* STATE_UNSPECIFIED and future states */
+}
+
+int db_batch_observe(struct db_conn *c, const char *batch_job_name,
+                     const char *batch_state, char *err, size_t errlen)
+{
+  const char *params[4], *to, *reason;
+  char id[32], state[16], msg[160];
+  PGresult *res;
+  bool cancel_requested;
+  int rows = 0;
+
+  if (db_begin(c) != GG_OK) {
+    snprintf(err, errlen, "BEGIN failed");
+    return -1;
+  }
+  params[0] = batch_job_name;
+  if (!(res = query(c, sql_observe_lock, 1, params, err, errlen)))
+    goto fail;
+  if (PQntuples(res) == 0) {
+    PQclear(res);
+    db_rollback(c);
+    return 0; /* not ours, or an earlier attempt's */
+  }
+  snprintf(id, sizeof(id), "%s", PQgetvalue(res, 0, 0));
+  snprintf(state, sizeof(state), "%s", PQgetvalue(res, 0, 1));
+  cancel_requested = PQgetvalue(res, 0, 2)[0] == 't';
+  PQclear(res);
+
+  to = next_state(state, cancel_requested, batch_state, &reason);
+  params[0] = id;
+  params[1] = batch_state;
+  if (!to) {
+    if (run(c, sql_set_batch_state, 2, params, NULL, err, errlen))
+      goto fail;
+    goto commit;
+  }
+  snprintf(msg, sizeof(msg), "Batch reports %s for %s", batch_state,
+           batch_job_name);
+  if (!strcmp(to, "PENDING")) {
+    if (db_batch_requeue(c, id, "Requeued",
+                         "evicted; its Batch job is cancelled and it waits "
+                         "again in its queue with its original place",
+                         &rows, err, errlen))
+      goto fail;
+    goto commit;
+  }
+  if (!strcmp(to, "QUEUED") || !strcmp(to, "RUNNING")) {
+    if (run(c, !strcmp(to, "QUEUED") ? sql_set_queued : sql_set_running, 2,
+            params, NULL, err, errlen))
+      goto fail;
+  } else {
+    params[1] = to;
+    params[2] = reason;
+    params[3] = batch_state;
+    if (run(c, sql_set_final, 4, params, NULL, err, errlen) ||
+        wake(c, err, errlen))
+      goto fail;
+  }
+  if (event(c, id, state, to, *reason ? reason : batch_state, msg, err, errlen))
+    goto fail;
+  rows = 1;
+commit:
+  if (db_commit(c) != GG_OK) {
+    snprintf(err, errlen, "COMMIT failed");
+    goto fail;
+  }
+  return rows ? 1 : 0;
+fail:
+  db_rollback(c);
+  return -1;
+}
+
+static const char sql_regions[] =
+    "SELECT coalesce(json_agg(DISTINCT location), '[]') FROM jobs "
+    "WHERE batch_job_name IS NOT NULL AND location IS NOT NULL AND state IN "
+    "('ADMITTED', 'QUEUED', 'RUNNING', 'EVICTING')";
+
+static json_t *json_of(struct db_conn *c, const char *sql, int n,
+                       const char *const *params, char *err, size_t errlen)
+{
+  PGresult *res = query(c, sql, n, params, err, errlen);
+  json_t *out;
+
+  if (!res)
+    return NULL;
+  out = json_loads(PQgetvalue(res, 0, 0), 0, NULL);
+  PQclear(res);
+  return out;
+}
+
+json_t *db_batch_regions(struct db_conn *c, char *err, size_t errlen)
+{
+  return json_of(c, sql_regions, 0, NULL, err, errlen);
+}
+
+static const char sql_unseen[] =
+    "SELECT coalesce(json_agg(batch_job_name), '[]') FROM jobs "
+    "WHERE location = $1 AND batch_job_name IS NOT NULL "
+    "AND state IN ('QUEUED', 'RUNNING', 'EVICTING') "
+    "AND queued_at < now() - $3::int * interval '1 second' "
+    "AND NOT (batch_job_name = ANY (ARRAY(SELECT json_array_elements_text("
+    "$2::json))))";
+
+json_t *db_batch_unseen(struct db_conn *c, const char *region, json_t *seen,
+                        int grace_s, char *err, size_t errlen)
+{
+  char grace[16], *names = json_dumps(seen, JSON_COMPACT);
+  const char *params[3] = {region, names, grace};
+  json_t *out;
+
+  if (!names)
+    return NULL;
+  snprintf(grace, sizeof(grace), "%d", grace_s);
+  out = json_of(c, sql_unseen, 3, params, err, errlen);
+  free(names);
+  return out;
+}
+
+/* ---- DWS: Flex Start that waited too long ------------------------------- */
+
+static const char sql_flex_expired[] =
+    "SELECT j.id, j.location, j.location_index, j.spec->'locations', "
+    "f.spec->'locations', j.batch_job_name, j.backoffs "
+    "FROM jobs j JOIN flavors f ON f.name = j.flavor "
+    "WHERE j.state = 'QUEUED' AND f.spec->>'provisioning_model' = "
+    "'FLEX_START' AND j.queued_at < now() - "
+    "(f.spec->>'max_wait_s')::bigint * interval '1 second' "
+    "ORDER BY j.queued_at LIMIT 100 FOR UPDATE OF j SKIP LOCKED";
+
+/* The next attempt waits for capacity in the next location. */
+static const char sql_flex_move[] =
+    "UPDATE jobs SET state = 'ADMITTED', attempt = attempt + 1, "
+    "location = $2, location_index = $3::int, batch_job_name = NULL, "
+    "batch_state = NULL, queued_at = NULL, updated_at = now() "
+    "WHERE id = $1";
+
+/* No location left: give the quota back and wait before trying again. */
+static const char sql_flex_backoff[] =
+    "UPDATE jobs SET state = 'PENDING', reason = 'Backoff', "
+    "attempt = attempt + 1, flavor = NULL, location = NULL, borrowed = NULL, "
+    "admitted_at = NULL, estimated_cost_usd = NULL, batch_job_name = NULL, "
+    "batch_state = NULL, queued_at = NULL, location_index = 0, "
+    "backoffs = backoffs + 1, backoff_until = now() + "
+    "least(3600, 60 * power(2, backoffs)) * interval '1 second', "
+    "updated_at = now() WHERE id = $1";
+
+/* The allowed locations of a job in a flavor, in the flavor's order. */
+static json_t *candidates(json_t *job_locs, json_t *flavor_locs)
+{
+  json_t *out = json_array(), *loc;
+  size_t i, j;
+
+  json_array_foreach (flavor_locs, i, loc) {
+    bool ok = json_array_size(job_locs) == 0;
+    for (j = 0; j < json_array_size(job_locs) && !ok; j++)
+      ok = json_equal(loc, json_array_get(job_locs, j));
+    if (ok)
+      json_array_append(out, loc);
+  }
+  return out;
+}
+
+int db_batch_flex_expired(struct db_conn *c, char *err, size_t errlen)
+{
+  PGresult *res = NULL;
+  int i, n, moved = 0;
+
+  if (db_begin(c) != GG_OK) {
+    snprintf(err, errlen, "BEGIN failed");
+    return -1;
+  }
+  if (!(res = query(c, sql_flex_expired, 0, NULL, err, errlen)))
+    goto fail;
+  n = PQntuples(res);
+  for (i = 0; i < n; i++) {
+    const char *id = PQgetvalue(res, i, 0);
+    const char *params[3] = {id, NULL, NULL};
+    json_t *job_locs = json_loads(PQgetvalue(res, i, 3), 0, NULL);
+    json_t *fl_locs = json_loads(PQgetvalue(res, i, 4), 0, NULL);
+    json_t *cands = candidates(job_locs, fl_locs);
+    int next = (int)strtol(PQgetvalue(res, i, 2), NULL, 10) + 1;
+    char idx[16], msg[200];
+    int rc;
+
+    json_decref(job_locs);
+    json_decref(fl_locs);
+    /* the waiting Batch job of this attempt goes first */
+    rc = db_batch_request_cancel(c, id, err, errlen);
+    if (!rc && next < (int)json_array_size(cands)) {
+      const char *where =
+          json_string_value(json_array_get(cands, (size_t)next));
+      snprintf(idx, sizeof(idx), "%d", next);
+      params[1] = where;
+      params[2] = idx;
+      snprintf(msg, sizeof(msg),
+               "no Flex Start capacity in %s within max_wait_s; trying %s",
+               PQgetvalue(res, i, 1), where);
+      rc = run(c, sql_flex_move, 3, params, NULL, err, errlen) ||
+           event(c, id, "QUEUED", "ADMITTED", "FlexStartWaitExceeded", msg, err,
+                 errlen) ||
+           db_batch_request_create(c, id, err, errlen);
+    } else if (!rc) {
+      snprintf(msg, sizeof(msg),
+               "no Flex Start capacity in any allowed location; backing "
+               "off before the next try");
+      rc = run(c, sql_flex_backoff, 1, params, NULL, err, errlen) ||
+           event(c, id, "QUEUED", "PENDING", "Backoff", msg, err, errlen) ||
+           wake(c, err, errlen);
+    }
+    json_decref(cands);
+    if (rc)
+      goto fail;
+    moved++;
+  }
+  PQclear(res);
+  res = NULL;
+  if (db_commit(c) != GG_OK) {
+    snprintf(err, errlen, "COMMIT failed");
+    goto fail;
+  }
+  return moved;
+fail:
+  PQclear(res);
+  db_rollback(c);
+  return -1;
+}
+
+long db_batch_backlog(struct db_conn *c)
+{
+  enum gg_code code;
+  PGresult *res = db_exec(c, "SELECT count(*) FROM batch_ops", 0, NULL, &code);
+  long n;
+
+  if (!res)
+    return -1;
+  n = strtol(PQgetvalue(res, 0, 0), NULL, 10);
+  PQclear(res);
+  return n;
+}

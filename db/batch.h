@@ -1,0 +1,113 @@
+/*
+ * batch.h (db) — the Cloud Batch outbox and the job transitions that Batch
+ * reports drive.
+ *
+ * Admission and cancellation write "create" and "cancel" rows into
+ * batch_ops in their own transaction; dispatchers on every replica claim
+ * due rows with FOR UPDATE SKIP LOCKED, call Batch while holding the row,
+ * and record the outcome in the same transaction. Lock order everywhere:
+ * the batch_ops row before the jobs row.
+ */
+#ifndef GPUGATE_DB_BATCH_H
+#define GPUGATE_DB_BATCH_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "db/db.h"
+
+/* One claimed outbox row, with what a create needs to build the body. */
+struct db_batch_op {
+  int64_t id;
+  char job_id[32];
+  int attempt;
+  char op[8]; /* "create" | "cancel" */
+  char region[64];
+  char batch_job_id[64];
+  char request_id[40];
+  int tries;
+  /* create only */
+  char team[64];
+  char queue[64];
+  char flavor[64];
+  char cost_center[64]; /* "" when the team has none */
+  int64_t max_run_duration_s;
+  json_t *job_spec;    /* new reference */
+  json_t *flavor_spec; /* new reference */
+};
+
+/* Queue the Batch create of job's current attempt (after admission). */
+int db_batch_request_create(struct db_conn *c, const char *job_id, char *err,
+                            size_t errlen);
+
+/*
+ * Withdraw the not-yet-sent create of (job, attempt). Returns 1 when it was
+ * withdrawn (no Batch job exists), 0 when it had been sent, -1 on error.
+ * Call before changing the job row (lock order).
+ */
+int db_batch_withdraw_create(struct db_conn *c, const char *job_id, int attempt,
+                             char *err, size_t errlen);
+
+/* Queue the Batch cancel of the job's current Batch job. */
+int db_batch_request_cancel(struct db_conn *c, const char *job_id, char *err,
+                            size_t errlen);
+
+/*
+ * Return an EVICTING job to PENDING: attempt + 1, its place kept, no
+ * flavor; with an event (reason, message) and a wake-up of the admission
+ * loop. *rows is 1 when it was requeued.
+ */
+int db_batch_requeue(struct db_conn *c, const char *job_id, const char *reason,
+                     const char *message, int *rows, char *err, size_t errlen);
+
+/*
+ * Begin a transaction and claim one due outbox row. Returns 1 with *op
+ * filled (free with db_batch_op_free), 0 when nothing is due (transaction
+ * closed), -1 on error.
+ */
+int db_batch_claim(struct db_conn *c, struct db_batch_op *op, char *err,
+                   size_t errlen);
+void db_batch_op_free(struct db_batch_op *op);
+
+/* Outcomes of a claimed row; each commits the claim's transaction. */
+int db_batch_done_create(struct db_conn *c, const struct db_batch_op *op,
+                         const char *batch_job_name, char *err, size_t errlen);
+int db_batch_done_cancel(struct db_conn *c, const struct db_batch_op *op,
+                         bool gone, char *err, size_t errlen);
+int db_batch_retry(struct db_conn *c, const struct db_batch_op *op,
+                   long delay_ms, const char *error, char *err, size_t errlen);
+int db_batch_give_up(struct db_conn *c, const struct db_batch_op *op,
+                     const char *error, char *err, size_t errlen);
+
+/*
+ * Apply a state Batch reported for one of our Batch jobs (from the sync
+ * loop or a Pub/Sub push), in its own transaction. batch_state is a Batch
+ * JobStatus state or "NOT_FOUND". Returns 1 when the job changed, 0 when
+ * nothing changed (unknown name, stale report), -1 on error.
+ */
+int db_batch_observe(struct db_conn *c, const char *batch_job_name,
+                     const char *batch_state, char *err, size_t errlen);
+
+/* Regions that hold Batch jobs of active gpugate jobs (new array). */
+json_t *db_batch_regions(struct db_conn *c, char *err, size_t errlen);
+
+/*
+ * Batch job names of active jobs in region that Batch did not list (seen:
+ * borrowed array of names), accepted at least grace_s ago. New array.
+ */
+json_t *db_batch_unseen(struct db_conn *c, const char *region, json_t *seen,
+                        int grace_s, char *err, size_t errlen);
+
+/*
+ * DWS: Flex Start jobs still QUEUED after their flavor's max_wait_s move to
+ * the next allowed location as a new attempt (the old Batch job is
+ * cancelled); with no location left they wait PENDING/Backoff. Returns the
+ * number of jobs moved, -1 on error.
+ */
+int db_batch_flex_expired(struct db_conn *c, char *err, size_t errlen);
+
+/* Number of outbox rows (the dispatch backlog), -1 on error. */
+long db_batch_backlog(struct db_conn *c);
+
+#endif

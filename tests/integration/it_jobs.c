@@ -1,0 +1,1158 @@
+/*
+ * it_jobs.c — the jobs API over HTTP against the reference architecture:
+ * Idempotency-Key (replay, mismatch, concurrent duplicates, per team),
+ * team isolation of every job route, a table of invalid submissions, the
+ * shape of a job, list filters and paging, events, cancel and the queue
+ * status counts.
+ */
+#include <check.h>
+#include <pthread.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tests/integration/harness.h"
+
+Suite *jobs_suite(void);
+
+static struct h_server srv;
+static char db_url[512];
+static char *member_a, *member_b, *finance, *admin;
+/* team-a's compact cluster queue (a100: 2 GPU, no borrowing) is filled by
+ * this job in setup, so later compact jobs stay PENDING */
+static char fill_id[32];
+
+#define IMAGE "us-docker.pkg.dev/p/r/trainer:1.2"
+#define TASK_OK                                                                \
+  "\"image\": \"" IMAGE "\", \"cpu_milli\": 100, \"memory_mib\": 128"
+
+/* A small job (no GPU) in queue q of team-a style, with extra top-level
+ * fields (each ending in ", ") and extra task fields (each starting ", "). */
+#define JOB_IN(q, name, top, task)                                             \
+  "{\"name\": \"" name "\", \"queue\": \"" q "\", " top                        \
+  "\"task\": {" TASK_OK task "}}"
+#define JOB(top, task) JOB_IN("lp", "bad", top, task)
+
+static void sleep_ms(long ms)
+{
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+  nanosleep(&ts, NULL);
+}
+
+static const char *str_of(json_t *o, const char *k)
+{
+  return json_string_value(json_object_get(o, k));
+}
+
+/* POST a job body as token to team's jobs; expects 201; writes the id. */
+static void submit(const char *team, const char *token, const char *body,
+                   char id[32])
+{
+  char path[96];
+  struct h_resp r;
+
+  snprintf(path, sizeof(path), "/v1/teams/%s/jobs", team);
+  ck_assert_int_eq(h_request(&srv, "POST", path, token, body, NULL, &r), 0);
+  ck_assert_msg(r.status == 201, "submit %s: %ld %s", body, r.status, r.body);
+  snprintf(id, 32, "%s", str_of(r.json, "id"));
+  h_resp_free(&r);
+}
+
+/* A small job named name in queue of team-a, labelled k=v (may be NULL). */
+static void submit_small(const char *queue, const char *name, const char *lk,
+                         const char *lv, char id[32])
+{
+  char body[512], labels[128] = "";
+
+  if (lk)
+    snprintf(labels, sizeof(labels), "\"labels\": {\"%s\": \"%s\"}, ", lk, lv);
+  snprintf(body, sizeof(body),
+           "{\"name\": \"%s\", \"queue\": \"%s\", %s\"task\": {" TASK_OK "}}",
+           name, queue, labels);
+  submit("team-a", member_a, body, id);
+}
+
+/* GET one of team-a's jobs; a new reference. */
+static json_t *get_job(const char *id)
+{
+  char path[160];
+  struct h_resp r;
+  json_t *j;
+
+  snprintf(path, sizeof(path), "/v1/teams/team-a/jobs/%.31s", id);
+  ck_assert_int_eq(h_request(&srv, "GET", path, member_a, NULL, NULL, &r), 0);
+  ck_assert_msg(r.status == 200, "GET %s: %ld %s", path, r.status, r.body);
+  j = json_incref(r.json);
+  h_resp_free(&r);
+  return j;
+}
+
+/* Poll until team-a's job id is in state (up to ms); its last view. */
+static json_t *wait_state(const char *id, const char *state, long ms)
+{
+  long waited;
+  json_t *j = NULL;
+
+  for (waited = 0;; waited += 100) {
+    j = get_job(id);
+    if (!strcmp(str_of(j, "state"), state) || waited >= ms)
+      return j;
+    json_decref(j);
+    sleep_ms(100);
+  }
+}
+
+/* GET path as token; returns the items array (new reference) of a 200 list
+ * and the next cursor. */
+static json_t *list(const char *path, const char *token, char *next,
+                    size_t nextlen)
+{
+  struct h_resp r;
+  json_t *items, *nc;
+
+  ck_assert_int_eq(h_request(&srv, "GET", path, token, NULL, NULL, &r), 0);
+  ck_assert_msg(r.status == 200, "GET %s: %ld %s", path, r.status, r.body);
+  items = json_incref(json_object_get(r.json, "items"));
+  ck_assert_msg(json_is_array(items), "%s", r.body);
+  nc = json_object_get(r.json, "next_cursor");
+  ck_assert_msg(nc && (json_is_null(nc) || json_is_string(nc)), "%s", r.body);
+  if (next)
+    snprintf(next, nextlen, "%s",
+             json_is_string(nc) ? json_string_value(nc) : "");
+  h_resp_free(&r);
+  return items;
+}
+
+static void setup(void)
+{
+  const char *args[] = {"apply", "deploy/examples/reference-architecture.json",
+                        NULL};
+  static const char *const env[] = {"GPUGATE_RATE_LIMIT_RPS=100000",
+                                    "GPUGATE_ADMISSION_INTERVAL_MS=200", NULL};
+  char out[2048];
+  json_t *j;
+
+  ck_assert_int_eq(h_db_create("it_jobs", db_url, sizeof(db_url)), 0);
+  ck_assert_msg(h_gpugate(db_url, args, out, sizeof(out)) == 0, "%s", out);
+  ck_assert_int_eq(h_server_start(&srv, db_url, env), 0);
+  member_a = h_token("team-a", "member", 3600);
+  member_b = h_token("team-b", "member", 3600);
+  finance = h_token("finance", "finance", 3600);
+  admin = h_token("platform", "admin", 3600);
+  ck_assert(member_a && member_b && finance && admin);
+  submit("team-a", member_a,
+         "{\"name\": \"compact-fill\", \"queue\": \"compact\", "
+         "\"priority_class\": \"compact\", \"task\": {\"image\": \"" IMAGE
+         "\", \"cpu_milli\": 2000, \"memory_mib\": 10240, \"gpu\": 2}}",
+         fill_id);
+  j = wait_state(fill_id, "ADMITTED", 10000);
+  ck_assert_msg(!strcmp(str_of(j, "state"), "ADMITTED"), "fill job: %s",
+                str_of(j, "state"));
+  json_decref(j);
+}
+
+static void teardown(void)
+{
+  h_server_stop(&srv);
+  free(member_a);
+  free(member_b);
+  free(finance);
+  free(admin);
+}
+
+/* A job that stays PENDING: team-a's compact queue is full. */
+static void submit_pending(const char *name, char id[32])
+{
+  char body[512];
+
+  snprintf(body, sizeof(body),
+           "{\"name\": \"%s\", \"queue\": \"compact\", \"priority_class\": "
+           "\"compact\", \"task\": {\"image\": \"" IMAGE
+           "\", \"cpu_milli\": 1000, \"memory_mib\": 1024, \"gpu\": 2}}",
+           name);
+  submit("team-a", member_a, body, id);
+}
+
+/* ---- idempotency ------------------------------------------------------- */
+
+#define IDEM_BODY(name)                                                        \
+  "{\"name\": \"" name "\", \"queue\": \"lp\", \"labels\": {\"idem\": \"" name \
+  "\"}, \"task\": {" TASK_OK "}}"
+
+static void post_keyed(const char *team, const char *token, const char *key,
+                       const char *body, struct h_resp *r)
+{
+  char path[96], hdr[512];
+  const char *headers[] = {hdr, NULL};
+
+  snprintf(path, sizeof(path), "/v1/teams/%s/jobs", team);
+  snprintf(hdr, sizeof(hdr), "Idempotency-Key: %s", key);
+  ck_assert_int_eq(h_request(&srv, "POST", path, token, body, headers, r), 0);
+}
+
+/* The number of team's jobs labelled idem=value. */
+static size_t count_labelled(const char *team, const char *token, const char *k,
+                             const char *v)
+{
+  char path[192];
+  json_t *items;
+  size_t n;
+
+  snprintf(path, sizeof(path), "/v1/teams/%s/jobs?label=%s=%s&limit=500", team,
+           k, v);
+  items = list(path, token, NULL, 0);
+  n = json_array_size(items);
+  json_decref(items);
+  return n;
+}
+
+START_TEST(idempotent_replay)
+{
+  struct h_resp r1, r2;
+  char loc1[256], loc2[256], want[256];
+
+  post_keyed("team-a", member_a, "key-replay", IDEM_BODY("idem-replay"), &r1);
+  ck_assert_msg(r1.status == 201, "%ld %s", r1.status, r1.body);
+  post_keyed("team-a", member_a, "key-replay", IDEM_BODY("idem-replay"), &r2);
+  ck_assert_msg(r2.status == 201, "%ld %s", r2.status, r2.body);
+  ck_assert_str_eq(str_of(r1.json, "id"), str_of(r2.json, "id"));
+  ck_assert_ptr_nonnull(h_header(&r1, "Location", loc1, sizeof(loc1)));
+  ck_assert_ptr_nonnull(h_header(&r2, "Location", loc2, sizeof(loc2)));
+  snprintf(want, sizeof(want), "/v1/teams/team-a/jobs/%s",
+           str_of(r1.json, "id"));
+  ck_assert_str_eq(loc1, want);
+  ck_assert_str_eq(loc2, want);
+  h_resp_free(&r2);
+
+  /* the same body with its keys in another order is the same body */
+  post_keyed("team-a", member_a, "key-replay",
+             "{\"task\": {\"memory_mib\": 128, \"cpu_milli\": 100, \"image\": "
+             "\"" IMAGE "\"}, \"labels\": {\"idem\": \"idem-replay\"}, "
+             "\"queue\": \"lp\", \"name\": \"idem-replay\"}",
+             &r2);
+  ck_assert_msg(r2.status == 201, "%ld %s", r2.status, r2.body);
+  ck_assert_str_eq(str_of(r1.json, "id"), str_of(r2.json, "id"));
+  h_resp_free(&r2);
+
+  /* the same key with another body */
+  post_keyed("team-a", member_a, "key-replay", IDEM_BODY("idem-other"), &r2);
+  ck_assert_msg(h_is_problem(&r2, 422, "Idempotency-Key"), "%ld %s", r2.status,
+                r2.body);
+  h_resp_free(&r2);
+  ck_assert_uint_eq(count_labelled("team-a", member_a, "idem", "idem-replay"),
+                    1);
+  ck_assert_uint_eq(count_labelled("team-a", member_a, "idem", "idem-other"),
+                    0);
+  h_resp_free(&r1);
+}
+END_TEST
+
+#define N_RACERS 8
+#define N_ROUNDS 3
+
+struct racer {
+  pthread_barrier_t *start;
+  const char *key_header, *body;
+  struct h_resp r;
+  int rc;
+};
+
+static void *race(void *arg)
+{
+  struct racer *x = arg;
+  const char *headers[] = {x->key_header, NULL};
+
+  pthread_barrier_wait(x->start);
+  x->rc = h_request(&srv, "POST", "/v1/teams/team-a/jobs", member_a, x->body,
+                    headers, &x->r);
+  return NULL;
+}
+
+/* N_RACERS clients POST one key and body at once, in a few rounds (the
+ * in-flight window is short: not every round sees a 409). */
+START_TEST(idempotent_concurrent_duplicates)
+{
+  int round;
+
+  for (round = 0; round < N_ROUNDS; round++) {
+    pthread_barrier_t start;
+    pthread_t th[N_RACERS];
+    struct racer x[N_RACERS];
+    char id[32] = "", key[64], hdr[96], name[32], body[512];
+    int i, created = 0, in_flight = 0;
+    struct h_resp r;
+
+    snprintf(key, sizeof(key), "key-concurrent-%d", round);
+    snprintf(hdr, sizeof(hdr), "Idempotency-Key: %s", key);
+    snprintf(name, sizeof(name), "idem-concurrent-%d", round);
+    snprintf(body, sizeof(body),
+             "{\"name\": \"%s\", \"queue\": \"lp\", \"labels\": "
+             "{\"idem\": \"%s\"}, \"task\": {" TASK_OK "}}",
+             name, name);
+    pthread_barrier_init(&start, NULL, N_RACERS);
+    for (i = 0; i < N_RACERS; i++) {
+      memset(&x[i], 0, sizeof(x[i]));
+      x[i].start = &start;
+      x[i].key_header = hdr;
+      x[i].body = body;
+      ck_assert_int_eq(pthread_create(&th[i], NULL, race, &x[i]), 0);
+    }
+    for (i = 0; i < N_RACERS; i++)
+      pthread_join(th[i], NULL);
+    pthread_barrier_destroy(&start);
+    for (i = 0; i < N_RACERS; i++) {
+      ck_assert_int_eq(x[i].rc, 0);
+      if (x[i].r.status == 201) {
+        const char *got = str_of(x[i].r.json, "id");
+        char loc[256];
+        ck_assert_ptr_nonnull(got);
+        if (!id[0])
+          snprintf(id, sizeof(id), "%s", got);
+        ck_assert_str_eq(got, id);
+        ck_assert_ptr_nonnull(h_header(&x[i].r, "Location", loc, sizeof(loc)));
+        created++;
+      } else {
+        ck_assert_msg(h_is_problem(&x[i].r, 409, NULL), "racer %d: %ld %s", i,
+                      x[i].r.status, x[i].r.body);
+        in_flight++;
+      }
+      h_resp_free(&x[i].r);
+    }
+    ck_assert_int_eq(created + in_flight, N_RACERS);
+    ck_assert_int_ge(created, 1);
+    ck_assert_uint_eq(count_labelled("team-a", member_a, "idem", name), 1);
+
+    /* a client told 409 retries and gets the first response */
+    post_keyed("team-a", member_a, key, body, &r);
+    ck_assert_msg(r.status == 201, "%ld %s", r.status, r.body);
+    ck_assert_str_eq(str_of(r.json, "id"), id);
+    h_resp_free(&r);
+    ck_assert_uint_eq(count_labelled("team-a", member_a, "idem", name), 1);
+  }
+}
+END_TEST
+
+START_TEST(idempotency_keys_are_per_team)
+{
+  struct h_resp ra, rb;
+
+  post_keyed("team-a", member_a, "key-shared", IDEM_BODY("idem-shared"), &ra);
+  ck_assert_msg(ra.status == 201, "%ld %s", ra.status, ra.body);
+  post_keyed("team-b", member_b, "key-shared", IDEM_BODY("idem-shared"), &rb);
+  ck_assert_msg(rb.status == 201, "%ld %s", rb.status, rb.body);
+  ck_assert_str_ne(str_of(ra.json, "id"), str_of(rb.json, "id"));
+  ck_assert_str_eq(str_of(rb.json, "team"), "team-b");
+  ck_assert_uint_eq(count_labelled("team-a", member_a, "idem", "idem-shared"),
+                    1);
+  ck_assert_uint_eq(count_labelled("team-b", member_b, "idem", "idem-shared"),
+                    1);
+  h_resp_free(&ra);
+  h_resp_free(&rb);
+
+  /* and team-b's key does not replay team-a's body into team-b */
+  post_keyed("team-b", member_b, "key-shared", IDEM_BODY("idem-shared"), &rb);
+  ck_assert_int_eq(rb.status, 201);
+  ck_assert_str_eq(str_of(rb.json, "team"), "team-b");
+  h_resp_free(&rb);
+}
+END_TEST
+
+START_TEST(idempotency_key_malformed)
+{
+  char key[301];
+  struct h_resp r;
+
+  memset(key, 'k', 300);
+  key[300] = '\0';
+  post_keyed("team-a", member_a, key, IDEM_BODY("idem-malformed"), &r);
+  ck_assert_msg(h_is_problem(&r, 400, "Idempotency-Key"), "%ld %s", r.status,
+                r.body);
+  h_resp_free(&r);
+  post_keyed("team-a", member_a, "two words", IDEM_BODY("idem-malformed"), &r);
+  ck_assert_msg(h_is_problem(&r, 400, "Idempotency-Key"), "%ld %s", r.status,
+                r.body);
+  h_resp_free(&r);
+  /* 255 characters is still fine */
+  key[255] = '\0';
+  post_keyed("team-a", member_a, key, IDEM_BODY("idem-malformed"), &r);
+  ck_assert_msg(r.status == 201, "%ld %s", r.status, r.body);
+  h_resp_free(&r);
+  ck_assert_uint_eq(
+      count_labelled("team-a", member_a, "idem", "idem-malformed"), 1);
+}
+END_TEST
+
+/* ---- team isolation -------------------------------------------------------
+ */
+
+START_TEST(other_team_sees_nothing)
+{
+  char id[32], path[11][200], *body;
+  static const char *const methods[11] = {"GET",  "POST", "GET", "POST",
+                                          "GET",  "GET",  "GET", "GET",
+                                          "POST", "GET",  "GET"};
+  struct h_resp r;
+  json_t *j, *items;
+  int i;
+
+  submit_pending("isolated", id);
+  body = strdup(JOB_IN("lp", "intruder", "", ""));
+  snprintf(path[0], 200, "/v1/teams/team-a/jobs");
+  snprintf(path[1], 200, "/v1/teams/team-a/jobs");
+  snprintf(path[2], 200, "/v1/teams/team-a/jobs/%.31s", id);
+  snprintf(path[3], 200, "/v1/teams/team-a/jobs/%.31s/cancel", id);
+  snprintf(path[4], 200, "/v1/teams/team-a/jobs/%.31s/events", id);
+  snprintf(path[5], 200, "/v1/teams/team-a/queues/lp/pending");
+  snprintf(path[6], 200, "/v1/teams/team-a/queues/lp");
+  /* team-b's own routes with team-a's id: scoped in SQL */
+  snprintf(path[7], 200, "/v1/teams/team-b/jobs/%.31s", id);
+  snprintf(path[8], 200, "/v1/teams/team-b/jobs/%.31s/cancel", id);
+  snprintf(path[9], 200, "/v1/teams/team-b/jobs/%.31s/events", id);
+  snprintf(path[10], 200, "/v1/teams/team-a/queues/compact/pending");
+
+  for (i = 0; i < 11; i++) {
+    h_request(&srv, methods[i], path[i], member_b,
+              !strcmp(methods[i], "POST") && i == 1 ? body : NULL, NULL, &r);
+    ck_assert_msg(h_is_problem(&r, 404, NULL), "team-b %s %s: %ld %s",
+                  methods[i], path[i], r.status, r.body);
+    ck_assert_msg(!strstr(r.body, "isolated"), "%s leaks: %s", path[i], r.body);
+    h_resp_free(&r);
+  }
+  /* an administrator through team-b's path: still no such job */
+  for (i = 7; i < 10; i++) {
+    h_request(&srv, methods[i], path[i], admin, NULL, NULL, &r);
+    ck_assert_msg(h_is_problem(&r, 404, NULL), "admin %s %s: %ld %s",
+                  methods[i], path[i], r.status, r.body);
+    h_resp_free(&r);
+  }
+  /* finance may not use the jobs API at all */
+  for (i = 0; i < 11; i++) {
+    h_request(&srv, methods[i], path[i], finance, i == 1 ? body : NULL, NULL,
+              &r);
+    ck_assert_msg(h_is_problem(&r, 403, NULL), "finance %s %s: %ld %s",
+                  methods[i], path[i], r.status, r.body);
+    h_resp_free(&r);
+  }
+
+  /* nothing changed: still pending, no cancel event, no intruder job */
+  j = get_job(id);
+  ck_assert_str_eq(str_of(j, "state"), "PENDING");
+  json_decref(j);
+  snprintf(path[0], 200, "/v1/teams/team-a/jobs/%.31s/events", id);
+  items = list(path[0], member_a, NULL, 0);
+  ck_assert_uint_eq(json_array_size(items), 1);
+  json_decref(items);
+  items = list("/v1/teams/team-a/jobs?limit=500", member_a, NULL, 0);
+  {
+    size_t k;
+    json_array_foreach (items, k, j)
+      ck_assert_str_ne(str_of(j, "name"), "intruder");
+  }
+  json_decref(items);
+  items = list("/v1/teams/team-b/jobs?limit=500", member_b, NULL, 0);
+  {
+    size_t k;
+    json_array_foreach (items, k, j) {
+      ck_assert_str_ne(str_of(j, "name"), "intruder");
+      ck_assert_str_ne(str_of(j, "id"), id);
+    }
+  }
+  json_decref(items);
+  free(body);
+}
+END_TEST
+
+/* ---- invalid submissions ---------------------------------------------- */
+
+enum gen { G_NONE, G_COMMANDS65, G_ENV101, G_LABELS33, G_HUGE };
+
+struct bad {
+  const char *what;
+  const char *body; /* NULL: generated */
+  enum gen gen;
+  const char *content_type; /* NULL: application/json */
+  long status;
+  const char *field; /* NULL: any (413, 415) */
+};
+
+#define TASK_NO_IMAGE "\"cpu_milli\": 100, \"memory_mib\": 128"
+
+static const struct bad bad[] = {
+    {"unknown top-level field", JOB("\"colour\": \"red\", ", ""), G_NONE, NULL,
+     400, "colour"},
+    {"unknown task field", JOB("", ", \"gpus\": 1"), G_NONE, NULL, 400,
+     "task.gpus"},
+    {"missing task", "{\"name\": \"bad\", \"queue\": \"lp\"}", G_NONE, NULL,
+     400, "task"},
+    {"missing task.image",
+     "{\"name\": \"bad\", \"queue\": \"lp\", \"task\": {" TASK_NO_IMAGE "}}",
+     G_NONE, NULL, 400, "task.image"},
+    {"missing task.memory_mib",
+     "{\"name\": \"bad\", \"queue\": \"lp\", \"task\": {\"image\": \"i\", "
+     "\"cpu_milli\": 1}}",
+     G_NONE, NULL, 400, "task.memory_mib"},
+    {"cpu_milli 0",
+     "{\"name\": \"bad\", \"queue\": \"lp\", \"task\": {\"image\": \"i\", "
+     "\"cpu_milli\": 0, \"memory_mib\": 128}}",
+     G_NONE, NULL, 400, "task.cpu_milli"},
+    {"task gpu 65", JOB("", ", \"gpu\": 65"), G_NONE, NULL, 400, "task.gpu"},
+    {"task gpu negative", JOB("", ", \"gpu\": -1"), G_NONE, NULL, 400,
+     "task.gpu"},
+    {"task_count 0", JOB("\"task_count\": 0, ", ""), G_NONE, NULL, 400,
+     "task_count"},
+    {"task_count 5001", JOB("\"task_count\": 5001, ", ""), G_NONE, NULL, 400,
+     "task_count"},
+    {"task_count a string", JOB("\"task_count\": \"2\", ", ""), G_NONE, NULL,
+     400, "task_count"},
+    {"task_count 2.5", JOB("\"task_count\": 2.5, ", ""), G_NONE, NULL, 400,
+     "task_count"},
+    {"parallelism > task_count",
+     JOB("\"task_count\": 2, \"parallelism\": 3, ", ""), G_NONE, NULL, 400,
+     "parallelism"},
+    {"parallelism 0", JOB("\"parallelism\": 0, ", ""), G_NONE, NULL, 400,
+     "parallelism"},
+    {"65 commands", NULL, G_COMMANDS65, NULL, 400, "task.commands"},
+    {"command not a string", JOB("", ", \"commands\": [\"a\", 1]"), G_NONE,
+     NULL, 400, "task.commands[1]"},
+    {"env with 101 keys", NULL, G_ENV101, NULL, 400, "task.env"},
+    {"env key 1BAD", JOB("", ", \"env\": {\"1BAD\": \"x\"}"), G_NONE, NULL, 400,
+     "task.env.1BAD"},
+    {"env key GPUGATE_X", JOB("", ", \"env\": {\"GPUGATE_X\": \"x\"}"), G_NONE,
+     NULL, 400, "task.env.GPUGATE_X"},
+    {"env value a number", JOB("", ", \"env\": {\"N\": 1}"), G_NONE, NULL, 400,
+     "task.env.N"},
+    {"33 labels", NULL, G_LABELS33, NULL, 400, "labels"},
+    {"label key gpugate-team",
+     JOB("\"labels\": {\"gpugate-team\": \"x\"}, ", ""), G_NONE, NULL, 400,
+     "labels.gpugate-team"},
+    {"label key Upper", JOB("\"labels\": {\"Upper\": \"x\"}, ", ""), G_NONE,
+     NULL, 400, "labels.Upper"},
+    {"label value Upper", JOB("\"labels\": {\"k\": \"Upper\"}, ", ""), G_NONE,
+     NULL, 400, "labels.k"},
+    {"checkpoint_uri http", JOB("\"checkpoint_uri\": \"http://x\", ", ""),
+     G_NONE, NULL, 400, "checkpoint_uri"},
+    {"name with uppercase", JOB_IN("lp", "Bad", "", ""), G_NONE, NULL, 400,
+     "name"},
+    {"name missing", "{\"queue\": \"lp\", \"task\": {" TASK_OK "}}", G_NONE,
+     NULL, 400, "name"},
+    {"queue missing", "{\"name\": \"bad\", \"task\": {" TASK_OK "}}", G_NONE,
+     NULL, 400, "queue"},
+    {"queue not a name", JOB_IN("L P", "bad", "", ""), G_NONE, NULL, 400,
+     "queue"},
+    {"queue nope", JOB_IN("nope", "bad", "", ""), G_NONE, NULL, 422, "queue"},
+    {"queue of no team", JOB_IN("lp2", "bad", "", ""), G_NONE, NULL, 422,
+     "queue"},
+    {"priority_class nope", JOB("\"priority_class\": \"nope\", ", ""), G_NONE,
+     NULL, 422, "priority_class"},
+    {"task gpu 40: could never fit", JOB("", ", \"gpu\": 40"), G_NONE, NULL,
+     422, "task"},
+    {"request larger than every flavor",
+     JOB("\"task_count\": 50, ", ", \"gpu\": 2"), G_NONE, NULL, 422, "task"},
+    {"max_run_duration_s over the FLEX_START limit",
+     JOB_IN("dws", "bad", "\"max_run_duration_s\": 700000, ", ", \"gpu\": 2"),
+     G_NONE, NULL, 422, "max_run_duration_s"},
+    {"max_run_duration_s 0", JOB("\"max_run_duration_s\": 0, ", ""), G_NONE,
+     NULL, 400, "max_run_duration_s"},
+    {"max_retry_count 11", JOB("\"max_retry_count\": 11, ", ""), G_NONE, NULL,
+     400, "max_retry_count"},
+    {"locations Mars", JOB("\"locations\": [\"Mars\"], ", ""), G_NONE, NULL,
+     400, "locations[0]"},
+    {"no flavor of the queue in the allowed regions",
+     JOB("\"locations\": [\"europe-west4\"], ", ""), G_NONE, NULL, 422,
+     "locations"},
+    {"locations not a list", JOB("\"locations\": \"us-central1\", ", ""),
+     G_NONE, NULL, 400, "locations"},
+    {"body not JSON", "{\"name\": ", G_NONE, NULL, 400, "body"},
+    {"body an array", "[1, 2]", G_NONE, NULL, 400, "body"},
+    {"duplicate key",
+     "{\"name\": \"bad\", \"name\": \"bad2\", \"queue\": \"lp\", \"task\": "
+     "{" TASK_OK "}}",
+     G_NONE, NULL, 400, "body"},
+    {"body over 1 MiB", NULL, G_HUGE, NULL, 413, NULL},
+    {"wrong content type", JOB("", ""), G_NONE, "Content-Type: text/plain", 415,
+     NULL},
+};
+
+#define N_BAD ((int)(sizeof(bad) / sizeof(bad[0])))
+
+/* Grow *b by the formatted text (b has room: callers size it). */
+static char *gen_body(enum gen g)
+{
+  size_t cap = g == G_HUGE ? 1200000 : 16384, len = 0;
+  char *b = malloc(cap);
+  int i;
+
+  ck_assert_ptr_nonnull(b);
+#define ADD(...) len += (size_t)snprintf(b + len, cap - len, __VA_ARGS__)
+  switch (g) {
+  case G_COMMANDS65:
+    ADD("{\"name\": \"bad\", \"queue\": \"lp\", \"task\": {" TASK_OK
+        ", \"commands\": [");
+    for (i = 0; i < 65; i++)
+      ADD("%s\"c%d\"", i ? ", " : "", i);
+    ADD("]}}");
+    break;
+  case G_ENV101:
+    ADD("{\"name\": \"bad\", \"queue\": \"lp\", \"task\": {" TASK_OK
+        ", \"env\": {");
+    for (i = 0; i < 101; i++)
+      ADD("%s\"E%d\": \"v\"", i ? ", " : "", i);
+    ADD("}}}");
+    break;
+  case G_LABELS33:
+    ADD("{\"name\": \"bad\", \"queue\": \"lp\", \"labels\": {");
+    for (i = 0; i < 33; i++)
+      ADD("%s\"l%d\": \"v\"", i ? ", " : "", i);
+    ADD("}, \"task\": {" TASK_OK "}}");
+    break;
+  case G_HUGE:
+    ADD("{\"name\": \"bad\", \"queue\": \"lp\", \"task\": {" TASK_OK
+        ", \"commands\": [\"");
+    memset(b + len, 'x', 1100000);
+    len += 1100000;
+    b[len] = '\0';
+    ADD("\"]}}");
+    break;
+  default:
+    break;
+  }
+#undef ADD
+  ck_assert_uint_lt(len, cap - 1);
+  return b;
+}
+
+START_TEST(invalid_submission)
+{
+  const struct bad *t = &bad[_i];
+  const char *headers[] = {t->content_type, NULL};
+  char *body = t->body ? strdup(t->body) : gen_body(t->gen);
+  struct h_resp r;
+
+  ck_assert_int_eq(h_request(&srv, "POST", "/v1/teams/team-a/jobs", member_a,
+                             body, headers, &r),
+                   0);
+  ck_assert_msg(r.status < 500, "%s: %ld %s", t->what, r.status, r.body);
+  ck_assert_msg(h_is_problem(&r, t->status, t->field),
+                "%s: want %ld naming %s, got %ld %s", t->what, t->status,
+                t->field ? t->field : "-", r.status, r.body);
+  h_resp_free(&r);
+  free(body);
+}
+END_TEST
+
+START_TEST(invalid_submissions_created_nothing)
+{
+  json_t *items = list("/v1/teams/team-a/jobs?limit=500", member_a, NULL, 0);
+  json_t *j;
+  size_t k;
+
+  json_array_foreach (items, k, j)
+    ck_assert_msg(strcmp(str_of(j, "name"), "bad") &&
+                      strcmp(str_of(j, "name"), "bad2"),
+                  "invalid submission created %s", str_of(j, "id"));
+  json_decref(items);
+}
+END_TEST
+
+START_TEST(all_mistakes_at_once)
+{
+  struct h_resp r;
+
+  h_request(&srv, "POST", "/v1/teams/team-a/jobs", member_a,
+            "{\"name\": \"Bad\", \"queue\": \"lp\", \"task_count\": 0, "
+            "\"extra\": 1, \"task\": {\"cpu_milli\": 0, \"memory_mib\": 1}}",
+            NULL, &r);
+  ck_assert(h_is_problem(&r, 400, "name"));
+  ck_assert(h_is_problem(&r, 400, "task_count"));
+  ck_assert(h_is_problem(&r, 400, "extra"));
+  ck_assert(h_is_problem(&r, 400, "task.image"));
+  ck_assert(h_is_problem(&r, 400, "task.cpu_milli"));
+  h_resp_free(&r);
+}
+END_TEST
+
+/* ---- a job's shape, events, admission ------------------------------------ */
+
+#define FULL_JOB                                                               \
+  "{\"name\": \"finetune-gemma-2b\", \"queue\": \"lp\", \"priority_class\": "  \
+  "\"default\", \"task_count\": 3, \"parallelism\": 2, \"task\": {\"image\": " \
+  "\"" IMAGE "\", \"commands\": [\"python\", \"train.py\", "                   \
+  "\"--epochs=8\"], \"env\": {\"EPOCHS\": \"8\"}, \"cpu_milli\": 500, "        \
+  "\"memory_mib\": 1024, \"gpu\": 1}, \"max_run_duration_s\": 3600, "          \
+  "\"max_retry_count\": 2, \"locations\": [\"us-central1\", "                  \
+  "\"europe-west4\"], \"labels\": {\"experiment\": \"sql-tune\"}, "            \
+  "\"checkpoint_uri\": \"gs://bucket/ckpt/finetune-gemma-2b/\"}"
+
+static void check_shape(json_t *j, const char *id)
+{
+  static const char *const keys[] = {"id",
+                                     "team",
+                                     "name",
+                                     "queue",
+                                     "cluster_queue",
+                                     "priority_class",
+                                     "priority",
+                                     "state",
+                                     "reason",
+                                     "attempt",
+                                     "created_at",
+                                     "updated_at",
+                                     "request",
+                                     "admission",
+                                     "batch_job",
+                                     "position_in_queue",
+                                     "estimated_cost_usd",
+                                     "accrued_cost_usd",
+                                     "spec",
+                                     NULL};
+  json_t *req = json_object_get(j, "request"), *spec, *sub;
+  regex_t ts;
+  int i;
+
+  for (i = 0; keys[i]; i++)
+    ck_assert_msg(json_object_get(j, keys[i]) != NULL, "no %s", keys[i]);
+  ck_assert_str_eq(str_of(j, "id"), id);
+  ck_assert_str_eq(str_of(j, "team"), "team-a");
+  ck_assert_str_eq(str_of(j, "name"), "finetune-gemma-2b");
+  ck_assert_str_eq(str_of(j, "queue"), "lp");
+  ck_assert_str_eq(str_of(j, "cluster_queue"), "cq-team-a-lp");
+  ck_assert_str_eq(str_of(j, "priority_class"), "default");
+  ck_assert_int_eq(json_integer_value(json_object_get(j, "priority")), 10);
+  ck_assert_int_eq(json_integer_value(json_object_get(j, "attempt")), 1);
+  ck_assert_int_eq(regcomp(&ts,
+                           "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:"
+                           "[0-9]{2}(\\.[0-9]+)?Z$",
+                           REG_EXTENDED | REG_NOSUB),
+                   0);
+  ck_assert(regexec(&ts, str_of(j, "created_at"), 0, NULL, 0) == 0);
+  ck_assert(regexec(&ts, str_of(j, "updated_at"), 0, NULL, 0) == 0);
+  regfree(&ts);
+  /* parallelism × the task */
+  ck_assert_int_eq(json_integer_value(json_object_get(req, "gpu")), 2);
+  ck_assert_int_eq(json_integer_value(json_object_get(req, "cpu_milli")), 1000);
+  ck_assert_int_eq(json_integer_value(json_object_get(req, "memory_mib")),
+                   2048);
+  ck_assert(json_is_number(json_object_get(j, "accrued_cost_usd")));
+  /* spec echoes the submission */
+  spec = json_object_get(j, "spec");
+  sub = json_loads(FULL_JOB, 0, NULL);
+  ck_assert_ptr_nonnull(sub);
+  {
+    const char *k;
+    json_t *v;
+    json_object_foreach (sub, k, v)
+      ck_assert_msg(json_equal(v, json_object_get(spec, k)), "spec.%s differs",
+                    k);
+  }
+  json_decref(sub);
+}
+
+START_TEST(job_shape_events_admission)
+{
+  regex_t idre;
+  struct h_resp r;
+  char id[32], path[160], loc[256];
+  json_t *j, *items, *ev, *adm;
+
+  h_request(&srv, "POST", "/v1/teams/team-a/jobs", member_a, FULL_JOB, NULL,
+            &r);
+  ck_assert_msg(r.status == 201, "%ld %s", r.status, r.body);
+  snprintf(id, sizeof(id), "%s", str_of(r.json, "id"));
+  ck_assert_int_eq(regcomp(&idre, "^j-[0-9a-z]{14}$", REG_EXTENDED | REG_NOSUB),
+                   0);
+  ck_assert_msg(regexec(&idre, id, 0, NULL, 0) == 0, "id %s", id);
+  regfree(&idre);
+  ck_assert_ptr_nonnull(h_header(&r, "Location", loc, sizeof(loc)));
+  snprintf(path, sizeof(path), "/v1/teams/team-a/jobs/%.31s", id);
+  ck_assert_str_eq(loc, path);
+  check_shape(r.json, id);
+  if (!strcmp(str_of(r.json, "state"), "PENDING"))
+    ck_assert(json_is_null(json_object_get(r.json, "admission")));
+  h_resp_free(&r);
+
+  j = get_job(id);
+  check_shape(j, id);
+  json_decref(j);
+
+  /* the first event: submitted, pending */
+  snprintf(path, sizeof(path), "/v1/teams/team-a/jobs/%.31s/events", id);
+  items = list(path, member_a, NULL, 0);
+  ck_assert_uint_ge(json_array_size(items), 1);
+  ev = json_array_get(items, 0);
+  ck_assert_str_eq(str_of(ev, "to"), "PENDING");
+  ck_assert_str_eq(str_of(ev, "reason"), "Submitted");
+  ck_assert(json_is_null(json_object_get(ev, "from")));
+  ck_assert_int_eq(json_integer_value(json_object_get(ev, "attempt")), 1);
+  ck_assert(json_is_string(json_object_get(ev, "at")));
+  json_decref(items);
+
+  /* admitted: a flavor and an estimate */
+  j = wait_state(id, "ADMITTED", 10000);
+  ck_assert_msg(!strcmp(str_of(j, "state"), "ADMITTED"), "state %s reason %s",
+                str_of(j, "state"), str_of(j, "reason"));
+  check_shape(j, id);
+  adm = json_object_get(j, "admission");
+  ck_assert(json_is_object(adm));
+  ck_assert(!strcmp(str_of(adm, "flavor"), "l4-reserved") ||
+            !strcmp(str_of(adm, "flavor"), "l4-spot"));
+  ck_assert_str_eq(str_of(adm, "location"), "us-central1");
+  ck_assert(json_is_boolean(json_object_get(adm, "borrowed")));
+  ck_assert(json_is_string(json_object_get(adm, "admitted_at")));
+  ck_assert(json_is_null(json_object_get(j, "position_in_queue")));
+  ck_assert_msg(json_number_value(json_object_get(j, "estimated_cost_usd")) > 0,
+                "%s", json_dumps(j, 0));
+  json_decref(j);
+  items = list(path, member_a, NULL, 0);
+  ck_assert_uint_ge(json_array_size(items), 2);
+  ev = json_array_get(items, 1);
+  ck_assert_str_eq(str_of(ev, "from"), "PENDING");
+  ck_assert_str_eq(str_of(ev, "to"), "ADMITTED");
+  json_decref(items);
+}
+END_TEST
+
+/* A job restricted to a region is placed there (dws offers three). */
+START_TEST(admitted_in_an_allowed_location)
+{
+  char id[32];
+  json_t *j;
+
+  submit("team-a", member_a,
+         JOB_IN("dws", "eu-only", "\"locations\": [\"europe-west4\"], ",
+                ", \"gpu\": 2"),
+         id);
+  j = wait_state(id, "ADMITTED", 10000);
+  ck_assert_str_eq(str_of(j, "state"), "ADMITTED");
+  ck_assert_str_eq(str_of(json_object_get(j, "admission"), "flavor"), "dws");
+  ck_assert_str_eq(str_of(json_object_get(j, "admission"), "location"),
+                   "europe-west4");
+  ck_assert_str_eq(str_of(j, "cluster_queue"), "cq-dws");
+  /* no run duration given: the FLEX_START flavor's limit applies */
+  ck_assert_double_gt(
+      json_number_value(json_object_get(j, "estimated_cost_usd")), 0);
+  json_decref(j);
+}
+END_TEST
+
+START_TEST(parallelism_defaults_to_task_count)
+{
+  char id[32];
+  json_t *j;
+
+  submit("team-a", member_a,
+         JOB_IN("lp", "defaults", "\"task_count\": 3, ", ", \"gpu\": 0"), id);
+  j = get_job(id);
+  ck_assert_int_eq(json_integer_value(json_object_get(
+                       json_object_get(j, "request"), "cpu_milli")),
+                   300);
+  ck_assert_int_eq(json_integer_value(json_object_get(
+                       json_object_get(j, "spec"), "parallelism")),
+                   3);
+  /* priority class: the default one */
+  ck_assert_str_eq(str_of(j, "priority_class"), "default");
+  json_decref(j);
+}
+END_TEST
+
+/* ---- lists ----------------------------------------------------------------
+ */
+
+START_TEST(list_filters)
+{
+  char id_lp[32], id_pend[32], next[256];
+  json_t *items, *j;
+  size_t k;
+  int found;
+  struct h_resp r;
+  static const char *const bad_q[][2] = {
+      {"/v1/teams/team-a/jobs?state=BOGUS", "state"},
+      {"/v1/teams/team-a/jobs?state=PENDING,nope", "state"},
+      {"/v1/teams/team-a/jobs?label=novalue", "label"},
+      {"/v1/teams/team-a/jobs?label==v", "label"},
+      {"/v1/teams/team-a/jobs?label=k=Upper", "label"},
+      {"/v1/teams/team-a/jobs?queue=Not_A_Queue", "queue"},
+      {"/v1/teams/team-a/jobs?limit=0", "limit"},
+      {"/v1/teams/team-a/jobs?limit=501", "limit"},
+      {"/v1/teams/team-a/jobs?cursor=%21%21", "cursor"},
+  };
+
+  submit_small("lp", "filter-lp", "filter", "yes", id_lp);
+  submit_pending("filter-pending", id_pend);
+
+  /* state= */
+  items = list("/v1/teams/team-a/jobs?state=PENDING&limit=500", member_a, next,
+               sizeof(next));
+  found = 0;
+  json_array_foreach (items, k, j) {
+    ck_assert_str_eq(str_of(j, "state"), "PENDING");
+    found += !strcmp(str_of(j, "id"), id_pend);
+  }
+  ck_assert_int_eq(found, 1);
+  json_decref(items);
+  items = list("/v1/teams/team-a/jobs?state=ADMITTED,RUNNING&limit=500",
+               member_a, NULL, 0);
+  found = 0;
+  json_array_foreach (items, k, j) {
+    ck_assert(!strcmp(str_of(j, "state"), "ADMITTED") ||
+              !strcmp(str_of(j, "state"), "RUNNING"));
+    found += !strcmp(str_of(j, "id"), fill_id);
+  }
+  ck_assert_int_eq(found, 1);
+  json_decref(items);
+
+  /* queue= */
+  items =
+      list("/v1/teams/team-a/jobs?queue=compact&limit=500", member_a, NULL, 0);
+  found = 0;
+  json_array_foreach (items, k, j) {
+    ck_assert_str_eq(str_of(j, "queue"), "compact");
+    found +=
+        !strcmp(str_of(j, "id"), id_pend) + !strcmp(str_of(j, "id"), fill_id);
+  }
+  ck_assert_int_eq(found, 2);
+  json_decref(items);
+  items = list("/v1/teams/team-a/jobs?queue=hp", member_a, NULL, 0);
+  ck_assert_uint_eq(json_array_size(items), 0);
+  json_decref(items);
+
+  /* label= */
+  items = list("/v1/teams/team-a/jobs?label=filter=yes", member_a, NULL, 0);
+  ck_assert_uint_eq(json_array_size(items), 1);
+  ck_assert_str_eq(str_of(json_array_get(items, 0), "id"), id_lp);
+  json_decref(items);
+  items = list("/v1/teams/team-a/jobs?label=filter=no", member_a, NULL, 0);
+  ck_assert_uint_eq(json_array_size(items), 0);
+  json_decref(items);
+
+  /* combined */
+  items = list("/v1/teams/team-a/jobs?label=filter=yes&queue=compact", member_a,
+               NULL, 0);
+  ck_assert_uint_eq(json_array_size(items), 0);
+  json_decref(items);
+
+  for (k = 0; k < sizeof(bad_q) / sizeof(bad_q[0]); k++) {
+    h_request(&srv, "GET", bad_q[k][0], member_a, NULL, NULL, &r);
+    ck_assert_msg(h_is_problem(&r, 400, bad_q[k][1]), "%s: %ld %s", bad_q[k][0],
+                  r.status, r.body);
+    h_resp_free(&r);
+  }
+}
+END_TEST
+
+START_TEST(cursor_pagination)
+{
+  char ids[7][32], next[256] = "", path[400];
+  int seen[7] = {0}, pages = 0, total = 0, i;
+  json_t *items, *j;
+  size_t k;
+
+  for (i = 0; i < 7; i++) {
+    char name[32];
+    snprintf(name, sizeof(name), "page-%d", i);
+    submit_small("lp", name, "paging", "p1", ids[i]);
+  }
+  do {
+    snprintf(path, sizeof(path),
+             "/v1/teams/team-a/jobs?label=paging=p1&limit=2%s%s",
+             next[0] ? "&cursor=" : "", next);
+    items = list(path, member_a, next, sizeof(next));
+    ck_assert_uint_le(json_array_size(items), 2);
+    if (next[0])
+      ck_assert_uint_eq(json_array_size(items), 2);
+    json_array_foreach (items, k, j) {
+      int hit = -1;
+      for (i = 0; i < 7; i++)
+        if (!strcmp(str_of(j, "id"), ids[i]))
+          hit = i;
+      ck_assert_msg(hit >= 0, "foreign job %s", str_of(j, "id"));
+      ck_assert_msg(seen[hit] == 0, "job %s seen twice", ids[hit]);
+      seen[hit]++;
+      total++;
+    }
+    json_decref(items);
+    ck_assert_int_lt(++pages, 10);
+  } while (next[0]);
+  ck_assert_int_eq(total, 7);
+  ck_assert_int_eq(pages, 4);
+
+  /* events page the same way */
+  snprintf(path, sizeof(path), "/v1/teams/team-a/jobs/%.31s/events?limit=1",
+           ids[0]);
+  items = list(path, member_a, next, sizeof(next));
+  ck_assert_uint_eq(json_array_size(items), 1);
+  json_decref(items);
+}
+END_TEST
+
+/* ---- cancel ----------------------------------------------------------- */
+
+START_TEST(cancel_pending)
+{
+  char id[32], path[160];
+  struct h_resp r;
+  json_t *items, *last, *j;
+  size_t n;
+
+  submit_pending("to-cancel", id);
+  snprintf(path, sizeof(path), "/v1/teams/team-a/jobs/%.31s/cancel", id);
+  h_request(&srv, "POST", path, member_a, NULL, NULL, &r);
+  ck_assert_msg(r.status == 200, "%ld %s", r.status, r.body);
+  ck_assert_str_eq(str_of(r.json, "state"), "CANCELLED");
+  ck_assert_str_eq(str_of(r.json, "id"), id);
+  h_resp_free(&r);
+
+  snprintf(path, sizeof(path), "/v1/teams/team-a/jobs/%.31s/events", id);
+  items = list(path, member_a, NULL, 0);
+  n = json_array_size(items);
+  ck_assert_uint_ge(n, 2);
+  last = json_array_get(items, n - 1);
+  ck_assert_str_eq(str_of(last, "from"), "PENDING");
+  ck_assert_str_eq(str_of(last, "to"), "CANCELLED");
+  json_decref(items);
+
+  /* twice: 200 again, no second event */
+  snprintf(path, sizeof(path), "/v1/teams/team-a/jobs/%.31s/cancel", id);
+  h_request(&srv, "POST", path, member_a, NULL, NULL, &r);
+  ck_assert_msg(r.status == 200, "%ld %s", r.status, r.body);
+  ck_assert_str_eq(str_of(r.json, "state"), "CANCELLED");
+  h_resp_free(&r);
+  snprintf(path, sizeof(path), "/v1/teams/team-a/jobs/%.31s/events", id);
+  items = list(path, member_a, NULL, 0);
+  ck_assert_uint_eq(json_array_size(items), n);
+  json_decref(items);
+
+  /* still cancelled after a few admission cycles */
+  sleep_ms(500);
+  j = get_job(id);
+  ck_assert_str_eq(str_of(j, "state"), "CANCELLED");
+  ck_assert(json_is_null(json_object_get(j, "admission")));
+  json_decref(j);
+
+  /* an unknown id */
+  h_request(&srv, "POST", "/v1/teams/team-a/jobs/j-00000000000000/cancel",
+            member_a, NULL, NULL, &r);
+  ck_assert_msg(h_is_problem(&r, 404, NULL), "%ld %s", r.status, r.body);
+  h_resp_free(&r);
+  h_request(&srv, "GET", "/v1/teams/team-a/jobs/NOT_AN_ID", member_a, NULL,
+            NULL, &r);
+  ck_assert_msg(h_is_problem(&r, 404, NULL), "%ld %s", r.status, r.body);
+  h_resp_free(&r);
+}
+END_TEST
+
+/* ---- queue status ----------------------------------------------------- */
+
+/* Count team-a's jobs in queue among states. */
+static json_int_t count_jobs(const char *queue, const char *states)
+{
+  char path[200];
+  json_t *items;
+  json_int_t n;
+
+  snprintf(path, sizeof(path),
+           "/v1/teams/team-a/jobs?queue=%s&state=%s&limit=500", queue, states);
+  items = list(path, member_a, NULL, 0);
+  n = (json_int_t)json_array_size(items);
+  json_decref(items);
+  return n;
+}
+
+static void check_queue_counts(const char *queue)
+{
+  char path[128];
+  int tries;
+
+  snprintf(path, sizeof(path), "/v1/teams/team-a/queues/%s", queue);
+  for (tries = 0; tries < 30; tries++) {
+    struct h_resp r;
+    json_t *st;
+    json_int_t p0, a0, p, a;
+
+    p0 = count_jobs(queue, "PENDING");
+    a0 = count_jobs(queue, "ADMITTED,QUEUED,RUNNING,EVICTING");
+    h_request(&srv, "GET", path, member_a, NULL, NULL, &r);
+    ck_assert_msg(r.status == 200, "%ld %s", r.status, r.body);
+    st = json_object_get(r.json, "status");
+    p = json_integer_value(json_object_get(st, "pending"));
+    a = json_integer_value(json_object_get(st, "admitted"));
+    ck_assert_msg(json_is_integer(json_object_get(st, "pending")) &&
+                      json_is_integer(json_object_get(st, "admitted")),
+                  "%s", r.body);
+    h_resp_free(&r);
+    /* stable across the three requests: compare */
+    if (p0 == count_jobs(queue, "PENDING") &&
+        a0 == count_jobs(queue, "ADMITTED,QUEUED,RUNNING,EVICTING")) {
+      ck_assert_msg(p == p0 && a == a0, "%s: status %lld/%lld, jobs %lld/%lld",
+                    queue, (long long)p, (long long)a, (long long)p0,
+                    (long long)a0);
+      return;
+    }
+    sleep_ms(100);
+  }
+  ck_abort_msg("queue %s never settled", queue);
+}
+
+START_TEST(queue_status_counts)
+{
+  char id[32];
+  struct h_resp r;
+  json_t *items, *j;
+  size_t k;
+
+  submit_pending("status-1", id);
+  submit_pending("status-2", id);
+  submit_small("lp", "status-lp", NULL, NULL, id);
+  j = wait_state(id, "ADMITTED", 10000);
+  json_decref(j);
+  check_queue_counts("compact");
+  check_queue_counts("lp");
+  ck_assert_int_ge(count_jobs("compact", "PENDING"), 2);
+  ck_assert_int_eq(count_jobs("compact", "ADMITTED,QUEUED,RUNNING,EVICTING"),
+                   1);
+
+  /* the pending list of the queue, in order with positions */
+  items = list("/v1/teams/team-a/queues/compact/pending", member_a, NULL, 0);
+  ck_assert_uint_ge(json_array_size(items), 2);
+  json_array_foreach (items, k, j) {
+    ck_assert_str_eq(str_of(j, "state"), "PENDING");
+    ck_assert_int_eq(
+        json_integer_value(json_object_get(j, "position_in_queue")),
+        (json_int_t)k + 1);
+  }
+  json_decref(items);
+
+  h_request(&srv, "GET", "/v1/teams/team-a/queues/nope/pending", member_a, NULL,
+            NULL, &r);
+  ck_assert_msg(h_is_problem(&r, 404, NULL), "%ld %s", r.status, r.body);
+  h_resp_free(&r);
+}
+END_TEST
+
+Suite *jobs_suite(void)
+{
+  Suite *s = suite_create("jobs");
+  TCase *tc = tcase_create("jobs");
+
+  tcase_add_unchecked_fixture(tc, setup, teardown);
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, idempotent_replay);
+  tcase_add_test(tc, idempotent_concurrent_duplicates);
+  tcase_add_test(tc, idempotency_keys_are_per_team);
+  tcase_add_test(tc, idempotency_key_malformed);
+  tcase_add_test(tc, other_team_sees_nothing);
+  tcase_add_loop_test(tc, invalid_submission, 0, N_BAD);
+  tcase_add_test(tc, invalid_submissions_created_nothing);
+  tcase_add_test(tc, all_mistakes_at_once);
+  tcase_add_test(tc, job_shape_events_admission);
+  tcase_add_test(tc, admitted_in_an_allowed_location);
+  tcase_add_test(tc, parallelism_defaults_to_task_count);
+  tcase_add_test(tc, list_filters);
+  tcase_add_test(tc, cursor_pagination);
+  tcase_add_test(tc, cancel_pending);
+  tcase_add_test(tc, queue_status_counts);
+  suite_add_tcase(s, tc);
+  return s;
+}

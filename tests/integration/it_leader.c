@@ -1,0 +1,427 @@
+/*
+ * it_leader.c — two replicas on one database: exactly one runs admission
+ * (the advisory-lock leader); when it is killed with SIGKILL the other
+ * takes over within seconds. Throughout, a watcher reads the jobs table
+ * with its own connection and checks Kueue's quota invariants (SPEC §2):
+ * per cluster queue, flavor and resource, usage ≤ nominal + borrowing
+ * limit; per cohort, usage ≤ the sum of nominal quota; a job holds quota
+ * in exactly one flavor, and never while PENDING.
+ */
+#include <check.h>
+#include <libpq-fe.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tests/integration/harness.h"
+
+Suite *leader_suite(void);
+
+#define LEADER_LINE "this replica is the leader"
+#define CYCLE_LINE "admission cycle"
+
+static const char *const teams[4] = {"team-a", "team-b", "team-c", "team-d"};
+
+static struct h_server srv[2];
+static char db_url[512];
+static char *tokens[4];
+
+static void sleep_ms(long ms)
+{
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+  nanosleep(&ts, NULL);
+}
+
+static long long now_ms(void)
+{
+  struct timespec ts;
+
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void setup(void)
+{
+  const char *args[] = {"apply", "deploy/examples/reference-architecture.json",
+                        NULL};
+  static const char *const env[] = {"GPUGATE_RATE_LIMIT_RPS=100000",
+                                    "GPUGATE_ADMISSION_INTERVAL_MS=200", NULL};
+  char out[2048];
+  int i;
+
+  ck_assert_int_eq(h_db_create("it_leader", db_url, sizeof(db_url)), 0);
+  ck_assert_msg(h_gpugate(db_url, args, out, sizeof(out)) == 0, "%s", out);
+  ck_assert_int_eq(h_server_start(&srv[0], db_url, env), 0);
+  ck_assert_int_eq(h_server_start(&srv[1], db_url, env), 0);
+  for (i = 0; i < 4; i++) {
+    tokens[i] = h_token(teams[i], "member", 3600);
+    ck_assert_ptr_nonnull(tokens[i]);
+  }
+}
+
+static void teardown(void)
+{
+  int i;
+
+  /* a replica killed in a forked test is reaped here */
+  h_server_stop(&srv[0]);
+  h_server_stop(&srv[1]);
+  for (i = 0; i < 4; i++)
+    free(tokens[i]);
+}
+
+/* Occurrences of needle in the server's log. */
+static int log_count(const struct h_server *s, const char *needle)
+{
+  FILE *f = fopen(s->log, "r");
+  char *text;
+  long len;
+  size_t got;
+  int n = 0;
+  const char *p;
+
+  if (!f)
+    return 0;
+  fseek(f, 0, SEEK_END);
+  len = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  text = malloc((size_t)len + 1);
+  ck_assert_ptr_nonnull(text);
+  got = fread(text, 1, (size_t)len, f);
+  text[got] = '\0';
+  fclose(f);
+  for (p = text; (p = strstr(p, needle)) != NULL; p += strlen(needle))
+    n++;
+  free(text);
+  return n;
+}
+
+/* ---- the invariants, from the database ------------------------------- */
+
+/* A connection for the checks. The planner overestimates the JSON set
+ * functions below and would JIT-compile every check (over a second). */
+static PGconn *connect_db(void)
+{
+  PGconn *pg = PQconnectdb(db_url);
+
+  if (PQstatus(pg) == CONNECTION_OK)
+    PQclear(PQexec(pg, "SET jit = off"));
+  return pg;
+}
+
+#define HOLDING "('ADMITTED', 'QUEUED', 'RUNNING', 'EVICTING')"
+
+/* One row per violation, all read in one statement (one snapshot). */
+static const char sql_violations[] =
+    "WITH usage AS ("
+    "  SELECT j.cluster_queue cq, j.flavor, x.res, sum(x.amt) used"
+    "  FROM jobs j CROSS JOIN LATERAL (VALUES ('gpu', j.gpu), "
+    "    ('cpu_milli', j.cpu_milli), ('memory_mib', j.memory_mib)) x(res, amt)"
+    "  WHERE j.state IN " HOLDING " AND j.flavor IS NOT NULL"
+    "  GROUP BY 1, 2, 3), "
+    "quota AS ("
+    "  SELECT c.name cq, c.cohort, f->>'name' flavor, r.key res,"
+    "    (r.value->>'nominal')::bigint nominal,"
+    "    (r.value->>'borrowing_limit')::bigint bl"
+    "  FROM cluster_queues c"
+    "  CROSS JOIN LATERAL json_array_elements(c.spec->'flavors') f"
+    "  CROSS JOIN LATERAL json_each(f->'resources') r) "
+    "SELECT format('cluster queue %s, flavor %s, %s: usage %s > nominal %s + "
+    "borrowing_limit %s', u.cq, u.flavor, u.res, u.used, q.nominal, q.bl)"
+    "  FROM usage u JOIN quota q USING (cq, flavor, res)"
+    "  WHERE q.bl IS NOT NULL AND u.used > q.nominal + q.bl "
+    "UNION ALL "
+    "SELECT format('cluster queue %s (no cohort), flavor %s, %s: usage %s > "
+    "nominal %s', u.cq, u.flavor, u.res, u.used, q.nominal)"
+    "  FROM usage u JOIN quota q USING (cq, flavor, res)"
+    "  WHERE q.cohort IS NULL AND u.used > q.nominal "
+    "UNION ALL "
+    "SELECT format('cluster queue %s uses %s %s of flavor %s, which it has no "
+    "quota for', u.cq, u.used, u.res, u.flavor)"
+    "  FROM usage u LEFT JOIN quota q USING (cq, flavor, res)"
+    "  WHERE q.cq IS NULL AND u.used > 0 "
+    "UNION ALL "
+    "SELECT format('cohort %s, flavor %s, %s: usage %s > total nominal %s',"
+    "  cohort, flavor, res, used, nominal) FROM ("
+    "  SELECT q.cohort, q.flavor, q.res, sum(coalesce(u.used, 0)) used,"
+    "    sum(q.nominal) nominal"
+    "  FROM quota q LEFT JOIN usage u USING (cq, flavor, res)"
+    "  WHERE q.cohort IS NOT NULL GROUP BY 1, 2, 3) c WHERE used > nominal "
+    "UNION ALL "
+    "SELECT format('job %s is PENDING with flavor %s', id, flavor) FROM jobs"
+    "  WHERE state = 'PENDING' AND flavor IS NOT NULL "
+    "UNION ALL "
+    "SELECT format('job %s is %s without a flavor', id, state) FROM jobs"
+    "  WHERE state IN " HOLDING " AND flavor IS NULL";
+
+/* Number of violations now (-1: the query failed); the first in first. */
+static int violations(PGconn *pg, char *first, size_t len)
+{
+  PGresult *res = PQexec(pg, sql_violations);
+  int n;
+
+  if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+    snprintf(first, len, "query failed: %s", PQresultErrorMessage(res));
+    PQclear(res);
+    return -1;
+  }
+  n = PQntuples(res);
+  if (n > 0)
+    snprintf(first, len, "%s", PQgetvalue(res, 0, 0));
+  PQclear(res);
+  return n;
+}
+
+static void assert_invariants(PGconn *pg, const char *when)
+{
+  char first[512] = "";
+  int n = violations(pg, first, sizeof(first));
+
+  ck_assert_msg(n == 0, "%s: %d violations, e.g. %s", when, n, first);
+}
+
+/* The watcher: checks the invariants every few milliseconds. */
+struct watcher {
+  pthread_t thread;
+  atomic_bool stop;
+  int checks, bad;
+  char first[512];
+};
+
+static void *watch(void *arg)
+{
+  struct watcher *w = arg;
+  PGconn *pg = connect_db();
+
+  if (PQstatus(pg) != CONNECTION_OK) {
+    snprintf(w->first, sizeof(w->first), "watcher: %s", PQerrorMessage(pg));
+    w->bad = -1;
+    PQfinish(pg);
+    return NULL;
+  }
+  while (!atomic_load(&w->stop)) {
+    char first[512];
+    int n = violations(pg, first, sizeof(first));
+    if (n != 0) {
+      if (!w->bad)
+        snprintf(w->first, sizeof(w->first), "%s", first);
+      w->bad++;
+    }
+    w->checks++;
+    sleep_ms(10);
+  }
+  PQfinish(pg);
+  return NULL;
+}
+
+/* ---- jobs ---------------------------------------------------------------- */
+
+static int64_t db_int(PGconn *pg, const char *sql)
+{
+  PGresult *res = PQexec(pg, sql);
+  int64_t v;
+
+  ck_assert_msg(PQresultStatus(res) == PGRES_TUPLES_OK, "%s: %s", sql,
+                PQresultErrorMessage(res));
+  v = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+  PQclear(res);
+  return v;
+}
+
+/* Poll sql (a count) until it reaches want or ms pass; the last value. */
+static int64_t wait_count(PGconn *pg, const char *sql, int64_t want, long ms)
+{
+  long long deadline = now_ms() + ms;
+  int64_t v;
+
+  while ((v = db_int(pg, sql)) != want && now_ms() < deadline)
+    sleep_ms(50);
+  return v;
+}
+
+/* A typical job (tasks × (2 CPU, 10 GiB, 2 GPU); 2 tasks in the
+ * reference scenario) through server s. */
+static void submit_n(const struct h_server *s, int team, const char *queue,
+                     const char *name, const char *klass, int tasks,
+                     char id[32])
+{
+  char path[96], body[512];
+  struct h_resp r;
+
+  snprintf(path, sizeof(path), "/v1/teams/%s/jobs", teams[team]);
+  snprintf(body, sizeof(body),
+           "{\"name\": \"%s\", \"queue\": \"%s\", \"priority_class\": \"%s\", "
+           "\"task_count\": %d, \"task\": {\"image\": "
+           "\"us-docker.pkg.dev/p/r/trainer:1.2\", \"cpu_milli\": 2000, "
+           "\"memory_mib\": 10240, \"gpu\": 2}}",
+           name, queue, klass, tasks);
+  ck_assert_int_eq(h_request(s, "POST", path, tokens[team], body, NULL, &r), 0);
+  ck_assert_msg(r.status == 201, "%s via :%u: %ld %s", name, s->port, r.status,
+                r.body);
+  snprintf(id, 32, "%s", json_string_value(json_object_get(r.json, "id")));
+  h_resp_free(&r);
+}
+
+static void submit(const struct h_server *s, int team, const char *queue,
+                   const char *name, const char *klass, char id[32])
+{
+  submit_n(s, team, queue, name, klass, 2, id);
+}
+
+static const char *state_via(const struct h_server *s, int team, const char *id,
+                             char *buf, size_t len)
+{
+  char path[160];
+  struct h_resp r;
+
+  snprintf(path, sizeof(path), "/v1/teams/%s/jobs/%.31s", teams[team], id);
+  ck_assert_int_eq(h_request(s, "GET", path, tokens[team], NULL, NULL, &r), 0);
+  ck_assert_msg(r.status == 200, "%ld %s", r.status, r.body);
+  snprintf(buf, len, "%s", json_string_value(json_object_get(r.json, "state")));
+  h_resp_free(&r);
+  return buf;
+}
+
+START_TEST(one_leader_and_failover)
+{
+  PGconn *pg = connect_db();
+  struct watcher w;
+  char id[32], compact[32], state[16];
+  int leader = -1, other, i, t, k, n0 = 0, n1 = 0;
+  long long t0;
+
+  ck_assert_msg(PQstatus(pg) == CONNECTION_OK, "%s", PQerrorMessage(pg));
+  memset(&w, 0, sizeof(w));
+  atomic_init(&w.stop, false);
+  ck_assert_int_eq(pthread_create(&w.thread, NULL, watch, &w), 0);
+
+  /* exactly one replica leads, within ~3 s */
+  for (t0 = now_ms(); now_ms() - t0 < 3000; sleep_ms(50)) {
+    n0 = log_count(&srv[0], LEADER_LINE);
+    n1 = log_count(&srv[1], LEADER_LINE);
+    if (n0 + n1 > 0)
+      break;
+  }
+  ck_assert_msg(n0 + n1 > 0, "no leader after 3 s; see %s and %s", srv[0].log,
+                srv[1].log);
+  sleep_ms(1500); /* the follower retries every second: still one */
+  n0 = log_count(&srv[0], LEADER_LINE);
+  n1 = log_count(&srv[1], LEADER_LINE);
+  ck_assert_msg((n0 == 1 && n1 == 0) || (n0 == 0 && n1 == 1),
+                "leader lines: %d and %d", n0, n1);
+  leader = n0 ? 0 : 1;
+  other = 1 - leader;
+
+  /* four low-priority jobs per team, through both replicas */
+  for (i = 0, k = 0; i < 4; i++)
+    for (t = 0; t < 4; t++, k++) {
+      char name[16];
+      snprintf(name, sizeof(name), "lp-%d", i);
+      submit(&srv[k % 2], t, "lp", name, "default", id);
+    }
+  ck_assert_int_eq(
+      wait_count(pg,
+                 "SELECT count(*) FROM jobs WHERE name LIKE 'lp-%' AND state "
+                 "= 'ADMITTED'",
+                 16, 10000),
+      16);
+  assert_invariants(pg, "after the low-priority jobs");
+  ck_assert_int_gt(log_count(&srv[leader], CYCLE_LINE), 0);
+  ck_assert_msg(log_count(&srv[other], CYCLE_LINE) == 0,
+                "the follower ran admission cycles; see %s", srv[other].log);
+
+  /* high-priority jobs reclaim the reservation from borrowing low-priority
+   * ones, before and after the leader dies: each team's first goes to
+   * on-demand, its second preempts. Teams a and c get their second before
+   * the kill, b and d after it, from the new leader. */
+  for (t = 0; t < 4; t++)
+    submit(&srv[t % 2], t, "hp", "hp-0", "high", id);
+  submit(&srv[0], 0, "hp", "hp-1", "high", id);
+  submit(&srv[1], 2, "hp", "hp-1", "high", id);
+  ck_assert_int_eq(log_count(&srv[other], LEADER_LINE), 0);
+  ck_assert_int_eq(h_server_kill(&srv[leader], SIGKILL), 0);
+  assert_invariants(pg, "right after the kill");
+
+  /* the survivor takes over: a new job is admitted within 5 s */
+  t0 = now_ms();
+  submit_n(&srv[other], 0, "compact", "after-kill", "compact", 1, compact);
+  submit(&srv[other], 1, "hp", "hp-1", "high", id);
+  submit(&srv[other], 3, "hp", "hp-1", "high", id);
+  while (strcmp(state_via(&srv[other], 0, compact, state, sizeof(state)),
+                "ADMITTED") &&
+         now_ms() - t0 < 5000)
+    sleep_ms(50);
+  ck_assert_msg(!strcmp(state, "ADMITTED"),
+                "job after the kill still %s after 5 s; see %s", state,
+                srv[other].log);
+  ck_assert_int_eq(log_count(&srv[other], LEADER_LINE), 1);
+
+  for (i = 2; i < 4; i++)
+    for (t = 0; t < 4; t++) {
+      char name[16];
+      snprintf(name, sizeof(name), "hp-%d", i);
+      submit(&srv[other], t, "hp", name, "high", id);
+    }
+
+  /* it settles where the reference scenario does: per cohort the
+   * reservation and on-demand quota hold four high-priority jobs, spot
+   * three low-priority jobs per team; the four evicted ones wait again */
+  ck_assert_int_eq(
+      wait_count(pg,
+                 "SELECT count(*) FROM jobs WHERE name LIKE 'hp-%' AND state "
+                 "= 'ADMITTED'",
+                 8, 15000),
+      8);
+  ck_assert_int_eq(
+      wait_count(pg,
+                 "SELECT count(*) FROM jobs WHERE name LIKE 'lp-%' AND state "
+                 "= 'ADMITTED'",
+                 12, 5000),
+      12);
+  ck_assert_int_eq(
+      wait_count(pg,
+                 "SELECT count(*) FROM jobs WHERE state = 'EVICTING' OR "
+                 "(state = 'PENDING' AND reason IS NULL)",
+                 0, 5000),
+      0);
+  ck_assert_int_eq(db_int(pg, "SELECT count(*) FROM jobs WHERE name LIKE "
+                              "'hp-%' AND state = 'PENDING'"),
+                   8);
+  ck_assert_int_eq(db_int(pg, "SELECT count(*) FROM jobs WHERE name LIKE "
+                              "'lp-%' AND state = 'PENDING' AND attempt >= 2"),
+                   4);
+  ck_assert_int_ge(db_int(pg, "SELECT count(*) FROM job_events WHERE "
+                              "to_state = 'EVICTING'"),
+                   4);
+  ck_assert_int_eq(db_int(pg, "SELECT count(*) FROM jobs WHERE state = "
+                              "'ADMITTED' AND name = 'after-kill'"),
+                   1);
+  assert_invariants(pg, "settled after the failover");
+  ck_assert_int_gt(log_count(&srv[other], CYCLE_LINE), 0);
+
+  /* the watcher saw no violation at any time */
+  atomic_store(&w.stop, true);
+  pthread_join(w.thread, NULL);
+  ck_assert_msg(w.bad == 0, "invariants violated %d times, first: %s", w.bad,
+                w.first);
+  ck_assert_int_gt(w.checks, 20);
+  PQfinish(pg);
+}
+END_TEST
+
+Suite *leader_suite(void)
+{
+  Suite *s = suite_create("leader");
+  TCase *tc = tcase_create("failover");
+
+  tcase_add_unchecked_fixture(tc, setup, teardown);
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, one_leader_and_failover);
+  suite_add_tcase(s, tc);
+  return s;
+}
