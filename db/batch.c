@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "batch/job.h"
 #include "db/batch.h"
 
 static PGresult *query(struct db_conn *c, const char *sql, int n,
@@ -84,12 +85,18 @@ static const char sql_request_cancel[] =
     "'gpugate-' || id || '-a' || attempt FROM jobs WHERE id = $1 "
     "AND location IS NOT NULL ON CONFLICT (job_id, attempt, op) DO NOTHING";
 
+static const char sql_wake_dispatch[] =
+    "SELECT pg_notify('gpugate_dispatch', '')";
+
 int db_batch_request_create(struct db_conn *c, const char *job_id, char *err,
                             size_t errlen)
 {
   const char *params[1] = {job_id};
 
-  return run(c, sql_request_create, 1, params, NULL, err, errlen);
+  return run(c, sql_request_create, 1, params, NULL, err, errlen) ||
+                 run(c, sql_wake_dispatch, 0, NULL, NULL, err, errlen)
+             ? -1
+             : 0;
 }
 
 int db_batch_withdraw_create(struct db_conn *c, const char *job_id, int attempt,
@@ -115,7 +122,10 @@ int db_batch_request_cancel(struct db_conn *c, const char *job_id, char *err,
 {
   const char *params[1] = {job_id};
 
-  return run(c, sql_request_cancel, 1, params, NULL, err, errlen);
+  return run(c, sql_request_cancel, 1, params, NULL, err, errlen) ||
+                 run(c, sql_wake_dispatch, 0, NULL, NULL, err, errlen)
+             ? -1
+             : 0;
 }
 
 /* Back in the queue: same created_at (its place), the next attempt. */
@@ -154,7 +164,7 @@ static const char sql_claim[] =
     "WHERE o.next_at <= now() ORDER BY o.next_at, o.id LIMIT 1 "
     "FOR UPDATE OF o SKIP LOCKED";
 
-static const char sql_drop_op[] = "DELETE FROM batch_ops WHERE id = $1";
+static const char sql_drop_op[] = "DELETE FROM batch_ops WHERE id = $1::bigint";
 
 void db_batch_op_free(struct db_batch_op *op)
 {
@@ -273,7 +283,8 @@ int db_batch_done_cancel(struct db_conn *c, const struct db_batch_op *op,
 
 static const char sql_retry[] =
     "UPDATE batch_ops SET tries = tries + 1, last_error = $3, "
-    "next_at = now() + $2::bigint * interval '1 millisecond' WHERE id = $1";
+    "next_at = now() + $2::bigint * interval '1 millisecond' WHERE id = "
+    "$1::bigint";
 
 int db_batch_retry(struct db_conn *c, const struct db_batch_op *op,
                    long delay_ms, const char *error, char *err, size_t errlen)
@@ -347,39 +358,33 @@ static bool active(const char *state)
          !strcmp(state, "RUNNING") || !strcmp(state, "EVICTING");
 }
 
-/* The job's next state for a Batch report, or NULL for no change. Sets
- * *reason for final states. */
+/*
+ * The job's next state for a Batch report, or NULL for no change: Batch's
+ * state read with what we asked of the job (batch_state_target), moving
+ * only forward from the job's current state. *reason for final states.
+ */
 static const char *next_state(const char *state, bool cancel_requested,
                               const char *b, const char **reason)
 {
-  *reason = "";
+  enum batch_intent intent = cancel_requested             ? BATCH_INTENT_CANCEL
+                             : !strcmp(state, "EVICTING") ? BATCH_INTENT_EVICT
+                                                          : BATCH_INTENT_NONE;
+  enum batch_state st =
+      !strcmp(b, "NOT_FOUND") ? BATCH_STATE_DELETED : batch_state_parse(b);
+  const char *to;
+
+  *reason = NULL;
   if (!active(state))
     return NULL;
-  if (!strcmp(b, "QUEUED") || !strcmp(b, "SCHEDULED"))
-    return !strcmp(state, "ADMITTED") ? "QUEUED" : NULL;
-  if (!strcmp(b, "RUNNING"))
-    return !strcmp(state, "ADMITTED") || !strcmp(state, "QUEUED") ? "RUNNING"
-                                                                  : NULL;
-  if (!strcmp(b, "SUCCEEDED"))
-    return "SUCCEEDED";
-  if (!strcmp(b, "FAILED")) {
-    *reason = "BatchJobFailed";
-    return "FAILED";
-  }
-  if (!strcmp(b, "CANCELLATION_IN_PROGRESS") || !strcmp(b, "CANCELLED") ||
-      !strcmp(b, "DELETION_IN_PROGRESS") || !strcmp(b, "NOT_FOUND")) {
-    if (cancel_requested) {
-      *reason = "CancelledByUser";
-      return "CANCELLED";
-    }
-    if (!strcmp(state, "EVICTING"))
-      return "PENDING";
-    *reason = !strcmp(b, "CANCELLED") || !strcmp(b, "CANCELLATION_IN_PROGRESS")
-                  ? "CancelledOutsideGpugate"
-                  : "BatchJobLost";
-    return "FAILED";
-  }
-  return NULL; /* STATE_UNSPECIFIED and future states */
+  to = batch_state_target(st, intent, reason);
+  if (!to)
+    return NULL;
+  if (!strcmp(to, "QUEUED") && strcmp(state, "ADMITTED") != 0)
+    return NULL;
+  if (!strcmp(to, "RUNNING") && strcmp(state, "ADMITTED") != 0 &&
+      strcmp(state, "QUEUED") != 0)
+    return NULL;
+  return to;
 }
 
 int db_batch_observe(struct db_conn *c, const char *batch_job_name,
@@ -432,13 +437,13 @@ int db_batch_observe(struct db_conn *c, const char *batch_job_name,
       goto fail;
   } else {
     params[1] = to;
-    params[2] = reason;
+    params[2] = reason ? reason : "";
     params[3] = batch_state;
     if (run(c, sql_set_final, 4, params, NULL, err, errlen) ||
         wake(c, err, errlen))
       goto fail;
   }
-  if (event(c, id, state, to, *reason ? reason : batch_state, msg, err, errlen))
+  if (event(c, id, state, to, reason ? reason : batch_state, msg, err, errlen))
     goto fail;
   rows = 1;
 commit:

@@ -25,6 +25,7 @@
 #include "db/db.h"
 #include "server/http.h"
 #include "server/log.h"
+#include "server/metrics.h"
 #include "server/problem.h"
 #include "server/ratelimit.h"
 #include "server/router.h"
@@ -242,6 +243,9 @@ static void log_access(struct gg_req *req, unsigned status)
   json_t *f;
   int level = status >= 500 ? LOG_ERROR : LOG_INFO;
 
+  metrics_http(req->route ? req->route->pattern : "(none)",
+               req->method ? req->method : "", status,
+               (double)(now_us() - req->started_us) / 1e6);
   if (!log_enabled(level))
     return;
   f = json_pack("{s:s, s:s, s:s, s:i, s:f}", "request_id", req->request_id,

@@ -26,6 +26,7 @@
 #include "scheduler/sched.h"
 #include "server/log.h"
 #include "server/loop.h"
+#include "server/metrics.h"
 
 /* arbitrary constant: "gpugate admission leader" */
 #define LEADER_LOCK "7301002"
@@ -112,6 +113,7 @@ static int cycle(struct loop *l)
     db_sched_free(&state);
     goto fail;
   }
+  metrics_admission_cycle((double)(now_ms() - t0) / 1000.0);
   if (stats.admitted || stats.evicted) {
     json_t *f = json_pack("{s:i, s:i, s:i, s:i, s:i, s:I}", "pending",
                           state.in.n_pending, "admitted", stats.admitted,

@@ -18,6 +18,7 @@
 #include "db/db.h"
 #include "server/auth.h"
 #include "server/config.h"
+#include "server/dispatch.h"
 #include "server/http.h"
 #include "server/log.h"
 #include "server/loop.h"
@@ -113,6 +114,7 @@ static int cmd_serve(void)
   struct db_pool *pool = NULL;
   struct http_server *http = NULL;
   struct loop *loop = NULL;
+  struct dispatch *dispatch = NULL;
   sigset_t set;
   char err[512];
   int sig, rc = 1;
@@ -133,6 +135,7 @@ static int cmd_serve(void)
   pool = db_pool_new(cfg.database_url, cfg.db_pool_size);
   if (!pool)
     goto out;
+  db_pool_set_batch(pool, !strcmp(cfg.batch_backend, "gcp"));
 
   /* workers inherit this mask; only the main thread takes the signals */
   sigemptyset(&set);
@@ -151,6 +154,14 @@ static int cmd_serve(void)
     fprintf(stderr, "gpugate: cannot start the admission loop\n");
     goto out;
   }
+  if (!strcmp(cfg.batch_backend, "gcp")) {
+    dispatch = dispatch_start(&cfg, err, sizeof(err));
+    if (!dispatch) {
+      fprintf(stderr, "gpugate: %s\n", err);
+      goto out;
+    }
+  }
+
   if (cfg.port_file[0] && write_port_file(cfg.port_file, http_port(http))) {
     fprintf(stderr, "gpugate: GPUGATE_PORT_FILE: cannot write \"%s\"\n",
             cfg.port_file);
@@ -168,6 +179,7 @@ static int cmd_serve(void)
   rc = 0;
 out:
   http_stop(http);
+  dispatch_stop(dispatch);
   loop_stop(loop);
   db_pool_free(pool);
   auth_free(auth);

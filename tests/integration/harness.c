@@ -152,35 +152,16 @@ static void test_env(char store[][600], const char *db_url)
                                             : "info");
 }
 
-int h_server_start(struct h_server *s, const char *db_url,
-                   const char *const *extra_env)
+/* Spawn argv with env into a fresh temp dir and wait for its port file. */
+static int start_process(struct h_server *s, const char *const *argv,
+                         const char *const *env, const char *what)
 {
-  char store[4][600];
-  const char *env[64];
-  const char *argv[] = {"build/gpugate", "serve", NULL};
   char port_file[300];
-  size_t n = 0, i;
   long waited;
-  char tmpl[] = "/tmp/gpugate-it-XXXXXX";
 
-  memset(s, 0, sizeof(*s));
-  if (!mkdtemp(tmpl))
-    return -1;
-  snprintf(s->dir, sizeof(s->dir), "%s", tmpl);
-  snprintf(s->log, sizeof(s->log), "%s/server.log", s->dir);
-  snprintf(s->db_url, sizeof(s->db_url), "%s", db_url);
-  snprintf(port_file, sizeof(port_file), "%s/port", s->dir);
-  test_env(store, db_url);
-  snprintf(store[3], 600, "GPUGATE_PORT_FILE=%s", port_file);
-  for (i = 0; i < 4; i++)
-    env[n++] = store[i];
-  env[n++] = "GPUGATE_LISTEN=127.0.0.1:0";
-  env[n++] = "GPUGATE_HTTP_THREADS=4";
-  for (i = 0; extra_env && extra_env[i] && n < 62; i++)
-    env[n++] = extra_env[i];
-  env[n] = NULL;
   if (spawn(argv, env, s->log, &s->pid) != 0)
     return -1;
+  snprintf(port_file, sizeof(port_file), "%s/port", s->dir);
   for (waited = 0; waited < 20000; waited += 50) {
     FILE *f = fopen(port_file, "r");
     unsigned port = 0;
@@ -194,15 +175,78 @@ int h_server_start(struct h_server *s, const char *db_url,
       return 0;
     }
     if (waitpid(s->pid, NULL, WNOHANG) == s->pid) {
-      fprintf(stderr, "harness: gpugate exited; see %s\n", s->log);
+      fprintf(stderr, "harness: %s exited; see %s\n", what, s->log);
       s->pid = 0;
       return -1;
     }
     sleep_ms(50);
   }
-  fprintf(stderr, "harness: gpugate did not start; see %s\n", s->log);
+  fprintf(stderr, "harness: %s did not start; see %s\n", what, s->log);
   h_server_stop(s);
   return -1;
+}
+
+static int make_dir(struct h_server *s, const char *log)
+{
+  char tmpl[] = "/tmp/gpugate-it-XXXXXX";
+
+  memset(s, 0, sizeof(*s));
+  if (!mkdtemp(tmpl))
+    return -1;
+  snprintf(s->dir, sizeof(s->dir), "%s", tmpl);
+  snprintf(s->log, sizeof(s->log), "%s/%s", s->dir, log);
+  return 0;
+}
+
+int h_server_start(struct h_server *s, const char *db_url,
+                   const char *const *extra_env)
+{
+  char store[4][600];
+  const char *env[64];
+  const char *argv[] = {"build/gpugate", "serve", NULL};
+  size_t n = 0, i;
+
+  if (make_dir(s, "server.log") != 0)
+    return -1;
+  snprintf(s->db_url, sizeof(s->db_url), "%s", db_url);
+  test_env(store, db_url);
+  snprintf(store[3], 600, "GPUGATE_PORT_FILE=%s/port", s->dir);
+  for (i = 0; i < 4; i++)
+    env[n++] = store[i];
+  env[n++] = "GPUGATE_LISTEN=127.0.0.1:0";
+  env[n++] = "GPUGATE_HTTP_THREADS=4";
+  for (i = 0; extra_env && extra_env[i] && n < 62; i++)
+    env[n++] = extra_env[i];
+  env[n] = NULL;
+  return start_process(s, argv, env, "gpugate");
+}
+
+int h_emulator_start(struct h_server *emu, const char *const *extra_env)
+{
+  char port_file[600];
+  const char *env[64];
+  const char *argv[] = {"build/batch_emulator", NULL};
+  size_t n = 0, i;
+
+  if (make_dir(emu, "emulator.log") != 0)
+    return -1;
+  snprintf(port_file, sizeof(port_file), "EMU_PORT_FILE=%s/port", emu->dir);
+  env[n++] = port_file;
+  env[n++] = "EMU_LISTEN=127.0.0.1:0";
+  env[n++] = "EMU_EXIT_WITH_PARENT=true";
+  for (i = 0; extra_env && extra_env[i] && n < 62; i++)
+    env[n++] = extra_env[i];
+  env[n] = NULL;
+  return start_process(emu, argv, env, "batch_emulator");
+}
+
+void h_gcp_env(const struct h_server *emu, char store[H_GCP_ENV][128])
+{
+  snprintf(store[0], 128, "GPUGATE_BATCH_BACKEND=gcp");
+  snprintf(store[1], 128, "GPUGATE_GCP_PROJECT=test-project");
+  snprintf(store[2], 128, "GPUGATE_BATCH_ENDPOINT=http://127.0.0.1:%u",
+           emu->port);
+  snprintf(store[3], 128, "GCE_METADATA_HOST=127.0.0.1:%u", emu->port);
 }
 
 void h_server_stop(struct h_server *s)

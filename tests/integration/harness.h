@@ -42,6 +42,20 @@ int h_db_create(const char *name, char *url, size_t urllen);
 int h_server_start(struct h_server *s, const char *db_url,
                    const char *const *extra_env);
 
+/*
+ * Start build/batch_emulator on port 0 (it exits with the test process)
+ * with extra "EMU_...=value" entries (NULL-ended, may be NULL). Stop it
+ * with h_server_stop(). Returns 0 or -1.
+ */
+int h_emulator_start(struct h_server *emu, const char *const *extra_env);
+
+/*
+ * The environment entries that point gpugate at the emulator: backend gcp,
+ * project test-project, its endpoint and its metadata server.
+ */
+#define H_GCP_ENV 4
+void h_gcp_env(const struct h_server *emu, char store[H_GCP_ENV][128]);
+
 /* SIGTERM, wait, SIGKILL if needed. Keeps the log on disk. */
 void h_server_stop(struct h_server *s);
 

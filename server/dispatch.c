@@ -1,0 +1,409 @@
+/*
+ * dispatch.c — the Cloud Batch side of every replica: the dispatcher that
+ * empties the outbox, and the status sync that brings Batch's job states
+ * back. Both are safe on all replicas at once: the dispatcher claims rows
+ * with FOR UPDATE SKIP LOCKED and every state change is conditional on the
+ * job's current state.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "batch/client.h"
+#include "batch/job.h"
+#include "db/batch.h"
+#include "db/db.h"
+#include "server/dispatch.h"
+#include "server/log.h"
+#include "server/metrics.h"
+#include "server/ratelimit.h"
+
+#define MUTATIONS_PER_S 100 /* per region; Batch allows 6,000/min */
+#define IDLE_MS 500
+#define FLEX_CHECK_MS 1000
+#define SYNC_PAGE 500
+#define UNSEEN_GRACE_S 30
+
+struct worker {
+  struct dispatch *d;
+  pthread_t thread;
+  struct db_conn conn;
+  struct batch_client *batch;
+  bool listening;
+};
+
+struct dispatch {
+  const struct config *cfg;
+  atomic_bool stop;
+  int wake[2];
+  struct ratelimit *mutations;
+  unsigned rng;
+  struct worker dispatcher;
+  struct worker sync;
+};
+
+static long long now_us(void)
+{
+  struct timespec ts;
+
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000000LL + ts.tv_nsec / 1000;
+}
+
+static void sleep_ms(long ms)
+{
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+  nanosleep(&ts, NULL);
+}
+
+static int connect_db(struct worker *w, const char *listen)
+{
+  char err[256];
+
+  if (w->conn.pg && PQstatus(w->conn.pg) == CONNECTION_OK)
+    return 0;
+  PQfinish(w->conn.pg);
+  w->conn.pg = db_connect(w->d->cfg->database_url, err, sizeof(err));
+  w->conn.n_prepared = 0;
+  w->listening = false;
+  if (!w->conn.pg)
+    return -1;
+  if (listen) {
+    PGresult *res = PQexec(w->conn.pg, listen);
+    w->listening = PQresultStatus(res) == PGRES_COMMAND_OK;
+    PQclear(res);
+  }
+  return 0;
+}
+
+/* Wait up to ms for a NOTIFY on the worker's connection or a stop. */
+static void wait_for(struct worker *w, long ms)
+{
+  struct pollfd fds[2];
+  nfds_t n = 1;
+  PGnotify *note;
+  char drain[16];
+
+  fds[0].fd = w->d->wake[0];
+  fds[0].events = POLLIN;
+  if (w->conn.pg && w->listening) {
+    fds[1].fd = PQsocket(w->conn.pg);
+    fds[1].events = POLLIN;
+    n = 2;
+  }
+  if (poll(fds, n, (int)ms) < 0 && errno != EINTR)
+    return;
+  if ((fds[0].revents & POLLIN) && read(w->d->wake[0], drain, 1) < 0) {
+    /* the stop flag is what matters */
+  }
+  if (n == 2 && (fds[1].revents & POLLIN) && PQconsumeInput(w->conn.pg))
+    while ((note = PQnotifies(w->conn.pg)) != NULL)
+      PQfreemem(note);
+}
+
+/* Hold a claimed row until the region's client-side budget allows a call. */
+static void pace(struct dispatch *d, const char *region)
+{
+  long retry = 0;
+
+  while (!ratelimit_take(d->mutations, region, now_us(), &retry) &&
+         !atomic_load(&d->stop))
+    sleep_ms(10);
+}
+
+static void log_op(int level, const char *what, const struct db_batch_op *op,
+                   const struct batch_result *r)
+{
+  json_t *f =
+      json_pack("{s:s, s:s, s:i, s:s, s:I}", "job_id", op->job_id, "op", op->op,
+                "attempt", op->attempt, "batch_job", op->batch_job_id,
+                "http_status", (json_int_t)r->http_status);
+
+  if (f && r->error.message[0])
+    json_object_set_new(f, "error", json_string(r->error.message));
+  log_json(level, what, f);
+  json_decref(f);
+}
+
+static int record_failure(struct worker *w, const struct db_batch_op *op,
+                          const struct batch_result *r, char *err,
+                          size_t errlen)
+{
+  if (r->error.retryable) {
+    long delay =
+        batch_backoff_ms(op->tries, r->error.retry_after_ms, &w->d->rng);
+    log_op(LOG_WARN, "batch call failed; will retry", op, r);
+    return db_batch_retry(&w->conn, op, delay, r->error.message, err, errlen);
+  }
+  log_op(LOG_ERROR, "batch call rejected", op, r);
+  return db_batch_give_up(&w->conn, op, r->error.message, err, errlen);
+}
+
+static int do_create(struct worker *w, const struct db_batch_op *op, char *err,
+                     size_t errlen)
+{
+  struct batch_job_input in;
+  struct batch_result r;
+  char name[512];
+  json_t *body;
+  int rc;
+
+  memset(&in, 0, sizeof(in));
+  in.job_id = op->job_id;
+  in.attempt = op->attempt;
+  in.team = op->team;
+  in.queue = op->queue;
+  in.cost_center = op->cost_center;
+  in.region = op->region;
+  in.flavor = op->flavor;
+  in.flavor_spec = op->flavor_spec;
+  in.job_spec = op->job_spec;
+  in.max_run_duration_s = (long)op->max_run_duration_s;
+  body = batch_job_body(&in);
+  if (!body) {
+    memset(&r, 0, sizeof(r));
+    snprintf(r.error.message, sizeof(r.error.message),
+             "the job could not be expressed as a Batch job");
+    return record_failure(w, op, &r, err, errlen);
+  }
+  rc = batch_client_create(w->batch, op->region, op->batch_job_id,
+                           op->request_id, body, &r);
+  json_decref(body);
+  metrics_batch_call("create", r.http_status);
+  if (rc != 0) {
+    rc = record_failure(w, op, &r, err, errlen);
+  } else {
+    const char *given = json_string_value(json_object_get(r.json, "name"));
+    if (given)
+      snprintf(name, sizeof(name), "%s", given);
+    else
+      batch_job_name(batch_client_project(w->batch), op->region,
+                     op->batch_job_id, name, sizeof(name));
+    rc = db_batch_done_create(&w->conn, op, name, err, errlen);
+  }
+  batch_result_clear(&r);
+  return rc;
+}
+
+static int do_cancel(struct worker *w, const struct db_batch_op *op, char *err,
+                     size_t errlen)
+{
+  struct batch_result r;
+  char name[512];
+  int rc;
+
+  batch_job_name(batch_client_project(w->batch), op->region, op->batch_job_id,
+                 name, sizeof(name));
+  rc = batch_client_cancel(w->batch, name, &r);
+  metrics_batch_call("cancel", r.http_status);
+  if (rc != 0 && !r.error.retryable && !r.error.not_found) {
+    /* a job Batch will not cancel (e.g. already finishing): delete it */
+    batch_result_clear(&r);
+    rc = batch_client_delete(w->batch, name, &r);
+    metrics_batch_call("delete", r.http_status);
+  }
+  if (rc == 0 || r.error.not_found) {
+    bool gone = rc != 0;
+    batch_result_clear(&r);
+    if (db_batch_done_cancel(&w->conn, op, gone, err, errlen))
+      return -1;
+    /* Batch has no such job: an eviction waiting for it completes now */
+    return gone && db_batch_observe(&w->conn, name, "NOT_FOUND", err, errlen) <
+                       0
+               ? -1
+               : 0;
+  }
+  rc = record_failure(w, op, &r, err, errlen);
+  batch_result_clear(&r);
+  return rc;
+}
+
+static void *dispatcher(void *arg)
+{
+  struct worker *w = arg;
+  struct dispatch *d = w->d;
+  char err[256];
+
+  while (!atomic_load(&d->stop)) {
+    struct db_batch_op op;
+    int got;
+
+    if (connect_db(w, "LISTEN gpugate_dispatch") != 0) {
+      wait_for(w, 1000);
+      continue;
+    }
+    got = db_batch_claim(&w->conn, &op, err, sizeof(err));
+    if (got <= 0) {
+      if (got < 0)
+        log_msg(LOG_WARN, "dispatch: claim failed: %s", err);
+      metrics_dispatch_backlog(db_batch_backlog(&w->conn));
+      wait_for(w, IDLE_MS);
+      continue;
+    }
+    pace(d, op.region);
+    if ((!strcmp(op.op, "create") ? do_create(w, &op, err, sizeof(err))
+                                  : do_cancel(w, &op, err, sizeof(err))) != 0)
+      log_msg(LOG_WARN, "dispatch: %s of %s not recorded: %s", op.op, op.job_id,
+              err);
+    db_batch_op_free(&op);
+  }
+  return NULL;
+}
+
+/* List one region's gpugate Batch jobs and apply their states. */
+static int sync_region(struct worker *w, const char *region)
+{
+  char token[1024] = "", err[256];
+  json_t *seen = json_array(), *job, *unseen;
+  size_t i;
+  int rc = -1;
+
+  do {
+    struct batch_result r;
+    if (batch_client_list(w->batch, region, "labels.gpugate-team:*", SYNC_PAGE,
+                          token, &r) != 0) {
+      metrics_batch_call("list", r.http_status);
+      log_msg(LOG_WARN, "sync: listing %s failed: %s", region, r.error.message);
+      batch_result_clear(&r);
+      goto out;
+    }
+    metrics_batch_call("list", r.http_status);
+    json_array_foreach (json_object_get(r.json, "jobs"), i, job) {
+      const char *name = json_string_value(json_object_get(job, "name"));
+      const char *state = json_string_value(
+          json_object_get(json_object_get(job, "status"), "state"));
+      if (!name || !state)
+        continue;
+      json_array_append_new(seen, json_string(name));
+      if (db_batch_observe(&w->conn, name, state, err, sizeof(err)) < 0)
+        log_msg(LOG_WARN, "sync: %s: %s", name, err);
+    }
+    snprintf(token, sizeof(token), "%s",
+             json_string_value(json_object_get(r.json, "nextPageToken"))
+                 ? json_string_value(json_object_get(r.json, "nextPageToken"))
+                 : "");
+    batch_result_clear(&r);
+  } while (token[0] && !atomic_load(&w->d->stop));
+
+  /* jobs Batch no longer has, that we did not cancel, are lost */
+  unseen =
+      db_batch_unseen(&w->conn, region, seen, UNSEEN_GRACE_S, err, sizeof(err));
+  json_array_foreach (unseen, i, job) {
+    if (db_batch_observe(&w->conn, json_string_value(job), "NOT_FOUND", err,
+                         sizeof(err)) < 0)
+      log_msg(LOG_WARN, "sync: %s: %s", json_string_value(job), err);
+  }
+  json_decref(unseen);
+  rc = 0;
+out:
+  json_decref(seen);
+  return rc;
+}
+
+static void *syncer(void *arg)
+{
+  struct worker *w = arg;
+  struct dispatch *d = w->d;
+  long long next_sync = 0;
+  char err[256];
+
+  while (!atomic_load(&d->stop)) {
+    json_t *regions, *region;
+    size_t i;
+
+    if (connect_db(w, NULL) != 0) {
+      wait_for(w, 1000);
+      continue;
+    }
+    if (db_batch_flex_expired(&w->conn, err, sizeof(err)) < 0)
+      log_msg(LOG_WARN, "dws: %s", err);
+    if (now_us() >= next_sync) {
+      next_sync = now_us() + d->cfg->sync_interval_ms * 1000LL;
+      regions = db_batch_regions(&w->conn, err, sizeof(err));
+      json_array_foreach (regions, i, region) {
+        sync_region(w, json_string_value(region));
+      }
+      json_decref(regions);
+    }
+    wait_for(w, FLEX_CHECK_MS);
+  }
+  return NULL;
+}
+
+static int start_worker(struct dispatch *d, struct worker *w,
+                        void *(*fn)(void *), char *err, size_t errlen)
+{
+  w->d = d;
+  w->batch = batch_client_new(d->cfg, err, errlen);
+  if (!w->batch)
+    return -1;
+  if (pthread_create(&w->thread, NULL, fn, w) != 0) {
+    snprintf(err, errlen, "cannot start a thread");
+    batch_client_free(w->batch);
+    w->batch = NULL;
+    return -1;
+  }
+  return 0;
+}
+
+static void stop_worker(struct worker *w)
+{
+  if (!w->batch)
+    return;
+  pthread_join(w->thread, NULL);
+  batch_client_free(w->batch);
+  PQfinish(w->conn.pg);
+  w->conn.pg = NULL;
+}
+
+struct dispatch *dispatch_start(const struct config *cfg, char *err,
+                                size_t errlen)
+{
+  struct dispatch *d = calloc(1, sizeof(*d));
+
+  if (!d) {
+    snprintf(err, errlen, "out of memory");
+    return NULL;
+  }
+  batch_global_init();
+  d->cfg = cfg;
+  d->rng = (unsigned)now_us();
+  atomic_init(&d->stop, false);
+  d->mutations = ratelimit_new(MUTATIONS_PER_S);
+  if (!d->mutations || pipe(d->wake) != 0) {
+    snprintf(err, errlen, "out of memory");
+    ratelimit_free(d->mutations);
+    free(d);
+    return NULL;
+  }
+  if (start_worker(d, &d->dispatcher, dispatcher, err, errlen) != 0 ||
+      start_worker(d, &d->sync, syncer, err, errlen) != 0) {
+    dispatch_stop(d);
+    return NULL;
+  }
+  return d;
+}
+
+void dispatch_stop(struct dispatch *d)
+{
+  if (!d)
+    return;
+  atomic_store(&d->stop, true);
+  /* one byte per worker: each poll wakes */
+  if (write(d->wake[1], "xx", 2) < 0) {
+    /* the workers' polls time out soon enough */
+  }
+  stop_worker(&d->dispatcher);
+  stop_worker(&d->sync);
+  close(d->wake[0]);
+  close(d->wake[1]);
+  ratelimit_free(d->mutations);
+  free(d);
+}

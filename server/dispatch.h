@@ -1,0 +1,23 @@
+/*
+ * dispatch.h — the Cloud Batch workers of one replica (with
+ * GPUGATE_BATCH_BACKEND=gcp): a dispatcher emptying the outbox and a
+ * status sync that also moves Flex Start jobs past their max_wait_s.
+ */
+#ifndef GPUGATE_DISPATCH_H
+#define GPUGATE_DISPATCH_H
+
+#include <stddef.h>
+
+#include "server/config.h"
+
+struct dispatch;
+
+/* Start both threads; cfg is borrowed and must outlive them. NULL with a
+ * one-line reason in err on failure. */
+struct dispatch *dispatch_start(const struct config *cfg, char *err,
+                                size_t errlen);
+
+/* Stop the threads (finishing calls in progress) and free. Accepts NULL. */
+void dispatch_stop(struct dispatch *d);
+
+#endif
