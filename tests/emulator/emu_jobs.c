@@ -1,0 +1,733 @@
+/*
+ * emu_jobs.c — job store and state machine of the Batch emulator.
+ *
+ * Jobs live in one array in creation order (sequence numbers only grow),
+ * under one mutex. A ticker thread wakes every TICK_MS (or when kicked),
+ * recomputes the GPUs held per location and provisioning model, and moves
+ * every job whose time has come. Capacity is taken when a job is
+ * SCHEDULED and given back when it reaches a terminal state or is gone.
+ * Notifications are queued while the mutex is held so that each job's
+ * pushes leave in the order its states changed.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tests/emulator/emu_config.h"
+#include "tests/emulator/emu_jobs.h"
+#include "tests/emulator/emu_push.h"
+#include "tests/emulator/emu_util.h"
+
+#define TICK_MS 10
+#define NAME_MAX_ 512
+#define MAX_OPS 100000
+#define MAX_USAGE 256
+
+enum state {
+  QUEUED = 0,
+  SCHEDULED,
+  RUNNING,
+  SUCCEEDED,
+  FAILED,
+  CANCELLATION_IN_PROGRESS,
+  CANCELLED,
+  DELETION_IN_PROGRESS
+};
+
+static const char *const state_names[] = {
+    "QUEUED",    "SCHEDULED",
+    "RUNNING",   "SUCCEEDED",
+    "FAILED",    "CANCELLATION_IN_PROGRESS",
+    "CANCELLED", "DELETION_IN_PROGRESS"};
+
+struct job {
+  unsigned long long seq;
+  struct emu_job_spec spec;
+  char name[NAME_MAX_];
+  char uid[64];
+  enum state state;
+  bool held; /* holds spec.gpus of its location/model */
+  bool gone; /* removed at the end of this tick */
+  long long created_ms, since_ms, run_start_ms, run_end_ms;
+  char create_time[40], update_time[40];
+  json_t *body;   /* owned: the submitted Job, echoed */
+  json_t *events; /* owned: status.statusEvents */
+};
+
+struct op {
+  char name[NAME_MAX_];
+  char target[NAME_MAX_];
+  char verb[8];
+  char create_time[40];
+  char end_time[40];
+  bool done;
+};
+
+struct create_count {
+  char name[NAME_MAX_];
+  long long n;
+};
+
+struct usage {
+  char location[128];
+  char model[32];
+  long long used;
+};
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv;
+static struct job **jobs;
+static size_t n_jobs, cap_jobs;
+static struct op *ops;
+static size_t n_ops, cap_ops;
+static struct create_count *counts;
+static size_t n_counts, cap_counts;
+static unsigned long long next_seq = 1;
+static bool stopping, started;
+static pthread_t ticker;
+
+static bool terminal(enum state s)
+{
+  return s == SUCCEEDED || s == FAILED || s == CANCELLED;
+}
+
+/* Make room for one more element of size elem in *arr. */
+static int grow(void **arr, size_t *cap, size_t n, size_t elem)
+{
+  void *p;
+  size_t want;
+
+  if (n < *cap)
+    return 0;
+  want = *cap ? *cap * 2 : 64;
+  p = realloc(*arr, want * elem);
+  if (!p)
+    return -1;
+  *arr = p;
+  *cap = want;
+  return 0;
+}
+
+/* Caller holds mu. */
+static struct job *find(const char *name)
+{
+  size_t i;
+
+  for (i = 0; i < n_jobs; i++)
+    if (!jobs[i]->gone && !strcmp(jobs[i]->name, name))
+      return jobs[i];
+  return NULL;
+}
+
+static void free_job(struct job *j)
+{
+  if (!j)
+    return;
+  json_decref(j->body);
+  json_decref(j->events);
+  free(j);
+}
+
+/* Caller holds mu. Appends a status event and notifies. */
+static void set_state(struct job *j, enum state to, long long now,
+                      const char *detail)
+{
+  char desc[1024], when[40];
+
+  emu_rfc3339(when, sizeof(when));
+  snprintf(desc, sizeof(desc), "Job state is set from %s to %s for job %s.%s%s",
+           state_names[j->state], state_names[to], j->name, detail ? " " : "",
+           detail ? detail : "");
+  json_array_append_new(j->events,
+                        json_pack("{s:s, s:s, s:s}", "type", "STATUS_CHANGED",
+                                  "description", desc, "eventTime", when));
+  j->state = to;
+  j->since_ms = now;
+  snprintf(j->update_time, sizeof(j->update_time), "%s", when);
+  if (to == RUNNING)
+    j->run_start_ms = now;
+  if (j->run_start_ms && !j->run_end_ms && to != RUNNING)
+    j->run_end_ms = now;
+  emu_push_job_state(j->name, j->uid, state_names[to]);
+}
+
+/* Caller holds mu. Marks the operations on target (verb NULL: all) done. */
+static void finish_ops(const char *target, const char *verb)
+{
+  char when[40];
+  size_t i;
+
+  emu_rfc3339(when, sizeof(when));
+  for (i = 0; i < n_ops; i++)
+    if (!ops[i].done && !strcmp(ops[i].target, target) &&
+        (!verb || !strcmp(ops[i].verb, verb))) {
+      ops[i].done = true;
+      snprintf(ops[i].end_time, sizeof(ops[i].end_time), "%s", when);
+    }
+}
+
+static const char *task_state(enum state s)
+{
+  switch (s) {
+  case QUEUED:
+    return "PENDING";
+  case SCHEDULED:
+    return "ASSIGNED";
+  case RUNNING:
+    return "RUNNING";
+  case SUCCEEDED:
+    return "SUCCEEDED";
+  case FAILED:
+    return "FAILED";
+  default:
+    return NULL;
+  }
+}
+
+/* Caller holds mu. The Batch v1 Job (new reference). */
+static json_t *job_view(const struct job *j)
+{
+  json_t *v = json_deep_copy(j->body), *status;
+  const char *ts = task_state(j->state);
+
+  if (!v)
+    return NULL;
+  /* a copy: the ticker appends to j->events while the caller serialises */
+  status = json_pack("{s:s, s:o}", "state", state_names[j->state],
+                     "statusEvents", json_deep_copy(j->events));
+  if (status && j->run_start_ms) {
+    char dur[32];
+    long long end = j->run_end_ms ? j->run_end_ms : emu_now_ms();
+    snprintf(dur, sizeof(dur), "%lld.%03llds", (end - j->run_start_ms) / 1000,
+             (end - j->run_start_ms) % 1000);
+    json_object_set_new(status, "runDuration", json_string(dur));
+  }
+  if (status && ts) {
+    char n[24];
+    snprintf(n, sizeof(n), "%lld", j->spec.task_count);
+    json_object_set_new(status, "taskGroups",
+                        json_pack("{s:{s:{s:s}}}", "group0", "counts", ts, n));
+  }
+  json_object_set_new(v, "name", json_string(j->name));
+  json_object_set_new(v, "uid", json_string(j->uid));
+  json_object_set_new(v, "status", status);
+  json_object_set_new(v, "createTime", json_string(j->create_time));
+  json_object_set_new(v, "updateTime", json_string(j->update_time));
+  return v;
+}
+
+static json_t *op_view(const struct op *o)
+{
+  json_t *meta =
+      json_pack("{s:s, s:s, s:s, s:s, s:b, s:s}", "@type",
+                "type.googleapis.com/google.cloud.batch.v1.OperationMetadata",
+                "createTime", o->create_time, "target", o->target, "verb",
+                o->verb, "requestedCancellation", 0, "apiVersion", "v1");
+  json_t *v;
+
+  if (meta && o->done)
+    json_object_set_new(meta, "endTime", json_string(o->end_time));
+  v = json_pack("{s:s, s:o, s:b}", "name", o->name, "metadata", meta, "done",
+                o->done);
+  if (v && o->done)
+    json_object_set_new(
+        v, "response",
+        json_pack("{s:s}", "@type",
+                  !strcmp(o->verb, "cancel")
+                      ? "type.googleapis.com/google.cloud.batch.v1."
+                        "CancelJobResponse"
+                      : "type.googleapis.com/google.protobuf.Empty"));
+  return v;
+}
+
+/* Caller holds mu. A new operation on j; its view in *out. */
+static enum emu_jobs_rc new_op(const struct job *j, const char *verb,
+                               json_t **out)
+{
+  struct op *o;
+  char hex[17];
+
+  if (n_ops >= MAX_OPS) {
+    memmove(ops, ops + 1, (n_ops - 1) * sizeof(*ops));
+    n_ops--;
+  }
+  if (grow((void **)&ops, &cap_ops, n_ops, sizeof(*ops)) != 0)
+    return EMU_JOBS_NO_MEMORY;
+  o = &ops[n_ops++];
+  memset(o, 0, sizeof(*o));
+  emu_random_hex(hex, 8);
+  snprintf(o->name, sizeof(o->name),
+           "projects/%s/locations/%s/operations/operation-%lld-%s",
+           j->spec.project, j->spec.location, emu_wall_ms(), hex);
+  snprintf(o->target, sizeof(o->target), "%s", j->name);
+  snprintf(o->verb, sizeof(o->verb), "%s", verb);
+  emu_rfc3339(o->create_time, sizeof(o->create_time));
+  *out = op_view(o);
+  return *out ? EMU_JOBS_OK : EMU_JOBS_NO_MEMORY;
+}
+
+static long long *usage_slot(struct usage *u, size_t *n, const char *location,
+                             const char *model)
+{
+  size_t i;
+
+  for (i = 0; i < *n; i++)
+    if (!strcmp(u[i].location, location) && !strcmp(u[i].model, model))
+      return &u[i].used;
+  if (*n >= MAX_USAGE)
+    return NULL;
+  snprintf(u[*n].location, sizeof(u[*n].location), "%s", location);
+  snprintf(u[*n].model, sizeof(u[*n].model), "%s", model);
+  u[*n].used = 0;
+  return &u[(*n)++].used;
+}
+
+/* Caller holds mu. GPUs held per location/model into u. */
+static size_t compute_usage(struct usage *u)
+{
+  size_t n = 0, i;
+
+  for (i = 0; i < n_jobs; i++) {
+    long long *slot;
+    if (!jobs[i]->held || jobs[i]->gone)
+      continue;
+    slot = usage_slot(u, &n, jobs[i]->spec.location, jobs[i]->spec.model);
+    if (slot)
+      *slot += jobs[i]->spec.gpus;
+  }
+  return n;
+}
+
+static void release(struct job *j, struct usage *u, size_t *nu)
+{
+  long long *slot;
+
+  if (!j->held)
+    return;
+  j->held = false;
+  slot = usage_slot(u, nu, j->spec.location, j->spec.model);
+  if (slot)
+    *slot -= j->spec.gpus;
+}
+
+/* Caller holds mu. Whether j may leave QUEUED now. */
+static bool try_schedule(struct job *j, const struct emu_config *c,
+                         struct usage *u, size_t *nu, long long now)
+{
+  long long cap = emu_config_capacity(c, j->spec.location, j->spec.model);
+  long long *slot;
+
+  if (cap == 0)
+    return false;
+  if (!strcmp(j->spec.model, "FLEX_START") &&
+      now - j->created_ms < c->flex_wait_ms)
+    return false;
+  slot = usage_slot(u, nu, j->spec.location, j->spec.model);
+  if (cap > 0 && (!slot || *slot + j->spec.gpus > cap))
+    return false;
+  if (slot)
+    *slot += j->spec.gpus;
+  j->held = true;
+  return true;
+}
+
+static void finish_run(struct job *j, const struct emu_config *c,
+                       struct usage *u, size_t *nu, long long now)
+{
+  bool fail = j->spec.outcome == EMU_OUTCOME_FAIL ||
+              (j->spec.outcome == EMU_OUTCOME_RANDOM && c->fail_rate > 0 &&
+               emu_rand(EMU_RAND_OUTCOME) < c->fail_rate);
+
+  release(j, u, nu);
+  set_state(j, fail ? FAILED : SUCCEEDED, now,
+            fail ? "Job failed due to task failure. Specifically, task with "
+                   "index 0 failed with exit code 1."
+                 : NULL);
+}
+
+/* Caller holds mu. */
+static void tick(const struct emu_config *c)
+{
+  struct usage u[MAX_USAGE];
+  size_t nu = compute_usage(u), i, w;
+  long long now = emu_now_ms();
+
+  for (i = 0; i < n_jobs; i++) {
+    struct job *j = jobs[i];
+    long long in_state = now - j->since_ms;
+    long long run_ms = j->spec.run_ms >= 0 ? j->spec.run_ms : c->run_ms;
+
+    switch (j->state) {
+    case QUEUED:
+      if (try_schedule(j, c, u, &nu, now))
+        set_state(j, SCHEDULED, now, NULL);
+      break;
+    case SCHEDULED:
+      if (in_state >= c->start_ms)
+        set_state(j, RUNNING, now, NULL);
+      break;
+    case RUNNING:
+      if (in_state >= run_ms)
+        finish_run(j, c, u, &nu, now);
+      break;
+    case CANCELLATION_IN_PROGRESS:
+      if (in_state >= c->cancel_ms) {
+        release(j, u, &nu);
+        set_state(j, CANCELLED, now, NULL);
+        finish_ops(j->name, "cancel");
+      }
+      break;
+    case DELETION_IN_PROGRESS:
+      if (in_state >= c->delete_ms) {
+        release(j, u, &nu);
+        j->gone = true;
+        finish_ops(j->name, NULL);
+      }
+      break;
+    case SUCCEEDED:
+    case FAILED:
+    case CANCELLED:
+      break;
+    }
+  }
+  for (i = w = 0; i < n_jobs; i++) {
+    if (jobs[i]->gone)
+      free_job(jobs[i]);
+    else
+      jobs[w++] = jobs[i];
+  }
+  n_jobs = w;
+}
+
+static void *run(void *arg)
+{
+  struct emu_config c;
+
+  (void)arg;
+  pthread_mutex_lock(&mu);
+  while (!stopping) {
+    struct timespec ts;
+
+    pthread_mutex_unlock(&mu);
+    emu_config_get(&c);
+    pthread_mutex_lock(&mu);
+    tick(&c);
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_nsec += TICK_MS * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+      ts.tv_sec++;
+      ts.tv_nsec -= 1000000000L;
+    }
+    if (!stopping)
+      pthread_cond_timedwait(&cv, &mu, &ts);
+  }
+  pthread_mutex_unlock(&mu);
+  return NULL;
+}
+
+int emu_jobs_start(void)
+{
+  pthread_condattr_t ca;
+
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&cv, &ca);
+  pthread_condattr_destroy(&ca);
+  stopping = false;
+  started = pthread_create(&ticker, NULL, run, NULL) == 0;
+  return started ? 0 : -1;
+}
+
+void emu_jobs_stop(void)
+{
+  size_t i;
+
+  if (started) {
+    pthread_mutex_lock(&mu);
+    stopping = true;
+    pthread_cond_broadcast(&cv);
+    pthread_mutex_unlock(&mu);
+    pthread_join(ticker, NULL);
+    started = false;
+    pthread_cond_destroy(&cv);
+  }
+  for (i = 0; i < n_jobs; i++)
+    free_job(jobs[i]);
+  free(jobs);
+  free(ops);
+  free(counts);
+  jobs = NULL;
+  ops = NULL;
+  counts = NULL;
+  n_jobs = cap_jobs = n_ops = cap_ops = n_counts = cap_counts = 0;
+}
+
+void emu_jobs_kick(void)
+{
+  pthread_mutex_lock(&mu);
+  if (started)
+    pthread_cond_broadcast(&cv);
+  pthread_mutex_unlock(&mu);
+}
+
+/* Caller holds mu. */
+static int count_create(const char *name)
+{
+  size_t i;
+
+  for (i = 0; i < n_counts; i++)
+    if (!strcmp(counts[i].name, name)) {
+      counts[i].n++;
+      return 0;
+    }
+  if (grow((void **)&counts, &cap_counts, n_counts, sizeof(*counts)) != 0)
+    return -1;
+  snprintf(counts[n_counts].name, sizeof(counts[n_counts].name), "%s", name);
+  counts[n_counts++].n = 1;
+  return 0;
+}
+
+/* Caller holds mu. */
+static long long create_count(const char *name)
+{
+  size_t i;
+
+  for (i = 0; i < n_counts; i++)
+    if (!strcmp(counts[i].name, name))
+      return counts[i].n;
+  return 0;
+}
+
+enum emu_jobs_rc emu_jobs_create(const struct emu_job_spec *spec, json_t *job,
+                                 json_t **out)
+{
+  struct job *j = NULL, *old;
+  char name[NAME_MAX_], uuid[40];
+  enum emu_jobs_rc rc = EMU_JOBS_NO_MEMORY;
+
+  *out = NULL;
+  snprintf(name, sizeof(name), "projects/%s/locations/%s/jobs/%s",
+           spec->project, spec->location, spec->id);
+  pthread_mutex_lock(&mu);
+  old = find(name);
+  if (old) {
+    if (spec->request_id[0] &&
+        !strcmp(spec->request_id, old->spec.request_id)) {
+      *out = job_view(old);
+      rc = EMU_JOBS_SAME_REQUEST;
+    } else {
+      rc = EMU_JOBS_EXISTS;
+    }
+    goto out;
+  }
+  if (grow((void **)&jobs, &cap_jobs, n_jobs, sizeof(struct job *)) != 0 ||
+      !(j = calloc(1, sizeof(*j))) || !(j->events = json_array()) ||
+      count_create(name) != 0)
+    goto out;
+  j->seq = next_seq++;
+  j->spec = *spec;
+  snprintf(j->name, sizeof(j->name), "%s", name);
+  emu_uuid4(uuid, sizeof(uuid));
+  snprintf(j->uid, sizeof(j->uid), "%.20s-%.36s", spec->id, uuid);
+  j->body = job;
+  job = NULL;
+  j->created_ms = j->since_ms = emu_now_ms();
+  emu_rfc3339(j->create_time, sizeof(j->create_time));
+  snprintf(j->update_time, sizeof(j->update_time), "%s", j->create_time);
+  j->state = QUEUED;
+  {
+    char desc[NAME_MAX_ + 64];
+    snprintf(desc, sizeof(desc), "Job state is set to QUEUED for job %s.",
+             name);
+    json_array_append_new(
+        j->events, json_pack("{s:s, s:s, s:s}", "type", "STATUS_CHANGED",
+                             "description", desc, "eventTime", j->create_time));
+  }
+  emu_push_job_state(j->name, j->uid, "QUEUED");
+  jobs[n_jobs++] = j;
+  *out = job_view(j);
+  j = NULL;
+  rc = *out ? EMU_JOBS_OK : EMU_JOBS_NO_MEMORY;
+  pthread_cond_broadcast(&cv);
+out:
+  pthread_mutex_unlock(&mu);
+  free_job(j);
+  json_decref(job);
+  return rc;
+}
+
+enum emu_jobs_rc emu_jobs_get(const char *name, json_t **out)
+{
+  struct job *j;
+
+  pthread_mutex_lock(&mu);
+  j = find(name);
+  *out = j ? job_view(j) : NULL;
+  pthread_mutex_unlock(&mu);
+  if (!j)
+    return EMU_JOBS_NOT_FOUND;
+  return *out ? EMU_JOBS_OK : EMU_JOBS_NO_MEMORY;
+}
+
+json_t *emu_jobs_list(const char *project, const char *location,
+                      emu_jobs_match match, void *ud, unsigned long long after,
+                      size_t page_size, unsigned long long *next)
+{
+  json_t *arr = json_array();
+  unsigned long long last = 0;
+  size_t i;
+
+  *next = 0;
+  if (!arr)
+    return NULL;
+  pthread_mutex_lock(&mu);
+  for (i = 0; i < n_jobs; i++) {
+    struct job *j = jobs[i];
+    if (j->gone || j->seq <= after || strcmp(j->spec.project, project) != 0 ||
+        (strcmp(location, "-") != 0 && strcmp(j->spec.location, location) != 0))
+      continue;
+    if (match &&
+        !match(json_object_get(j->body, "labels"), state_names[j->state], ud))
+      continue;
+    if (json_array_size(arr) == page_size) {
+      /* one more match exists: the next page starts after the last one */
+      *next = last;
+      break;
+    }
+    json_array_append_new(arr, job_view(j));
+    last = j->seq;
+  }
+  pthread_mutex_unlock(&mu);
+  return arr;
+}
+
+enum emu_jobs_rc emu_jobs_cancel(const char *name, json_t **op)
+{
+  struct job *j;
+  enum emu_jobs_rc rc;
+
+  *op = NULL;
+  pthread_mutex_lock(&mu);
+  j = find(name);
+  if (!j)
+    rc = EMU_JOBS_NOT_FOUND;
+  else if (terminal(j->state) || j->state == DELETION_IN_PROGRESS)
+    rc = EMU_JOBS_BAD_STATE;
+  else {
+    if (j->state != CANCELLATION_IN_PROGRESS)
+      set_state(j, CANCELLATION_IN_PROGRESS, emu_now_ms(), NULL);
+    rc = new_op(j, "cancel", op);
+    pthread_cond_broadcast(&cv);
+  }
+  pthread_mutex_unlock(&mu);
+  return rc;
+}
+
+enum emu_jobs_rc emu_jobs_delete(const char *name, json_t **op)
+{
+  struct job *j;
+  enum emu_jobs_rc rc;
+
+  *op = NULL;
+  pthread_mutex_lock(&mu);
+  j = find(name);
+  if (!j)
+    rc = EMU_JOBS_NOT_FOUND;
+  else {
+    if (j->state != DELETION_IN_PROGRESS)
+      set_state(j, DELETION_IN_PROGRESS, emu_now_ms(), NULL);
+    rc = new_op(j, "delete", op);
+    pthread_cond_broadcast(&cv);
+  }
+  pthread_mutex_unlock(&mu);
+  return rc;
+}
+
+enum emu_jobs_rc emu_jobs_operation(const char *name, json_t **out)
+{
+  size_t i;
+
+  *out = NULL;
+  pthread_mutex_lock(&mu);
+  for (i = 0; i < n_ops && !*out; i++)
+    if (!strcmp(ops[i].name, name))
+      *out = op_view(&ops[i]);
+  pthread_mutex_unlock(&mu);
+  return *out ? EMU_JOBS_OK : EMU_JOBS_NOT_FOUND;
+}
+
+size_t emu_jobs_disappear(const char *id)
+{
+  size_t i, w, n = 0;
+
+  pthread_mutex_lock(&mu);
+  for (i = w = 0; i < n_jobs; i++) {
+    if (!strcmp(jobs[i]->spec.id, id)) {
+      finish_ops(jobs[i]->name, NULL);
+      free_job(jobs[i]);
+      n++;
+    } else {
+      jobs[w++] = jobs[i];
+    }
+  }
+  n_jobs = w;
+  pthread_cond_broadcast(&cv);
+  pthread_mutex_unlock(&mu);
+  return n;
+}
+
+json_t *emu_jobs_dump(void)
+{
+  struct emu_config c;
+  struct usage u[MAX_USAGE];
+  json_t *arr = json_array(), *creates = json_object(), *usage = json_array();
+  size_t i, nu;
+  int k;
+
+  emu_config_get(&c);
+  pthread_mutex_lock(&mu);
+  for (i = 0; i < n_jobs; i++) {
+    const struct job *j = jobs[i];
+    if (j->gone)
+      continue;
+    json_array_append_new(
+        arr,
+        json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:b, s:s, s:I, "
+                  "s:s}",
+                  "name", j->name, "jobId", j->spec.id, "project",
+                  j->spec.project, "location", j->spec.location, "uid", j->uid,
+                  "state", state_names[j->state], "provisioningModel",
+                  j->spec.model, "gpus", (json_int_t)j->spec.gpus,
+                  "holdsCapacity", j->held, "requestId", j->spec.request_id,
+                  "createCount", (json_int_t)create_count(j->name),
+                  "createTime", j->create_time));
+  }
+  for (i = 0; i < n_counts; i++)
+    json_object_set_new(creates, counts[i].name, json_integer(counts[i].n));
+  nu = compute_usage(u);
+  pthread_mutex_unlock(&mu);
+  for (k = 0; k < c.n_caps; k++)
+    usage_slot(u, &nu, c.caps[k].location, c.caps[k].model);
+  for (i = 0; i < nu; i++) {
+    long long cap = emu_config_capacity(&c, u[i].location, u[i].model);
+    json_array_append_new(
+        usage, json_pack("{s:s, s:s, s:I, s:o}", "location", u[i].location,
+                         "provisioningModel", u[i].model, "usedGpus",
+                         (json_int_t)u[i].used, "capacityGpus",
+                         cap < 0 ? json_null() : json_integer(cap)));
+  }
+  return json_pack("{s:o, s:o, s:o}", "jobs", arr, "creates", creates, "usage",
+                   usage);
+}
+
+size_t emu_jobs_count(void)
+{
+  size_t n;
+
+  pthread_mutex_lock(&mu);
+  n = n_jobs;
+  pthread_mutex_unlock(&mu);
+  return n;
+}

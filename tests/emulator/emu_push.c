@@ -1,0 +1,221 @@
+/*
+ * emu_push.c — a FIFO of Pub/Sub push envelopes and the thread that POSTs
+ * them. A delivery answered with anything but 2xx (or not answered) is
+ * retried a few times, like a Pub/Sub push subscription would; after that
+ * it is counted as failed and dropped.
+ */
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/log.h"
+#include "tests/emulator/emu_config.h"
+#include "tests/emulator/emu_push.h"
+#include "tests/emulator/emu_util.h"
+
+#define ATTEMPTS 4
+#define RETRY_MS 250
+#define MAX_QUEUE 100000
+
+struct item {
+  char *body; /* owned JSON text */
+  struct item *next;
+};
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static struct item *head, *tail;
+static size_t queued;
+static bool stopping, started;
+static pthread_t worker;
+static long long next_id = 1, delivered, failed, attempts;
+
+void emu_push_job_state(const char *name, const char *uid, const char *state)
+{
+  struct emu_config c;
+  char when[40], id[32], sub[300];
+  struct item *it;
+  json_t *env;
+  long long mid;
+
+  emu_config_get(&c);
+  if (!c.push_url[0])
+    return;
+  emu_rfc3339(when, sizeof(when));
+  if (c.push_subscription[0])
+    snprintf(sub, sizeof(sub), "%s", c.push_subscription);
+  else
+    snprintf(sub, sizeof(sub), "projects/%s/subscriptions/gpugate", c.project);
+  pthread_mutex_lock(&mu);
+  mid = next_id++;
+  pthread_mutex_unlock(&mu);
+  snprintf(id, sizeof(id), "%lld", mid);
+  /* data is base64("{}"): Batch puts the facts in the attributes */
+  env = json_pack("{s:{s:{s:s, s:s, s:s, s:s, s:s}, s:s, s:s, s:s, s:s, s:s},"
+                  " s:s}",
+                  "message", "attributes", "Type", "JOB_STATE_CHANGED",
+                  "JobName", name, "JobUID", uid, "NewJobState", state,
+                  "Origin", "batch-emulator", "data", "e30=", "messageId", id,
+                  "message_id", id, "publishTime", when, "publish_time", when,
+                  "subscription", sub);
+  it = calloc(1, sizeof(*it));
+  if (!env || !it || !(it->body = json_dumps(env, JSON_COMPACT))) {
+    json_decref(env);
+    free(it);
+    return;
+  }
+  json_decref(env);
+  pthread_mutex_lock(&mu);
+  if (queued >= MAX_QUEUE || !started) {
+    pthread_mutex_unlock(&mu);
+    free(it->body);
+    free(it);
+    return;
+  }
+  if (tail)
+    tail->next = it;
+  else
+    head = it;
+  tail = it;
+  queued++;
+  pthread_cond_signal(&cv);
+  pthread_mutex_unlock(&mu);
+}
+
+static size_t discard(char *p, size_t size, size_t n, void *ud)
+{
+  (void)p;
+  (void)ud;
+  return size * n;
+}
+
+static bool deliver(CURL *c, struct curl_slist *hl, const char *url,
+                    const char *body)
+{
+  long status = 0;
+  CURLcode rc;
+
+  curl_easy_setopt(c, CURLOPT_URL, url);
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
+  curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+  curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+  rc = curl_easy_perform(c);
+  if (rc == CURLE_OK)
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+  pthread_mutex_lock(&mu);
+  attempts++;
+  pthread_mutex_unlock(&mu);
+  if (rc != CURLE_OK)
+    log_msg(LOG_WARN, "emulator: push failed: %s", curl_easy_strerror(rc));
+  else if (status < 200 || status > 299)
+    log_msg(LOG_WARN, "emulator: push answered %ld", status);
+  return rc == CURLE_OK && status >= 200 && status <= 299;
+}
+
+static void *run(void *arg)
+{
+  CURL *c = curl_easy_init();
+  struct curl_slist *hl = NULL;
+
+  (void)arg;
+  hl = curl_slist_append(hl, "Content-Type: application/json");
+  hl = curl_slist_append(hl, "Expect:");
+  if (c) {
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 2000L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10000L);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
+    curl_easy_setopt(c, CURLOPT_USERAGENT, "batch-emulator-push");
+  }
+  for (;;) {
+    struct item *it;
+    struct emu_config cfg;
+    bool ok = false;
+    int i;
+
+    pthread_mutex_lock(&mu);
+    while (!head && !stopping)
+      pthread_cond_wait(&cv, &mu);
+    if (stopping) {
+      pthread_mutex_unlock(&mu);
+      break;
+    }
+    it = head;
+    head = it->next;
+    if (!head)
+      tail = NULL;
+    queued--;
+    pthread_mutex_unlock(&mu);
+
+    for (i = 0; c && i < ATTEMPTS && !ok; i++) {
+      bool stop;
+      pthread_mutex_lock(&mu);
+      stop = stopping;
+      pthread_mutex_unlock(&mu);
+      emu_config_get(&cfg);
+      if (stop || !cfg.push_url[0])
+        break;
+      if (i)
+        emu_sleep_ms(RETRY_MS);
+      ok = deliver(c, hl, cfg.push_url, it->body);
+    }
+    pthread_mutex_lock(&mu);
+    if (ok)
+      delivered++;
+    else
+      failed++;
+    pthread_mutex_unlock(&mu);
+    free(it->body);
+    free(it);
+  }
+  curl_slist_free_all(hl);
+  curl_easy_cleanup(c);
+  return NULL;
+}
+
+int emu_push_start(void)
+{
+  pthread_mutex_lock(&mu);
+  stopping = false;
+  started = pthread_create(&worker, NULL, run, NULL) == 0;
+  pthread_mutex_unlock(&mu);
+  return started ? 0 : -1;
+}
+
+void emu_push_stop(void)
+{
+  struct item *it;
+
+  pthread_mutex_lock(&mu);
+  if (!started) {
+    pthread_mutex_unlock(&mu);
+    return;
+  }
+  stopping = true;
+  started = false;
+  pthread_cond_broadcast(&cv);
+  pthread_mutex_unlock(&mu);
+  pthread_join(worker, NULL);
+  while ((it = head)) {
+    head = it->next;
+    free(it->body);
+    free(it);
+  }
+  tail = NULL;
+  queued = 0;
+}
+
+json_t *emu_push_stats(void)
+{
+  json_t *o;
+
+  pthread_mutex_lock(&mu);
+  o = json_pack("{s:I, s:I, s:I, s:I}", "queued", (json_int_t)queued,
+                "delivered", (json_int_t)delivered, "failed",
+                (json_int_t)failed, "attempts", (json_int_t)attempts);
+  pthread_mutex_unlock(&mu);
+  return o;
+}
