@@ -281,10 +281,13 @@ int db_batch_done_cancel(struct db_conn *c, const struct db_batch_op *op,
   return finish(c, op, err, errlen);
 }
 
+/* The delay counts from now, when the failure is known: not from now(),
+ * the claim transaction's start, before the Batch call (a slow failure
+ * would otherwise eat its own backoff or Retry-After). */
 static const char sql_retry[] =
     "UPDATE batch_ops SET tries = tries + 1, last_error = $3, "
-    "next_at = now() + $2::bigint * interval '1 millisecond' WHERE id = "
-    "$1::bigint";
+    "next_at = clock_timestamp() + $2::bigint * interval '1 millisecond' "
+    "WHERE id = $1::bigint";
 
 int db_batch_retry(struct db_conn *c, const struct db_batch_op *op,
                    long delay_ms, const char *error, char *err, size_t errlen)
@@ -387,6 +390,37 @@ static const char *next_state(const char *state, bool cancel_requested,
   return to;
 }
 
+/*
+ * A report can arrive before the dispatcher has recorded Batch's answer to
+ * its create (a push sent while the create is answered). The name is
+ * deterministic, so the job is found by id and attempt and takes the name.
+ */
+static const char sql_adopt[] =
+    "UPDATE jobs SET batch_job_name = $3, queued_at = coalesce(queued_at, "
+    "now()) WHERE id = $1 AND attempt = $2::int AND state = 'ADMITTED' "
+    "AND batch_job_name IS NULL RETURNING id, state, cancel_requested";
+
+static PGresult *adopt(struct db_conn *c, const char *name, char *err,
+                       size_t errlen)
+{
+  const char *base = strrchr(name, '/'), *dash;
+  char id[32], attempt[16];
+  const char *params[3] = {id, attempt, name};
+  size_t idlen;
+
+  base = base ? base + 1 : name;
+  dash = strrchr(base, '-');
+  if (strncmp(base, "gpugate-", 8) != 0 || !dash || dash[1] != 'a' ||
+      dash <= base + 8 || (idlen = (size_t)(dash - base - 8)) >= sizeof(id)) {
+    /* not one of ours: an empty result */
+    return query(c, "SELECT NULL WHERE false", 0, NULL, err, errlen);
+  }
+  memcpy(id, base + 8, idlen);
+  id[idlen] = '\0';
+  snprintf(attempt, sizeof(attempt), "%.15s", dash + 2);
+  return query(c, sql_adopt, 3, params, err, errlen);
+}
+
 int db_batch_observe(struct db_conn *c, const char *batch_job_name,
                      const char *batch_state, char *err, size_t errlen)
 {
@@ -403,6 +437,12 @@ int db_batch_observe(struct db_conn *c, const char *batch_job_name,
   params[0] = batch_job_name;
   if (!(res = query(c, sql_observe_lock, 1, params, err, errlen)))
     goto fail;
+  if (PQntuples(res) == 0) {
+    PQclear(res);
+    res = adopt(c, batch_job_name, err, errlen);
+    if (!res)
+      goto fail;
+  }
   if (PQntuples(res) == 0) {
     PQclear(res);
     db_rollback(c);
@@ -509,7 +549,8 @@ static const char sql_flex_expired[] =
     "SELECT j.id, j.location, j.location_index, j.spec->'locations', "
     "f.spec->'locations', j.batch_job_name, j.backoffs "
     "FROM jobs j JOIN flavors f ON f.name = j.flavor "
-    "WHERE j.state = 'QUEUED' AND f.spec->>'provisioning_model' = "
+    "WHERE j.state = 'QUEUED' AND coalesce(j.batch_state, 'QUEUED') = "
+    "'QUEUED' AND f.spec->>'provisioning_model' = "
     "'FLEX_START' AND j.queued_at < now() - "
     "(f.spec->>'max_wait_s')::bigint * interval '1 second' "
     "ORDER BY j.queued_at LIMIT 100 FOR UPDATE OF j SKIP LOCKED";

@@ -204,7 +204,24 @@ static int do_cancel(struct worker *w, const struct db_batch_op *op, char *err,
   rc = batch_client_cancel(w->batch, name, &r);
   metrics_batch_call("cancel", r.http_status);
   if (rc != 0 && !r.error.retryable && !r.error.not_found) {
-    /* a job Batch will not cancel (e.g. already finishing): delete it */
+    /* Batch will not cancel it: if it has just finished, its outcome
+     * stands (a job that succeeded is not run again); otherwise delete */
+    const char *state;
+    batch_result_clear(&r);
+    rc = batch_client_get(w->batch, name, &r);
+    metrics_batch_call("get", r.http_status);
+    state = rc == 0 ? json_string_value(json_object_get(
+                          json_object_get(r.json, "status"), "state"))
+                    : NULL;
+    if (state && (!strcmp(state, "SUCCEEDED") || !strcmp(state, "FAILED") ||
+                  !strcmp(state, "CANCELLED"))) {
+      char st[32];
+      snprintf(st, sizeof(st), "%s", state);
+      batch_result_clear(&r);
+      if (db_batch_done_cancel(&w->conn, op, false, err, errlen))
+        return -1;
+      return db_batch_observe(&w->conn, name, st, err, errlen) < 0 ? -1 : 0;
+    }
     batch_result_clear(&r);
     rc = batch_client_delete(w->batch, name, &r);
     metrics_batch_call("delete", r.http_status);
