@@ -25,7 +25,10 @@ LDLIBS  += $(PKG_LIBS) -lcrypto -lz -lm -pthread
 # Everything but main.c goes into a library shared by the binary and tests.
 LIB_SRC := $(filter-out server/main.c,$(wildcard server/*.c handlers/*.c db/*.c scheduler/*.c batch/*.c))
 GEN_SRC := build/gen/embedded.c
-EMBED   := $(sort $(wildcard db/migrations/*.sql)) openapi/openapi.yaml openapi/openapi.json
+# GET /docs: the page and the Redoc bundle from the pinned npm tools.
+DOCS_JS := deploy/tools/node_modules/redoc/bundles/redoc.standalone.js
+EMBED   := $(sort $(wildcard db/migrations/*.sql)) openapi/openapi.yaml openapi/openapi.json \
+           openapi/docs.html $(DOCS_JS)
 
 UNIT_SRC  := $(wildcard tests/unit/*.c)
 INTEG_SRC := $(wildcard tests/integration/*.c)
@@ -44,6 +47,10 @@ build/tools/embed: deploy/tools/embed.c
 $(GEN_SRC): build/tools/embed $(EMBED)
 	@mkdir -p $(@D)
 	build/tools/embed $(EMBED) > $@.tmp && mv $@.tmp $@
+
+$(DOCS_JS):
+	@echo "Makefile: $@ is missing; run make deps (installs the pinned npm tools)" >&2
+	@exit 1
 
 build/obj/gen/embedded.o: $(GEN_SRC)
 	@mkdir -p $(@D)

@@ -324,6 +324,15 @@ json_t *batch_job_body(const struct batch_job_input *in)
                    "allowedLocations", location, "instances", instance,
                    "labels", alloc_labels, "labels", labels, "logsPolicy",
                    "destination", "CLOUD_LOGGING");
+  if (body && in->pubsub_topic && *in->pubsub_topic)
+    json_object_set_new(body, "notifications",
+                        json_pack("[{s:s, s:{s:s}}]", "pubsubTopic",
+                                  in->pubsub_topic, "message", "type",
+                                  "JOB_STATE_CHANGED"));
+  if (body && in->service_account && *in->service_account)
+    json_object_set_new(json_object_get(body, "allocationPolicy"),
+                        "serviceAccount",
+                        json_pack("{s:s}", "email", in->service_account));
   return body; /* the pack stole every "o", whatever its result */
 fail:
   json_decref(task_spec);

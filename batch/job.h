@@ -39,6 +39,11 @@ struct batch_job_input {
   /* the effective limit (job, cluster-queue default or flavor); <= 0 falls
    * back to the flavor's max_run_duration_s, else none is sent */
   long max_run_duration_s;
+  /* optional (NULL or ""): the Pub/Sub topic ("projects/p/topics/t") Batch
+   * publishes the job's state changes to, and the service account email
+   * the job's VMs run as */
+  const char *pubsub_topic;
+  const char *service_account;
 };
 
 /*

@@ -515,6 +515,19 @@ static json_t *json_of(struct db_conn *c, const char *sql, int n,
   return out;
 }
 
+static const char sql_active[] =
+    "SELECT coalesce(json_object_agg(batch_job_name, coalesce(batch_state, "
+    "'')), '{}') FROM jobs WHERE location = $1 AND batch_job_name IS NOT "
+    "NULL AND state IN ('ADMITTED', 'QUEUED', 'RUNNING', 'EVICTING')";
+
+json_t *db_batch_active(struct db_conn *c, const char *region, char *err,
+                        size_t errlen)
+{
+  const char *params[1] = {region};
+
+  return json_of(c, sql_active, 1, params, err, errlen);
+}
+
 json_t *db_batch_regions(struct db_conn *c, char *err, size_t errlen)
 {
   return json_of(c, sql_regions, 0, NULL, err, errlen);

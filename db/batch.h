@@ -89,6 +89,13 @@ int db_batch_give_up(struct db_conn *c, const struct db_batch_op *op,
 int db_batch_observe(struct db_conn *c, const char *batch_job_name,
                      const char *batch_state, char *err, size_t errlen);
 
+/*
+ * The Batch jobs of active gpugate jobs in region, as {name: last Batch
+ * state reported ("" if none)}. New object, or NULL with err.
+ */
+json_t *db_batch_active(struct db_conn *c, const char *region, char *err,
+                        size_t errlen);
+
 /* Regions that hold Batch jobs of active gpugate jobs (new array). */
 json_t *db_batch_regions(struct db_conn *c, char *err, size_t errlen);
 

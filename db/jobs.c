@@ -711,12 +711,13 @@ fail:
 
 /* ---- idempotency ------------------------------------------------------ */
 
-/* A claim older than 24 h is gone; an in-flight claim older than a minute
- * belongs to a request that died and may be taken over. */
+/* A claim older than 24 h is gone. An in-flight claim older than 15 s
+ * belongs to a request that died (a submission takes milliseconds) and
+ * may be taken over, so a crash does not block its key for long. */
 static const char sql_idem_claim[] =
     "WITH gone AS (DELETE FROM idempotency_keys WHERE team = $1 AND key = $2 "
     "AND (created_at < now() - interval '24 hours' OR (status IS NULL AND "
-    "created_at < now() - interval '60 seconds'))) "
+    "created_at < now() - interval '15 seconds'))) "
     "INSERT INTO idempotency_keys (team, key, request_hash) "
     "VALUES ($1, $2, $3) ON CONFLICT (team, key) DO NOTHING RETURNING 1";
 

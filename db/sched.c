@@ -26,14 +26,19 @@ static const char sql_cohorts[] =
 static const char sql_cqs[] = "SELECT name, cohort, spec FROM cluster_queues "
                               "ORDER BY name COLLATE \"C\"";
 
-/* spent: the committed estimates of the team's jobs holding quota; the
- * month-to-date billed cost joins it with the costs feature */
+/* spent: the team's net cost billed in USD this UTC month (from the
+ * rollups of the billing export) plus the whole estimates of its jobs
+ * holding quota — on the safe side: what a running job has been billed so
+ * far counts in both */
 static const char sql_teams[] =
     "SELECT t.name, t.spec->>'budget_policy', "
     "(t.spec->>'monthly_budget_usd')::float8, "
-    "coalesce((SELECT sum(estimated_cost_usd) FROM jobs j WHERE j.team = "
+    "(coalesce((SELECT sum(r.cost + r.credits) FROM cost_rollups r "
+    "WHERE r.team = t.name AND r.currency = 'USD' "
+    "AND r.day >= date_trunc('month', now() AT TIME ZONE 'UTC')::date), 0) "
+    "+ coalesce((SELECT sum(estimated_cost_usd) FROM jobs j WHERE j.team = "
     "t.name AND j.state IN ('ADMITTED', 'QUEUED', 'RUNNING', 'EVICTING')), "
-    "0)::float8 FROM teams t ORDER BY t.name COLLATE \"C\"";
+    "0))::float8 FROM teams t ORDER BY t.name COLLATE \"C\"";
 
 static const char sql_admitted[] =
     "SELECT id, attempt, cluster_queue, team, priority, can_preempt, "
@@ -484,6 +489,11 @@ static const char *evict_reason(enum sched_evict_reason r)
                                     : "Preempted";
 }
 
+const char *db_sched_evict_reason_name(enum sched_evict_reason r)
+{
+  return evict_reason(r);
+}
+
 /* Append s to a PostgreSQL array literal (values are ids and reason names:
  * no quoting needed beyond the braces, but quote anyway). */
 static int append(char **buf, size_t *len, size_t *cap, const char *s)
@@ -513,7 +523,12 @@ int db_sched_apply(struct db_conn *c, const struct db_sched *s,
   size_t ilen = 1, icap = 0, rlen = 1, rcap = 0;
   int i, rows, rc = -1;
 
-  memset(stats, 0, sizeof(*stats));
+  {
+    bool *aw = stats->admission_written, *ew = stats->eviction_written;
+    memset(stats, 0, sizeof(*stats));
+    stats->admission_written = aw;
+    stats->eviction_written = ew;
+  }
   for (i = 0; i < out->n_admissions; i++) {
     const struct sched_admission *a = &out->admissions[i];
     const char *flavor = s->flavor_names[a->flavor];
@@ -537,6 +552,8 @@ int db_sched_apply(struct db_conn *c, const struct db_sched *s,
     if (!rows)
       continue; /* cancelled meanwhile */
     stats->admitted++;
+    if (stats->admission_written)
+      stats->admission_written[i] = true;
     if (batch &&
         db_batch_request_create(c, s->pending_ids[a->job], err, errlen))
       goto out;
@@ -570,6 +587,8 @@ int db_sched_apply(struct db_conn *c, const struct db_sched *s,
     if (!rows)
       continue;
     stats->evicted++;
+    if (stats->eviction_written)
+      stats->eviction_written[i] = true;
     if (e->preemptor >= 0)
       snprintf(msg, sizeof(msg), "%s to make room for job %s",
                e->reason == SCHED_EVICT_RECLAIM
@@ -632,4 +651,86 @@ out:
   free(ids);
   free(reasons);
   return rc;
+}
+
+/*
+ * Metrics feed: read-only queries for the leader's gauges, run after a
+ * cycle's commit on the loop's connection. Not part of admission.
+ */
+
+static const char sql_backoff[] =
+    "SELECT cluster_queue, count(*) FROM jobs WHERE state = 'PENDING' "
+    "AND backoff_until > now() GROUP BY 1";
+
+int db_sched_backoff_counts(struct db_conn *c, const struct db_sched *s,
+                            long *counts, char *err, size_t errlen)
+{
+  PGresult *res = query(c, sql_backoff, 0, NULL, err, errlen);
+  int i, cq;
+
+  if (!res)
+    return -1;
+  memset(counts, 0, (size_t)s->in.n_cqs * sizeof(*counts));
+  for (i = 0; i < PQntuples(res); i++) {
+    cq = find((const char(*)[DB_NAME_LEN])s->cq_names, s->in.n_cqs,
+              PQgetvalue(res, i, 0));
+    if (cq >= 0)
+      counts[cq] = (long)num(res, i, 1);
+  }
+  PQclear(res);
+  return 0;
+}
+
+static const char sql_costs_exist[] =
+    "SELECT to_regclass('cost_rollups') IS NOT NULL";
+
+/* the month as db/costs.c's budget status counts it: usage days of the
+ * current UTC month, USD rows only */
+static const char sql_team_costs[] =
+    "WITH m AS (SELECT CASE WHEN t.name IS NULL THEN '(unattributed)' "
+    "ELSE r.team END AS team, r.cost + r.credits AS net "
+    "FROM cost_rollups r LEFT JOIN teams t ON t.name = r.team "
+    "WHERE r.currency = 'USD' "
+    "AND r.day >= date_trunc('month', now() AT TIME ZONE 'UTC')::date) "
+    "SELECT team, net FROM (SELECT t.name AS team, "
+    "coalesce(sum(m.net), 0)::float8 AS net FROM teams t "
+    "LEFT JOIN m ON m.team = t.name GROUP BY t.name "
+    "UNION ALL SELECT '(unattributed)', sum(net)::float8 FROM m "
+    "WHERE team = '(unattributed)' HAVING count(*) > 0) u "
+    "ORDER BY team COLLATE \"C\"";
+
+int db_sched_team_costs(struct db_conn *c, char (**names)[DB_NAME_LEN],
+                        double **usd, int *n, char *err, size_t errlen)
+{
+  PGresult *res = query(c, sql_costs_exist, 0, NULL, err, errlen);
+  int i, rows;
+
+  *names = NULL;
+  *usd = NULL;
+  *n = 0;
+  if (!res)
+    return -1;
+  rows = PQgetvalue(res, 0, 0)[0] == 't';
+  PQclear(res);
+  if (!rows)
+    return 1;
+  if (!(res = query(c, sql_team_costs, 0, NULL, err, errlen)))
+    return -1;
+  rows = PQntuples(res);
+  if (!ALLOC(*names, rows) || !ALLOC(*usd, rows)) {
+    free(*names);
+    free(*usd);
+    *names = NULL;
+    *usd = NULL;
+    PQclear(res);
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  for (i = 0; i < rows; i++) {
+    snprintf((*names)[i], DB_NAME_LEN, "%s", PQgetvalue(res, i, 0));
+    (*usd)[i] = strtod(PQgetvalue(res, i, 1), NULL);
+  }
+  *n = rows;
+  PQclear(res);
+  return 0;
 }

@@ -40,6 +40,12 @@ struct db_sched_stats {
   int evicted;
   int requeued; /* evictions completed at once */
   int reasons_changed;
+  /* metrics: optional arrays the caller owns (n_admissions / n_evictions
+   * long, or NULL), kept by db_sched_apply's reset of the counts above;
+   * entry i is set to whether decision i was written (false: its job
+   * changed meanwhile) */
+  bool *admission_written;
+  bool *eviction_written;
 };
 
 /*
@@ -68,5 +74,27 @@ int db_sched_apply(struct db_conn *c, const struct db_sched *s,
 
 /* The API names of pending reasons ("InsufficientQuota", ...). */
 const char *db_sched_reason_name(enum sched_pending_reason r);
+
+/* The event reason of an eviction ("Preempted", "Reclaimed",
+ * "ClusterQueueStopped"). */
+const char *db_sched_evict_reason_name(enum sched_evict_reason r);
+
+/*
+ * Metrics feed, outside a cycle's transaction (the leader's gauges).
+ *
+ * db_sched_backoff_counts: PENDING jobs still in retry backoff (not loaded
+ * by db_sched_load) per cluster queue of s, into counts[n_cqs]. Returns 0
+ * or -1 with err filled.
+ *
+ * db_sched_team_costs: net cost (cost + credits) in USD for the current
+ * UTC month per team, every team listed (0 without rows), plus
+ * "(unattributed)" when rows name no known team. *names and *usd are new
+ * arrays of *n entries (caller frees both). Returns 0, 1 when the table
+ * cost_rollups does not exist yet (*n = 0), or -1 with err filled.
+ */
+int db_sched_backoff_counts(struct db_conn *c, const struct db_sched *s,
+                            long *counts, char *err, size_t errlen);
+int db_sched_team_costs(struct db_conn *c, char (**names)[DB_NAME_LEN],
+                        double **usd, int *n, char *err, size_t errlen);
 
 #endif

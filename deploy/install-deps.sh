@@ -22,6 +22,8 @@ PACKAGES=(
   clang-format clang-tidy cppcheck
   nodejs npm
   curl ca-certificates
+  prometheus jq # promtool and jq for tests/metrics-check.sh (GET /metrics)
+  chromium # headless browser for tests/docs-check.sh (GET /docs)
 )
 
 # True when dpkg reports PKG (any architecture) as installed.

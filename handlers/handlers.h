@@ -14,4 +14,9 @@
 #include "server/routes.def"
 #undef ROUTE
 
+#define STREAM(handler, chunk)                                                 \
+  void chunk(struct gg_req *req, const char *data, size_t n);
+#include "server/streams.def"
+#undef STREAM
+
 #endif

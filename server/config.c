@@ -295,6 +295,12 @@ int config_load(struct config *cfg, char *err, size_t errlen)
       strdup(env_or("GPUGATE_DATABASE_URL", "postgresql:///gpugate"));
   if (!cfg->database_url)
     return -1;
+  /* the leader lock and LISTEN need a session of their own: behind
+   * PgBouncer in transaction mode, point this at PostgreSQL directly */
+  cfg->direct_database_url =
+      strdup(env_or("GPUGATE_DIRECT_DATABASE_URL", cfg->database_url));
+  if (!cfg->direct_database_url)
+    return -1;
   if (env_bool("GPUGATE_MIGRATE_ON_START", true, &cfg->migrate_on_start, err,
                errlen))
     return -1;
@@ -340,6 +346,19 @@ int config_load(struct config *cfg, char *err, size_t errlen)
       env_str("GCE_METADATA_HOST", "metadata.google.internal",
               cfg->metadata_host, sizeof(cfg->metadata_host), err, errlen))
     return -1;
+  if (env_str("GPUGATE_BATCH_PUBSUB_TOPIC", "", cfg->batch_pubsub_topic,
+              sizeof(cfg->batch_pubsub_topic), err, errlen) ||
+      env_str("GPUGATE_BATCH_SERVICE_ACCOUNT", "", cfg->batch_service_account,
+              sizeof(cfg->batch_service_account), err, errlen))
+    return -1;
+  if (*cfg->batch_pubsub_topic &&
+      strncmp(cfg->batch_pubsub_topic, "projects/", 9) != 0) {
+    snprintf(err, errlen,
+             "GPUGATE_BATCH_PUBSUB_TOPIC: expected projects/PROJECT/topics/"
+             "TOPIC, got \"%s\"",
+             cfg->batch_pubsub_topic);
+    return -1;
+  }
   if (!strcmp(cfg->batch_backend, "gcp") && !*cfg->gcp_project) {
     snprintf(err, errlen,
              "GPUGATE_GCP_PROJECT: required when GPUGATE_BATCH_BACKEND=gcp");
@@ -396,6 +415,7 @@ void config_free(struct config *cfg)
   int i;
 
   free(cfg->database_url);
+  free(cfg->direct_database_url);
   if (cfg->hs256_secret) {
     memset(cfg->hs256_secret, 0, cfg->hs256_secret_len);
     free(cfg->hs256_secret);

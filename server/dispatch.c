@@ -70,7 +70,7 @@ static int connect_db(struct worker *w, const char *listen)
   if (w->conn.pg && PQstatus(w->conn.pg) == CONNECTION_OK)
     return 0;
   PQfinish(w->conn.pg);
-  w->conn.pg = db_connect(w->d->cfg->database_url, err, sizeof(err));
+  w->conn.pg = db_connect(w->d->cfg->direct_database_url, err, sizeof(err));
   w->conn.n_prepared = 0;
   w->listening = false;
   if (!w->conn.pg)
@@ -166,6 +166,8 @@ static int do_create(struct worker *w, const struct db_batch_op *op, char *err,
   in.flavor_spec = op->flavor_spec;
   in.job_spec = op->job_spec;
   in.max_run_duration_s = (long)op->max_run_duration_s;
+  in.pubsub_topic = w->d->cfg->batch_pubsub_topic;
+  in.service_account = w->d->cfg->batch_service_account;
   body = batch_job_body(&in);
   if (!body) {
     memset(&r, 0, sizeof(r));
@@ -278,10 +280,17 @@ static void *dispatcher(void *arg)
 static int sync_region(struct worker *w, const char *region)
 {
   char token[1024] = "", err[256];
-  json_t *seen = json_array(), *job, *unseen;
+  json_t *seen = json_array(), *job, *unseen, *known = NULL;
   size_t i;
   int rc = -1;
 
+  /* only jobs we wait on, and only when Batch reports something new: a
+   * region keeps many finished jobs that need no transaction each */
+  known = db_batch_active(&w->conn, region, err, sizeof(err));
+  if (!known) {
+    log_msg(LOG_WARN, "sync: %s: %s", region, err);
+    goto out;
+  }
   do {
     struct batch_result r;
     if (batch_client_list(w->batch, region, "labels.gpugate-team:*", SYNC_PAGE,
@@ -299,6 +308,9 @@ static int sync_region(struct worker *w, const char *region)
       if (!name || !state)
         continue;
       json_array_append_new(seen, json_string(name));
+      if (!json_object_get(known, name) ||
+          !strcmp(json_string_value(json_object_get(known, name)), state))
+        continue;
       if (db_batch_observe(&w->conn, name, state, err, sizeof(err)) < 0)
         log_msg(LOG_WARN, "sync: %s: %s", name, err);
     }
@@ -320,6 +332,7 @@ static int sync_region(struct worker *w, const char *region)
   json_decref(unseen);
   rc = 0;
 out:
+  json_decref(known);
   json_decref(seen);
   return rc;
 }
@@ -393,7 +406,8 @@ struct dispatch *dispatch_start(const struct config *cfg, char *err,
   d->cfg = cfg;
   d->rng = (unsigned)now_us();
   atomic_init(&d->stop, false);
-  d->mutations = ratelimit_new(MUTATIONS_PER_S);
+  /* no burst above the rate: Batch's quota is 6,000 a minute */
+  d->mutations = ratelimit_new(MUTATIONS_PER_S, MUTATIONS_PER_S);
   if (!d->mutations || pipe(d->wake) != 0) {
     snprintf(err, errlen, "out of memory");
     ratelimit_free(d->mutations);

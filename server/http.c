@@ -16,11 +16,13 @@
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "db/db.h"
 #include "server/http.h"
@@ -190,10 +192,10 @@ static enum gg_code parse_body(struct gg_req *req)
 }
 
 /* Route, check and run the handler; leaves the outcome in req. */
-static void dispatch(struct http_server *s, struct gg_req *req)
+/* Route and authenticate; false (with the problem recorded) to refuse. */
+static bool admit(struct http_server *s, struct gg_req *req)
 {
   char allow[128];
-  enum gg_code code;
 
   /* HEAD is GET without the body; libmicrohttpd drops the body itself */
   switch (router_match(strcmp(req->method, "HEAD") ? req->method : "GET",
@@ -205,20 +207,92 @@ static void dispatch(struct http_server *s, struct gg_req *req)
     problem_fail(req, GG_METHOD_NOT_ALLOWED,
                  "Method %s is not allowed here; allowed: %s.", req->method,
                  allow);
-    return;
+    return false;
   default:
     problem_fail(req, GG_NOT_FOUND, "No resource at this path.");
-    return;
+    return false;
   }
-  if (req->route->roles != PUBLIC && authenticate(s, req) != GG_OK)
-    return;
-  if (parse_body(req) != GG_OK)
-    return;
-  code = req->route->handler(req);
+  return req->route->roles == PUBLIC || authenticate(s, req) == GG_OK;
+}
+
+/* Run the handler; leaves the outcome in req. */
+static void run_handler(struct gg_req *req)
+{
+  enum gg_code code = req->route->handler(req);
+
   if (code != GG_OK && req->code == GG_OK)
     problem_fail(req, code, "%s.", problem_title(code));
   if (code == GG_OK && req->code != GG_OK)
     req->code = GG_OK; /* a handler that recovered from a failed step */
+}
+
+/* Route, check and run the handler of a buffered request. */
+static void dispatch(struct http_server *s, struct gg_req *req)
+{
+  if (!admit(s, req) || parse_body(req) != GG_OK)
+    return;
+  run_handler(req);
+}
+
+/*
+ * A streaming route (routes' chunk handler set): admitted on the request's
+ * first call, before its body arrives, then fed the body chunk by chunk —
+ * inflated on the way when Content-Encoding is gzip — so that a body of
+ * any size is processed in bounded memory.
+ */
+static bool stream_begin(struct http_server *s, struct gg_req *req)
+{
+  const char *enc = req_header(req, "Content-Encoding");
+  z_stream *z;
+
+  if (!admit(s, req))
+    return false;
+  req->streaming = true;
+  if (!enc || !strcasecmp(enc, "identity"))
+    return true;
+  if (strcasecmp(enc, "gzip") != 0) {
+    problem_fail(req, GG_UNSUPPORTED_MEDIA,
+                 "Content-Encoding \"%s\" is not supported; use gzip.", enc);
+    return false;
+  }
+  z = calloc(1, sizeof(*z));
+  if (!z || inflateInit2(z, 16 + MAX_WBITS) != Z_OK) {
+    free(z);
+    problem_fail(req, GG_INTERNAL, "The body cannot be decompressed.");
+    return false;
+  }
+  req->inflate = z;
+  return true;
+}
+
+static void stream_chunk(struct gg_req *req, const char *data, size_t n)
+{
+  z_stream *z = req->inflate;
+  char out[64 * 1024];
+
+  if (req->code != GG_OK)
+    return; /* refused already: the rest is read and dropped */
+  if (!z) {
+    req->route->chunk(req, data, n);
+    return;
+  }
+  z->next_in = (Bytef *)(uintptr_t)data;
+  z->avail_in = (uInt)n;
+  while (z->avail_in > 0 && req->code == GG_OK) {
+    int rc;
+    z->next_out = (Bytef *)out;
+    z->avail_out = sizeof(out);
+    rc = inflate(z, Z_NO_FLUSH);
+    if (rc != Z_OK && rc != Z_STREAM_END) {
+      problem_field(req, "body", "is not valid gzip");
+      problem_fail(req, GG_BAD_REQUEST, "The gzip body is corrupt.");
+      return;
+    }
+    if (sizeof(out) - z->avail_out > 0)
+      req->route->chunk(req, out, sizeof(out) - z->avail_out);
+    if (rc == Z_STREAM_END)
+      break;
+  }
 }
 
 static void add_common_headers(struct http_server *s, struct gg_req *req,
@@ -339,6 +413,19 @@ static enum MHD_Result preflight(struct http_server *s, struct gg_req *req,
   return ret;
 }
 
+/* Whether the request's route takes its body as a stream. */
+static bool route_streams(struct gg_req *req)
+{
+  const struct route *r = NULL;
+  char allow[8];
+  struct gg_req probe;
+
+  memset(&probe, 0, sizeof(probe));
+  return router_match(req->method, req->path, &r, &probe, allow, 0) ==
+             ROUTER_FOUND &&
+         r->chunk != NULL;
+}
+
 /* Largest body any route accepts: the limit before a route is known. */
 static size_t route_limit(struct gg_req *req)
 {
@@ -414,6 +501,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
     *con_cls = req;
     if (!strcmp(method, "OPTIONS"))
       return MHD_YES;
+    if (route_streams(req)) {
+      if (!stream_begin(s, req))
+        return send_reply(s, req, conn);
+      return MHD_YES;
+    }
     /* refuse an announced oversized body before reading it */
     clen = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                        MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -428,6 +520,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
   if (*upload_data_size) {
     size_t n = *upload_data_size;
     *upload_data_size = 0;
+    if (req->streaming) {
+      stream_chunk(req, upload_data, n);
+      return MHD_YES;
+    }
     if (req->body_too_large)
       return MHD_YES;
     limit = route_limit(req);
@@ -453,7 +549,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
     return MHD_YES; /* 413 already queued */
   if (!strcmp(method, "OPTIONS"))
     return preflight(s, req, conn);
-  dispatch(s, req);
+  if (req->streaming) {
+    if (req->code == GG_OK)
+      run_handler(req);
+  } else {
+    dispatch(s, req);
+  }
   /* give the connection back before the (possibly slow) send */
   if (req->db) {
     db_rollback(req->db);
@@ -493,7 +594,7 @@ struct http_server *http_start(const struct config *cfg,
   s->cfg = cfg;
   s->auth = auth;
   s->pool = pool;
-  s->limiter = ratelimit_new(cfg->rate_limit_rps);
+  s->limiter = ratelimit_new(cfg->rate_limit_rps, 2 * cfg->rate_limit_rps);
   if (!s->limiter) {
     snprintf(err, errlen, "out of memory");
     free(s);

@@ -39,6 +39,7 @@ struct loop {
   int wake[2];         /* pipe: loop_stop() wakes the poll */
   struct db_conn conn; /* the loop's own connection */
   bool leader;
+  long long costs_at_ms; /* metrics: last team cost refresh (0: never) */
 };
 
 static long long now_ms(void)
@@ -54,9 +55,173 @@ static void disconnect(struct loop *l)
   PQfinish(l->conn.pg);
   l->conn.pg = NULL;
   l->conn.n_prepared = 0;
-  if (l->leader)
+  if (l->leader) {
     log_msg(LOG_WARN, "admission: lost the leader lock with the connection");
+    /* only the leader reports the queue and spend gauges */
+    metrics_publish_queues(NULL);
+    metrics_publish_team_costs(NULL);
+    l->costs_at_ms = 0;
+  }
   l->leader = false;
+}
+
+/*
+ * Metrics feed (GET /metrics). After a committed cycle the leader counts
+ * the decisions it wrote and publishes its view of the queues; team spend
+ * is re-read at most every TEAM_COSTS_MS. Failures here are logged and
+ * never fail a cycle.
+ */
+#define TEAM_COSTS_MS 30000
+
+/* Pending reasons reported for every cluster queue (0 when none), as the
+ * API names them. */
+static const char *const pending_reasons[] = {"InsufficientQuota",
+                                              "BudgetExceeded", "QueueStopped",
+                                              "WaitingForHead", "Backoff"};
+#define N_PENDING_REASONS                                                      \
+  ((int)(sizeof(pending_reasons) / sizeof(pending_reasons[0])))
+#define BACKOFF_REASON 4
+
+static const char *const resource_names[SCHED_NRES] = {"gpu", "cpu_milli",
+                                                       "memory_mib"};
+
+static int reason_index(const char *name)
+{
+  int i;
+
+  for (i = 0; i < N_PENDING_REASONS; i++)
+    if (!strcmp(pending_reasons[i], name))
+      return i;
+  return 0; /* db_sched_reason_name() names only the reasons above */
+}
+
+/* Slot of global flavor f in cluster queue cq's flavor list, or -1. */
+static int flavor_slot(const struct sched_cq *cq, int f)
+{
+  int k;
+
+  for (k = 0; k < cq->n_flavors && k < SCHED_MAX_FLAVORS; k++)
+    if (cq->flavors[k].flavor == f)
+      return k;
+  return -1;
+}
+
+static double wall_seconds(void)
+{
+  struct timespec ts;
+
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/*
+ * Count the written admissions (with their wait from created_at) and
+ * evictions, and publish pending jobs per queue and reason and quota per
+ * queue, flavor and resource as they stand after the cycle. Usage is the
+ * loaded jobs' plus this cycle's admissions; evicted jobs still count
+ * until their eviction completes (a victim requeued at once is followed
+ * by another cycle at once, which publishes again).
+ */
+static void record_cycle(struct loop *l, const struct db_sched *s,
+                         const struct sched_output *out,
+                         const struct db_sched_stats *st)
+{
+  const struct sched_input *in = &s->in;
+  struct metrics_gauges *g = metrics_gauges_new();
+  long *pending =
+      calloc((size_t)in->n_cqs * N_PENDING_REASONS + 1, sizeof(*pending));
+  long *backoff = calloc((size_t)in->n_cqs + 1, sizeof(*backoff));
+  int64_t(*use)[SCHED_MAX_FLAVORS][SCHED_NRES] =
+      calloc((size_t)in->n_cqs + 1, sizeof(*use));
+  double now = wall_seconds();
+  char err[256];
+  int i, k, r;
+
+  for (i = 0; i < out->n_admissions; i++) {
+    const struct sched_admission *a = &out->admissions[i];
+    const struct sched_job *j = &in->pending[a->job];
+    if (!st->admission_written || !st->admission_written[i])
+      continue;
+    metrics_admitted(s->cq_names[j->cq], s->flavor_names[a->flavor]);
+    metrics_admission_wait(now - (double)j->created_at / 1e6);
+    k = flavor_slot(&in->cqs[j->cq], a->flavor);
+    if (use && k >= 0)
+      for (r = 0; r < SCHED_NRES; r++)
+        use[j->cq][k][r] += j->request[r];
+  }
+  for (i = 0; i < out->n_evictions; i++) {
+    const struct sched_eviction *e = &out->evictions[i];
+    if (st->eviction_written && st->eviction_written[i])
+      metrics_evicted(s->cq_names[in->admitted[e->job].cq],
+                      db_sched_evict_reason_name(e->reason));
+  }
+  if (!g || !pending || !backoff || !use)
+    goto out;
+
+  for (i = 0; i < in->n_admitted; i++) {
+    const struct sched_job *j = &in->admitted[i];
+    k = flavor_slot(&in->cqs[j->cq], j->flavor);
+    if (k >= 0)
+      for (r = 0; r < SCHED_NRES; r++)
+        use[j->cq][k][r] += j->request[r];
+  }
+  for (i = 0; i < in->n_pending; i++)
+    if (out->reasons[i] != SCHED_ADMITTED)
+      pending[in->pending[i].cq * N_PENDING_REASONS +
+              reason_index(db_sched_reason_name(out->reasons[i]))]++;
+  if (db_sched_backoff_counts(&l->conn, s, backoff, err, sizeof(err)))
+    log_msg(LOG_WARN, "metrics: backoff counts: %s", err);
+  for (i = 0; i < in->n_cqs; i++)
+    pending[i * N_PENDING_REASONS + BACKOFF_REASON] += backoff[i];
+
+  for (i = 0; i < in->n_cqs; i++) {
+    const struct sched_cq *cq = &in->cqs[i];
+    for (k = 0; k < N_PENDING_REASONS; k++)
+      metrics_gauge_pending(g, s->cq_names[i], pending_reasons[k],
+                            (double)pending[i * N_PENDING_REASONS + k]);
+    for (k = 0; k < cq->n_flavors && k < SCHED_MAX_FLAVORS; k++)
+      for (r = 0; r < SCHED_NRES; r++) {
+        const struct sched_quota *q = &cq->flavors[k].quota[r];
+        metrics_gauge_quota(
+            g, s->cq_names[i], s->flavor_names[cq->flavors[k].flavor],
+            resource_names[r], (double)use[i][k][r], (double)q->nominal,
+            q->borrowing_limit == SCHED_UNLIMITED ? -1
+                                                  : (double)q->borrowing_limit);
+      }
+  }
+  metrics_publish_queues(g);
+  g = NULL;
+out:
+  metrics_gauges_free(g);
+  free(pending);
+  free(backoff);
+  free(use);
+}
+
+/* Re-read team spend when TEAM_COSTS_MS have passed since the last read. */
+static void refresh_team_costs(struct loop *l)
+{
+  char(*names)[DB_NAME_LEN] = NULL;
+  double *usd = NULL;
+  char err[256];
+  int i, n, rc;
+  struct metrics_gauges *g;
+
+  if (l->costs_at_ms && now_ms() - l->costs_at_ms < TEAM_COSTS_MS)
+    return;
+  l->costs_at_ms = now_ms();
+  rc = db_sched_team_costs(&l->conn, &names, &usd, &n, err, sizeof(err));
+  if (rc < 0) {
+    log_msg(LOG_WARN, "metrics: team costs: %s", err);
+    return;
+  }
+  g = metrics_gauges_new();
+  for (i = 0; g && i < n; i++)
+    metrics_gauge_team_cost(g, names[i], usd[i]);
+  if (g)
+    metrics_publish_team_costs(g);
+  free(names);
+  free(usd);
 }
 
 static int simple(struct loop *l, const char *sql, char *val, size_t vlen)
@@ -99,6 +264,7 @@ static int cycle(struct loop *l)
   long long t0 = now_ms();
 
   memset(&out, 0, sizeof(out));
+  memset(&stats, 0, sizeof(stats));
   if (db_sched_lock(&l->conn, err, sizeof(err)) ||
       db_sched_load(&l->conn, &state, err, sizeof(err)))
     goto fail;
@@ -107,13 +273,21 @@ static int cycle(struct loop *l)
     db_sched_free(&state);
     goto fail;
   }
+  /* metrics: which decisions were written (NULL when out of memory) */
+  stats.admission_written = calloc((size_t)out.n_admissions + 1, sizeof(bool));
+  stats.eviction_written = calloc((size_t)out.n_evictions + 1, sizeof(bool));
   if (db_sched_apply(&l->conn, &state, &out, batch, &stats, err, sizeof(err)) ||
       db_commit(&l->conn) != GG_OK) {
+    free(stats.admission_written);
+    free(stats.eviction_written);
     sched_output_free(&out);
     db_sched_free(&state);
     goto fail;
   }
   metrics_admission_cycle((double)(now_ms() - t0) / 1000.0);
+  record_cycle(l, &state, &out, &stats);
+  free(stats.admission_written);
+  free(stats.eviction_written);
   if (stats.admitted || stats.evicted) {
     json_t *f = json_pack("{s:i, s:i, s:i, s:i, s:i, s:I}", "pending",
                           state.in.n_pending, "admitted", stats.admitted,
@@ -171,7 +345,7 @@ static void *run(void *arg)
   while (!atomic_load(&l->stop)) {
     int again = 0;
     if (!l->conn.pg) {
-      l->conn.pg = db_connect(l->cfg->database_url, err, sizeof(err));
+      l->conn.pg = db_connect(l->cfg->direct_database_url, err, sizeof(err));
       if (!l->conn.pg) {
         wait_for(l, FOLLOWER_RETRY_MS);
         continue;
@@ -186,6 +360,8 @@ static void *run(void *arg)
       continue;
     }
     again = cycle(l);
+    if (again >= 0)
+      refresh_team_costs(l);
     if (again < 0 && PQstatus(l->conn.pg) != CONNECTION_OK)
       disconnect(l);
     if (again <= 0)

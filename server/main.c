@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "db/db.h"
+#include "handlers/billing_ingest.h"
 #include "server/auth.h"
 #include "server/config.h"
 #include "server/dispatch.h"
@@ -62,7 +63,7 @@ static int migrate(const struct config *cfg, int wait_s)
   int i, rc;
 
   for (i = 0; i <= wait_s; i++) {
-    pg = db_connect(cfg->database_url, err, sizeof(err));
+    pg = db_connect(cfg->direct_database_url, err, sizeof(err));
     if (pg)
       break;
     if (i < wait_s)
@@ -422,6 +423,93 @@ out:
   return rc;
 }
 
+/*
+ * gpugate ingest-billing FILE|-: load a Cloud Billing export (NDJSON) through
+ * the same engine as POST /v1/billing/export-rows, on one connection, in
+ * 1 MiB reads. Progress ("N rows, R rows/s") goes to stderr when it is a
+ * terminal, the report to stdout. Exit 1 when the database failed (batches
+ * stored before stay; rerunning is safe) or the file cannot be read;
+ * rejected lines are reported, not fatal.
+ */
+static int cmd_ingest_billing(int argc, char **argv)
+{
+  const size_t chunk = (size_t)1024 * 1024;
+  struct config cfg;
+  struct db_conn conn;
+  struct billing_ingest *bi = NULL;
+  FILE *in = NULL;
+  char *buf = NULL, err[512];
+  json_t *report = NULL;
+  bool tty = isatty(STDERR_FILENO) == 1;
+  double last = 0, seconds;
+  long rows;
+  size_t n;
+  int rc = 1;
+
+  memset(&conn, 0, sizeof(conn));
+  if (argc != 3)
+    return usage();
+  if (load_config(&cfg) != 0)
+    return 1;
+  in = !strcmp(argv[2], "-") ? stdin : fopen(argv[2], "rb");
+  if (!in) {
+    fprintf(stderr, "gpugate ingest-billing: cannot open \"%s\": %s\n", argv[2],
+            strerror(errno));
+    goto out;
+  }
+  if (cfg.migrate_on_start && migrate(&cfg, 0) != 0)
+    goto out;
+  conn.pg = db_connect(cfg.database_url, err, sizeof(err));
+  if (!conn.pg) {
+    fprintf(stderr, "gpugate: GPUGATE_DATABASE_URL: cannot connect: %s\n", err);
+    goto out;
+  }
+  buf = malloc(chunk);
+  bi = billing_ingest_new(&conn);
+  if (!buf || !bi)
+    goto out;
+  while ((n = fread(buf, 1, chunk, in)) > 0) {
+    if (billing_ingest_feed(bi, buf, n) != 0)
+      break;
+    billing_ingest_progress(bi, &rows, &seconds);
+    if (tty && seconds - last >= 0.25) {
+      fprintf(stderr, "\r%ld rows, %.0f rows/s", rows,
+              seconds > 0 ? (double)rows / seconds : 0.0);
+      last = seconds;
+    }
+  }
+  if (ferror(in)) {
+    fprintf(stderr, "%sgpugate ingest-billing: cannot read \"%s\": %s\n",
+            tty && last > 0 ? "\n" : "", argv[2], strerror(errno));
+    goto out;
+  }
+  report = billing_ingest_finish(bi);
+  billing_ingest_progress(bi, &rows, &seconds);
+  if (tty && last > 0)
+    fprintf(stderr, "\r%ld rows, %.0f rows/s\n", rows,
+            seconds > 0 ? (double)rows / seconds : 0.0);
+  if (!report) {
+    fprintf(stderr,
+            "gpugate ingest-billing: the database failed after %ld rows were "
+            "stored; they stay stored, and running the same file again is "
+            "safe\n",
+            billing_ingest_committed(bi));
+    goto out;
+  }
+  json_dumpf(report, stdout, GG_JSON_DUMP);
+  fputc('\n', stdout);
+  rc = 0;
+out:
+  json_decref(report);
+  billing_ingest_free(bi);
+  free(buf);
+  PQfinish(conn.pg);
+  if (in && in != stdin)
+    fclose(in);
+  config_free(&cfg);
+  return rc;
+}
+
 int main(int argc, char **argv)
 {
   const char *cmd = argc > 1 ? argv[1] : "serve";
@@ -434,6 +522,8 @@ int main(int argc, char **argv)
     return cmd_apply(argc, argv);
   if (!strcmp(cmd, "token"))
     return cmd_token(argc, argv);
+  if (!strcmp(cmd, "ingest-billing"))
+    return cmd_ingest_billing(argc, argv);
   if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
     printf("gpugate %s\n", GPUGATE_VERSION);
     return 0;

@@ -1,124 +1,391 @@
 /*
- * metrics.c — a small Prometheus registry: labelled counters and gauges
- * in bounded tables, and fixed-bucket histograms, behind one mutex.
+ * metrics.c — a small Prometheus registry: labelled counters and gauges in
+ * bounded per-family tables, fixed-bucket histograms, and the leader's
+ * gauge sets, which are built outside the lock and swapped in whole. One
+ * mutex guards everything; rendering formats under it.
+ *
+ * Exposition format 0.0.4: label values escape backslash, double quote and
+ * newline; sample values are the shortest of %.15g / %.17g that reads back
+ * exactly, with +Inf, -Inf and NaN spelled as the format wants.
  */
+#include <dirent.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "server/metrics.h"
 
-#define MAX_SERIES 512
-#define NBUCKETS 12
+#define LABELS_MAX 512 /* one rendered label set, escaped */
+#define MAX_BUCKETS 16
 
-static const double buckets[NBUCKETS] = {
-    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5};
+/* ---- families and series ------------------------------------------------ */
 
 struct series {
-  const char *metric; /* static name */
-  char labels[192];   /* rendered label set, e.g. op="create",code="200" */
+  char *labels; /* owned; rendered label set, e.g. op="create",code="200" */
   double value;
 };
 
-struct histogram {
-  const char *metric;
-  unsigned long long counts[NBUCKETS];
-  unsigned long long count;
-  double sum;
+struct family {
+  const char *name; /* static */
+  const char *type; /* "counter" or "gauge" */
+  const char *help;
+  bool zero_when_empty; /* unlabelled: render "name 0" before any sample */
+  struct series *v;     /* owned */
+  int n, cap;
 };
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static struct series series[MAX_SERIES];
-static int n_series;
-static struct histogram http_seconds = {
-    "gpugate_http_request_duration_seconds", {0}, 0, 0};
-static struct histogram cycle_seconds = {
-    "gpugate_admission_cycle_seconds", {0}, 0, 0};
-
-/* Label values are names, routes and numbers; escape anyway. */
-static void label(char *out, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void label(char *out, size_t len, const char *fmt, ...)
-{
-  va_list ap;
-
-  va_start(ap, fmt);
-  vsnprintf(out, len, fmt, ap);
-  va_end(ap);
-  for (; *out; out++)
-    if (*out == '\\' || *out == '\n')
-      *out = '_';
-}
-
-/* Add (or, with set, assign) v to metric{labels}. Caller holds lock. */
-static void bump(const char *metric, const char *labels, double v, int set)
+static void family_clear(struct family *f)
 {
   int i;
 
-  for (i = 0; i < n_series; i++)
-    if (series[i].metric == metric && !strcmp(series[i].labels, labels))
-      break;
-  if (i == n_series) {
-    if (n_series == MAX_SERIES)
-      return; /* bounded: new series beyond the table are dropped */
-    series[i].metric = metric;
-    snprintf(series[i].labels, sizeof(series[i].labels), "%s", labels);
-    series[i].value = 0;
-    n_series++;
-  }
-  series[i].value = set ? v : series[i].value + v;
+  for (i = 0; i < f->n; i++)
+    free(f->v[i].labels);
+  free(f->v);
+  f->v = NULL;
+  f->n = f->cap = 0;
 }
+
+/* Append name{labels} = 0; NULL when the family is full or memory is out. */
+static struct series *append(struct family *f, const char *labels)
+{
+  struct series *s;
+
+  if (f->n == METRICS_MAX_SERIES)
+    return NULL;
+  if (f->n == f->cap) {
+    int cap = f->cap ? f->cap * 2 : 16;
+    struct series *v = realloc(f->v, (size_t)cap * sizeof(*v));
+    if (!v)
+      return NULL;
+    f->v = v;
+    f->cap = cap;
+  }
+  s = &f->v[f->n];
+  s->labels = strdup(labels);
+  if (!s->labels)
+    return NULL;
+  s->value = 0;
+  f->n++;
+  return s;
+}
+
+/* The series name{labels}, added when new; NULL when it cannot be. */
+static struct series *lookup(struct family *f, const char *labels)
+{
+  int i;
+
+  for (i = 0; i < f->n; i++)
+    if (!strcmp(f->v[i].labels, labels))
+      return &f->v[i];
+  return append(f, labels);
+}
+
+/* ---- label sets -----------------------------------------------------------
+ */
+
+struct lbuf {
+  char s[LABELS_MAX];
+  size_t len;
+  bool overflow;
+};
+
+/* Append key="value" (value escaped) to b. */
+static void lb_add(struct lbuf *b, const char *key, const char *value)
+{
+  size_t klen = strlen(key);
+  const char *p;
+
+  if (b->overflow)
+    return;
+  if (b->len + klen + 4 >= sizeof(b->s)) {
+    b->overflow = true;
+    return;
+  }
+  if (b->len)
+    b->s[b->len++] = ',';
+  memcpy(b->s + b->len, key, klen);
+  b->len += klen;
+  b->s[b->len++] = '=';
+  b->s[b->len++] = '"';
+  for (p = value ? value : ""; *p; p++) {
+    char c = *p;
+    bool esc = c == '\\' || c == '"' || c == '\n';
+    if (b->len + (esc ? 2u : 1u) + 2 >= sizeof(b->s)) {
+      b->overflow = true;
+      return;
+    }
+    if (esc) {
+      b->s[b->len++] = '\\';
+      c = c == '\n' ? 'n' : c;
+    }
+    b->s[b->len++] = c;
+  }
+  b->s[b->len++] = '"';
+  b->s[b->len] = '\0';
+}
+
+static void lb_init(struct lbuf *b)
+{
+  b->len = 0;
+  b->overflow = false;
+  b->s[0] = '\0';
+}
+
+/* ---- histograms ------------------------------------------------------------
+ */
+
+struct histogram {
+  const char *name;
+  const char *help;
+  const double *bounds; /* upper bounds, ascending; +Inf is implicit */
+  int nb;
+  unsigned long long in[MAX_BUCKETS]; /* per bucket, not cumulative */
+  unsigned long long count;
+  double sum;
+};
 
 static void observe(struct histogram *h, double v)
 {
   int b;
 
-  for (b = 0; b < NBUCKETS; b++)
-    if (v <= buckets[b])
-      h->counts[b]++;
+  for (b = 0; b < h->nb; b++)
+    if (v <= h->bounds[b]) {
+      h->in[b]++;
+      break;
+    }
   h->count++;
   h->sum += v;
 }
 
-static const char m_http[] = "gpugate_http_requests_total";
-static const char m_batch[] = "gpugate_batch_requests_total";
-static const char m_backlog[] = "gpugate_dispatch_backlog";
-static const char m_admitted[] = "gpugate_admitted_jobs_total";
-static const char m_evicted[] = "gpugate_evicted_jobs_total";
+static void histogram_clear(struct histogram *h)
+{
+  memset(h->in, 0, sizeof(h->in));
+  h->count = 0;
+  h->sum = 0;
+}
+
+/* ---- the registry ----------------------------------------------------------
+ */
+
+static const double fast_bounds[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                     0.1,   0.25,   0.5,   1,    2.5,   5};
+/* admission waits: from sub-second (idle queues) to a day */
+static const double wait_bounds[] = {0.1, 0.5, 1,    5,    15,   30,    60,
+                                     300, 900, 1800, 3600, 7200, 21600, 86400};
+
+#define NBOUNDS(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct family http_requests = {
+    "gpugate_http_requests_total",
+    "counter",
+    "HTTP requests by route template, method and status.",
+    false,
+    NULL,
+    0,
+    0};
+static struct histogram http_seconds = {
+    "gpugate_http_request_duration_seconds",
+    "HTTP request duration, from the first byte read to the reply queued.",
+    fast_bounds,
+    NBOUNDS(fast_bounds),
+    {0},
+    0,
+    0};
+static struct family pending_jobs = {
+    "gpugate_pending_jobs",
+    "gauge",
+    "Pending jobs per cluster queue and reason after the last admission "
+    "cycle (reported by the leader only).",
+    false,
+    NULL,
+    0,
+    0};
+static struct family admitted_jobs = {
+    "gpugate_admitted_jobs_total",
+    "counter",
+    "Jobs admitted by this replica while leader, by cluster queue and "
+    "flavor.",
+    false,
+    NULL,
+    0,
+    0};
+static struct family evicted_jobs = {
+    "gpugate_evicted_jobs_total",
+    "counter",
+    "Jobs evicted by this replica while leader, by cluster queue and reason.",
+    false,
+    NULL,
+    0,
+    0};
+static struct histogram wait_seconds = {
+    "gpugate_admission_wait_seconds",
+    "Time from a job's creation to its admission (this replica's "
+    "admissions).",
+    wait_bounds,
+    NBOUNDS(wait_bounds),
+    {0},
+    0,
+    0};
+static struct histogram cycle_seconds = {"gpugate_admission_cycle_seconds",
+                                         "Admission cycle duration (leader "
+                                         "only; failed cycles are not "
+                                         "counted).",
+                                         fast_bounds,
+                                         NBOUNDS(fast_bounds),
+                                         {0},
+                                         0,
+                                         0};
+static struct family cq_usage = {
+    "gpugate_cluster_queue_usage",
+    "gauge",
+    "Quota held by admitted jobs per cluster queue, flavor and resource "
+    "(gpu, cpu_milli, memory_mib; reported by the leader only).",
+    false,
+    NULL,
+    0,
+    0};
+static struct family cq_nominal = {
+    "gpugate_cluster_queue_nominal_quota",
+    "gauge",
+    "Nominal quota per cluster queue, flavor and resource (reported by the "
+    "leader only).",
+    false,
+    NULL,
+    0,
+    0};
+static struct family cq_borrowing = {
+    "gpugate_cluster_queue_borrowing_limit",
+    "gauge",
+    "Borrowing limit per cluster queue, flavor and resource; absent when "
+    "unlimited (reported by the leader only).",
+    false,
+    NULL,
+    0,
+    0};
+static struct family batch_requests = {
+    "gpugate_batch_requests_total",
+    "counter",
+    "Cloud Batch API calls by operation and HTTP status (0: no response).",
+    false,
+    NULL,
+    0,
+    0};
+static struct family dispatch_backlog = {
+    "gpugate_dispatch_backlog",
+    "gauge",
+    "Batch operations waiting in the outbox, as this replica's dispatcher "
+    "last counted them.",
+    false,
+    NULL,
+    0,
+    0};
+static struct family billing_rows = {
+    "gpugate_billing_rows_ingested_total",
+    "counter",
+    "Billing export rows stored by this replica (duplicates excluded).",
+    true,
+    NULL,
+    0,
+    0};
+static struct family team_cost = {
+    "gpugate_team_month_net_cost_usd",
+    "gauge",
+    "Net cost (cost + credits) billed in USD for the current UTC month per "
+    "team; \"(unattributed)\" for rows of no known team (leader only, "
+    "refreshed about every 30 s).",
+    false,
+    NULL,
+    0,
+    0};
+
+/* ---- recording --------------------------------------------------------------
+ */
+
+/* Add v to name{labels} (set: assign it). Takes the lock. */
+static void add(struct family *f, const struct lbuf *l, double v, bool set)
+{
+  struct series *s;
+
+  if (l->overflow)
+    return;
+  pthread_mutex_lock(&lock);
+  s = lookup(f, l->s);
+  if (s)
+    s->value = set ? v : s->value + v;
+  pthread_mutex_unlock(&lock);
+}
+
+static const char *method_label(const char *m)
+{
+  static const char *const known[] = {"GET",     "HEAD",    "POST",
+                                      "PUT",     "DELETE",  "PATCH",
+                                      "OPTIONS", "CONNECT", "TRACE"};
+  size_t i;
+
+  for (i = 0; m && i < sizeof(known) / sizeof(known[0]); i++)
+    if (!strcmp(m, known[i]))
+      return known[i];
+  return "other";
+}
 
 void metrics_http(const char *route, const char *method, unsigned status,
                   double seconds)
 {
-  char l[192];
+  struct lbuf l;
+  char code[16];
+  struct series *s = NULL;
 
-  label(l, sizeof(l), "route=\"%s\",method=\"%s\",code=\"%u\"", route, method,
-        status);
+  snprintf(code, sizeof(code), "%u", status);
+  lb_init(&l);
+  lb_add(&l, "route", route);
+  lb_add(&l, "method", method_label(method));
+  lb_add(&l, "code", code);
   pthread_mutex_lock(&lock);
-  bump(m_http, l, 1, 0);
+  if (!l.overflow)
+    s = lookup(&http_requests, l.s);
+  if (s)
+    s->value++;
   observe(&http_seconds, seconds);
   pthread_mutex_unlock(&lock);
 }
 
 void metrics_batch_call(const char *op, long http_status)
 {
-  char l[192];
+  struct lbuf l;
+  char code[24];
 
-  label(l, sizeof(l), "op=\"%s\",code=\"%ld\"", op, http_status);
-  pthread_mutex_lock(&lock);
-  bump(m_batch, l, 1, 0);
-  pthread_mutex_unlock(&lock);
+  snprintf(code, sizeof(code), "%ld", http_status);
+  lb_init(&l);
+  lb_add(&l, "op", op);
+  lb_add(&l, "code", code);
+  add(&batch_requests, &l, 1, false);
 }
 
 void metrics_dispatch_backlog(long rows)
 {
+  struct lbuf l;
+
   if (rows < 0)
     return;
-  pthread_mutex_lock(&lock);
-  bump(m_backlog, "", (double)rows, 1);
-  pthread_mutex_unlock(&lock);
+  lb_init(&l);
+  add(&dispatch_backlog, &l, (double)rows, true);
+}
+
+void metrics_billing_rows(long n)
+{
+  struct lbuf l;
+
+  if (n <= 0)
+    return;
+  lb_init(&l);
+  add(&billing_rows, &l, (double)n, false);
 }
 
 void metrics_admission_cycle(double seconds)
@@ -130,30 +397,161 @@ void metrics_admission_cycle(double seconds)
 
 void metrics_admitted(const char *cluster_queue, const char *flavor)
 {
-  char l[192];
+  struct lbuf l;
 
-  label(l, sizeof(l), "cluster_queue=\"%s\",flavor=\"%s\"", cluster_queue,
-        flavor);
-  pthread_mutex_lock(&lock);
-  bump(m_admitted, l, 1, 0);
-  pthread_mutex_unlock(&lock);
+  lb_init(&l);
+  lb_add(&l, "cluster_queue", cluster_queue);
+  lb_add(&l, "flavor", flavor);
+  add(&admitted_jobs, &l, 1, false);
 }
 
 void metrics_evicted(const char *cluster_queue, const char *reason)
 {
-  char l[192];
+  struct lbuf l;
 
-  label(l, sizeof(l), "cluster_queue=\"%s\",reason=\"%s\"", cluster_queue,
-        reason);
+  lb_init(&l);
+  lb_add(&l, "cluster_queue", cluster_queue);
+  lb_add(&l, "reason", reason);
+  add(&evicted_jobs, &l, 1, false);
+}
+
+void metrics_admission_wait(double seconds)
+{
   pthread_mutex_lock(&lock);
-  bump(m_evicted, l, 1, 0);
+  observe(&wait_seconds, seconds > 0 ? seconds : 0);
   pthread_mutex_unlock(&lock);
 }
+
+/* ---- leader gauge sets
+ * ------------------------------------------------------- */
+
+struct metrics_gauges {
+  struct family pending, usage, nominal, borrowing, team_cost;
+};
+
+struct metrics_gauges *metrics_gauges_new(void)
+{
+  return calloc(1, sizeof(struct metrics_gauges));
+}
+
+void metrics_gauges_free(struct metrics_gauges *g)
+{
+  if (!g)
+    return;
+  family_clear(&g->pending);
+  family_clear(&g->usage);
+  family_clear(&g->nominal);
+  family_clear(&g->borrowing);
+  family_clear(&g->team_cost);
+  free(g);
+}
+
+static void put_gauge(struct family *f, const struct lbuf *l, double v)
+{
+  struct series *s;
+
+  if (l->overflow)
+    return;
+  s = append(f, l->s);
+  if (s)
+    s->value = v;
+}
+
+void metrics_gauge_pending(struct metrics_gauges *g, const char *cluster_queue,
+                           const char *reason, double jobs)
+{
+  struct lbuf l;
+
+  if (!g)
+    return;
+  lb_init(&l);
+  lb_add(&l, "cluster_queue", cluster_queue);
+  lb_add(&l, "reason", reason);
+  put_gauge(&g->pending, &l, jobs);
+}
+
+void metrics_gauge_quota(struct metrics_gauges *g, const char *cluster_queue,
+                         const char *flavor, const char *resource, double usage,
+                         double nominal, double borrowing_limit)
+{
+  struct lbuf l;
+
+  if (!g)
+    return;
+  lb_init(&l);
+  lb_add(&l, "cluster_queue", cluster_queue);
+  lb_add(&l, "flavor", flavor);
+  lb_add(&l, "resource", resource);
+  put_gauge(&g->usage, &l, usage);
+  put_gauge(&g->nominal, &l, nominal);
+  if (borrowing_limit >= 0)
+    put_gauge(&g->borrowing, &l, borrowing_limit);
+}
+
+void metrics_gauge_team_cost(struct metrics_gauges *g, const char *team,
+                             double usd)
+{
+  struct lbuf l;
+
+  if (!g)
+    return;
+  lb_init(&l);
+  lb_add(&l, "team", team);
+  put_gauge(&g->team_cost, &l, usd);
+}
+
+/* Exchange the series of a (published) and b (g's). */
+static void swap_series(struct family *a, struct family *b)
+{
+  struct series *v = a->v;
+  int n = a->n, cap = a->cap;
+
+  a->v = b->v;
+  a->n = b->n;
+  a->cap = b->cap;
+  b->v = v;
+  b->n = n;
+  b->cap = cap;
+}
+
+void metrics_publish_queues(struct metrics_gauges *g)
+{
+  struct metrics_gauges empty;
+
+  memset(&empty, 0, sizeof(empty));
+  pthread_mutex_lock(&lock);
+  swap_series(&pending_jobs, g ? &g->pending : &empty.pending);
+  swap_series(&cq_usage, g ? &g->usage : &empty.usage);
+  swap_series(&cq_nominal, g ? &g->nominal : &empty.nominal);
+  swap_series(&cq_borrowing, g ? &g->borrowing : &empty.borrowing);
+  pthread_mutex_unlock(&lock);
+  /* the previous series are freed outside the lock */
+  family_clear(&empty.pending);
+  family_clear(&empty.usage);
+  family_clear(&empty.nominal);
+  family_clear(&empty.borrowing);
+  metrics_gauges_free(g);
+}
+
+void metrics_publish_team_costs(struct metrics_gauges *g)
+{
+  struct family empty;
+
+  memset(&empty, 0, sizeof(empty));
+  pthread_mutex_lock(&lock);
+  swap_series(&team_cost, g ? &g->team_cost : &empty);
+  pthread_mutex_unlock(&lock);
+  family_clear(&empty);
+  metrics_gauges_free(g);
+}
+
+/* ---- rendering -------------------------------------------------------------
+ */
 
 struct out {
   char *buf;
   size_t len, cap;
-  int failed;
+  bool failed;
 };
 
 static void put(struct out *o, const char *fmt, ...)
@@ -171,7 +569,7 @@ static void put(struct out *o, const char *fmt, ...)
     n = vsnprintf(o->buf + o->len, o->cap - o->len, fmt, ap);
     va_end(ap);
     if (n < 0) {
-      o->failed = 1;
+      o->failed = true;
       return;
     }
     if ((size_t)n < o->cap - o->len) {
@@ -182,7 +580,7 @@ static void put(struct out *o, const char *fmt, ...)
       size_t cap = (o->cap + (size_t)n + 1) * 2;
       char *b = realloc(o->buf, cap);
       if (!b) {
-        o->failed = 1;
+        o->failed = true;
         return;
       }
       o->buf = b;
@@ -191,55 +589,213 @@ static void put(struct out *o, const char *fmt, ...)
   }
 }
 
-static void family(struct out *o, const char *metric, const char *type,
-                   const char *help)
+/* A sample value as the format spells it. */
+static const char *value_text(char *buf, size_t len, double v)
 {
-  int i;
-
-  put(o, "# HELP %s %s\n# TYPE %s %s\n", metric, help, metric, type);
-  for (i = 0; i < n_series; i++)
-    if (series[i].metric == metric)
-      put(o, series[i].labels[0] ? "%s{%s} %.17g\n" : "%s%s %.17g\n", metric,
-          series[i].labels, series[i].value);
+  if (isnan(v))
+    return "NaN";
+  if (isinf(v))
+    return v > 0 ? "+Inf" : "-Inf";
+  snprintf(buf, len, "%.15g", v);
+  if (strtod(buf, NULL) != v)
+    snprintf(buf, len, "%.17g", v);
+  return buf;
 }
 
-static void histogram(struct out *o, const struct histogram *h,
-                      const char *help)
+static void header(struct out *o, const char *name, const char *type,
+                   const char *help)
 {
+  put(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void family(struct out *o, const struct family *f)
+{
+  char v[40];
+  int i;
+
+  header(o, f->name, f->type, f->help);
+  if (f->n == 0 && f->zero_when_empty)
+    put(o, "%s 0\n", f->name);
+  for (i = 0; i < f->n; i++)
+    put(o, f->v[i].labels[0] ? "%s{%s} %s\n" : "%s%s %s\n", f->name,
+        f->v[i].labels, value_text(v, sizeof(v), f->v[i].value));
+}
+
+static void histogram(struct out *o, const struct histogram *h)
+{
+  char v[40];
+  unsigned long long cum = 0;
   int b;
 
-  put(o, "# HELP %s %s\n# TYPE %s histogram\n", h->metric, help, h->metric);
-  for (b = 0; b < NBUCKETS; b++)
-    put(o, "%s_bucket{le=\"%g\"} %llu\n", h->metric, buckets[b], h->counts[b]);
-  put(o, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.17g\n%s_count %llu\n",
-      h->metric, h->count, h->metric, h->sum, h->metric, h->count);
+  header(o, h->name, "histogram", h->help);
+  for (b = 0; b < h->nb; b++) {
+    cum += h->in[b];
+    put(o, "%s_bucket{le=\"%s\"} %llu\n", h->name,
+        value_text(v, sizeof(v), h->bounds[b]), cum);
+  }
+  put(o, "%s_bucket{le=\"+Inf\"} %llu\n", h->name, h->count);
+  put(o, "%s_sum %s\n", h->name, value_text(v, sizeof(v), h->sum));
+  put(o, "%s_count %llu\n", h->name, h->count);
+}
+
+/* ---- process metrics (Linux /proc)
+ * ------------------------------------------- */
+
+static double start_time = -1;
+static pthread_once_t start_once = PTHREAD_ONCE_INIT;
+
+/* Fields of /proc/self/stat after the command name: [0] is field 3
+ * (state), so utime (14) is [11], stime [12], starttime (22) [19]. */
+static int self_stat(unsigned long long fields[20])
+{
+  char buf[1024], *p;
+  FILE *f = fopen("/proc/self/stat", "r");
+  size_t n;
+  int i;
+
+  if (!f)
+    return -1;
+  n = fread(buf, 1, sizeof(buf) - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  p = strrchr(buf, ')');
+  if (!p)
+    return -1;
+  p += 2; /* ") " */
+  for (i = 0; i < 20; i++) {
+    char *end;
+    while (*p == ' ')
+      p++;
+    if (i == 0) { /* the state letter */
+      fields[i] = 0;
+      p++;
+      continue;
+    }
+    fields[i] = strtoull(p, &end, 10);
+    if (end == p)
+      return -1;
+    p = end;
+  }
+  return 0;
+}
+
+static void find_start_time(void)
+{
+  unsigned long long st[20];
+  char line[256];
+  long ticks = sysconf(_SC_CLK_TCK);
+  FILE *f;
+
+  if (ticks <= 0 || self_stat(st) != 0)
+    return;
+  f = fopen("/proc/stat", "r");
+  if (!f)
+    return;
+  while (fgets(line, sizeof(line), f))
+    if (!strncmp(line, "btime ", 6)) {
+      start_time =
+          (double)strtoull(line + 6, NULL, 10) + (double)st[19] / (double)ticks;
+      break;
+    }
+  fclose(f);
+}
+
+static void process_metrics(struct out *o)
+{
+  unsigned long long st[20], vm = 0, rss = 0;
+  long page = sysconf(_SC_PAGESIZE), ticks = sysconf(_SC_CLK_TCK);
+  char v[40];
+  FILE *f;
+  DIR *d;
+
+  pthread_once(&start_once, find_start_time);
+  if (ticks > 0 && self_stat(st) == 0) {
+    header(o, "process_cpu_seconds_total", "counter",
+           "Total user and system CPU time spent in seconds.");
+    put(o, "process_cpu_seconds_total %s\n",
+        value_text(v, sizeof(v), (double)(st[11] + st[12]) / (double)ticks));
+  }
+  f = fopen("/proc/self/statm", "r");
+  if (f) {
+    char line[128], *end;
+    if (fgets(line, sizeof(line), f) && page > 0) {
+      vm = strtoull(line, &end, 10);
+      rss = strtoull(end, NULL, 10);
+      header(o, "process_virtual_memory_bytes", "gauge",
+             "Virtual memory size in bytes.");
+      put(o, "process_virtual_memory_bytes %llu\n",
+          vm * (unsigned long long)page);
+      header(o, "process_resident_memory_bytes", "gauge",
+             "Resident memory size in bytes.");
+      put(o, "process_resident_memory_bytes %llu\n",
+          rss * (unsigned long long)page);
+    }
+    fclose(f);
+  }
+  d = opendir("/proc/self/fd");
+  if (d) {
+    long fds = -1; /* not counting the directory's own descriptor */
+    while (readdir(d))
+      fds++;
+    closedir(d);
+    fds -= 2; /* . and .. */
+    header(o, "process_open_fds", "gauge", "Number of open file descriptors.");
+    put(o, "process_open_fds %ld\n", fds > 0 ? fds : 0);
+  }
+  if (start_time >= 0) {
+    header(o, "process_start_time_seconds", "gauge",
+           "Start time of the process since the Unix epoch in seconds.");
+    put(o, "process_start_time_seconds %s\n",
+        value_text(v, sizeof(v), start_time));
+  }
 }
 
 char *metrics_render(void)
 {
-  struct out o = {NULL, 0, 0, 0};
+  struct out o = {NULL, 0, 0, false};
 
-  o.buf = malloc(4096);
+  o.buf = malloc(16384);
   if (!o.buf)
     return NULL;
-  o.cap = 4096;
+  o.cap = 16384;
   o.buf[0] = '\0';
   pthread_mutex_lock(&lock);
-  family(&o, m_http, "counter",
-         "HTTP requests by route template, method "
-         "and status.");
-  histogram(&o, &http_seconds, "HTTP request duration.");
-  family(&o, m_batch, "counter",
-         "Cloud Batch API calls by operation and "
-         "HTTP status (0: no response).");
-  family(&o, m_backlog, "gauge", "Batch operations waiting in the outbox.");
-  family(&o, m_admitted, "counter", "Jobs admitted by this replica.");
-  family(&o, m_evicted, "counter", "Jobs evicted by this replica.");
-  histogram(&o, &cycle_seconds, "Admission cycle duration.");
+  family(&o, &http_requests);
+  histogram(&o, &http_seconds);
+  family(&o, &pending_jobs);
+  family(&o, &admitted_jobs);
+  family(&o, &evicted_jobs);
+  histogram(&o, &wait_seconds);
+  histogram(&o, &cycle_seconds);
+  family(&o, &cq_usage);
+  family(&o, &cq_nominal);
+  family(&o, &cq_borrowing);
+  family(&o, &batch_requests);
+  family(&o, &dispatch_backlog);
+  family(&o, &billing_rows);
+  family(&o, &team_cost);
   pthread_mutex_unlock(&lock);
+  process_metrics(&o);
   if (o.failed) {
     free(o.buf);
     return NULL;
   }
   return o.buf;
+}
+
+void metrics_reset(void)
+{
+  struct family *all[] = {&http_requests, &pending_jobs,   &admitted_jobs,
+                          &evicted_jobs,  &cq_usage,       &cq_nominal,
+                          &cq_borrowing,  &batch_requests, &dispatch_backlog,
+                          &billing_rows,  &team_cost};
+  size_t i;
+
+  pthread_mutex_lock(&lock);
+  for (i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+    family_clear(all[i]);
+  histogram_clear(&http_seconds);
+  histogram_clear(&wait_seconds);
+  histogram_clear(&cycle_seconds);
+  pthread_mutex_unlock(&lock);
 }

@@ -1,7 +1,19 @@
 /*
- * metrics.h — process-wide counters, gauges and histograms for /metrics
- * (Prometheus text format). Label sets are bounded: routes are their
- * templates, Batch operations a fixed list, codes HTTP statuses.
+ * metrics.h — process-wide counters, gauges and histograms for GET /metrics
+ * (Prometheus text format 0.0.4). The metric names are SPEC §7's and are a
+ * public interface: dashboards and alert rules in deploy/ depend on them.
+ *
+ * Label sets are bounded: routes are their templates, methods a fixed list,
+ * Batch operations a fixed list, codes HTTP statuses, cluster queues,
+ * flavors and teams the configured ones. Each family holds at most
+ * METRICS_MAX_SERIES label sets; new ones beyond are dropped.
+ *
+ * The leader's view of the queues (pending jobs, usage, quotas) and of team
+ * spend is built after a cycle into a struct metrics_gauges and published
+ * whole, replacing the previous set, so that a deleted cluster queue or team
+ * disappears. A replica that is not the leader publishes nothing (NULL):
+ * summing these gauges over replicas gives the leader's figures.
+ *
  * All functions are thread-safe.
  */
 #ifndef GPUGATE_METRICS_H
@@ -9,8 +21,10 @@
 
 #include <stddef.h>
 
+#define METRICS_MAX_SERIES 4096 /* label sets per family */
+
 /* One HTTP request: its route template (or "(none)"), method, status and
- * duration. */
+ * duration. Methods outside the standard ones are counted as "other". */
 void metrics_http(const char *route, const char *method, unsigned status,
                   double seconds);
 
@@ -21,15 +35,56 @@ void metrics_batch_call(const char *op, long http_status);
 /* Outbox rows waiting to be sent (-1: unknown, ignored). */
 void metrics_dispatch_backlog(long rows);
 
+/* Billing export rows stored (new rows only; n <= 0 is ignored). */
+void metrics_billing_rows(long n);
+
 /* One admission cycle: how long it took, admissions and evictions. */
 void metrics_admission_cycle(double seconds);
 void metrics_admitted(const char *cluster_queue, const char *flavor);
 void metrics_evicted(const char *cluster_queue, const char *reason);
 
+/* An admitted job's wait from creation to admission (negative: 0). */
+void metrics_admission_wait(double seconds);
+
+/* A set of leader gauges under construction (opaque). */
+struct metrics_gauges;
+
+/* A new empty set, or NULL on allocation failure. */
+struct metrics_gauges *metrics_gauges_new(void);
+
+/* Free a set that was not published. Accepts NULL. */
+void metrics_gauges_free(struct metrics_gauges *g);
+
+/*
+ * Add series to g (strings are copied). Each label set must be added once
+ * per set: the functions append, they do not look for an earlier value.
+ * A borrowing_limit below 0 means unlimited: no borrowing-limit series.
+ * g may be NULL (nothing happens).
+ */
+void metrics_gauge_pending(struct metrics_gauges *g, const char *cluster_queue,
+                           const char *reason, double jobs);
+void metrics_gauge_quota(struct metrics_gauges *g, const char *cluster_queue,
+                         const char *flavor, const char *resource, double usage,
+                         double nominal, double borrowing_limit);
+void metrics_gauge_team_cost(struct metrics_gauges *g, const char *team,
+                             double usd);
+
+/*
+ * Replace the published queue gauges (pending jobs, usage, nominal quota,
+ * borrowing limit) with g's, or clear them when g is NULL. Steals g.
+ */
+void metrics_publish_queues(struct metrics_gauges *g);
+
+/* The same for the team month net cost gauge. Steals g. */
+void metrics_publish_team_costs(struct metrics_gauges *g);
+
 /*
  * The whole exposition as a new NUL-terminated string (caller frees), or
- * NULL on allocation failure.
+ * NULL on allocation failure. Includes process_* metrics read from /proc.
  */
 char *metrics_render(void);
+
+/* Forget every series and observation (unit tests). */
+void metrics_reset(void);
 
 #endif

@@ -30,7 +30,7 @@ struct ratelimit {
   struct bucket slots[SLOTS];
 };
 
-struct ratelimit *ratelimit_new(long rps)
+struct ratelimit *ratelimit_new(long rps, long burst)
 {
   struct ratelimit *rl = calloc(1, sizeof(*rl));
 
@@ -38,7 +38,7 @@ struct ratelimit *ratelimit_new(long rps)
     return NULL;
   pthread_mutex_init(&rl->lock, NULL);
   rl->rate = (double)rps;
-  rl->burst = 2.0 * (double)rps;
+  rl->burst = (double)burst;
   return rl;
 }
 

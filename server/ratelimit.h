@@ -9,8 +9,9 @@
 
 struct ratelimit;
 
-/* rps 0 disables limiting. Returns NULL on allocation failure. */
-struct ratelimit *ratelimit_new(long rps);
+/* rps tokens per second, at most burst saved up; rps 0 disables limiting.
+ * Returns NULL on allocation failure. */
+struct ratelimit *ratelimit_new(long rps, long burst);
 void ratelimit_free(struct ratelimit *rl); /* accepts NULL */
 
 /*

@@ -5,6 +5,7 @@
 #include <microhttpd.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "db/db.h"
 #include "server/req.h"
@@ -23,6 +24,14 @@ void req_cleanup(struct gg_req *req)
     db_rollback(req->db);
     db_release(req->pool, req->db);
     req->db = NULL;
+  }
+  if (req->stream && req->stream_free)
+    req->stream_free(req->stream);
+  req->stream = NULL;
+  if (req->inflate) {
+    inflateEnd(req->inflate);
+    free(req->inflate);
+    req->inflate = NULL;
   }
   free(req->body);
   req->body = NULL;

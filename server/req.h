@@ -63,7 +63,11 @@ struct gg_req {
   char request_id[64];
   void *conn; /* the MHD connection, for lookups */
 
-  char *body; /* owned; NUL-terminated */
+  bool streaming; /* the body goes to the route's chunk handler */
+  void *inflate;  /* owned z_stream while a gzip body streams in */
+  void *stream;   /* owned by the chunk handler: its parsing state */
+  void (*stream_free)(void *stream); /* frees stream at the end */
+  char *body;                        /* owned; NUL-terminated */
   size_t body_len;
   bool body_too_large;
   json_t *json; /* owned; parsed body or NULL */

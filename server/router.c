@@ -13,7 +13,7 @@
 
 static struct route routes[] = {
 #define ROUTE(m, p, h, r, b)                                                   \
-  {#m, p, h, #h, r, b, 0, {0}, {{0}}, {0}, {{0}}, -1},
+  {#m, p, h, #h, r, b, 0, {0}, {{0}}, {0}, {{0}}, -1, NULL},
 #include "server/routes.def"
 #undef ROUTE
 };
@@ -49,13 +49,26 @@ static int split(const char *path, char store[][SEGMENT_MAX], int max,
   return n;
 }
 
+/* Streaming routes take their body through a chunk handler. */
+static const struct {
+  const char *handler;
+  route_chunk chunk;
+} streams[] = {
+#define STREAM(h, c) {#h, c},
+#include "server/streams.def"
+#undef STREAM
+    {NULL, NULL}};
+
 int router_init(void)
 {
-  size_t i;
+  size_t i, k;
   int s;
 
   for (i = 0; i < n_routes; i++) {
     struct route *r = &routes[i];
+    for (k = 0; streams[k].handler; k++)
+      if (!strcmp(streams[k].handler, r->name))
+        r->chunk = streams[k].chunk;
     char segs[ROUTER_MAX_SEGMENTS][SEGMENT_MAX];
     int n =
         split(r->pattern, segs, ROUTER_MAX_SEGMENTS, sizeof(r->seg_store[0]));

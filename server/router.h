@@ -26,6 +26,11 @@
 
 typedef enum gg_code (*route_handler)(struct gg_req *req);
 
+/* A streaming route's body handler: called for each piece of the body
+ * (after decompression), before the route's handler finishes the request.
+ * It records failures with problem_fail(); after one, no more is fed. */
+typedef void (*route_chunk)(struct gg_req *req, const char *data, size_t n);
+
 struct route {
   const char *method;
   const char *pattern;
@@ -39,7 +44,8 @@ struct route {
   char seg_store[ROUTER_MAX_SEGMENTS][64];
   const char *param_names[ROUTER_MAX_SEGMENTS];
   char param_store[ROUTER_MAX_SEGMENTS][32];
-  int team_param; /* index into req params of {team}, or -1 */
+  int team_param;    /* index into req params of {team}, or -1 */
+  route_chunk chunk; /* streaming routes (streams.def), else NULL */
 };
 
 enum router_result {

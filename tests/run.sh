@@ -21,6 +21,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# a step's own "N passed, N failed" line must not look like the suite's
+quiet_summaries() { sed -E 's/^([0-9]+ passed, [0-9]+ failed)/(step) \1/'; }
+
 # count a single pass/fail step
 step() {
   local name=$1; shift
@@ -29,7 +32,7 @@ step() {
     passed=$((passed + 1)); echo "PASS: $name"
   else
     failed=$((failed + 1)); failures+=("$name"); echo "FAIL: $name"
-    tail -n 40 "$workdir/$name.log"
+    tail -n 40 "$workdir/$name.log" | quiet_summaries
   fi
 }
 
@@ -43,7 +46,7 @@ check_suite() {
   line=$(grep -E '^[0-9]+%: Checks: ' "$workdir/$name.log" | tail -n 1)
   if [ -z "$line" ]; then
     failed=$((failed + 1)); failures+=("$name (no result, exit $rc)")
-    echo "FAIL: $name did not report"; tail -n 40 "$workdir/$name.log"; return
+    echo "FAIL: $name did not report"; tail -n 40 "$workdir/$name.log" | quiet_summaries; return
   fi
   local checks fails errs
   checks=$(sed -E 's/.*Checks: ([0-9]+).*/\1/' <<<"$line")
@@ -55,7 +58,7 @@ check_suite() {
   if [ $((fails + errs)) -gt 0 ] || [ "$rc" -ne 0 ]; then
     failures+=("$name")
     grep -E ':[EF]:' "$workdir/$name.log" | head -n 40
-    [ "$rc" -ne 0 ] && [ $((fails + errs)) -eq 0 ] && { failed=$((failed + 1)); echo "FAIL: $name exited $rc"; tail -n 20 "$workdir/$name.log"; }
+    [ "$rc" -ne 0 ] && [ $((fails + errs)) -eq 0 ] && { failed=$((failed + 1)); echo "FAIL: $name exited $rc"; tail -n 20 "$workdir/$name.log" | quiet_summaries; }
   fi
 }
 
@@ -86,6 +89,8 @@ else
 fi
 
 step openapi tests/openapi-check.sh
+step docs tests/docs-check.sh
+step deploy tests/deploy-check.sh
 step format-check make -s format-check
 step lint make -s lint
 

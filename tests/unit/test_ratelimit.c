@@ -27,7 +27,7 @@ START_TEST(buckets_table)
       {10000, "a", true, 0},  {10000, "a", true, 0}, {10000, "a", true, 0},
       {10000, "a", false, 1},
   };
-  struct ratelimit *rl = ratelimit_new(2);
+  struct ratelimit *rl = ratelimit_new(2, 4);
   size_t i;
 
   for (i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
@@ -43,7 +43,7 @@ END_TEST
 
 START_TEST(zero_rate_disables)
 {
-  struct ratelimit *rl = ratelimit_new(0);
+  struct ratelimit *rl = ratelimit_new(0, 0);
   long retry = 0;
   int i;
 
@@ -56,7 +56,7 @@ END_TEST
 START_TEST(slow_rate_retry_after)
 {
   /* 1 request/s, burst 2: the third at once waits a whole second */
-  struct ratelimit *rl = ratelimit_new(1);
+  struct ratelimit *rl = ratelimit_new(1, 2);
   long retry = 0;
 
   ck_assert(ratelimit_take(rl, "t", 0, &retry));

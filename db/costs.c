@@ -1,0 +1,382 @@
+/*
+ * costs.c — the SQL behind the cost reports, the team budget status, the
+ * savings of spot and Flex Start capacity, and estimates against the bill.
+ *
+ * Each report is one static statement. Optional group-by dimensions are
+ * boolean parameters: a dimension that was not asked for is a constant
+ * NULL (CASE WHEN $n THEN column END), so grouping by every CASE expression
+ * groups by exactly the requested ones. Totals come from the same
+ * statement as a second grouping set, so rows and totals always describe
+ * the same data. Sums are numeric, rounded to 6 decimals and trimmed of
+ * trailing zeros in SQL, and handed on as the text PostgreSQL prints.
+ * Text sort keys use the "C" collation so the order never depends on the
+ * database's locale.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "db/costs.h"
+#include "db/db.h"
+#include "server/problem.h"
+
+const char *const db_cost_dim_names[DB_COST_NDIMS] = {
+    "day", "month", "service", "sku", "flavor", "location"};
+
+/*
+ * $1 from, $2 to (dates, inclusive); $3 team or NULL for all; $4..$9 group
+ * by day, month, service, sku, flavor, location; $10 month_basis=invoice:
+ * the month is then the invoice month where the export gave one (else the
+ * usage month), and rows are selected by that month between the months of
+ * from and to. Columns: 0 grouping (1 = a currency total), 1 team, 2..7
+ * the dimensions, 8 currency, 9 cost, 10 credits, 11 net, 12 GPU-hours.
+ */
+static const char sql_report[] =
+    "WITH r AS (SELECT team, "
+    "CASE WHEN $4::boolean THEN to_char(day, 'YYYY-MM-DD') END AS k_day, "
+    "CASE WHEN $5::boolean THEN month END AS k_month, "
+    "CASE WHEN $6::boolean THEN service END AS k_service, "
+    "CASE WHEN $7::boolean THEN sku END AS k_sku, "
+    "CASE WHEN $8::boolean THEN flavor END AS k_flavor, "
+    "CASE WHEN $9::boolean THEN location END AS k_location, "
+    "currency, cost, credits, gpu_hours "
+    "FROM (SELECT team, day, service, sku, flavor, location, currency, cost, "
+    "credits, gpu_hours, CASE WHEN $10::boolean AND invoice_month <> '' "
+    "THEN invoice_month ELSE to_char(day, 'YYYY-MM') END AS month "
+    "FROM cost_rollups WHERE ($3::text IS NULL OR team = $3) "
+    "AND ($10::boolean OR day BETWEEN $1::date AND $2::date)) c "
+    "WHERE NOT $10::boolean OR month BETWEEN to_char($1::date, 'YYYY-MM') "
+    "AND to_char($2::date, 'YYYY-MM')) "
+    "SELECT grouping(team), team, k_day, k_month, k_service, k_sku, "
+    "k_flavor, k_location, currency, "
+    "trim_scale(round(sum(cost), 6)), trim_scale(round(sum(credits), 6)), "
+    "trim_scale(round(sum(cost + credits), 6)), "
+    "trim_scale(round(sum(gpu_hours), 6)) FROM r "
+    "GROUP BY GROUPING SETS ((team, k_day, k_month, k_service, k_sku, "
+    "k_flavor, k_location, currency), (currency)) "
+    "ORDER BY 1, team COLLATE \"C\", k_day, k_month, "
+    "k_service COLLATE \"C\", k_sku COLLATE \"C\", k_flavor COLLATE \"C\", "
+    "k_location COLLATE \"C\", currency COLLATE \"C\"";
+
+/*
+ * $1 team. Month-to-date is the current UTC month, in USD; the forecast
+ * scales it to the whole month by the days elapsed (today included) and
+ * adds the estimates of the team's jobs holding quota. Columns: 0 budget,
+ * 1 policy, 2 month, 3 month-to-date, 4 committed, 5 forecast, 6 over.
+ */
+static const char sql_budget[] =
+    "SELECT b.budget, b.policy, b.month, trim_scale(round(b.mtd, 6)), "
+    "trim_scale(round(b.committed, 6)), "
+    "trim_scale(round(b.mtd * b.days / b.elapsed + b.committed, 6)), "
+    "coalesce(b.mtd + b.committed >= b.budget, false) "
+    "FROM (SELECT (t.spec->>'monthly_budget_usd')::numeric AS budget, "
+    "coalesce(t.spec->>'budget_policy', 'none') AS policy, "
+    "to_char(u.ts, 'YYYY-MM') AS month, "
+    "extract(day FROM u.ts) AS elapsed, "
+    "extract(day FROM date_trunc('month', u.ts) + interval '1 month' "
+    "- interval '1 day') AS days, "
+    "(SELECT coalesce(sum(r.cost + r.credits), 0) FROM cost_rollups r "
+    "WHERE r.team = t.name AND r.currency = 'USD' "
+    "AND r.day >= date_trunc('month', u.ts)::date) AS mtd, "
+    "(SELECT coalesce(sum(j.estimated_cost_usd), 0) FROM jobs j "
+    "WHERE j.team = t.name "
+    "AND j.state IN ('ADMITTED', 'QUEUED', 'RUNNING', 'EVICTING')) "
+    "AS committed "
+    "FROM teams t, (SELECT now() AT TIME ZONE 'UTC' AS ts) u "
+    "WHERE t.name = $1) b";
+
+/*
+ * $1 from, $2 to, $3 team or NULL. Usage of SPOT and FLEX_START flavors,
+ * by the flavor's current provisioning model and on-demand price (USD, so
+ * only USD rows get an on-demand equivalent). Columns: 0 grouping, 1 team,
+ * 2 flavor, 3 model, 4 currency, 5 GPU-hours, 6 on-demand equivalent,
+ * 7 paid, 8 savings.
+ */
+static const char sql_savings[] =
+    "WITH s AS (SELECT r.team, r.flavor, "
+    "f.spec->>'provisioning_model' AS model, r.currency, r.gpu_hours, "
+    "r.cost + r.credits AS paid, "
+    "CASE WHEN r.currency = 'USD' THEN r.gpu_hours * "
+    "(f.spec->>'on_demand_price_per_gpu_hour_usd')::numeric END AS od "
+    "FROM cost_rollups r JOIN flavors f ON f.name = r.flavor "
+    "WHERE r.day BETWEEN $1::date AND $2::date "
+    "AND ($3::text IS NULL OR r.team = $3) "
+    "AND f.spec->>'provisioning_model' IN ('SPOT', 'FLEX_START')) "
+    "SELECT grouping(team), team, flavor, model, currency, "
+    "trim_scale(round(sum(gpu_hours), 6)), trim_scale(round(sum(od), 6)), "
+    "trim_scale(round(sum(paid), 6)), "
+    "trim_scale(round(sum(od) - sum(paid), 6)) FROM s "
+    "GROUP BY GROUPING SETS ((team, flavor, model, currency), (currency)) "
+    "ORDER BY 1, team COLLATE \"C\", flavor COLLATE \"C\", "
+    "currency COLLATE \"C\"";
+
+/*
+ * $1 from, $2 to, $3 team or NULL. Jobs by the UTC month they were
+ * admitted in, with their estimates and accrued cost (as db/jobs.c shows
+ * it: price × GPUs × run time so far), beside the USD net billed for the
+ * team's usage in that month. Columns: 0 grouping (1 = the overall
+ * total), 1 team, 2 month, 3 jobs, 4 estimated, 5 accrued, 6 billed.
+ */
+static const char sql_estimates[] =
+    "WITH e AS (SELECT j.team, "
+    "to_char(j.admitted_at AT TIME ZONE 'UTC', 'YYYY-MM') AS month, "
+    "count(*) AS jobs, sum(coalesce(j.estimated_cost_usd, 0)) AS est, "
+    "sum(coalesce((f.spec->>'price_per_gpu_hour_usd')::numeric * j.gpu * "
+    "extract(epoch FROM coalesce(j.finished_at, now()) - j.run_started_at) "
+    "/ 3600, 0)) AS acc "
+    "FROM jobs j LEFT JOIN flavors f ON f.name = j.flavor "
+    "WHERE j.admitted_at >= $1::date::timestamp AT TIME ZONE 'UTC' "
+    "AND j.admitted_at < ($2::date + 1)::timestamp AT TIME ZONE 'UTC' "
+    "AND ($3::text IS NULL OR j.team = $3) GROUP BY 1, 2), "
+    "b AS (SELECT team, to_char(day, 'YYYY-MM') AS month, "
+    "sum(cost + credits) AS billed FROM cost_rollups "
+    "WHERE day BETWEEN $1::date AND $2::date AND currency = 'USD' "
+    "AND ($3::text IS NULL OR team = $3) GROUP BY 1, 2), "
+    "m AS (SELECT coalesce(e.team, b.team) AS team, "
+    "coalesce(e.month, b.month) AS month, coalesce(e.jobs, 0) AS jobs, "
+    "coalesce(e.est, 0) AS est, coalesce(e.acc, 0) AS acc, "
+    "coalesce(b.billed, 0) AS billed "
+    "FROM e FULL JOIN b ON b.team = e.team AND b.month = e.month) "
+    "SELECT grouping(team), team, month, coalesce(sum(jobs), 0), "
+    "trim_scale(round(coalesce(sum(est), 0), 6)), "
+    "trim_scale(round(coalesce(sum(acc), 0), 6)), "
+    "trim_scale(round(coalesce(sum(billed), 0), 6)) FROM m "
+    "GROUP BY GROUPING SETS ((team, month), ()) "
+    "ORDER BY 1, team COLLATE \"C\", month";
+
+void db_cost_table_free(struct db_cost_table *t)
+{
+  json_decref(t->rows);
+  memset(t, 0, sizeof(*t));
+}
+
+static enum gg_code fail_db(struct gg_req *req, enum gg_code code)
+{
+  if (code == GG_UNAVAILABLE)
+    return problem_fail(req, code, "The database is not reachable.");
+  return problem_fail(req, GG_INTERNAL, "The report could not be made.");
+}
+
+static PGresult *run(struct gg_req *req, const char *sql, int n,
+                     const char *const *params)
+{
+  struct db_conn *db = req_db(req);
+  enum gg_code code;
+  PGresult *res;
+
+  if (!db) {
+    fail_db(req, GG_UNAVAILABLE);
+    return NULL;
+  }
+  res = db_exec(db, sql, n, params, &code);
+  if (!res)
+    fail_db(req, code);
+  return res;
+}
+
+/* A table being filled: which result column each of its columns shows. */
+struct fill {
+  struct db_cost_table *t;
+  int src[DB_COST_MAX_COLS];
+};
+
+static void begin(struct fill *f, struct db_cost_table *t)
+{
+  db_cost_table_free(t);
+  t->rows = json_array();
+  f->t = t;
+}
+
+static void col(struct fill *f, int src, const char *name,
+                enum db_cost_kind kind)
+{
+  struct db_cost_table *t = f->t;
+
+  if (t->ncols == DB_COST_MAX_COLS)
+    return;
+  f->src[t->ncols] = src;
+  t->cols[t->ncols] = name;
+  t->kind[t->ncols] = kind;
+  t->ncols++;
+}
+
+/* Append result row `row`; false when out of memory. */
+static bool add_row(struct fill *f, const PGresult *res, int row)
+{
+  json_t *cells = json_array();
+  int i;
+
+  if (!cells)
+    return false;
+  for (i = 0; i < f->t->ncols; i++) {
+    int c = f->src[i];
+    json_t *cell = PQgetisnull(res, row, c)
+                       ? json_null()
+                       : json_string(PQgetvalue(res, row, c));
+    if (json_array_append_new(cells, cell) != 0) {
+      json_decref(cells);
+      return false;
+    }
+  }
+  return json_array_append_new(f->t->rows, cells) == 0;
+}
+
+/*
+ * Split a result into rows (grouping column 0 is "0") and totals (the
+ * rest), each shown through its fill. Returns GG_OK or a recorded error.
+ */
+static enum gg_code split(struct gg_req *req, const PGresult *res,
+                          struct fill *rows, struct fill *totals)
+{
+  int i, n = PQntuples(res);
+
+  if (!rows->t->rows || !totals->t->rows)
+    return problem_fail(req, GG_INTERNAL, "Out of memory.");
+  for (i = 0; i < n; i++) {
+    struct fill *f = strcmp(PQgetvalue(res, i, 0), "0") ? totals : rows;
+    if (!add_row(f, res, i))
+      return problem_fail(req, GG_INTERNAL, "Out of memory.");
+  }
+  return GG_OK;
+}
+
+/* The parameters shared by every report: $1 from, $2 to, $3 team. */
+static void base_params(const struct db_cost_query *q, const char **params)
+{
+  params[0] = q->from;
+  params[1] = q->to;
+  params[2] = q->team; /* NULL: SQL NULL, every team */
+}
+
+enum gg_code db_costs_report(struct gg_req *req, const struct db_cost_query *q,
+                             struct db_cost_table *rows,
+                             struct db_cost_table *totals)
+{
+  const char *params[10];
+  struct fill fr, ft;
+  PGresult *res;
+  enum gg_code code;
+  int d;
+
+  begin(&fr, rows);
+  begin(&ft, totals);
+  col(&fr, 1, "team", DB_COST_TEXT);
+  for (d = 0; d < DB_COST_NDIMS; d++)
+    if (q->dims[d])
+      col(&fr, 2 + d, db_cost_dim_names[d], DB_COST_TEXT);
+  col(&fr, 8, "currency", DB_COST_TEXT);
+  col(&fr, 9, "cost", DB_COST_NUMBER);
+  col(&fr, 10, "credits", DB_COST_NUMBER);
+  col(&fr, 11, "net_cost", DB_COST_NUMBER);
+  col(&fr, 12, "usage_gpu_hours", DB_COST_NUMBER);
+  col(&ft, 8, "currency", DB_COST_TEXT);
+  col(&ft, 9, "cost", DB_COST_NUMBER);
+  col(&ft, 10, "credits", DB_COST_NUMBER);
+  col(&ft, 11, "net_cost", DB_COST_NUMBER);
+
+  base_params(q, params);
+  for (d = 0; d < DB_COST_NDIMS; d++)
+    params[3 + d] = q->dims[d] ? "true" : "false";
+  params[9] = q->invoice_month ? "true" : "false";
+  if (!(res = run(req, sql_report, 10, params)))
+    return req->code;
+  code = split(req, res, &fr, &ft);
+  PQclear(res);
+  return code;
+}
+
+static json_t *real_or_null(const PGresult *r, int row, int col)
+{
+  return PQgetisnull(r, row, col)
+             ? json_null()
+             : json_real(strtod(PQgetvalue(r, row, col), NULL));
+}
+
+enum gg_code db_costs_budget(struct gg_req *req, const char *team, json_t **out)
+{
+  const char *params[1] = {team};
+  PGresult *res;
+
+  *out = NULL;
+  if (!(res = run(req, sql_budget, 1, params)))
+    return req->code;
+  if (PQntuples(res) == 0) {
+    PQclear(res);
+    return problem_fail(req, GG_NOT_FOUND, "The team \"%s\" was not found.",
+                        team);
+  }
+  *out = json_pack(
+      "{s:o, s:s, s:s, s:o, s:o, s:o, s:b}", "monthly_budget_usd",
+      real_or_null(res, 0, 0), "budget_policy", PQgetvalue(res, 0, 1), "month",
+      PQgetvalue(res, 0, 2), "month_to_date_net_usd", real_or_null(res, 0, 3),
+      "committed_estimate_usd", real_or_null(res, 0, 4), "forecast_usd",
+      real_or_null(res, 0, 5), "over_budget", PQgetvalue(res, 0, 6)[0] == 't');
+  PQclear(res);
+  if (!*out)
+    return problem_fail(req, GG_INTERNAL, "Out of memory.");
+  return GG_OK;
+}
+
+enum gg_code db_costs_savings(struct gg_req *req, const struct db_cost_query *q,
+                              struct db_cost_table *rows,
+                              struct db_cost_table *totals)
+{
+  const char *params[3];
+  struct fill fr, ft;
+  PGresult *res;
+  enum gg_code code;
+
+  begin(&fr, rows);
+  begin(&ft, totals);
+  col(&fr, 1, "team", DB_COST_TEXT);
+  col(&fr, 2, "flavor", DB_COST_TEXT);
+  col(&fr, 3, "provisioning_model", DB_COST_TEXT);
+  col(&fr, 4, "currency", DB_COST_TEXT);
+  col(&fr, 5, "usage_gpu_hours", DB_COST_NUMBER);
+  col(&fr, 6, "on_demand_equivalent", DB_COST_NUMBER);
+  col(&fr, 7, "paid", DB_COST_NUMBER);
+  col(&fr, 8, "savings", DB_COST_NUMBER);
+  col(&ft, 4, "currency", DB_COST_TEXT);
+  col(&ft, 5, "usage_gpu_hours", DB_COST_NUMBER);
+  col(&ft, 6, "on_demand_equivalent", DB_COST_NUMBER);
+  col(&ft, 7, "paid", DB_COST_NUMBER);
+  col(&ft, 8, "savings", DB_COST_NUMBER);
+
+  base_params(q, params);
+  if (!(res = run(req, sql_savings, 3, params)))
+    return req->code;
+  code = split(req, res, &fr, &ft);
+  PQclear(res);
+  return code;
+}
+
+enum gg_code db_costs_estimates(struct gg_req *req,
+                                const struct db_cost_query *q,
+                                struct db_cost_table *rows,
+                                struct db_cost_table *totals)
+{
+  const char *params[3];
+  struct fill fr, ft;
+  PGresult *res;
+  enum gg_code code;
+
+  begin(&fr, rows);
+  begin(&ft, totals);
+  col(&fr, 1, "team", DB_COST_TEXT);
+  col(&fr, 2, "month", DB_COST_TEXT);
+  col(&fr, 3, "jobs", DB_COST_INTEGER);
+  col(&fr, 4, "estimated_cost_usd", DB_COST_NUMBER);
+  col(&fr, 5, "accrued_cost_usd", DB_COST_NUMBER);
+  col(&fr, 6, "billed_net_usd", DB_COST_NUMBER);
+  col(&ft, 3, "jobs", DB_COST_INTEGER);
+  col(&ft, 4, "estimated_cost_usd", DB_COST_NUMBER);
+  col(&ft, 5, "accrued_cost_usd", DB_COST_NUMBER);
+  col(&ft, 6, "billed_net_usd", DB_COST_NUMBER);
+
+  base_params(q, params);
+  if (!(res = run(req, sql_estimates, 3, params)))
+    return req->code;
+  code = split(req, res, &fr, &ft);
+  PQclear(res);
+  return code;
+}
