@@ -559,6 +559,44 @@ static const struct bad_body_case {
      "J-1"},
 };
 
+/* Optional settings: the Pub/Sub topic for state notifications and the
+ * service account of the VMs appear only when configured. */
+START_TEST(body_notifications_and_account)
+{
+  json_t *job = parse(JOB_SPEC), *flavor = parse(SPOT_FLAVOR), *b;
+  struct batch_job_input in = {.job_id = "j-01jdq8m2v7x3k9",
+                               .attempt = 1,
+                               .team = "team-a",
+                               .queue = "lp",
+                               .region = "us-central1",
+                               .flavor = "l4-spot",
+                               .flavor_spec = flavor,
+                               .job_spec = job,
+                               .max_run_duration_s = 60};
+
+  b = batch_job_body(&in);
+  ck_assert_ptr_nonnull(b);
+  ck_assert_ptr_null(json_object_get(b, "notifications"));
+  ck_assert_ptr_null(
+      json_object_get(json_object_get(b, "allocationPolicy"), "serviceAccount"));
+  json_decref(b);
+
+  in.pubsub_topic = "projects/p/topics/gpugate-batch";
+  in.service_account = "gpugate-batch@p.iam.gserviceaccount.com";
+  b = batch_job_body(&in);
+  ck_assert_ptr_nonnull(b);
+  ck_assert_str_eq(str_at(b, "notifications[0].pubsubTopic"),
+                   "projects/p/topics/gpugate-batch");
+  ck_assert_str_eq(str_at(b, "notifications[0].message.type"),
+                   "JOB_STATE_CHANGED");
+  ck_assert_str_eq(str_at(b, "allocationPolicy.serviceAccount.email"),
+                   "gpugate-batch@p.iam.gserviceaccount.com");
+  json_decref(b);
+  json_decref(job);
+  json_decref(flavor);
+}
+END_TEST
+
 START_TEST(body_bad)
 {
   const struct bad_body_case *tc = &bad_body_cases[_i];
@@ -1500,6 +1538,7 @@ Suite *batch_suite(void)
   tcase_add_test(tc, label_keys);
   tcase_add_loop_test(tc, body_models, 0, N_OF(body_cases));
   tcase_add_test(tc, body_variants);
+  tcase_add_test(tc, body_notifications_and_account);
   tcase_add_loop_test(tc, body_bad, 0, N_OF(bad_body_cases));
   tcase_add_test(tc, body_null_input);
   tcase_add_loop_test(tc, state_parse, 0, N_OF(state_cases));
