@@ -236,16 +236,6 @@ static int keys_of(enum db_kind k, const char *team, const char *name,
   return 1;
 }
 
-static enum gg_code fail_db(struct gg_req *req, enum gg_code code)
-{
-  if (code == GG_UNAVAILABLE)
-    return problem_fail(req, code, "The database is not reachable.");
-  if (code == GG_CONFLICT)
-    return problem_fail(req, code,
-                        "A concurrent change conflicted; retry the request.");
-  return problem_fail(req, GG_INTERNAL, "The request could not be stored.");
-}
-
 static enum gg_code not_found(struct gg_req *req, enum db_kind k,
                               const char *name)
 {
@@ -264,11 +254,11 @@ enum gg_code db_admin_get(struct gg_req *req, enum db_kind k, const char *team,
 
   *out = NULL;
   if (!db)
-    return fail_db(req, GG_UNAVAILABLE);
+    return db_fail(req, GG_UNAVAILABLE);
   n = keys_of(k, team, name, params);
   res = db_exec(db, kinds[k].get, n, params, &code);
   if (!res)
-    return fail_db(req, code);
+    return db_fail(req, code);
   if (PQntuples(res) == 0) {
     PQclear(res);
     return not_found(req, k, name);
@@ -278,7 +268,7 @@ enum gg_code db_admin_get(struct gg_req *req, enum db_kind k, const char *team,
   if (version)
     *version = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
   PQclear(res);
-  return *out ? GG_OK : fail_db(req, GG_INTERNAL);
+  return *out ? GG_OK : db_fail(req, GG_INTERNAL);
 }
 
 enum gg_code db_admin_list(struct gg_req *req, enum db_kind k, const char *team,
@@ -295,7 +285,7 @@ enum gg_code db_admin_list(struct gg_req *req, enum db_kind k, const char *team,
   *items = NULL;
   *more = false;
   if (!db)
-    return fail_db(req, GG_UNAVAILABLE);
+    return db_fail(req, GG_UNAVAILABLE);
   if (kinds[k].nkeys == 2)
     params[n++] = team;
   params[n++] = after;
@@ -303,7 +293,7 @@ enum gg_code db_admin_list(struct gg_req *req, enum db_kind k, const char *team,
   params[n++] = lim;
   res = db_exec(db, kinds[k].list, n, params, &code);
   if (!res)
-    return fail_db(req, code);
+    return db_fail(req, code);
   rows = PQntuples(res);
   *more = rows > limit;
   *items = json_array();
@@ -332,23 +322,11 @@ static bool match_ok(const struct db_if_match *m, bool exists,
   return false;
 }
 
-/* Run a statement that must succeed; returns its result or NULL (failed). */
-static PGresult *run(struct gg_req *req, struct db_conn *db, const char *sql,
-                     int n, const char *const *params)
-{
-  enum gg_code code;
-  PGresult *res = db_exec(db, sql, n, params, &code);
-
-  if (!res)
-    fail_db(req, code);
-  return res;
-}
-
 /* Each row of sql is (field, message) or (message): record them. */
 static int report(struct gg_req *req, struct db_conn *db, const char *sql,
                   int n, const char *const *params, enum gg_code as)
 {
-  PGresult *res = run(req, db, sql, n, params);
+  PGresult *res = db_req_exec(req, db, sql, n, params);
   int i, rows;
 
   if (!res)
@@ -385,18 +363,18 @@ enum gg_code db_admin_put(struct gg_req *req, enum db_kind k, const char *team,
   *out = NULL;
   *created = false;
   if (!db)
-    return fail_db(req, GG_UNAVAILABLE);
+    return db_fail(req, GG_UNAVAILABLE);
   text = json_dumps(spec, GG_JSON_DUMP);
   if (!text)
-    return fail_db(req, GG_INTERNAL);
+    return db_fail(req, GG_INTERNAL);
   n = keys_of(k, team, name, params);
   params[n] = text;
 
   if ((code = db_begin(db)) != GG_OK) {
-    fail_db(req, code);
+    db_fail(req, code);
     goto out;
   }
-  if (!(res = run(req, db, K->lock, n + 1, params)))
+  if (!(res = db_req_exec(req, db, K->lock, n + 1, params)))
     goto fail;
   exists = PQntuples(res) > 0;
   if (exists) {
@@ -421,26 +399,26 @@ enum gg_code db_admin_put(struct gg_req *req, enum db_kind k, const char *team,
     if (K->guard_put &&
         report(req, db, K->guard_put, n + 1, params, GG_CONFLICT) != 0)
       goto fail;
-    if (K->before && !(res = run(req, db, K->before, n + 1, params)))
+    if (K->before && !(res = db_req_exec(req, db, K->before, n + 1, params)))
       goto fail;
     PQclear(res);
-    res = run(req, db, exists ? K->update : K->insert, n + 1, params);
+    res = db_req_exec(req, db, exists ? K->update : K->insert, n + 1, params);
     if (!res)
       goto fail;
     PQclear(res);
     for (i = 0; i < 2 && K->after[i]; i++) {
-      if (!(res = run(req, db, K->after[i], n + 1, params)))
+      if (!(res = db_req_exec(req, db, K->after[i], n + 1, params)))
         goto fail;
       PQclear(res);
     }
     res = NULL;
   }
-  if (!unchanged && !(res = run(req, db, sql_wake, 0, NULL)))
+  if (!unchanged && !(res = db_req_exec(req, db, sql_wake, 0, NULL)))
     goto fail;
   PQclear(res);
   res = NULL;
   if ((code = db_commit(db)) != GG_OK) {
-    fail_db(req, code);
+    db_fail(req, code);
     goto fail;
   }
   *created = !exists;
@@ -467,13 +445,13 @@ enum gg_code db_admin_delete(struct gg_req *req, enum db_kind k,
   int n;
 
   if (!db)
-    return fail_db(req, GG_UNAVAILABLE);
+    return db_fail(req, GG_UNAVAILABLE);
   n = keys_of(k, team, name, params);
   if ((code = db_begin(db)) != GG_OK)
-    return fail_db(req, code);
+    return db_fail(req, code);
   /* lock takes the spec too; NULL compares as unknown, which is fine */
   params[n] = NULL;
-  if (!(res = run(req, db, K->lock, n + 1, params)))
+  if (!(res = db_req_exec(req, db, K->lock, n + 1, params)))
     goto fail;
   if (PQntuples(res) == 0) {
     not_found(req, k, name);
@@ -498,16 +476,16 @@ enum gg_code db_admin_delete(struct gg_req *req, enum db_kind k,
       problem_fail(req, GG_CONFLICT, "The %s \"%s\" cannot be deleted: %s.",
                    K->name, name, K->in_use);
     else
-      fail_db(req, code);
+      db_fail(req, code);
     goto fail;
   }
   PQclear(res);
-  if (!(res = run(req, db, sql_wake, 0, NULL)))
+  if (!(res = db_req_exec(req, db, sql_wake, 0, NULL)))
     goto fail;
   PQclear(res);
   res = NULL;
   if ((code = db_commit(db)) != GG_OK) {
-    fail_db(req, code);
+    db_fail(req, code);
     goto fail;
   }
   return GG_OK;

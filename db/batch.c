@@ -14,34 +14,6 @@
 #include "batch/job.h"
 #include "db/batch.h"
 
-static PGresult *query(struct db_conn *c, const char *sql, int n,
-                       const char *const *params, char *err, size_t errlen)
-{
-  enum gg_code code;
-  PGresult *res = db_exec(c, sql, n, params, &code);
-
-  if (!res)
-    snprintf(err, errlen, "%s",
-             c->pg ? PQerrorMessage(c->pg) : "no database connection");
-  return res;
-}
-
-/* Run a statement; *rows (optional) = rows returned or affected. */
-static int run(struct db_conn *c, const char *sql, int n,
-               const char *const *params, int *rows, char *err, size_t errlen)
-{
-  PGresult *res = query(c, sql, n, params, err, errlen);
-
-  if (!res)
-    return -1;
-  if (rows)
-    *rows = PQresultStatus(res) == PGRES_TUPLES_OK
-                ? PQntuples(res)
-                : (int)strtol(PQcmdTuples(res), NULL, 10);
-  PQclear(res);
-  return 0;
-}
-
 static const char sql_event[] =
     "INSERT INTO job_events (job_id, team, from_state, to_state, reason, "
     "attempt, message) SELECT id, team, $2, $3, $4, attempt, $5 FROM jobs "
@@ -49,18 +21,18 @@ static const char sql_event[] =
 
 static const char sql_wake[] = "SELECT pg_notify('gpugate_admission', 'batch')";
 
-static int event(struct db_conn *c, const char *job_id, const char *from,
+int db_job_event(struct db_conn *c, const char *job_id, const char *from,
                  const char *to, const char *reason, const char *message,
                  char *err, size_t errlen)
 {
   const char *params[5] = {job_id, from, to, reason, message};
 
-  return run(c, sql_event, 5, params, NULL, err, errlen);
+  return db_run(c, sql_event, 5, params, NULL, err, errlen);
 }
 
 static int wake(struct db_conn *c, char *err, size_t errlen)
 {
-  return run(c, sql_wake, 0, NULL, NULL, err, errlen);
+  return db_run(c, sql_wake, 0, NULL, NULL, err, errlen);
 }
 
 /* ---- writing the outbox ------------------------------------------------ */
@@ -93,8 +65,8 @@ int db_batch_request_create(struct db_conn *c, const char *job_id, char *err,
 {
   const char *params[1] = {job_id};
 
-  return run(c, sql_request_create, 1, params, NULL, err, errlen) ||
-                 run(c, sql_wake_dispatch, 0, NULL, NULL, err, errlen)
+  return db_run(c, sql_request_create, 1, params, NULL, err, errlen) ||
+                 db_run(c, sql_wake_dispatch, 0, NULL, NULL, err, errlen)
              ? -1
              : 0;
 }
@@ -107,11 +79,11 @@ int db_batch_withdraw_create(struct db_conn *c, const char *job_id, int attempt,
   int rows = 0;
 
   snprintf(a, sizeof(a), "%d", attempt);
-  if (run(c, sql_withdraw_create, 2, params, &rows, err, errlen))
+  if (db_run(c, sql_withdraw_create, 2, params, &rows, err, errlen))
     return -1;
   if (rows > 0) {
     params[0] = job_id;
-    if (run(c, sql_request_cancel, 1, params, NULL, err, errlen))
+    if (db_run(c, sql_request_cancel, 1, params, NULL, err, errlen))
       return -1;
   }
   return rows > 0 ? 1 : 0;
@@ -122,8 +94,8 @@ int db_batch_request_cancel(struct db_conn *c, const char *job_id, char *err,
 {
   const char *params[1] = {job_id};
 
-  return run(c, sql_request_cancel, 1, params, NULL, err, errlen) ||
-                 run(c, sql_wake_dispatch, 0, NULL, NULL, err, errlen)
+  return db_run(c, sql_request_cancel, 1, params, NULL, err, errlen) ||
+                 db_run(c, sql_wake_dispatch, 0, NULL, NULL, err, errlen)
              ? -1
              : 0;
 }
@@ -142,11 +114,12 @@ int db_batch_requeue(struct db_conn *c, const char *job_id, const char *reason,
 {
   const char *params[1] = {job_id};
 
-  if (run(c, sql_requeue, 1, params, rows, err, errlen))
+  if (db_run(c, sql_requeue, 1, params, rows, err, errlen))
     return -1;
   if (!*rows)
     return 0;
-  if (event(c, job_id, "EVICTING", "PENDING", reason, message, err, errlen))
+  if (db_job_event(c, job_id, "EVICTING", "PENDING", reason, message, err,
+                   errlen))
     return -1;
   return wake(c, err, errlen);
 }
@@ -187,7 +160,7 @@ int db_batch_claim(struct db_conn *c, struct db_batch_op *op, char *err,
       snprintf(err, errlen, "BEGIN failed");
       return -1;
     }
-    if (!(res = query(c, sql_claim, 0, NULL, err, errlen))) {
+    if (!(res = db_query(c, sql_claim, 0, NULL, err, errlen))) {
       db_rollback(c);
       return -1;
     }
@@ -223,7 +196,7 @@ int db_batch_claim(struct db_conn *c, struct db_batch_op *op, char *err,
       return 1;
     snprintf(id, sizeof(id), "%lld", (long long)op->id);
     db_batch_op_free(op);
-    if (run(c, sql_drop_op, 1, params, NULL, err, errlen) ||
+    if (db_run(c, sql_drop_op, 1, params, NULL, err, errlen) ||
         db_commit(c) != GG_OK) {
       db_rollback(c);
       return -1;
@@ -238,7 +211,7 @@ static int finish(struct db_conn *c, const struct db_batch_op *op, char *err,
   const char *params[1] = {id};
 
   snprintf(id, sizeof(id), "%lld", (long long)op->id);
-  if (run(c, sql_drop_op, 1, params, NULL, err, errlen))
+  if (db_run(c, sql_drop_op, 1, params, NULL, err, errlen))
     goto fail;
   if (db_commit(c) != GG_OK) {
     snprintf(err, errlen, "COMMIT failed");
@@ -263,10 +236,10 @@ int db_batch_done_create(struct db_conn *c, const struct db_batch_op *op,
   int rows = 0;
 
   snprintf(a, sizeof(a), "%d", op->attempt);
-  if (run(c, sql_created, 3, params, &rows, err, errlen))
+  if (db_run(c, sql_created, 3, params, &rows, err, errlen))
     goto fail;
-  if (rows && event(c, op->job_id, "ADMITTED", "QUEUED", "BatchJobCreated",
-                    batch_job_name, err, errlen))
+  if (rows && db_job_event(c, op->job_id, "ADMITTED", "QUEUED",
+                           "BatchJobCreated", batch_job_name, err, errlen))
     goto fail;
   return finish(c, op, err, errlen);
 fail:
@@ -297,7 +270,7 @@ int db_batch_retry(struct db_conn *c, const struct db_batch_op *op,
 
   snprintf(id, sizeof(id), "%lld", (long long)op->id);
   snprintf(delay, sizeof(delay), "%ld", delay_ms);
-  if (run(c, sql_retry, 3, params, NULL, err, errlen) ||
+  if (db_run(c, sql_retry, 3, params, NULL, err, errlen) ||
       db_commit(c) != GG_OK) {
     db_rollback(c);
     return -1;
@@ -319,10 +292,10 @@ int db_batch_give_up(struct db_conn *c, const struct db_batch_op *op,
 
   snprintf(a, sizeof(a), "%d", op->attempt);
   if (!strcmp(op->op, "create")) {
-    if (run(c, sql_rejected, 2, params, &rows, err, errlen))
+    if (db_run(c, sql_rejected, 2, params, &rows, err, errlen))
       goto fail;
-    if (rows && (event(c, op->job_id, "ADMITTED", "FAILED", "BatchRejected",
-                       error, err, errlen) ||
+    if (rows && (db_job_event(c, op->job_id, "ADMITTED", "FAILED",
+                              "BatchRejected", error, err, errlen) ||
                  wake(c, err, errlen)))
       goto fail;
   }
@@ -413,12 +386,12 @@ static PGresult *adopt(struct db_conn *c, const char *name, char *err,
   if (strncmp(base, "gpugate-", 8) != 0 || !dash || dash[1] != 'a' ||
       dash <= base + 8 || (idlen = (size_t)(dash - base - 8)) >= sizeof(id)) {
     /* not one of ours: an empty result */
-    return query(c, "SELECT NULL WHERE false", 0, NULL, err, errlen);
+    return db_query(c, "SELECT NULL WHERE false", 0, NULL, err, errlen);
   }
   memcpy(id, base + 8, idlen);
   id[idlen] = '\0';
   snprintf(attempt, sizeof(attempt), "%.15s", dash + 2);
-  return query(c, sql_adopt, 3, params, err, errlen);
+  return db_query(c, sql_adopt, 3, params, err, errlen);
 }
 
 int db_batch_observe(struct db_conn *c, const char *batch_job_name,
@@ -435,7 +408,7 @@ int db_batch_observe(struct db_conn *c, const char *batch_job_name,
     return -1;
   }
   params[0] = batch_job_name;
-  if (!(res = query(c, sql_observe_lock, 1, params, err, errlen)))
+  if (!(res = db_query(c, sql_observe_lock, 1, params, err, errlen)))
     goto fail;
   if (PQntuples(res) == 0) {
     PQclear(res);
@@ -457,7 +430,7 @@ int db_batch_observe(struct db_conn *c, const char *batch_job_name,
   params[0] = id;
   params[1] = batch_state;
   if (!to) {
-    if (run(c, sql_set_batch_state, 2, params, NULL, err, errlen))
+    if (db_run(c, sql_set_batch_state, 2, params, NULL, err, errlen))
       goto fail;
     goto commit;
   }
@@ -472,18 +445,19 @@ int db_batch_observe(struct db_conn *c, const char *batch_job_name,
     goto commit;
   }
   if (!strcmp(to, "QUEUED") || !strcmp(to, "RUNNING")) {
-    if (run(c, !strcmp(to, "QUEUED") ? sql_set_queued : sql_set_running, 2,
-            params, NULL, err, errlen))
+    if (db_run(c, !strcmp(to, "QUEUED") ? sql_set_queued : sql_set_running, 2,
+               params, NULL, err, errlen))
       goto fail;
   } else {
     params[1] = to;
     params[2] = reason ? reason : "";
     params[3] = batch_state;
-    if (run(c, sql_set_final, 4, params, NULL, err, errlen) ||
+    if (db_run(c, sql_set_final, 4, params, NULL, err, errlen) ||
         wake(c, err, errlen))
       goto fail;
   }
-  if (event(c, id, state, to, reason ? reason : batch_state, msg, err, errlen))
+  if (db_job_event(c, id, state, to, reason ? reason : batch_state, msg, err,
+                   errlen))
     goto fail;
   rows = 1;
 commit:
@@ -505,7 +479,7 @@ static const char sql_regions[] =
 static json_t *json_of(struct db_conn *c, const char *sql, int n,
                        const char *const *params, char *err, size_t errlen)
 {
-  PGresult *res = query(c, sql, n, params, err, errlen);
+  PGresult *res = db_query(c, sql, n, params, err, errlen);
   json_t *out;
 
   if (!res)
@@ -610,7 +584,7 @@ int db_batch_flex_expired(struct db_conn *c, char *err, size_t errlen)
     snprintf(err, errlen, "BEGIN failed");
     return -1;
   }
-  if (!(res = query(c, sql_flex_expired, 0, NULL, err, errlen)))
+  if (!(res = db_query(c, sql_flex_expired, 0, NULL, err, errlen)))
     goto fail;
   n = PQntuples(res);
   for (i = 0; i < n; i++) {
@@ -636,16 +610,17 @@ int db_batch_flex_expired(struct db_conn *c, char *err, size_t errlen)
       snprintf(msg, sizeof(msg),
                "no Flex Start capacity in %s within max_wait_s; trying %s",
                PQgetvalue(res, i, 1), where);
-      rc = run(c, sql_flex_move, 3, params, NULL, err, errlen) ||
-           event(c, id, "QUEUED", "ADMITTED", "FlexStartWaitExceeded", msg, err,
-                 errlen) ||
+      rc = db_run(c, sql_flex_move, 3, params, NULL, err, errlen) ||
+           db_job_event(c, id, "QUEUED", "ADMITTED", "FlexStartWaitExceeded",
+                        msg, err, errlen) ||
            db_batch_request_create(c, id, err, errlen);
     } else if (!rc) {
       snprintf(msg, sizeof(msg),
                "no Flex Start capacity in any allowed location; backing "
                "off before the next try");
-      rc = run(c, sql_flex_backoff, 1, params, NULL, err, errlen) ||
-           event(c, id, "QUEUED", "PENDING", "Backoff", msg, err, errlen) ||
+      rc = db_run(c, sql_flex_backoff, 1, params, NULL, err, errlen) ||
+           db_job_event(c, id, "QUEUED", "PENDING", "Backoff", msg, err,
+                        errlen) ||
            wake(c, err, errlen);
     }
     json_decref(cands);

@@ -37,6 +37,11 @@ struct db_batch_op {
   json_t *flavor_spec; /* new reference */
 };
 
+/* Record a state change of a job (its current attempt) as an event. */
+int db_job_event(struct db_conn *c, const char *job_id, const char *from,
+                 const char *to, const char *reason, const char *message,
+                 char *err, size_t errlen);
+
 /* Queue the Batch create of job's current attempt (after admission). */
 int db_batch_request_create(struct db_conn *c, const char *job_id, char *err,
                             size_t errlen);

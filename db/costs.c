@@ -150,28 +150,11 @@ void db_cost_table_free(struct db_cost_table *t)
   memset(t, 0, sizeof(*t));
 }
 
-static enum gg_code fail_db(struct gg_req *req, enum gg_code code)
-{
-  if (code == GG_UNAVAILABLE)
-    return problem_fail(req, code, "The database is not reachable.");
-  return problem_fail(req, GG_INTERNAL, "The report could not be made.");
-}
-
+/* A report's statement on the request's connection. */
 static PGresult *run(struct gg_req *req, const char *sql, int n,
                      const char *const *params)
 {
-  struct db_conn *db = req_db(req);
-  enum gg_code code;
-  PGresult *res;
-
-  if (!db) {
-    fail_db(req, GG_UNAVAILABLE);
-    return NULL;
-  }
-  res = db_exec(db, sql, n, params, &code);
-  if (!res)
-    fail_db(req, code);
-  return res;
+  return db_req_exec(req, req_db(req), sql, n, params);
 }
 
 /* A table being filled: which result column each of its columns shows. */

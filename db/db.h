@@ -60,6 +60,32 @@ PGconn *db_connect(const char *url, char *err, size_t errlen);
 PGresult *db_exec(struct db_conn *c, const char *sql, int nparams,
                   const char *const *params, enum gg_code *code);
 
+/*
+ * For the db functions behind request handlers: record the one client-safe
+ * problem for a failed database step (503 unreachable, 409 conflict, else
+ * 500) and return its code.
+ */
+enum gg_code db_fail(struct gg_req *req, enum gg_code code);
+
+/*
+ * db_exec() for a request: the result, or NULL with the problem recorded
+ * through db_fail(). Caller PQclear()s.
+ */
+PGresult *db_req_exec(struct gg_req *req, struct db_conn *c, const char *sql,
+                      int nparams, const char *const *params);
+
+/*
+ * For background loops: the result, or NULL with the server's message in
+ * err. Caller PQclear()s.
+ */
+PGresult *db_query(struct db_conn *c, const char *sql, int nparams,
+                   const char *const *params, char *err, size_t errlen);
+
+/* db_query() and discard the result: *rows (may be NULL) gets the rows
+ * returned or affected. Returns 0 or -1. */
+int db_run(struct db_conn *c, const char *sql, int nparams,
+           const char *const *params, int *rows, char *err, size_t errlen);
+
 /* Map a failed result's SQLSTATE to a result code. */
 enum gg_code db_code_of(const PGresult *res, const PGconn *pg);
 

@@ -186,27 +186,6 @@ static json_t *render(const PGresult *r, int row)
   return j;
 }
 
-static enum gg_code fail_db(struct gg_req *req, enum gg_code code)
-{
-  if (code == GG_UNAVAILABLE)
-    return problem_fail(req, code, "The database is not reachable.");
-  if (code == GG_CONFLICT)
-    return problem_fail(req, code,
-                        "A concurrent change conflicted; retry the request.");
-  return problem_fail(req, GG_INTERNAL, "The request could not be served.");
-}
-
-static PGresult *run(struct gg_req *req, struct db_conn *db, const char *sql,
-                     int n, const char *const *params)
-{
-  enum gg_code code;
-  PGresult *res = db_exec(db, sql, n, params, &code);
-
-  if (!res)
-    fail_db(req, code);
-  return res;
-}
-
 /* ---- submission -------------------------------------------------------- */
 
 static const char sql_target_queue[] =
@@ -246,10 +225,10 @@ enum gg_code db_job_target(struct gg_req *req, const char *team,
 
   memset(t, 0, sizeof(*t));
   if (!db)
-    return fail_db(req, GG_UNAVAILABLE);
+    return db_fail(req, GG_UNAVAILABLE);
   params[0] = team;
   params[1] = queue;
-  if (!(res = run(req, db, sql_target_queue, 2, params)))
+  if (!(res = db_req_exec(req, db, sql_target_queue, 2, params)))
     return req->code;
   if (PQntuples(res) == 0)
     problem_field(req, "queue", "team \"%s\" has no queue \"%s\"", team, queue);
@@ -263,7 +242,7 @@ enum gg_code db_job_target(struct gg_req *req, const char *team,
   PQclear(res);
 
   params[0] = priority_class ? priority_class : "";
-  if (!(res = run(req, db, sql_target_class, 1, params)))
+  if (!(res = db_req_exec(req, db, sql_target_class, 1, params)))
     goto fail;
   if (PQntuples(res) == 0) {
     if (priority_class)
@@ -284,7 +263,7 @@ enum gg_code db_job_target(struct gg_req *req, const char *team,
     goto fail;
 
   params[0] = t->cluster_queue;
-  if (!(res = run(req, db, sql_target_flavors, 1, params)))
+  if (!(res = db_req_exec(req, db, sql_target_flavors, 1, params)))
     goto fail;
   t->flavors = json_loads(PQgetvalue(res, 0, 0), 0, NULL);
   PQclear(res);
@@ -292,7 +271,7 @@ enum gg_code db_job_target(struct gg_req *req, const char *team,
   if (cohort[0]) {
     params[0] = cohort;
     params[1] = t->cluster_queue;
-    if (!(res = run(req, db, sql_target_cohort, 2, params)))
+    if (!(res = db_req_exec(req, db, sql_target_cohort, 2, params)))
       goto fail;
     t->cohort_cqs = json_loads(PQgetvalue(res, 0, 0), 0, NULL);
     PQclear(res);
@@ -301,7 +280,7 @@ enum gg_code db_job_target(struct gg_req *req, const char *team,
     t->cohort_cqs = json_array();
   }
   if (!t->cq_spec || !t->flavors || !t->cohort_cqs) {
-    fail_db(req, GG_INTERNAL);
+    db_fail(req, GG_INTERNAL);
     goto fail;
   }
   return GG_OK;
@@ -365,7 +344,7 @@ enum gg_code db_job_insert(struct gg_req *req, const struct db_job_new *j,
 
   *out = NULL;
   if (!db)
-    return fail_db(req, GG_UNAVAILABLE);
+    return db_fail(req, GG_UNAVAILABLE);
   new_id(id);
   snprintf(prio, sizeof(prio), "%d", (int)t->priority);
   for (i = 0; i < 3; i++)
@@ -374,7 +353,7 @@ enum gg_code db_job_insert(struct gg_req *req, const struct db_job_new *j,
   spec = json_dumps(j->spec, GG_JSON_DUMP);
   labels = json_dumps(j->labels, GG_JSON_DUMP);
   if (!spec || !labels) {
-    fail_db(req, GG_INTERNAL);
+    db_fail(req, GG_INTERNAL);
     goto out;
   }
   params[0] = id;
@@ -393,23 +372,23 @@ enum gg_code db_job_insert(struct gg_req *req, const struct db_job_new *j,
   params[13] = spec;
 
   if ((code = db_begin(db)) != GG_OK) {
-    fail_db(req, code);
+    db_fail(req, code);
     goto out;
   }
-  if (!(res = run(req, db, sql_insert, 14, params)))
+  if (!(res = db_req_exec(req, db, sql_insert, 14, params)))
     goto fail;
   PQclear(res);
   params[2] = j->queue;
-  if (!(res = run(req, db, sql_event_created, 3, params)))
+  if (!(res = db_req_exec(req, db, sql_event_created, 3, params)))
     goto fail;
   PQclear(res);
   params[0] = "submit";
-  if (!(res = run(req, db, sql_notify, 1, params)))
+  if (!(res = db_req_exec(req, db, sql_notify, 1, params)))
     goto fail;
   PQclear(res);
   params[0] = j->team;
   params[1] = id;
-  if (!(res = run(req, db, sql_get, 2, params)))
+  if (!(res = db_req_exec(req, db, sql_get, 2, params)))
     goto fail;
   *out = render(res, 0);
   PQclear(res);
@@ -422,13 +401,13 @@ enum gg_code db_job_insert(struct gg_req *req, const struct db_job_new *j,
     params[2] = "201";
     params[3] = location;
     params[4] = body;
-    if (!body || !(res = run(req, db, sql_idem_done, 5, params)))
+    if (!body || !(res = db_req_exec(req, db, sql_idem_done, 5, params)))
       goto fail;
     PQclear(res);
     res = NULL;
   }
   if ((code = db_commit(db)) != GG_OK) {
-    fail_db(req, code);
+    db_fail(req, code);
     goto fail;
   }
   goto out;
@@ -455,8 +434,8 @@ enum gg_code db_job_get(struct gg_req *req, const char *team, const char *id,
 
   *out = NULL;
   if (!db)
-    return fail_db(req, GG_UNAVAILABLE);
-  if (!(res = run(req, db, sql_get, 2, params)))
+    return db_fail(req, GG_UNAVAILABLE);
+  if (!(res = db_req_exec(req, db, sql_get, 2, params)))
     return req->code;
   if (PQntuples(res) == 0) {
     PQclear(res);
@@ -488,7 +467,7 @@ enum gg_code db_job_list(struct gg_req *req, const char *team,
   *items = NULL;
   *next_seq = 0;
   if (!db)
-    return fail_db(req, GG_UNAVAILABLE);
+    return db_fail(req, GG_UNAVAILABLE);
   snprintf(after, sizeof(after), "%lld", (long long)f->after_seq);
   snprintf(lim, sizeof(lim), "%d", f->limit + 1);
   params[0] = team;
@@ -498,7 +477,7 @@ enum gg_code db_job_list(struct gg_req *req, const char *team,
   params[4] = f->label_value ? f->label_value : "";
   params[5] = after;
   params[6] = lim;
-  if (!(res = run(req, db, sql_list, 7, params)))
+  if (!(res = db_req_exec(req, db, sql_list, 7, params)))
     return req->code;
   rows = PQntuples(res);
   *items = json_array();
@@ -531,8 +510,8 @@ enum gg_code db_job_events(struct gg_req *req, const char *team, const char *id,
   *items = NULL;
   *next = 0;
   if (!db)
-    return fail_db(req, GG_UNAVAILABLE);
-  if (!(res = run(req, db, sql_exists, 2, params)))
+    return db_fail(req, GG_UNAVAILABLE);
+  if (!(res = db_req_exec(req, db, sql_exists, 2, params)))
     return req->code;
   rows = PQntuples(res);
   PQclear(res);
@@ -540,7 +519,7 @@ enum gg_code db_job_events(struct gg_req *req, const char *team, const char *id,
     return problem_fail(req, GG_NOT_FOUND, "Job \"%s\" was not found.", id);
   snprintf(after_s, sizeof(after_s), "%lld", (long long)after);
   snprintf(lim, sizeof(lim), "%d", limit + 1);
-  if (!(res = run(req, db, sql_events, 4, params)))
+  if (!(res = db_req_exec(req, db, sql_events, 4, params)))
     return req->code;
   rows = PQntuples(res);
   *items = json_array();
@@ -578,10 +557,10 @@ enum gg_code db_queue_pending(struct gg_req *req, const char *team,
   *items = NULL;
   *next = 0;
   if (!db)
-    return fail_db(req, GG_UNAVAILABLE);
+    return db_fail(req, GG_UNAVAILABLE);
   snprintf(after_s, sizeof(after_s), "%lld", (long long)after);
   snprintf(lim, sizeof(lim), "%d", limit + 1);
-  if (!(res = run(req, db, sql_pending, 4, params)))
+  if (!(res = db_req_exec(req, db, sql_pending, 4, params)))
     return req->code;
   rows = PQntuples(res);
   *items = json_array();
@@ -637,26 +616,26 @@ enum gg_code db_job_cancel(struct gg_req *req, const char *team, const char *id,
 
   *out = NULL;
   if (!db)
-    return fail_db(req, GG_UNAVAILABLE);
+    return db_fail(req, GG_UNAVAILABLE);
   if ((code = db_begin(db)) != GG_OK)
-    return fail_db(req, code);
+    return db_fail(req, code);
   if (batch) {
     /* the outbox row before the job row: the dispatcher's lock order */
-    if (!(res = run(req, db, sql_attempt, 2, params)))
+    if (!(res = db_req_exec(req, db, sql_attempt, 2, params)))
       goto fail;
     if (PQntuples(res) == 1) {
       withdrawn = db_batch_withdraw_create(
           db, id, (int)strtol(PQgetvalue(res, 0, 0), NULL, 10), err,
           sizeof(err));
       if (withdrawn < 0) {
-        fail_db(req, GG_UNAVAILABLE);
+        db_fail(req, GG_UNAVAILABLE);
         goto fail;
       }
     }
     PQclear(res);
     res = NULL;
   }
-  if (!(res = run(req, db, sql_lock_job, 2, params)))
+  if (!(res = db_req_exec(req, db, sql_lock_job, 2, params)))
     goto fail;
   if (PQntuples(res) == 0) {
     problem_fail(req, GG_NOT_FOUND, "Job \"%s\" was not found.", id);
@@ -669,35 +648,35 @@ enum gg_code db_job_cancel(struct gg_req *req, const char *team, const char *id,
   if (finished(state)) {
     /* idempotent: nothing to do */
   } else if (batch && !withdrawn && strcmp(state, "PENDING") != 0) {
-    if (!(res = run(req, db, sql_cancel_requested, 2, params)))
+    if (!(res = db_req_exec(req, db, sql_cancel_requested, 2, params)))
       goto fail;
     PQclear(res);
     res = NULL;
     if (db_batch_request_cancel(db, id, err, sizeof(err))) {
-      fail_db(req, GG_UNAVAILABLE);
+      db_fail(req, GG_UNAVAILABLE);
       goto fail;
     }
   } else {
-    if (!(res = run(req, db, sql_cancel, 2, params)))
+    if (!(res = db_req_exec(req, db, sql_cancel, 2, params)))
       goto fail;
     PQclear(res);
-    if (!(res = run(req, db, sql_event_cancel, 3, params)))
+    if (!(res = db_req_exec(req, db, sql_event_cancel, 3, params)))
       goto fail;
     PQclear(res);
     params[0] = "cancel";
-    if (!(res = run(req, db, sql_notify, 1, params)))
+    if (!(res = db_req_exec(req, db, sql_notify, 1, params)))
       goto fail;
     PQclear(res);
     res = NULL;
     params[0] = team;
   }
-  if (!(res = run(req, db, sql_get, 2, params)))
+  if (!(res = db_req_exec(req, db, sql_get, 2, params)))
     goto fail;
   *out = render(res, 0);
   PQclear(res);
   res = NULL;
   if ((code = db_commit(db)) != GG_OK) {
-    fail_db(req, code);
+    db_fail(req, code);
     goto fail;
   }
   return GG_OK;
@@ -742,9 +721,9 @@ enum gg_code db_idem_claim(struct gg_req *req, const char *team,
   *location = NULL;
   *body = NULL;
   if (!db)
-    return fail_db(req, GG_UNAVAILABLE);
+    return db_fail(req, GG_UNAVAILABLE);
   /* its own transaction: a concurrent duplicate must see the claim */
-  if (!(res = run(req, db, sql_idem_claim, 3, params)))
+  if (!(res = db_req_exec(req, db, sql_idem_claim, 3, params)))
     return req->code;
   claimed = PQntuples(res) > 0;
   PQclear(res);
@@ -752,7 +731,7 @@ enum gg_code db_idem_claim(struct gg_req *req, const char *team,
     *outcome = DB_IDEM_NEW;
     return GG_OK;
   }
-  if (!(res = run(req, db, sql_idem_read, 2, params)))
+  if (!(res = db_req_exec(req, db, sql_idem_read, 2, params)))
     return req->code;
   if (PQntuples(res) == 0) {
     /* expired between the two statements: ask the client to retry */
@@ -809,14 +788,14 @@ enum gg_code db_job_counts(struct gg_req *req, const char *team,
 
   *out = NULL;
   if (!db)
-    return fail_db(req, GG_UNAVAILABLE);
+    return db_fail(req, GG_UNAVAILABLE);
   if (team) {
     params[0] = team;
     params[1] = queue_or_cq;
-    res = run(req, db, sql_counts_queue, 2, params);
+    res = db_req_exec(req, db, sql_counts_queue, 2, params);
   } else {
     params[0] = queue_or_cq;
-    res = run(req, db, sql_counts_cq, 1, params);
+    res = db_req_exec(req, db, sql_counts_cq, 1, params);
   }
   if (!res)
     return req->code;
@@ -855,22 +834,22 @@ enum gg_code db_cq_usage(struct gg_req *req, const char *cq, const char *cohort,
   *usage = NULL;
   *pool = NULL;
   if (!db)
-    return fail_db(req, GG_UNAVAILABLE);
-  if (!(res = run(req, db, sql_cq_usage, 1, params)))
+    return db_fail(req, GG_UNAVAILABLE);
+  if (!(res = db_req_exec(req, db, sql_cq_usage, 1, params)))
     return req->code;
   *usage = json_loads(PQgetvalue(res, 0, 0), 0, NULL);
   PQclear(res);
   if (!cohort) {
     *pool = json_object();
-    return *usage ? GG_OK : fail_db(req, GG_INTERNAL);
+    return *usage ? GG_OK : db_fail(req, GG_INTERNAL);
   }
   params[0] = cohort;
-  if (!(res = run(req, db, sql_cohort_pool, 1, params))) {
+  if (!(res = db_req_exec(req, db, sql_cohort_pool, 1, params))) {
     json_decref(*usage);
     *usage = NULL;
     return req->code;
   }
   *pool = json_loads(PQgetvalue(res, 0, 0), 0, NULL);
   PQclear(res);
-  return *usage && *pool ? GG_OK : fail_db(req, GG_INTERNAL);
+  return *usage && *pool ? GG_OK : db_fail(req, GG_INTERNAL);
 }

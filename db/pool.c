@@ -13,6 +13,7 @@
 
 #include "db/db.h"
 #include "server/log.h"
+#include "server/problem.h"
 
 struct db_pool {
   pthread_mutex_t lock;
@@ -261,6 +262,59 @@ PGresult *db_exec(struct db_conn *c, const char *sql, int nparams,
   }
   PQclear(res);
   return NULL;
+}
+
+enum gg_code db_fail(struct gg_req *req, enum gg_code code)
+{
+  if (code == GG_UNAVAILABLE)
+    return problem_fail(req, code, "The database is not reachable.");
+  if (code == GG_CONFLICT)
+    return problem_fail(req, code,
+                        "A concurrent change conflicted; retry the request.");
+  return problem_fail(req, GG_INTERNAL, "The request could not be completed.");
+}
+
+PGresult *db_req_exec(struct gg_req *req, struct db_conn *c, const char *sql,
+                      int nparams, const char *const *params)
+{
+  enum gg_code code;
+  PGresult *res;
+
+  if (!c) {
+    db_fail(req, GG_UNAVAILABLE);
+    return NULL;
+  }
+  res = db_exec(c, sql, nparams, params, &code);
+  if (!res)
+    db_fail(req, code);
+  return res;
+}
+
+PGresult *db_query(struct db_conn *c, const char *sql, int nparams,
+                   const char *const *params, char *err, size_t errlen)
+{
+  enum gg_code code;
+  PGresult *res = db_exec(c, sql, nparams, params, &code);
+
+  if (!res)
+    snprintf(err, errlen, "%s",
+             c->pg ? PQerrorMessage(c->pg) : "no database connection");
+  return res;
+}
+
+int db_run(struct db_conn *c, const char *sql, int nparams,
+           const char *const *params, int *rows, char *err, size_t errlen)
+{
+  PGresult *res = db_query(c, sql, nparams, params, err, errlen);
+
+  if (!res)
+    return -1;
+  if (rows)
+    *rows = PQresultStatus(res) == PGRES_TUPLES_OK
+                ? PQntuples(res)
+                : (int)strtol(PQcmdTuples(res), NULL, 10);
+  PQclear(res);
+  return 0;
 }
 
 static enum gg_code run_simple(struct db_conn *c, const char *sql)

@@ -56,17 +56,6 @@ static const char sql_pending[] =
 
 static const char sql_now[] = "SELECT extract(epoch FROM now())::bigint";
 
-static PGresult *query(struct db_conn *c, const char *sql, int n,
-                       const char *const *params, char *err, size_t errlen)
-{
-  enum gg_code code;
-  PGresult *res = db_exec(c, sql, n, params, &code);
-
-  if (!res)
-    snprintf(err, errlen, "%s", c->pg ? PQerrorMessage(c->pg) : "no server");
-  return res;
-}
-
 int db_sched_lock(struct db_conn *c, char *err, size_t errlen)
 {
   PGresult *res;
@@ -75,7 +64,7 @@ int db_sched_lock(struct db_conn *c, char *err, size_t errlen)
     snprintf(err, errlen, "BEGIN failed");
     return -1;
   }
-  res = query(c, sql_lock, 0, NULL, err, errlen);
+  res = db_query(c, sql_lock, 0, NULL, err, errlen);
   PQclear(res);
   return res ? 0 : -1;
 }
@@ -254,12 +243,12 @@ int db_sched_load(struct db_conn *c, struct db_sched *s, char *err,
   s->flavor_specs = json_object();
   s->pending_locations = json_array();
 
-  if (!(res = query(c, sql_now, 0, NULL, err, errlen)))
+  if (!(res = db_query(c, sql_now, 0, NULL, err, errlen)))
     goto fail;
   s->in.now = num(res, 0, 0);
   PQclear(res);
 
-  if (!(res = query(c, sql_flavors, 0, NULL, err, errlen)))
+  if (!(res = db_query(c, sql_flavors, 0, NULL, err, errlen)))
     goto fail;
   n = PQntuples(res);
   if (!ALLOC(s->flavor_names, n))
@@ -275,7 +264,7 @@ int db_sched_load(struct db_conn *c, struct db_sched *s, char *err,
   {
     char(*cohorts)[DB_NAME_LEN] = NULL;
     PGresult *cq = NULL;
-    if (!(res = query(c, sql_cohorts, 0, NULL, err, errlen)))
+    if (!(res = db_query(c, sql_cohorts, 0, NULL, err, errlen)))
       goto fail;
     n = PQntuples(res);
     if (!ALLOC(cohorts, n))
@@ -285,7 +274,7 @@ int db_sched_load(struct db_conn *c, struct db_sched *s, char *err,
     s->in.n_cohorts = n;
     PQclear(res);
     res = NULL;
-    if (!(cq = query(c, sql_cqs, 0, NULL, err, errlen))) {
+    if (!(cq = db_query(c, sql_cqs, 0, NULL, err, errlen))) {
       free(cohorts);
       goto fail;
     }
@@ -310,7 +299,7 @@ int db_sched_load(struct db_conn *c, struct db_sched *s, char *err,
     PQclear(cq);
   }
 
-  if (!(res = query(c, sql_teams, 0, NULL, err, errlen)))
+  if (!(res = db_query(c, sql_teams, 0, NULL, err, errlen)))
     goto fail;
   n = PQntuples(res);
   if (!ALLOC(s->team_names, n) || !ALLOC(s->teams, n))
@@ -325,7 +314,7 @@ int db_sched_load(struct db_conn *c, struct db_sched *s, char *err,
   s->in.n_teams = n;
   PQclear(res);
 
-  if (!(res = query(c, sql_admitted, 0, NULL, err, errlen)))
+  if (!(res = db_query(c, sql_admitted, 0, NULL, err, errlen)))
     goto fail;
   n = PQntuples(res);
   if (!ALLOC(s->admitted, n) || !ALLOC(s->admitted_ids, n) ||
@@ -346,7 +335,7 @@ int db_sched_load(struct db_conn *c, struct db_sched *s, char *err,
   s->in.n_admitted = k;
   PQclear(res);
 
-  if (!(res = query(c, sql_pending, 0, NULL, err, errlen)))
+  if (!(res = db_query(c, sql_pending, 0, NULL, err, errlen)))
     goto fail;
   n = PQntuples(res);
   if (!ALLOC(s->pending, n) || !ALLOC(s->pending_ids, n) ||
@@ -432,11 +421,6 @@ static const char sql_admit[] =
     "WHERE id = $1 AND attempt = $2::int AND state = 'PENDING' "
     "RETURNING team";
 
-static const char sql_event[] =
-    "INSERT INTO job_events (job_id, team, from_state, to_state, reason, "
-    "attempt, message) SELECT id, team, $2, $3, $4, attempt, $5 FROM jobs "
-    "WHERE id = $1";
-
 static const char sql_evict[] =
     "UPDATE jobs SET state = 'EVICTING', reason = $3, updated_at = now() "
     "WHERE id = $1 AND attempt = $2::int AND state IN ('ADMITTED', 'QUEUED', "
@@ -445,22 +429,6 @@ static const char sql_evict[] =
 static const char sql_reasons[] =
     "UPDATE jobs SET reason = v.reason FROM unnest($1::text[], $2::text[]) "
     "AS v(id, reason) WHERE jobs.id = v.id AND jobs.state = 'PENDING'";
-
-static int exec_ok(struct db_conn *c, const char *sql, int n,
-                   const char *const *params, int *rows, char *err,
-                   size_t errlen)
-{
-  PGresult *res = query(c, sql, n, params, err, errlen);
-
-  if (!res)
-    return -1;
-  if (rows)
-    *rows = PQresultStatus(res) == PGRES_TUPLES_OK
-                ? PQntuples(res)
-                : (int)strtol(PQcmdTuples(res), NULL, 10);
-  PQclear(res);
-  return 0;
-}
 
 /* The first of the flavor's regions the job allows (all when it names
  * none). */
@@ -547,7 +515,7 @@ int db_sched_apply(struct db_conn *c, const struct db_sched *s,
     params[3] = location_of(s, a->job, flavor);
     params[4] = a->borrowed ? "true" : "false";
     params[5] = cost;
-    if (exec_ok(c, sql_admit, 6, params, &rows, err, errlen))
+    if (db_run(c, sql_admit, 6, params, &rows, err, errlen))
       goto out;
     if (!rows)
       continue; /* cancelled meanwhile */
@@ -559,11 +527,8 @@ int db_sched_apply(struct db_conn *c, const struct db_sched *s,
       goto out;
     snprintf(msg, sizeof(msg), "quota reserved in flavor %s%s", flavor,
              a->borrowed ? " (borrowed from the cohort)" : "");
-    params[1] = "PENDING";
-    params[2] = "ADMITTED";
-    params[3] = "QuotaReserved";
-    params[4] = msg;
-    if (exec_ok(c, sql_event, 5, params, NULL, err, errlen))
+    if (db_job_event(c, s->pending_ids[a->job], "PENDING", "ADMITTED",
+                     "QuotaReserved", msg, err, errlen))
       goto out;
   }
   for (i = 0; i < out->n_evictions; i++) {
@@ -582,7 +547,7 @@ int db_sched_apply(struct db_conn *c, const struct db_sched *s,
     params[0] = s->admitted_ids[e->job];
     params[1] = attempt;
     params[2] = reason;
-    if (exec_ok(c, sql_evict, 3, params, &rows, err, errlen))
+    if (db_run(c, sql_evict, 3, params, &rows, err, errlen))
       goto out;
     if (!rows)
       continue;
@@ -598,11 +563,8 @@ int db_sched_apply(struct db_conn *c, const struct db_sched *s,
     else
       snprintf(msg, sizeof(msg), "cluster queue %s is draining",
                s->cq_names[s->admitted[e->job].cq]);
-    params[1] = s->admitted_state[e->job];
-    params[2] = "EVICTING";
-    params[3] = reason;
-    params[4] = msg;
-    if (exec_ok(c, sql_event, 5, params, NULL, err, errlen))
+    if (db_job_event(c, s->admitted_ids[e->job], s->admitted_state[e->job],
+                     "EVICTING", reason, msg, err, errlen))
       goto out;
     if (!withdrawn) {
       /* a Batch job exists: cancel it; the eviction completes when Batch
@@ -643,7 +605,7 @@ int db_sched_apply(struct db_conn *c, const struct db_sched *s,
     reasons[rlen] = '\0';
     params[0] = ids;
     params[1] = reasons;
-    if (exec_ok(c, sql_reasons, 2, params, NULL, err, errlen))
+    if (db_run(c, sql_reasons, 2, params, NULL, err, errlen))
       goto out;
   }
   rc = 0;
@@ -665,7 +627,7 @@ static const char sql_backoff[] =
 int db_sched_backoff_counts(struct db_conn *c, const struct db_sched *s,
                             long *counts, char *err, size_t errlen)
 {
-  PGresult *res = query(c, sql_backoff, 0, NULL, err, errlen);
+  PGresult *res = db_query(c, sql_backoff, 0, NULL, err, errlen);
   int i, cq;
 
   if (!res)
@@ -702,7 +664,7 @@ static const char sql_team_costs[] =
 int db_sched_team_costs(struct db_conn *c, char (**names)[DB_NAME_LEN],
                         double **usd, int *n, char *err, size_t errlen)
 {
-  PGresult *res = query(c, sql_costs_exist, 0, NULL, err, errlen);
+  PGresult *res = db_query(c, sql_costs_exist, 0, NULL, err, errlen);
   int i, rows;
 
   *names = NULL;
@@ -714,7 +676,7 @@ int db_sched_team_costs(struct db_conn *c, char (**names)[DB_NAME_LEN],
   PQclear(res);
   if (!rows)
     return 1;
-  if (!(res = query(c, sql_team_costs, 0, NULL, err, errlen)))
+  if (!(res = db_query(c, sql_team_costs, 0, NULL, err, errlen)))
     return -1;
   rows = PQntuples(res);
   if (!ALLOC(*names, rows) || !ALLOC(*usd, rows)) {
