@@ -278,12 +278,13 @@ static void stream_chunk(struct gg_req *req, const char *data, size_t n)
   }
   z->next_in = (Bytef *)(uintptr_t)data;
   z->avail_in = (uInt)n;
-  while (z->avail_in > 0 && req->code == GG_OK) {
+  /* until this piece is used up and inflate has nothing more to give */
+  while ((z->avail_in > 0 || z->avail_out == 0) && req->code == GG_OK) {
     int rc;
     z->next_out = (Bytef *)out;
     z->avail_out = sizeof(out);
     rc = inflate(z, Z_NO_FLUSH);
-    if (rc != Z_OK && rc != Z_STREAM_END) {
+    if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR) {
       problem_field(req, "body", "is not valid gzip");
       problem_fail(req, GG_BAD_REQUEST, "The gzip body is corrupt.");
       return;
@@ -291,8 +292,26 @@ static void stream_chunk(struct gg_req *req, const char *data, size_t n)
     if (sizeof(out) - z->avail_out > 0)
       req->route->chunk(req, out, sizeof(out) - z->avail_out);
     if (rc == Z_STREAM_END)
-      break;
+      inflateReset(z); /* concatenated gzip members: read the next one */
+    else if (rc == Z_BUF_ERROR)
+      break; /* needs more input */
   }
+}
+
+/* At the end of the body a gzip stream must be complete (its trailer, with
+ * CRC and length, read): a cut upload is not a smaller file. */
+static bool stream_complete(struct gg_req *req)
+{
+  z_stream *z = req->inflate;
+
+  if (!z || z->total_in == 0)
+    return true; /* no gzip, or the last member ended exactly */
+  problem_field(req, "body", "is a truncated gzip stream");
+  problem_fail(req, GG_BAD_REQUEST,
+               "The gzip body ends in the middle of a member; rows before "
+               "the cut may be stored, and sending the whole file again "
+               "is safe.");
+  return false;
 }
 
 static void add_common_headers(struct http_server *s, struct gg_req *req,
@@ -550,7 +569,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
   if (!strcmp(method, "OPTIONS"))
     return preflight(s, req, conn);
   if (req->streaming) {
-    if (req->code == GG_OK)
+    if (req->code == GG_OK && stream_complete(req))
       run_handler(req);
   } else {
     dispatch(s, req);

@@ -391,6 +391,56 @@ int h_request(const struct h_server *s, const char *method, const char *path,
   return rc == CURLE_OK ? 0 : -1;
 }
 
+int h_request_raw(const struct h_server *s, const char *method,
+                  const char *path, const char *token, const void *body,
+                  size_t len, const char *const *headers, struct h_resp *out)
+{
+  CURL *c = curl_easy_init();
+  struct curl_slist *hl = NULL;
+  struct buf b = {NULL, 0, 0};
+  char url[2048], auth[AUTH_MAX_TOKEN + 64];
+  int has_ct = 0, i;
+  CURLcode rc;
+
+  memset(out, 0, sizeof(*out));
+  if (!c)
+    return -1;
+  snprintf(url, sizeof(url), "http://127.0.0.1:%u%s", s->port, path);
+  curl_easy_setopt(c, CURLOPT_URL, url);
+  curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT, 120L);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(c, CURLOPT_HEADERDATA, out);
+  if (token) {
+    snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
+    hl = curl_slist_append(hl, auth);
+  }
+  for (i = 0; headers && headers[i]; i++) {
+    has_ct |= !strncasecmp(headers[i], "Content-Type:", 13);
+    hl = curl_slist_append(hl, headers[i]);
+  }
+  if (!has_ct)
+    hl = curl_slist_append(hl, "Content-Type: application/json");
+  curl_easy_setopt(c, CURLOPT_POSTFIELDS, body ? body : "");
+  curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE,
+                   (curl_off_t)(body ? len : 0));
+  hl = curl_slist_append(hl, "Expect:");
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
+  rc = curl_easy_perform(c);
+  if (rc == CURLE_OK)
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &out->status);
+  curl_slist_free_all(hl);
+  curl_easy_cleanup(c);
+  out->body = b.data ? b.data : strdup("");
+  out->body_len = b.len;
+  if (out->body_len)
+    out->json = json_loads(out->body, JSON_REJECT_DUPLICATES, NULL);
+  return rc == CURLE_OK ? 0 : -1;
+}
+
 const char *h_header(const struct h_resp *r, const char *name, char *buf,
                      size_t buflen)
 {

@@ -78,6 +78,16 @@ int h_request(const struct h_server *s, const char *method, const char *path,
               const char *token, const char *body, const char *const *headers,
               struct h_resp *out);
 
+/*
+ * h_request with a body of len bytes that need not be text (a large NDJSON
+ * file, a gzip stream): sent as it is, with the headers given (a
+ * Content-Type among them, else application/json) and a 120 s limit.
+ * Returns 0 when a response arrived (any status), -1 otherwise.
+ */
+int h_request_raw(const struct h_server *s, const char *method,
+                  const char *path, const char *token, const void *body,
+                  size_t len, const char *const *headers, struct h_resp *out);
+
 /* The value of a response header (case-insensitive) into buf, or NULL. */
 const char *h_header(const struct h_resp *r, const char *name, char *buf,
                      size_t buflen);

@@ -577,8 +577,8 @@ START_TEST(body_notifications_and_account)
   b = batch_job_body(&in);
   ck_assert_ptr_nonnull(b);
   ck_assert_ptr_null(json_object_get(b, "notifications"));
-  ck_assert_ptr_null(
-      json_object_get(json_object_get(b, "allocationPolicy"), "serviceAccount"));
+  ck_assert_ptr_null(json_object_get(json_object_get(b, "allocationPolicy"),
+                                     "serviceAccount"));
   json_decref(b);
 
   in.pubsub_topic = "projects/p/topics/gpugate-batch";
