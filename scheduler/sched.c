@@ -529,7 +529,11 @@ static void assign(struct state *s, struct head *h)
 
     if (in->pending[h->job].excluded_flavors & (1u << k))
       continue; /* e.g. none of its regions is one the job allows */
-    if (fits(s, s->use, s->pool_used, h->cq, f, req)) {
+    /* the released view too: quota a preemptor waits for (its victims'
+     * evictions under way) is not handed to another job meanwhile, or the
+     * victims would be readmitted and evicted again cycle after cycle */
+    if (fits(s, s->use, s->pool_used, h->cq, f, req) &&
+        fits(s, s->rel, s->rel_pool_used, h->cq, f, req)) {
       if (!borrows(s, s->use, h->cq, f, req)) {
         h->kind = KIND_FIT;
         h->flavor = f;

@@ -56,7 +56,11 @@ static void disconnect(struct loop *l)
   l->conn.pg = NULL;
   l->conn.n_prepared = 0;
   if (l->leader) {
-    log_msg(LOG_WARN, "admission: lost the leader lock with the connection");
+    if (atomic_load(&l->stop))
+      log_msg(LOG_INFO, "admission: leader lock released at shutdown");
+    else
+      log_msg(LOG_WARN,
+              "admission: lost the leader lock with the connection");
     /* only the leader reports the queue and spend gauges */
     metrics_publish_queues(NULL);
     metrics_publish_team_costs(NULL);

@@ -419,6 +419,10 @@ static const struct sched_case cases[] = {
     {"a job that may preempt waits for evictions under way",
      "cq a res:gpu=4; run v cq=a in=res evicting gpu=3; job j cq=a gpu=2",
      "j=Preempting"},
+    {"quota a preemptor waits for is not given to another job meanwhile",
+     "cq a within=lower res:gpu=4; run c cq=a in=res evicting p=0 gpu=2;"
+     "job hi cq=a p=10 gpu=4; job lo cq=a p=0 at=1 gpu=2",
+     "hi=Preempting lo=InsufficientQuota"},
     {"gang: every resource from one flavor",
      "cq a res:gpu=4,cpu=2000 spot:gpu=0,cpu=8000;"
      "job j cq=a gpu=2 cpu=4000",
