@@ -59,8 +59,7 @@ static void disconnect(struct loop *l)
     if (atomic_load(&l->stop))
       log_msg(LOG_INFO, "admission: leader lock released at shutdown");
     else
-      log_msg(LOG_WARN,
-              "admission: lost the leader lock with the connection");
+      log_msg(LOG_WARN, "admission: lost the leader lock with the connection");
     /* only the leader reports the queue and spend gauges */
     metrics_publish_queues(NULL);
     metrics_publish_team_costs(NULL);
