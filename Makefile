@@ -80,8 +80,20 @@ build/batch_emulator: $(EMU_SRC:%.c=build/obj/%.o) $(OBJ)
 build/bench_sched: build/obj/bench/sched.o $(filter build/obj/scheduler/%,$(OBJ))
 	$(CC) $(LDFLAGS) -o $@ $^ -lm
 
-bench: build/bench_sched
+build/bench_ingest: build/obj/bench/ingest.o
+	$(CC) $(LDFLAGS) -o $@ $^
+
+build/bench_hello: build/obj/bench/hello.o
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) -pthread
+
+build/bench_driver: build/obj/bench/driver.o
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) -lm -pthread
+
+bench: build/bench_sched build/bench_ingest build/gpugate build/batch_emulator build/bench_hello build/bench_driver
 	build/bench_sched
+	bench/ingest.sh
+	bench/http.sh
+	bench/kueue.sh
 
 # ASan + UBSan build of the unit tests.
 ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all

@@ -1,20 +1,35 @@
 /*
  * billing.c — bulk loading of billing-export rows.
  *
- * A batch is kept as the text of a COPY (one line per row, fields separated
- * by tabs). Flushing it is one transaction of three statements: make sure
- * the connection's temporary staging table exists (it empties itself at
- * every commit), COPY the batch into it, and one statement that inserts the
- * staged rows into billing_rows, skipping known hashes, and adds the sums
- * of exactly the rows it inserted (RETURNING) to cost_rollups. Loading the
- * same rows again therefore changes neither table.
+ * A batch keeps each row as its tuple of a binary COPY into billing_rows,
+ * plus its hash, its amounts as text and the index of its rollup key (team
+ * × day × invoice month × service × sku × flavor × location × currency)
+ * among the batch's distinct keys. Flushing it is one transaction of two
+ * statements:
  *
- * Staged rows are read in hash order and rollups written in key order, so
- * that two concurrent loads of overlapping rows take their locks in the
- * same order. All session state is transaction-scoped (SET LOCAL; the
- * staging table is created if missing and emptied at commit), so this also
- * works through PgBouncer in transaction mode.
+ *   1. one statement, given the batch as arrays (binary parameters), finds
+ *      the rows whose hash is not yet in billing_rows (an index probe per
+ *      row), adds exactly their sums to cost_rollups (one upsert per key,
+ *      in key order), and returns which rows are new with, for GPU usage in
+ *      seconds, their GPU-hours (PostgreSQL's numeric division);
+ *   2. COPY ... (FORMAT binary) of the new rows straight into billing_rows,
+ *      mostly sent from the batch's buffer as it is.
+ *
+ * Loading the same rows again therefore changes neither table. The rows go
+ * to PostgreSQL once, in its binary form: no text to parse, no staging
+ * table, no per-row statement.
+ *
+ * Concurrent loads: a row stored by another transaction between the two
+ * statements (or not yet committed by it) makes the COPY fail with a
+ * unique violation once that transaction commits; the batch is rolled back
+ * and tried again, and the row is then known. Two loads with a row in
+ * common also have its rollup key in common, and upsert keys in the same
+ * order, so they queue on it rather than deadlock. No session state is used
+ * (no temporary table, no SET), so this also works through PgBouncer in
+ * transaction mode.
  */
+#include <arpa/inet.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,57 +38,365 @@
 #include "db/db.h"
 #include "server/log.h"
 
-#define COPY_PIECE ((size_t)1024 * 1024) /* bytes per PQputCopyData */
+#define COPY_PIECE ((size_t)256 * 1024) /* bytes per PQputCopyData */
+#define FLUSH_TRIES 5    /* attempts of a batch that conflicts with others */
+#define NUMERIC_MAX 2048 /* binary numeric of any amount we write */
 
-struct db_billing_batch {
-  char *buf; /* owned: the COPY text */
-  size_t len, cap;
-  size_t rows;
+/* Type OIDs of the array elements (pg_type.h; stable across releases). */
+#define OID_BYTEA 17
+#define OID_INT4 23
+#define OID_TEXT 25
+#define OID_DATE 1082
+#define OID_NUMERIC 1700
+
+#define N_KEY_FIELDS 8 /* the rollup key */
+
+struct brow {
+  unsigned char hash[DB_BILLING_HASH_LEN];
+  size_t tuple, tuple_len; /* its COPY tuple in tuples; without the field
+                              count and gpu_hours when divisor is 3600 */
+  size_t amounts;          /* "cost\0credits\0gpu_amount\0" in text */
+  int key;                 /* its rollup key, 0-based */
+  int divisor;
+  bool fresh;  /* a flush: not stored yet */
+  int gpu_row; /* a flush: its GPU-hours in the statement's result, or -1 */
 };
 
+struct buf {
+  char *p;
+  size_t len, cap;
+};
+
+struct db_billing_batch {
+  struct brow *rows;
+  size_t n, cap;
+  struct buf tuples; /* the rows' binary COPY tuples */
+  struct buf text;   /* the rows' amounts */
+  struct buf keys;  /* distinct rollup keys: N_KEY_FIELDS × (u32 len, bytes) */
+  size_t *key_off;  /* where each key starts in keys */
+  size_t *key_size; /* and its length */
+  int n_keys, cap_keys;
+  int *slots; /* open addressing over the keys: index + 1, 0 when free */
+  size_t n_slots;
+  struct buf params; /* the arrays of a flush */
+  int *uniq;         /* a flush: the rows, each hash once, in batch order */
+  int *seen;         /* a flush: open addressing over hashes, index + 1 */
+  size_t cap_uniq, cap_seen;
+};
+
+/* ---- the statement ---------------------------------------------------- */
+
 /*
- * The column order here is the field order db_billing_batch_add writes.
- * work_mem is raised for the transaction so that sorting a batch of rows
- * by hash (several MiB with their JSON) stays in memory.
+ * The statement before the COPY, in two forms. Both take the batch as
+ * arrays: $1 hashes, $2 rollup key (1-based, into $7..$14), $3 cost, $4
+ * credits, $5 GPU amount, $6 its divisor; $7..$14 the distinct rollup
+ * keys. Both add the sums of the rows they take for new to cost_rollups,
+ * in key order, and return (ordinal, known, GPU-hours) for the rows known
+ * already and, for the new ones, those whose GPU-hours PostgreSQL divided.
+ *
+ * sql_probe looks every hash up in billing_rows first (an index probe per
+ * row); sql_assume takes every row for new, for batches expected to be new
+ * (their COPY then fails on a known one, and the batch is tried again with
+ * sql_probe).
  */
-static const char sql_stage[] =
-    "SET LOCAL work_mem = '32MB';"
-    " CREATE TEMPORARY TABLE IF NOT EXISTS billing_stage ("
-    " row_hash bytea, team text, flavor text, service text, sku text,"
-    " location text, currency text, usage_start timestamptz, usage_day date,"
-    " invoice_month text, cost numeric, credits numeric, gpu_amount numeric,"
-    " gpu_divisor int, row jsonb) ON COMMIT DELETE ROWS";
+#define SQL_NEW_ROWS(known, join)                                              \
+  "WITH t AS ("                                                                \
+  " SELECT * FROM unnest($1::bytea[], $2::int[], $3::numeric[],"               \
+  "  $4::numeric[], $5::numeric[], $6::int[])"                                 \
+  "  WITH ORDINALITY AS t(h, k, cost, credits, amount, divisor, i)),"          \
+  " new AS MATERIALIZED ("                                                     \
+  " SELECT t.i, t.k, t.cost, t.credits, t.divisor, " known " AS known,"        \
+  "  CASE t.divisor WHEN 1 THEN t.amount"                                      \
+  "   WHEN 3600 THEN trim_scale(t.amount / 3600) ELSE 0 END AS gpu_hours"      \
+  " FROM t" join "),"                                                          \
+  " sums AS ("                                                                 \
+  " SELECT k, sum(cost) AS cost, sum(credits) AS credits,"                     \
+  "  sum(gpu_hours) AS gpu_hours, count(*) AS n"                               \
+  " FROM new WHERE NOT known GROUP BY k),"                                     \
+  " up AS ("                                                                   \
+  " INSERT INTO cost_rollups AS r (team, day, invoice_month, service, sku,"    \
+  "  flavor, location, currency, cost, credits, gpu_hours, rows)"              \
+  " SELECT g.team, g.day, g.invoice_month, g.service, g.sku, g.flavor,"        \
+  "  g.location, g.currency, s.cost, s.credits, s.gpu_hours, s.n"              \
+  " FROM sums s JOIN unnest($7::text[], $8::date[], $9::text[],"               \
+  "  $10::text[], $11::text[], $12::text[], $13::text[], $14::text[])"         \
+  "  WITH ORDINALITY AS g(team, day, invoice_month, service, sku, flavor,"     \
+  "  location, currency, k) ON g.k = s.k"                                      \
+  " ORDER BY 1, 2, 3, 4, 5, 6, 7, 8"                                           \
+  " ON CONFLICT (team, day, invoice_month, service, sku, flavor, location,"    \
+  "  currency) DO UPDATE SET cost = r.cost + excluded.cost,"                   \
+  "  credits = r.credits + excluded.credits,"                                  \
+  "  gpu_hours = r.gpu_hours + excluded.gpu_hours,"                            \
+  "  rows = r.rows + excluded.rows)"                                           \
+  " SELECT i, known,"                                                          \
+  "  CASE WHEN divisor = 3600 AND NOT known THEN gpu_hours::text END"          \
+  " FROM new WHERE known OR divisor = 3600"
 
-static const char sql_copy[] = "COPY billing_stage FROM STDIN";
+static const char sql_probe[] =
+    SQL_NEW_ROWS("b.known IS NOT NULL",
+                 " LEFT JOIN LATERAL (SELECT true AS known FROM billing_rows b"
+                 "  WHERE b.row_hash = t.h LIMIT 1) b ON true");
 
-static const char sql_merge[] =
-    "WITH ins AS ("
-    " INSERT INTO billing_rows (row_hash, team, flavor, service, sku,"
-    "  location, currency, usage_start, usage_day, invoice_month, cost,"
-    "  credits, gpu_hours, row)"
-    " SELECT row_hash, team, flavor, service, sku, location, currency,"
-    "  usage_start, usage_day, invoice_month, cost, credits,"
-    "  CASE gpu_divisor WHEN 1 THEN gpu_amount"
-    "   WHEN 3600 THEN trim_scale(gpu_amount / 3600) ELSE 0 END, row"
-    " FROM billing_stage ORDER BY row_hash"
-    " ON CONFLICT (row_hash) DO NOTHING"
-    " RETURNING team, usage_day, invoice_month, service, sku, flavor,"
-    "  location, currency, cost, credits, gpu_hours),"
-    " sums AS ("
-    " SELECT team, usage_day, invoice_month, service, sku, flavor, location,"
-    "  currency, sum(cost) AS cost, sum(credits) AS credits,"
-    "  sum(gpu_hours) AS gpu_hours, count(*) AS n"
-    " FROM ins GROUP BY 1, 2, 3, 4, 5, 6, 7, 8),"
-    " up AS ("
-    " INSERT INTO cost_rollups AS r (team, day, invoice_month, service, sku,"
-    "  flavor, location, currency, cost, credits, gpu_hours, rows)"
-    " SELECT * FROM sums ORDER BY 1, 2, 3, 4, 5, 6, 7, 8"
-    " ON CONFLICT (team, day, invoice_month, service, sku, flavor, location,"
-    "  currency) DO UPDATE SET cost = r.cost + excluded.cost,"
-    "  credits = r.credits + excluded.credits,"
-    "  gpu_hours = r.gpu_hours + excluded.gpu_hours,"
-    "  rows = r.rows + excluded.rows)"
-    " SELECT coalesce(sum(n), 0) FROM sums";
+static const char sql_assume[] = SQL_NEW_ROWS("false", "");
+
+/* The field order of a row's COPY tuple: gpu_hours first, then the fields
+ * db_billing_batch_add writes in that order. */
+static const char sql_copy[] =
+    "COPY billing_rows (gpu_hours, row_hash, team, flavor, service, sku,"
+    " location, currency, usage_start, usage_day, invoice_month, cost,"
+    " credits, row) FROM STDIN (FORMAT binary)";
+#define COPY_FIELDS 14
+
+static const char copy_header[19] = "PGCOPY\n\377\r\n\0\0\0\0\0\0\0\0\0";
+
+/* ---- binary forms ---------------------------------------------------- */
+
+static void put_be16(unsigned char *p, unsigned v)
+{
+  p[0] = (unsigned char)(v >> 8);
+  p[1] = (unsigned char)v;
+}
+
+static void put_be32(unsigned char *p, uint32_t v)
+{
+  p[0] = (unsigned char)(v >> 24);
+  p[1] = (unsigned char)(v >> 16);
+  p[2] = (unsigned char)(v >> 8);
+  p[3] = (unsigned char)v;
+}
+
+static void put_be64(unsigned char *p, uint64_t v)
+{
+  put_be32(p, (uint32_t)(v >> 32));
+  put_be32(p + 4, (uint32_t)v);
+}
+
+/*
+ * numeric_in's reading of decimal text: digits with an optional point, an
+ * optional exponent; the display scale is the digits after the point less
+ * the exponent (at least 0). numeric_send then writes base-10000 digits
+ * without leading or trailing zero digits, the weight of the first, the
+ * sign (0 or 0x4000; zero is positive) and the display scale.
+ */
+int db_numeric_binary(const char *text, unsigned char *out, size_t cap)
+{
+  const char *p = text;
+  char digits[NUMERIC_MAX];
+  size_t nd = 0, i;
+  long nfrac = 0, exp = 0, last, dscale, weight;
+  bool neg = false, point = false, any = false;
+  int ngroups = 0;
+  unsigned groups[NUMERIC_MAX / 4 + 2];
+
+  if (*p == '-' || *p == '+')
+    neg = *p++ == '-';
+  for (; *p; p++) {
+    if (*p >= '0' && *p <= '9') {
+      any = true;
+      nfrac += point;
+      if (nd == 0 && *p == '0')
+        continue; /* a leading zero */
+      if (nd >= sizeof(digits))
+        return -1;
+      digits[nd++] = *p;
+    } else if (*p == '.' && !point) {
+      point = true;
+    } else {
+      break;
+    }
+  }
+  if (!any)
+    return -1;
+  if (*p == 'e' || *p == 'E') {
+    bool eneg = false;
+    int ed = 0;
+    p++;
+    if (*p == '-' || *p == '+')
+      eneg = *p++ == '-';
+    for (; *p >= '0' && *p <= '9'; p++) {
+      if (++ed > 5)
+        return -1;
+      exp = exp * 10 + (*p - '0');
+    }
+    if (ed == 0)
+      return -1;
+    exp = eneg ? -exp : exp;
+  }
+  if (*p)
+    return -1;
+  dscale = nfrac - exp < 0 ? 0 : nfrac - exp;
+  if (dscale > 0x3FFF)
+    return -1;
+  if (nd == 0) { /* zero: no digits, weight 0, positive */
+    if (cap < 8)
+      return -1;
+    put_be16(out, 0);
+    put_be16(out + 2, 0);
+    put_be16(out + 4, 0);
+    put_be16(out + 6, (unsigned)dscale);
+    return 8;
+  }
+  /* the value is digits × 10^last; base-10000 digits sit at powers of ten
+   * that are multiples of 4, so pad on the right down to one */
+  last = exp - nfrac;
+  {
+    long pad = ((last % 4) + 4) % 4, lead, n;
+    char all[NUMERIC_MAX + 8];
+    if (nd + (size_t)pad + 4 > sizeof(all))
+      return -1;
+    n = (long)nd + pad;
+    lead = (4 - n % 4) % 4; /* zeros on the left to whole groups */
+    memset(all, '0', (size_t)lead);
+    memcpy(all + lead, digits, nd);
+    memset(all + lead + (long)nd, '0', (size_t)pad);
+    n += lead;
+    last -= pad;
+    for (i = 0; i < (size_t)n; i += 4)
+      groups[ngroups++] =
+          (unsigned)((all[i] - '0') * 1000 + (all[i + 1] - '0') * 100 +
+                     (all[i + 2] - '0') * 10 + (all[i + 3] - '0'));
+    weight = last / 4 + ngroups - 1;
+  }
+  while (ngroups > 0 && groups[ngroups - 1] == 0)
+    ngroups--; /* trailing zero digits (the first one is never zero) */
+  if (weight > 0x7FFF || weight < -0x8000 || cap < 8 + 2 * (size_t)ngroups)
+    return -1;
+  put_be16(out, (unsigned)ngroups);
+  put_be16(out + 2, (unsigned)(weight & 0xFFFF));
+  put_be16(out + 4, neg ? 0x4000 : 0);
+  put_be16(out + 6, (unsigned)dscale);
+  for (i = 0; i < (size_t)ngroups; i++)
+    put_be16(out + 8 + 2 * i, groups[i]);
+  return 8 + 2 * ngroups;
+}
+
+/* Exactly n digits at p, else -1. */
+static long digits_at(const char *p, int n)
+{
+  long v = 0;
+  int i;
+
+  for (i = 0; i < n; i++) {
+    if (p[i] < '0' || p[i] > '9')
+      return -1;
+    v = v * 10 + (p[i] - '0');
+  }
+  return v;
+}
+
+/* Days from 2000-01-01 of a proleptic Gregorian date (H. Hinnant's
+ * days_from_civil, shifted). */
+static long days_since_2000(long y, long m, long d)
+{
+  long era, yoe, doy, doe;
+
+  y -= m <= 2;
+  era = (y >= 0 ? y : y - 399) / 400;
+  yoe = y - era * 400;
+  doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + doe - 719468 - 10957;
+}
+
+int db_date_binary(const char *text, int32_t *days)
+{
+  long y = digits_at(text, 4), m, d;
+
+  if (y < 1 || text[4] != '-' || (m = digits_at(text + 5, 2)) < 1 || m > 12 ||
+      text[7] != '-' || (d = digits_at(text + 8, 2)) < 1 || d > 31 ||
+      text[10] != '\0')
+    return -1;
+  *days = (int32_t)days_since_2000(y, m, d);
+  return 0;
+}
+
+int db_timestamptz_binary(const char *text, int64_t *us)
+{
+  int32_t days;
+  char day[11];
+  long h, mi, s, frac = 0;
+  const char *p = text + 19;
+  int n = 0;
+
+  if (strlen(text) < 22)
+    return -1;
+  memcpy(day, text, 10);
+  day[10] = '\0';
+  if (db_date_binary(day, &days) != 0 || text[10] != ' ' ||
+      (h = digits_at(text + 11, 2)) < 0 || h > 23 || text[13] != ':' ||
+      (mi = digits_at(text + 14, 2)) < 0 || mi > 59 || text[16] != ':' ||
+      (s = digits_at(text + 17, 2)) < 0 || s > 59)
+    return -1;
+  if (*p == '.') {
+    for (p++; *p >= '0' && *p <= '9' && n < 6; p++, n++)
+      frac = frac * 10 + (*p - '0');
+    if (n == 0)
+      return -1;
+    for (; n < 6; n++)
+      frac *= 10;
+  }
+  if (strcmp(p, "+00") != 0)
+    return -1;
+  *us = ((int64_t)days * 86400 + h * 3600 + mi * 60 + s) * 1000000 + frac;
+  return 0;
+}
+
+/* ---- buffers ----------------------------------------------------------- */
+
+static int reserve(struct buf *b, size_t need)
+{
+  size_t cap;
+  char *grown;
+
+  if (b->cap - b->len >= need)
+    return 0;
+  cap = b->cap ? b->cap : (size_t)64 * 1024;
+  while (cap - b->len < need)
+    cap *= 2;
+  grown = realloc(b->p, cap);
+  if (!grown)
+    return -1;
+  b->p = grown;
+  b->cap = cap;
+  return 0;
+}
+
+/* Append a COPY/array field: its length (4 bytes) and bytes. The caller
+ * reserved room. */
+static void put_field(struct buf *b, const void *data, size_t n)
+{
+  put_be32((unsigned char *)b->p + b->len, (uint32_t)n);
+  memcpy(b->p + b->len + 4, data, n);
+  b->len += 4 + n;
+}
+
+static int add_field(struct buf *b, const void *data, size_t n)
+{
+  if (reserve(b, 4 + n) != 0)
+    return -1;
+  put_field(b, data, n);
+  return 0;
+}
+
+static int add_numeric(struct buf *b, const char *text)
+{
+  int n;
+
+  if (reserve(b, 4 + NUMERIC_MAX) != 0 ||
+      (n = db_numeric_binary(text, (unsigned char *)b->p + b->len + 4,
+                             NUMERIC_MAX)) < 0)
+    return -1;
+  put_be32((unsigned char *)b->p + b->len, (uint32_t)n);
+  b->len += 4 + (size_t)n;
+  return 0;
+}
+
+static int add_text(struct buf *b, const char *s)
+{
+  return add_field(b, s, strlen(s));
+}
+
+/* ---- the batch --------------------------------------------------------- */
 
 struct db_billing_batch *db_billing_batch_new(void)
 {
@@ -84,117 +407,202 @@ void db_billing_batch_free(struct db_billing_batch *b)
 {
   if (!b)
     return;
-  free(b->buf);
+  free(b->rows);
+  free(b->tuples.p);
+  free(b->text.p);
+  free(b->keys.p);
+  free(b->key_off);
+  free(b->key_size);
+  free(b->slots);
+  free(b->params.p);
+  free(b->uniq);
+  free(b->seen);
   free(b);
 }
 
 size_t db_billing_batch_rows(const struct db_billing_batch *b)
 {
-  return b->rows;
+  return b->n;
 }
 
 size_t db_billing_batch_bytes(const struct db_billing_batch *b)
 {
-  return b->len;
+  return b->tuples.len + b->text.len + b->keys.len;
 }
 
-size_t db_copy_escape(char *out, const char *s, size_t n)
+static void batch_reset(struct db_billing_batch *b)
 {
-  size_t i, o = 0;
+  b->n = 0;
+  b->tuples.len = b->text.len = b->keys.len = 0;
+  b->n_keys = 0;
+  if (b->slots)
+    memset(b->slots, 0, b->n_slots * sizeof(*b->slots));
+}
+
+static uint64_t fnv1a(const char *p, size_t n)
+{
+  uint64_t h = 0xcbf29ce484222325u;
+  size_t i;
 
   for (i = 0; i < n; i++) {
-    char ch = s[i];
-    switch (ch) {
-    case '\\':
-      out[o++] = '\\';
-      out[o++] = '\\';
-      break;
-    case '\t':
-      out[o++] = '\\';
-      out[o++] = 't';
-      break;
-    case '\n':
-      out[o++] = '\\';
-      out[o++] = 'n';
-      break;
-    case '\r':
-      out[o++] = '\\';
-      out[o++] = 'r';
-      break;
-    default:
-      out[o++] = ch;
-    }
+    h ^= (unsigned char)p[i];
+    h *= 0x100000001b3u;
   }
-  return o;
+  return h;
 }
 
-/* Make room for need more bytes. Returns 0 or -1. */
-static int reserve(struct db_billing_batch *b, size_t need)
+static size_t key_len(const struct db_billing_batch *b, int k)
 {
-  size_t cap;
-  char *grown;
+  return b->key_size[k];
+}
 
-  if (b->cap - b->len >= need)
-    return 0;
-  cap = b->cap ? b->cap : (size_t)64 * 1024;
-  while (cap - b->len < need)
-    cap *= 2;
-  grown = realloc(b->buf, cap);
-  if (!grown)
+/* Grow the key table to twice its size (or 1024 slots) and rehash. */
+static int rehash(struct db_billing_batch *b)
+{
+  size_t n = b->n_slots ? b->n_slots * 2 : 1024, i;
+  int *slots = calloc(n, sizeof(*slots)), k;
+
+  if (!slots)
     return -1;
-  b->buf = grown;
-  b->cap = cap;
+  for (k = 0; k < b->n_keys; k++) {
+    i = fnv1a(b->keys.p + b->key_off[k], key_len(b, k)) & (n - 1);
+    while (slots[i])
+      i = (i + 1) & (n - 1);
+    slots[i] = k + 1;
+  }
+  free(b->slots);
+  b->slots = slots;
+  b->n_slots = n;
   return 0;
 }
 
-/* Append one escaped field and its terminator (tab or newline). The
- * caller reserved room. */
-static void field(struct db_billing_batch *b, const char *s, size_t n, char end)
+/* The index of r's rollup key in b, added if new; -1 on failure. */
+static int key_of(struct db_billing_batch *b, const struct db_billing_row *r)
 {
-  b->len += db_copy_escape(b->buf + b->len, s, n);
-  b->buf[b->len++] = end;
-}
+  const char *fields[N_KEY_FIELDS] = {
+      r->team, r->usage_day, r->invoice_month, r->service,
+      r->sku,  r->flavor,    r->location,      r->currency};
+  size_t start = b->keys.len, n, i;
+  int k;
 
-static void text_field(struct db_billing_batch *b, const char *s)
-{
-  field(b, s, strlen(s), '\t');
+  for (i = 0; i < N_KEY_FIELDS; i++)
+    if (add_text(&b->keys, fields[i]) != 0) {
+      b->keys.len = start;
+      return -1;
+    }
+  n = b->keys.len - start;
+  if ((size_t)b->n_keys * 2 >= b->n_slots && rehash(b) != 0) {
+    b->keys.len = start;
+    return -1;
+  }
+  i = fnv1a(b->keys.p + start, n) & (b->n_slots - 1);
+  while ((k = b->slots[i]) != 0) {
+    k--;
+    if (key_len(b, k) == n &&
+        !memcmp(b->keys.p + b->key_off[k], b->keys.p + start, n)) {
+      b->keys.len = start; /* known: drop the copy */
+      return k;
+    }
+    i = (i + 1) & (b->n_slots - 1);
+  }
+  if (b->n_keys == b->cap_keys) {
+    int cap = b->cap_keys ? b->cap_keys * 2 : 256;
+    size_t *off = realloc(b->key_off, (size_t)cap * sizeof(*off)), *size;
+    if (off)
+      b->key_off = off;
+    size = off ? realloc(b->key_size, (size_t)cap * sizeof(*size)) : NULL;
+    if (!size) {
+      b->keys.len = start;
+      return -1;
+    }
+    b->key_size = size;
+    b->cap_keys = cap;
+  }
+  b->key_off[b->n_keys] = start;
+  b->key_size[b->n_keys] = n;
+  b->slots[i] = b->n_keys + 1;
+  return b->n_keys++;
 }
 
 int db_billing_batch_add(struct db_billing_batch *b,
                          const struct db_billing_row *r)
 {
-  static const char hex[] = "0123456789abcdef";
-  const char *texts[] = {r->team,        r->flavor,    r->service,
-                         r->sku,         r->location,  r->currency,
-                         r->usage_start, r->usage_day, r->invoice_month,
-                         r->cost,        r->credits,   r->gpu_amount};
-  char divisor[16];
-  size_t i, need = 0;
+  const char *texts[] = {r->team, r->flavor,   r->service,
+                         r->sku,  r->location, r->currency};
+  size_t tuple = b->tuples.len, text = b->text.len, i;
+  unsigned char raw[8];
+  struct brow *row;
+  int64_t us;
+  int32_t day;
 
-  for (i = 0; i < sizeof(texts) / sizeof(texts[0]); i++)
-    need += 2 * strlen(texts[i]) + 1;
-  need +=
-      3 + 2 * DB_BILLING_HASH_LEN + 1 + sizeof(divisor) + 2 * r->row_len + 1;
-  if (reserve(b, need) != 0)
-    return -1;
-
-  /* bytea in hex form; its backslash doubled for the COPY text format */
-  b->buf[b->len++] = '\\';
-  b->buf[b->len++] = '\\';
-  b->buf[b->len++] = 'x';
-  for (i = 0; i < DB_BILLING_HASH_LEN; i++) {
-    b->buf[b->len++] = hex[r->hash[i] >> 4];
-    b->buf[b->len++] = hex[r->hash[i] & 15];
+  if (b->n == b->cap) {
+    size_t cap = b->cap ? b->cap * 2 : 1024;
+    struct brow *grown = realloc(b->rows, cap * sizeof(*grown));
+    if (!grown)
+      return -1;
+    b->rows = grown;
+    b->cap = cap;
   }
-  b->buf[b->len++] = '\t';
+  row = &b->rows[b->n];
+  if (db_timestamptz_binary(r->usage_start, &us) != 0 ||
+      db_date_binary(r->usage_day, &day) != 0)
+    return -1;
+  /* GPU-hours are known here unless PostgreSQL divides (see sql_merge) */
+  if (r->gpu_divisor != 3600) {
+    if (reserve(&b->tuples, 2) != 0)
+      goto bad;
+    put_be16((unsigned char *)b->tuples.p + b->tuples.len, COPY_FIELDS);
+    b->tuples.len += 2;
+    if (add_numeric(&b->tuples, r->gpu_divisor == 1 ? r->gpu_amount : "0") != 0)
+      goto bad;
+  }
+  if (add_field(&b->tuples, r->hash, DB_BILLING_HASH_LEN) != 0)
+    goto bad;
   for (i = 0; i < sizeof(texts) / sizeof(texts[0]); i++)
-    text_field(b, texts[i]);
-  snprintf(divisor, sizeof(divisor), "%d", r->gpu_divisor);
-  text_field(b, divisor);
-  field(b, r->row, r->row_len, '\n');
-  b->rows++;
+    if (add_text(&b->tuples, texts[i]) != 0)
+      goto bad;
+  put_be64(raw, (uint64_t)us);
+  if (add_field(&b->tuples, raw, 8) != 0)
+    goto bad;
+  put_be32(raw, (uint32_t)day);
+  if (add_field(&b->tuples, raw, 4) != 0 ||
+      add_text(&b->tuples, r->invoice_month) != 0 ||
+      add_numeric(&b->tuples, r->cost) != 0 ||
+      add_numeric(&b->tuples, r->credits) != 0 ||
+      add_field(&b->tuples, r->row, r->row_len) != 0)
+    goto bad;
+  /* the amounts as text for the merge (all three checked by now: the
+   * statement never meets a bad one) */
+  {
+    size_t lc = strlen(r->cost) + 1, lr = strlen(r->credits) + 1,
+           lg = strlen(r->gpu_amount) + 1;
+    unsigned char probe[NUMERIC_MAX];
+    if ((r->gpu_divisor == 3600 &&
+         db_numeric_binary(r->gpu_amount, probe, sizeof(probe)) < 0) ||
+        reserve(&b->text, lc + lr + lg) != 0)
+      goto bad;
+    memcpy(b->text.p + b->text.len, r->cost, lc);
+    memcpy(b->text.p + b->text.len + lc, r->credits, lr);
+    memcpy(b->text.p + b->text.len + lc + lr, r->gpu_amount, lg);
+    b->text.len += lc + lr + lg;
+  }
+  if ((row->key = key_of(b, r)) < 0)
+    goto bad;
+  memcpy(row->hash, r->hash, DB_BILLING_HASH_LEN);
+  row->tuple = tuple;
+  row->tuple_len = b->tuples.len - tuple;
+  row->amounts = text;
+  row->divisor = r->gpu_divisor;
+  row->fresh = false;
+  b->n++;
   return 0;
+bad:
+  b->tuples.len = tuple;
+  b->text.len = text;
+  return -1;
 }
+
+/* ---- flushing ---------------------------------------------------------- */
 
 static void log_failure(const char *what, PGconn *pg, const PGresult *res)
 {
@@ -208,85 +616,370 @@ static void log_failure(const char *what, PGconn *pg, const PGresult *res)
   json_decref(f);
 }
 
-/* Run a statement that returns no rows without preparing it (DDL and
- * COPY cannot be prepared). */
-static enum gg_code simple(struct db_conn *c, const char *what, const char *sql,
-                           ExecStatusType want)
+/* The header of a one-dimensional binary array of n elements of type oid;
+ * the elements follow as fields. */
+static int array_start(struct buf *p, uint32_t oid, size_t n)
 {
-  PGresult *res = PQexec(c->pg, sql);
-  enum gg_code code = GG_OK;
+  unsigned char *h;
 
-  if (PQresultStatus(res) != want) {
-    code = db_code_of(res, c->pg);
-    log_failure(what, c->pg, res);
-  }
-  PQclear(res);
-  return code;
+  if (reserve(p, 20) != 0)
+    return -1;
+  h = (unsigned char *)p->p + p->len;
+  put_be32(h, 1);       /* dimensions */
+  put_be32(h + 4, 0);   /* no nulls */
+  put_be32(h + 8, oid); /* element type */
+  put_be32(h + 12, (uint32_t)n);
+  put_be32(h + 16, 1); /* lower bound */
+  p->len += 20;
+  return 0;
 }
 
-/* Send the batch's COPY text and collect COPY's result. */
-static enum gg_code copy_rows(struct db_conn *c, struct db_billing_batch *b)
+/* The i-th field (0-based) of key k, as (bytes, length). */
+static const char *key_field(const struct db_billing_batch *b, int k, int i,
+                             size_t *len)
 {
-  enum gg_code code;
-  PGresult *res;
-  size_t off = 0;
-  int ok = 1;
+  const unsigned char *q = (const unsigned char *)b->keys.p + b->key_off[k];
+  uint32_t n;
 
-  code = simple(c, "copy", sql_copy, PGRES_COPY_IN);
-  if (code != GG_OK)
-    return code;
-  while (ok && off < b->len) {
-    size_t n = b->len - off > COPY_PIECE ? COPY_PIECE : b->len - off;
-    ok = PQputCopyData(c->pg, b->buf + off, (int)n) == 1;
-    off += n;
+  for (;;) {
+    n = (uint32_t)q[0] << 24 | (uint32_t)q[1] << 16 | (uint32_t)q[2] << 8 |
+        q[3];
+    if (i-- == 0)
+      break;
+    q += 4 + n;
   }
+  *len = n;
+  return (const char *)q + 4;
+}
+
+/* The i-th amount (0 cost, 1 credits, 2 gpu_amount) of row r. */
+static const char *amount(const struct db_billing_batch *b,
+                          const struct brow *r, int i)
+{
+  const char *a = b->text.p + r->amounts;
+
+  while (i-- > 0)
+    a += strlen(a) + 1;
+  return a;
+}
+
+/* The statement's 14 arrays over the n rows of b->uniq, into b->params;
+ * their offsets in off[], lengths in len[]. */
+static int build_params(struct db_billing_batch *b, size_t n, size_t off[14],
+                        int len[14])
+{
+  static const uint32_t oid[14] = {
+      OID_BYTEA, OID_INT4, OID_NUMERIC, OID_NUMERIC, OID_NUMERIC,
+      OID_INT4,  OID_TEXT, OID_DATE,    OID_TEXT,    OID_TEXT,
+      OID_TEXT,  OID_TEXT, OID_TEXT,    OID_TEXT};
+  struct buf *p = &b->params;
+  unsigned char raw[4];
+  size_t i;
+  int a, k;
+
+  p->len = 0;
+  for (a = 0; a < 14; a++) {
+    off[a] = p->len;
+    if (array_start(p, oid[a], a < 6 ? n : (size_t)b->n_keys) != 0)
+      return -1;
+    for (i = 0; a < 6 && i < n; i++) {
+      const struct brow *r = &b->rows[b->uniq[i]];
+      int rc;
+      if (a == 0) {
+        rc = add_field(p, r->hash, DB_BILLING_HASH_LEN);
+      } else if (a == 1 || a == 5) {
+        put_be32(raw, (uint32_t)(a == 1 ? r->key + 1 : r->divisor));
+        rc = add_field(p, raw, 4);
+      } else {
+        rc = add_numeric(p, amount(b, r, a - 2));
+      }
+      if (rc != 0)
+        return -1;
+    }
+    for (k = 0; a >= 6 && k < b->n_keys; k++) {
+      size_t flen;
+      const char *f = key_field(b, k, a - 6, &flen);
+      int rc;
+      if (a == 7) { /* the day: text in the key, a date here */
+        char day[16];
+        int32_t days;
+        snprintf(day, sizeof(day), "%.*s", (int)flen, f);
+        if (db_date_binary(day, &days) != 0)
+          return -1;
+        put_be32(raw, (uint32_t)days);
+        rc = add_field(p, raw, 4);
+      } else {
+        rc = add_field(p, f, flen);
+      }
+      if (rc != 0)
+        return -1;
+    }
+    if (p->len - off[a] > 0x7FFFFFFF)
+      return -1;
+    len[a] = (int)(p->len - off[a]);
+  }
+  return 0;
+}
+
+/* Send data[0..n) as COPY data, in pieces. */
+static int put_copy(PGconn *pg, const char *data, size_t n)
+{
+  while (n > 0) {
+    size_t piece = n > COPY_PIECE ? COPY_PIECE : n;
+    if (PQputCopyData(pg, data, (int)piece) != 1)
+      return -1;
+    data += piece;
+    n -= piece;
+  }
+  return 0;
+}
+
+/*
+ * COPY the fresh rows among the n of b->uniq. Consecutive rows lie end to
+ * end in tuples, so runs of them go out as they are; a row whose GPU-hours
+ * PostgreSQL computed (merged's second column) gets its field count and
+ * that field sent first.
+ */
+static enum gg_code copy_rows(struct db_conn *c, struct db_billing_batch *b,
+                              size_t n, PGresult *merged)
+{
+  static const char trailer[2] = {'\xff', '\xff'};
+  unsigned char head[2 + 4 + NUMERIC_MAX];
+  size_t i, run = 0, run_end = 0; /* the run of tuples not sent yet */
+  enum gg_code code = GG_OK;
+  int ok;
+  PGresult *res;
+
+  res = PQexec(c->pg, sql_copy);
+  if (PQresultStatus(res) != PGRES_COPY_IN) {
+    code = db_code_of(res, c->pg);
+    log_failure("copy", c->pg, res);
+    PQclear(res);
+    return code;
+  }
+  PQclear(res);
+  ok = PQputCopyData(c->pg, copy_header, sizeof(copy_header)) == 1;
+  for (i = 0; ok && i < n; i++) {
+    const struct brow *r = &b->rows[b->uniq[i]];
+    if (!r->fresh)
+      continue;
+    if (r->divisor == 3600) {
+      int len = r->gpu_row < 0
+                    ? -1
+                    : db_numeric_binary(PQgetvalue(merged, r->gpu_row, 2),
+                                        head + 6, sizeof(head) - 6);
+      if (len < 0 || put_copy(c->pg, b->tuples.p + run, run_end - run) != 0) {
+        ok = 0;
+        break;
+      }
+      put_be16(head, COPY_FIELDS);
+      put_be32(head + 2, (uint32_t)len);
+      ok = PQputCopyData(c->pg, (const char *)head, 6 + len) == 1;
+      run = run_end = r->tuple;
+    } else if (r->tuple != run_end) {
+      if (put_copy(c->pg, b->tuples.p + run, run_end - run) != 0) {
+        ok = 0;
+        break;
+      }
+      run = run_end = r->tuple;
+    }
+    run_end += r->tuple_len;
+  }
+  if (ok && (put_copy(c->pg, b->tuples.p + run, run_end - run) != 0 ||
+             PQputCopyData(c->pg, trailer, 2) != 1))
+    ok = 0;
   if (PQputCopyEnd(c->pg, ok ? NULL : "client failed") != 1)
     ok = 0;
   /* drain every result, keeping the verdict of the first failure */
   while ((res = PQgetResult(c->pg)) != NULL) {
     if (PQresultStatus(res) != PGRES_COMMAND_OK && code == GG_OK) {
       code = db_code_of(res, c->pg);
-      log_failure("copy", c->pg, res);
+      if (code != GG_CONFLICT)
+        log_failure("copy", c->pg, res);
     }
     PQclear(res);
   }
   if (!ok && code == GG_OK) {
-    code = db_code_of(NULL, c->pg);
+    code = PQstatus(c->pg) == CONNECTION_OK ? GG_INTERNAL : GG_UNAVAILABLE;
     log_failure("copy", c->pg, NULL);
   }
   return code;
 }
 
-enum gg_code db_billing_flush(struct db_conn *c, struct db_billing_batch *b,
-                              long *inserted)
+/* One attempt at storing the n rows of b->uniq: probing for known rows,
+ * or assuming there are none. */
+static enum gg_code flush_once(struct db_conn *c, struct db_billing_batch *b,
+                               size_t n, bool probe, long *inserted)
 {
+  const char *values[14];
+  size_t off[14], i;
+  int len[14], formats[14], a, rows;
+  long fresh = (long)n;
   enum gg_code code;
   PGresult *res = NULL;
 
   *inserted = 0;
-  if (b->rows == 0)
-    return GG_OK;
+  if (build_params(b, n, off, len) != 0)
+    return GG_INTERNAL;
+  for (a = 0; a < 14; a++) {
+    values[a] = b->params.p + off[a];
+    formats[a] = 1;
+  }
   code = db_begin(c);
   if (code != GG_OK)
+    return code;
+  res = PQexecParams(c->pg, probe ? sql_probe : sql_assume, 14, NULL, values,
+                     len, formats, 0);
+  if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+    code = db_code_of(res, c->pg);
+    if (code != GG_CONFLICT)
+      log_failure("merge", c->pg, res);
     goto out;
-  code = simple(c, "stage", sql_stage, PGRES_COMMAND_OK);
-  if (code != GG_OK)
-    goto out;
-  code = copy_rows(c, b);
-  if (code != GG_OK)
-    goto out;
-  res = db_exec(c, sql_merge, 0, NULL, &code);
-  if (!res)
-    goto out;
-  *inserted = strtol(PQgetvalue(res, 0, 0), NULL, 10);
+  }
+  for (i = 0; i < n; i++) {
+    b->rows[b->uniq[i]].fresh = true;
+    b->rows[b->uniq[i]].gpu_row = -1;
+  }
+  rows = PQntuples(res);
+  for (a = 0; a < rows; a++) {
+    long k = strtol(PQgetvalue(res, a, 0), NULL, 10);
+    struct brow *r;
+    if (k < 1 || (size_t)k > n) {
+      code = GG_INTERNAL;
+      goto out;
+    }
+    r = &b->rows[b->uniq[k - 1]];
+    if (*PQgetvalue(res, a, 1) == 't') {
+      r->fresh = false;
+      fresh--;
+    } else {
+      r->gpu_row = a;
+    }
+  }
+  if (fresh > 0) {
+    code = copy_rows(c, b, n, res);
+    if (code != GG_OK)
+      goto out;
+  }
   code = db_commit(c);
+  if (code == GG_OK)
+    *inserted = fresh;
 out:
   PQclear(res);
-  if (code != GG_OK) {
-    *inserted = 0;
+  if (code != GG_OK)
     db_rollback(c);
-  }
-  b->len = 0;
-  b->rows = 0;
   return code;
+}
+
+/* b->uniq: the rows of b, in order, without the later copies of a hash.
+ * Returns their number, or -1 when out of memory. */
+static long unique_rows(struct db_billing_batch *b)
+{
+  size_t slots = 16, i, n = 0;
+
+  while (slots < 2 * b->n)
+    slots *= 2;
+  if (b->cap_uniq < b->n) {
+    int *g = realloc(b->uniq, b->n * sizeof(*g));
+    if (!g)
+      return -1;
+    b->uniq = g;
+    b->cap_uniq = b->n;
+  }
+  if (b->cap_seen < slots) {
+    int *g = realloc(b->seen, slots * sizeof(*g));
+    if (!g)
+      return -1;
+    b->seen = g;
+    b->cap_seen = slots;
+  }
+  memset(b->seen, 0, slots * sizeof(*b->seen));
+  for (i = 0; i < b->n; i++) {
+    const unsigned char *h = b->rows[i].hash;
+    uint64_t v;
+    size_t at;
+    memcpy(&v, h, sizeof(v)); /* a hash is uniformly distributed */
+    at = (size_t)v & (slots - 1);
+    while (b->seen[at] &&
+           memcmp(b->rows[b->seen[at] - 1].hash, h, DB_BILLING_HASH_LEN) != 0)
+      at = (at + 1) & (slots - 1);
+    if (b->seen[at])
+      continue; /* a duplicate within the batch */
+    b->seen[at] = (int)i + 1;
+    b->uniq[n++] = (int)i;
+  }
+  return (long)n;
+}
+
+enum gg_code db_billing_flush(struct db_conn *c, struct db_billing_batch *b,
+                              bool expect_new, long *inserted)
+{
+  enum gg_code code = GG_OK;
+  long n;
+  int tries;
+
+  *inserted = 0;
+  if (b->n == 0)
+    return GG_OK;
+  n = unique_rows(b);
+  if (n < 0) {
+    batch_reset(b);
+    return GG_INTERNAL;
+  }
+  for (tries = 0; tries < FLUSH_TRIES; tries++) {
+    /* a conflict: a known row (when assumed new), another load storing the
+     * same rows, a deadlock; after it, probe */
+    code = flush_once(c, b, (size_t)n, !expect_new || tries > 0, inserted);
+    if (code != GG_CONFLICT)
+      break;
+  }
+  if (code == GG_CONFLICT)
+    log_failure("flush", c->pg, NULL);
+  batch_reset(b);
+  return code;
+}
+
+/* ---- a connection of its own ------------------------------------------- */
+
+static void quiet_notice(void *arg, const char *message)
+{
+  (void)arg;
+  (void)message;
+}
+
+struct db_conn *db_billing_connect_like(const struct db_conn *c)
+{
+  PQconninfoOption *opts, *o;
+  const char *keys[64], *vals[64];
+  struct db_conn *conn;
+  int n = 0;
+
+  if (!c || !c->pg || !(opts = PQconninfo(c->pg)))
+    return NULL;
+  for (o = opts; o->keyword && n < 63; o++)
+    if (o->val && *o->val) {
+      keys[n] = o->keyword;
+      vals[n++] = o->val;
+    }
+  keys[n] = vals[n] = NULL;
+  conn = calloc(1, sizeof(*conn));
+  if (conn)
+    conn->pg = PQconnectdbParams(keys, vals, 0);
+  PQconninfoFree(opts);
+  if (!conn || !conn->pg || PQstatus(conn->pg) != CONNECTION_OK) {
+    if (conn && conn->pg)
+      log_failure("connect", conn->pg, NULL);
+    db_billing_disconnect(conn);
+    return NULL;
+  }
+  PQsetNoticeProcessor(conn->pg, quiet_notice, NULL);
+  return conn;
+}
+
+void db_billing_disconnect(struct db_conn *c)
+{
+  if (!c)
+    return;
+  PQfinish(c->pg);
+  free(c);
 }

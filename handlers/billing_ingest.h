@@ -115,13 +115,14 @@ int billing_splitter_finish(struct billing_splitter *sp, billing_line_fn fn,
  */
 
 /*
- * A parsed row. db's strings point into doc, into the buffers below, or
- * (db.row) into the line it was parsed from, which must outlive the row's
- * use.
+ * A parsed row. db's strings point into doc, into a scratch (see
+ * billing_parse_row_with), into the buffers below, or (db.row) into the
+ * line it was parsed from, which must outlive the row's use.
  */
 struct billing_row {
   struct db_billing_row db;
-  json_t *doc; /* owned: the parsed line */
+  json_t *doc;                 /* owned: the parsed line (Jansson path) */
+  struct billing_scratch *own; /* owned: from billing_parse_row */
   char currency[4];
   char usage_start[48]; /* "YYYY-MM-DD HH:MM:SS[.ffffff]+00" */
   char usage_day[16];
@@ -136,9 +137,39 @@ struct billing_row {
  * Parse and validate one line. Returns 0 with *out filled (release it with
  * billing_row_clear), or -1 with a message naming the field in err
  * ("cost: not a number", "not JSON: ..."); *out then needs no clearing.
+ *
+ * Two paths give the same results: a single-pass parser that writes the
+ * canonical text as it goes (no allocation per row), and Jansson (load,
+ * checks, sorted dump), which decides every row the first does not accept
+ * — so every rejection, with its message, is Jansson's.
  */
 int billing_parse_row(const char *line, size_t len, struct billing_row *out,
                       char *err, size_t errlen);
+
+/*
+ * Memory the fast path reuses from row to row (the engine keeps one). A
+ * row parsed with it borrows from it until the next parse with it.
+ */
+struct billing_scratch;
+struct billing_scratch *billing_scratch_new(void);    /* NULL: no memory */
+void billing_scratch_free(struct billing_scratch *s); /* accepts NULL */
+int billing_parse_row_with(struct billing_scratch *s, const char *line,
+                           size_t len, struct billing_row *out, char *err,
+                           size_t errlen);
+
+/*
+ * The fast path's numbers, exposed for tests: a real as Jansson's sorted
+ * dump writes it ("%.17g" with Jansson's touches; its length, 0 when it does
+ * not fit size); as "%.15g" (amounts); and strtod of a JSON number's text.
+ */
+size_t billing_real_text(double v, char *buf, size_t size);
+void billing_real15(double v, char out[32]);
+double billing_read_real(const char *s, size_t len);
+
+/* The Jansson path alone: the reference the tests hold the other to. */
+int billing_parse_row_jansson(const char *line, size_t len,
+                              struct billing_row *out, char *err,
+                              size_t errlen);
 
 /* Release what a parsed row owns. Accepts a zeroed row. */
 void billing_row_clear(struct billing_row *r);
@@ -160,5 +191,9 @@ int billing_parse_timestamp(const char *s, char *ts, char *day);
  * a number or the sum is out of range.
  */
 int billing_dec_add(char *acc, const char *x);
+
+/* The same on the full decimal grid only (billing_dec_add takes a 64-bit
+ * shortcut when it can): the reference for tests. */
+int billing_dec_add_grid(char *acc, const char *x);
 
 #endif

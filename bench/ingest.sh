@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# bench/ingest.sh — billing-export ingestion throughput and memory (not a
+# test; `make bench` runs it, see bench/README.md).
+#
+# Generates a synthetic Cloud Billing export of BENCH_INGEST_ROWS rows
+# (default 1,000,000; ≈ 1.3 KB a row) in a temporary directory, starts a
+# throwaway PostgreSQL there (tests/pg.sh), applies the migrations, then
+# times, each after a CHECKPOINT:
+#
+#   floor   psql \copy of the same file into a one-column text table: the
+#           cost of just getting the bytes into PostgreSQL;
+#   new     build/gpugate ingest-billing FILE into empty tables;
+#   again   the same file once more: every row a duplicate.
+#
+# and prints rows, seconds, rows/s, MB/s, the command's peak RSS and CPU
+# time (getrusage of the waited process, as /usr/bin/time -v reports them)
+# and the CPU time the whole cluster used meanwhile. The cluster and the
+# file are removed at the end.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+rows=${BENCH_INGEST_ROWS:-1000000}
+make -s build/gpugate build/bench_ingest
+
+work=$(mktemp -d /tmp/gpugate-bench.XXXXXX)
+chmod 755 "$work" # tests/pg.sh: the postgres user must reach the cluster
+cleanup() {
+  tests/pg.sh stop "$work/pg" >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+file="$work/export.ndjson"
+echo "bench/ingest: generating $rows rows ..." >&2
+build/bench_ingest gen "$file" "$rows"
+bytes=$(stat -c %s "$file")
+
+uri=$(tests/pg.sh start "$work/pg" 2>"$work/pg-start.log") || {
+  cat "$work/pg-start.log" >&2
+  exit 1
+}
+tests/pg.sh createdb "$work/pg" bench
+db="${uri%/*}/bench"
+psql=(psql "$db" -X -q -v ON_ERROR_STOP=1)
+export GPUGATE_DATABASE_URL="$db" GPUGATE_MIGRATE_ON_START=false
+build/gpugate migrate >"$work/migrate.log" 2>&1 || {
+  cat "$work/migrate.log" >&2
+  exit 1
+}
+
+postmaster=$(head -n 1 "$work/pg/data/postmaster.pid")
+
+# run NAME CMD...: time CMD (stdout to $work/NAME.out) into $work/NAME.time:
+# "seconds peak-RSS-KiB exit client-CPU-s server-CPU-s", the last being
+# what the whole cluster used meanwhile (backends, WAL writer, checkpoints)
+run() {
+  local name=$1 before after
+  shift
+  "${psql[@]}" -c CHECKPOINT
+  before=$(build/bench_ingest cpu "$postmaster")
+  build/bench_ingest run "$work/$name.out" -- "$@" >"$work/$name.time"
+  sleep 0.2 # the command's backends exit and are waited for
+  after=$(build/bench_ingest cpu "$postmaster")
+  read -r _ _ status _ <"$work/$name.time"
+  if [ "$status" -ne 0 ]; then
+    echo "bench/ingest: $name failed (exit $status)" >&2
+    cat "$work/$name.out" >&2
+    exit 1
+  fi
+  echo "$(<"$work/$name.time") $(awk -v a="$after" -v b="$before" \
+    'BEGIN { printf "%.2f", a - b }')" >"$work/$name.time"
+}
+
+# row LABEL NAME ROWS: one line of the table
+row() {
+  local seconds rss client server
+  read -r seconds rss _ client server <"$work/$2.time"
+  awk -v l="$1" -v r="$3" -v s="$seconds" -v k="$rss" -v b="$bytes" \
+    -v n="$rows" -v c="$client" -v p="$server" 'BEGIN {
+      printf "%-31s %8d %7.2f %8.0f %6.1f %7.1f %7.2f %7.2f\n", l, r, s,
+             r / s, b * (r / n) / s / 1e6, k / 1024, c, p }'
+}
+
+# count NAME KEY: an integer field of gpugate's report
+count() {
+  grep -oE "\"$2\": *[0-9]+" "$work/$1.out" | grep -oE '[0-9]+$'
+}
+
+echo "bench/ingest: psql \\copy (floor) ..." >&2
+"${psql[@]}" -c "CREATE TABLE raw_lines (line text)"
+run floor "${psql[@]}" -c "\\copy raw_lines FROM '$file' WITH (FORMAT csv, QUOTE E'\\x01', DELIMITER E'\\x02')"
+"${psql[@]}" -c "DROP TABLE raw_lines"
+
+echo "bench/ingest: gpugate ingest-billing, new rows ..." >&2
+run new build/gpugate ingest-billing "$file"
+echo "bench/ingest: gpugate ingest-billing, the same file again ..." >&2
+run again build/gpugate ingest-billing "$file"
+
+inserted=$(count new inserted)
+dups=$(count again duplicates)
+if [ "$inserted" -ne "$rows" ] || [ "$dups" -ne "$rows" ]; then
+  echo "bench/ingest: expected $rows inserted then $rows duplicates," \
+    "got $inserted and $dups" >&2
+  exit 1
+fi
+
+printf 'ingest: %d rows, %.0f bytes/row, %d cores, %s\n' "$rows" \
+  "$((bytes / rows))" "$(nproc)" "$("${psql[@]}" -t -A -c 'SHOW server_version')"
+printf '%-31s %8s %7s %8s %6s %7s %7s %7s\n' "" "" "" "" "" "peak" "client" "server"
+printf '%-31s %8s %7s %8s %6s %7s %7s %7s\n' "" rows seconds rows/s MB/s "RSS MiB" "CPU s" "CPU s"
+row 'psql \copy, one text column' floor "$rows"
+row 'gpugate ingest-billing (new)' new "$inserted"
+row 'gpugate ingest-billing (again)' again "$dups"

@@ -1,0 +1,322 @@
+#!/usr/bin/env bash
+# bench/kueue.sh — gpugate end to end through the Batch emulator
+# (tests/emulator): the dispatch rate over 4 regions, and Kueue's
+# scheduler-performance baseline shape from submit to completion
+# (`make bench` runs it; it prints figures and asserts nothing).
+#
+# 1. Dispatch rate. Four regions (us-central1, us-east4, europe-west4,
+#    asia-east1), a flavor and a cluster queue with ample quota per region.
+#    DISPATCH_JOBS (2,000) 1-CPU jobs, round-robin over the regions, each
+#    running an hour (EMU_RUN_MS), are submitted (build/bench_driver burst,
+#    32 connections) while the queues are held (stop_policy Hold); then the
+#    queues are released, the next admission cycle admits every job, and
+#    only the dispatcher paces the creates, without submits competing for
+#    the machine. From the emulator's request log (GET /emulator/requests):
+#    per region, successful creates per second from its first to its last
+#    create, and the most creates in any 1-second window; and every 429 the
+#    emulator answered. Goal: the 100 creates/s per region that
+#    server/dispatch.c allows itself (Batch's quota: 6,000 mutations per
+#    minute per region) with zero 429s. The emulator enforces no quota of
+#    its own (it answers 429 only when faults are injected, and none are
+#    here), so the 429 count is 0 by construction; that gpugate stays
+#    within the quota shows in the rates: its token bucket holds 100
+#    (a first second may see up to 200 creates), then 100/s.
+#
+# 2. Kueue baseline. kubernetes-sigs/kueue
+#    test/performance/scheduler/configs/baseline/generator.yaml: 5 cohorts
+#    × 6 cluster queues (nominal 20 CPU, borrowing limit 100 CPU, preemption
+#    within the queue LowerPriority, reclaim within the cohort Any), per
+#    queue 350 small (1 CPU, 200 ms, priority 50, one every 100 ms), 100
+#    medium (5 CPU, 500 ms, priority 100, every 500 ms) and 50 large
+#    (20 CPU, 1 s, priority 200, every 1.2 s) — 15,000 jobs, arrivals over
+#    60 s. Here CPUs are cpu_milli quota of one flavor (no GPUs) offered in
+#    the four regions; jobs name a region round-robin, so creates spread
+#    over four 100/s budgets. Every job goes through the API
+#    (build/bench_driver kueue, on the generator's schedule), is admitted by
+#    the admission loop, created in the emulator by the dispatcher, runs its
+#    Kueue runtime (the job's EMU_RUN_MS; EMU_START_MS=0, EMU_CANCEL_MS=0 so
+#    that the emulator adds nothing but the runtime), and completes through
+#    Pub/Sub push (EMU_PUSH_URL → POST /v1/batch/notifications). The wall
+#    time runs from the first submit to the last job's finished_at; the
+#    floor is the makespan if admission, dispatch and notification took no
+#    time (see bench/driver.c: max(fluid bound per cohort, arrival +
+#    runtime) = 66.7 s for this shape). Goal ≤ 1.25× the floor. For
+#    reference, Kueue's own CI records about 351 s for this shape
+#    (configs/baseline/rangespec.yaml), i.e. ≈ 5.3×.
+#    KUEUE_SCALE (default 1) stretches every interval and runtime by that
+#    factor (the floor scales with it); KUEUE_TIMEOUT_S (default 600) stops
+#    waiting for completions.
+#
+# gpugate runs with its defaults (admission interval 1 s, woken by every
+# submit and state change; sync every 10 s; 8 HTTP threads),
+# GPUGATE_RATE_LIMIT_RPS=0 and GPUGATE_LOG_LEVEL=warn.
+#
+# What limits the figures (2-core development machine, Debian 12; found
+# with BENCH_PG_LOG_MS=30, which logs the slower statements):
+#   dispatch  server/dispatch.c has one dispatcher thread per replica: it
+#             claims one operation at a time, in (next_at, id) order —
+#             admission order, which groups the jobs by cluster queue and so
+#             by region — and when that region's token bucket is empty it
+#             sleeps holding the claimed operation, so the other regions'
+#             budgets go unused. The regions are served one after another
+#             at 100-125 creates/s each (the bucket's 100 burst, then 100/s),
+#             together about a third of the 4 × 100/s allowed.
+#   Kueue     (a) submits cannot keep up with the arrivals (up to 385/s in
+#             the first 35 s; see bench/http.sh for the submit path, whose
+#             queue-position counts scan the jobs table): they lag the
+#             schedule by tens of seconds; (b) each admission cycle runs
+#             the team-spend query (estimated cost of the team's active
+#             jobs, from a scan of its jobs) and reloads every pending and
+#             active job: with thousands of jobs a cycle takes around a
+#             second on this machine, so jobs that run 0.2-1 s wait
+#             seconds for quota that sits free; (c) the dispatcher above;
+#             (d) the emulator pushes 4 state changes per job (60,000 in
+#             all) from one thread, each a transaction in gpugate;
+#             (e) PostgreSQL, gpugate, the emulator and the driver share
+#             two cores.
+#
+# BENCH_KEEP=1 keeps the temp dir (logs, PostgreSQL) for inspection;
+# BENCH_PG_LOG_MS=N sets log_min_duration_statement (in its pg/log);
+# KUEUE_SKIP_DISPATCH=1 / KUEUE_SKIP_SHAPE=1 run only one part.
+set -euo pipefail
+BENCH_NAME=bench/kueue.sh
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+REGIONS=(us-central1 us-east4 europe-west4 asia-east1)
+DISPATCH_JOBS="${DISPATCH_JOBS:-2000}"
+SCALE="${KUEUE_SCALE:-1}"
+TIMEOUT_S="${KUEUE_TIMEOUT_S:-600}"
+PROJECT=bench-project
+
+bench_setup build/batch_emulator build/bench_driver
+head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$T/push.secret"
+
+# Start the emulator and gpugate on database $1 (created here).
+start_stack() {
+  local db="$1"
+  tests/pg.sh createdb "$T/pg" "$db"
+  export GPUGATE_DATABASE_URL="${PGURI%/*}/$db"
+  PSQL=(psql "$GPUGATE_DATABASE_URL" -X -q -t -A -v ON_ERROR_STOP=1)
+  "$BIN/gpugate" migrate >/dev/null
+  "$BIN/gpugate" apply "$T/$db.json" >/dev/null
+  if [[ -n "${BENCH_PG_LOG_MS:-}" ]]; then # diagnosis: slow statements
+    "${PSQL[@]}" -c "ALTER DATABASE $db SET log_min_duration_statement = $BENCH_PG_LOG_MS"
+  fi
+  bench_start_emulator
+  export GPUGATE_BATCH_BACKEND=gcp GPUGATE_GCP_PROJECT="$PROJECT" \
+    GPUGATE_BATCH_ENDPOINT="$EMU_URL" GCE_METADATA_HOST="${EMU_URL#http://}" \
+    GPUGATE_PUBSUB_PUSH_SECRET_FILE="$T/push.secret"
+  bench_start_gpugate
+  # the emulator learns gpugate's port only now
+  curl -fsS -X POST "$EMU_URL/emulator/config" -H 'Content-Type: application/json' \
+    -d "{\"EMU_PUSH_URL\": \"$GG_URL/v1/batch/notifications?token=$(cat "$T/push.secret")\"}" \
+    >/dev/null || bench_die "cannot configure the emulator"
+}
+
+stop_stack() {
+  kill -TERM "$GG_PID" 2>/dev/null || true
+  wait "$GG_PID" 2>/dev/null || true
+  kill -TERM "$EMU_PID" 2>/dev/null || true
+  wait "$EMU_PID" 2>/dev/null || true
+  BENCH_PIDS=()
+}
+
+# Successful creates as "region<TAB>status<TAB>epoch seconds", from the
+# emulator's request log.
+creates_tsv() {
+  curl -fsS "$EMU_URL/emulator/requests" | jq -r '
+    .requests[]
+    | select(.method == "POST" and (.path | test("^/v1/projects/[^/]+/locations/[^/]+/jobs$")))
+    | [(.path | split("/")[5]), .status,
+       ((.time[0:19] + "Z" | fromdateiso8601) + ("0" + .time[19:26] | tonumber))]
+    | @tsv'
+}
+
+rows=()
+add_row() { rows+=("$(bench_row "$@")"); }
+
+# --- 1. dispatch rate --------------------------------------------------------
+# Administrator objects of the dispatch part; $1: the queues' stop_policy.
+dispatch_objects() {
+  local i
+  echo '{"priority_classes": {"default": {"value": 10, "preemption_policy": "Never", "default": true}},'
+  echo ' "flavors": {'
+  for i in "${!REGIONS[@]}"; do
+    ((i)) && echo ','
+    printf '"cpu-%s": {"provisioning_model": "STANDARD", "machine_type": "n2-standard-4", "gpus_per_vm": 0, "locations": ["%s"]}' \
+      "${REGIONS[i]}" "${REGIONS[i]}"
+  done
+  echo '}, "cluster_queues": {'
+  for i in "${!REGIONS[@]}"; do
+    ((i)) && echo ','
+    printf '"cq-%s": {"stop_policy": "%s", "flavors": [{"name": "cpu-%s", "resources": {"cpu_milli": {"nominal": 1000000000}, "memory_mib": {"nominal": 1000000000}}}]}' \
+      "${REGIONS[i]}" "$1" "${REGIONS[i]}"
+  done
+  echo '}, "teams": {"disp": {"display_name": "Dispatch bench", "cost_center": "bench"}},'
+  echo ' "team_queues": {"disp": {'
+  for i in "${!REGIONS[@]}"; do
+    ((i)) && echo ','
+    printf '"%s": {"cluster_queue": "cq-%s"}' "${REGIONS[i]}" "${REGIONS[i]}"
+  done
+  echo '}}}'
+}
+
+if [[ -z "${KUEUE_SKIP_DISPATCH:-}" ]]; then
+  dispatch_objects Hold >"$T/dispatch.json"
+  dispatch_objects None >"$T/dispatch-release.json"
+  EMU_PROJECT="$PROJECT" EMU_RUN_MS=3600000 start_stack dispatch
+  bench_log "dispatch: $DISPATCH_JOBS jobs over ${#REGIONS[@]} regions"
+  DRV_TOKEN="$(bench_token disp member)" DRV_QUEUES="$(
+    IFS=,
+    echo "${REGIONS[*]}"
+  )" DRV_CONCURRENCY=32 "$BIN/bench_driver" burst "$GG_URL" disp "$DISPATCH_JOBS" \
+    >"$T/dispatch.out"
+  ok="$(awk -F= '$1 == "ok" {print $2}' "$T/dispatch.out")"
+  [[ "$ok" == "$DISPATCH_JOBS" ]] ||
+    bench_log "dispatch: only $ok of $DISPATCH_JOBS submits succeeded"
+  # every job is pending behind a held queue: release them all at once
+  "$BIN/gpugate" apply "$T/dispatch-release.json" >/dev/null
+  for ((i = 0; i < 1200; i++)); do
+    n="$("${PSQL[@]}" -c "SELECT count(*) FROM jobs WHERE batch_job_name IS NOT NULL")"
+    ((n >= ok)) && break
+    sleep 0.25
+  done
+  creates_tsv >"$T/creates.tsv"
+  n429="$(curl -fsS "$EMU_URL/emulator/requests" | jq '[.requests[] | select(.status == 429)] | length')"
+  stop_stack
+  # per region: creates, mean rate from first to last, busiest 1 s window
+  awk -F'\t' '$2 == 200 { t[$1, ++n[$1]] = $3 }
+    END {
+      for (r in n) {
+        m = n[r]; best = 0; j = 1
+        for (i = 1; i <= m; i++) {
+          while (t[r, i] - t[r, j] >= 1.0) j++
+          if (i - j + 1 > best) best = i - j + 1
+        }
+        span = t[r, m] - t[r, 1]
+        printf "%s %d %.1f %d\n", r, m, (span > 0 ? (m - 1) / span : 0), best
+      }
+    }' <(sort -t$'\t' -k3,3n "$T/creates.tsv") | sort >"$T/dispatch.rates"
+  # the whole dispatch: first create of any region to the last of any
+  read -r total_creates span_all < <(awk -F'\t' '$2 == 200 {
+      if (!n++ || $3 < lo) lo = $3
+      if ($3 > hi) hi = $3
+    } END { printf "%d %.3f\n", n, hi - lo }' "$T/creates.tsv")
+  # per region: its creates over the whole dispatch (the rate the regions
+  # get together), and while it had creates (first to last of its own)
+  while read -r region count rate window; do
+    rate_region="$(bench_calc "$count / $span_all")"
+    met=NO
+    bench_true "$rate_region >= 95" && met=yes
+    add_row "dispatch $region ($count creates)" "$(bench_calc "$rate_region / 1")/s; $rate/s active" \
+      "quota 100/s; busiest 1 s: $window" "$(bench_calc "$rate_region / 100")" ">= 0.95" "$met"
+  done <"$T/dispatch.rates"
+  rate_all="$(bench_calc "($total_creates - 1) / $span_all")"
+  met=NO
+  bench_true "$rate_all >= 95 * ${#REGIONS[@]}" && met=yes
+  add_row "dispatch, all ${#REGIONS[@]} regions together" "$rate_all creates/s" \
+    "quota ${#REGIONS[@]} x 100/s" "$(bench_calc "$rate_all / (100 * ${#REGIONS[@]})")" ">= 0.95" "$met"
+  met=NO
+  ((n429 == 0)) && met=yes
+  add_row "dispatch: 429s from the emulator" "$n429" "$total_creates creates, 4 regions" "-" "0" "$met"
+fi
+
+# --- 2. Kueue baseline shape -------------------------------------------------
+if [[ -z "${KUEUE_SKIP_SHAPE:-}" ]]; then
+  regions_json="$(printf '"%s",' "${REGIONS[@]}")"
+  {
+    echo '{"priority_classes": {'
+    echo '  "small": {"value": 50, "preemption_policy": "PreemptLowerPriority"},'
+    echo '  "medium": {"value": 100, "preemption_policy": "PreemptLowerPriority"},'
+    echo '  "large": {"value": 200, "preemption_policy": "PreemptLowerPriority"}},'
+    echo " \"flavors\": {\"cpu\": {\"provisioning_model\": \"STANDARD\", \"machine_type\": \"n2-standard-32\", \"gpus_per_vm\": 0, \"locations\": [${regions_json%,}]}},"
+    echo ' "cohorts": {'
+    for c in 0 1 2 3 4; do
+      ((c)) && echo ','
+      printf '"cohort-%d": {}' "$c"
+    done
+    echo '}, "cluster_queues": {'
+    for c in 0 1 2 3 4; do
+      for q in 0 1 2 3 4 5; do
+        ((c + q)) && echo ','
+        printf '"c%d-q%d": {"cohort": "cohort-%d", "preemption": {"within_cluster_queue": "LowerPriority", "reclaim_within_cohort": "Any"}, "flavors": [{"name": "cpu", "resources": {"cpu_milli": {"nominal": 20000, "borrowing_limit": 100000}, "memory_mib": {"nominal": 1000000000}}}]}' \
+          "$c" "$q" "$c"
+      done
+    done
+    echo '}, "teams": {"kueue": {"display_name": "Kueue shape", "cost_center": "bench"}},'
+    echo ' "team_queues": {"kueue": {'
+    for c in 0 1 2 3 4; do
+      for q in 0 1 2 3 4 5; do
+        ((c + q)) && echo ','
+        printf '"c%d-q%d": {"cluster_queue": "c%d-q%d"}' "$c" "$q" "$c" "$q"
+      done
+    done
+    echo '}}}'
+  } >"$T/kueue.json"
+  EMU_PROJECT="$PROJECT" EMU_START_MS=0 EMU_CANCEL_MS=0 EMU_DELETE_MS=0 start_stack kueue
+  bench_log "Kueue baseline: 15,000 jobs, arrivals over $(bench_calc "60 * $SCALE") s (scale $SCALE)"
+  DRV_TOKEN="$(bench_token kueue member)" DRV_SCALE="$SCALE" DRV_REGIONS="$(
+    IFS=,
+    echo "${REGIONS[*]}"
+  )" DRV_CONCURRENCY=32 "$BIN/bench_driver" kueue "$GG_URL" kueue >"$T/kueue.out" &
+  DRV_PID=$!
+  BENCH_PIDS+=("$DRV_PID")
+  start_s="$(date +%s)"
+  last_report=0
+  # done when the driver has finished and no job is active (the partial
+  # index jobs_active makes this count cheap; a full count only every 15 s)
+  while :; do
+    driving=0
+    kill -0 "$DRV_PID" 2>/dev/null && driving=1
+    active="$("${PSQL[@]}" -c "SELECT count(*) FROM jobs WHERE state IN ('PENDING', 'ADMITTED', 'QUEUED', 'RUNNING', 'EVICTING')")"
+    now_s="$(date +%s)"
+    if ((now_s - last_report >= 15)); then
+      all_n="$("${PSQL[@]}" -c "SELECT count(*) FROM jobs")"
+      bench_log "  $((now_s - start_s)) s: $all_n submitted, $active active"
+      last_report=$now_s
+    fi
+    ((driving == 0 && active == 0)) && break
+    if ((now_s - start_s > TIMEOUT_S)); then
+      bench_log "Kueue baseline: gave up waiting after $TIMEOUT_S s ($active jobs active)"
+      break
+    fi
+    sleep 1
+  done
+  wait "$DRV_PID" || true
+  first="$(awk -F= '$1 == "first_submit_unix" {print $2}' "$T/kueue.out")"
+  floor="$(awk -F= '$1 == "floor_s" {print $2}' "$T/kueue.out")"
+  kok="$(awk -F= '$1 == "ok" {print $2}' "$T/kueue.out")"
+  late50="$(awk -F= '$1 == "late_p50_ms" {print $2}' "$T/kueue.out")"
+  late99="$(awk -F= '$1 == "late_p99_ms" {print $2}' "$T/kueue.out")"
+  read -r succeeded finished last evictions < <("${PSQL[@]}" -F ' ' -c "
+    SELECT count(*) FILTER (WHERE state = 'SUCCEEDED'),
+           count(*) FILTER (WHERE state IN ('SUCCEEDED', 'FAILED', 'CANCELLED')),
+           extract(epoch FROM max(finished_at)),
+           (SELECT count(*) FROM job_events WHERE to_state = 'EVICTING')
+    FROM jobs")
+  dup="$(curl -fsS "$EMU_URL/emulator/jobs" | jq '[.creates | to_entries[] | select(.value > 1)] | length' || echo '?')"
+  n429="$(curl -fsS "$EMU_URL/emulator/requests" | jq '[.requests[] | select(.status == 429)] | length')"
+  stop_stack
+  wall="$(bench_calc "$last - $first")"
+  ratio="$(bench_calc "$wall / $floor")"
+  met=NO
+  ((finished == 15000)) && bench_true "$ratio <= 1.25" && met=yes
+  what="Kueue baseline, 15,000 jobs"
+  ((finished == 15000)) || what="Kueue baseline: $finished of 15,000 done"
+  [[ "$SCALE" == 1 ]] || what="$what, x$SCALE"
+  add_row "$what" "$(bench_calc "$wall / 1") s wall" \
+    "floor $(bench_calc "$floor / 1") s; Kueue CI ~351 s = 5.3x" "$ratio" "<= 1.25" "$met"
+  add_row "  submit lag behind arrivals, p50/p99" \
+    "$(bench_calc "$late50 / 1000") / $(bench_calc "$late99 / 1000") s" \
+    "$kok submitted, arrivals over $(bench_calc "60 * $SCALE / 1") s" "-" "-" "-"
+  add_row "  succeeded / preemptions" "$succeeded / $evictions" "-" "-" "-" "-"
+  add_row "  429s / jobs created twice" "$n429 / $dup" "-" "-" "0 / 0" \
+    "$( ((n429 == 0)) && [[ "$dup" == 0 ]] && echo yes || echo NO)"
+fi
+
+bench_log "done; machine: $(nproc) cores, $(. /etc/os-release && echo "$PRETTY_NAME"), $(uname -r)"
+echo
+echo "bench/kueue.sh: gpugate + Batch emulator, 4 regions; $(nproc) cores"
+bench_header
+printf '%s\n' "${rows[@]}"

@@ -1,0 +1,141 @@
+# shellcheck shell=bash disable=SC2034  # variables are for the sourcing script
+# bench/lib.sh — shared by bench/http.sh and bench/kueue.sh (sourced, not
+# run): a throwaway PostgreSQL, gpugate and the Batch emulator on free
+# ports, all stopped by the EXIT trap, and the table the scripts print.
+#
+# After bench_setup: $T (temp dir, mode 755 so that the postgres user can
+# enter it), $PGURI (the gpugate database), $PSQL (psql command array).
+
+bench_log() { echo "$BENCH_NAME: $*" >&2; }
+bench_die() {
+  bench_log "$*"
+  exit 1
+}
+
+# Processes started here, stopped in reverse order at exit.
+BENCH_PIDS=()
+
+bench_cleanup() {
+  local i
+  for ((i = ${#BENCH_PIDS[@]} - 1; i >= 0; i--)); do
+    kill -TERM "${BENCH_PIDS[i]}" 2>/dev/null || true
+  done
+  for ((i = ${#BENCH_PIDS[@]} - 1; i >= 0; i--)); do
+    wait "${BENCH_PIDS[i]}" 2>/dev/null || true
+  done
+  if [[ -n "${T:-}" && -d "$T" ]]; then
+    tests/pg.sh stop "$T/pg" >/dev/null 2>&1 || true
+    if [[ -n "${BENCH_KEEP:-}" ]]; then
+      bench_log "kept $T (BENCH_KEEP)"
+    else
+      rm -rf "$T"
+    fi
+  fi
+}
+
+# Install a Debian package when its command is missing (wrk, pgbench, jq).
+bench_need() {
+  local cmd="$1" pkg="$2" sudo=()
+  command -v "$cmd" >/dev/null 2>&1 && return 0
+  [[ "$(id -u)" -eq 0 ]] || sudo=(sudo)
+  bench_log "installing $pkg (for $cmd)"
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y \
+    --no-install-recommends "$pkg" >&2 ||
+    bench_die "$cmd is missing and apt-get could not install $pkg"
+}
+
+# bench_setup [BINARY...]: build/gpugate and the named build/ binaries are
+# copied to $T/bin ($BIN) and run from there, so that a rebuild while the
+# bench runs (make in another shell) cannot swap them mid-run.
+bench_setup() {
+  local uri b
+  cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
+  for b in build/gpugate "$@"; do
+    [[ -x "$b" ]] || bench_die "$b is missing; run make bench"
+  done
+  bench_need jq jq
+  bench_need pgbench postgresql-contrib
+  b="${BENCH_NAME##*/}"
+  T="$(mktemp -d "/tmp/gpugate-bench-${b%.sh}.XXXXXX")"
+  chmod 755 "$T"
+  trap bench_cleanup EXIT
+  trap 'exit 130' INT TERM
+  set -E
+  trap 'bench_log "failed (status $?) at line $LINENO: $BASH_COMMAND"' ERR
+  BIN="$T/bin"
+  mkdir -p "$BIN"
+  for b in build/gpugate "$@"; do
+    cp -- "$b" "$BIN/"
+  done
+  uri="$(tests/pg.sh start "$T/pg" 2>/dev/null)" ||
+    bench_die "could not start PostgreSQL (tests/pg.sh start $T/pg)"
+  tests/pg.sh createdb "$T/pg" gpugate
+  PGURI="${uri%/*}/gpugate"
+  PSQL=(psql "$PGURI" -X -q -t -A -v ON_ERROR_STOP=1)
+  export GPUGATE_DATABASE_URL="$PGURI"
+  export GPUGATE_JWT_HS256_SECRET_FILE="$PWD/tests/fixtures/keys/hs256.secret"
+  export GPUGATE_LOG_LEVEL=warn GPUGATE_RATE_LIMIT_RPS=0
+  "$BIN/gpugate" migrate >/dev/null
+}
+
+# Wait for a port file; print the port.
+bench_wait_port() {
+  local file="$1" pid="$2" i
+  for ((i = 0; i < 300; i++)); do
+    if [[ -s "$file" ]]; then
+      cat "$file"
+      return 0
+    fi
+    kill -0 "$pid" 2>/dev/null || bench_die "$3 exited during start-up"
+    sleep 0.1
+  done
+  bench_die "$3 did not start within 30 s"
+}
+
+# Start gpugate serve with the current GPUGATE_* environment; sets
+# GG_PID and GG_URL.
+bench_start_gpugate() {
+  rm -f "$T/gpugate.port"
+  GPUGATE_LISTEN=127.0.0.1:0 GPUGATE_PORT_FILE="$T/gpugate.port" \
+    "$BIN/gpugate" serve 2>>"$T/gpugate.log" &
+  GG_PID=$!
+  BENCH_PIDS+=("$GG_PID")
+  GG_URL="http://127.0.0.1:$(bench_wait_port "$T/gpugate.port" "$GG_PID" gpugate)"
+}
+
+# Start the Batch emulator with the current EMU_* environment; sets
+# EMU_PID and EMU_URL.
+bench_start_emulator() {
+  rm -f "$T/emu.port"
+  EMU_LISTEN=127.0.0.1:0 EMU_PORT_FILE="$T/emu.port" EMU_EXIT_WITH_PARENT=true \
+    EMU_LOG_LEVEL=warn "$BIN/batch_emulator" 2>>"$T/emulator.log" &
+  EMU_PID=$!
+  BENCH_PIDS+=("$EMU_PID")
+  EMU_URL="http://127.0.0.1:$(bench_wait_port "$T/emu.port" "$EMU_PID" "the emulator")"
+}
+
+bench_token() {
+  "$BIN/gpugate" token --team "$1" --role "$2" --ttl 7200
+}
+
+# The table (Markdown): one row per figure. bench_row FIGURE GPUGATE
+# BASELINE RATIO GOAL MET, with MET one of yes / NO / - .
+BENCH_FMT='| %-40s | %-24s | %-38s | %-5s | %-9s | %-3s |\n'
+bench_header() {
+  # shellcheck disable=SC2059
+  printf "$BENCH_FMT" figure gpugate baseline ratio goal met
+  printf '|%s|%s|%s|%s|%s|%s|\n' "$(printf -- '-%.0s' {1..42})" \
+    "$(printf -- '-%.0s' {1..26})" "$(printf -- '-%.0s' {1..40})" \
+    "$(printf -- '-%.0s' {1..7})" "$(printf -- '-%.0s' {1..11})" \
+    "$(printf -- '-%.0s' {1..5})"
+}
+
+bench_row() {
+  # shellcheck disable=SC2059
+  printf "$BENCH_FMT" "$@"
+}
+
+# awk arithmetic: bench_calc 'EXPR' (e.g. bench_calc "$a / $b")
+bench_calc() { awk "BEGIN { printf \"%.2f\", $1 }"; }
+# 1 when the awk condition holds
+bench_true() { awk "BEGIN { exit !($1) }"; }
