@@ -111,4 +111,12 @@ int h_pg_stop(const char *dir);
 /* True when the response is problem+json naming field (NULL: any). */
 bool h_is_problem(const struct h_resp *r, long status, const char *field);
 
+/*
+ * SQL that returns one text row per violated quota invariant (per cluster
+ * queue and flavor: usage <= nominal + borrowing_limit, or <= nominal
+ * without a cohort; per cohort: usage <= the sum of nominal; no PENDING job
+ * with a flavor, no job holding quota without one). No rows: all hold.
+ */
+extern const char h_sql_quota_violations[];
+
 #endif

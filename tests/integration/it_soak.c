@@ -591,50 +591,6 @@ static void state_summary(PGconn *pg, char *out, size_t outlen)
 #define HOLDING "('ADMITTED', 'QUEUED', 'RUNNING', 'EVICTING')"
 #define TERMINAL "('SUCCEEDED', 'FAILED', 'CANCELLED')"
 
-/* The quota invariants (as tests/integration/it_leader.c): one row per
- * violation, all read in one statement (one snapshot). */
-static const char sql_violations[] =
-    "WITH usage AS ("
-    "  SELECT j.cluster_queue cq, j.flavor, x.res, sum(x.amt) used"
-    "  FROM jobs j CROSS JOIN LATERAL (VALUES ('gpu', j.gpu), "
-    "    ('cpu_milli', j.cpu_milli), ('memory_mib', j.memory_mib)) x(res, amt)"
-    "  WHERE j.state IN " HOLDING " AND j.flavor IS NOT NULL"
-    "  GROUP BY 1, 2, 3), "
-    "quota AS ("
-    "  SELECT c.name cq, c.cohort, f->>'name' flavor, r.key res,"
-    "    (r.value->>'nominal')::bigint nominal,"
-    "    (r.value->>'borrowing_limit')::bigint bl"
-    "  FROM cluster_queues c"
-    "  CROSS JOIN LATERAL json_array_elements(c.spec->'flavors') f"
-    "  CROSS JOIN LATERAL json_each(f->'resources') r) "
-    "SELECT format('cluster queue %s, flavor %s, %s: usage %s > nominal %s + "
-    "borrowing_limit %s', u.cq, u.flavor, u.res, u.used, q.nominal, q.bl)"
-    "  FROM usage u JOIN quota q USING (cq, flavor, res)"
-    "  WHERE q.bl IS NOT NULL AND u.used > q.nominal + q.bl "
-    "UNION ALL "
-    "SELECT format('cluster queue %s (no cohort), flavor %s, %s: usage %s > "
-    "nominal %s', u.cq, u.flavor, u.res, u.used, q.nominal)"
-    "  FROM usage u JOIN quota q USING (cq, flavor, res)"
-    "  WHERE q.cohort IS NULL AND u.used > q.nominal "
-    "UNION ALL "
-    "SELECT format('cluster queue %s uses %s %s of flavor %s, which it has no "
-    "quota for', u.cq, u.used, u.res, u.flavor)"
-    "  FROM usage u LEFT JOIN quota q USING (cq, flavor, res)"
-    "  WHERE q.cq IS NULL AND u.used > 0 "
-    "UNION ALL "
-    "SELECT format('cohort %s, flavor %s, %s: usage %s > total nominal %s',"
-    "  cohort, flavor, res, used, nominal) FROM ("
-    "  SELECT q.cohort, q.flavor, q.res, sum(coalesce(u.used, 0)) used,"
-    "    sum(q.nominal) nominal"
-    "  FROM quota q LEFT JOIN usage u USING (cq, flavor, res)"
-    "  WHERE q.cohort IS NOT NULL GROUP BY 1, 2, 3) c WHERE used > nominal "
-    "UNION ALL "
-    "SELECT format('job %s is PENDING with flavor %s', id, flavor) FROM jobs"
-    "  WHERE state = 'PENDING' AND flavor IS NOT NULL "
-    "UNION ALL "
-    "SELECT format('job %s is %s without a flavor', id, state) FROM jobs"
-    "  WHERE state IN " HOLDING " AND flavor IS NULL";
-
 /* Holders of the admission leader lock in this database. */
 static const char sql_leader[] =
     "SELECT coalesce(string_agg(pid::text, ','), '') FROM pg_locks "
@@ -645,7 +601,8 @@ static const char sql_leader[] =
 /* Prepared once per connection: planning costs more than running them. */
 static bool prepare_checks(PGconn *pg)
 {
-  PGresult *a = PQprepare(pg, "soak_violations", sql_violations, 0, NULL);
+  PGresult *a =
+      PQprepare(pg, "soak_violations", h_sql_quota_violations, 0, NULL);
   PGresult *b = PQprepare(pg, "soak_leader", sql_leader, 0, NULL);
   bool ok = PQresultStatus(a) == PGRES_COMMAND_OK &&
             PQresultStatus(b) == PGRES_COMMAND_OK;
