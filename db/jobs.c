@@ -23,73 +23,32 @@
   "(" p ".priority > " j ".priority OR (" p ".priority = " j ".priority "      \
   "AND (" p ".created_at, " p ".seq) < (" j ".created_at, " j ".seq)))"
 
+/* 1 + the pending jobs ahead of j within scope: two range counts that the
+ * partial indexes on pending jobs answer (0006), where one count with
+ * AHEAD's OR would read every pending job of the queue */
+#define POSITION(scope)                                                        \
+  "CASE WHEN j.state = 'PENDING' THEN 1 + (SELECT count(*) FROM jobs p "       \
+  "WHERE p.state = 'PENDING' AND " scope " AND p.priority > j.priority) + "    \
+  "(SELECT count(*) FROM jobs p WHERE p.state = 'PENDING' AND " scope          \
+  " AND p.priority = j.priority AND (p.created_at, p.seq) < "                  \
+  "(j.created_at, j.seq)) END"
+
 /* The columns a job is shown with; render() reads them by position. */
-#define JOB_SELECT                                                                                                                                 \
-  "SELECT j.id, j.team, j.name, j.queue, j.cluster_queue, "                                                                                        \
-  "j.priority_class, j.priority, j.state, j.reason, j.attempt, " TS(                                                                               \
-      "j.created_at") ", " TS("j.updated_at") ", j.gpu, j.cpu_milli, "                                                                             \
-                                              "j.memory_mib, j.flavor, "                                                                           \
-                                              "j.location, j.borrowed, " TS(                                                                       \
-                                                  "j.admitted_at") ", "                                                                            \
-                                                                   "round(j."                                                                      \
-                                                                   "estimated"                                                                     \
-                                                                   "_cost_"                                                                        \
-                                                                   "usd, 4), "                                                                     \
-                                                                   "round("                                                                        \
-                                                                   "coalesce("                                                                     \
-                                                                   "(f.spec->"                                                                     \
-                                                                   ">'price_"                                                                      \
-                                                                   "per_gpu_"                                                                      \
-                                                                   "hour_usd'"                                                                     \
-                                                                   ")::"                                                                           \
-                                                                   "numeric "                                                                      \
-                                                                   "* j.gpu "                                                                      \
-                                                                   "* "                                                                            \
-                                                                   "extract("                                                                      \
-                                                                   "epoch "                                                                        \
-                                                                   "FROM "                                                                         \
-                                                                   "coalesce("                                                                     \
-                                                                   "j."                                                                            \
-                                                                   "finished_"                                                                     \
-                                                                   "at, "                                                                          \
-                                                                   "now()) - "                                                                     \
-                                                                   "j.run_"                                                                        \
-                                                                   "started_"                                                                      \
-                                                                   "at) "                                                                          \
-                                                                   "/ 3600, "                                                                      \
-                                                                   "0), 4), "                                                                      \
-                                                                   "CASE "                                                                         \
-                                                                   "WHEN "                                                                         \
-                                                                   "j.state "                                                                      \
-                                                                   "= "                                                                            \
-                                                                   "'PENDING'"                                                                     \
-                                                                   " THEN "                                                                        \
-                                                                   "(SELECT "                                                                      \
-                                                                   "count(*) "                                                                     \
-                                                                   "+ 1 FROM "                                                                     \
-                                                                   "jobs p "                                                                       \
-                                                                   "WHERE "                                                                        \
-                                                                   "p.state "                                                                      \
-                                                                   "= "                                                                            \
-                                                                   "'PENDING'"                                                                     \
-                                                                   " AND "                                                                         \
-                                                                   "p.team = "                                                                     \
-                                                                   "j.team "                                                                       \
-                                                                   "AND "                                                                          \
-                                                                   "p.queue "                                                                      \
-                                                                   "= "                                                                            \
-                                                                   "j.queue "                                                                      \
-                                                                   "AND"                                                                           \
-                                                                   " " AHEAD(                                                                      \
-                                                                       "p",                                                                        \
-                                                                       "j") ") END, "                                                              \
-                                                                            "CASE WHEN j.state = 'PENDING' THEN (SELECT count(*) + 1 FROM jobs p " \
-                                                                            "WHERE p.state = 'PENDING' AND p.cluster_queue = j.cluster_queue "     \
-                                                                            "AND " AHEAD(                                                          \
-                                                                                "p",                                                               \
-                                                                                "j") ") END, "                                                     \
-                                                                                     "j.spec, j.seq, j.batch_job_name, j.batch_state "             \
-                                                                                     "FROM jobs j LEFT JOIN flavors f ON f.name = j.flavor "
+// clang-format off
+#define JOB_SELECT                                                             \
+  "SELECT j.id, j.team, j.name, j.queue, j.cluster_queue, "                    \
+  "j.priority_class, j.priority, j.state, j.reason, j.attempt, "               \
+  TS("j.created_at") ", " TS("j.updated_at") ", "                              \
+  "j.gpu, j.cpu_milli, j.memory_mib, j.flavor, j.location, j.borrowed, "       \
+  TS("j.admitted_at") ", round(j.estimated_cost_usd, 4), "                     \
+  "round(coalesce((f.spec->>'price_per_gpu_hour_usd')::numeric * j.gpu * "     \
+  "extract(epoch FROM coalesce(j.finished_at, now()) - j.run_started_at) "     \
+  "/ 3600, 0), 4), "                                                           \
+  POSITION("p.team = j.team AND p.queue = j.queue") ", "                       \
+  POSITION("p.cluster_queue = j.cluster_queue") ", "                           \
+  "j.spec, j.seq, j.batch_job_name, j.batch_state "                            \
+  "FROM jobs j LEFT JOIN flavors f ON f.name = j.flavor "
+// clang-format on
 
 enum {
   C_ID,
@@ -537,12 +496,15 @@ enum gg_code db_job_events(struct gg_req *req, const char *team, const char *id,
   return GG_OK;
 }
 
+/* a page of a queue's pending jobs in admission order, after the job
+ * whose seq is $3 (0: from the head) */
+// clang-format off
 static const char sql_pending[] = JOB_SELECT
     "WHERE j.team = $1 AND j.queue = $2 AND j.state = 'PENDING' "
-    "AND ($3::bigint = 0 OR (SELECT " AHEAD(
-        "c", "j") " FROM jobs c "
-                  "WHERE c.team = $1 AND c.seq = $3::bigint)) "
-                  "ORDER BY j.priority DESC, j.created_at, j.seq LIMIT $4::int";
+    "AND ($3::bigint = 0 OR (SELECT " AHEAD("c", "j") " FROM jobs c "
+    "WHERE c.team = $1 AND c.seq = $3::bigint)) "
+    "ORDER BY j.priority DESC, j.created_at, j.seq LIMIT $4::int";
+// clang-format on
 
 enum gg_code db_queue_pending(struct gg_req *req, const char *team,
                               const char *queue, int64_t after, int limit,

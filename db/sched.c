@@ -29,23 +29,23 @@ static const char sql_cqs[] = "SELECT name, cohort, spec FROM cluster_queues "
 /* spent: the team's net cost billed in USD this UTC month (from the
  * rollups of the billing export) plus the whole estimates of its jobs
  * holding quota — on the safe side: what a running job has been billed so
- * far counts in both */
+ * far counts in both. The billed part comes from here; the estimates are
+ * added up from sql_admitted's rows, which the load reads anyway. */
 static const char sql_teams[] =
     "SELECT t.name, t.spec->>'budget_policy', "
-    "(t.spec->>'monthly_budget_usd')::float8, "
-    "(coalesce((SELECT sum(r.cost + r.credits) FROM cost_rollups r "
-    "WHERE r.team = t.name AND r.currency = 'USD' "
-    "AND r.day >= date_trunc('month', now() AT TIME ZONE 'UTC')::date), 0) "
-    "+ coalesce((SELECT sum(estimated_cost_usd) FROM jobs j WHERE j.team = "
-    "t.name AND j.state IN ('ADMITTED', 'QUEUED', 'RUNNING', 'EVICTING')), "
-    "0))::float8 FROM teams t ORDER BY t.name COLLATE \"C\"";
+    "(t.spec->>'monthly_budget_usd')::float8, coalesce(b.net, 0)::float8 "
+    "FROM teams t LEFT JOIN (SELECT team, sum(cost + credits) net "
+    "FROM cost_rollups WHERE currency = 'USD' "
+    "AND day >= date_trunc('month', now() AT TIME ZONE 'UTC')::date "
+    "GROUP BY team) b ON b.team = t.name ORDER BY t.name COLLATE \"C\"";
 
 static const char sql_admitted[] =
     "SELECT id, attempt, cluster_queue, team, priority, can_preempt, "
     "(extract(epoch FROM created_at) * 1000000)::bigint, seq, gpu, "
     "cpu_milli, memory_mib, flavor, extract(epoch FROM admitted_at)::bigint, "
-    "state FROM jobs WHERE state IN ('ADMITTED', 'QUEUED', 'RUNNING', "
-    "'EVICTING') ORDER BY seq";
+    "state, coalesce(estimated_cost_usd, 0)::float8 FROM jobs "
+    "WHERE state IN ('ADMITTED', 'QUEUED', 'RUNNING', 'EVICTING') "
+    "ORDER BY seq";
 
 static const char sql_pending[] =
     "SELECT id, attempt, cluster_queue, team, priority, can_preempt, "
@@ -322,7 +322,11 @@ int db_sched_load(struct db_conn *c, struct db_sched *s, char *err,
     goto oom;
   for (i = 0, k = 0; i < n; i++) {
     struct sched_job *j = &s->admitted[k];
-    if (job_of(s, res, i, j, s->admitted_ids[k], &s->admitted_attempt[k]))
+    int unknown_cq =
+        job_of(s, res, i, j, s->admitted_ids[k], &s->admitted_attempt[k]);
+    if (j->team >= 0)
+      s->teams[j->team].spent += strtod(PQgetvalue(res, i, 14), NULL);
+    if (unknown_cq)
       continue;
     j->flavor = find((const char(*)[DB_NAME_LEN])s->flavor_names,
                      s->in.n_flavors, PQgetvalue(res, i, 11));
