@@ -22,6 +22,7 @@ struct db_conn {
   int index;                             /* slot in the pool */
   const char *prepared[DB_PREPARED_MAX]; /* SQL prepared as "gg<i>" */
   int n_prepared;
+  long long prepared_since; /* monotonic s when the cache was started */
 };
 
 /*

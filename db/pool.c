@@ -209,8 +209,34 @@ enum gg_code db_code_of(const PGresult *res, const PGconn *pg)
  *
  * Statements are prepared once per connection, keyed by the address of
  * their static SQL text (all SQL in db/ is static), so repeated calls skip
- * parsing and planning. The cache is dropped with the connection.
+ * parsing and planning. The cache is dropped with the connection, and
+ * every REPLAN_S on an idle connection: PostgreSQL keeps a statement's
+ * generic plan until the table is next analyzed, and a plan made while
+ * `jobs` was nearly empty (a new deployment, a bench) reads a whole team's
+ * jobs to find one by id once the table has grown. Planning again sees the
+ * table as it is now (its current size even before autovacuum analyzes).
  */
+#define REPLAN_S 30
+
+static void replan_if_due(struct db_conn *c)
+{
+  struct timespec ts;
+  long long now;
+
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  now = (long long)ts.tv_sec;
+  if (c->n_prepared == 0 || now - c->prepared_since < REPLAN_S) {
+    if (c->n_prepared == 0)
+      c->prepared_since = now;
+    return;
+  }
+  if (PQtransactionStatus(c->pg) != PQTRANS_IDLE)
+    return;
+  PQclear(PQexec(c->pg, "DEALLOCATE ALL"));
+  c->n_prepared = 0;
+  c->prepared_since = now;
+}
+
 static PGresult *execute(struct db_conn *c, const char *sql, int nparams,
                          const char *const *params)
 {
@@ -221,6 +247,7 @@ static PGresult *execute(struct db_conn *c, const char *sql, int nparams,
 
   if (nparams > DB_MAX_PARAMS)
     return NULL;
+  replan_if_due(c);
   for (i = 0; i < c->n_prepared; i++)
     if (c->prepared[i] == sql)
       break;

@@ -51,7 +51,7 @@ static const char sql_pending[] =
     "SELECT id, attempt, cluster_queue, team, priority, can_preempt, "
     "(extract(epoch FROM created_at) * 1000000)::bigint, seq, gpu, "
     "cpu_milli, memory_mib, coalesce(reason, ''), max_run_duration_s, "
-    "spec->'locations' FROM jobs WHERE state = 'PENDING' "
+    "locations FROM jobs WHERE state = 'PENDING' "
     "AND (backoff_until IS NULL OR backoff_until <= now()) ORDER BY seq";
 
 static const char sql_now[] = "SELECT extract(epoch FROM now())::bigint";
