@@ -126,16 +126,34 @@ int db_batch_requeue(struct db_conn *c, const char *job_id, const char *reason,
 
 /* ---- the dispatcher's side --------------------------------------------- */
 
+/*
+ * The row is picked and locked first, then joined: joined before the
+ * LIMIT, every due row was joined and sorted on each claim (milliseconds
+ * with a backlog of thousands). Due rows are taken in batch_ops_due order,
+ * so the scan stops at the first row it can lock; rows due at the same
+ * moment (one admission's) come in the index's order.
+ *
+ * Dispatchers work in parallel, so a job's operations are kept in their
+ * (next_at, id) order here: none is claimed while an earlier one of the
+ * same job is in the outbox, claimed or not. Otherwise a cancel could
+ * reach Batch before the create still in flight (404, done; then the
+ * create succeeds and the job runs), or a Flex Start failover's create
+ * before the cancel of the attempt it replaces.
+ */
 static const char sql_claim[] =
+    "WITH o AS (SELECT id, job_id, attempt, op, region, batch_job_id, "
+    "request_id, tries FROM batch_ops b "
+    "WHERE next_at <= now() AND region <> ALL ($1::text[]) "
+    "AND NOT EXISTS (SELECT 1 FROM batch_ops p WHERE p.job_id = b.job_id "
+    "AND (p.next_at, p.id) < (b.next_at, b.id)) "
+    "ORDER BY next_at LIMIT 1 FOR UPDATE SKIP LOCKED) "
     "SELECT o.id, o.job_id, o.attempt, o.op, o.region, o.batch_job_id, "
     "o.request_id, o.tries, j.team, j.queue, coalesce(j.flavor, ''), "
     "coalesce(t.spec->>'cost_center', ''), j.max_run_duration_s, j.spec, "
     "coalesce(f.spec, '{}'), j.state, j.attempt "
-    "FROM batch_ops o JOIN jobs j ON j.id = o.job_id "
+    "FROM o JOIN jobs j ON j.id = o.job_id "
     "LEFT JOIN flavors f ON f.name = j.flavor "
-    "LEFT JOIN teams t ON t.name = j.team "
-    "WHERE o.next_at <= now() ORDER BY o.next_at, o.id LIMIT 1 "
-    "FOR UPDATE OF o SKIP LOCKED";
+    "LEFT JOIN teams t ON t.name = j.team";
 
 static const char sql_drop_op[] = "DELETE FROM batch_ops WHERE id = $1::bigint";
 
@@ -146,28 +164,65 @@ void db_batch_op_free(struct db_batch_op *op)
   memset(op, 0, sizeof(*op));
 }
 
-int db_batch_claim(struct db_conn *c, struct db_batch_op *op, char *err,
+/* items as a text[] literal, every element quoted and escaped (a region
+ * name is data, never array syntax). New string, or NULL when out of
+ * memory. */
+static char *text_array(const char *const *items, size_t n)
+{
+  size_t i, len = 3; /* braces and NUL */
+  char *out, *q;
+
+  for (i = 0; i < n; i++)
+    len += 2 * strlen(items[i]) + 3; /* escapes, quotes, comma */
+  if (!(q = out = malloc(len)))
+    return NULL;
+  *q++ = '{';
+  for (i = 0; i < n; i++) {
+    const char *p;
+    if (i)
+      *q++ = ',';
+    *q++ = '"';
+    for (p = items[i]; *p; p++) {
+      if (*p == '"' || *p == '\\')
+        *q++ = '\\';
+      *q++ = *p;
+    }
+    *q++ = '"';
+  }
+  *q++ = '}';
+  *q = '\0';
+  return out;
+}
+
+int db_batch_claim(struct db_conn *c, const char *const *skip_regions,
+                   size_t n_skip, struct db_batch_op *op, char *err,
                    size_t errlen)
 {
   PGresult *res;
-  char id[24];
-  const char *params[1] = {id};
+  char id[24], *skip = text_array(skip_regions, n_skip);
+  const char *params[1] = {id}, *claim_params[1] = {skip};
+  int rc = -1;
 
   memset(op, 0, sizeof(*op));
+  if (!skip) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
   for (;;) {
     bool stale;
     if (db_begin(c) != GG_OK) {
       snprintf(err, errlen, "BEGIN failed");
-      return -1;
+      goto out;
     }
-    if (!(res = db_query(c, sql_claim, 0, NULL, err, errlen))) {
+    if (!(res = db_query(c, sql_claim, 1, claim_params, err, errlen))) {
       db_rollback(c);
-      return -1;
+      goto out;
     }
     if (PQntuples(res) == 0) {
       PQclear(res);
       db_rollback(c);
-      return 0;
+      rc = 0;
+      goto out;
     }
     op->id = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
     snprintf(op->job_id, sizeof(op->job_id), "%s", PQgetvalue(res, 0, 1));
@@ -192,16 +247,26 @@ int db_batch_claim(struct db_conn *c, struct db_batch_op *op, char *err,
             (strcmp(PQgetvalue(res, 0, 15), "ADMITTED") != 0 ||
              strtol(PQgetvalue(res, 0, 16), NULL, 10) != op->attempt);
     PQclear(res);
-    if (!stale)
-      return 1;
+    if (!stale) {
+      rc = 1;
+      goto out;
+    }
     snprintf(id, sizeof(id), "%lld", (long long)op->id);
     db_batch_op_free(op);
     if (db_run(c, sql_drop_op, 1, params, NULL, err, errlen) ||
         db_commit(c) != GG_OK) {
       db_rollback(c);
-      return -1;
+      goto out;
     }
   }
+out:
+  free(skip);
+  return rc;
+}
+
+void db_batch_unclaim(struct db_conn *c)
+{
+  db_rollback(c);
 }
 
 static int finish(struct db_conn *c, const struct db_batch_op *op, char *err,

@@ -5,8 +5,9 @@
  * Admission and cancellation write "create" and "cancel" rows into
  * batch_ops in their own transaction; dispatchers on every replica claim
  * due rows with FOR UPDATE SKIP LOCKED, call Batch while holding the row,
- * and record the outcome in the same transaction. Lock order everywhere:
- * the batch_ops row before the jobs row.
+ * and record the outcome in the same transaction. A job's rows go out one
+ * at a time, in (next_at, id) order. Lock order everywhere: the batch_ops
+ * row before the jobs row.
  */
 #ifndef GPUGATE_DB_BATCH_H
 #define GPUGATE_DB_BATCH_H
@@ -67,13 +68,23 @@ int db_batch_requeue(struct db_conn *c, const char *job_id, const char *reason,
                      const char *message, int *rows, char *err, size_t errlen);
 
 /*
- * Begin a transaction and claim one due outbox row. Returns 1 with *op
- * filled (free with db_batch_op_free), 0 when nothing is due (transaction
- * closed), -1 on error.
+ * Begin a transaction and claim one due outbox row in none of the n_skip
+ * skip_regions (borrowed; the regions whose call budget is spent, so that
+ * their rows wait without holding up the others'). Returns 1 with *op
+ * filled (free with db_batch_op_free), 0 when nothing is due outside
+ * skip_regions (transaction closed), -1 on error.
  */
-int db_batch_claim(struct db_conn *c, struct db_batch_op *op, char *err,
+int db_batch_claim(struct db_conn *c, const char *const *skip_regions,
+                   size_t n_skip, struct db_batch_op *op, char *err,
                    size_t errlen);
 void db_batch_op_free(struct db_batch_op *op);
+
+/*
+ * Give a claimed row back untouched, before any call about it was made:
+ * closes the claim's transaction, and any dispatcher may claim the row
+ * again at once. *op stays filled (free it as usual).
+ */
+void db_batch_unclaim(struct db_conn *c);
 
 /* Outcomes of a claimed row; each commits the claim's transaction. */
 int db_batch_done_create(struct db_conn *c, const struct db_batch_op *op,

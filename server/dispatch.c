@@ -1,20 +1,29 @@
 /*
- * dispatch.c — the Cloud Batch side of every replica: the dispatcher that
- * empties the outbox, and the status sync that brings Batch's job states
- * back. Both are safe on all replicas at once: the dispatcher claims rows
- * with FOR UPDATE SKIP LOCKED and every state change is conditional on the
- * job's current state.
+ * dispatch.c — the Cloud Batch side of every replica: the dispatcher
+ * workers that empty the outbox, and the status sync that brings Batch's
+ * job states back. Both are safe on all replicas at once: dispatchers claim
+ * rows with FOR UPDATE SKIP LOCKED and every state change is conditional
+ * on the job's current state.
+ *
+ * A replica allows itself MUTATIONS_PER_S calls per region, shared by its
+ * dispatcher workers through one token bucket per region. A worker never
+ * waits for a token while holding a row: its claim skips the regions whose
+ * bucket is empty, and a row whose token another worker took in between
+ * goes back untouched. So one region's spent budget does not hold up the
+ * others', and DISPATCH_WORKERS calls can be in flight at once.
  */
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "batch/auth.h"
 #include "batch/client.h"
 #include "batch/job.h"
 #include "db/batch.h"
@@ -24,7 +33,16 @@
 #include "server/metrics.h"
 #include "server/ratelimit.h"
 
-#define MUTATIONS_PER_S 100 /* per region; Batch allows 6,000/min */
+/* Calls per region and replica. Batch allows 6,000 mutations a minute per
+ * region: a bucket of MUTATIONS_BURST refilled at MUTATIONS_PER_S stays
+ * within that in every 60-second window (60 + 99 × 60 = 6,000). */
+#define MUTATIONS_PER_S 99
+#define MUTATIONS_BURST 60
+/* calls in flight per replica: an operation (claim, call, record) takes a
+ * few ms, so four workers do several hundred a second, more than four
+ * regions' budgets */
+#define DISPATCH_WORKERS 4
+#define MAX_SKIP 64 /* regions with a spent budget a claim can skip */
 #define IDLE_MS 500
 #define FLEX_CHECK_MS 1000
 #define SYNC_PAGE 500
@@ -36,15 +54,16 @@ struct worker {
   struct db_conn conn;
   struct batch_client *batch;
   bool listening;
+  unsigned rng; /* retry jitter (batch_backoff_ms) */
 };
 
 struct dispatch {
   const struct config *cfg;
   atomic_bool stop;
   int wake[2];
-  struct ratelimit *mutations;
-  unsigned rng;
-  struct worker dispatcher;
+  struct ratelimit *mutations;       /* per region, shared by the dispatchers */
+  struct batch_token_source *tokens; /* shared by every worker's client */
+  struct worker dispatchers[DISPATCH_WORKERS];
   struct worker sync;
 };
 
@@ -54,13 +73,6 @@ static long long now_us(void)
 
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (long long)ts.tv_sec * 1000000LL + ts.tv_nsec / 1000;
-}
-
-static void sleep_ms(long ms)
-{
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-  nanosleep(&ts, NULL);
 }
 
 static int connect_db(struct worker *w, const char *listen)
@@ -108,16 +120,6 @@ static void wait_for(struct worker *w, long ms)
       PQfreemem(note);
 }
 
-/* Hold a claimed row until the region's client-side budget allows a call. */
-static void pace(struct dispatch *d, const char *region)
-{
-  long retry = 0;
-
-  while (!ratelimit_take(d->mutations, region, now_us(), &retry) &&
-         !atomic_load(&d->stop))
-    sleep_ms(10);
-}
-
 static void log_op(int level, const char *what, const struct db_batch_op *op,
                    const struct batch_result *r)
 {
@@ -137,8 +139,7 @@ static int record_failure(struct worker *w, const struct db_batch_op *op,
                           size_t errlen)
 {
   if (r->error.retryable) {
-    long delay =
-        batch_backoff_ms(op->tries, r->error.retry_after_ms, &w->d->rng);
+    long delay = batch_backoff_ms(op->tries, r->error.retry_after_ms, &w->rng);
     log_op(LOG_WARN, "batch call failed; will retry", op, r);
     return db_batch_retry(&w->conn, op, delay, r->error.message, err, errlen);
   }
@@ -244,6 +245,26 @@ static int do_cancel(struct worker *w, const struct db_batch_op *op, char *err,
   return rc;
 }
 
+/*
+ * Claim a due row of a region whose bucket has a token now. Returns like
+ * db_batch_claim(); *refill_ms is how long until the first skipped region
+ * has a token again, 0 when none was skipped.
+ */
+static int claim(struct worker *w, struct db_batch_op *op, long *refill_ms,
+                 char *err, size_t errlen)
+{
+  char spent[MAX_SKIP][RATELIMIT_KEY_MAX];
+  const char *skip[MAX_SKIP];
+  long long now = now_us(), next;
+  size_t i, n;
+
+  n = ratelimit_exhausted(w->d->mutations, now, spent, MAX_SKIP, &next);
+  for (i = 0; i < n; i++)
+    skip[i] = spent[i];
+  *refill_ms = (long)((next - now + 999) / 1000);
+  return db_batch_claim(&w->conn, skip, n, op, err, errlen);
+}
+
 static void *dispatcher(void *arg)
 {
   struct worker *w = arg;
@@ -252,13 +273,20 @@ static void *dispatcher(void *arg)
 
   while (!atomic_load(&d->stop)) {
     struct db_batch_op op;
+    long refill_ms, retry;
     int got;
 
     if (connect_db(w, "LISTEN gpugate_dispatch") != 0) {
       wait_for(w, 1000);
       continue;
     }
-    got = db_batch_claim(&w->conn, &op, err, sizeof(err));
+    got = claim(w, &op, &refill_ms, err, sizeof(err));
+    if (got == 0 && refill_ms > 0) {
+      /* rows may be waiting for a spent budget: look again when it has
+       * refilled (or sooner, on a NOTIFY) */
+      wait_for(w, refill_ms);
+      continue;
+    }
     if (got <= 0) {
       if (got < 0)
         log_msg(LOG_WARN, "dispatch: claim failed: %s", err);
@@ -266,11 +294,16 @@ static void *dispatcher(void *arg)
       wait_for(w, IDLE_MS);
       continue;
     }
-    pace(d, op.region);
-    if ((!strcmp(op.op, "create") ? do_create(w, &op, err, sizeof(err))
-                                  : do_cancel(w, &op, err, sizeof(err))) != 0)
+    if (!ratelimit_take(d->mutations, op.region, now_us(), &retry)) {
+      /* another worker took the region's last token since the claim: the
+       * row goes back, and the next claim skips the region */
+      db_batch_unclaim(&w->conn);
+    } else if ((!strcmp(op.op, "create")
+                    ? do_create(w, &op, err, sizeof(err))
+                    : do_cancel(w, &op, err, sizeof(err))) != 0) {
       log_msg(LOG_WARN, "dispatch: %s of %s not recorded: %s", op.op, op.job_id,
               err);
+    }
     db_batch_op_free(&op);
   }
   return NULL;
@@ -367,11 +400,13 @@ static void *syncer(void *arg)
   return NULL;
 }
 
+/* Start fn on w with its own Batch client (a client is one thread's). */
 static int start_worker(struct dispatch *d, struct worker *w,
                         void *(*fn)(void *), char *err, size_t errlen)
 {
   w->d = d;
-  w->batch = batch_client_new(d->cfg, err, errlen);
+  w->rng = (unsigned)now_us() ^ (unsigned)(uintptr_t)w;
+  w->batch = batch_client_new_shared(d->cfg, d->tokens, err, errlen);
   if (!w->batch)
     return -1;
   if (pthread_create(&w->thread, NULL, fn, w) != 0) {
@@ -397,6 +432,7 @@ struct dispatch *dispatch_start(const struct config *cfg, char *err,
                                 size_t errlen)
 {
   struct dispatch *d = calloc(1, sizeof(*d));
+  size_t i;
 
   if (!d) {
     snprintf(err, errlen, "out of memory");
@@ -404,18 +440,27 @@ struct dispatch *dispatch_start(const struct config *cfg, char *err,
   }
   batch_global_init();
   d->cfg = cfg;
-  d->rng = (unsigned)now_us();
   atomic_init(&d->stop, false);
   /* no burst above the rate: Batch's quota is 6,000 a minute */
-  d->mutations = ratelimit_new(MUTATIONS_PER_S, MUTATIONS_PER_S);
+  d->mutations = ratelimit_new(MUTATIONS_PER_S, MUTATIONS_BURST);
   if (!d->mutations || pipe(d->wake) != 0) {
     snprintf(err, errlen, "out of memory");
     ratelimit_free(d->mutations);
     free(d);
     return NULL;
   }
-  if (start_worker(d, &d->dispatcher, dispatcher, err, errlen) != 0 ||
-      start_worker(d, &d->sync, syncer, err, errlen) != 0) {
+  /* one cached token for the process, not one fetch per worker */
+  d->tokens = batch_token_new(cfg, err, errlen);
+  if (!d->tokens) {
+    dispatch_stop(d);
+    return NULL;
+  }
+  for (i = 0; i < DISPATCH_WORKERS; i++)
+    if (start_worker(d, &d->dispatchers[i], dispatcher, err, errlen) != 0) {
+      dispatch_stop(d);
+      return NULL;
+    }
+  if (start_worker(d, &d->sync, syncer, err, errlen) != 0) {
     dispatch_stop(d);
     return NULL;
   }
@@ -424,17 +469,23 @@ struct dispatch *dispatch_start(const struct config *cfg, char *err,
 
 void dispatch_stop(struct dispatch *d)
 {
+  static const char bytes[DISPATCH_WORKERS + 1] = {0};
+  size_t i;
+
   if (!d)
     return;
   atomic_store(&d->stop, true);
-  /* one byte per worker: each poll wakes */
-  if (write(d->wake[1], "xx", 2) < 0) {
+  /* one byte per worker: each poll wakes, and a worker reads at most one
+   * before it sees the stop */
+  if (write(d->wake[1], bytes, sizeof(bytes)) < 0) {
     /* the workers' polls time out soon enough */
   }
-  stop_worker(&d->dispatcher);
+  for (i = 0; i < DISPATCH_WORKERS; i++)
+    stop_worker(&d->dispatchers[i]);
   stop_worker(&d->sync);
   close(d->wake[0]);
   close(d->wake[1]);
   ratelimit_free(d->mutations);
+  batch_token_free(d->tokens); /* after the clients that borrow it */
   free(d);
 }

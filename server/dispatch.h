@@ -1,7 +1,7 @@
 /*
  * dispatch.h — the Cloud Batch workers of one replica (with
- * GPUGATE_BATCH_BACKEND=gcp): a dispatcher emptying the outbox and a
- * status sync that also moves Flex Start jobs past their max_wait_s.
+ * GPUGATE_BATCH_BACKEND=gcp): dispatcher workers emptying the outbox and
+ * a status sync that also moves Flex Start jobs past their max_wait_s.
  */
 #ifndef GPUGATE_DISPATCH_H
 #define GPUGATE_DISPATCH_H
@@ -12,12 +12,12 @@
 
 struct dispatch;
 
-/* Start both threads; cfg is borrowed and must outlive them. NULL with a
+/* Start the workers; cfg is borrowed and must outlive them. NULL with a
  * one-line reason in err on failure. */
 struct dispatch *dispatch_start(const struct config *cfg, char *err,
                                 size_t errlen);
 
-/* Stop the threads (finishing calls in progress) and free. Accepts NULL. */
+/* Stop the workers (finishing calls in progress) and free. Accepts NULL. */
 void dispatch_stop(struct dispatch *d);
 
 #endif

@@ -1,10 +1,10 @@
 /*
  * ratelimit.c — token buckets in a fixed open-addressing table.
  *
- * Keys are team names, so the table stays small; when it is full the
- * oldest-touched bucket is reused rather than growing without bound (a
- * flood of made-up team names cannot exhaust memory: tokens are verified
- * before the limiter runs).
+ * Keys are team names or regions, so the table stays small; when it is
+ * full the oldest-touched bucket is reused rather than growing without
+ * bound (a flood of made-up team names cannot exhaust memory: tokens are
+ * verified before the limiter runs).
  */
 #include <math.h>
 #include <pthread.h>
@@ -18,7 +18,7 @@
 #define PROBES 16
 
 struct bucket {
-  char key[64];
+  char key[RATELIMIT_KEY_MAX];
   double tokens;
   long long last_us;
 };
@@ -59,6 +59,15 @@ static unsigned hash(const char *s)
   return h;
 }
 
+/* The bucket's tokens at now_us: refilled since its last use, capped. */
+static double tokens_at(const struct ratelimit *rl, const struct bucket *b,
+                        long long now_us)
+{
+  double t = b->tokens + (double)(now_us - b->last_us) / 1e6 * rl->rate;
+
+  return t > rl->burst ? rl->burst : t;
+}
+
 bool ratelimit_take(struct ratelimit *rl, const char *key, long long now_us,
                     long *retry_after_s)
 {
@@ -86,9 +95,7 @@ bool ratelimit_take(struct ratelimit *rl, const char *key, long long now_us,
     b->tokens = rl->burst;
     b->last_us = now_us;
   }
-  b->tokens += (double)(now_us - b->last_us) / 1e6 * rl->rate;
-  if (b->tokens > rl->burst)
-    b->tokens = rl->burst;
+  b->tokens = tokens_at(rl, b, now_us);
   b->last_us = now_us;
   ok = b->tokens >= 1.0;
   if (ok)
@@ -100,4 +107,29 @@ bool ratelimit_take(struct ratelimit *rl, const char *key, long long now_us,
   }
   pthread_mutex_unlock(&rl->lock);
   return ok;
+}
+
+size_t ratelimit_exhausted(struct ratelimit *rl, long long now_us,
+                           char (*keys)[RATELIMIT_KEY_MAX], size_t max,
+                           long long *next_us)
+{
+  size_t i, n = 0;
+
+  *next_us = now_us;
+  if (rl->rate <= 0)
+    return 0;
+  pthread_mutex_lock(&rl->lock);
+  for (i = 0; i < SLOTS && n < max; i++) {
+    const struct bucket *b = &rl->slots[i];
+    double t;
+    long long due;
+    if (!b->key[0] || (t = tokens_at(rl, b, now_us)) >= 1.0)
+      continue;
+    due = now_us + (long long)ceil((1.0 - t) / rl->rate * 1e6);
+    if (n == 0 || due < *next_us)
+      *next_us = due;
+    memcpy(keys[n++], b->key, sizeof(b->key));
+  }
+  pthread_mutex_unlock(&rl->lock);
+  return n;
 }

@@ -67,6 +67,39 @@ START_TEST(slow_rate_retry_after)
 }
 END_TEST
 
+START_TEST(exhausted_lists_empty_buckets)
+{
+  /* 2 requests/s, burst 2: "a" spent at 0 has a token again at 0.5 s,
+   * "b" with one left is not listed, "c" never taken from is not known */
+  struct ratelimit *rl = ratelimit_new(2, 2);
+  char keys[4][RATELIMIT_KEY_MAX];
+  long long next = -1;
+  long retry = 0;
+
+  ck_assert(ratelimit_take(rl, "a", 0, &retry));
+  ck_assert(ratelimit_take(rl, "a", 0, &retry));
+  ck_assert(ratelimit_take(rl, "b", 0, &retry));
+  ck_assert_uint_eq(ratelimit_exhausted(rl, 0, keys, 4, &next), 1);
+  ck_assert_str_eq(keys[0], "a");
+  ck_assert_int_eq(next, 500000);
+  /* half refilled: listed until the whole token is there */
+  ck_assert_uint_eq(ratelimit_exhausted(rl, 250000, keys, 4, &next), 1);
+  ck_assert_int_eq(next, 500000);
+  ck_assert_uint_eq(ratelimit_exhausted(rl, 500000, keys, 4, &next), 0);
+  ck_assert_int_eq(next, 500000);
+  /* at most max listed */
+  ck_assert(ratelimit_take(rl, "b", 0, &retry));
+  ck_assert_uint_eq(ratelimit_exhausted(rl, 0, keys, 1, &next), 1);
+  ck_assert_uint_eq(ratelimit_exhausted(rl, 0, keys, 4, &next), 2);
+  ratelimit_free(rl);
+
+  rl = ratelimit_new(0, 0);
+  ck_assert(ratelimit_take(rl, "a", 0, &retry));
+  ck_assert_uint_eq(ratelimit_exhausted(rl, 0, keys, 4, &next), 0);
+  ratelimit_free(rl);
+}
+END_TEST
+
 Suite *ratelimit_suite(void)
 {
   Suite *s = suite_create("ratelimit");
@@ -75,6 +108,7 @@ Suite *ratelimit_suite(void)
   tcase_add_test(tc, buckets_table);
   tcase_add_test(tc, zero_rate_disables);
   tcase_add_test(tc, slow_rate_retry_after);
+  tcase_add_test(tc, exhausted_lists_empty_buckets);
   suite_add_tcase(s, tc);
   return s;
 }
