@@ -1,8 +1,11 @@
 /*
- * emu_push.c — a FIFO of Pub/Sub push envelopes and the thread that POSTs
- * them. A delivery answered with anything but 2xx (or not answered) is
- * retried a few times, like a Pub/Sub push subscription would; after that
- * it is counted as failed and dropped.
+ * emu_push.c — Pub/Sub push envelopes and the threads that POST them.
+ * A push subscription delivers many messages at once; here LANES threads
+ * do, each with its own FIFO. A job's messages all take the lane its name
+ * hashes to, so they arrive in the order its states changed. A delivery
+ * answered with anything but 2xx (or not answered) is retried a few times,
+ * like a Pub/Sub push subscription would; after that it is counted as
+ * failed and dropped.
  */
 #include <curl/curl.h>
 #include <pthread.h>
@@ -19,25 +22,41 @@
 #define ATTEMPTS 4
 #define RETRY_MS 250
 #define MAX_QUEUE 100000
+#define LANES 4
 
 struct item {
   char *body; /* owned JSON text */
   struct item *next;
 };
 
+struct lane {
+  pthread_cond_t cv;
+  struct item *head, *tail;
+  pthread_t thread;
+};
+
+/* mu guards everything below */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
-static struct item *head, *tail;
+static struct lane lanes[LANES];
 static size_t queued;
 static bool stopping, started;
-static pthread_t worker;
 static long long next_id = 1, delivered, failed, attempts;
+
+static struct lane *lane_of(const char *name)
+{
+  unsigned h = 5381;
+
+  while (*name)
+    h = h * 33 + (unsigned char)*name++;
+  return &lanes[h % LANES];
+}
 
 void emu_push_job_state(const char *name, const char *uid, const char *state)
 {
   struct emu_config c;
   char when[40], id[32], sub[300];
   struct item *it;
+  struct lane *l;
   json_t *env;
   long long mid;
 
@@ -68,6 +87,7 @@ void emu_push_job_state(const char *name, const char *uid, const char *state)
     return;
   }
   json_decref(env);
+  l = lane_of(name);
   pthread_mutex_lock(&mu);
   if (queued >= MAX_QUEUE || !started) {
     pthread_mutex_unlock(&mu);
@@ -75,13 +95,13 @@ void emu_push_job_state(const char *name, const char *uid, const char *state)
     free(it);
     return;
   }
-  if (tail)
-    tail->next = it;
+  if (l->tail)
+    l->tail->next = it;
   else
-    head = it;
-  tail = it;
+    l->head = it;
+  l->tail = it;
   queued++;
-  pthread_cond_signal(&cv);
+  pthread_cond_signal(&l->cv);
   pthread_mutex_unlock(&mu);
 }
 
@@ -117,10 +137,10 @@ static bool deliver(CURL *c, struct curl_slist *hl, const char *url,
 
 static void *run(void *arg)
 {
+  struct lane *l = arg;
   CURL *c = curl_easy_init();
   struct curl_slist *hl = NULL;
 
-  (void)arg;
   hl = curl_slist_append(hl, "Content-Type: application/json");
   hl = curl_slist_append(hl, "Expect:");
   if (c) {
@@ -137,16 +157,16 @@ static void *run(void *arg)
     int i;
 
     pthread_mutex_lock(&mu);
-    while (!head && !stopping)
-      pthread_cond_wait(&cv, &mu);
+    while (!l->head && !stopping)
+      pthread_cond_wait(&l->cv, &mu);
     if (stopping) {
       pthread_mutex_unlock(&mu);
       break;
     }
-    it = head;
-    head = it->next;
-    if (!head)
-      tail = NULL;
+    it = l->head;
+    l->head = it->next;
+    if (!l->head)
+      l->tail = NULL;
     queued--;
     pthread_mutex_unlock(&mu);
 
@@ -178,16 +198,34 @@ static void *run(void *arg)
 
 int emu_push_start(void)
 {
+  int i, n = 0;
+
   pthread_mutex_lock(&mu);
   stopping = false;
-  started = pthread_create(&worker, NULL, run, NULL) == 0;
+  for (i = 0; i < LANES; i++) {
+    pthread_cond_init(&lanes[i].cv, NULL);
+    if (pthread_create(&lanes[i].thread, NULL, run, &lanes[i]) != 0)
+      break;
+    n++;
+  }
+  started = n == LANES;
   pthread_mutex_unlock(&mu);
+  if (!started) {
+    pthread_mutex_lock(&mu);
+    stopping = true;
+    for (i = 0; i < n; i++)
+      pthread_cond_signal(&lanes[i].cv);
+    pthread_mutex_unlock(&mu);
+    for (i = 0; i < n; i++)
+      pthread_join(lanes[i].thread, NULL);
+  }
   return started ? 0 : -1;
 }
 
 void emu_push_stop(void)
 {
   struct item *it;
+  int i;
 
   pthread_mutex_lock(&mu);
   if (!started) {
@@ -196,15 +234,19 @@ void emu_push_stop(void)
   }
   stopping = true;
   started = false;
-  pthread_cond_broadcast(&cv);
+  for (i = 0; i < LANES; i++)
+    pthread_cond_broadcast(&lanes[i].cv);
   pthread_mutex_unlock(&mu);
-  pthread_join(worker, NULL);
-  while ((it = head)) {
-    head = it->next;
-    free(it->body);
-    free(it);
+  for (i = 0; i < LANES; i++) {
+    pthread_join(lanes[i].thread, NULL);
+    while ((it = lanes[i].head)) {
+      lanes[i].head = it->next;
+      free(it->body);
+      free(it);
+    }
+    lanes[i].tail = NULL;
+    pthread_cond_destroy(&lanes[i].cv);
   }
-  tail = NULL;
   queued = 0;
 }
 

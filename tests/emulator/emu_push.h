@@ -1,16 +1,17 @@
 /*
  * emu_push.h — Pub/Sub push delivery of Batch job-state notifications to
- * EMU_PUSH_URL, from one worker thread in event order. Thread-safe.
+ * EMU_PUSH_URL, from several worker threads; each job's messages in the
+ * order its states changed. Thread-safe.
  */
 #ifndef GPUGATE_EMU_PUSH_H
 #define GPUGATE_EMU_PUSH_H
 
 #include <jansson.h>
 
-/* Start the worker. Call after curl_global_init(). Returns 0 or -1. */
+/* Start the workers. Call after curl_global_init(). Returns 0 or -1. */
 int emu_push_start(void);
 
-/* Stop the worker; undelivered messages are dropped. */
+/* Stop the workers; undelivered messages are dropped. */
 void emu_push_stop(void);
 
 /*
