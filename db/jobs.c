@@ -147,23 +147,25 @@ static json_t *render(const PGresult *r, int row)
 
 /* ---- submission -------------------------------------------------------- */
 
-static const char sql_target_queue[] =
-    "SELECT q.cluster_queue, c.spec, c.cohort FROM team_queues q "
-    "JOIN cluster_queues c ON c.name = q.cluster_queue "
-    "WHERE q.team = $1 AND q.name = $2";
-
-static const char sql_target_flavors[] =
-    "SELECT coalesce(json_object_agg(f.name, f.spec), '{}') "
+/* Everything a submission is checked against, in one round trip: the
+ * queue's cluster queue with its spec, its flavors, the other cluster
+ * queues of its cohort, and the priority class ($3, '' for the default).
+ * Always one row; the queue's or the class's columns are NULL when it does
+ * not exist. */
+static const char sql_target[] =
+    "SELECT q.cluster_queue, c.spec, "
+    "(SELECT coalesce(json_object_agg(f.name, f.spec), '{}') "
     "FROM cluster_queue_flavors cf JOIN flavors f ON f.name = cf.flavor "
-    "WHERE cf.cluster_queue = $1";
-
-static const char sql_target_cohort[] =
-    "SELECT coalesce(json_agg(spec ORDER BY name), '[]') FROM cluster_queues "
-    "WHERE cohort = $1 AND name <> $2";
-
-static const char sql_target_class[] =
-    "SELECT name, value, spec->>'preemption_policy' FROM priority_classes "
-    "WHERE ($1 = '' AND is_default) OR name = $1";
+    "WHERE cf.cluster_queue = q.cluster_queue), "
+    "(SELECT coalesce(json_agg(o.spec ORDER BY o.name), '[]') "
+    "FROM cluster_queues o WHERE o.cohort = c.cohort "
+    "AND o.name <> q.cluster_queue), "
+    "p.name, p.value, p.spec->>'preemption_policy' "
+    "FROM (SELECT 1) one "
+    "LEFT JOIN (team_queues q JOIN cluster_queues c "
+    "ON c.name = q.cluster_queue) ON q.team = $1 AND q.name = $2 "
+    "LEFT JOIN priority_classes p "
+    "ON ($3 = '' AND p.is_default) OR p.name = $3";
 
 void db_job_target_free(struct db_job_target *t)
 {
@@ -178,32 +180,24 @@ enum gg_code db_job_target(struct gg_req *req, const char *team,
                            struct db_job_target *t)
 {
   struct db_conn *db = req_db(req);
-  const char *params[2];
-  PGresult *res = NULL;
-  char cohort[64] = "";
+  const char *params[3] = {team, queue, priority_class ? priority_class : ""};
+  PGresult *res;
 
   memset(t, 0, sizeof(*t));
   if (!db)
     return db_fail(req, GG_UNAVAILABLE);
-  params[0] = team;
-  params[1] = queue;
-  if (!(res = db_req_exec(req, db, sql_target_queue, 2, params)))
+  if (!(res = db_req_exec(req, db, sql_target, 3, params)))
     return req->code;
-  if (PQntuples(res) == 0)
+  if (PQgetisnull(res, 0, 0))
     problem_field(req, "queue", "team \"%s\" has no queue \"%s\"", team, queue);
   else {
     snprintf(t->cluster_queue, sizeof(t->cluster_queue), "%s",
              PQgetvalue(res, 0, 0));
     t->cq_spec = json_loads(PQgetvalue(res, 0, 1), 0, NULL);
-    if (!PQgetisnull(res, 0, 2))
-      snprintf(cohort, sizeof(cohort), "%s", PQgetvalue(res, 0, 2));
+    t->flavors = json_loads(PQgetvalue(res, 0, 2), 0, NULL);
+    t->cohort_cqs = json_loads(PQgetvalue(res, 0, 3), 0, NULL);
   }
-  PQclear(res);
-
-  params[0] = priority_class ? priority_class : "";
-  if (!(res = db_req_exec(req, db, sql_target_class, 1, params)))
-    goto fail;
-  if (PQntuples(res) == 0) {
+  if (PQgetisnull(res, 0, 4)) {
     if (priority_class)
       problem_field(req, "priority_class",
                     "priority class \"%s\" does not exist", priority_class);
@@ -212,44 +206,21 @@ enum gg_code db_job_target(struct gg_req *req, const char *team,
                     "is required: no priority class is the default");
   } else {
     snprintf(t->priority_class, sizeof(t->priority_class), "%s",
-             PQgetvalue(res, 0, 0));
-    t->priority = (int32_t)strtol(PQgetvalue(res, 0, 1), NULL, 10);
-    t->can_preempt = !strcmp(PQgetvalue(res, 0, 2), "PreemptLowerPriority");
+             PQgetvalue(res, 0, 4));
+    t->priority = (int32_t)strtol(PQgetvalue(res, 0, 5), NULL, 10);
+    t->can_preempt = !strcmp(PQgetvalue(res, 0, 6), "PreemptLowerPriority");
   }
   PQclear(res);
-  res = NULL;
-  if (problem_nfields(req))
-    goto fail;
-
-  params[0] = t->cluster_queue;
-  if (!(res = db_req_exec(req, db, sql_target_flavors, 1, params)))
-    goto fail;
-  t->flavors = json_loads(PQgetvalue(res, 0, 0), 0, NULL);
-  PQclear(res);
-  res = NULL;
-  if (cohort[0]) {
-    params[0] = cohort;
-    params[1] = t->cluster_queue;
-    if (!(res = db_req_exec(req, db, sql_target_cohort, 2, params)))
-      goto fail;
-    t->cohort_cqs = json_loads(PQgetvalue(res, 0, 0), 0, NULL);
-    PQclear(res);
-    res = NULL;
-  } else {
-    t->cohort_cqs = json_array();
-  }
-  if (!t->cq_spec || !t->flavors || !t->cohort_cqs) {
+  if (!problem_nfields(req) && (!t->cq_spec || !t->flavors || !t->cohort_cqs))
     db_fail(req, GG_INTERNAL);
-    goto fail;
+  if (req->code != GG_OK || problem_nfields(req)) {
+    db_job_target_free(t);
+    if (req->code == GG_OK)
+      problem_fail(req, GG_UNPROCESSABLE,
+                   "The job refers to objects that do not exist.");
+    return req->code;
   }
   return GG_OK;
-fail:
-  PQclear(res);
-  db_job_target_free(t);
-  if (req->code == GG_OK)
-    problem_fail(req, GG_UNPROCESSABLE,
-                 "The job refers to objects that do not exist.");
-  return req->code;
 }
 
 /* "j-" and 14 characters of [a-z0-9] from 70 random bits. */
@@ -268,20 +239,21 @@ static void new_id(char out[32])
   out[16] = '\0';
 }
 
+static const char sql_notify[] = "SELECT pg_notify('gpugate_admission', $1)";
+
+/* the job, its first event and the admission loop's wake-up: one round
+ * trip (pg_notify is delivered at commit) */
 static const char sql_insert[] =
-    "INSERT INTO jobs (id, team, queue, cluster_queue, name, "
+    "WITH j AS (INSERT INTO jobs (id, team, queue, cluster_queue, name, "
     "priority_class, priority, can_preempt, state, reason, gpu, cpu_milli, "
     "memory_mib, max_run_duration_s, labels, spec) VALUES ($1, $2, $3, $4, "
     "$5, $6, $7::int, $8::boolean, 'PENDING', NULL, "
     "$9::bigint, $10::bigint, $11::bigint, $12::bigint, $13::jsonb, "
-    "$14::json)";
-
-static const char sql_event_created[] =
-    "INSERT INTO job_events (job_id, team, from_state, to_state, reason, "
-    "attempt, message) VALUES ($1, $2, NULL, 'PENDING', 'Submitted', 1, "
-    "'submitted to queue ' || $3)";
-
-static const char sql_notify[] = "SELECT pg_notify('gpugate_admission', $1)";
+    "$14::json) RETURNING id, team, queue), "
+    "e AS (INSERT INTO job_events (job_id, team, from_state, to_state, "
+    "reason, attempt, message) SELECT id, team, NULL, 'PENDING', "
+    "'Submitted', 1, 'submitted to queue ' || queue FROM j) "
+    "SELECT pg_notify('gpugate_admission', 'submit') FROM j";
 
 static const char sql_get[] = JOB_SELECT "WHERE j.team = $1 AND j.id = $2";
 
@@ -335,14 +307,6 @@ enum gg_code db_job_insert(struct gg_req *req, const struct db_job_new *j,
     goto out;
   }
   if (!(res = db_req_exec(req, db, sql_insert, 14, params)))
-    goto fail;
-  PQclear(res);
-  params[2] = j->queue;
-  if (!(res = db_req_exec(req, db, sql_event_created, 3, params)))
-    goto fail;
-  PQclear(res);
-  params[0] = "submit";
-  if (!(res = db_req_exec(req, db, sql_notify, 1, params)))
     goto fail;
   PQclear(res);
   params[0] = j->team;
