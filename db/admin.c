@@ -18,6 +18,27 @@
   "to_char(" col " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
 #define COLS "spec, version, " TS("created_at") ", " TS("updated_at")
 
+/* The statements of a kind keyed by name alone, stored in table t. */
+#define BY_NAME(t)                                                             \
+  .nkeys = 1, .get = "SELECT " COLS " FROM " t " WHERE name = $1",             \
+  .list = "SELECT name, " COLS " FROM " t " WHERE name > $1 "                  \
+          "ORDER BY name LIMIT $2::int",                                       \
+  .lock = "SELECT version, spec::jsonb = $2::jsonb FROM " t                    \
+          " WHERE name = $1 FOR UPDATE",                                       \
+  .del = "DELETE FROM " t " WHERE name = $1"
+
+/* The writes of a kind keyed by name that stores nothing but its spec. */
+#define SPEC_ONLY(t)                                                           \
+  .insert = "INSERT INTO " t " (name, spec) VALUES ($1, $2::json)",            \
+  .update = "UPDATE " t " SET spec = $2::json, version = version + 1, "        \
+            "updated_at = now() WHERE name = $1"
+
+/* A delete guard: the jobs in it (as `where` picks them) not yet finished. */
+#define ACTIVE_JOBS(where)                                                     \
+  "SELECT format('%s jobs are still pending or admitted in it', count(*)) "    \
+  "FROM jobs WHERE " where " AND state IN ('PENDING', 'ADMITTED', "            \
+  "'QUEUED', 'RUNNING', 'EVICTING') HAVING count(*) > 0"
+
 struct kind {
   const char *name;      /* for messages */
   int nkeys;             /* 1, or 2 for team queues */
@@ -39,55 +60,27 @@ static const struct kind kinds[DB_KIND_COUNT] = {
     [DB_FLAVOR] =
         {
             .name = "flavor",
-            .nkeys = 1,
-            .get = "SELECT " COLS " FROM flavors WHERE name = $1",
-            .list = "SELECT name, " COLS " FROM flavors WHERE name > $1 "
-                    "ORDER BY name LIMIT $2::int",
-            .lock = "SELECT version, spec::jsonb = $2::jsonb FROM flavors "
-                    "WHERE name = $1 FOR UPDATE",
-            .insert = "INSERT INTO flavors (name, spec) VALUES ($1, $2::json)",
-            .update =
-                "UPDATE flavors SET spec = $2::json, version = version + 1, "
-                "updated_at = now() WHERE name = $1",
-            .del = "DELETE FROM flavors WHERE name = $1",
+            BY_NAME("flavors"),
+            SPEC_ONLY("flavors"),
             .in_use = "a cluster queue still uses it",
         },
     [DB_COHORT] =
         {
             .name = "cohort",
-            .nkeys = 1,
-            .get = "SELECT " COLS " FROM cohorts WHERE name = $1",
-            .list = "SELECT name, " COLS " FROM cohorts WHERE name > $1 "
-                    "ORDER BY name LIMIT $2::int",
-            .lock = "SELECT version, spec::jsonb = $2::jsonb FROM cohorts "
-                    "WHERE name = $1 FOR UPDATE",
-            .insert = "INSERT INTO cohorts (name, spec) VALUES ($1, $2::json)",
-            .update =
-                "UPDATE cohorts SET spec = $2::json, version = version + 1, "
-                "updated_at = now() WHERE name = $1",
-            .del = "DELETE FROM cohorts WHERE name = $1",
+            BY_NAME("cohorts"),
+            SPEC_ONLY("cohorts"),
             .in_use = "a cluster queue is still in it",
         },
     [DB_CLUSTER_QUEUE] =
         {
             .name = "cluster queue",
-            .nkeys = 1,
-            .get = "SELECT " COLS " FROM cluster_queues WHERE name = $1",
-            .list = "SELECT name, " COLS " FROM cluster_queues "
-                    "WHERE name > $1 ORDER BY name LIMIT $2::int",
-            .lock = "SELECT version, spec::jsonb = $2::jsonb "
-                    "FROM cluster_queues WHERE name = $1 FOR UPDATE",
+            BY_NAME("cluster_queues"),
             .insert = "INSERT INTO cluster_queues (name, spec, cohort) "
                       "VALUES ($1, $2::json, $2::json->>'cohort')",
             .update = "UPDATE cluster_queues SET spec = $2::json, "
                       "cohort = $2::json->>'cohort', version = version + 1, "
                       "updated_at = now() WHERE name = $1",
-            .del = "DELETE FROM cluster_queues WHERE name = $1",
-            .guard_del = "SELECT format('%s jobs are still pending or "
-                         "admitted in it', count(*)) FROM jobs "
-                         "WHERE cluster_queue = $1 AND state IN ('PENDING', "
-                         "'ADMITTED', 'QUEUED', 'RUNNING', 'EVICTING') "
-                         "HAVING count(*) > 0",
+            .guard_del = ACTIVE_JOBS("cluster_queue = $1"),
             .refs = "SELECT 'cohort', format('cohort \"%s\" does not exist', "
                     "$2::json->>'cohort') "
                     "WHERE $2::json->>'cohort' IS NOT NULL AND NOT EXISTS "
@@ -110,12 +103,7 @@ static const struct kind kinds[DB_KIND_COUNT] = {
     [DB_PRIORITY_CLASS] =
         {
             .name = "priority class",
-            .nkeys = 1,
-            .get = "SELECT " COLS " FROM priority_classes WHERE name = $1",
-            .list = "SELECT name, " COLS " FROM priority_classes "
-                    "WHERE name > $1 ORDER BY name LIMIT $2::int",
-            .lock = "SELECT version, spec::jsonb = $2::jsonb "
-                    "FROM priority_classes WHERE name = $1 FOR UPDATE",
+            BY_NAME("priority_classes"),
             .insert = "INSERT INTO priority_classes "
                       "(name, spec, value, is_default) VALUES ($1, $2::json, "
                       "($2::json->>'value')::int, "
@@ -125,7 +113,6 @@ static const struct kind kinds[DB_KIND_COUNT] = {
                       "is_default = ($2::json->>'default')::boolean, "
                       "version = version + 1, updated_at = now() "
                       "WHERE name = $1",
-            .del = "DELETE FROM priority_classes WHERE name = $1",
             .guard_put = "SELECT format('priority class \"%s\" is the "
                          "default; make another class the default first', "
                          "name) FROM priority_classes WHERE name = $1 AND "
@@ -149,17 +136,8 @@ static const struct kind kinds[DB_KIND_COUNT] = {
     [DB_TEAM] =
         {
             .name = "team",
-            .nkeys = 1,
-            .get = "SELECT " COLS " FROM teams WHERE name = $1",
-            .list = "SELECT name, " COLS " FROM teams WHERE name > $1 "
-                    "ORDER BY name LIMIT $2::int",
-            .lock = "SELECT version, spec::jsonb = $2::jsonb FROM teams "
-                    "WHERE name = $1 FOR UPDATE",
-            .insert = "INSERT INTO teams (name, spec) VALUES ($1, $2::json)",
-            .update =
-                "UPDATE teams SET spec = $2::json, version = version + 1, "
-                "updated_at = now() WHERE name = $1",
-            .del = "DELETE FROM teams WHERE name = $1",
+            BY_NAME("teams"),
+            SPEC_ONLY("teams"),
             .in_use = "it still has queues",
         },
     [DB_TEAM_QUEUE] =
@@ -181,11 +159,7 @@ static const struct kind kinds[DB_KIND_COUNT] = {
                       "version = version + 1, updated_at = now() "
                       "WHERE team = $1 AND name = $2",
             .del = "DELETE FROM team_queues WHERE team = $1 AND name = $2",
-            .guard_del = "SELECT format('%s jobs are still pending or "
-                         "admitted in it', count(*)) FROM jobs "
-                         "WHERE team = $1 AND queue = $2 AND state IN "
-                         "('PENDING', 'ADMITTED', 'QUEUED', 'RUNNING', "
-                         "'EVICTING') HAVING count(*) > 0",
+            .guard_del = ACTIVE_JOBS("team = $1 AND queue = $2"),
             .refs = "SELECT 'cluster_queue', format('cluster queue \"%s\" "
                     "does not exist', $3::json->>'cluster_queue') "
                     "WHERE NOT EXISTS (SELECT 1 FROM cluster_queues "
@@ -345,6 +319,32 @@ static int report(struct gg_req *req, struct db_conn *db, const char *sql,
   return rows ? -1 : 0;
 }
 
+/* Run a statement whose result is not needed; false with the problem
+ * recorded on req. */
+static bool step(struct gg_req *req, struct db_conn *db, const char *sql, int n,
+                 const char *const *params)
+{
+  PGresult *res = db_req_exec(req, db, sql, n, params);
+
+  PQclear(res);
+  return res != NULL;
+}
+
+/* Wake the admission loop when something changed, then commit; false
+ * with the problem recorded on req (the caller rolls back). */
+static bool commit_change(struct gg_req *req, struct db_conn *db, bool changed)
+{
+  enum gg_code code;
+
+  if (changed && !step(req, db, sql_wake, 0, NULL))
+    return false;
+  if ((code = db_commit(db)) != GG_OK) {
+    db_fail(req, code);
+    return false;
+  }
+  return true;
+}
+
 enum gg_code db_admin_put(struct gg_req *req, enum db_kind k, const char *team,
                           const char *name, json_t *spec,
                           const struct db_if_match *m, json_t **out,
@@ -399,28 +399,16 @@ enum gg_code db_admin_put(struct gg_req *req, enum db_kind k, const char *team,
     if (K->guard_put &&
         report(req, db, K->guard_put, n + 1, params, GG_CONFLICT) != 0)
       goto fail;
-    if (K->before && !(res = db_req_exec(req, db, K->before, n + 1, params)))
+    if (K->before && !step(req, db, K->before, n + 1, params))
       goto fail;
-    PQclear(res);
-    res = db_req_exec(req, db, exists ? K->update : K->insert, n + 1, params);
-    if (!res)
+    if (!step(req, db, exists ? K->update : K->insert, n + 1, params))
       goto fail;
-    PQclear(res);
-    for (i = 0; i < 2 && K->after[i]; i++) {
-      if (!(res = db_req_exec(req, db, K->after[i], n + 1, params)))
+    for (i = 0; i < 2 && K->after[i]; i++)
+      if (!step(req, db, K->after[i], n + 1, params))
         goto fail;
-      PQclear(res);
-    }
-    res = NULL;
   }
-  if (!unchanged && !(res = db_req_exec(req, db, sql_wake, 0, NULL)))
+  if (!commit_change(req, db, !unchanged))
     goto fail;
-  PQclear(res);
-  res = NULL;
-  if ((code = db_commit(db)) != GG_OK) {
-    db_fail(req, code);
-    goto fail;
-  }
   *created = !exists;
   free(text);
   return db_admin_get(req, k, team, name, out, version);
@@ -480,14 +468,9 @@ enum gg_code db_admin_delete(struct gg_req *req, enum db_kind k,
     goto fail;
   }
   PQclear(res);
-  if (!(res = db_req_exec(req, db, sql_wake, 0, NULL)))
-    goto fail;
-  PQclear(res);
   res = NULL;
-  if ((code = db_commit(db)) != GG_OK) {
-    db_fail(req, code);
+  if (!commit_change(req, db, true))
     goto fail;
-  }
   return GG_OK;
 fail:
   PQclear(res);

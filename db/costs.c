@@ -150,17 +150,17 @@ void db_cost_table_free(struct db_cost_table *t)
   memset(t, 0, sizeof(*t));
 }
 
-/* A report's statement on the request's connection. */
-static PGresult *run(struct gg_req *req, const char *sql, int n,
-                     const char *const *params)
-{
-  return db_req_exec(req, req_db(req), sql, n, params);
-}
-
 /* A table being filled: which result column each of its columns shows. */
 struct fill {
   struct db_cost_table *t;
   int src[DB_COST_MAX_COLS];
+};
+
+/* One column of a table: its name, the result column it shows, its kind. */
+struct col_def {
+  const char *name; /* static */
+  int src;
+  enum db_cost_kind kind;
 };
 
 static void begin(struct fill *f, struct db_cost_table *t)
@@ -181,6 +181,15 @@ static void col(struct fill *f, int src, const char *name,
   t->cols[t->ncols] = name;
   t->kind[t->ncols] = kind;
   t->ncols++;
+}
+
+/* The n columns of defs, in order. */
+static void cols(struct fill *f, const struct col_def *defs, size_t n)
+{
+  size_t i;
+
+  for (i = 0; i < n; i++)
+    col(f, defs[i].src, defs[i].name, defs[i].kind);
 }
 
 /* Append result row `row`; false when out of memory. */
@@ -205,22 +214,30 @@ static bool add_row(struct fill *f, const PGresult *res, int row)
 }
 
 /*
- * Split a result into rows (grouping column 0 is "0") and totals (the
- * rest), each shown through its fill. Returns GG_OK or a recorded error.
+ * Run a report's statement on the request's connection and split its
+ * result into rows (grouping column 0 is "0") and totals (the rest), each
+ * shown through its fill. Returns GG_OK or a recorded error.
  */
-static enum gg_code split(struct gg_req *req, const PGresult *res,
-                          struct fill *rows, struct fill *totals)
+static enum gg_code fetch(struct gg_req *req, const char *sql, int n,
+                          const char *const *params, struct fill *rows,
+                          struct fill *totals)
 {
-  int i, n = PQntuples(res);
+  enum gg_code code = GG_OK;
+  PGresult *res;
+  int i, nrows;
 
+  if (!(res = db_req_exec(req, req_db(req), sql, n, params)))
+    return req->code;
+  nrows = PQntuples(res);
   if (!rows->t->rows || !totals->t->rows)
-    return problem_fail(req, GG_INTERNAL, "Out of memory.");
-  for (i = 0; i < n; i++) {
+    code = problem_fail(req, GG_INTERNAL, "Out of memory.");
+  for (i = 0; i < nrows && code == GG_OK; i++) {
     struct fill *f = strcmp(PQgetvalue(res, i, 0), "0") ? totals : rows;
     if (!add_row(f, res, i))
-      return problem_fail(req, GG_INTERNAL, "Out of memory.");
+      code = problem_fail(req, GG_INTERNAL, "Out of memory.");
   }
-  return GG_OK;
+  PQclear(res);
+  return code;
 }
 
 /* The parameters shared by every report: $1 from, $2 to, $3 team. */
@@ -231,14 +248,21 @@ static void base_params(const struct db_cost_query *q, const char **params)
   params[2] = q->team; /* NULL: SQL NULL, every team */
 }
 
+/* The report's columns after team and the dimensions; totals: all but
+ * the last. */
+static const struct col_def report_cols[] = {
+    {"currency", 8, DB_COST_TEXT},           {"cost", 9, DB_COST_NUMBER},
+    {"credits", 10, DB_COST_NUMBER},         {"net_cost", 11, DB_COST_NUMBER},
+    {"usage_gpu_hours", 12, DB_COST_NUMBER},
+};
+
 enum gg_code db_costs_report(struct gg_req *req, const struct db_cost_query *q,
                              struct db_cost_table *rows,
                              struct db_cost_table *totals)
 {
+  const size_t n = sizeof(report_cols) / sizeof(report_cols[0]);
   const char *params[10];
   struct fill fr, ft;
-  PGresult *res;
-  enum gg_code code;
   int d;
 
   begin(&fr, rows);
@@ -247,25 +271,14 @@ enum gg_code db_costs_report(struct gg_req *req, const struct db_cost_query *q,
   for (d = 0; d < DB_COST_NDIMS; d++)
     if (q->dims[d])
       col(&fr, 2 + d, db_cost_dim_names[d], DB_COST_TEXT);
-  col(&fr, 8, "currency", DB_COST_TEXT);
-  col(&fr, 9, "cost", DB_COST_NUMBER);
-  col(&fr, 10, "credits", DB_COST_NUMBER);
-  col(&fr, 11, "net_cost", DB_COST_NUMBER);
-  col(&fr, 12, "usage_gpu_hours", DB_COST_NUMBER);
-  col(&ft, 8, "currency", DB_COST_TEXT);
-  col(&ft, 9, "cost", DB_COST_NUMBER);
-  col(&ft, 10, "credits", DB_COST_NUMBER);
-  col(&ft, 11, "net_cost", DB_COST_NUMBER);
+  cols(&fr, report_cols, n);
+  cols(&ft, report_cols, n - 1);
 
   base_params(q, params);
   for (d = 0; d < DB_COST_NDIMS; d++)
     params[3 + d] = q->dims[d] ? "true" : "false";
   params[9] = q->invoice_month ? "true" : "false";
-  if (!(res = run(req, sql_report, 10, params)))
-    return req->code;
-  code = split(req, res, &fr, &ft);
-  PQclear(res);
-  return code;
+  return fetch(req, sql_report, 10, params, &fr, &ft);
 }
 
 static json_t *real_or_null(const PGresult *r, int row, int col)
@@ -281,7 +294,7 @@ enum gg_code db_costs_budget(struct gg_req *req, const char *team, json_t **out)
   PGresult *res;
 
   *out = NULL;
-  if (!(res = run(req, sql_budget, 1, params)))
+  if (!(res = db_req_exec(req, req_db(req), sql_budget, 1, params)))
     return req->code;
   if (PQntuples(res) == 0) {
     PQclear(res);
@@ -300,66 +313,64 @@ enum gg_code db_costs_budget(struct gg_req *req, const char *team, json_t **out)
   return GG_OK;
 }
 
+/*
+ * A report on $1 from, $2 to and $3 team whose rows show the n columns of
+ * defs and whose totals show those from defs[first_total] on.
+ */
+static enum gg_code flat_report(struct gg_req *req,
+                                const struct db_cost_query *q, const char *sql,
+                                const struct col_def *defs, size_t n,
+                                size_t first_total, struct db_cost_table *rows,
+                                struct db_cost_table *totals)
+{
+  const char *params[3];
+  struct fill fr, ft;
+
+  begin(&fr, rows);
+  begin(&ft, totals);
+  cols(&fr, defs, n);
+  cols(&ft, defs + first_total, n - first_total);
+  base_params(q, params);
+  return fetch(req, sql, 3, params, &fr, &ft);
+}
+
+/* Totals: from currency on. */
+static const struct col_def savings_cols[] = {
+    {"team", 1, DB_COST_TEXT},
+    {"flavor", 2, DB_COST_TEXT},
+    {"provisioning_model", 3, DB_COST_TEXT},
+    {"currency", 4, DB_COST_TEXT},
+    {"usage_gpu_hours", 5, DB_COST_NUMBER},
+    {"on_demand_equivalent", 6, DB_COST_NUMBER},
+    {"paid", 7, DB_COST_NUMBER},
+    {"savings", 8, DB_COST_NUMBER},
+};
+
 enum gg_code db_costs_savings(struct gg_req *req, const struct db_cost_query *q,
                               struct db_cost_table *rows,
                               struct db_cost_table *totals)
 {
-  const char *params[3];
-  struct fill fr, ft;
-  PGresult *res;
-  enum gg_code code;
-
-  begin(&fr, rows);
-  begin(&ft, totals);
-  col(&fr, 1, "team", DB_COST_TEXT);
-  col(&fr, 2, "flavor", DB_COST_TEXT);
-  col(&fr, 3, "provisioning_model", DB_COST_TEXT);
-  col(&fr, 4, "currency", DB_COST_TEXT);
-  col(&fr, 5, "usage_gpu_hours", DB_COST_NUMBER);
-  col(&fr, 6, "on_demand_equivalent", DB_COST_NUMBER);
-  col(&fr, 7, "paid", DB_COST_NUMBER);
-  col(&fr, 8, "savings", DB_COST_NUMBER);
-  col(&ft, 4, "currency", DB_COST_TEXT);
-  col(&ft, 5, "usage_gpu_hours", DB_COST_NUMBER);
-  col(&ft, 6, "on_demand_equivalent", DB_COST_NUMBER);
-  col(&ft, 7, "paid", DB_COST_NUMBER);
-  col(&ft, 8, "savings", DB_COST_NUMBER);
-
-  base_params(q, params);
-  if (!(res = run(req, sql_savings, 3, params)))
-    return req->code;
-  code = split(req, res, &fr, &ft);
-  PQclear(res);
-  return code;
+  return flat_report(req, q, sql_savings, savings_cols,
+                     sizeof(savings_cols) / sizeof(savings_cols[0]), 3, rows,
+                     totals);
 }
+
+/* Totals: from jobs on. */
+static const struct col_def estimates_cols[] = {
+    {"team", 1, DB_COST_TEXT},
+    {"month", 2, DB_COST_TEXT},
+    {"jobs", 3, DB_COST_INTEGER},
+    {"estimated_cost_usd", 4, DB_COST_NUMBER},
+    {"accrued_cost_usd", 5, DB_COST_NUMBER},
+    {"billed_net_usd", 6, DB_COST_NUMBER},
+};
 
 enum gg_code db_costs_estimates(struct gg_req *req,
                                 const struct db_cost_query *q,
                                 struct db_cost_table *rows,
                                 struct db_cost_table *totals)
 {
-  const char *params[3];
-  struct fill fr, ft;
-  PGresult *res;
-  enum gg_code code;
-
-  begin(&fr, rows);
-  begin(&ft, totals);
-  col(&fr, 1, "team", DB_COST_TEXT);
-  col(&fr, 2, "month", DB_COST_TEXT);
-  col(&fr, 3, "jobs", DB_COST_INTEGER);
-  col(&fr, 4, "estimated_cost_usd", DB_COST_NUMBER);
-  col(&fr, 5, "accrued_cost_usd", DB_COST_NUMBER);
-  col(&fr, 6, "billed_net_usd", DB_COST_NUMBER);
-  col(&ft, 3, "jobs", DB_COST_INTEGER);
-  col(&ft, 4, "estimated_cost_usd", DB_COST_NUMBER);
-  col(&ft, 5, "accrued_cost_usd", DB_COST_NUMBER);
-  col(&ft, 6, "billed_net_usd", DB_COST_NUMBER);
-
-  base_params(q, params);
-  if (!(res = run(req, sql_estimates, 3, params)))
-    return req->code;
-  code = split(req, res, &fr, &ft);
-  PQclear(res);
-  return code;
+  return flat_report(req, q, sql_estimates, estimates_cols,
+                     sizeof(estimates_cols) / sizeof(estimates_cols[0]), 2,
+                     rows, totals);
 }

@@ -863,20 +863,20 @@ void emu_batch_list(struct emu_req *r)
   emu_reply_json(r, 200, out);
 }
 
-void emu_batch_cancel(struct emu_req *r)
+/*
+ * Run fn, a cancel or delete, on the job the path names and answer: its
+ * operation, 404 for an unknown job, 400 when the job's state refuses it
+ * ("cannot be <done>"), else 500 ("Could not <verb> the job.").
+ */
+static void job_op(struct emu_req *r,
+                   enum emu_jobs_rc (*fn)(const char *, json_t **),
+                   const char *verb, const char *done)
 {
   char name[512];
   json_t *op = NULL, *job = NULL;
 
-  if (!parent_ok(r, "batch.jobs.cancel", false))
-    return;
-  if (r->json && !json_is_object(r->json)) {
-    emu_reply_error(r, 400, "INVALID_ARGUMENT", NULL,
-                    "The request body must be a CancelJobRequest object.");
-    return;
-  }
   job_name(r, name, sizeof(name));
-  switch (emu_jobs_cancel(name, &op)) {
+  switch (fn(name, &op)) {
   case EMU_JOBS_OK:
     emu_reply_json(r, 200, op);
     return;
@@ -886,9 +886,10 @@ void emu_batch_cancel(struct emu_req *r)
   case EMU_JOBS_BAD_STATE:
     emu_jobs_get(name, &job);
     emu_reply_error(r, 400, "FAILED_PRECONDITION", NULL,
-                    "Job \"%s\" is in state %s and cannot be cancelled.", name,
+                    "Job \"%s\" is in state %s and cannot be %s.", name,
                     json_string_value(json_object_get(
-                        json_object_get(job, "status"), "state")));
+                        json_object_get(job, "status"), "state")),
+                    done);
     json_decref(job);
     return;
   case EMU_JOBS_SAME_REQUEST:
@@ -897,32 +898,26 @@ void emu_batch_cancel(struct emu_req *r)
     break;
   }
   json_decref(op);
-  emu_reply_error(r, 500, "INTERNAL", NULL, "Could not cancel the job.");
+  emu_reply_error(r, 500, "INTERNAL", NULL, "Could not %s the job.", verb);
+}
+
+void emu_batch_cancel(struct emu_req *r)
+{
+  if (!parent_ok(r, "batch.jobs.cancel", false))
+    return;
+  if (r->json && !json_is_object(r->json)) {
+    emu_reply_error(r, 400, "INVALID_ARGUMENT", NULL,
+                    "The request body must be a CancelJobRequest object.");
+    return;
+  }
+  job_op(r, emu_jobs_cancel, "cancel", "cancelled");
 }
 
 void emu_batch_delete(struct emu_req *r)
 {
-  char name[512];
-  json_t *op = NULL;
-
   if (!parent_ok(r, "batch.jobs.delete", false))
     return;
-  job_name(r, name, sizeof(name));
-  switch (emu_jobs_delete(name, &op)) {
-  case EMU_JOBS_OK:
-    emu_reply_json(r, 200, op);
-    return;
-  case EMU_JOBS_NOT_FOUND:
-    emu_reply_error(r, 404, "NOT_FOUND", NULL, "Job \"%s\" not found.", name);
-    return;
-  case EMU_JOBS_SAME_REQUEST:
-  case EMU_JOBS_EXISTS:
-  case EMU_JOBS_BAD_STATE:
-  case EMU_JOBS_NO_MEMORY:
-    break;
-  }
-  json_decref(op);
-  emu_reply_error(r, 500, "INTERNAL", NULL, "Could not delete the job.");
+  job_op(r, emu_jobs_delete, "delete", "deleted");
 }
 
 void emu_batch_operation(struct emu_req *r)

@@ -603,7 +603,13 @@ json_t *emu_jobs_list(const char *project, const char *location,
   return arr;
 }
 
-enum emu_jobs_rc emu_jobs_cancel(const char *name, json_t **op)
+/*
+ * Move job `name` into state `to` (unless it is there already) and start
+ * operation `verb` on it; *op is a new reference. With only_live, a job
+ * that has finished or is being deleted is refused (EMU_JOBS_BAD_STATE).
+ */
+static enum emu_jobs_rc start_op(const char *name, const char *verb,
+                                 enum state to, bool only_live, json_t **op)
 {
   struct job *j;
   enum emu_jobs_rc rc;
@@ -613,36 +619,27 @@ enum emu_jobs_rc emu_jobs_cancel(const char *name, json_t **op)
   j = find(name);
   if (!j)
     rc = EMU_JOBS_NOT_FOUND;
-  else if (terminal(j->state) || j->state == DELETION_IN_PROGRESS)
+  else if (only_live &&
+           (terminal(j->state) || j->state == DELETION_IN_PROGRESS))
     rc = EMU_JOBS_BAD_STATE;
   else {
-    if (j->state != CANCELLATION_IN_PROGRESS)
-      set_state(j, CANCELLATION_IN_PROGRESS, emu_now_ms(), NULL);
-    rc = new_op(j, "cancel", op);
+    if (j->state != to)
+      set_state(j, to, emu_now_ms(), NULL);
+    rc = new_op(j, verb, op);
     pthread_cond_broadcast(&cv);
   }
   pthread_mutex_unlock(&mu);
   return rc;
 }
 
+enum emu_jobs_rc emu_jobs_cancel(const char *name, json_t **op)
+{
+  return start_op(name, "cancel", CANCELLATION_IN_PROGRESS, true, op);
+}
+
 enum emu_jobs_rc emu_jobs_delete(const char *name, json_t **op)
 {
-  struct job *j;
-  enum emu_jobs_rc rc;
-
-  *op = NULL;
-  pthread_mutex_lock(&mu);
-  j = find(name);
-  if (!j)
-    rc = EMU_JOBS_NOT_FOUND;
-  else {
-    if (j->state != DELETION_IN_PROGRESS)
-      set_state(j, DELETION_IN_PROGRESS, emu_now_ms(), NULL);
-    rc = new_op(j, "delete", op);
-    pthread_cond_broadcast(&cv);
-  }
-  pthread_mutex_unlock(&mu);
-  return rc;
+  return start_op(name, "delete", DELETION_IN_PROGRESS, false, op);
 }
 
 enum emu_jobs_rc emu_jobs_operation(const char *name, json_t **out)
