@@ -40,22 +40,22 @@
 #
 # What limits the figures (2-core development machine, Debian 12; found
 # with BENCH_KEEP=1 and log_min_duration_statement on the kept cluster):
-#   submit   a POST is about a dozen statements on one pooled connection
-#            (queue, priority class, flavors and cohort lookups; BEGIN;
-#            INSERT job; INSERT event; pg_notify; SELECT the job back;
-#            COMMIT) against pgbench's one INSERT. Most of its database
-#            time is the SELECT back: for a PENDING job it computes the
-#            queue positions with two counts that PostgreSQL answers by
-#            scanning the whole jobs table (no index serves
-#            state = 'PENDING'), so the cost grows with the table. In a
-#            trial, partial indexes on (team, queue, priority, created_at,
-#            seq) and (cluster_queue, priority, created_at, seq)
-#            WHERE state = 'PENDING' took submit from ~160 to ~830 req/s.
-#            Every submit also wakes the admission loop, whose cycles
-#            compete for the same two cores.
+#   submit   a POST is five statements on one pooled connection (the
+#            queue, cluster queue, flavors, cohort and priority class in
+#            one; BEGIN; the job, its event and the wake-up in one; the
+#            job read back with its queue positions, counted from the
+#            partial indexes on pending jobs; COMMIT) against pgbench's one
+#            INSERT, and every job then costs the admission loop an UPDATE
+#            and an event of its own. Every submit wakes the loop, and
+#            each cycle reloads every admitted job (none finishes here:
+#            there is no Batch backend), so the loop's share grows with
+#            the run: tens of ms a cycle with thousands admitted, on the
+#            same two cores as wrk, gpugate and PostgreSQL.
 #   get      one statement, but per request the gateway spends about as
-#            much CPU as the PostgreSQL backend (JWT verification, rendering
-#            the job and its stored spec as JSON, libmicrohttpd), wrk,
+#            much CPU as the PostgreSQL backend (in perf: JWT verification
+#            with OpenSSL's HMAC ~15-20 %, rendering the job and its stored
+#            spec as JSON, libmicrohttpd; ~40 % is the kernel's socket and
+#            scheduler work of the two hops wrk → gpugate → PostgreSQL), wrk,
 #            gpugate and PostgreSQL share two cores, and gpugate reaches
 #            PostgreSQL over 8 pooled connections where pgbench holds 32.
 #   healthz  the same libmicrohttpd set-up; the difference is gpugate's
