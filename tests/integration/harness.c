@@ -1,6 +1,7 @@
 /*
  * harness.c — processes, databases and HTTP for the integration tests.
  */
+#include <check.h>
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -24,11 +25,54 @@ extern char **environ;
 
 #define MAX_ENV 256
 
-static void sleep_ms(long ms)
+void h_sleep_ms(long ms)
 {
   struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
 
   nanosleep(&ts, NULL);
+}
+
+long long h_now_ms(void)
+{
+  struct timespec ts;
+
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+unsigned h_next_rand(unsigned *s)
+{
+  unsigned x = *s;
+
+  x ^= x << 13;
+  x ^= x >> 17;
+  x ^= x << 5;
+  return *s = x;
+}
+
+const char *h_str(const json_t *o, const char *k)
+{
+  return json_string_value(json_object_get(o, k));
+}
+
+char *h_slurp(const char *path, size_t *len)
+{
+  FILE *f = fopen(path, "rb");
+  char *buf = NULL;
+  size_t got = 0;
+  long n;
+
+  if (!f)
+    return NULL;
+  if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 &&
+      fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n + 1))) {
+    got = fread(buf, 1, (size_t)n, f);
+    buf[got] = '\0';
+  }
+  fclose(f);
+  if (len)
+    *len = got;
+  return buf;
 }
 
 /* environ plus overrides (NAME=value), as a new NULL-ended array. */
@@ -91,7 +135,7 @@ static int wait_exit(pid_t pid, long timeout_ms)
       return -1;
     if (timeout_ms >= 0 && waited >= timeout_ms)
       return -2;
-    sleep_ms(20);
+    h_sleep_ms(20);
     waited += 20;
   }
 }
@@ -143,6 +187,16 @@ int h_db_create(const char *name, char *url, size_t urllen)
   return 0;
 }
 
+void h_db_apply(const char *name, const char *config, char *url, size_t urllen)
+{
+  const char *args[] = {"apply", config, NULL};
+  char out[4096];
+
+  ck_assert_msg(h_db_create(name, url, urllen) == 0, "database %s", name);
+  ck_assert_msg(h_gpugate(url, args, out, sizeof(out)) == 0, "apply %s: %s",
+                config, out);
+}
+
 static void test_env(char store[][600], const char *db_url)
 {
   snprintf(store[0], 600, "GPUGATE_DATABASE_URL=%s", db_url);
@@ -179,7 +233,7 @@ static int start_process(struct h_server *s, const char *const *argv,
       s->pid = 0;
       return -1;
     }
-    sleep_ms(50);
+    h_sleep_ms(50);
   }
   fprintf(stderr, "harness: %s did not start; see %s\n", what, s->log);
   h_server_stop(s);
@@ -297,7 +351,7 @@ int h_server_kill(struct h_server *s, int sig)
     }
     if (r < 0 && errno == ECHILD && proc_dead(s->pid))
       return 0; /* not ours to reap: the parent does in h_server_stop() */
-    sleep_ms(10);
+    h_sleep_ms(10);
   }
   return -1;
 }
@@ -338,9 +392,15 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud)
   return len;
 }
 
-int h_request(const struct h_server *s, const char *method, const char *path,
-              const char *token, const char *body, const char *const *headers,
-              struct h_resp *out)
+/*
+ * The request behind h_request() and h_request_raw(): a body of len bytes
+ * goes out when body is set or always_body (then "" when body is NULL),
+ * with Content-Type: application/json unless headers name one.
+ */
+static int request(const struct h_server *s, const char *method,
+                   const char *path, const char *token, const void *body,
+                   size_t len, bool always_body, long timeout_s,
+                   const char *const *headers, struct h_resp *out)
 {
   CURL *c = curl_easy_init();
   struct curl_slist *hl = NULL;
@@ -356,7 +416,7 @@ int h_request(const struct h_server *s, const char *method, const char *path,
   curl_easy_setopt(c, CURLOPT_URL, url);
   curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT, timeout_s);
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
   curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
@@ -371,11 +431,12 @@ int h_request(const struct h_server *s, const char *method, const char *path,
     has_ct |= !strncasecmp(headers[i], "Content-Type:", 13);
     hl = curl_slist_append(hl, headers[i]);
   }
-  if (body) {
+  if (body || always_body) {
     if (!has_ct)
       hl = curl_slist_append(hl, "Content-Type: application/json");
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body ? body : "");
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE,
+                     (curl_off_t)(body ? len : 0));
   }
   hl = curl_slist_append(hl, "Expect:");
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
@@ -391,54 +452,19 @@ int h_request(const struct h_server *s, const char *method, const char *path,
   return rc == CURLE_OK ? 0 : -1;
 }
 
+int h_request(const struct h_server *s, const char *method, const char *path,
+              const char *token, const char *body, const char *const *headers,
+              struct h_resp *out)
+{
+  return request(s, method, path, token, body, body ? strlen(body) : 0, false,
+                 30L, headers, out);
+}
+
 int h_request_raw(const struct h_server *s, const char *method,
                   const char *path, const char *token, const void *body,
                   size_t len, const char *const *headers, struct h_resp *out)
 {
-  CURL *c = curl_easy_init();
-  struct curl_slist *hl = NULL;
-  struct buf b = {NULL, 0, 0};
-  char url[2048], auth[AUTH_MAX_TOKEN + 64];
-  int has_ct = 0, i;
-  CURLcode rc;
-
-  memset(out, 0, sizeof(*out));
-  if (!c)
-    return -1;
-  snprintf(url, sizeof(url), "http://127.0.0.1:%u%s", s->port, path);
-  curl_easy_setopt(c, CURLOPT_URL, url);
-  curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(c, CURLOPT_TIMEOUT, 120L);
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
-  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-  curl_easy_setopt(c, CURLOPT_HEADERDATA, out);
-  if (token) {
-    snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
-    hl = curl_slist_append(hl, auth);
-  }
-  for (i = 0; headers && headers[i]; i++) {
-    has_ct |= !strncasecmp(headers[i], "Content-Type:", 13);
-    hl = curl_slist_append(hl, headers[i]);
-  }
-  if (!has_ct)
-    hl = curl_slist_append(hl, "Content-Type: application/json");
-  curl_easy_setopt(c, CURLOPT_POSTFIELDS, body ? body : "");
-  curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE,
-                   (curl_off_t)(body ? len : 0));
-  hl = curl_slist_append(hl, "Expect:");
-  curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
-  rc = curl_easy_perform(c);
-  if (rc == CURLE_OK)
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &out->status);
-  curl_slist_free_all(hl);
-  curl_easy_cleanup(c);
-  out->body = b.data ? b.data : strdup("");
-  out->body_len = b.len;
-  if (out->body_len)
-    out->json = json_loads(out->body, JSON_REJECT_DUPLICATES, NULL);
-  return rc == CURLE_OK ? 0 : -1;
+  return request(s, method, path, token, body, len, true, 120L, headers, out);
 }
 
 const char *h_header(const struct h_resp *r, const char *name, char *buf,
@@ -495,73 +521,71 @@ char *h_token(const char *team, const char *role, long ttl_s)
   return tok;
 }
 
-int h_gpugate(const char *db_url, const char *const *args, char *out,
-              size_t outlen)
+int h_run(const char *const *argv, const char *const *extra_env,
+          long timeout_ms, const char *log, char *out, size_t outlen)
 {
-  char store[4][600];
-  const char *env[8];
-  const char *argv[16];
-  char path[] = "/tmp/gpugate-cmd-XXXXXX";
-  int fd = mkstemp(path), i, st;
+  char tmp[] = "/tmp/gpugate-run-XXXXXX";
+  const char *path = log;
+  int st;
   pid_t pid;
 
-  if (fd < 0)
-    return -1;
-  close(fd);
-  test_env(store, db_url);
-  env[0] = store[0];
-  env[1] = store[1];
-  env[2] = store[2];
-  env[3] = NULL;
-  argv[0] = "build/gpugate";
-  for (i = 0; args[i] && i < 14; i++)
-    argv[i + 1] = args[i];
-  argv[i + 1] = NULL;
-  if (spawn(argv, env, path, &pid) != 0) {
-    unlink(path);
-    return -1;
+  if (out && outlen)
+    out[0] = '\0';
+  if (!log) {
+    int fd = mkstemp(tmp);
+    if (fd < 0)
+      return -1;
+    close(fd);
+    path = tmp;
   }
-  st = wait_exit(pid, 60000);
-  if (out && outlen) {
+  st =
+      spawn(argv, extra_env, path, &pid) == 0 ? wait_exit(pid, timeout_ms) : -1;
+  if (st != -1 && out && outlen) {
     FILE *f = fopen(path, "r");
     size_t n = f ? fread(out, 1, outlen - 1, f) : 0;
     out[n] = '\0';
     if (f)
       fclose(f);
   }
-  unlink(path);
+  if (!log)
+    unlink(path);
   return st;
 }
 
-static int pg_sh(const char *cmd, const char *dir, char *out, size_t outlen)
+int h_gpugate(const char *db_url, const char *const *args, char *out,
+              size_t outlen)
+{
+  char store[4][600];
+  const char *env[] = {store[0], store[1], store[2], NULL};
+  const char *argv[16];
+  int i;
+
+  test_env(store, db_url);
+  argv[0] = "build/gpugate";
+  for (i = 0; args[i] && i < 14; i++)
+    argv[i + 1] = args[i];
+  argv[i + 1] = NULL;
+  return h_run(argv, env, 60000, NULL, out, outlen);
+}
+
+/* tests/pg.sh cmd dir; the URI it prints (the line that starts with
+ * postgresql://) goes to uri (may be NULL). Returns its exit status. */
+static int pg_sh(const char *cmd, const char *dir, char *uri, size_t urilen)
 {
   const char *argv[] = {"tests/pg.sh", cmd, dir, NULL};
-  char path[] = "/tmp/gpugate-pg-XXXXXX";
-  int fd = mkstemp(path), st;
-  pid_t pid;
+  char out[8192];
+  const char *line, *next;
+  int st = h_run(argv, NULL, 120000, NULL, out, sizeof(out));
 
-  if (fd < 0)
-    return -1;
-  close(fd);
-  if (spawn(argv, NULL, path, &pid) != 0) {
-    unlink(path);
-    return -1;
+  if (!uri || !urilen)
+    return st;
+  uri[0] = '\0';
+  for (line = out; *line; line = next) {
+    size_t len = strcspn(line, "\n");
+    next = line + len + (line[len] == '\n');
+    if (!strncmp(line, "postgresql://", 13))
+      snprintf(uri, urilen, "%.*s", (int)len, line);
   }
-  st = wait_exit(pid, 120000);
-  if (out && outlen) {
-    FILE *f = fopen(path, "r");
-    char line[512];
-    out[0] = '\0';
-    /* the URI is the line that starts with postgresql:// */
-    while (f && fgets(line, sizeof(line), f))
-      if (!strncmp(line, "postgresql://", 13)) {
-        line[strcspn(line, "\n")] = '\0';
-        snprintf(out, outlen, "%s", line);
-      }
-    if (f)
-      fclose(f);
-  }
-  unlink(path);
   return st;
 }
 
@@ -599,6 +623,136 @@ bool h_is_problem(const struct h_resp *r, long status, const char *field)
       return true;
   }
   return false;
+}
+
+json_t *h_call(const struct h_server *s, const char *method, const char *path,
+               const char *token, const char *body, long want)
+{
+  struct h_resp r;
+  json_t *j;
+
+  ck_assert_msg(h_request(s, method, path, token, body, NULL, &r) == 0,
+                "%s %s: no response", method, path);
+  ck_assert_msg(r.status == want, "%s %s: %ld (want %ld) %s", method, path,
+                r.status, want, r.body);
+  j = json_incref(r.json);
+  h_resp_free(&r);
+  return j;
+}
+
+json_t *h_emu_get(const struct h_server *emu, const char *path)
+{
+  json_t *j = h_call(emu, "GET", path, NULL, NULL, 200);
+
+  ck_assert_msg(j != NULL, "GET %s: no JSON body", path);
+  return j;
+}
+
+void h_submit_typical(const struct h_server *s, const char *team,
+                      const char *token, const char *queue, const char *name,
+                      const char *klass, char id[32])
+{
+  char path[128], body[512];
+  struct h_resp r;
+
+  snprintf(path, sizeof(path), "/v1/teams/%s/jobs", team);
+  snprintf(body, sizeof(body),
+           "{\"name\": \"%s\", \"queue\": \"%s\", \"priority_class\": "
+           "\"%s\", \"task_count\": 2, \"task\": {\"image\": "
+           "\"us-docker.pkg.dev/p/r/trainer:1.2\", \"commands\": "
+           "[\"python\", \"train.py\"], \"cpu_milli\": 2000, \"memory_mib\": "
+           "10240, \"gpu\": 2}}",
+           name, queue, klass);
+  ck_assert_int_eq(h_request(s, "POST", path, token, body, NULL, &r), 0);
+  ck_assert_msg(r.status == 201, "%ld %s", r.status, r.body);
+  if (id)
+    snprintf(id, 32, "%s", h_str(r.json, "id"));
+  h_resp_free(&r);
+}
+
+void h_write_temp(const char *what, const char *text, char *path,
+                  size_t pathlen)
+{
+  FILE *f;
+  int fd;
+
+  snprintf(path, pathlen, "/tmp/gpugate-%s-XXXXXX", what);
+  fd = mkstemp(path);
+  ck_assert_msg(fd >= 0, "mkstemp %s: %s", path, strerror(errno));
+  f = fdopen(fd, "w");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_int_ge(fputs(text, f), 0);
+  ck_assert_int_eq(fclose(f), 0);
+}
+
+int h_log_count(const struct h_server *s, const char *needle)
+{
+  char *text = h_slurp(s->log, NULL);
+  const char *p;
+  int n = 0;
+
+  for (p = text; p && (p = strstr(p, needle)) != NULL; p += strlen(needle))
+    n++;
+  free(text);
+  return n;
+}
+
+PGconn *h_db_connect(const char *url)
+{
+  PGconn *pg = PQconnectdb(url);
+
+  if (PQstatus(pg) == CONNECTION_OK)
+    PQclear(PQexec(pg, "SET jit = off"));
+  return pg;
+}
+
+long long h_db_int(PGconn *pg, const char *sql)
+{
+  PGresult *res = PQexec(pg, sql);
+  long long v;
+
+  ck_assert_msg(PQresultStatus(res) == PGRES_TUPLES_OK, "%s: %s", sql,
+                PQresultErrorMessage(res));
+  v = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+  PQclear(res);
+  return v;
+}
+
+void h_db_state_summary(PGconn *pg, char *out, size_t outlen)
+{
+  PGresult *res = PQexec(pg, "SELECT state, count(*) FROM jobs GROUP BY 1 "
+                             "ORDER BY 1");
+  size_t used = 0;
+  int i;
+
+  out[0] = '\0';
+  for (i = 0; PQresultStatus(res) == PGRES_TUPLES_OK && i < PQntuples(res);
+       i++) {
+    int n = snprintf(out + used, outlen - used, "%s%s=%s", i ? " " : "",
+                     PQgetvalue(res, i, 0), PQgetvalue(res, i, 1));
+    if (n < 0 || (size_t)n >= outlen - used)
+      break;
+    used += (size_t)n;
+  }
+  PQclear(res);
+}
+
+int h_db_violations(PGconn *pg, const char *stmt, char *first, size_t len)
+{
+  PGresult *res = stmt ? PQexecPrepared(pg, stmt, 0, NULL, NULL, NULL, 0)
+                       : PQexec(pg, h_sql_quota_violations);
+  int n;
+
+  if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+    snprintf(first, len, "query failed: %s", PQresultErrorMessage(res));
+    PQclear(res);
+    return -1;
+  }
+  n = PQntuples(res);
+  if (n > 0)
+    snprintf(first, len, "%s", PQgetvalue(res, 0, 0));
+  PQclear(res);
+  return n;
 }
 
 #define HOLDING "('ADMITTED', 'QUEUED', 'RUNNING', 'EVICTING')"

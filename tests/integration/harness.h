@@ -5,12 +5,17 @@
  * tests/run.sh starts one cluster for the whole run and exports its URI as
  * GPUGATE_TEST_PG_URI; each suite creates its own database in it. Tests
  * that must stop PostgreSQL start a private cluster with h_pg_start().
+ *
+ * Helpers that "fail the test" do so with Check's ck_assert, so they run
+ * only inside a test (or its fixture), not in a watcher thread.
  */
 #ifndef GPUGATE_TEST_HARNESS_H
 #define GPUGATE_TEST_HARNESS_H
 
 #include <jansson.h>
+#include <libpq-fe.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 #define H_SECRET_FILE "tests/fixtures/keys/hs256.secret"
@@ -33,6 +38,15 @@ struct h_resp {
 
 /* Create a fresh database named name in the run's cluster; writes its URI. */
 int h_db_create(const char *name, char *url, size_t urllen);
+
+/* The reference architecture of SPEC §2, as `gpugate apply` takes it. */
+#define H_REFERENCE "deploy/examples/reference-architecture.json"
+
+/*
+ * h_db_create(name), then `gpugate apply config` on it; fails the test
+ * (Check) with gpugate's output when either fails. Writes the URI.
+ */
+void h_db_apply(const char *name, const char *config, char *url, size_t urllen);
 
 /*
  * Start build/gpugate serve on port 0 against db_url with the test JWT
@@ -98,6 +112,19 @@ void h_resp_free(struct h_resp *r);
 char *h_token(const char *team, const char *role, long ttl_s);
 
 /*
+ * Run argv (argv[0] a path) with the test process's environment, less the
+ * GPUGATE_ variables other than GPUGATE_TEST_, plus extra_env ("NAME=value",
+ * NULL-ended, may be NULL), and wait up to timeout_ms (-1: no limit).
+ * stdout and stderr together are appended to the file log, which is kept
+ * (NULL: a temp file, removed), and copied to out (at most outlen - 1
+ * bytes, NUL-terminated; may be NULL). Returns the exit status (128 +
+ * signal when killed), -1 when it could not be started, -2 when it still
+ * ran at the timeout (it is left running).
+ */
+int h_run(const char *const *argv, const char *const *extra_env,
+          long timeout_ms, const char *log, char *out, size_t outlen);
+
+/*
  * Run build/gpugate with args against db_url (test JWT env set); stdout and
  * stderr go to out (may be NULL). Returns the exit status, -1 on failure.
  */
@@ -110,6 +137,80 @@ int h_pg_stop(const char *dir);
 
 /* True when the response is problem+json naming field (NULL: any). */
 bool h_is_problem(const struct h_resp *r, long status, const char *field);
+
+/*
+ * One request with no extra headers that must answer want; fails the test
+ * (Check) on no response or another status. Returns the JSON body (new
+ * reference; NULL when the body is empty or not JSON).
+ */
+json_t *h_call(const struct h_server *s, const char *method, const char *path,
+               const char *token, const char *body, long want);
+
+/*
+ * GET an emulator control endpoint (/emulator/jobs, /emulator/requests,
+ * ...); fails the test unless it answers 200 with JSON. Returns a new
+ * reference.
+ */
+json_t *h_emu_get(const struct h_server *emu, const char *path);
+
+/*
+ * POST a typical job of the reference architecture (2 tasks × (2 CPU,
+ * 10 GiB, 2 GPU), python train.py) named name to team's queue with
+ * priority class klass through s; fails the test unless it answers 201.
+ * Its id goes to id (may be NULL).
+ */
+void h_submit_typical(const struct h_server *s, const char *team,
+                      const char *token, const char *queue, const char *name,
+                      const char *klass, char id[32]);
+
+/* ---- small helpers shared by the suites ---- */
+
+void h_sleep_ms(long ms);
+
+/* CLOCK_MONOTONIC in milliseconds. */
+long long h_now_ms(void);
+
+/* xorshift32: the next value of the sequence seeded in *s (updated). */
+unsigned h_next_rand(unsigned *s);
+
+/* The string member k of o (borrowed), or NULL. */
+const char *h_str(const json_t *o, const char *k);
+
+/* The whole file at path (malloc'd, NUL-terminated) and its length in *len
+ * (may be NULL); NULL when it cannot be read. */
+char *h_slurp(const char *path, size_t *len);
+
+/*
+ * A new file /tmp/gpugate-<what>-XXXXXX holding text; its path goes to
+ * path (the caller unlinks it). Fails the test (Check) when it cannot.
+ */
+void h_write_temp(const char *what, const char *text, char *path,
+                  size_t pathlen);
+
+/* Occurrences of needle in the log of s (0 when there is none yet). */
+int h_log_count(const struct h_server *s, const char *needle);
+
+/*
+ * A connection to url with JIT off (the planner overestimates the JSON set
+ * functions of h_sql_quota_violations and would JIT-compile every check).
+ * The caller checks PQstatus() and PQfinish()es it. Safe from any thread.
+ */
+PGconn *h_db_connect(const char *url);
+
+/* The first column of the first row of sql as an integer; fails the test
+ * (Check) when the query fails. */
+long long h_db_int(PGconn *pg, const char *sql);
+
+/* A one-line summary "STATE=n ..." of the jobs table into out. */
+void h_db_state_summary(PGconn *pg, char *out, size_t outlen);
+
+/*
+ * Run h_sql_quota_violations: as the statement prepared under the name
+ * stmt, or as text when stmt is NULL. Returns the number of violations
+ * (-1: the query failed); the first one, or the error, goes to first.
+ * Does not touch Check: safe from a watcher thread.
+ */
+int h_db_violations(PGconn *pg, const char *stmt, char *first, size_t len);
 
 /*
  * SQL that returns one text row per violated quota invariant (per cluster

@@ -61,24 +61,6 @@ static void remove_files(void)
   rmdir(workdir);
 }
 
-/* The whole of path, malloc'd, NUL-terminated; NULL on failure. */
-static char *slurp(const char *path, size_t *len)
-{
-  FILE *f = fopen(path, "rb");
-  char *buf = NULL;
-  long n;
-
-  if (!f)
-    return NULL;
-  if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 &&
-      fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n + 1))) {
-    *len = fread(buf, 1, (size_t)n, f);
-    buf[*len] = '\0';
-  }
-  fclose(f);
-  return buf;
-}
-
 /* gzip (RFC 1952) of in[0..n), malloc'd; NULL on failure. */
 static unsigned char *gzip(const char *in, size_t n, size_t *out_len)
 {
@@ -129,8 +111,8 @@ static void generate_once(void)
   ck_assert_int_eq(bg_write_export(plain, badf, &data, bad, MAX_BAD, &nbad), 0);
   fclose(plain);
   fclose(badf);
-  plain_body = slurp(plain_path, &plain_len);
-  bad_body = slurp(bad_path, &bad_len);
+  plain_body = h_slurp(plain_path, &plain_len);
+  bad_body = h_slurp(bad_path, &bad_len);
   ck_assert(plain_body && bad_body);
   gz_body = gzip(plain_body, plain_len, &gz_len);
   ck_assert_ptr_nonnull(gz_body);
@@ -144,15 +126,11 @@ static void generate_once(void)
 /* A fresh database name with the reference architecture, and a server. */
 static void start(const char *db)
 {
-  const char *args[] = {"apply", "deploy/examples/reference-architecture.json",
-                        NULL};
   static const char *const env[] = {"GPUGATE_RATE_LIMIT_RPS=100000",
                                     "GPUGATE_ADMISSION_INTERVAL_MS=200", NULL};
-  char out[2048];
 
   generate_once();
-  ck_assert_int_eq(h_db_create(db, db_url, sizeof(db_url)), 0);
-  ck_assert_msg(h_gpugate(db_url, args, out, sizeof(out)) == 0, "%s", out);
+  h_db_apply(db, H_REFERENCE, db_url, sizeof(db_url));
   ck_assert_int_eq(h_server_start(&srv, db_url, env), 0);
 }
 
@@ -182,18 +160,6 @@ static void teardown(void)
 }
 
 /* ---- helpers ---------------------------------------------------------- */
-
-static void sleep_ms(long ms)
-{
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-  nanosleep(&ts, NULL);
-}
-
-static const char *str_of(const json_t *o, const char *k)
-{
-  return json_string_value(json_object_get(o, k));
-}
 
 static json_int_t int_of(const json_t *o, const char *k)
 {
@@ -433,8 +399,8 @@ static void check_json(const char *token, const char *base, const char *team,
   ck_assert_int_eq(h_request(&srv, "GET", path, token, NULL, NULL, &r), 0);
   ck_assert_msg(r.status == 200 && r.json, "GET %s: %ld %.300s", path, r.status,
                 r.body);
-  ck_assert_str_eq(str_of(r.json, "from"), rc->from);
-  ck_assert_str_eq(str_of(r.json, "to"), rc->to);
+  ck_assert_str_eq(h_str(r.json, "from"), rc->from);
+  ck_assert_str_eq(h_str(r.json, "to"), rc->to);
   gb = json_object_get(r.json, "group_by");
   ck_assert_msg(json_is_array(gb), "%s: group_by", path);
   for (d = 0; d < BG_NDIMS; d++)
@@ -464,7 +430,7 @@ static void check_json(const char *token, const char *base, const char *team,
     }
     ck_assert_int_eq(c, ncols);
     for (c = 0; c < ncols - 4; c++) {
-      const char *s = str_of(row, cols[c]);
+      const char *s = h_str(row, cols[c]);
       ck_assert_msg(s != NULL, "GET %s row %zu: %s not a string", path, i,
                     cols[c]);
       klen += (size_t)snprintf(key + klen, sizeof(key) - klen, "%s%s",
@@ -474,14 +440,14 @@ static void check_json(const char *token, const char *base, const char *team,
     if (prev[0]) {
       int cmp = 0;
       for (c = 0; c < ncols - 4 && cmp == 0; c++)
-        cmp = strcmp(prev[c], str_of(row, cols[c]));
+        cmp = strcmp(prev[c], h_str(row, cols[c]));
       ck_assert_msg(cmp < 0, "GET %s: row %zu not after row %zu", path, i,
                     i - 1);
     }
     for (c = 0; c < ncols - 4; c++)
-      prev[c] = str_of(row, cols[c]);
+      prev[c] = h_str(row, cols[c]);
     if (team)
-      ck_assert_str_eq(str_of(row, "team"), team);
+      ck_assert_str_eq(h_str(row, "team"), team);
     e = bg_find(exp, nexp, key);
     ck_assert_msg(e != NULL, "GET %s: unexpected row %s", path, key);
     ck_assert_msg(
@@ -504,7 +470,7 @@ static void check_json(const char *token, const char *base, const char *team,
       json_is_array(totals) && json_array_size(totals) == (size_t)ntot,
       "GET %s: totals %.300s", path, json_dumps(totals, JSON_COMPACT));
   json_array_foreach (totals, k, row) {
-    const char *cur = str_of(row, "currency");
+    const char *cur = h_str(row, "currency");
     const struct bg_sum *e = cur ? bg_find(tot, ntot, cur) : NULL;
     ck_assert_msg(e != NULL, "GET %s: total of %s", path, cur);
     ck_assert_msg(
@@ -705,19 +671,19 @@ START_TEST(unattributed_and_currencies)
                    0);
   ck_assert_int_eq(r.status, 200);
   json_array_foreach (json_object_get(r.json, "rows"), i, row) {
-    const char *cur = str_of(row, "currency");
+    const char *cur = h_str(row, "currency");
     ck_assert(cur && (!strcmp(cur, "USD") || !strcmp(cur, "EUR")));
-    if (!strcmp(str_of(row, "team"), BG_UNATTRIBUTED))
+    if (!strcmp(h_str(row, "team"), BG_UNATTRIBUTED))
       unattributed++;
-    if (!strcmp(str_of(row, "team"), "team-c"))
+    if (!strcmp(h_str(row, "team"), "team-c"))
       team_c++;
   }
   ck_assert_int_eq(unattributed, 2); /* USD and EUR */
   ck_assert_int_eq(team_c, 2);
   row = json_object_get(r.json, "totals");
   ck_assert_uint_eq(json_array_size(row), 2);
-  ck_assert_str_eq(str_of(json_array_get(row, 0), "currency"), "EUR");
-  ck_assert_str_eq(str_of(json_array_get(row, 1), "currency"), "USD");
+  ck_assert_str_eq(h_str(json_array_get(row, 0), "currency"), "EUR");
+  ck_assert_str_eq(h_str(json_array_get(row, 1), "currency"), "USD");
   h_resp_free(&r);
 }
 END_TEST
@@ -948,7 +914,7 @@ START_TEST(ingest_malformed)
   ingest(finance, bad_body, bad_len, false, &r);
   expect_counts(&r, (long)data.n, 0, (long)nbad);
   json_array_foreach (json_object_get(r.json, "rejected"), i, e) {
-    const char *err = str_of(e, "error");
+    const char *err = h_str(e, "error");
     ck_assert_msg(int_of(e, "line") == bad[i].line && err &&
                       !strncmp(err, bad[i].error, strlen(bad[i].error)),
                   "rejection %zu: line %lld \"%s\", want line %ld \"%s...\"", i,
@@ -1028,7 +994,7 @@ static void submit(const char *team, const char *token, const char *name,
            name);
   ck_assert_int_eq(h_request(&srv, "POST", path, token, body, NULL, &r), 0);
   ck_assert_msg(r.status == 201, "submit %s: %ld %s", name, r.status, r.body);
-  snprintf(id, 32, "%s", str_of(r.json, "id"));
+  snprintf(id, 32, "%s", h_str(r.json, "id"));
   h_resp_free(&r);
 }
 
@@ -1050,15 +1016,15 @@ static json_t *wait_job(const char *team, const char *token, const char *id,
     ck_assert_msg(r.status == 200, "GET %s: %ld %s", path, r.status, r.body);
     j = json_incref(r.json);
     h_resp_free(&r);
-    state = str_of(j, "state");
-    reason = str_of(j, "reason");
+    state = h_str(j, "state");
+    reason = h_str(j, "reason");
     done = admitted ? state && strcmp(state, "PENDING") != 0
                     : state && !strcmp(state, "PENDING") && reason &&
                           !strcmp(reason, "BudgetExceeded");
     if (done || waited >= 10000)
       return j;
     json_decref(j);
-    sleep_ms(100);
+    h_sleep_ms(100);
   }
 }
 
@@ -1069,12 +1035,11 @@ static void expect_job(const char *team, const char *token, const char *id,
   char *text = json_dumps(j, JSON_COMPACT);
 
   if (admitted)
-    ck_assert_msg(strcmp(str_of(j, "state"), "PENDING") != 0,
+    ck_assert_msg(strcmp(h_str(j, "state"), "PENDING") != 0,
                   "job %s not admitted: %s", id, text);
   else
-    ck_assert_msg(!strcmp(str_of(j, "state"), "PENDING") &&
-                      str_of(j, "reason") &&
-                      !strcmp(str_of(j, "reason"), "BudgetExceeded"),
+    ck_assert_msg(!strcmp(h_str(j, "state"), "PENDING") && h_str(j, "reason") &&
+                      !strcmp(h_str(j, "reason"), "BudgetExceeded"),
                   "job %s not held for its budget: %s", id, text);
   free(text);
   json_decref(j);
@@ -1107,7 +1072,7 @@ START_TEST(budget_hold)
   put_team_a(100);
   b = budget_of("team-a", member_a);
   ck_assert_double_eq_tol(num_of(b, "monthly_budget_usd"), 100, 1e-9);
-  ck_assert_str_eq(str_of(b, "budget_policy"), "hold");
+  ck_assert_str_eq(h_str(b, "budget_policy"), "hold");
   ck_assert_double_eq_tol(num_of(b, "month_to_date_net_usd"), 0, 1e-9);
   ck_assert(json_is_false(json_object_get(b, "over_budget")));
   json_decref(b);
@@ -1139,7 +1104,7 @@ START_TEST(budget_hold)
   ck_assert_int_eq(bg_write_row(f, NULL, "USD", today, 70000000, 0, 6, &rows),
                    0);
   fclose(f);
-  body = slurp(path, &len);
+  body = h_slurp(path, &len);
   unlink(path);
   ck_assert_ptr_nonnull(body);
   ingest(finance, body, len, false, &r);
@@ -1169,7 +1134,7 @@ START_TEST(budget_hold)
   expect_job("team-b", member_b, id_b, true);
   submit("team-a", member_a, "after-the-bill-2", id_held2);
   expect_job("team-a", member_a, id_held2, false);
-  sleep_ms(800); /* several admission cycles: still held */
+  h_sleep_ms(800); /* several admission cycles: still held */
   expect_job("team-a", member_a, id_held, false);
 
   /* the budget rises: both are admitted */

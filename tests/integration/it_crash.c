@@ -53,37 +53,6 @@ Suite *crash_suite(void);
 #define CRASH_SPREAD_MS 10000 /* submissions spread over this long */
 #define CRASH_SEED 20261122u
 
-static void sleep_ms(long ms)
-{
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-  nanosleep(&ts, NULL);
-}
-
-static long long now_ms(void)
-{
-  struct timespec ts;
-
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* xorshift32 with a fixed seed: the same kill schedule on every run. */
-static unsigned next_rand(unsigned *s)
-{
-  unsigned x = *s;
-
-  x ^= x << 13;
-  x ^= x >> 17;
-  x ^= x << 5;
-  return *s = x;
-}
-
-static const char *str_of(const json_t *o, const char *k)
-{
-  return json_string_value(json_object_get(o, k));
-}
-
 /* The emulator's "time" (RFC 3339, microseconds, UTC) in microseconds. */
 static long long time_us(const char *s)
 {
@@ -100,71 +69,24 @@ static long long time_us(const char *s)
   return (long long)timegm(&tm) * 1000000LL + usec;
 }
 
-/* True when the file at path contains needle. */
-static bool file_contains(const char *path, const char *needle)
-{
-  FILE *f = fopen(path, "r");
-  char line[8192];
-  bool found = false;
-
-  while (f && !found && fgets(line, sizeof(line), f))
-    found = strstr(line, needle) != NULL;
-  if (f)
-    fclose(f);
-  return found;
-}
-
 /* Tokens and keys are never logged (SPEC §4). */
 static void assert_no_secrets(const struct h_server *srv)
 {
-  ck_assert_msg(!file_contains(srv->log, "ya29."), "an access token is in %s",
+  ck_assert_msg(h_log_count(srv, "ya29.") == 0, "an access token is in %s",
                 srv->log);
-  ck_assert_msg(!file_contains(srv->log, "PRIVATE KEY"),
-                "a private key is in %s", srv->log);
-  ck_assert_msg(!file_contains(srv->log, "eyJ"), "a JWT is in %s", srv->log);
+  ck_assert_msg(h_log_count(srv, "PRIVATE KEY") == 0, "a private key is in %s",
+                srv->log);
+  ck_assert_msg(h_log_count(srv, "eyJ") == 0, "a JWT is in %s", srv->log);
 }
 
 /* ---- database ------------------------------------------------------- */
 
 static PGconn *connect_db(const char *url)
 {
-  PGconn *pg = PQconnectdb(url);
+  PGconn *pg = h_db_connect(url);
 
   ck_assert_msg(PQstatus(pg) == CONNECTION_OK, "%s", PQerrorMessage(pg));
-  PQclear(PQexec(pg, "SET jit = off"));
   return pg;
-}
-
-static long long db_int(PGconn *pg, const char *sql)
-{
-  PGresult *res = PQexec(pg, sql);
-  long long v;
-
-  ck_assert_msg(PQresultStatus(res) == PGRES_TUPLES_OK, "%s: %s", sql,
-                PQresultErrorMessage(res));
-  v = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
-  PQclear(res);
-  return v;
-}
-
-/* A one-line summary "STATE=n ..." of the jobs table. */
-static void state_summary(PGconn *pg, char *out, size_t outlen)
-{
-  PGresult *res = PQexec(pg, "SELECT state, count(*) FROM jobs GROUP BY 1 "
-                             "ORDER BY 1");
-  size_t used = 0;
-  int i;
-
-  out[0] = '\0';
-  for (i = 0; PQresultStatus(res) == PGRES_TUPLES_OK && i < PQntuples(res);
-       i++) {
-    int n = snprintf(out + used, outlen - used, "%s%s=%s", i ? " " : "",
-                     PQgetvalue(res, i, 0), PQgetvalue(res, i, 1));
-    if (n < 0 || (size_t)n >= outlen - used)
-      break;
-    used += (size_t)n;
-  }
-  PQclear(res);
 }
 
 /* Wait until all n jobs are terminal; returns how many are. */
@@ -173,24 +95,15 @@ static long long wait_terminal(PGconn *pg, long long n, long long deadline_ms)
   long long done;
 
   for (;;) {
-    done = db_int(pg, "SELECT count(*) FROM jobs WHERE state IN "
-                      "('SUCCEEDED', 'FAILED', 'CANCELLED')");
-    if (done >= n || now_ms() >= deadline_ms)
+    done = h_db_int(pg, "SELECT count(*) FROM jobs WHERE state IN "
+                        "('SUCCEEDED', 'FAILED', 'CANCELLED')");
+    if (done >= n || h_now_ms() >= deadline_ms)
       return done;
-    sleep_ms(250);
+    h_sleep_ms(250);
   }
 }
 
 /* ---- processes ------------------------------------------------------ */
-
-static void setup_db(const char *name, char *db_url, size_t len)
-{
-  const char *args[] = {"apply", CONFIG, NULL};
-  char out[4096];
-
-  ck_assert_int_eq(h_db_create(name, db_url, len), 0);
-  ck_assert_msg(h_gpugate(db_url, args, out, sizeof(out)) == 0, "%s", out);
-}
 
 static void start_emulator(struct h_server *emu, const char *const *extra)
 {
@@ -223,30 +136,6 @@ static int start_gpugate(struct h_server *srv, const struct h_server *emu,
     env[n++] = extra[i];
   env[n] = NULL;
   return h_server_start(srv, db_url, env);
-}
-
-/* GET an emulator control endpoint; returns a new reference. */
-static json_t *emu_get(const struct h_server *emu, const char *path)
-{
-  struct h_resp r;
-  json_t *j;
-
-  ck_assert_int_eq(h_request(emu, "GET", path, NULL, NULL, NULL, &r), 0);
-  ck_assert_msg(r.status == 200 && r.json, "GET %s: %ld %s", path, r.status,
-                r.body);
-  j = json_incref(r.json);
-  h_resp_free(&r);
-  return j;
-}
-
-static void emu_post(const struct h_server *emu, const char *path,
-                     const char *body)
-{
-  struct h_resp r;
-
-  ck_assert_int_eq(h_request(emu, "POST", path, NULL, body, NULL, &r), 0);
-  ck_assert_msg(r.status == 200, "POST %s: %ld %s", path, r.status, r.body);
-  h_resp_free(&r);
 }
 
 /* ---- jobs ----------------------------------------------------------- */
@@ -284,8 +173,8 @@ static long submit_once(unsigned short port, const char *token, int i,
     return 0;
   }
   status = r.status;
-  if (status == 201 && str_of(r.json, "id"))
-    snprintf(id, 40, "%s", str_of(r.json, "id"));
+  if (status == 201 && h_str(r.json, "id"))
+    snprintf(id, 40, "%s", h_str(r.json, "id"));
   else if (status == 201)
     status = -201; /* 201 without an id */
   h_resp_free(&r);
@@ -314,7 +203,7 @@ static void submit_all(const struct h_server *srv, const char *token, int n,
 static void assert_one_batch_job_each(const struct h_server *emu, PGconn *pg,
                                       long long want)
 {
-  json_t *dump = emu_get(emu, "/emulator/jobs");
+  json_t *dump = h_emu_get(emu, "/emulator/jobs");
   json_t *jobs = json_object_get(dump, "jobs");
   json_t *creates = json_object_get(dump, "creates");
   json_t *mine = json_object(), *j, *v;
@@ -346,7 +235,7 @@ static void assert_one_batch_job_each(const struct h_server *emu, PGconn *pg,
 
   /* every Batch job belongs to a gpugate job attempt, once */
   json_array_foreach (jobs, i, j) {
-    name = str_of(j, "name");
+    name = h_str(j, "name");
     ck_assert_ptr_nonnull(name);
     v = json_object_get(mine, name);
     ck_assert_msg(v != NULL, "Batch job %s belongs to no gpugate job attempt",
@@ -377,9 +266,27 @@ static void assert_one_batch_job_each(const struct h_server *emu, PGconn *pg,
   json_decref(dump);
 }
 
+/*
+ * Within ms, all n jobs terminal and SUCCEEDED (what names the moment in
+ * the failure message), with one Batch job each.
+ */
+static void assert_all_succeeded(const struct h_server *emu,
+                                 const struct h_server *srv, PGconn *pg,
+                                 long long n, long ms, const char *what)
+{
+  char summary[256];
+  long long done = wait_terminal(pg, n, h_now_ms() + ms);
+
+  h_db_state_summary(pg, summary, sizeof(summary));
+  ck_assert_msg(done == n && h_db_int(pg, "SELECT count(*) FROM jobs WHERE "
+                                          "state = 'SUCCEEDED'") == n,
+                "%s: %s; see %s", what, summary, srv->log);
+  assert_one_batch_job_each(emu, pg, n);
+}
+
 static bool is_create(const json_t *e)
 {
-  const char *path = str_of(e, "path"), *m = str_of(e, "method");
+  const char *path = h_str(e, "path"), *m = h_str(e, "method");
   size_t n = path ? strlen(path) : 0;
 
   return m && !strcmp(m, "POST") && n > 5 &&
@@ -389,21 +296,21 @@ static bool is_create(const json_t *e)
 
 static bool is_batch(const json_t *e)
 {
-  const char *path = str_of(e, "path");
+  const char *path = h_str(e, "path");
 
   return path && !strncmp(path, BATCH_PREFIX, strlen(BATCH_PREFIX));
 }
 
 static bool is_metadata_token(const json_t *e)
 {
-  const char *path = str_of(e, "path");
+  const char *path = h_str(e, "path");
 
   return path && !strcmp(path, METADATA_TOKEN);
 }
 
 static bool is_oauth_token(const json_t *e)
 {
-  const char *path = str_of(e, "path"), *m = str_of(e, "method");
+  const char *path = h_str(e, "path"), *m = h_str(e, "method");
 
   return path && m && !strcmp(path, "/token") && !strcmp(m, "POST");
 }
@@ -421,7 +328,7 @@ static long status_of(const json_t *e)
  */
 static long creates_consistent(const struct h_server *emu, long *non200)
 {
-  json_t *reqs = emu_get(emu, "/emulator/requests"), *first = json_object();
+  json_t *reqs = h_emu_get(emu, "/emulator/requests"), *first = json_object();
   json_t *tries = json_object(), *e, *v;
   const char *id, *rid;
   size_t i;
@@ -431,15 +338,15 @@ static long creates_consistent(const struct h_server *emu, long *non200)
   json_array_foreach (json_object_get(reqs, "requests"), i, e) {
     if (!is_create(e))
       continue;
-    id = str_of(json_object_get(e, "query"), "job_id");
-    rid = str_of(json_object_get(e, "query"), "request_id");
+    id = h_str(json_object_get(e, "query"), "job_id");
+    rid = h_str(json_object_get(e, "query"), "request_id");
     ck_assert_msg(id && rid, "a create without job_id or request_id");
     *non200 += status_of(e) != 200;
     if (!json_object_get(first, id))
       json_object_set_new(first, id, json_string(rid));
-    ck_assert_msg(!strcmp(str_of(first, id), rid),
+    ck_assert_msg(!strcmp(h_str(first, id), rid),
                   "creates of %s carried request ids %s and %s", id,
-                  str_of(first, id), rid);
+                  h_str(first, id), rid);
     v = json_object_get(tries, id);
     json_object_set_new(tries, id,
                         json_integer(v ? json_integer_value(v) + 1 : 1));
@@ -497,15 +404,15 @@ static void *submitter(void *arg)
 
   for (i = s->first; i < CRASH_JOBS; i += CRASH_SUBMITTERS)
     pending[n++] = i;
-  while (n > 0 && now_ms() < run->deadline_ms) {
+  while (n > 0 && h_now_ms() < run->deadline_ms) {
     int left = 0;
-    for (k = 0; k < n && now_ms() < run->deadline_ms; k++) {
+    for (k = 0; k < n && h_now_ms() < run->deadline_ms; k++) {
       long long due =
           run->start_ms + (long long)pending[k] * CRASH_SPREAD_MS / CRASH_JOBS;
       long st;
       i = pending[k];
-      while (now_ms() < due)
-        sleep_ms(2);
+      while (h_now_ms() < due)
+        h_sleep_ms(2);
       for (;;) {
         st = submit_once((unsigned short)atomic_load(&run->port), run->token, i,
                          run->ids[i]);
@@ -526,11 +433,11 @@ static void *submitter(void *arg)
           crash_fail(run, "a submission got an unexpected status", i, st);
           return NULL;
         }
-        if (now_ms() >= run->deadline_ms) {
+        if (h_now_ms() >= run->deadline_ms) {
           crash_fail(run, "a submission got no 201 before the deadline", i, st);
           return NULL;
         }
-        sleep_ms(20);
+        h_sleep_ms(20);
       }
     }
     /* anything not reached before the deadline stays pending */
@@ -538,7 +445,7 @@ static void *submitter(void *arg)
       pending[left++] = pending[k];
     n = left;
     if (n > 0)
-      sleep_ms(250);
+      h_sleep_ms(250);
   }
   if (n > 0)
     crash_fail(run, "submissions got no 201 before the deadline", pending[0],
@@ -564,8 +471,8 @@ START_TEST(crash_kill9_exactly_once)
   int k;
   PGconn *pg;
 
-  t0 = now_ms();
-  setup_db("it_crash", db_url, sizeof(db_url));
+  t0 = h_now_ms();
+  h_db_apply("it_crash", CONFIG, db_url, sizeof(db_url));
   start_emulator(&emu, emu_env);
   ck_assert_int_eq(start_gpugate(&srv, &emu, db_url, NULL), 0);
   pg = connect_db(db_url);
@@ -576,7 +483,7 @@ START_TEST(crash_kill9_exactly_once)
   run.token = h_token(TEAM, "member", 3600);
   ck_assert_ptr_nonnull(run.token);
   run.ids = crash_ids;
-  run.start_ms = now_ms();
+  run.start_ms = h_now_ms();
   run.deadline_ms = run.start_ms + 120000;
   for (k = 0; k < CRASH_SUBMITTERS; k++) {
     subs[k].run = &run;
@@ -587,16 +494,16 @@ START_TEST(crash_kill9_exactly_once)
 
   /* ten SIGKILLs, 0.5–3 s apart, each followed by a restart */
   for (k = 0; k < CRASH_KILLS; k++) {
-    sleep_ms(500 + (long)(next_rand(&seed) % 2501u));
+    h_sleep_ms(500 + (long)(h_next_rand(&seed) % 2501u));
     ck_assert_msg(h_server_kill(&srv, SIGKILL) == 0, "kill %d failed", k + 1);
     ck_assert_msg(start_gpugate(&srv, &emu, db_url, NULL) == 0,
                   "restart %d failed; see %s", k + 1, srv.log);
     atomic_store(&run.port, srv.port);
   }
-  t_kills = now_ms();
+  t_kills = h_now_ms();
   for (k = 0; k < CRASH_SUBMITTERS; k++)
     pthread_join(subs[k].thread, NULL);
-  t_sub = now_ms();
+  t_sub = h_now_ms();
   ck_assert_msg(atomic_load(&run.bad) == 0, "%d submitters failed: %s",
                 atomic_load(&run.bad), run.bad_msg);
   ck_assert_int_eq(atomic_load(&run.submitted), CRASH_JOBS);
@@ -611,26 +518,26 @@ START_TEST(crash_kill9_exactly_once)
   }
   json_decref(seen);
 
-  done = wait_terminal(pg, CRASH_JOBS, now_ms() + 60000);
-  t_done = now_ms();
-  state_summary(pg, summary, sizeof(summary));
+  done = wait_terminal(pg, CRASH_JOBS, h_now_ms() + 60000);
+  t_done = h_now_ms();
+  h_db_state_summary(pg, summary, sizeof(summary));
   ck_assert_msg(done == CRASH_JOBS,
                 "%lld of %d jobs terminal after the deadline: %s; last log %s",
                 done, CRASH_JOBS, summary, srv.log);
-  ck_assert_int_eq(db_int(pg, "SELECT count(*) FROM jobs"), CRASH_JOBS);
-  ck_assert_msg(db_int(pg, "SELECT count(*) FROM jobs WHERE state = "
-                           "'SUCCEEDED'") == CRASH_JOBS,
+  ck_assert_int_eq(h_db_int(pg, "SELECT count(*) FROM jobs"), CRASH_JOBS);
+  ck_assert_msg(h_db_int(pg, "SELECT count(*) FROM jobs WHERE state = "
+                             "'SUCCEEDED'") == CRASH_JOBS,
                 "not all jobs SUCCEEDED: %s", summary);
-  ck_assert_int_eq(db_int(pg, "SELECT count(*) FROM jobs WHERE team = '" TEAM
-                              "' AND name LIKE 'c-%'"),
+  ck_assert_int_eq(h_db_int(pg, "SELECT count(*) FROM jobs WHERE team = '" TEAM
+                                "' AND name LIKE 'c-%'"),
                    CRASH_JOBS);
   /* the outbox drained; every job was recorded as created exactly once */
-  ck_assert_int_eq(db_int(pg, "SELECT count(*) FROM batch_ops"), 0);
-  ck_assert_int_eq(db_int(pg, "SELECT count(*) FROM job_events WHERE "
-                              "reason = 'BatchJobCreated'"),
+  ck_assert_int_eq(h_db_int(pg, "SELECT count(*) FROM batch_ops"), 0);
+  ck_assert_int_eq(h_db_int(pg, "SELECT count(*) FROM job_events WHERE "
+                                "reason = 'BatchJobCreated'"),
                    CRASH_JOBS);
-  ck_assert_int_eq(db_int(pg, "SELECT count(DISTINCT job_id) FROM job_events "
-                              "WHERE reason = 'BatchJobCreated'"),
+  ck_assert_int_eq(h_db_int(pg, "SELECT count(DISTINCT job_id) FROM job_events "
+                                "WHERE reason = 'BatchJobCreated'"),
                    CRASH_JOBS);
   assert_one_batch_job_each(&emu, pg, CRASH_JOBS);
 
@@ -668,42 +575,44 @@ START_TEST(faults_retry_after_and_exactly_once)
   struct h_server emu, srv;
   char db_url[512], summary[256], *token;
   json_t *reqs, *e, *last429;
-  long long t0 = now_ms(), done;
+  long long t0 = h_now_ms(), done;
   long n429 = 0, n503 = 0, ntimeout = 0, checked = 0, creates = 0;
   long long min_gap_us = -1;
   size_t i;
   PGconn *pg;
 
-  setup_db("it_crash_faults", db_url, sizeof(db_url));
+  h_db_apply("it_crash_faults", CONFIG, db_url, sizeof(db_url));
   start_emulator(&emu, emu_env);
-  emu_post(&emu, "/emulator/faults",
-           "{\"error_rate\": 0.2, \"codes\": [429, 503], \"timeout_rate\": "
-           "0.03, \"timeout_ms\": 2000, \"retry_after_s\": 1}");
+  json_decref(h_call(&emu, "POST", "/emulator/faults", NULL,
+                     "{\"error_rate\": 0.2, \"codes\": [429, 503], "
+                     "\"timeout_rate\": 0.03, \"timeout_ms\": 2000, "
+                     "\"retry_after_s\": 1}",
+                     200));
   ck_assert_int_eq(start_gpugate(&srv, &emu, db_url, NULL), 0);
   pg = connect_db(db_url);
   token = h_token(TEAM, "member", 3600);
   ck_assert_ptr_nonnull(token);
   submit_all(&srv, token, FAULT_JOBS, fault_ids);
 
-  done = wait_terminal(pg, FAULT_JOBS, now_ms() + 100000);
-  state_summary(pg, summary, sizeof(summary));
+  done = wait_terminal(pg, FAULT_JOBS, h_now_ms() + 100000);
+  h_db_state_summary(pg, summary, sizeof(summary));
   ck_assert_msg(done == FAULT_JOBS, "%lld of %d jobs terminal: %s; see %s",
                 done, FAULT_JOBS, summary, srv.log);
-  ck_assert_msg(db_int(pg, "SELECT count(*) FROM jobs WHERE state = "
-                           "'SUCCEEDED'") == FAULT_JOBS,
+  ck_assert_msg(h_db_int(pg, "SELECT count(*) FROM jobs WHERE state = "
+                             "'SUCCEEDED'") == FAULT_JOBS,
                 "not all jobs SUCCEEDED: %s; see %s", summary, srv.log);
-  ck_assert_int_eq(db_int(pg, "SELECT count(*) FROM batch_ops"), 0);
+  ck_assert_int_eq(h_db_int(pg, "SELECT count(*) FROM batch_ops"), 0);
   assert_one_batch_job_each(&emu, pg, FAULT_JOBS);
 
   /* Retry-After: the next create of a job id after its 429 came ≥ 1 s
    * later (recorded times are when each request arrived) */
-  reqs = emu_get(&emu, "/emulator/requests");
+  reqs = h_emu_get(&emu, "/emulator/requests");
   last429 = json_object(); /* job_id → arrival of its latest 429, in µs */
   json_array_foreach (json_object_get(reqs, "requests"), i, e) {
-    const char *id = str_of(json_object_get(e, "query"), "job_id");
-    long long at = time_us(str_of(e, "time"));
+    const char *id = h_str(json_object_get(e, "query"), "job_id");
+    long long at = time_us(h_str(e, "time"));
     json_t *prev;
-    const char *fault = str_of(e, "fault");
+    const char *fault = h_str(e, "fault");
     if (!is_batch(e))
       continue;
     if (fault && !strcmp(fault, "timeout"))
@@ -713,7 +622,7 @@ START_TEST(faults_retry_after_and_exactly_once)
     if (!is_create(e) || !id)
       continue;
     creates++;
-    ck_assert_msg(at > 0, "bad request time %s", str_of(e, "time"));
+    ck_assert_msg(at > 0, "bad request time %s", h_str(e, "time"));
     prev = json_object_get(last429, id);
     if (prev) {
       long long gap = at - json_integer_value(prev);
@@ -748,7 +657,7 @@ START_TEST(faults_retry_after_and_exactly_once)
           "faults: %d jobs in %.1f s; %ld creates, %ld answered 429 (next "
           "create ≥ %.3f s later), %ld 503, %ld timeouts over all Batch "
           "calls\n",
-          FAULT_JOBS, (double)(now_ms() - t0) / 1000.0, creates, n429,
+          FAULT_JOBS, (double)(h_now_ms() - t0) / 1000.0, creates, n429,
           (double)min_gap_us / 1e6, n503, ntimeout);
 
   PQfinish(pg);
@@ -770,12 +679,12 @@ static void token_stats(const struct h_server *emu,
                         bool (*is_token)(const json_t *),
                         struct token_stats *st)
 {
-  json_t *reqs = emu_get(emu, "/emulator/requests"), *e;
+  json_t *reqs = h_emu_get(emu, "/emulator/requests"), *e;
   size_t i;
 
   memset(st, 0, sizeof(*st));
   json_array_foreach (json_object_get(reqs, "requests"), i, e) {
-    long long at = time_us(str_of(e, "time"));
+    long long at = time_us(h_str(e, "time"));
     if (is_token(e)) {
       if (st->token_calls < 64)
         st->token_us[st->token_calls] = at;
@@ -801,22 +710,17 @@ START_TEST(tokens_metadata_cached)
   static const char *const emu_env[] = {"EMU_RUN_MS=200", NULL};
   struct h_server emu, srv;
   struct token_stats st;
-  char db_url[512], summary[256], *token, ids[40][40];
-  long long t0 = now_ms(), done;
+  char db_url[512], *token, ids[40][40];
+  long long t0 = h_now_ms();
   PGconn *pg;
 
-  setup_db("it_crash_tok_cache", db_url, sizeof(db_url));
+  h_db_apply("it_crash_tok_cache", CONFIG, db_url, sizeof(db_url));
   start_emulator(&emu, emu_env);
   ck_assert_int_eq(start_gpugate(&srv, &emu, db_url, NULL), 0);
   pg = connect_db(db_url);
   token = h_token(TEAM, "member", 3600);
   submit_all(&srv, token, 40, ids);
-  done = wait_terminal(pg, 40, now_ms() + 30000);
-  state_summary(pg, summary, sizeof(summary));
-  ck_assert_msg(done == 40 && db_int(pg, "SELECT count(*) FROM jobs WHERE "
-                                         "state = 'SUCCEEDED'") == 40,
-                "jobs: %s; see %s", summary, srv.log);
-  assert_one_batch_job_each(&emu, pg, 40);
+  assert_all_succeeded(&emu, &srv, pg, 40, 30000, "jobs");
 
   token_stats(&emu, is_metadata_token, &st);
   /* every fetch answered 200: the emulator refuses one without
@@ -834,7 +738,7 @@ START_TEST(tokens_metadata_cached)
                 st.batch_calls);
   fprintf(stderr,
           "tokens (metadata, 1 h): %ld fetches for %ld Batch calls, %.1f s\n",
-          st.token_calls, st.batch_calls, (double)(now_ms() - t0) / 1000.0);
+          st.token_calls, st.batch_calls, (double)(h_now_ms() - t0) / 1000.0);
   PQfinish(pg);
   free(token);
   h_server_stop(&srv);
@@ -853,20 +757,20 @@ START_TEST(tokens_metadata_refreshed_before_expiry)
   struct h_server emu, srv;
   struct token_stats st;
   char db_url[512], *token, id[40];
-  long long t0 = now_ms(), first_token;
+  long long t0 = h_now_ms(), first_token;
   long k, after_expiry = 0, refresh = -1;
   json_t *reqs, *e;
   size_t i;
   PGconn *pg;
 
-  setup_db("it_crash_tok_ttl", db_url, sizeof(db_url));
+  h_db_apply("it_crash_tok_ttl", CONFIG, db_url, sizeof(db_url));
   start_emulator(&emu, emu_env);
   ck_assert_int_eq(start_gpugate(&srv, &emu, db_url, NULL), 0);
   pg = connect_db(db_url);
   token = h_token(TEAM, "member", 3600);
   for (k = 0; k < 13; k++) {
     ck_assert_int_eq(submit_once(srv.port, token, (int)k, id), 201);
-    sleep_ms(2000);
+    h_sleep_ms(2000);
   }
   /* ~26 s after the first submission */
   token_stats(&emu, is_metadata_token, &st);
@@ -887,9 +791,9 @@ START_TEST(tokens_metadata_refreshed_before_expiry)
   ck_assert_int_eq(st.batch_unauth, 0);
   ck_assert_msg(st.batch_401 == 0, "%ld Batch calls got 401", st.batch_401);
   /* calls continued past the first token's expiry, authorised */
-  reqs = emu_get(&emu, "/emulator/requests");
+  reqs = h_emu_get(&emu, "/emulator/requests");
   json_array_foreach (json_object_get(reqs, "requests"), i, e) {
-    if (is_batch(e) && time_us(str_of(e, "time")) > first_token + 20000000)
+    if (is_batch(e) && time_us(h_str(e, "time")) > first_token + 20000000)
       after_expiry += status_of(e) == 200;
   }
   json_decref(reqs);
@@ -897,15 +801,15 @@ START_TEST(tokens_metadata_refreshed_before_expiry)
                 "only %ld successful Batch calls after the first token "
                 "expired",
                 after_expiry);
-  ck_assert_int_eq(db_int(pg, "SELECT count(*) FROM jobs WHERE state IN "
-                              "('FAILED', 'CANCELLED')"),
+  ck_assert_int_eq(h_db_int(pg, "SELECT count(*) FROM jobs WHERE state IN "
+                                "('FAILED', 'CANCELLED')"),
                    0);
   fprintf(stderr,
           "tokens (metadata, 20 s): %ld fetches, refresh %.1f s after the "
           "first, %ld Batch calls (%ld after the first token's expiry), "
           "%.1f s\n",
           st.token_calls, (double)(st.token_us[refresh] - first_token) / 1e6,
-          st.batch_calls, after_expiry, (double)(now_ms() - t0) / 1000.0);
+          st.batch_calls, after_expiry, (double)(h_now_ms() - t0) / 1000.0);
   PQfinish(pg);
   free(token);
   h_server_stop(&srv);
@@ -951,10 +855,10 @@ START_TEST(tokens_key_file)
   char db_url[512], summary[256], *token, ids[5][40];
   char bad_key[64], good_key[64], bad_env[128], good_env[128];
   const char *env[3] = {"GPUGATE_GCP_TOKEN_SOURCE=key-file", NULL, NULL};
-  long long t0 = now_ms(), deadline, done;
+  long long t0 = h_now_ms(), deadline;
   PGconn *pg;
 
-  setup_db("it_crash_tok_key", db_url, sizeof(db_url));
+  h_db_apply("it_crash_tok_key", CONFIG, db_url, sizeof(db_url));
   start_emulator(&emu, emu_env);
   write_key_file("tests/fixtures/keys/rsa2.pem", emu.port, bad_key,
                  sizeof(bad_key));
@@ -970,54 +874,42 @@ START_TEST(tokens_key_file)
   ck_assert_int_eq(start_gpugate(&srv, &emu, db_url, env), 0);
   submit_all(&srv, token, 5, ids);
   /* each create tried, some more than once (a token error is retryable) */
-  deadline = now_ms() + 15000;
+  deadline = h_now_ms() + 15000;
   do {
-    sleep_ms(250);
+    h_sleep_ms(250);
     token_stats(&emu, is_oauth_token, &st);
   } while (
-      (db_int(pg, "SELECT count(*) FROM batch_ops WHERE op = 'create' "
-                  "AND tries >= 1") < 5 ||
-       db_int(pg, "SELECT count(*) FROM batch_ops WHERE tries >= 2") < 2) &&
-      now_ms() < deadline);
+      (h_db_int(pg, "SELECT count(*) FROM batch_ops WHERE op = 'create' "
+                    "AND tries >= 1") < 5 ||
+       h_db_int(pg, "SELECT count(*) FROM batch_ops WHERE tries >= 2") < 2) &&
+      h_now_ms() < deadline);
   token_stats(&emu, is_oauth_token, &st);
   ck_assert_msg(st.token_calls >= 7, "%ld JWT-bearer grants in 15 s",
                 st.token_calls);
   ck_assert_msg(st.token_ok == 0, "%ld grants signed by rsa2 were accepted",
                 st.token_ok);
   ck_assert_int_eq(st.batch_calls, 0); /* nothing sent without a token */
-  state_summary(pg, summary, sizeof(summary));
-  ck_assert_msg(db_int(pg, "SELECT count(*) FROM jobs WHERE state = "
-                           "'ADMITTED'") == 5,
+  h_db_state_summary(pg, summary, sizeof(summary));
+  ck_assert_msg(h_db_int(pg, "SELECT count(*) FROM jobs WHERE state = "
+                             "'ADMITTED'") == 5,
                 "with a rejected key: %s", summary);
-  ck_assert_int_eq(db_int(pg, "SELECT count(*) FROM batch_ops WHERE op = "
-                              "'create' AND tries >= 1"),
+  ck_assert_int_eq(h_db_int(pg, "SELECT count(*) FROM batch_ops WHERE op = "
+                                "'create' AND tries >= 1"),
                    5);
-  ck_assert_int_ge(db_int(pg, "SELECT count(*) FROM batch_ops WHERE "
-                              "tries >= 2"),
+  ck_assert_int_ge(h_db_int(pg, "SELECT count(*) FROM batch_ops WHERE "
+                                "tries >= 2"),
                    2);
-  ck_assert_int_eq(db_int(pg, "SELECT count(*) FROM job_events WHERE "
-                              "to_state = 'FAILED'"),
+  ck_assert_int_eq(h_db_int(pg, "SELECT count(*) FROM job_events WHERE "
+                                "to_state = 'FAILED'"),
                    0);
   h_server_stop(&srv);
   assert_no_secrets(&srv);
 
   /* the right key: the same jobs are created and run */
   env[1] = good_env;
-  {
-    struct h_resp r;
-    ck_assert_int_eq(
-        h_request(&emu, "DELETE", "/emulator/requests", NULL, NULL, NULL, &r),
-        0);
-    ck_assert_int_eq(r.status, 200);
-    h_resp_free(&r);
-  }
+  json_decref(h_call(&emu, "DELETE", "/emulator/requests", NULL, NULL, 200));
   ck_assert_int_eq(start_gpugate(&srv, &emu, db_url, env), 0);
-  done = wait_terminal(pg, 5, now_ms() + 30000);
-  state_summary(pg, summary, sizeof(summary));
-  ck_assert_msg(done == 5 && db_int(pg, "SELECT count(*) FROM jobs WHERE "
-                                        "state = 'SUCCEEDED'") == 5,
-                "with the right key: %s; see %s", summary, srv.log);
-  assert_one_batch_job_each(&emu, pg, 5);
+  assert_all_succeeded(&emu, &srv, pg, 5, 30000, "with the right key");
   token_stats(&emu, is_oauth_token, &st);
   ck_assert_msg(st.token_calls >= 1 && st.token_calls <= 2 &&
                     st.token_ok == st.token_calls,
@@ -1030,7 +922,7 @@ START_TEST(tokens_key_file)
     ck_assert_int_eq(md.token_calls, 0);
   }
   fprintf(stderr, "tokens (key file): %.1f s\n",
-          (double)(now_ms() - t0) / 1000.0);
+          (double)(h_now_ms() - t0) / 1000.0);
   unlink(bad_key);
   unlink(good_key);
   PQfinish(pg);

@@ -37,29 +37,9 @@ static const char *const teams[4] = {"team-a", "team-b", "team-c", "team-d"};
 
 /* ---- small helpers ---- */
 
-static void sleep_ms(long ms)
-{
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-  nanosleep(&ts, NULL);
-}
-
-static long long now_ms(void)
-{
-  struct timespec ts;
-
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static const char *str_of(const json_t *o, const char *k)
-{
-  return json_string_value(json_object_get(o, k));
-}
-
 static bool str_is(const json_t *o, const char *k, const char *want)
 {
-  const char *v = str_of(o, k);
+  const char *v = h_str(o, k);
 
   return v && want && !strcmp(v, want);
 }
@@ -140,17 +120,14 @@ static void start_all(const char *db, const char *fixture,
                       const char *const *emu_env, long sync_ms,
                       const char *const *gp_env)
 {
-  char gcp[H_GCP_ENV][128], sync[64], out[4096];
+  char gcp[H_GCP_ENV][128], sync[64];
   const char *env[MAX_ENV];
-  const char *apply[] = {"apply", fixture, NULL};
   size_t n = 0, i;
 
   ck_assert_msg(h_emulator_start(&emu, emu_env) == 0,
                 "the emulator did not start; see %s", emu.log);
   h_gcp_env(&emu, gcp);
-  ck_assert_int_eq(h_db_create(db, db_url, sizeof(db_url)), 0);
-  ck_assert_msg(h_gpugate(db_url, apply, out, sizeof(out)) == 0, "apply %s: %s",
-                fixture, out);
+  h_db_apply(db, fixture, db_url, sizeof(db_url));
   for (i = 0; i < H_GCP_ENV; i++)
     env[n++] = gcp[i];
   snprintf(sync, sizeof(sync), "GPUGATE_SYNC_INTERVAL_MS=%ld", sync_ms);
@@ -183,23 +160,6 @@ static void teardown(void)
 
 /* ---- HTTP ---- */
 
-/* One call; asserts the status and returns the JSON body (new reference). */
-static json_t *call(const struct h_server *s, const char *method,
-                    const char *path, const char *token, const char *body,
-                    long want)
-{
-  struct h_resp r;
-  json_t *j;
-
-  ck_assert_msg(h_request(s, method, path, token, body, NULL, &r) == 0,
-                "%s %s: no response", method, path);
-  ck_assert_msg(r.status == want, "%s %s: %ld (want %ld) %s", method, path,
-                r.status, want, r.body ? r.body : "");
-  j = json_incref(r.json);
-  h_resp_free(&r);
-  return j;
-}
-
 static void submit(const char *team, const char *token, const char *body,
                    char id[32])
 {
@@ -207,8 +167,8 @@ static void submit(const char *team, const char *token, const char *body,
   json_t *j;
 
   snprintf(path, sizeof(path), "/v1/teams/%s/jobs", team);
-  j = call(&srv, "POST", path, token, body, 201);
-  snprintf(id, 32, "%s", str_of(j, "id") ? str_of(j, "id") : "");
+  j = h_call(&srv, "POST", path, token, body, 201);
+  snprintf(id, 32, "%s", h_str(j, "id") ? h_str(j, "id") : "");
   json_decref(j);
   ck_assert_msg(id[0], "no job id");
 }
@@ -218,25 +178,25 @@ static json_t *get_job(const char *team, const char *token, const char *id)
   char path[160];
 
   snprintf(path, sizeof(path), "/v1/teams/%s/jobs/%.31s", team, id);
-  return call(&srv, "GET", path, token, NULL, 200);
+  return h_call(&srv, "GET", path, token, NULL, 200);
 }
 
 /* Poll the job until its state is one of states ("A|B"); returns it. */
 static json_t *wait_state(const char *team, const char *token, const char *id,
                           const char *states, long ms)
 {
-  long long end = now_ms() + ms;
+  long long end = h_now_ms() + ms;
   json_t *j;
   char *dump;
 
   for (;;) {
     j = get_job(team, token, id);
-    if (str_of(j, "state") && state_in(str_of(j, "state"), states))
+    if (h_str(j, "state") && state_in(h_str(j, "state"), states))
       return j;
-    if (now_ms() > end)
+    if (h_now_ms() > end)
       break;
     json_decref(j);
-    sleep_ms(50);
+    h_sleep_ms(50);
   }
   dump = json_dumps(j, JSON_COMPACT);
   ck_abort_msg("job %s not %s within %ld ms: %s", id, states, ms, dump);
@@ -251,7 +211,7 @@ static json_t *events_of(const char *team, const char *token, const char *id)
 
   snprintf(path, sizeof(path), "/v1/teams/%s/jobs/%.31s/events?limit=500", team,
            id);
-  r = call(&srv, "GET", path, token, NULL, 200);
+  r = h_call(&srv, "GET", path, token, NULL, 200);
   items = json_incref(json_object_get(r, "items"));
   json_decref(r);
   return items;
@@ -277,7 +237,7 @@ static bool has_event(json_t *events, const char *to, const char *reason,
 
 static json_t *emu_requests(void)
 {
-  json_t *all = call(&emu, "GET", "/emulator/requests", NULL, NULL, 200);
+  json_t *all = h_call(&emu, "GET", "/emulator/requests", NULL, NULL, 200);
   json_t *reqs = json_incref(json_object_get(all, "requests"));
 
   json_decref(all);
@@ -297,8 +257,8 @@ static json_t *creates_of(json_t *reqs, const char *batch)
   size_t i;
 
   json_array_foreach (reqs, i, r) {
-    const char *q = str_of(json_object_get(r, "query"), "job_id");
-    const char *p = str_of(r, "path");
+    const char *q = h_str(json_object_get(r, "query"), "job_id");
+    const char *p = h_str(r, "path");
     if (str_is(r, "method", "POST") && p && ends_with(p, "/jobs") && q &&
         !strcmp(q, batch))
       json_array_append(out, r);
@@ -325,7 +285,7 @@ static json_t *the_create(json_t *reqs, const char *region, const char *batch)
   ck_assert_msg(ok == 1, "%s: %d successful creates (of %zu)", batch, ok,
                 json_array_size(all));
   ck_assert_msg(str_is(found, "path", path), "%s: created at %s, want %s",
-                batch, str_of(found, "path"), path);
+                batch, h_str(found, "path"), path);
   json_incref(found);
   json_decref(all);
   return found;
@@ -477,12 +437,12 @@ static void check_body(const struct model_case *m, const char *id,
 
   batch_id(id, 1, batch);
   /* the call */
-  ck_assert_str_eq(str_of(create, "method"), "POST");
+  ck_assert_str_eq(h_str(create, "method"), "POST");
   q = json_object_get(create, "query");
-  ck_assert_str_eq(str_of(q, "job_id"), batch);
-  ck_assert_msg(batch_id_ok(str_of(q, "job_id")), "bad job_id %s", batch);
-  ck_assert_msg(is_uuid(str_of(q, "request_id")), "request_id %s",
-                str_of(q, "request_id"));
+  ck_assert_str_eq(h_str(q, "job_id"), batch);
+  ck_assert_msg(batch_id_ok(h_str(q, "job_id")), "bad job_id %s", batch);
+  ck_assert_msg(is_uuid(h_str(q, "request_id")), "request_id %s",
+                h_str(q, "request_id"));
 
   /* the task group */
   ck_assert_msg(json_array_size(json_object_get(body, "taskGroups")) == 1, "%s",
@@ -577,13 +537,13 @@ START_TEST(body_for_each_provisioning_model)
     batch_id(ids[i], 1, batch);
     batch_name(models[i].region, batch, name);
     ck_assert_msg(json_is_object(bj), "%s: no batch_job", ids[i]);
-    ck_assert_str_eq(str_of(bj, "name"), name);
-    ck_assert_msg(str_of(bj, "state") &&
-                      state_in(str_of(bj, "state"), "QUEUED|SCHEDULED|RUNNING"),
-                  "batch_job.state %s", str_of(bj, "state"));
-    ck_assert_str_eq(str_of(json_object_get(j, "admission"), "flavor"),
+    ck_assert_str_eq(h_str(bj, "name"), name);
+    ck_assert_msg(h_str(bj, "state") &&
+                      state_in(h_str(bj, "state"), "QUEUED|SCHEDULED|RUNNING"),
+                  "batch_job.state %s", h_str(bj, "state"));
+    ck_assert_str_eq(h_str(json_object_get(j, "admission"), "flavor"),
                      models[i].flavor);
-    ck_assert_str_eq(str_of(json_object_get(j, "admission"), "location"),
+    ck_assert_str_eq(h_str(json_object_get(j, "admission"), "location"),
                      models[i].region);
     json_decref(j);
   }
@@ -668,8 +628,8 @@ static bool reclaimed(int evicted[4], char *why, size_t whylen)
       if (hp_team[k] != t)
         continue;
       j = get_job(teams[t], team_tok[t], hp[k]);
-      st = str_of(j, "state");
-      fl = str_of(json_object_get(j, "admission"), "flavor");
+      st = h_str(j, "state");
+      fl = h_str(json_object_get(j, "admission"), "flavor");
       if (st && !strcmp(st, "PENDING"))
         pending++;
       else if (active(st) && fl && !strcmp(fl, "l4-reserved"))
@@ -727,7 +687,7 @@ START_TEST(reference_scenario_on_batch)
     char batch[64], name[256];
     batch_id(lp[k], 1, batch);
     batch_name("us-central1", batch, name);
-    ck_assert_str_eq(str_of(json_object_get(j, "batch_job"), "name"), name);
+    ck_assert_str_eq(h_str(json_object_get(j, "batch_job"), "name"), name);
     json_decref(j);
   }
   for (t = 0; t < 4; t++) {
@@ -738,7 +698,7 @@ START_TEST(reference_scenario_on_batch)
       if (lp_team[k] != t)
         continue;
       j = get_job(teams[t], team_tok[t], lp[k]);
-      fl = str_of(json_object_get(j, "admission"), "flavor");
+      fl = h_str(json_object_get(j, "admission"), "flavor");
       reserved += fl && !strcmp(fl, "l4-reserved");
       spot += fl && !strcmp(fl, "l4-spot");
       json_decref(j);
@@ -755,10 +715,10 @@ START_TEST(reference_scenario_on_batch)
       hp_team[k] = t;
       ref_submit(t, "hp", name, "high", 6000, hp[k]);
     }
-  end = now_ms() + 15000;
+  end = h_now_ms() + 15000;
   while (!reclaimed(evicted, why, sizeof(why))) {
-    ck_assert_msg(now_ms() < end, "after the high-priority jobs: %s", why);
-    sleep_ms(100);
+    ck_assert_msg(h_now_ms() < end, "after the high-priority jobs: %s", why);
+    h_sleep_ms(100);
   }
 
   /* each evicted job: its attempt-1 Batch job was cancelled */
@@ -780,15 +740,15 @@ START_TEST(reference_scenario_on_batch)
   json_decref(reqs);
 
   /* everything finishes; the evicted jobs ran again as attempt 2 */
-  end = now_ms() + 60000;
+  end = h_now_ms() + 60000;
   for (k = 0; k < 33; k++) {
     int team = k < 16 ? lp_team[k] : k < 32 ? hp_team[k - 16] : 0;
     const char *id = k < 16 ? lp[k] : k < 32 ? hp[k - 16] : dws_id;
-    long left = (long)(end - now_ms());
+    long left = (long)(end - h_now_ms());
     json_t *j = wait_state(teams[team], team_tok[team], id,
                            "SUCCEEDED|FAILED|CANCELLED", left > 0 ? left : 1);
     ck_assert_msg(str_is(j, "state", "SUCCEEDED"), "%s ended %s (%s)", id,
-                  str_of(j, "state"), str_of(j, "reason"));
+                  h_str(j, "state"), h_str(j, "reason"));
     json_decref(j);
   }
   reqs = emu_requests();
@@ -801,12 +761,12 @@ START_TEST(reference_scenario_on_batch)
     ck_assert_msg(attempt >= 2, "%s: attempt %lld", id, attempt);
     batch_id(id, (int)attempt, batch);
     batch_name("us-central1", batch, name);
-    ck_assert_str_eq(str_of(json_object_get(j, "batch_job"), "name"), name);
+    ck_assert_str_eq(h_str(json_object_get(j, "batch_job"), "name"), name);
     batch_id(id, 2, batch);
     create = the_create(reqs, "us-central1", batch);
     ck_assert_msg(str_is(body_vars(create), "GPUGATE_ATTEMPT", "2"),
                   "%s: GPUGATE_ATTEMPT %s", batch,
-                  str_of(body_vars(create), "GPUGATE_ATTEMPT"));
+                  h_str(body_vars(create), "GPUGATE_ATTEMPT"));
     json_decref(create);
     json_decref(j);
   }
@@ -819,13 +779,13 @@ START_TEST(reference_scenario_on_batch)
     create = the_create(reqs, "us-central1", batch);
     pol = body_policy(create);
     ck_assert_msg(str_is(pol, "provisioningModel", "FLEX_START"),
-                  "dws provisioningModel %s", str_of(pol, "provisioningModel"));
+                  "dws provisioningModel %s", h_str(pol, "provisioningModel"));
     json_decref(create);
   }
   json_decref(reqs);
 
   /* exactly one create per Batch job: 16 + 16 + 4 requeued + 1 DWS */
-  ejobs = call(&emu, "GET", "/emulator/jobs", NULL, NULL, 200);
+  ejobs = h_call(&emu, "GET", "/emulator/jobs", NULL, NULL, 200);
   creates = json_object_get(ejobs, "creates");
   json_object_foreach (creates, key, v) {
     ck_assert_msg(json_integer_value(v) == 1, "%s created %lld times", key,
@@ -879,26 +839,26 @@ START_TEST(flex_start_fails_over_to_the_next_location)
   batch_id(id, 2, a2);
 
   /* first us-central1, where Flex Start never gets capacity */
-  end = now_ms() + 10000;
+  end = h_now_ms() + 10000;
   while (c1 < 0) {
-    ck_assert_msg(now_ms() < end, "no create of %s", a1);
-    sleep_ms(100);
+    ck_assert_msg(h_now_ms() < end, "no create of %s", a1);
+    h_sleep_ms(100);
     json_decref(reqs);
     reqs = emu_requests();
     c1 = create_index(reqs, "us-central1", a1);
   }
   create = the_create(reqs, "us-central1", a1);
   pol = body_policy(create);
-  ck_assert_str_eq(str_of(pol, "provisioningModel"), "FLEX_START");
+  ck_assert_str_eq(h_str(pol, "provisioningModel"), "FLEX_START");
   json_decref(create);
 
   /* after max_wait_s (2 s): cancel a1, create a2 in europe-west4 */
-  end = now_ms() + 10000;
+  end = h_now_ms() + 10000;
   while (cancel < 0 || c2 < 0) {
     ck_assert_msg(
-        now_ms() < end, "within 10 s: cancel of %s %s, create of %s %s", a1,
+        h_now_ms() < end, "within 10 s: cancel of %s %s, create of %s %s", a1,
         cancel < 0 ? "missing" : "seen", a2, c2 < 0 ? "missing" : "seen");
-    sleep_ms(100);
+    h_sleep_ms(100);
     json_decref(reqs);
     reqs = emu_requests();
     cancel = cancel_index(reqs, "us-central1", a1);
@@ -910,9 +870,9 @@ START_TEST(flex_start_fails_over_to_the_next_location)
   create = the_create(reqs, "europe-west4", a2);
   ck_assert_msg(str_is(body_vars(create), "GPUGATE_ATTEMPT", "2"),
                 "GPUGATE_ATTEMPT %s",
-                str_of(body_vars(create), "GPUGATE_ATTEMPT"));
+                h_str(body_vars(create), "GPUGATE_ATTEMPT"));
   ck_assert_str_eq(body_location(create), "regions/europe-west4");
-  ck_assert_str_eq(str_of(body_policy(create), "provisioningModel"),
+  ck_assert_str_eq(h_str(body_policy(create), "provisioningModel"),
                    "FLEX_START");
   json_decref(create);
   ck_assert_int_eq(create_index(reqs, "europe-west4", a1), -1);
@@ -920,12 +880,12 @@ START_TEST(flex_start_fails_over_to_the_next_location)
 
   /* it runs there and succeeds */
   j = wait_state("team-x", tok, id, "SUCCEEDED|FAILED|CANCELLED", 15000);
-  ck_assert_str_eq(str_of(j, "state"), "SUCCEEDED");
+  ck_assert_str_eq(h_str(j, "state"), "SUCCEEDED");
   ck_assert_int_eq(json_integer_value(json_object_get(j, "attempt")), 2);
-  ck_assert_str_eq(str_of(json_object_get(j, "admission"), "location"),
+  ck_assert_str_eq(h_str(json_object_get(j, "admission"), "location"),
                    "europe-west4");
   batch_name("europe-west4", a2, name);
-  ck_assert_str_eq(str_of(json_object_get(j, "batch_job"), "name"), name);
+  ck_assert_str_eq(h_str(json_object_get(j, "batch_job"), "name"), name);
   json_decref(j);
 
   ev = events_of("team-x", tok, id);
@@ -934,17 +894,17 @@ START_TEST(flex_start_fails_over_to_the_next_location)
   json_decref(ev);
 
   /* the emulator's view: a1 cancelled in us-central1, a2 done elsewhere */
-  ejobs = call(&emu, "GET", "/emulator/jobs", NULL, NULL, 200);
+  ejobs = h_call(&emu, "GET", "/emulator/jobs", NULL, NULL, 200);
   json_array_foreach (json_object_get(ejobs, "jobs"), i, e) {
     if (str_is(e, "jobId", a1)) {
-      ck_assert_str_eq(str_of(e, "location"), "us-central1");
+      ck_assert_str_eq(h_str(e, "location"), "us-central1");
       ck_assert_msg(
-          state_in(str_of(e, "state"), "CANCELLATION_IN_PROGRESS|CANCELLED"),
-          "a1 %s", str_of(e, "state"));
+          state_in(h_str(e, "state"), "CANCELLATION_IN_PROGRESS|CANCELLED"),
+          "a1 %s", h_str(e, "state"));
     } else if (str_is(e, "jobId", a2)) {
-      ck_assert_str_eq(str_of(e, "location"), "europe-west4");
-      ck_assert_str_eq(str_of(e, "provisioningModel"), "FLEX_START");
-      ck_assert_str_eq(str_of(e, "state"), "SUCCEEDED");
+      ck_assert_str_eq(h_str(e, "location"), "europe-west4");
+      ck_assert_str_eq(h_str(e, "provisioningModel"), "FLEX_START");
+      ck_assert_str_eq(h_str(e, "state"), "SUCCEEDED");
     }
   }
   json_decref(ejobs);
@@ -963,16 +923,8 @@ static void setup_push(void)
                            "EMU_CANCEL_MS=100", NULL};
   char env_secret[128];
   const char *gp_env[] = {env_secret, NULL};
-  FILE *f;
-  int fd;
 
-  snprintf(secret_file, sizeof(secret_file), "/tmp/gpugate-push-XXXXXX");
-  fd = mkstemp(secret_file);
-  ck_assert_int_ge(fd, 0);
-  f = fdopen(fd, "w");
-  ck_assert_ptr_nonnull(f);
-  fprintf(f, "%s\n", PUSH_SECRET);
-  fclose(f);
+  h_write_temp("push", PUSH_SECRET "\n", secret_file, sizeof(secret_file));
   snprintf(env_secret, sizeof(env_secret), "GPUGATE_PUBSUB_PUSH_SECRET_FILE=%s",
            secret_file);
   start_all("it_dispatch_push", "tests/fixtures/dispatch-models.json", emu_env,
@@ -1029,13 +981,13 @@ START_TEST(push_notifications_move_jobs_without_sync)
            "{\"EMU_PUSH_URL\": \"http://127.0.0.1:%u/v1/batch/"
            "notifications?token=%s\"}",
            srv.port, PUSH_SECRET);
-  r = call(&emu, "POST", "/emulator/config", NULL, cfg, 200);
-  ck_assert_msg(str_of(r, "EMU_PUSH_URL") && strstr(str_of(r, "EMU_PUSH_URL"),
-                                                    "/v1/batch/notifications"),
+  r = h_call(&emu, "POST", "/emulator/config", NULL, cfg, 200);
+  ck_assert_msg(h_str(r, "EMU_PUSH_URL") &&
+                    strstr(h_str(r, "EMU_PUSH_URL"), "/v1/batch/notifications"),
                 "EMU_PUSH_URL not set");
   json_decref(r);
 
-  start = now_ms();
+  start = h_now_ms();
   submit("team-x", tok,
          "{\"name\": \"pushed\", \"queue\": \"standard\", \"task_count\": 2, "
          "\"task\": {\"image\": \"us-docker.pkg.dev/p/r/trainer:1.2\", "
@@ -1046,15 +998,15 @@ START_TEST(push_notifications_move_jobs_without_sync)
     j = get_job("team-x", tok, id);
     if (str_is(j, "state", "RUNNING"))
       saw_running = true;
-    if (state_in(str_of(j, "state"), "SUCCEEDED|FAILED|CANCELLED"))
+    if (state_in(h_str(j, "state"), "SUCCEEDED|FAILED|CANCELLED"))
       break;
-    ck_assert_msg(now_ms() < end, "still %s after 10 s (sync is off)",
-                  str_of(j, "state"));
+    ck_assert_msg(h_now_ms() < end, "still %s after 10 s (sync is off)",
+                  h_str(j, "state"));
     json_decref(j);
-    sleep_ms(25);
+    h_sleep_ms(25);
   }
-  ck_assert_str_eq(str_of(j, "state"), "SUCCEEDED");
-  ck_assert_str_eq(str_of(json_object_get(j, "batch_job"), "state"),
+  ck_assert_str_eq(h_str(j, "state"), "SUCCEEDED");
+  ck_assert_str_eq(h_str(json_object_get(j, "batch_job"), "state"),
                    "SUCCEEDED");
   json_decref(j);
   ck_assert_msg(saw_running, "RUNNING was never visible");
@@ -1067,12 +1019,12 @@ START_TEST(push_notifications_move_jobs_without_sync)
   /* no list call reached Batch: the states came by push */
   reqs = emu_requests();
   json_array_foreach (reqs, i, e) {
-    const char *p = str_of(e, "path");
+    const char *p = h_str(e, "path");
     ck_assert_msg(!(str_is(e, "method", "GET") && p && ends_with(p, "/jobs")),
                   "the sync listed %s", p);
   }
   json_decref(reqs);
-  health = call(&emu, "GET", "/emulator/healthz", NULL, NULL, 200);
+  health = h_call(&emu, "GET", "/emulator/healthz", NULL, NULL, 200);
   ck_assert_int_ge(json_integer_value(json_object_get(
                        json_object_get(health, "pushes"), "delivered")),
                    4);

@@ -44,26 +44,6 @@ static const char *const metadata_hdr[] = {"Metadata-Flavor: Google", NULL};
 static const char *const form_hdr[] = {
     "Content-Type: application/x-www-form-urlencoded", NULL};
 
-static void sleep_ms(long ms)
-{
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-  nanosleep(&ts, NULL);
-}
-
-static long long now_ms(void)
-{
-  struct timespec ts;
-
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static const char *str_of(const json_t *o, const char *k)
-{
-  return json_string_value(json_object_get(o, k));
-}
-
 /* ---- starting and stopping the emulator ---- */
 
 /* The port in a port file, 0 while it is missing or incomplete. */
@@ -127,30 +107,12 @@ static void emu_start(struct h_server *s, const char *const *extra)
       return;
     ck_assert_msg(waitpid(s->pid, NULL, WNOHANG) != s->pid,
                   "the emulator exited; see %s", s->log);
-    sleep_ms(20);
+    h_sleep_ms(20);
   }
   ck_abort_msg("the emulator did not start; see %s", s->log);
 }
 
 /* ---- HTTP helpers ---- */
-
-/* A request that must answer status; returns the JSON body (new; may be
- * NULL for an empty body). */
-static json_t *call(const struct h_server *s, const char *method,
-                    const char *path, const char *token, const char *body,
-                    long status)
-{
-  struct h_resp r;
-  json_t *j;
-
-  ck_assert_msg(h_request(s, method, path, token, body, NULL, &r) == 0,
-                "%s %s: no response", method, path);
-  ck_assert_msg(r.status == status, "%s %s: %ld, want %ld: %s", method, path,
-                r.status, status, r.body);
-  j = r.json ? json_incref(r.json) : NULL;
-  h_resp_free(&r);
-  return j;
-}
 
 /* Checks a google.rpc.Status error body and frees it. */
 static void expect_status(json_t *body, long code, const char *status)
@@ -159,8 +121,8 @@ static void expect_status(json_t *body, long code, const char *status)
 
   ck_assert_ptr_nonnull(err);
   ck_assert_int_eq(json_integer_value(json_object_get(err, "code")), code);
-  ck_assert_str_eq(str_of(err, "status"), status);
-  ck_assert_ptr_nonnull(str_of(err, "message"));
+  ck_assert_str_eq(h_str(err, "status"), status);
+  ck_assert_ptr_nonnull(h_str(err, "message"));
   json_decref(body);
 }
 
@@ -173,7 +135,7 @@ static char *metadata_token(const struct h_server *s)
   ck_assert_int_eq(
       h_request(s, "GET", METADATA_TOKEN, NULL, NULL, metadata_hdr, &r), 0);
   ck_assert_int_eq(r.status, 200);
-  tok = strdup(str_of(r.json, "access_token"));
+  tok = strdup(h_str(r.json, "access_token"));
   h_resp_free(&r);
   return tok;
 }
@@ -242,7 +204,7 @@ static json_t *create(const struct h_server *s, const char *tok,
   snprintf(path, sizeof(path),
            "/v1/projects/test-project/locations/%s/jobs?job_id=%s", location,
            id);
-  return call(s, "POST", path, tok, body, status);
+  return h_call(s, "POST", path, tok, body, status);
 }
 
 /* The job's state into buf, "GONE" on 404. */
@@ -260,8 +222,7 @@ static const char *state_of(const struct h_server *s, const char *tok,
     snprintf(buf, len, "GONE");
   else {
     ck_assert_msg(r.status == 200, "GET %s: %ld %s", path, r.status, r.body);
-    snprintf(buf, len, "%s",
-             str_of(json_object_get(r.json, "status"), "state"));
+    snprintf(buf, len, "%s", h_str(json_object_get(r.json, "status"), "state"));
   }
   h_resp_free(&r);
   return buf;
@@ -272,14 +233,14 @@ static bool wait_state(const struct h_server *s, const char *tok,
                        const char *location, const char *id, const char *want,
                        long timeout_ms)
 {
-  long long end = now_ms() + timeout_ms;
+  long long end = h_now_ms() + timeout_ms;
   char st[64];
 
   do {
     if (!strcmp(state_of(s, tok, location, id, st, sizeof(st)), want))
       return true;
-    sleep_ms(20);
-  } while (now_ms() < end);
+    h_sleep_ms(20);
+  } while (h_now_ms() < end);
   return false;
 }
 
@@ -294,12 +255,12 @@ static char *event_time(const struct h_server *s, const char *tok,
 
   snprintf(path, sizeof(path), JOBS "/%s", id);
   snprintf(needle, sizeof(needle), "to %s for job", state);
-  job = call(s, "GET", path, tok, NULL, 200);
+  job = h_call(s, "GET", path, tok, NULL, 200);
   events = json_object_get(json_object_get(job, "status"), "statusEvents");
   buf[0] = '\0';
   json_array_foreach (events, i, e) {
-    if (strstr(str_of(e, "description"), needle))
-      snprintf(buf, len, "%s", str_of(e, "eventTime"));
+    if (strstr(h_str(e, "description"), needle))
+      snprintf(buf, len, "%s", h_str(e, "eventTime"));
   }
   json_decref(job);
   ck_assert_msg(buf[0], "job %s has no event to %s", id, state);
@@ -310,7 +271,7 @@ static char *event_time(const struct h_server *s, const char *tok,
 static long long create_count(const struct h_server *s, const char *id)
 {
   char name[256];
-  json_t *d = call(s, "GET", "/emulator/jobs", NULL, NULL, 200);
+  json_t *d = h_call(s, "GET", "/emulator/jobs", NULL, NULL, 200);
   long long n;
 
   snprintf(name, sizeof(name),
@@ -322,7 +283,7 @@ static long long create_count(const struct h_server *s, const char *id)
 
 static void set_faults(const struct h_server *s, const char *spec)
 {
-  json_decref(call(s, "POST", "/emulator/faults", NULL, spec, 200));
+  json_decref(h_call(s, "POST", "/emulator/faults", NULL, spec, 200));
 }
 
 /* ---- JWT bearer assertions, signed with OpenSSL ---- */
@@ -407,8 +368,8 @@ static void expect_invalid_grant(const struct h_server *s, const char *jwt,
 
   token_grant(s, JWT_GRANT, jwt, &r);
   ck_assert_msg(r.status == 400, "want 400, got %ld %s", r.status, r.body);
-  ck_assert_str_eq(str_of(r.json, "error"), error);
-  ck_assert_ptr_nonnull(str_of(r.json, "error_description"));
+  ck_assert_str_eq(h_str(r.json, "error"), error);
+  ck_assert_ptr_nonnull(h_str(r.json, "error_description"));
   h_resp_free(&r);
 }
 
@@ -436,11 +397,11 @@ START_TEST(tokens_metadata_and_jwt_bearer)
   ck_assert_int_eq(
       h_request(&s, "GET", METADATA_TOKEN, NULL, NULL, metadata_hdr, &r), 0);
   ck_assert_int_eq(r.status, 200);
-  ck_assert_ptr_nonnull(str_of(r.json, "access_token"));
+  ck_assert_ptr_nonnull(h_str(r.json, "access_token"));
   ck_assert_int_eq(json_integer_value(json_object_get(r.json, "expires_in")),
                    3600);
-  ck_assert_str_eq(str_of(r.json, "token_type"), "Bearer");
-  tok = strdup(str_of(r.json, "access_token"));
+  ck_assert_str_eq(h_str(r.json, "token_type"), "Bearer");
+  tok = strdup(h_str(r.json, "access_token"));
   h_resp_free(&r);
 
   /* Batch calls need a token the emulator issued */
@@ -449,19 +410,20 @@ START_TEST(tokens_metadata_and_jwt_bearer)
   ck_assert_ptr_nonnull(h_header(&r, "WWW-Authenticate", hdr, sizeof(hdr)));
   expect_status(json_incref(r.json), 401, "UNAUTHENTICATED");
   h_resp_free(&r);
-  expect_status(call(&s, "GET", JOBS, "ya29.not-issued", NULL, 401), 401,
+  expect_status(h_call(&s, "GET", JOBS, "ya29.not-issued", NULL, 401), 401,
                 "UNAUTHENTICATED");
-  json_decref(call(&s, "GET", JOBS, tok, NULL, 200));
+  json_decref(h_call(&s, "GET", JOBS, tok, NULL, 200));
   free(tok);
 
   /* a JWT signed by the service account's key gets a working token */
   jwt = make_jwt(KEY_RSA1, aud, now, now + 3600);
   token_grant(&s, JWT_GRANT, jwt, &r);
   ck_assert_msg(r.status == 200, "%ld %s", r.status, r.body);
-  ck_assert_str_eq(str_of(r.json, "token_type"), "Bearer");
+  ck_assert_str_eq(h_str(r.json, "token_type"), "Bearer");
   ck_assert_int_eq(json_integer_value(json_object_get(r.json, "expires_in")),
                    3600);
-  json_decref(call(&s, "GET", JOBS, str_of(r.json, "access_token"), NULL, 200));
+  json_decref(
+      h_call(&s, "GET", JOBS, h_str(r.json, "access_token"), NULL, 200));
   h_resp_free(&r);
   free(jwt);
 
@@ -482,21 +444,21 @@ START_TEST(tokens_metadata_and_jwt_bearer)
   /* the wrong grant type */
   token_grant(&s, "client_credentials", jwt, &r);
   ck_assert_int_eq(r.status, 400);
-  ck_assert_str_eq(str_of(r.json, "error"), "unsupported_grant_type");
+  ck_assert_str_eq(h_str(r.json, "error"), "unsupported_grant_type");
   h_resp_free(&r);
   free(jwt);
 
   /* the log shows the claims but never the assertion itself */
-  j = call(&s, "GET", "/emulator/requests", NULL, NULL, 200);
+  j = h_call(&s, "GET", "/emulator/requests", NULL, NULL, 200);
   reqs = json_object_get(j, "requests");
   json_array_foreach (reqs, i, e) {
     json_t *body = json_object_get(e, "body");
-    if (strcmp(str_of(e, "path"), "/token") != 0 ||
+    if (strcmp(h_str(e, "path"), "/token") != 0 ||
         json_integer_value(json_object_get(e, "status")) != 200)
       continue;
     seen_grant = true;
-    ck_assert_str_eq(str_of(body, "assertion"), "[redacted]");
-    ck_assert_str_eq(str_of(json_object_get(body, "assertion_claims"), "aud"),
+    ck_assert_str_eq(h_str(body, "assertion"), "[redacted]");
+    ck_assert_str_eq(h_str(json_object_get(body, "assertion_claims"), "aud"),
                      aud);
   }
   ck_assert(seen_grant);
@@ -513,15 +475,17 @@ START_TEST(tokens_expire_and_can_be_revoked)
 
   emu_start(&s, env);
   tok = metadata_token(&s);
-  json_decref(call(&s, "GET", JOBS, tok, NULL, 200));
-  sleep_ms(1200);
-  expect_status(call(&s, "GET", JOBS, tok, NULL, 401), 401, "UNAUTHENTICATED");
+  json_decref(h_call(&s, "GET", JOBS, tok, NULL, 200));
+  h_sleep_ms(1200);
+  expect_status(h_call(&s, "GET", JOBS, tok, NULL, 401), 401,
+                "UNAUTHENTICATED");
   free(tok);
 
   tok = metadata_token(&s);
-  json_decref(call(&s, "GET", JOBS, tok, NULL, 200));
-  json_decref(call(&s, "DELETE", "/emulator/tokens", NULL, NULL, 200));
-  expect_status(call(&s, "GET", JOBS, tok, NULL, 401), 401, "UNAUTHENTICATED");
+  json_decref(h_call(&s, "GET", JOBS, tok, NULL, 200));
+  json_decref(h_call(&s, "DELETE", "/emulator/tokens", NULL, NULL, 200));
+  expect_status(h_call(&s, "GET", JOBS, tok, NULL, 401), 401,
+                "UNAUTHENTICATED");
   free(tok);
   h_server_stop(&s);
 }
@@ -533,7 +497,7 @@ START_TEST(auth_can_be_turned_off)
   struct h_server s;
 
   emu_start(&s, env);
-  json_decref(call(&s, "GET", JOBS, NULL, NULL, 200));
+  json_decref(h_call(&s, "GET", JOBS, NULL, NULL, 200));
   h_server_stop(&s);
 }
 END_TEST
@@ -553,46 +517,44 @@ START_TEST(create_get_and_errors)
   snprintf(path, sizeof(path),
            JOBS "?job_id=gpugate-7-a1&request_id="
                 "1b4e28ba-2fa1-4d3b-a3f5-ef19b5a7633b");
-  job = call(&s, "POST", path, tok, body, 200);
-  ck_assert_str_eq(str_of(job, "name"), "projects/test-project/locations/"
-                                        "us-central1/jobs/gpugate-7-a1");
-  ck_assert_ptr_nonnull(str_of(job, "uid"));
-  snprintf(uid, sizeof(uid), "%s", str_of(job, "uid"));
-  ck_assert_ptr_nonnull(str_of(job, "createTime"));
-  ck_assert_ptr_nonnull(str_of(job, "updateTime"));
+  job = h_call(&s, "POST", path, tok, body, 200);
+  ck_assert_str_eq(h_str(job, "name"), "projects/test-project/locations/"
+                                       "us-central1/jobs/gpugate-7-a1");
+  ck_assert_ptr_nonnull(h_str(job, "uid"));
+  snprintf(uid, sizeof(uid), "%s", h_str(job, "uid"));
+  ck_assert_ptr_nonnull(h_str(job, "createTime"));
+  ck_assert_ptr_nonnull(h_str(job, "updateTime"));
   status = json_object_get(job, "status");
-  ck_assert_str_eq(str_of(status, "state"), "QUEUED");
+  ck_assert_str_eq(h_str(status, "state"), "QUEUED");
   ck_assert_uint_ge(json_array_size(json_object_get(status, "statusEvents")),
                     1);
   tg = json_array_get(json_object_get(job, "taskGroups"), 0);
   /* int64 fields come back as strings, as in Google's JSON */
-  ck_assert_str_eq(str_of(tg, "taskCount"), "2");
-  ck_assert_str_eq(str_of(tg, "parallelism"), "2");
-  ck_assert_str_eq(str_of(json_object_get(tg, "taskSpec"), "maxRunDuration"),
+  ck_assert_str_eq(h_str(tg, "taskCount"), "2");
+  ck_assert_str_eq(h_str(tg, "parallelism"), "2");
+  ck_assert_str_eq(h_str(json_object_get(tg, "taskSpec"), "maxRunDuration"),
                    "3600s");
   pol = json_object_get(
       json_array_get(json_object_get(json_object_get(job, "allocationPolicy"),
                                      "instances"),
                      0),
       "policy");
-  ck_assert_str_eq(str_of(pol, "provisioningModel"), "SPOT");
+  ck_assert_str_eq(h_str(pol, "provisioningModel"), "SPOT");
   ck_assert_str_eq(
-      str_of(json_array_get(json_object_get(pol, "accelerators"), 0), "count"),
+      h_str(json_array_get(json_object_get(pol, "accelerators"), 0), "count"),
       "1");
-  ck_assert_str_eq(str_of(json_object_get(job, "labels"), "gpugate-team"),
-                   "ml");
+  ck_assert_str_eq(h_str(json_object_get(job, "labels"), "gpugate-team"), "ml");
   ck_assert_str_eq(
-      str_of(
-          json_object_get(json_object_get(job, "allocationPolicy"), "labels"),
-          "cost-center"),
+      h_str(json_object_get(json_object_get(job, "allocationPolicy"), "labels"),
+            "cost-center"),
       "cc-1");
-  ck_assert_str_eq(str_of(json_object_get(job, "logsPolicy"), "destination"),
+  ck_assert_str_eq(h_str(json_object_get(job, "logsPolicy"), "destination"),
                    "CLOUD_LOGGING");
   json_decref(job);
 
   /* a retry with the same request_id is the same job; any other is a 409 */
-  again = call(&s, "POST", path, tok, body, 200);
-  ck_assert_str_eq(str_of(again, "uid"), uid);
+  again = h_call(&s, "POST", path, tok, body, 200);
+  ck_assert_str_eq(h_str(again, "uid"), uid);
   json_decref(again);
   expect_status(create(&s, tok, "us-central1", "gpugate-7-a1", body, 409), 409,
                 "ALREADY_EXISTS");
@@ -600,10 +562,10 @@ START_TEST(create_get_and_errors)
 
   /* GET */
   snprintf(path, sizeof(path), JOBS "/gpugate-7-a1");
-  job = call(&s, "GET", path, tok, NULL, 200);
-  ck_assert_str_eq(str_of(job, "uid"), uid);
+  job = h_call(&s, "GET", path, tok, NULL, 200);
+  ck_assert_str_eq(h_str(job, "uid"), uid);
   json_decref(job);
-  expect_status(call(&s, "GET", JOBS "/gpugate-nope", tok, NULL, 404), 404,
+  expect_status(h_call(&s, "GET", JOBS "/gpugate-nope", tok, NULL, 404), 404,
                 "NOT_FOUND");
 
   /* validation */
@@ -623,19 +585,19 @@ START_TEST(create_get_and_errors)
                 "INVALID_ARGUMENT");
   expect_status(create(&s, tok, "europe-west4", "x", body, 400), 400,
                 "INVALID_ARGUMENT"); /* allowedLocations in another region */
-  expect_status(
-      call(&s, "POST", JOBS "?job_id=x&request_id=not-a-uuid", tok, body, 400),
-      400, "INVALID_ARGUMENT");
+  expect_status(h_call(&s, "POST", JOBS "?job_id=x&request_id=not-a-uuid", tok,
+                       body, 400),
+                400, "INVALID_ARGUMENT");
   free(body);
   body = job_body("RESERVATION_BOUND", 1, 1, "Not-A-Label", "");
   expect_status(create(&s, tok, "us-central1", "x", body, 400), 400,
                 "INVALID_ARGUMENT");
   free(body);
   body = job_body("SPOT", 1, 1, "ml", "");
-  expect_status(call(&s, "POST",
-                     "/v1/projects/other-project/locations/us-central1/jobs"
-                     "?job_id=x",
-                     tok, body, 403),
+  expect_status(h_call(&s, "POST",
+                       "/v1/projects/other-project/locations/us-central1/jobs"
+                       "?job_id=x",
+                       tok, body, 403),
                 403, "PERMISSION_DENIED");
   ck_assert_int_eq(create_count(&s, "x"), 0);
   free(body);
@@ -665,48 +627,48 @@ START_TEST(list_filters_and_pages)
   json_decref(create(&s, tok, "us-central1", "not-ours", other, 200));
 
   /* everything, no filter */
-  page = call(&s, "GET", JOBS, tok, NULL, 200);
+  page = h_call(&s, "GET", JOBS, tok, NULL, 200);
   ck_assert_uint_eq(json_array_size(json_object_get(page, "jobs")), 4);
   ck_assert_ptr_null(json_object_get(page, "nextPageToken"));
   json_decref(page);
 
   /* labels.gpugate-team:* in pages of 2 */
-  page = call(&s, "GET", JOBS "?filter=labels.gpugate-team%3A*&pageSize=2", tok,
-              NULL, 200);
+  page = h_call(&s, "GET", JOBS "?filter=labels.gpugate-team%3A*&pageSize=2",
+                tok, NULL, 200);
   jobs = json_object_get(page, "jobs");
   ck_assert_uint_eq(json_array_size(jobs), 2);
-  ck_assert_str_eq(str_of(json_array_get(jobs, 0), "name"),
+  ck_assert_str_eq(h_str(json_array_get(jobs, 0), "name"),
                    "projects/test-project/locations/us-central1/jobs/"
                    "gpugate-0-a1");
-  next = str_of(page, "nextPageToken");
+  next = h_str(page, "nextPageToken");
   ck_assert_ptr_nonnull(next);
   snprintf(path, sizeof(path),
            JOBS "?filter=labels.gpugate-team%%3A*&pageSize=2&pageToken=%s",
            next);
   json_decref(page);
-  page = call(&s, "GET", path, tok, NULL, 200);
+  page = h_call(&s, "GET", path, tok, NULL, 200);
   jobs = json_object_get(page, "jobs");
   ck_assert_uint_eq(json_array_size(jobs), 1);
-  ck_assert_str_eq(str_of(json_array_get(jobs, 0), "name"),
+  ck_assert_str_eq(h_str(json_array_get(jobs, 0), "name"),
                    "projects/test-project/locations/us-central1/jobs/"
                    "gpugate-2-a1");
   ck_assert_ptr_null(json_object_get(page, "nextPageToken"));
   json_decref(page);
 
   /* equality, quoted key, the all-locations wildcard, an empty result */
-  page = call(&s, "GET",
-              "/v1/projects/test-project/locations/-/jobs?filter=labels."
-              "%22cost-center%22%3D%22cc-1%22",
-              tok, NULL, 200);
+  page = h_call(&s, "GET",
+                "/v1/projects/test-project/locations/-/jobs?filter=labels."
+                "%22cost-center%22%3D%22cc-1%22",
+                tok, NULL, 200);
   ck_assert_uint_eq(json_array_size(json_object_get(page, "jobs")), 3);
   json_decref(page);
-  page = call(&s, "GET", JOBS "?filter=labels.gpugate-team%3D%22nobody%22", tok,
-              NULL, 200);
+  page = h_call(&s, "GET", JOBS "?filter=labels.gpugate-team%3D%22nobody%22",
+                tok, NULL, 200);
   ck_assert_ptr_null(json_object_get(page, "jobs")); /* proto3: omitted */
   json_decref(page);
-  expect_status(call(&s, "GET", JOBS "?filter=size%3E3", tok, NULL, 400), 400,
+  expect_status(h_call(&s, "GET", JOBS "?filter=size%3E3", tok, NULL, 400), 400,
                 "INVALID_ARGUMENT");
-  expect_status(call(&s, "GET", JOBS "?pageToken=bogus", tok, NULL, 400), 400,
+  expect_status(h_call(&s, "GET", JOBS "?pageToken=bogus", tok, NULL, 400), 400,
                 "INVALID_ARGUMENT");
   free(mine);
   free(other);
@@ -731,41 +693,41 @@ START_TEST(cancel_and_delete_operations)
   ck_assert(
       wait_state(&s, tok, "us-central1", "gpugate-1-a1", "RUNNING", 5000));
 
-  op = call(&s, "POST", JOBS "/gpugate-1-a1:cancel", tok, "{}", 200);
-  ck_assert_ptr_nonnull(strstr(str_of(op, "name"),
+  op = h_call(&s, "POST", JOBS "/gpugate-1-a1:cancel", tok, "{}", 200);
+  ck_assert_ptr_nonnull(strstr(h_str(op, "name"),
                                "projects/test-project/locations/us-central1/"
                                "operations/"));
   ck_assert(json_is_false(json_object_get(op, "done")));
   meta = json_object_get(op, "metadata");
-  ck_assert_str_eq(str_of(meta, "verb"), "cancel");
-  ck_assert_str_eq(str_of(meta, "target"), "projects/test-project/locations/"
-                                           "us-central1/jobs/gpugate-1-a1");
+  ck_assert_str_eq(h_str(meta, "verb"), "cancel");
+  ck_assert_str_eq(h_str(meta, "target"), "projects/test-project/locations/"
+                                          "us-central1/jobs/gpugate-1-a1");
   ck_assert_str_eq(
       state_of(&s, tok, "us-central1", "gpugate-1-a1", st, sizeof(st)),
       "CANCELLATION_IN_PROGRESS");
   ck_assert(
       wait_state(&s, tok, "us-central1", "gpugate-1-a1", "CANCELLED", 3000));
-  snprintf(path, sizeof(path), "/v1/%s", str_of(op, "name"));
+  snprintf(path, sizeof(path), "/v1/%s", h_str(op, "name"));
   json_decref(op);
-  op = call(&s, "GET", path, tok, NULL, 200);
+  op = h_call(&s, "GET", path, tok, NULL, 200);
   ck_assert(json_is_true(json_object_get(op, "done")));
   json_decref(op);
   /* a terminal job cannot be cancelled; an unknown one is not found */
-  expect_status(call(&s, "POST", JOBS "/gpugate-1-a1:cancel", tok, NULL, 400),
+  expect_status(h_call(&s, "POST", JOBS "/gpugate-1-a1:cancel", tok, NULL, 400),
                 400, "FAILED_PRECONDITION");
-  expect_status(call(&s, "POST", JOBS "/gpugate-9-a1:cancel", tok, NULL, 404),
+  expect_status(h_call(&s, "POST", JOBS "/gpugate-9-a1:cancel", tok, NULL, 404),
                 404, "NOT_FOUND");
 
   /* DELETE: DELETION_IN_PROGRESS, then gone */
-  op = call(&s, "DELETE", JOBS "/gpugate-2-a1", tok, NULL, 200);
-  ck_assert_str_eq(str_of(json_object_get(op, "metadata"), "verb"), "delete");
+  op = h_call(&s, "DELETE", JOBS "/gpugate-2-a1", tok, NULL, 200);
+  ck_assert_str_eq(h_str(json_object_get(op, "metadata"), "verb"), "delete");
   ck_assert(json_is_false(json_object_get(op, "done")));
   json_decref(op);
   ck_assert_str_eq(
       state_of(&s, tok, "us-central1", "gpugate-2-a1", st, sizeof(st)),
       "DELETION_IN_PROGRESS");
   ck_assert(wait_state(&s, tok, "us-central1", "gpugate-2-a1", "GONE", 3000));
-  expect_status(call(&s, "DELETE", JOBS "/gpugate-2-a1", tok, NULL, 404), 404,
+  expect_status(h_call(&s, "DELETE", JOBS "/gpugate-2-a1", tok, NULL, 404), 404,
                 "NOT_FOUND");
   /* after the delete the name can be created again, and that counts */
   json_decref(create(&s, tok, "us-central1", "gpugate-2-a1", body, 200));
@@ -800,7 +762,7 @@ START_TEST(lifecycle_with_capacity)
   ck_assert(wait_state(&s, tok, "us-central1", "job-f", "FAILED", 5000));
 
   /* while A runs, B cannot have been scheduled: A holds all 8 GPUs */
-  sleep_ms(200);
+  h_sleep_ms(200);
   state_of(&s, tok, "us-central1", "job-a", st, sizeof(st));
   if (!strcmp(st, "RUNNING")) {
     ck_assert_str_eq(state_of(&s, tok, "us-central1", "job-b", st, sizeof(st)),
@@ -817,13 +779,13 @@ START_TEST(lifecycle_with_capacity)
   /* 16 GPUs never fit in 8 ... until the capacity changes at run time */
   ck_assert_str_eq(state_of(&s, tok, "us-central1", "job-huge", st, sizeof(st)),
                    "QUEUED");
-  json_decref(call(&s, "POST", "/emulator/config", NULL,
-                   "{\"EMU_CAPACITY\": \"us-central1/SPOT=16\", "
-                   "\"EMU_RUN_MS\": 100}",
-                   200));
+  json_decref(h_call(&s, "POST", "/emulator/config", NULL,
+                     "{\"EMU_CAPACITY\": \"us-central1/SPOT=16\", "
+                     "\"EMU_RUN_MS\": 100}",
+                     200));
   ck_assert(wait_state(&s, tok, "us-central1", "job-huge", "SUCCEEDED", 5000));
-  expect_status(call(&s, "POST", "/emulator/config", NULL,
-                     "{\"EMU_LISTEN\": \"127.0.0.1:1\"}", 400),
+  expect_status(h_call(&s, "POST", "/emulator/config", NULL,
+                       "{\"EMU_LISTEN\": \"127.0.0.1:1\"}", 400),
                 400, "INVALID_ARGUMENT");
   free(big);
   free(huge);
@@ -849,24 +811,24 @@ START_TEST(flex_start_waits_and_zero_capacity_never_schedules)
   flex_eu = job_body_in("europe-west4", "FLEX_START", 8);
   std = job_body("STANDARD", 1, 8, "ml", "");
 
-  t0 = now_ms();
+  t0 = h_now_ms();
   json_decref(create(&s, tok, "us-central1", "flex-1", flex, 200));
   json_decref(create(&s, tok, "us-central1", "std-1", std, 200));
   json_decref(create(&s, tok, "europe-west4", "flex-eu", flex_eu, 200));
   /* the STANDARD job does not wait */
   ck_assert(wait_state(&s, tok, "us-central1", "std-1", "RUNNING", 1200));
   state_of(&s, tok, "us-central1", "flex-1", st, sizeof(st));
-  if (now_ms() - t0 < 1400)
+  if (h_now_ms() - t0 < 1400)
     ck_assert_str_eq(st, "QUEUED");
   ck_assert(wait_state(&s, tok, "us-central1", "flex-1", "RUNNING", 5000));
-  elapsed = now_ms() - t0;
+  elapsed = h_now_ms() - t0;
   ck_assert_int_ge(elapsed, 1500);
   ck_assert(wait_state(&s, tok, "us-central1", "flex-1", "SUCCEEDED", 5000));
 
   /* europe-west4 has no FLEX_START capacity at all */
   ck_assert_str_eq(state_of(&s, tok, "europe-west4", "flex-eu", st, sizeof(st)),
                    "QUEUED");
-  sleep_ms(500);
+  h_sleep_ms(500);
   ck_assert_str_eq(state_of(&s, tok, "europe-west4", "flex-eu", st, sizeof(st)),
                    "QUEUED");
   free(flex);
@@ -897,14 +859,14 @@ START_TEST(faults_at_the_configured_rate)
           json_object_get(json_object_get(r.json, "error"), "details"), 0);
       n429++;
       ck_assert_str_eq(h_header(&r, "Retry-After", hdr, sizeof(hdr)), "2");
-      ck_assert_str_eq(str_of(json_object_get(r.json, "error"), "status"),
+      ck_assert_str_eq(h_str(json_object_get(r.json, "error"), "status"),
                        "RESOURCE_EXHAUSTED");
-      ck_assert_str_eq(str_of(det, "@type"),
+      ck_assert_str_eq(h_str(det, "@type"),
                        "type.googleapis.com/google.rpc.RetryInfo");
-      ck_assert_str_eq(str_of(det, "retryDelay"), "2s");
+      ck_assert_str_eq(h_str(det, "retryDelay"), "2s");
     } else if (r.status == 503) {
       n503++;
-      ck_assert_str_eq(str_of(json_object_get(r.json, "error"), "status"),
+      ck_assert_str_eq(h_str(json_object_get(r.json, "error"), "status"),
                        "UNAVAILABLE");
     } else {
       ck_assert_int_eq(r.status, 200);
@@ -916,17 +878,17 @@ START_TEST(faults_at_the_configured_rate)
                 "%d errors in %d calls at rate 0.25", errors, n);
   ck_assert_int_gt(n429, 0);
   ck_assert_int_gt(n503, 0);
-  d = call(&s, "GET", "/emulator/faults", NULL, NULL, 200);
+  d = h_call(&s, "GET", "/emulator/faults", NULL, NULL, 200);
   ck_assert_int_eq(json_integer_value(json_object_get(
                        json_object_get(d, "injected"), "error")),
                    errors);
   json_decref(d);
   /* neither control nor token endpoints are faulted by default */
   for (i = 0; i < 40; i++) {
-    json_decref(call(&s, "GET", "/emulator/healthz", NULL, NULL, 200));
+    json_decref(h_call(&s, "GET", "/emulator/healthz", NULL, NULL, 200));
     free(metadata_token(&s));
   }
-  json_decref(call(&s, "DELETE", "/emulator/faults", NULL, NULL, 200));
+  json_decref(h_call(&s, "DELETE", "/emulator/faults", NULL, NULL, 200));
   free(tok);
   h_server_stop(&s);
 }
@@ -955,13 +917,13 @@ START_TEST(failed_creates_leave_no_job)
   h_resp_free(&r);
   /* a stall answered 503 */
   set_faults(&s, "{\"timeout_rate\": 1, \"timeout_ms\": 300}");
-  t0 = now_ms();
+  t0 = h_now_ms();
   expect_status(create(&s, tok, "us-central1", "gpugate-5-a1", body, 503), 503,
                 "UNAVAILABLE");
-  ck_assert_int_ge(now_ms() - t0, 300);
-  json_decref(call(&s, "DELETE", "/emulator/faults", NULL, NULL, 200));
+  ck_assert_int_ge(h_now_ms() - t0, 300);
+  json_decref(h_call(&s, "DELETE", "/emulator/faults", NULL, NULL, 200));
   ck_assert_int_eq(create_count(&s, "gpugate-5-a1"), 0);
-  expect_status(call(&s, "GET", JOBS "/gpugate-5-a1", tok, NULL, 404), 404,
+  expect_status(h_call(&s, "GET", JOBS "/gpugate-5-a1", tok, NULL, 404), 404,
                 "NOT_FOUND");
 
   /* a lost response: the job exists, the retry gets 409, created once */
@@ -970,7 +932,7 @@ START_TEST(failed_creates_leave_no_job)
       h_request(&s, "POST", JOBS "?job_id=gpugate-6-a1", tok, body, NULL, &r),
       -1);
   h_resp_free(&r);
-  json_decref(call(&s, "DELETE", "/emulator/faults", NULL, NULL, 200));
+  json_decref(h_call(&s, "DELETE", "/emulator/faults", NULL, NULL, 200));
   expect_status(create(&s, tok, "us-central1", "gpugate-6-a1", body, 409), 409,
                 "ALREADY_EXISTS");
   ck_assert_int_eq(create_count(&s, "gpugate-6-a1"), 1);
@@ -989,7 +951,7 @@ START_TEST(failed_creates_leave_no_job)
   ck_assert_int_eq(r.status, 500);
   h_resp_free(&r);
   expect_status(
-      call(&s, "POST", "/emulator/faults", NULL, "{\"error_rate\": 2}", 400),
+      h_call(&s, "POST", "/emulator/faults", NULL, "{\"error_rate\": 2}", 400),
       400, "INVALID_ARGUMENT");
   free(body);
   free(tok);
@@ -1008,11 +970,11 @@ START_TEST(requests_are_recorded_without_tokens)
   emu_start(&s, NULL);
   tok = metadata_token(&s);
   body = job_body("SPOT", 1, 1, "ml", "");
-  json_decref(call(&s, "DELETE", "/emulator/requests", NULL, NULL, 200));
-  json_decref(call(&s, "GET", JOBS "?pageSize=5", tok, NULL, 200));
+  json_decref(h_call(&s, "DELETE", "/emulator/requests", NULL, NULL, 200));
+  json_decref(h_call(&s, "GET", JOBS "?pageSize=5", tok, NULL, 200));
   json_decref(create(&s, tok, "us-central1", "gpugate-3-a1", body, 200));
-  json_decref(call(&s, "GET", JOBS "/gpugate-3-a1", NULL, NULL, 401));
-  json_decref(call(&s, "GET", "/emulator/jobs", NULL, NULL, 200));
+  json_decref(h_call(&s, "GET", JOBS "/gpugate-3-a1", NULL, NULL, 401));
+  json_decref(h_call(&s, "GET", "/emulator/jobs", NULL, NULL, 200));
 
   ck_assert_int_eq(
       h_request(&s, "GET", "/emulator/requests", NULL, NULL, NULL, &r), 0);
@@ -1024,19 +986,19 @@ START_TEST(requests_are_recorded_without_tokens)
   ck_assert_uint_eq(json_array_size(reqs), 3); /* control calls not logged */
 
   e = json_array_get(reqs, 0);
-  ck_assert_str_eq(str_of(e, "method"), "GET");
-  ck_assert_str_eq(str_of(e, "path"), JOBS);
-  ck_assert_str_eq(str_of(json_object_get(e, "query"), "pageSize"), "5");
+  ck_assert_str_eq(h_str(e, "method"), "GET");
+  ck_assert_str_eq(h_str(e, "path"), JOBS);
+  ck_assert_str_eq(h_str(json_object_get(e, "query"), "pageSize"), "5");
   ck_assert(json_is_true(json_object_get(e, "authorization")));
   ck_assert_int_eq(json_integer_value(json_object_get(e, "status")), 200);
-  ck_assert_ptr_nonnull(str_of(e, "time"));
+  ck_assert_ptr_nonnull(h_str(e, "time"));
 
   e = json_array_get(reqs, 1);
-  ck_assert_str_eq(str_of(e, "method"), "POST");
-  ck_assert_str_eq(str_of(json_object_get(e, "query"), "job_id"),
+  ck_assert_str_eq(h_str(e, "method"), "POST");
+  ck_assert_str_eq(h_str(json_object_get(e, "query"), "job_id"),
                    "gpugate-3-a1");
-  ck_assert_str_eq(str_of(json_object_get(json_object_get(e, "body"), "labels"),
-                          "gpugate-team"),
+  ck_assert_str_eq(h_str(json_object_get(json_object_get(e, "body"), "labels"),
+                         "gpugate-team"),
                    "ml");
   ck_assert_int_eq(json_integer_value(json_object_get(e, "status")), 200);
   ck_assert(json_is_null(json_object_get(e, "fault")));
@@ -1048,11 +1010,11 @@ START_TEST(requests_are_recorded_without_tokens)
   /* ?since= returns only what came later */
   next = json_integer_value(json_object_get(log, "next"));
   json_decref(log);
-  json_decref(call(&s, "GET", JOBS, tok, NULL, 200));
+  json_decref(h_call(&s, "GET", JOBS, tok, NULL, 200));
   {
     char path[64];
     snprintf(path, sizeof(path), "/emulator/requests?since=%lld", next);
-    log = call(&s, "GET", path, NULL, NULL, 200);
+    log = h_call(&s, "GET", path, NULL, NULL, 200);
   }
   ck_assert_uint_eq(json_array_size(json_object_get(log, "requests")), 1);
   json_decref(log);
@@ -1071,13 +1033,13 @@ START_TEST(jobs_can_disappear)
   tok = metadata_token(&s);
   body = job_body("SPOT", 1, 1, "ml", "");
   json_decref(create(&s, tok, "us-central1", "gpugate-4-a1", body, 200));
-  json_decref(call(&s, "POST", "/emulator/jobs/gpugate-4-a1:disappear", NULL,
-                   NULL, 200));
-  expect_status(call(&s, "GET", JOBS "/gpugate-4-a1", tok, NULL, 404), 404,
+  json_decref(h_call(&s, "POST", "/emulator/jobs/gpugate-4-a1:disappear", NULL,
+                     NULL, 200));
+  expect_status(h_call(&s, "GET", JOBS "/gpugate-4-a1", tok, NULL, 404), 404,
                 "NOT_FOUND");
   ck_assert_int_eq(create_count(&s, "gpugate-4-a1"), 1);
-  expect_status(call(&s, "POST", "/emulator/jobs/gpugate-4-a1:disappear", NULL,
-                     NULL, 404),
+  expect_status(h_call(&s, "POST", "/emulator/jobs/gpugate-4-a1:disappear",
+                       NULL, NULL, 404),
                 404, "NOT_FOUND");
   free(body);
   free(tok);
@@ -1173,10 +1135,9 @@ static void pushed_states(struct sink *k, const char *name, char *out,
   pthread_mutex_lock(&k->mu);
   json_array_foreach (k->messages, i, m) {
     json_t *a = json_object_get(json_object_get(m, "message"), "attributes");
-    if (str_of(a, "JobName") && !strcmp(str_of(a, "JobName"), name) &&
-        used < len)
+    if (h_str(a, "JobName") && !strcmp(h_str(a, "JobName"), name) && used < len)
       used += (size_t)snprintf(out + used, len - used, "%s%s", used ? " " : "",
-                               str_of(a, "NewJobState"));
+                               h_str(a, "NewJobState"));
   }
   pthread_mutex_unlock(&k->mu);
 }
@@ -1206,18 +1167,18 @@ START_TEST(push_notifications_on_every_state_change)
   tok = metadata_token(&s);
   body = job_body("SPOT", 1, 1, "ml", "");
   job = create(&s, tok, "us-central1", "gpugate-9-a1", body, 200);
-  snprintf(uid, sizeof(uid), "%s", str_of(job, "uid"));
+  snprintf(uid, sizeof(uid), "%s", h_str(job, "uid"));
   json_decref(job);
   ck_assert(
       wait_state(&s, tok, "us-central1", "gpugate-9-a1", "SUCCEEDED", 5000));
   /* the first delivery was refused with 500 and is retried in order */
-  end = now_ms() + 5000;
+  end = h_now_ms() + 5000;
   do {
     pushed_states(&k, name, states, sizeof(states));
     if (!strcmp(states, "QUEUED SCHEDULED RUNNING SUCCEEDED"))
       break;
-    sleep_ms(20);
-  } while (now_ms() < end);
+    h_sleep_ms(20);
+  } while (h_now_ms() < end);
   ck_assert_str_eq(states, "QUEUED SCHEDULED RUNNING SUCCEEDED");
 
   pthread_mutex_lock(&k.mu);
@@ -1225,13 +1186,13 @@ START_TEST(push_notifications_on_every_state_change)
   m = json_array_get(k.messages, 0);
   msg = json_object_get(m, "message");
   attrs = json_object_get(msg, "attributes");
-  ck_assert_str_eq(str_of(attrs, "Type"), "JOB_STATE_CHANGED");
-  ck_assert_str_eq(str_of(attrs, "JobUID"), uid);
-  ck_assert_ptr_nonnull(str_of(attrs, "Origin"));
-  ck_assert_str_eq(str_of(msg, "data"), "e30=");
-  ck_assert_ptr_nonnull(str_of(msg, "messageId"));
-  ck_assert_ptr_nonnull(str_of(msg, "publishTime"));
-  ck_assert_str_eq(str_of(m, "subscription"),
+  ck_assert_str_eq(h_str(attrs, "Type"), "JOB_STATE_CHANGED");
+  ck_assert_str_eq(h_str(attrs, "JobUID"), uid);
+  ck_assert_ptr_nonnull(h_str(attrs, "Origin"));
+  ck_assert_str_eq(h_str(msg, "data"), "e30=");
+  ck_assert_ptr_nonnull(h_str(msg, "messageId"));
+  ck_assert_ptr_nonnull(h_str(msg, "publishTime"));
+  ck_assert_str_eq(h_str(m, "subscription"),
                    "projects/test-project/subscriptions/gpugate");
   pthread_mutex_unlock(&k.mu);
 
@@ -1251,11 +1212,11 @@ START_TEST(healthz_and_unknown_routes)
   json_t *h;
 
   emu_start(&s, NULL);
-  h = call(&s, "GET", "/emulator/healthz", NULL, NULL, 200);
-  ck_assert_str_eq(str_of(h, "status"), "ok");
+  h = h_call(&s, "GET", "/emulator/healthz", NULL, NULL, 200);
+  ck_assert_str_eq(h_str(h, "status"), "ok");
   json_decref(h);
   expect_status(
-      call(&s, "GET", "/v1/projects/test-project/nothing", NULL, NULL, 404),
+      h_call(&s, "GET", "/v1/projects/test-project/nothing", NULL, NULL, 404),
       404, "NOT_FOUND");
   ck_assert_int_eq(
       h_request(&s, "PUT", "/emulator/faults", NULL, "{}", NULL, &r), 0);

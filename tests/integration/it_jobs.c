@@ -35,18 +35,6 @@ static char fill_id[32];
   "\"task\": {" TASK_OK task "}}"
 #define JOB(top, task) JOB_IN("lp", "bad", top, task)
 
-static void sleep_ms(long ms)
-{
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-  nanosleep(&ts, NULL);
-}
-
-static const char *str_of(json_t *o, const char *k)
-{
-  return json_string_value(json_object_get(o, k));
-}
-
 /* POST a job body as token to team's jobs; expects 201; writes the id. */
 static void submit(const char *team, const char *token, const char *body,
                    char id[32])
@@ -57,7 +45,7 @@ static void submit(const char *team, const char *token, const char *body,
   snprintf(path, sizeof(path), "/v1/teams/%s/jobs", team);
   ck_assert_int_eq(h_request(&srv, "POST", path, token, body, NULL, &r), 0);
   ck_assert_msg(r.status == 201, "submit %s: %ld %s", body, r.status, r.body);
-  snprintf(id, 32, "%s", str_of(r.json, "id"));
+  snprintf(id, 32, "%s", h_str(r.json, "id"));
   h_resp_free(&r);
 }
 
@@ -98,10 +86,10 @@ static json_t *wait_state(const char *id, const char *state, long ms)
 
   for (waited = 0;; waited += 100) {
     j = get_job(id);
-    if (!strcmp(str_of(j, "state"), state) || waited >= ms)
+    if (!strcmp(h_str(j, "state"), state) || waited >= ms)
       return j;
     json_decref(j);
-    sleep_ms(100);
+    h_sleep_ms(100);
   }
 }
 
@@ -128,15 +116,11 @@ static json_t *list(const char *path, const char *token, char *next,
 
 static void setup(void)
 {
-  const char *args[] = {"apply", "deploy/examples/reference-architecture.json",
-                        NULL};
   static const char *const env[] = {"GPUGATE_RATE_LIMIT_RPS=100000",
                                     "GPUGATE_ADMISSION_INTERVAL_MS=200", NULL};
-  char out[2048];
   json_t *j;
 
-  ck_assert_int_eq(h_db_create("it_jobs", db_url, sizeof(db_url)), 0);
-  ck_assert_msg(h_gpugate(db_url, args, out, sizeof(out)) == 0, "%s", out);
+  h_db_apply("it_jobs", H_REFERENCE, db_url, sizeof(db_url));
   ck_assert_int_eq(h_server_start(&srv, db_url, env), 0);
   member_a = h_token("team-a", "member", 3600);
   member_b = h_token("team-b", "member", 3600);
@@ -149,8 +133,8 @@ static void setup(void)
          "\", \"cpu_milli\": 2000, \"memory_mib\": 10240, \"gpu\": 2}}",
          fill_id);
   j = wait_state(fill_id, "ADMITTED", 10000);
-  ck_assert_msg(!strcmp(str_of(j, "state"), "ADMITTED"), "fill job: %s",
-                str_of(j, "state"));
+  ck_assert_msg(!strcmp(h_str(j, "state"), "ADMITTED"), "fill job: %s",
+                h_str(j, "state"));
   json_decref(j);
 }
 
@@ -218,11 +202,11 @@ START_TEST(idempotent_replay)
   ck_assert_msg(r1.status == 201, "%ld %s", r1.status, r1.body);
   post_keyed("team-a", member_a, "key-replay", IDEM_BODY("idem-replay"), &r2);
   ck_assert_msg(r2.status == 201, "%ld %s", r2.status, r2.body);
-  ck_assert_str_eq(str_of(r1.json, "id"), str_of(r2.json, "id"));
+  ck_assert_str_eq(h_str(r1.json, "id"), h_str(r2.json, "id"));
   ck_assert_ptr_nonnull(h_header(&r1, "Location", loc1, sizeof(loc1)));
   ck_assert_ptr_nonnull(h_header(&r2, "Location", loc2, sizeof(loc2)));
   snprintf(want, sizeof(want), "/v1/teams/team-a/jobs/%s",
-           str_of(r1.json, "id"));
+           h_str(r1.json, "id"));
   ck_assert_str_eq(loc1, want);
   ck_assert_str_eq(loc2, want);
   h_resp_free(&r2);
@@ -234,7 +218,7 @@ START_TEST(idempotent_replay)
              "\"queue\": \"lp\", \"name\": \"idem-replay\"}",
              &r2);
   ck_assert_msg(r2.status == 201, "%ld %s", r2.status, r2.body);
-  ck_assert_str_eq(str_of(r1.json, "id"), str_of(r2.json, "id"));
+  ck_assert_str_eq(h_str(r1.json, "id"), h_str(r2.json, "id"));
   h_resp_free(&r2);
 
   /* the same key with another body */
@@ -306,7 +290,7 @@ START_TEST(idempotent_concurrent_duplicates)
     for (i = 0; i < N_RACERS; i++) {
       ck_assert_int_eq(x[i].rc, 0);
       if (x[i].r.status == 201) {
-        const char *got = str_of(x[i].r.json, "id");
+        const char *got = h_str(x[i].r.json, "id");
         char loc[256];
         ck_assert_ptr_nonnull(got);
         if (!id[0])
@@ -328,7 +312,7 @@ START_TEST(idempotent_concurrent_duplicates)
     /* a client told 409 retries and gets the first response */
     post_keyed("team-a", member_a, key, body, &r);
     ck_assert_msg(r.status == 201, "%ld %s", r.status, r.body);
-    ck_assert_str_eq(str_of(r.json, "id"), id);
+    ck_assert_str_eq(h_str(r.json, "id"), id);
     h_resp_free(&r);
     ck_assert_uint_eq(count_labelled("team-a", member_a, "idem", name), 1);
   }
@@ -343,8 +327,8 @@ START_TEST(idempotency_keys_are_per_team)
   ck_assert_msg(ra.status == 201, "%ld %s", ra.status, ra.body);
   post_keyed("team-b", member_b, "key-shared", IDEM_BODY("idem-shared"), &rb);
   ck_assert_msg(rb.status == 201, "%ld %s", rb.status, rb.body);
-  ck_assert_str_ne(str_of(ra.json, "id"), str_of(rb.json, "id"));
-  ck_assert_str_eq(str_of(rb.json, "team"), "team-b");
+  ck_assert_str_ne(h_str(ra.json, "id"), h_str(rb.json, "id"));
+  ck_assert_str_eq(h_str(rb.json, "team"), "team-b");
   ck_assert_uint_eq(count_labelled("team-a", member_a, "idem", "idem-shared"),
                     1);
   ck_assert_uint_eq(count_labelled("team-b", member_b, "idem", "idem-shared"),
@@ -355,7 +339,7 @@ START_TEST(idempotency_keys_are_per_team)
   /* and team-b's key does not replay team-a's body into team-b */
   post_keyed("team-b", member_b, "key-shared", IDEM_BODY("idem-shared"), &rb);
   ck_assert_int_eq(rb.status, 201);
-  ck_assert_str_eq(str_of(rb.json, "team"), "team-b");
+  ck_assert_str_eq(h_str(rb.json, "team"), "team-b");
   h_resp_free(&rb);
 }
 END_TEST
@@ -439,7 +423,7 @@ START_TEST(other_team_sees_nothing)
 
   /* nothing changed: still pending, no cancel event, no intruder job */
   j = get_job(id);
-  ck_assert_str_eq(str_of(j, "state"), "PENDING");
+  ck_assert_str_eq(h_str(j, "state"), "PENDING");
   json_decref(j);
   snprintf(path[0], 200, "/v1/teams/team-a/jobs/%.31s/events", id);
   items = list(path[0], member_a, NULL, 0);
@@ -449,15 +433,15 @@ START_TEST(other_team_sees_nothing)
   {
     size_t k;
     json_array_foreach (items, k, j)
-      ck_assert_str_ne(str_of(j, "name"), "intruder");
+      ck_assert_str_ne(h_str(j, "name"), "intruder");
   }
   json_decref(items);
   items = list("/v1/teams/team-b/jobs?limit=500", member_b, NULL, 0);
   {
     size_t k;
     json_array_foreach (items, k, j) {
-      ck_assert_str_ne(str_of(j, "name"), "intruder");
-      ck_assert_str_ne(str_of(j, "id"), id);
+      ck_assert_str_ne(h_str(j, "name"), "intruder");
+      ck_assert_str_ne(h_str(j, "id"), id);
     }
   }
   json_decref(items);
@@ -650,9 +634,9 @@ START_TEST(invalid_submissions_created_nothing)
   size_t k;
 
   json_array_foreach (items, k, j)
-    ck_assert_msg(strcmp(str_of(j, "name"), "bad") &&
-                      strcmp(str_of(j, "name"), "bad2"),
-                  "invalid submission created %s", str_of(j, "id"));
+    ck_assert_msg(strcmp(h_str(j, "name"), "bad") &&
+                      strcmp(h_str(j, "name"), "bad2"),
+                  "invalid submission created %s", h_str(j, "id"));
   json_decref(items);
 }
 END_TEST
@@ -714,12 +698,12 @@ static void check_shape(json_t *j, const char *id)
 
   for (i = 0; keys[i]; i++)
     ck_assert_msg(json_object_get(j, keys[i]) != NULL, "no %s", keys[i]);
-  ck_assert_str_eq(str_of(j, "id"), id);
-  ck_assert_str_eq(str_of(j, "team"), "team-a");
-  ck_assert_str_eq(str_of(j, "name"), "finetune-gemma-2b");
-  ck_assert_str_eq(str_of(j, "queue"), "lp");
-  ck_assert_str_eq(str_of(j, "cluster_queue"), "cq-team-a-lp");
-  ck_assert_str_eq(str_of(j, "priority_class"), "default");
+  ck_assert_str_eq(h_str(j, "id"), id);
+  ck_assert_str_eq(h_str(j, "team"), "team-a");
+  ck_assert_str_eq(h_str(j, "name"), "finetune-gemma-2b");
+  ck_assert_str_eq(h_str(j, "queue"), "lp");
+  ck_assert_str_eq(h_str(j, "cluster_queue"), "cq-team-a-lp");
+  ck_assert_str_eq(h_str(j, "priority_class"), "default");
   ck_assert_int_eq(json_integer_value(json_object_get(j, "priority")), 10);
   ck_assert_int_eq(json_integer_value(json_object_get(j, "attempt")), 1);
   ck_assert_int_eq(regcomp(&ts,
@@ -727,8 +711,8 @@ static void check_shape(json_t *j, const char *id)
                            "[0-9]{2}(\\.[0-9]+)?Z$",
                            REG_EXTENDED | REG_NOSUB),
                    0);
-  ck_assert(regexec(&ts, str_of(j, "created_at"), 0, NULL, 0) == 0);
-  ck_assert(regexec(&ts, str_of(j, "updated_at"), 0, NULL, 0) == 0);
+  ck_assert(regexec(&ts, h_str(j, "created_at"), 0, NULL, 0) == 0);
+  ck_assert(regexec(&ts, h_str(j, "updated_at"), 0, NULL, 0) == 0);
   regfree(&ts);
   /* parallelism × the task */
   ck_assert_int_eq(json_integer_value(json_object_get(req, "gpu")), 2);
@@ -760,7 +744,7 @@ START_TEST(job_shape_events_admission)
   h_request(&srv, "POST", "/v1/teams/team-a/jobs", member_a, FULL_JOB, NULL,
             &r);
   ck_assert_msg(r.status == 201, "%ld %s", r.status, r.body);
-  snprintf(id, sizeof(id), "%s", str_of(r.json, "id"));
+  snprintf(id, sizeof(id), "%s", h_str(r.json, "id"));
   ck_assert_int_eq(regcomp(&idre, "^j-[0-9a-z]{14}$", REG_EXTENDED | REG_NOSUB),
                    0);
   ck_assert_msg(regexec(&idre, id, 0, NULL, 0) == 0, "id %s", id);
@@ -769,7 +753,7 @@ START_TEST(job_shape_events_admission)
   snprintf(path, sizeof(path), "/v1/teams/team-a/jobs/%.31s", id);
   ck_assert_str_eq(loc, path);
   check_shape(r.json, id);
-  if (!strcmp(str_of(r.json, "state"), "PENDING"))
+  if (!strcmp(h_str(r.json, "state"), "PENDING"))
     ck_assert(json_is_null(json_object_get(r.json, "admission")));
   h_resp_free(&r);
 
@@ -782,8 +766,8 @@ START_TEST(job_shape_events_admission)
   items = list(path, member_a, NULL, 0);
   ck_assert_uint_ge(json_array_size(items), 1);
   ev = json_array_get(items, 0);
-  ck_assert_str_eq(str_of(ev, "to"), "PENDING");
-  ck_assert_str_eq(str_of(ev, "reason"), "Submitted");
+  ck_assert_str_eq(h_str(ev, "to"), "PENDING");
+  ck_assert_str_eq(h_str(ev, "reason"), "Submitted");
   ck_assert(json_is_null(json_object_get(ev, "from")));
   ck_assert_int_eq(json_integer_value(json_object_get(ev, "attempt")), 1);
   ck_assert(json_is_string(json_object_get(ev, "at")));
@@ -791,14 +775,14 @@ START_TEST(job_shape_events_admission)
 
   /* admitted: a flavor and an estimate */
   j = wait_state(id, "ADMITTED", 10000);
-  ck_assert_msg(!strcmp(str_of(j, "state"), "ADMITTED"), "state %s reason %s",
-                str_of(j, "state"), str_of(j, "reason"));
+  ck_assert_msg(!strcmp(h_str(j, "state"), "ADMITTED"), "state %s reason %s",
+                h_str(j, "state"), h_str(j, "reason"));
   check_shape(j, id);
   adm = json_object_get(j, "admission");
   ck_assert(json_is_object(adm));
-  ck_assert(!strcmp(str_of(adm, "flavor"), "l4-reserved") ||
-            !strcmp(str_of(adm, "flavor"), "l4-spot"));
-  ck_assert_str_eq(str_of(adm, "location"), "us-central1");
+  ck_assert(!strcmp(h_str(adm, "flavor"), "l4-reserved") ||
+            !strcmp(h_str(adm, "flavor"), "l4-spot"));
+  ck_assert_str_eq(h_str(adm, "location"), "us-central1");
   ck_assert(json_is_boolean(json_object_get(adm, "borrowed")));
   ck_assert(json_is_string(json_object_get(adm, "admitted_at")));
   ck_assert(json_is_null(json_object_get(j, "position_in_queue")));
@@ -808,8 +792,8 @@ START_TEST(job_shape_events_admission)
   items = list(path, member_a, NULL, 0);
   ck_assert_uint_ge(json_array_size(items), 2);
   ev = json_array_get(items, 1);
-  ck_assert_str_eq(str_of(ev, "from"), "PENDING");
-  ck_assert_str_eq(str_of(ev, "to"), "ADMITTED");
+  ck_assert_str_eq(h_str(ev, "from"), "PENDING");
+  ck_assert_str_eq(h_str(ev, "to"), "ADMITTED");
   json_decref(items);
 }
 END_TEST
@@ -825,11 +809,11 @@ START_TEST(admitted_in_an_allowed_location)
                 ", \"gpu\": 2"),
          id);
   j = wait_state(id, "ADMITTED", 10000);
-  ck_assert_str_eq(str_of(j, "state"), "ADMITTED");
-  ck_assert_str_eq(str_of(json_object_get(j, "admission"), "flavor"), "dws");
-  ck_assert_str_eq(str_of(json_object_get(j, "admission"), "location"),
+  ck_assert_str_eq(h_str(j, "state"), "ADMITTED");
+  ck_assert_str_eq(h_str(json_object_get(j, "admission"), "flavor"), "dws");
+  ck_assert_str_eq(h_str(json_object_get(j, "admission"), "location"),
                    "europe-west4");
-  ck_assert_str_eq(str_of(j, "cluster_queue"), "cq-dws");
+  ck_assert_str_eq(h_str(j, "cluster_queue"), "cq-dws");
   /* no run duration given: the FLEX_START flavor's limit applies */
   ck_assert_double_gt(
       json_number_value(json_object_get(j, "estimated_cost_usd")), 0);
@@ -852,7 +836,7 @@ START_TEST(parallelism_defaults_to_task_count)
                        json_object_get(j, "spec"), "parallelism")),
                    3);
   /* priority class: the default one */
-  ck_assert_str_eq(str_of(j, "priority_class"), "default");
+  ck_assert_str_eq(h_str(j, "priority_class"), "default");
   json_decref(j);
 }
 END_TEST
@@ -887,8 +871,8 @@ START_TEST(list_filters)
                sizeof(next));
   found = 0;
   json_array_foreach (items, k, j) {
-    ck_assert_str_eq(str_of(j, "state"), "PENDING");
-    found += !strcmp(str_of(j, "id"), id_pend);
+    ck_assert_str_eq(h_str(j, "state"), "PENDING");
+    found += !strcmp(h_str(j, "id"), id_pend);
   }
   ck_assert_int_eq(found, 1);
   json_decref(items);
@@ -896,9 +880,9 @@ START_TEST(list_filters)
                member_a, NULL, 0);
   found = 0;
   json_array_foreach (items, k, j) {
-    ck_assert(!strcmp(str_of(j, "state"), "ADMITTED") ||
-              !strcmp(str_of(j, "state"), "RUNNING"));
-    found += !strcmp(str_of(j, "id"), fill_id);
+    ck_assert(!strcmp(h_str(j, "state"), "ADMITTED") ||
+              !strcmp(h_str(j, "state"), "RUNNING"));
+    found += !strcmp(h_str(j, "id"), fill_id);
   }
   ck_assert_int_eq(found, 1);
   json_decref(items);
@@ -908,9 +892,9 @@ START_TEST(list_filters)
       list("/v1/teams/team-a/jobs?queue=compact&limit=500", member_a, NULL, 0);
   found = 0;
   json_array_foreach (items, k, j) {
-    ck_assert_str_eq(str_of(j, "queue"), "compact");
+    ck_assert_str_eq(h_str(j, "queue"), "compact");
     found +=
-        !strcmp(str_of(j, "id"), id_pend) + !strcmp(str_of(j, "id"), fill_id);
+        !strcmp(h_str(j, "id"), id_pend) + !strcmp(h_str(j, "id"), fill_id);
   }
   ck_assert_int_eq(found, 2);
   json_decref(items);
@@ -921,7 +905,7 @@ START_TEST(list_filters)
   /* label= */
   items = list("/v1/teams/team-a/jobs?label=filter=yes", member_a, NULL, 0);
   ck_assert_uint_eq(json_array_size(items), 1);
-  ck_assert_str_eq(str_of(json_array_get(items, 0), "id"), id_lp);
+  ck_assert_str_eq(h_str(json_array_get(items, 0), "id"), id_lp);
   json_decref(items);
   items = list("/v1/teams/team-a/jobs?label=filter=no", member_a, NULL, 0);
   ck_assert_uint_eq(json_array_size(items), 0);
@@ -965,9 +949,9 @@ START_TEST(cursor_pagination)
     json_array_foreach (items, k, j) {
       int hit = -1;
       for (i = 0; i < 7; i++)
-        if (!strcmp(str_of(j, "id"), ids[i]))
+        if (!strcmp(h_str(j, "id"), ids[i]))
           hit = i;
-      ck_assert_msg(hit >= 0, "foreign job %s", str_of(j, "id"));
+      ck_assert_msg(hit >= 0, "foreign job %s", h_str(j, "id"));
       ck_assert_msg(seen[hit] == 0, "job %s seen twice", ids[hit]);
       seen[hit]++;
       total++;
@@ -1000,8 +984,8 @@ START_TEST(cancel_pending)
   snprintf(path, sizeof(path), "/v1/teams/team-a/jobs/%.31s/cancel", id);
   h_request(&srv, "POST", path, member_a, NULL, NULL, &r);
   ck_assert_msg(r.status == 200, "%ld %s", r.status, r.body);
-  ck_assert_str_eq(str_of(r.json, "state"), "CANCELLED");
-  ck_assert_str_eq(str_of(r.json, "id"), id);
+  ck_assert_str_eq(h_str(r.json, "state"), "CANCELLED");
+  ck_assert_str_eq(h_str(r.json, "id"), id);
   h_resp_free(&r);
 
   snprintf(path, sizeof(path), "/v1/teams/team-a/jobs/%.31s/events", id);
@@ -1009,15 +993,15 @@ START_TEST(cancel_pending)
   n = json_array_size(items);
   ck_assert_uint_ge(n, 2);
   last = json_array_get(items, n - 1);
-  ck_assert_str_eq(str_of(last, "from"), "PENDING");
-  ck_assert_str_eq(str_of(last, "to"), "CANCELLED");
+  ck_assert_str_eq(h_str(last, "from"), "PENDING");
+  ck_assert_str_eq(h_str(last, "to"), "CANCELLED");
   json_decref(items);
 
   /* twice: 200 again, no second event */
   snprintf(path, sizeof(path), "/v1/teams/team-a/jobs/%.31s/cancel", id);
   h_request(&srv, "POST", path, member_a, NULL, NULL, &r);
   ck_assert_msg(r.status == 200, "%ld %s", r.status, r.body);
-  ck_assert_str_eq(str_of(r.json, "state"), "CANCELLED");
+  ck_assert_str_eq(h_str(r.json, "state"), "CANCELLED");
   h_resp_free(&r);
   snprintf(path, sizeof(path), "/v1/teams/team-a/jobs/%.31s/events", id);
   items = list(path, member_a, NULL, 0);
@@ -1025,9 +1009,9 @@ START_TEST(cancel_pending)
   json_decref(items);
 
   /* still cancelled after a few admission cycles */
-  sleep_ms(500);
+  h_sleep_ms(500);
   j = get_job(id);
-  ck_assert_str_eq(str_of(j, "state"), "CANCELLED");
+  ck_assert_str_eq(h_str(j, "state"), "CANCELLED");
   ck_assert(json_is_null(json_object_get(j, "admission")));
   json_decref(j);
 
@@ -1090,7 +1074,7 @@ static void check_queue_counts(const char *queue)
                     (long long)a0);
       return;
     }
-    sleep_ms(100);
+    h_sleep_ms(100);
   }
   ck_abort_msg("queue %s never settled", queue);
 }
@@ -1117,7 +1101,7 @@ START_TEST(queue_status_counts)
   items = list("/v1/teams/team-a/queues/compact/pending", member_a, NULL, 0);
   ck_assert_uint_ge(json_array_size(items), 2);
   json_array_foreach (items, k, j) {
-    ck_assert_str_eq(str_of(j, "state"), "PENDING");
+    ck_assert_str_eq(h_str(j, "state"), "PENDING");
     ck_assert_int_eq(
         json_integer_value(json_object_get(j, "position_in_queue")),
         (json_int_t)k + 1);

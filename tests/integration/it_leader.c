@@ -30,32 +30,13 @@ static struct h_server srv[2];
 static char db_url[512];
 static char *tokens[4];
 
-static void sleep_ms(long ms)
-{
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-  nanosleep(&ts, NULL);
-}
-
-static long long now_ms(void)
-{
-  struct timespec ts;
-
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void setup(void)
 {
-  const char *args[] = {"apply", "deploy/examples/reference-architecture.json",
-                        NULL};
   static const char *const env[] = {"GPUGATE_RATE_LIMIT_RPS=100000",
                                     "GPUGATE_ADMISSION_INTERVAL_MS=200", NULL};
-  char out[2048];
   int i;
 
-  ck_assert_int_eq(h_db_create("it_leader", db_url, sizeof(db_url)), 0);
-  ck_assert_msg(h_gpugate(db_url, args, out, sizeof(out)) == 0, "%s", out);
+  h_db_apply("it_leader", H_REFERENCE, db_url, sizeof(db_url));
   ck_assert_int_eq(h_server_start(&srv[0], db_url, env), 0);
   ck_assert_int_eq(h_server_start(&srv[1], db_url, env), 0);
   for (i = 0; i < 4; i++) {
@@ -75,69 +56,12 @@ static void teardown(void)
     free(tokens[i]);
 }
 
-/* Occurrences of needle in the server's log. */
-static int log_count(const struct h_server *s, const char *needle)
-{
-  FILE *f = fopen(s->log, "r");
-  char *text;
-  long len;
-  size_t got;
-  int n = 0;
-  const char *p;
-
-  if (!f)
-    return 0;
-  fseek(f, 0, SEEK_END);
-  len = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  text = malloc((size_t)len + 1);
-  ck_assert_ptr_nonnull(text);
-  got = fread(text, 1, (size_t)len, f);
-  text[got] = '\0';
-  fclose(f);
-  for (p = text; (p = strstr(p, needle)) != NULL; p += strlen(needle))
-    n++;
-  free(text);
-  return n;
-}
-
 /* ---- the invariants, from the database ------------------------------- */
-
-/* A connection for the checks. The planner overestimates the JSON set
- * functions below and would JIT-compile every check (over a second). */
-static PGconn *connect_db(void)
-{
-  PGconn *pg = PQconnectdb(db_url);
-
-  if (PQstatus(pg) == CONNECTION_OK)
-    PQclear(PQexec(pg, "SET jit = off"));
-  return pg;
-}
-
-#define HOLDING "('ADMITTED', 'QUEUED', 'RUNNING', 'EVICTING')"
-
-/* Number of violations now (-1: the query failed); the first in first. */
-static int violations(PGconn *pg, char *first, size_t len)
-{
-  PGresult *res = PQexec(pg, h_sql_quota_violations);
-  int n;
-
-  if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-    snprintf(first, len, "query failed: %s", PQresultErrorMessage(res));
-    PQclear(res);
-    return -1;
-  }
-  n = PQntuples(res);
-  if (n > 0)
-    snprintf(first, len, "%s", PQgetvalue(res, 0, 0));
-  PQclear(res);
-  return n;
-}
 
 static void assert_invariants(PGconn *pg, const char *when)
 {
   char first[512] = "";
-  int n = violations(pg, first, sizeof(first));
+  int n = h_db_violations(pg, NULL, first, sizeof(first));
 
   ck_assert_msg(n == 0, "%s: %d violations, e.g. %s", when, n, first);
 }
@@ -153,7 +77,7 @@ struct watcher {
 static void *watch(void *arg)
 {
   struct watcher *w = arg;
-  PGconn *pg = connect_db();
+  PGconn *pg = h_db_connect(db_url);
 
   if (PQstatus(pg) != CONNECTION_OK) {
     snprintf(w->first, sizeof(w->first), "watcher: %s", PQerrorMessage(pg));
@@ -163,14 +87,14 @@ static void *watch(void *arg)
   }
   while (!atomic_load(&w->stop)) {
     char first[512];
-    int n = violations(pg, first, sizeof(first));
+    int n = h_db_violations(pg, NULL, first, sizeof(first));
     if (n != 0) {
       if (!w->bad)
         snprintf(w->first, sizeof(w->first), "%s", first);
       w->bad++;
     }
     w->checks++;
-    sleep_ms(10);
+    h_sleep_ms(10);
   }
   PQfinish(pg);
   return NULL;
@@ -178,26 +102,14 @@ static void *watch(void *arg)
 
 /* ---- jobs ---------------------------------------------------------------- */
 
-static int64_t db_int(PGconn *pg, const char *sql)
-{
-  PGresult *res = PQexec(pg, sql);
-  int64_t v;
-
-  ck_assert_msg(PQresultStatus(res) == PGRES_TUPLES_OK, "%s: %s", sql,
-                PQresultErrorMessage(res));
-  v = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
-  PQclear(res);
-  return v;
-}
-
 /* Poll sql (a count) until it reaches want or ms pass; the last value. */
-static int64_t wait_count(PGconn *pg, const char *sql, int64_t want, long ms)
+static long long wait_count(PGconn *pg, const char *sql, long long want,
+                            long ms)
 {
-  long long deadline = now_ms() + ms;
-  int64_t v;
+  long long deadline = h_now_ms() + ms, v;
 
-  while ((v = db_int(pg, sql)) != want && now_ms() < deadline)
-    sleep_ms(50);
+  while ((v = h_db_int(pg, sql)) != want && h_now_ms() < deadline)
+    h_sleep_ms(50);
   return v;
 }
 
@@ -246,7 +158,7 @@ static const char *state_via(const struct h_server *s, int team, const char *id,
 
 START_TEST(one_leader_and_failover)
 {
-  PGconn *pg = connect_db();
+  PGconn *pg = h_db_connect(db_url);
   struct watcher w;
   char id[32], compact[32], state[16];
   int leader = -1, other, i, t, k, n0 = 0, n1 = 0;
@@ -258,17 +170,17 @@ START_TEST(one_leader_and_failover)
   ck_assert_int_eq(pthread_create(&w.thread, NULL, watch, &w), 0);
 
   /* exactly one replica leads, within ~3 s */
-  for (t0 = now_ms(); now_ms() - t0 < 3000; sleep_ms(50)) {
-    n0 = log_count(&srv[0], LEADER_LINE);
-    n1 = log_count(&srv[1], LEADER_LINE);
+  for (t0 = h_now_ms(); h_now_ms() - t0 < 3000; h_sleep_ms(50)) {
+    n0 = h_log_count(&srv[0], LEADER_LINE);
+    n1 = h_log_count(&srv[1], LEADER_LINE);
     if (n0 + n1 > 0)
       break;
   }
   ck_assert_msg(n0 + n1 > 0, "no leader after 3 s; see %s and %s", srv[0].log,
                 srv[1].log);
-  sleep_ms(1500); /* the follower retries every second: still one */
-  n0 = log_count(&srv[0], LEADER_LINE);
-  n1 = log_count(&srv[1], LEADER_LINE);
+  h_sleep_ms(1500); /* the follower retries every second: still one */
+  n0 = h_log_count(&srv[0], LEADER_LINE);
+  n1 = h_log_count(&srv[1], LEADER_LINE);
   ck_assert_msg((n0 == 1 && n1 == 0) || (n0 == 0 && n1 == 1),
                 "leader lines: %d and %d", n0, n1);
   leader = n0 ? 0 : 1;
@@ -288,8 +200,8 @@ START_TEST(one_leader_and_failover)
                  16, 10000),
       16);
   assert_invariants(pg, "after the low-priority jobs");
-  ck_assert_int_gt(log_count(&srv[leader], CYCLE_LINE), 0);
-  ck_assert_msg(log_count(&srv[other], CYCLE_LINE) == 0,
+  ck_assert_int_gt(h_log_count(&srv[leader], CYCLE_LINE), 0);
+  ck_assert_msg(h_log_count(&srv[other], CYCLE_LINE) == 0,
                 "the follower ran admission cycles; see %s", srv[other].log);
 
   /* high-priority jobs reclaim the reservation from borrowing low-priority
@@ -300,23 +212,23 @@ START_TEST(one_leader_and_failover)
     submit(&srv[t % 2], t, "hp", "hp-0", "high", id);
   submit(&srv[0], 0, "hp", "hp-1", "high", id);
   submit(&srv[1], 2, "hp", "hp-1", "high", id);
-  ck_assert_int_eq(log_count(&srv[other], LEADER_LINE), 0);
+  ck_assert_int_eq(h_log_count(&srv[other], LEADER_LINE), 0);
   ck_assert_int_eq(h_server_kill(&srv[leader], SIGKILL), 0);
   assert_invariants(pg, "right after the kill");
 
   /* the survivor takes over: a new job is admitted within 5 s */
-  t0 = now_ms();
+  t0 = h_now_ms();
   submit_n(&srv[other], 0, "compact", "after-kill", "compact", 1, compact);
   submit(&srv[other], 1, "hp", "hp-1", "high", id);
   submit(&srv[other], 3, "hp", "hp-1", "high", id);
   while (strcmp(state_via(&srv[other], 0, compact, state, sizeof(state)),
                 "ADMITTED") &&
-         now_ms() - t0 < 5000)
-    sleep_ms(50);
+         h_now_ms() - t0 < 5000)
+    h_sleep_ms(50);
   ck_assert_msg(!strcmp(state, "ADMITTED"),
                 "job after the kill still %s after 5 s; see %s", state,
                 srv[other].log);
-  ck_assert_int_eq(log_count(&srv[other], LEADER_LINE), 1);
+  ck_assert_int_eq(h_log_count(&srv[other], LEADER_LINE), 1);
 
   for (i = 2; i < 4; i++)
     for (t = 0; t < 4; t++) {
@@ -346,20 +258,21 @@ START_TEST(one_leader_and_failover)
                  "(state = 'PENDING' AND reason IS NULL)",
                  0, 5000),
       0);
-  ck_assert_int_eq(db_int(pg, "SELECT count(*) FROM jobs WHERE name LIKE "
-                              "'hp-%' AND state = 'PENDING'"),
+  ck_assert_int_eq(h_db_int(pg, "SELECT count(*) FROM jobs WHERE name LIKE "
+                                "'hp-%' AND state = 'PENDING'"),
                    8);
-  ck_assert_int_eq(db_int(pg, "SELECT count(*) FROM jobs WHERE name LIKE "
-                              "'lp-%' AND state = 'PENDING' AND attempt >= 2"),
+  ck_assert_int_eq(h_db_int(pg,
+                            "SELECT count(*) FROM jobs WHERE name LIKE "
+                            "'lp-%' AND state = 'PENDING' AND attempt >= 2"),
                    4);
-  ck_assert_int_ge(db_int(pg, "SELECT count(*) FROM job_events WHERE "
-                              "to_state = 'EVICTING'"),
+  ck_assert_int_ge(h_db_int(pg, "SELECT count(*) FROM job_events WHERE "
+                                "to_state = 'EVICTING'"),
                    4);
-  ck_assert_int_eq(db_int(pg, "SELECT count(*) FROM jobs WHERE state = "
-                              "'ADMITTED' AND name = 'after-kill'"),
+  ck_assert_int_eq(h_db_int(pg, "SELECT count(*) FROM jobs WHERE state = "
+                                "'ADMITTED' AND name = 'after-kill'"),
                    1);
   assert_invariants(pg, "settled after the failover");
-  ck_assert_int_gt(log_count(&srv[other], CYCLE_LINE), 0);
+  ck_assert_int_gt(h_log_count(&srv[other], CYCLE_LINE), 0);
 
   /* the watcher saw no violation at any time */
   atomic_store(&w.stop, true);

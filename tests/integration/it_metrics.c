@@ -7,20 +7,15 @@
  * check metrics, the alert rules, the dashboards).
  */
 #include <check.h>
-#include <fcntl.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "tests/integration/harness.h"
 
 Suite *metrics_page_suite(void);
-
-extern char **environ;
 
 static const char *const teams[4] = {"team-a", "team-b", "team-c", "team-d"};
 
@@ -30,14 +25,10 @@ static char *tokens[4];
 
 static void setup(void)
 {
-  const char *args[] = {"apply", "deploy/examples/reference-architecture.json",
-                        NULL};
   const char *env[] = {"GPUGATE_ADMISSION_INTERVAL_MS=200", NULL};
-  char out[2048];
   int i;
 
-  ck_assert_int_eq(h_db_create("it_metrics", db_url, sizeof(db_url)), 0);
-  ck_assert_int_eq(h_gpugate(db_url, args, out, sizeof(out)), 0);
+  h_db_apply("it_metrics", H_REFERENCE, db_url, sizeof(db_url));
   ck_assert_int_eq(h_server_start(&srv, db_url, env), 0);
   for (i = 0; i < 4; i++)
     tokens[i] = h_token(teams[i], "member", 3600);
@@ -52,35 +43,8 @@ static void teardown(void)
     free(tokens[i]);
 }
 
-static void sleep_ms(long ms)
-{
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-  nanosleep(&ts, NULL);
-}
-
 /* 2 tasks × (2 CPU, 10 GiB, 2 GPU): 4 GPUs a job. */
 #define JOB_GPUS 4
-
-static void submit(int team, const char *queue, const char *name,
-                   const char *klass)
-{
-  char path[128], body[512];
-  struct h_resp r;
-
-  snprintf(path, sizeof(path), "/v1/teams/%s/jobs", teams[team]);
-  snprintf(body, sizeof(body),
-           "{\"name\": \"%s\", \"queue\": \"%s\", \"priority_class\": "
-           "\"%s\", \"task_count\": 2, \"task\": {\"image\": "
-           "\"us-docker.pkg.dev/p/r/trainer:1.2\", \"commands\": "
-           "[\"python\", \"train.py\"], \"cpu_milli\": 2000, \"memory_mib\": "
-           "10240, \"gpu\": 2}}",
-           name, queue, klass);
-  ck_assert_int_eq(h_request(&srv, "POST", path, tokens[team], body, NULL, &r),
-                   0);
-  ck_assert_msg(r.status == 201, "%ld %s", r.status, r.body);
-  h_resp_free(&r);
-}
 
 /* What the API says: jobs per state over all teams, and jobs evicted at
  * least once (attempt > 1). */
@@ -195,45 +159,6 @@ static double sample(const char *text, const char *series)
   return -1;
 }
 
-/* Run tests/metrics-check.sh on file; returns its exit status, its output
- * in log. */
-static int metrics_check(const char *file, const char *log)
-{
-  const char *argv[] = {"/bin/bash", "tests/metrics-check.sh", file, NULL};
-  posix_spawn_file_actions_t fa;
-  pid_t pid;
-  int st, rc;
-
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC,
-                                   0644);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  rc = posix_spawn(&pid, argv[0], &fa, NULL, (char *const *)argv, environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0)
-    return -1;
-  if (waitpid(pid, &st, 0) != pid)
-    return -1;
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-static char *slurp(const char *path)
-{
-  FILE *f = fopen(path, "r");
-  char *buf = calloc(1, 65536);
-  size_t n;
-
-  if (!f || !buf) {
-    if (f)
-      fclose(f);
-    return buf;
-  }
-  n = fread(buf, 1, 65535, f);
-  buf[n] = '\0';
-  fclose(f);
-  return buf;
-}
-
 START_TEST(families_match_the_api)
 {
   struct api_counts c;
@@ -245,17 +170,17 @@ START_TEST(families_match_the_api)
    * four high-priority ones that reclaim it */
   for (i = 0; i < 4; i++)
     for (t = 0; t < 4; t++)
-      submit(t, "lp", "lp", "default");
+      h_submit_typical(&srv, teams[t], tokens[t], "lp", "lp", "default", NULL);
   for (tries = 0; tries < 100; tries++) {
     api_counts(&c);
     if (c.admitted == 16)
       break;
-    sleep_ms(100);
+    h_sleep_ms(100);
   }
   ck_assert_int_eq(c.admitted, 16);
   for (i = 0; i < 4; i++)
     for (t = 0; t < 4; t++)
-      submit(t, "hp", "hp", "high");
+      h_submit_typical(&srv, teams[t], tokens[t], "hp", "hp", "high", NULL);
 
   /* settled: every pending job seen by a cycle, and the leader's gauges
    * agree with the API (cycles run every 200 ms) */
@@ -269,7 +194,7 @@ START_TEST(families_match_the_api)
     if (c.unseen == 0 && c.pending > 0 && pending == c.pending &&
         gpu_use == (double)(JOB_GPUS * c.admitted))
       break;
-    sleep_ms(200);
+    h_sleep_ms(200);
   }
   ck_assert_msg(pending == c.pending, "pending: metrics %g, API %d", pending,
                 c.pending);
@@ -376,10 +301,12 @@ START_TEST(families_match_the_api)
     fclose(f);
   }
   {
-    int rc = metrics_check(path, log);
-    char *out = slurp(log);
-    ck_assert_msg(rc == 0, "tests/metrics-check.sh exited %d:\n%s", rc,
-                  out ? out : "");
+    const char *argv[] = {"/bin/bash", "tests/metrics-check.sh", path, NULL};
+    char *out = calloc(1, 65536);
+    int rc;
+    ck_assert_ptr_nonnull(out);
+    rc = h_run(argv, NULL, -1, log, out, 65536);
+    ck_assert_msg(rc == 0, "tests/metrics-check.sh exited %d:\n%s", rc, out);
     free(out);
   }
   free(text);

@@ -31,21 +31,6 @@ static char pg_uri[256]; /* the cluster's postgres database */
 static char db_url[512];
 static char *admin;
 
-static long long now_ms(void)
-{
-  struct timespec ts;
-
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (long long)ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(long ms)
-{
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-  nanosleep(&ts, NULL);
-}
-
 /* CREATE DATABASE in the private cluster; writes its URI into db_url. */
 static void create_database(void)
 {
@@ -112,11 +97,11 @@ static void teardown(void)
 static long timed(const char *method, const char *path, const char *token,
                   const char *body, long max_ms, struct h_resp *r)
 {
-  long long t0 = now_ms(), took;
+  long long t0 = h_now_ms(), took;
 
   ck_assert_msg(h_request(&srv, method, path, token, body, NULL, r) == 0,
                 "%s %s: no answer (gpugate hung or died)", method, path);
-  took = now_ms() - t0;
+  took = h_now_ms() - t0;
   ck_assert_msg(took <= max_ms, "%s %s took %lld ms", method, path, took);
   return r->status;
 }
@@ -162,8 +147,8 @@ static void restart_and_recover(void)
 
   ck_assert_int_eq(h_pg_start(pgdir, uri2, sizeof(uri2)), 0);
   ck_assert_str_eq(uri2, pg_uri);
-  t0 = now_ms();
-  while (now_ms() - t0 < RECOVERY_MAX_MS) {
+  t0 = h_now_ms();
+  while (h_now_ms() - t0 < RECOVERY_MAX_MS) {
     status = timed("GET", "/v1/flavors", admin, NULL, OUTAGE_MAX_MS, &r);
     if (status != 200)
       ck_assert_msg(h_is_problem(&r, 503, NULL), "while recovering: %ld %s",
@@ -171,7 +156,7 @@ static void restart_and_recover(void)
     h_resp_free(&r);
     if (status == 200)
       break;
-    sleep_ms(200);
+    h_sleep_ms(200);
   }
   ck_assert_msg(status == 200, "no recovery within %d ms", RECOVERY_MAX_MS);
   for (i = 0; i < 8; i++) {

@@ -22,14 +22,10 @@ static char *admin;
 
 static void setup(void)
 {
-  const char *args[] = {"apply", "deploy/examples/reference-architecture.json",
-                        NULL};
   const char *env[] = {"GPUGATE_ADMISSION_INTERVAL_MS=200", NULL};
-  char out[2048];
   int i;
 
-  ck_assert_int_eq(h_db_create("it_reference", db_url, sizeof(db_url)), 0);
-  ck_assert_int_eq(h_gpugate(db_url, args, out, sizeof(out)), 0);
+  h_db_apply("it_reference", H_REFERENCE, db_url, sizeof(db_url));
   ck_assert_int_eq(h_server_start(&srv, db_url, env), 0);
   for (i = 0; i < 4; i++)
     tokens[i] = h_token(teams[i], "member", 3600);
@@ -44,28 +40,6 @@ static void teardown(void)
   for (i = 0; i < 4; i++)
     free(tokens[i]);
   free(admin);
-}
-
-/* A typical job: 2 tasks × (2 CPU, 10 GiB, 2 GPU). Returns its id. */
-static void submit(int team, const char *queue, const char *name,
-                   const char *klass, char id[32])
-{
-  char path[128], body[512];
-  struct h_resp r;
-
-  snprintf(path, sizeof(path), "/v1/teams/%s/jobs", teams[team]);
-  snprintf(body, sizeof(body),
-           "{\"name\": \"%s\", \"queue\": \"%s\", \"priority_class\": "
-           "\"%s\", \"task_count\": 2, \"task\": {\"image\": "
-           "\"us-docker.pkg.dev/p/r/trainer:1.2\", \"commands\": "
-           "[\"python\", \"train.py\"], \"cpu_milli\": 2000, \"memory_mib\": "
-           "10240, \"gpu\": 2}}",
-           name, queue, klass);
-  ck_assert_int_eq(h_request(&srv, "POST", path, tokens[team], body, NULL, &r),
-                   0);
-  ck_assert_msg(r.status == 201, "%ld %s", r.status, r.body);
-  snprintf(id, 32, "%s", json_string_value(json_object_get(r.json, "id")));
-  h_resp_free(&r);
 }
 
 /* GET one job; returns a new reference. */
@@ -132,7 +106,7 @@ START_TEST(reference_scenario)
       char name[16];
       snprintf(name, sizeof(name), "lp-%d", i);
       lp_team[k] = t;
-      submit(t, "lp", name, "default", lp[k]);
+      h_submit_typical(&srv, teams[t], tokens[t], "lp", name, "default", lp[k]);
     }
   ck_assert_int_eq(wait_admitted(16, lp_team, lp, 16), 16);
   for (t = 0; t < 4; t++) {
@@ -162,7 +136,7 @@ START_TEST(reference_scenario)
       char name[16];
       snprintf(name, sizeof(name), "hp-%d", i);
       hp_team[k] = t;
-      submit(t, "hp", name, "high", hp[k]);
+      h_submit_typical(&srv, teams[t], tokens[t], "hp", name, "high", hp[k]);
     }
   ck_assert_int_eq(wait_admitted(16, hp_team, hp, 8), 8);
   for (t = 0; t < 4; t++) {

@@ -96,36 +96,6 @@ enum op {
 static const char *const op_names[N_OPS] = {
     "submit", "replay", "get", "list", "pending", "events", "cancel", "queues"};
 
-static void sleep_ms(long ms)
-{
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-  nanosleep(&ts, NULL);
-}
-
-static long long now_ms(void)
-{
-  struct timespec ts;
-
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static unsigned next_rand(unsigned *s)
-{
-  unsigned x = *s;
-
-  x ^= x << 13;
-  x ^= x >> 17;
-  x ^= x << 5;
-  return *s = x;
-}
-
-static const char *str_of(const json_t *o, const char *k)
-{
-  return json_string_value(json_object_get(o, k));
-}
-
 static bool terminal(const char *state)
 {
   return state && (!strcmp(state, "SUCCEEDED") || !strcmp(state, "FAILED") ||
@@ -201,11 +171,11 @@ static long call(enum op op, const char *method, const char *path, int team,
                  const char *body, const char *const *headers, struct h_resp *r)
 {
   unsigned k = atomic_fetch_add(&S.rr, 1u) % N_REPLICAS;
-  long long t0 = now_ms(), took;
+  long long t0 = h_now_ms(), took;
   long prev;
   int rc = h_request(&S.srv[k], method, path, S.tokens[team], body, headers, r);
 
-  took = now_ms() - t0;
+  took = h_now_ms() - t0;
   atomic_fetch_add(&S.requests, 1);
   atomic_fetch_add(&S.per_replica[k], 1);
   atomic_fetch_add(&S.per_op[op], 1);
@@ -267,7 +237,7 @@ static void job_body(const struct job *j, char *out, size_t len)
 /* A random job of team t (queue < 0: a random queue of the team's). */
 static void random_job(unsigned *rng, int t, int queue, struct job *j)
 {
-  unsigned r = next_rand(rng) % 100;
+  unsigned r = h_next_rand(rng) % 100;
 
   memset(j, 0, sizeof(*j));
   j->team = t;
@@ -281,21 +251,21 @@ static void random_job(unsigned *rng, int t, int queue, struct job *j)
     j->queue = 2; /* compact */
   else
     j->queue = t < 2 ? 3 : 0; /* dws: teams a and b only */
-  j->tasks = 1 + (int)(next_rand(rng) % 2);
-  j->gpu = 1 + (int)(next_rand(rng) % 2);
+  j->tasks = 1 + (int)(h_next_rand(rng) % 2);
+  j->gpu = 1 + (int)(h_next_rand(rng) % 2);
   switch (j->queue) {
   case 1:
-    j->klass = next_rand(rng) % 4 ? 1 : 0; /* mostly high */
+    j->klass = h_next_rand(rng) % 4 ? 1 : 0; /* mostly high */
     break;
   case 2:
-    j->klass = next_rand(rng) % 2 ? 2 : 0;
+    j->klass = h_next_rand(rng) % 2 ? 2 : 0;
     j->tasks = 1; /* the compact quota is 2 GPUs */
     break;
   default:
     j->klass = 0;
   }
-  j->run_ms = 400 + (int)(next_rand(rng) % 2601);
-  j->fail = next_rand(rng) % 100 < 3;
+  j->run_ms = 400 + (int)(h_next_rand(rng) % 2601);
+  j->fail = h_next_rand(rng) % 100 < 3;
 }
 
 /* Submit j (a new key); records it when created. */
@@ -312,7 +282,7 @@ static void submit(struct job *j)
   job_body(j, body, sizeof(body));
   st = call(OP_SUBMIT, "POST", path, j->team, body, headers, &r);
   if (expect(st, 201, "POST", path, &r)) {
-    const char *id = str_of(r.json, "id");
+    const char *id = h_str(r.json, "id");
     if (!id) {
       atomic_fetch_add(&S.unexpected, 1);
       bad("POST %s: 201 without an id: %.300s", path, r.body);
@@ -344,7 +314,7 @@ static bool pick(unsigned *rng, size_t recent, struct job *out, size_t *index)
   pthread_mutex_lock(&S.mu);
   if (S.n_jobs > 0) {
     size_t n = recent && recent < S.n_jobs ? recent : S.n_jobs;
-    size_t i = S.n_jobs - 1 - next_rand(rng) % n;
+    size_t i = S.n_jobs - 1 - h_next_rand(rng) % n;
     *out = S.jobs[i];
     if (index)
       *index = i;
@@ -370,7 +340,7 @@ static void replay(unsigned *rng)
   job_body(&j, body, sizeof(body));
   st = call(OP_REPLAY, "POST", path, j.team, body, headers, &r);
   if (expect(st, 201, "POST (replay)", path, &r)) {
-    const char *id = str_of(r.json, "id");
+    const char *id = h_str(r.json, "id");
     if (!id || strcmp(id, j.id) != 0) {
       atomic_fetch_add(&S.unexpected, 1);
       bad("replay of soak-%d answered id %s, not %s", j.key, id ? id : "-",
@@ -388,13 +358,13 @@ static void get_job(unsigned *rng)
   struct h_resp r;
   long st;
 
-  if (!pick(rng, next_rand(rng) % 2 ? 64 : 0, &j, NULL))
+  if (!pick(rng, h_next_rand(rng) % 2 ? 64 : 0, &j, NULL))
     return;
   snprintf(path, sizeof(path), "/v1/teams/%s/jobs/%s", teams[j.team], j.id);
   st = call(OP_GET, "GET", path, j.team, NULL, NULL, &r);
   if (expect(st, 200, "GET", path, &r) &&
-      (!str_of(r.json, "id") || strcmp(str_of(r.json, "id"), j.id) != 0 ||
-       !str_of(r.json, "state"))) {
+      (!h_str(r.json, "id") || strcmp(h_str(r.json, "id"), j.id) != 0 ||
+       !h_str(r.json, "state"))) {
     atomic_fetch_add(&S.unexpected, 1);
     bad("GET %s: not the job: %.300s", path, r.body);
   }
@@ -426,13 +396,13 @@ static void list(unsigned *rng)
   static const char *const filters[] = {"", "&state=RUNNING",
                                         "&state=PENDING,ADMITTED", "&queue=lp",
                                         "&label=soak=yes"};
-  int t = (int)(next_rand(rng) % 4);
+  int t = (int)(h_next_rand(rng) % 4);
   char path[160];
   struct h_resp r;
   long st;
 
   snprintf(path, sizeof(path), "/v1/teams/%s/jobs?limit=50%s", teams[t],
-           filters[next_rand(rng) % 5]);
+           filters[h_next_rand(rng) % 5]);
   st = call(OP_LIST, "GET", path, t, NULL, NULL, &r);
   if (expect(st, 200, "GET", path, &r) &&
       !json_is_array(json_object_get(r.json, "items"))) {
@@ -444,8 +414,8 @@ static void list(unsigned *rng)
 
 static void pending(unsigned *rng)
 {
-  int t = (int)(next_rand(rng) % 4);
-  int q = (int)(next_rand(rng) % (t < 2 ? 4 : 3));
+  int t = (int)(h_next_rand(rng) % 4);
+  int q = (int)(h_next_rand(rng) % (t < 2 ? 4 : 3));
   char path[160];
   struct h_resp r;
   long st;
@@ -463,7 +433,7 @@ static void pending(unsigned *rng)
 
 static void team_queues(unsigned *rng)
 {
-  int t = (int)(next_rand(rng) % 4);
+  int t = (int)(h_next_rand(rng) % 4);
   char path[96];
   struct h_resp r;
   long st;
@@ -505,15 +475,15 @@ static void *client(void *arg)
 {
   struct client *c = arg;
 
-  while (!atomic_load(&S.stop) && now_ms() < S.deadline) {
-    unsigned r = next_rand(&c->rng) % 1000;
+  while (!atomic_load(&S.stop) && h_now_ms() < S.deadline) {
+    unsigned r = h_next_rand(&c->rng) % 1000;
     struct job j;
 
     if (r < 220) {
-      if (next_rand(&c->rng) % 100 < 8) {
+      if (h_next_rand(&c->rng) % 100 < 8) {
         /* a burst of big urgent jobs in one team: they reclaim the
          * reservation from borrowing low-priority jobs */
-        int t = (int)(next_rand(&c->rng) % 4), k;
+        int t = (int)(h_next_rand(&c->rng) % 4), k;
         atomic_fetch_add(&S.bursts, 1);
         for (k = 0; k < 3; k++) {
           random_job(&c->rng, t, 1, &j);
@@ -523,7 +493,7 @@ static void *client(void *arg)
           submit(&j);
         }
       } else {
-        random_job(&c->rng, (int)(next_rand(&c->rng) % 4), -1, &j);
+        random_job(&c->rng, (int)(h_next_rand(&c->rng) % 4), -1, &j);
         submit(&j);
       }
     } else if (r < 240) {
@@ -541,54 +511,13 @@ static void *client(void *arg)
     } else {
       team_queues(&c->rng);
     }
-    sleep_ms(50 + (long)(next_rand(&c->rng) % 101));
+    h_sleep_ms(50 + (long)(h_next_rand(&c->rng) % 101));
   }
   return NULL;
 }
 
 /* ---- the database ------------------------------------------------------ */
 
-static PGconn *connect_db(const char *url)
-{
-  PGconn *pg = PQconnectdb(url);
-
-  if (PQstatus(pg) == CONNECTION_OK)
-    PQclear(PQexec(pg, "SET jit = off"));
-  return pg;
-}
-
-static long long db_int(PGconn *pg, const char *sql)
-{
-  PGresult *res = PQexec(pg, sql);
-  long long v;
-
-  ck_assert_msg(PQresultStatus(res) == PGRES_TUPLES_OK, "%s: %s", sql,
-                PQresultErrorMessage(res));
-  v = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
-  PQclear(res);
-  return v;
-}
-
-static void state_summary(PGconn *pg, char *out, size_t outlen)
-{
-  PGresult *res = PQexec(pg, "SELECT state, count(*) FROM jobs GROUP BY 1 "
-                             "ORDER BY 1");
-  size_t used = 0;
-  int i;
-
-  out[0] = '\0';
-  for (i = 0; PQresultStatus(res) == PGRES_TUPLES_OK && i < PQntuples(res);
-       i++) {
-    int n = snprintf(out + used, outlen - used, "%s%s=%s", i ? " " : "",
-                     PQgetvalue(res, i, 0), PQgetvalue(res, i, 1));
-    if (n < 0 || (size_t)n >= outlen - used)
-      break;
-    used += (size_t)n;
-  }
-  PQclear(res);
-}
-
-#define HOLDING "('ADMITTED', 'QUEUED', 'RUNNING', 'EVICTING')"
 #define TERMINAL "('SUCCEEDED', 'FAILED', 'CANCELLED')"
 
 /* Holders of the admission leader lock in this database. */
@@ -612,23 +541,6 @@ static bool prepare_checks(PGconn *pg)
   return ok;
 }
 
-static int violations(PGconn *pg, char *first, size_t len)
-{
-  PGresult *res = PQexecPrepared(pg, "soak_violations", 0, NULL, NULL, NULL, 0);
-  int n;
-
-  if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-    snprintf(first, len, "query failed: %s", PQresultErrorMessage(res));
-    PQclear(res);
-    return -1;
-  }
-  n = PQntuples(res);
-  if (n > 0)
-    snprintf(first, len, "%s", PQgetvalue(res, 0, 0));
-  PQclear(res);
-  return n;
-}
-
 struct watcher {
   pthread_t thread;
   const char *db_url;
@@ -644,7 +556,7 @@ struct watcher {
 static void *watch(void *arg)
 {
   struct watcher *w = arg;
-  PGconn *pg = connect_db(w->db_url);
+  PGconn *pg = h_db_connect(w->db_url);
   long k = 0;
 
   if (PQstatus(pg) != CONNECTION_OK || !prepare_checks(pg)) {
@@ -655,7 +567,7 @@ static void *watch(void *arg)
   }
   while (!atomic_load(&w->stop)) {
     char first[512];
-    int n = violations(pg, first, sizeof(first));
+    int n = h_db_violations(pg, "soak_violations", first, sizeof(first));
     if (n != 0) {
       if (!w->bad)
         snprintf(w->first, sizeof(w->first), "%s", first);
@@ -686,38 +598,13 @@ static void *watch(void *arg)
       }
       PQclear(res);
     }
-    sleep_ms(15);
+    h_sleep_ms(15);
   }
   PQfinish(pg);
   return NULL;
 }
 
 /* ---- logs ------------------------------------------------------------- */
-
-static int log_count(const struct h_server *s, const char *needle)
-{
-  FILE *f = fopen(s->log, "r");
-  char *text;
-  long len;
-  size_t got;
-  int n = 0;
-  const char *p;
-
-  if (!f)
-    return 0;
-  fseek(f, 0, SEEK_END);
-  len = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  text = malloc((size_t)len + 1);
-  ck_assert_ptr_nonnull(text);
-  got = fread(text, 1, (size_t)len, f);
-  text[got] = '\0';
-  fclose(f);
-  for (p = text; (p = strstr(p, needle)) != NULL; p += strlen(needle))
-    n++;
-  free(text);
-  return n;
-}
 
 /* CPU seconds (user + system) process pid has used so far; -1 if gone. */
 static double cpu_seconds(pid_t pid)
@@ -752,19 +639,6 @@ static double cpu_seconds(pid_t pid)
 }
 
 /* ---- the emulator ------------------------------------------------------ */
-
-static json_t *emu_get(const struct h_server *emu, const char *path)
-{
-  struct h_resp r;
-  json_t *j;
-
-  ck_assert_int_eq(h_request(emu, "GET", path, NULL, NULL, NULL, &r), 0);
-  ck_assert_msg(r.status == 200 && r.json, "GET %s: %ld %.300s", path, r.status,
-                r.body);
-  j = json_incref(r.json);
-  h_resp_free(&r);
-  return j;
-}
 
 /* "gpugate-<id>-a<n>" (the jobId or the last part of a name) into id and
  * attempt; false when it is no gpugate job id. */
@@ -807,7 +681,7 @@ static bool batch_live(const char *state)
  */
 static size_t emu_sample(const struct h_server *emu, long *overlaps)
 {
-  json_t *dump = emu_get(emu, "/emulator/jobs");
+  json_t *dump = h_emu_get(emu, "/emulator/jobs");
   json_t *latest = json_object(), *live = json_object(), *stopping, *j, *v;
   const char *name;
   size_t i, n = json_array_size(json_object_get(dump, "jobs"));
@@ -820,14 +694,14 @@ static size_t emu_sample(const struct h_server *emu, long *overlaps)
   json_array_foreach (json_object_get(dump, "jobs"), i, j) {
     char id[40];
     int attempt;
-    const char *state = str_of(j, "state");
-    name = str_of(j, "name");
+    const char *state = h_str(j, "state");
+    name = h_str(j, "name");
     ck_assert_msg(name && parse_batch_id(name, id, sizeof(id), &attempt),
                   "a Batch job gpugate did not name: %s", name ? name : "-");
     if (attempt > json_integer_value(json_object_get(latest, id)))
       json_object_set_new(latest, id, json_integer(attempt));
     if (batch_live(state)) {
-      const char *prev = str_of(live, id);
+      const char *prev = h_str(live, id);
       ck_assert_msg(!prev, "gpugate job %s has two live Batch jobs: %s and %s",
                     id, prev ? prev : "", name);
       json_object_set_new(live, id, json_pack("[s, i]", name, attempt));
@@ -856,15 +730,15 @@ static size_t emu_sample(const struct h_server *emu, long *overlaps)
 static size_t emu_wait_finished(const struct h_server *emu, long long deadline)
 {
   for (;;) {
-    json_t *dump = emu_get(emu, "/emulator/jobs"), *j;
+    json_t *dump = h_emu_get(emu, "/emulator/jobs"), *j;
     size_t i, busy = 0;
     json_array_foreach (json_object_get(dump, "jobs"), i, j) {
-      busy += !terminal(str_of(j, "state"));
+      busy += !terminal(h_str(j, "state"));
     }
     json_decref(dump);
-    if (busy == 0 || now_ms() >= deadline)
+    if (busy == 0 || h_now_ms() >= deadline)
       return busy;
-    sleep_ms(250);
+    h_sleep_ms(250);
   }
 }
 
@@ -874,7 +748,7 @@ static size_t emu_wait_finished(const struct h_server *emu, long long deadline)
  */
 static size_t assert_batch(const struct h_server *emu, PGconn *pg, json_t *jobs)
 {
-  json_t *dump = emu_get(emu, "/emulator/jobs");
+  json_t *dump = h_emu_get(emu, "/emulator/jobs");
   json_t *creates = json_object_get(dump, "creates");
   json_t *attempts = json_object(), *states = json_object(), *j, *v, *row;
   const char *name;
@@ -903,13 +777,13 @@ static size_t assert_batch(const struct h_server *emu, PGconn *pg, json_t *jobs)
     snprintf(key, sizeof(key), "%s-a%d", id, attempt);
     ck_assert_msg(!json_object_get(attempts, key),
                   "job attempt %s has two Batch jobs: %s and %s", key,
-                  str_of(attempts, key), name);
+                  h_str(attempts, key), name);
     json_object_set_new(attempts, key, json_string(name));
   }
   /* every Batch job: created once, finished, known to the creates */
   json_array_foreach (json_object_get(dump, "jobs"), i, j) {
-    const char *state = str_of(j, "state");
-    name = str_of(j, "name");
+    const char *state = h_str(j, "state");
+    name = h_str(j, "name");
     ck_assert_ptr_nonnull(name);
     ck_assert_msg(json_object_get(creates, name) != NULL,
                   "Batch job %s is not among the creates", name);
@@ -936,7 +810,7 @@ static size_t assert_batch(const struct h_server *emu, PGconn *pg, json_t *jobs)
                     "job %s is %s without a Batch job", name, state);
       continue;
     }
-    bstate = str_of(states, bname);
+    bstate = h_str(states, bname);
     ck_assert_msg(bstate != NULL,
                   "job %s names Batch job %s, which the "
                   "emulator does not have",
@@ -1010,8 +884,8 @@ static long long wait_zero(PGconn *pg, const char *sql, long long deadline)
 {
   long long v;
 
-  while ((v = db_int(pg, sql)) != 0 && now_ms() < deadline)
-    sleep_ms(250);
+  while ((v = h_db_int(pg, sql)) != 0 && h_now_ms() < deadline)
+    h_sleep_ms(250);
   return v;
 }
 
@@ -1023,15 +897,13 @@ START_TEST(soak_three_replicas)
       "us-central1/RESERVATION_BOUND=32,us-central1/FLEX_START=40";
   static const char *const emu_env[] = {"EMU_LOG_LEVEL=warn", "EMU_RUN_MS=2000",
                                         "EMU_START_MS=100", capacity, NULL};
-  const char *apply[] = {"apply", "deploy/examples/reference-architecture.json",
-                         NULL};
   long seconds = soak_seconds();
   struct client clients[SOAK_CLIENTS];
   struct watcher w;
   struct h_server emu;
-  char db_url[512], out[2048], secret_file[64], secret_env[128], cfg[256];
+  char db_url[512], secret_file[64], secret_env[128], cfg[256];
   char summary[512];
-  long long t0 = now_ms(), t_load, t_stop, t_drained, t_end, left;
+  long long t0 = h_now_ms(), t_load, t_stop, t_drained, t_end, left;
   long long n_db, succeeded, failed, cancelled, evictions, requeued;
   long long max_attempt, repeat_evictions;
   long long leftover = 0;
@@ -1042,25 +914,15 @@ START_TEST(soak_three_replicas)
   json_t *jobs, *known;
   PGresult *res;
   PGconn *pg;
-  FILE *f;
-  int fd;
 
   memset(&S, 0, sizeof(S));
   pthread_mutex_init(&S.mu, NULL);
 
   /* the database, the emulator, the push secret, three replicas */
-  ck_assert_int_eq(h_db_create("it_soak", db_url, sizeof(db_url)), 0);
-  ck_assert_msg(h_gpugate(db_url, apply, out, sizeof(out)) == 0, "apply: %s",
-                out);
+  h_db_apply("it_soak", H_REFERENCE, db_url, sizeof(db_url));
   ck_assert_msg(h_emulator_start(&emu, emu_env) == 0,
                 "the emulator did not start; see %s", emu.log);
-  snprintf(secret_file, sizeof(secret_file), "/tmp/gpugate-soak-XXXXXX");
-  fd = mkstemp(secret_file);
-  ck_assert_int_ge(fd, 0);
-  f = fdopen(fd, "w");
-  ck_assert_ptr_nonnull(f);
-  fprintf(f, "%s\n", PUSH_SECRET);
-  fclose(f);
+  h_write_temp("soak", PUSH_SECRET "\n", secret_file, sizeof(secret_file));
   snprintf(secret_env, sizeof(secret_env), "GPUGATE_PUBSUB_PUSH_SECRET_FILE=%s",
            secret_file);
   for (k = 0; k < N_REPLICAS; k++)
@@ -1081,7 +943,7 @@ START_TEST(soak_three_replicas)
     S.tokens[k] = h_token(teams[k], "member", 86400);
     ck_assert_ptr_nonnull(S.tokens[k]);
   }
-  pg = connect_db(db_url);
+  pg = h_db_connect(db_url);
   ck_assert_msg(PQstatus(pg) == CONNECTION_OK && prepare_checks(pg), "%s",
                 PQerrorMessage(pg));
   fprintf(stderr, "soak: %ld s; logs %s %s %s, emulator %s\n", seconds,
@@ -1092,26 +954,26 @@ START_TEST(soak_three_replicas)
   w.db_url = db_url;
   atomic_init(&w.stop, false);
   ck_assert_int_eq(pthread_create(&w.thread, NULL, watch, &w), 0);
-  t_load = now_ms();
+  t_load = h_now_ms();
   S.deadline = t_load + seconds * 1000;
   for (k = 0; k < SOAK_CLIENTS; k++) {
     clients[k].rng = 0x50a4c0deu + 7919u * (unsigned)k;
     ck_assert_int_eq(
         pthread_create(&clients[k].thread, NULL, client, &clients[k]), 0);
   }
-  while (now_ms() < S.deadline) {
-    sleep_ms(EMU_SAMPLE_MS);
+  while (h_now_ms() < S.deadline) {
+    h_sleep_ms(EMU_SAMPLE_MS);
     emu_jobs = emu_sample(&emu, &overlaps);
     samples++;
   }
   atomic_store(&S.stop, true);
   for (k = 0; k < SOAK_CLIENTS; k++)
     pthread_join(clients[k].thread, NULL);
-  t_stop = now_ms();
+  t_stop = h_now_ms();
 
   /* the drain: every job terminal, the leftovers cancelled */
   left = wait_zero(pg, "SELECT count(*) FROM jobs WHERE state NOT IN " TERMINAL,
-                   now_ms() + DRAIN_MS);
+                   h_now_ms() + DRAIN_MS);
   if (left) {
     res = PQexec(pg, "SELECT id, team FROM jobs WHERE state NOT IN " TERMINAL);
     ck_assert_int_eq(PQresultStatus(res), PGRES_TUPLES_OK);
@@ -1136,19 +998,19 @@ START_TEST(soak_three_replicas)
     PQclear(res);
     left =
         wait_zero(pg, "SELECT count(*) FROM jobs WHERE state NOT IN " TERMINAL,
-                  now_ms() + CANCEL_MS);
+                  h_now_ms() + CANCEL_MS);
   }
-  t_drained = now_ms();
-  state_summary(pg, summary, sizeof(summary));
+  t_drained = h_now_ms();
+  h_db_state_summary(pg, summary, sizeof(summary));
   ck_assert_msg(left == 0, "%lld jobs not terminal after the drain: %s", left,
                 summary);
   ck_assert_msg(wait_zero(pg,
                           "SELECT count(*) FROM batch_ops o JOIN jobs j ON "
                           "j.id = o.job_id WHERE j.state IN " TERMINAL,
-                          now_ms() + OUTBOX_MS) == 0,
+                          h_now_ms() + OUTBOX_MS) == 0,
                 "the outbox still holds operations of terminal jobs");
 
-  ck_assert_msg(emu_wait_finished(&emu, now_ms() + 15000) == 0,
+  ck_assert_msg(emu_wait_finished(&emu, h_now_ms() + 15000) == 0,
                 "Batch jobs still unfinished though every job is terminal");
 
   atomic_store(&w.stop, true);
@@ -1179,15 +1041,15 @@ START_TEST(soak_three_replicas)
                 w.checks, seconds);
   {
     char first[512] = "";
-    int n = violations(pg, first, sizeof(first));
+    int n = h_db_violations(pg, "soak_violations", first, sizeof(first));
     ck_assert_msg(n == 0, "after the drain: %d violations, e.g. %s", n, first);
   }
 
   /* one leader all along */
   for (k = 0; k < N_REPLICAS; k++) {
-    int lines = log_count(&S.srv[k], LEADER_LINE);
+    int lines = h_log_count(&S.srv[k], LEADER_LINE);
     leader_lines += lines;
-    lost_lines += log_count(&S.srv[k], LOST_LINE);
+    lost_lines += h_log_count(&S.srv[k], LOST_LINE);
     if (lines)
       leader = k;
   }
@@ -1195,7 +1057,7 @@ START_TEST(soak_three_replicas)
                 "%d leader lines and %d lost-lock lines in the three logs",
                 leader_lines, lost_lines);
   for (k = 0; k < N_REPLICAS; k++) {
-    int cycles = log_count(&S.srv[k], CYCLE_LINE);
+    int cycles = h_log_count(&S.srv[k], CYCLE_LINE);
     if (k == leader)
       ck_assert_msg(cycles > 0,
                     "the leader (replica %d) logged no admission "
@@ -1254,7 +1116,7 @@ START_TEST(soak_three_replicas)
 
   /* the push notifications reached replica 0, none refused */
   {
-    json_t *health = emu_get(&emu, "/emulator/healthz");
+    json_t *health = h_emu_get(&emu, "/emulator/healthz");
     json_t *pushes = json_object_get(health, "pushes");
     pushes_delivered =
         (long)json_integer_value(json_object_get(pushes, "delivered"));
@@ -1270,19 +1132,19 @@ START_TEST(soak_three_replicas)
   cpu_emu = cpu_seconds(emu.pid);
   cpu_self = cpu_seconds(getpid());
 
-  succeeded = db_int(pg, "SELECT count(*) FROM jobs WHERE state = "
-                         "'SUCCEEDED'");
-  failed = db_int(pg, "SELECT count(*) FROM jobs WHERE state = 'FAILED'");
-  cancelled = db_int(pg, "SELECT count(*) FROM jobs WHERE state = "
-                         "'CANCELLED'");
-  evictions = db_int(pg, "SELECT count(*) FROM job_events WHERE to_state = "
-                         "'EVICTING'");
-  requeued = db_int(pg, "SELECT count(*) FROM jobs WHERE attempt > 1");
-  max_attempt = db_int(pg, "SELECT max(attempt) FROM jobs");
+  succeeded = h_db_int(pg, "SELECT count(*) FROM jobs WHERE state = "
+                           "'SUCCEEDED'");
+  failed = h_db_int(pg, "SELECT count(*) FROM jobs WHERE state = 'FAILED'");
+  cancelled = h_db_int(pg, "SELECT count(*) FROM jobs WHERE state = "
+                           "'CANCELLED'");
+  evictions = h_db_int(pg, "SELECT count(*) FROM job_events WHERE to_state = "
+                           "'EVICTING'");
+  requeued = h_db_int(pg, "SELECT count(*) FROM jobs WHERE attempt > 1");
+  max_attempt = h_db_int(pg, "SELECT max(attempt) FROM jobs");
   /* the same job evicted again for the same preemptor: the preemptor waited
    * for another victim while this one was admitted again into the quota it
    * had freed (reported, not asserted) */
-  repeat_evictions = db_int(
+  repeat_evictions = h_db_int(
       pg, "SELECT count(*) - count(DISTINCT (job_id, substring(message FROM "
           "'make room for job ([a-z0-9-]+)'))) FROM job_events WHERE "
           "to_state = 'EVICTING' AND message LIKE '%make room for job%'");
@@ -1291,7 +1153,7 @@ START_TEST(soak_three_replicas)
                   "no eviction in %ld s: the load never "
                   "preempted",
                   seconds);
-  t_end = now_ms();
+  t_end = h_now_ms();
 
   {
     char ops[256];
