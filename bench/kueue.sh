@@ -64,19 +64,16 @@
 #             admission cycle admits the cluster queues one after another,
 #             so a region's first create comes up to ~1 s after another's,
 #             and the last region to start finishes alone.
-#   Kueue     (a) submits cannot keep up with the arrivals (up to 385/s in
-#             the first 35 s; see bench/http.sh for the submit path, whose
-#             queue-position counts scan the jobs table): they lag the
-#             schedule by tens of seconds; (b) each admission cycle runs
-#             the team-spend query (estimated cost of the team's active
-#             jobs, from a scan of its jobs) and reloads every pending and
-#             active job: with thousands of jobs a cycle takes around a
-#             second on this machine, so jobs that run 0.2-1 s wait
-#             seconds for quota that sits free; (c) the dispatcher above;
-#             (d) the emulator pushes 4 state changes per job (60,000 in
-#             all) from one thread, each a transaction in gpugate;
-#             (e) PostgreSQL, gpugate, the emulator and the driver share
-#             two cores.
+#   Kueue     (a) Batch's quota: 15,000 creates, plus a cancel and a
+#             create for each preemption (~3,400), need about 55 s at
+#             4 × 100/s, close to the floor, which counts none of it;
+#             (b) quota is reserved at admission and sits unused while the
+#             job waits for its create (up to a second when the dispatch
+#             budget is the bottleneck), against runtimes of 0.2-1 s;
+#             (c) each admission cycle reloads every pending job (about
+#             10,000 at the peak, ~30 ms); (d) submits lag the schedule by
+#             about a second at its peaks (385/s); (e) PostgreSQL,
+#             gpugate, the emulator and the driver share two cores.
 #
 # BENCH_KEEP=1 keeps the temp dir (logs, PostgreSQL) for inspection;
 # BENCH_PG_LOG_MS=N sets log_min_duration_statement (in its pg/log);

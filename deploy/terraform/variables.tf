@@ -112,7 +112,7 @@ variable "sql_backup_retained" {
 }
 
 variable "sql_max_connections" {
-  description = "PostgreSQL max_connections. Each gpugate replica opens GPUGATE_DB_POOL_SIZE + 3 connections. 0 keeps the tier's default."
+  description = "PostgreSQL max_connections. Each gpugate replica opens GPUGATE_DB_POOL_SIZE + 6 connections. 0 keeps the tier's default."
   type        = number
   default     = 0
 }
