@@ -237,6 +237,7 @@ int db_sched_load(struct db_conn *c, struct db_sched *s, char *err,
                   size_t errlen)
 {
   PGresult *res = NULL;
+  json_t *locs;
   int i, n, k;
 
   memset(s, 0, sizeof(*s));
@@ -355,8 +356,11 @@ int db_sched_load(struct db_conn *c, struct db_sched *s, char *err,
     j->estimated_cost = max_price(s, &s->cqs[j->cq]) *
                         (double)j->request[SCHED_GPU] *
                         (double)s->pending_max_run_s[k] / 3600.0;
-    json_array_append_new(s->pending_locations,
-                          json_loads(PQgetvalue(res, i, 13), 0, NULL));
+    /* one entry per loaded job, so that index k stays this job's: stored
+     * specs carry locations ([] by default), but a row without them must
+     * not shift the jobs after it */
+    locs = json_loads(PQgetvalue(res, i, 13), 0, NULL);
+    json_array_append_new(s->pending_locations, locs ? locs : json_array());
     j->excluded_flavors = excluded(
         s, &s->cqs[j->cq], json_array_get(s->pending_locations, (size_t)k));
     k++;

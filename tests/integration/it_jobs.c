@@ -821,6 +821,53 @@ START_TEST(admitted_in_an_allowed_location)
 }
 END_TEST
 
+/* cq-dws with its stop_policy set to policy (GET, then PUT it back). */
+static void dws_stop_policy(const char *policy)
+{
+  json_t *cq =
+      h_call(&srv, "GET", "/v1/cluster-queues/cq-dws", admin, NULL, 200);
+  char *body;
+
+  ck_assert_ptr_nonnull(cq);
+  json_object_del(cq, "name");
+  json_object_del(cq, "created_at");
+  json_object_del(cq, "updated_at");
+  json_object_del(cq, "status");
+  json_object_set_new(cq, "stop_policy", json_string(policy));
+  body = json_dumps(cq, 0);
+  json_decref(
+      h_call(&srv, "PUT", "/v1/cluster-queues/cq-dws", admin, body, 200));
+  free(body);
+  json_decref(cq);
+}
+
+/* Jobs with and without locations, pending side by side in one cycle:
+ * each keeps its own (the admission loop loads them together). */
+START_TEST(pending_jobs_keep_their_own_locations)
+{
+  char any[32], eu[32];
+  json_t *j;
+
+  dws_stop_policy("Hold");
+  submit("team-a", member_a, JOB_IN("dws", "anywhere", "", ", \"gpu\": 2"),
+         any);
+  submit("team-a", member_a,
+         JOB_IN("dws", "eu-too", "\"locations\": [\"europe-west4\"], ",
+                ", \"gpu\": 2"),
+         eu);
+  j = wait_state(eu, "PENDING", 2000);
+  ck_assert_str_eq(h_str(j, "state"), "PENDING");
+  json_decref(j);
+  dws_stop_policy("None");
+  json_decref(wait_state(any, "ADMITTED", 10000));
+  j = wait_state(eu, "ADMITTED", 10000);
+  ck_assert_str_eq(h_str(j, "state"), "ADMITTED");
+  ck_assert_str_eq(h_str(json_object_get(j, "admission"), "location"),
+                   "europe-west4");
+  json_decref(j);
+}
+END_TEST
+
 START_TEST(parallelism_defaults_to_task_count)
 {
   char id[32];
@@ -1132,6 +1179,7 @@ Suite *jobs_suite(void)
   tcase_add_test(tc, all_mistakes_at_once);
   tcase_add_test(tc, job_shape_events_admission);
   tcase_add_test(tc, admitted_in_an_allowed_location);
+  tcase_add_test(tc, pending_jobs_keep_their_own_locations);
   tcase_add_test(tc, parallelism_defaults_to_task_count);
   tcase_add_test(tc, list_filters);
   tcase_add_test(tc, cursor_pagination);
