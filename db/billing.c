@@ -284,9 +284,7 @@ static long digits_at(const char *p, int n)
   return v;
 }
 
-/* Days from 2000-01-01 of a proleptic Gregorian date (H. Hinnant's
- * days_from_civil, shifted). */
-static long days_since_2000(long y, long m, long d)
+long db_days_from_civil(long y, long m, long d)
 {
   long era, yoe, doy, doe;
 
@@ -295,7 +293,7 @@ static long days_since_2000(long y, long m, long d)
   yoe = y - era * 400;
   doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
   doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + doe - 719468 - 10957;
+  return era * 146097 + doe - 719468;
 }
 
 int db_date_binary(const char *text, int32_t *days)
@@ -306,7 +304,7 @@ int db_date_binary(const char *text, int32_t *days)
       text[7] != '-' || (d = digits_at(text + 8, 2)) < 1 || d > 31 ||
       text[10] != '\0')
     return -1;
-  *days = (int32_t)days_since_2000(y, m, d);
+  *days = (int32_t)(db_days_from_civil(y, m, d) - 10957); /* 2000-01-01 */
   return 0;
 }
 

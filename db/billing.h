@@ -97,4 +97,8 @@ int db_timestamptz_binary(const char *text, int64_t *us);
 /* "YYYY-MM-DD" → days since 2000-01-01 (date's binary form); 0 or -1. */
 int db_date_binary(const char *text, int32_t *days);
 
+/* Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's
+ * days_from_civil); the shared calendar of the ingest and the encoders. */
+long db_days_from_civil(long y, long m, long d);
+
 #endif

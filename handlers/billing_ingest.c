@@ -342,19 +342,7 @@ int billing_dec_add_grid(char *acc, const char *x)
 
 /* ---- timestamps ---------------------------------------------------------- */
 
-/* Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant). */
-static long days_from_civil(long y, long m, long d)
-{
-  long era, yoe, doy, doe;
-
-  y -= m <= 2;
-  era = (y >= 0 ? y : y - 399) / 400;
-  yoe = y - era * 400;
-  doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + doe - 719468;
-}
-
+/* The date of day z since 1970-01-01 (the inverse of db_days_from_civil). */
 static void civil_from_days(long z, long *y, long *m, long *d)
 {
   long era, doe, yoe, doy, mp;
@@ -467,7 +455,7 @@ int billing_parse_timestamp(const char *s, char *ts, char *day)
 
   /* to UTC; a leap second (:60) rolls into the next minute, as in
    * PostgreSQL */
-  t = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - off;
+  t = db_days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - off;
   days = t >= 0 ? t / 86400 : -((-t + 86399) / 86400);
   t -= days * 86400;
   civil_from_days(days, &y, &mo, &d);
@@ -513,6 +501,54 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 }
 
 /* The value of key in o if it is a non-empty string, else NULL. Borrowed. */
+/* The rules both row parsers (Jansson's and fast_json's) apply to the
+ * strings they find; each returns 0, or -1 when the row must be rejected. */
+
+/* The region of a zone ("us-central1-a" → "us-central1") into out. */
+static int zone_region(const char *zone, char *out, size_t outlen)
+{
+  const char *dash = strrchr(zone, '-');
+  size_t n = dash && dash != zone ? (size_t)(dash - zone) : strlen(zone);
+
+  if (n >= outlen)
+    return -1;
+  memcpy(out, zone, n);
+  out[n] = '\0';
+  return 0;
+}
+
+/* invoice.month "YYYYMM" (or "YYYY-MM") → "YYYY-MM" in out. */
+static int invoice_month(const char *m, char out[8])
+{
+  const char *p = m;
+  long y = take_digits(&p, 4), mo;
+
+  take(&p, '-');
+  mo = take_digits(&p, 2);
+  if (y < 1 || mo < 1 || mo > 12 || *p)
+    return -1;
+  put_digits(out, y, 4);
+  out[4] = '-';
+  put_digits(out + 5, mo, 2);
+  out[7] = '\0';
+  return 0;
+}
+
+/* Which usage amount gives a GPU SKU's GPU-hours: 1, amount in pricing
+ * units when those are hours; 3600, amount in seconds; 0, none (not a GPU
+ * SKU, or no usable amount). */
+static int gpu_divisor(const char *sku_desc, const char *pricing_unit,
+                       bool has_in_pricing, const char *unit, bool has_amount)
+{
+  if (!sku_desc || !strcasestr(sku_desc, "GPU"))
+    return 0;
+  if (pricing_unit && !strcmp(pricing_unit, "hour") && has_in_pricing)
+    return 1;
+  if (unit && !strcmp(unit, "seconds") && has_amount)
+    return 3600;
+  return 0;
+}
+
 static const char *nonempty(const json_t *o, const char *key)
 {
   const char *s = json_string_value(json_object_get(o, key));
@@ -623,8 +659,7 @@ static int parse_location(const json_t *row, struct billing_row *r, char *err,
                           size_t errlen)
 {
   const json_t *loc = json_object_get(row, "location");
-  const char *s, *dash;
-  size_t n;
+  const char *s;
 
   r->location[0] = '\0';
   r->db.location = r->location;
@@ -640,15 +675,9 @@ static int parse_location(const json_t *row, struct billing_row *r, char *err,
     return 0;
   }
   s = nonempty(loc, "zone");
-  if (!s)
-    return 0;
-  dash = strrchr(s, '-');
-  n = dash && dash != s ? (size_t)(dash - s) : strlen(s);
-  if (n >= sizeof(r->location))
+  if (s && zone_region(s, r->location, sizeof(r->location)) != 0)
     return fail(err, errlen, "location: longer than %d bytes",
                 BILLING_NAME_MAX);
-  memcpy(r->location, s, n);
-  r->location[n] = '\0';
   return 0;
 }
 
@@ -660,7 +689,6 @@ static int parse_usage(const json_t *row, const json_t *sku,
   const json_t *usage = json_object_get(row, "usage");
   const char *desc = json_string_value(json_object_get(sku, "description"));
   const json_t *in_pricing, *amount;
-  const char *pricing_unit, *unit;
 
   snprintf(r->gpu_amount, sizeof(r->gpu_amount), "0");
   r->db.gpu_divisor = 0;
@@ -674,18 +702,14 @@ static int parse_usage(const json_t *row, const json_t *sku,
     return fail(err, errlen, "usage.amount_in_pricing_units: not a number");
   if (amount && !json_is_null(amount) && !json_is_number(amount))
     return fail(err, errlen, "usage.amount: not a number");
-  if (!desc || !strcasestr(desc, "GPU"))
-    return 0;
-  pricing_unit = json_string_value(json_object_get(usage, "pricing_unit"));
-  unit = json_string_value(json_object_get(usage, "unit"));
-  if (pricing_unit && !strcmp(pricing_unit, "hour") &&
-      json_is_number(in_pricing)) {
-    number_text(in_pricing, r->gpu_amount, sizeof(r->gpu_amount));
-    r->db.gpu_divisor = 1;
-  } else if (unit && !strcmp(unit, "seconds") && json_is_number(amount)) {
-    number_text(amount, r->gpu_amount, sizeof(r->gpu_amount));
-    r->db.gpu_divisor = 3600;
-  }
+  r->db.gpu_divisor = gpu_divisor(
+      desc, json_string_value(json_object_get(usage, "pricing_unit")),
+      json_is_number(in_pricing),
+      json_string_value(json_object_get(usage, "unit")),
+      json_is_number(amount));
+  if (r->db.gpu_divisor)
+    number_text(r->db.gpu_divisor == 1 ? in_pricing : amount, r->gpu_amount,
+                sizeof(r->gpu_amount));
   return 0;
 }
 
@@ -694,8 +718,7 @@ static int parse_invoice(const json_t *row, struct billing_row *r, char *err,
                          size_t errlen)
 {
   const json_t *inv = json_object_get(row, "invoice"), *month;
-  const char *m, *p;
-  long y, mo;
+  const char *m;
 
   r->invoice_month[0] = '\0';
   if (absent(row, "invoice"))
@@ -706,16 +729,8 @@ static int parse_invoice(const json_t *row, struct billing_row *r, char *err,
   if (!month || json_is_null(month))
     return 0;
   m = json_string_value(month);
-  p = m ? m : "";
-  y = take_digits(&p, 4);
-  take(&p, '-');
-  mo = take_digits(&p, 2);
-  if (y < 1 || mo < 1 || mo > 12 || *p)
+  if (invoice_month(m ? m : "", r->invoice_month) != 0)
     return fail(err, errlen, "invoice.month: not YYYYMM");
-  put_digits(r->invoice_month, y, 4);
-  r->invoice_month[4] = '-';
-  put_digits(r->invoice_month + 5, mo, 2);
-  r->invoice_month[7] = '\0';
   return 0;
 }
 
@@ -2161,8 +2176,7 @@ static int f_labels(struct billing_scratch *s, struct billing_row *r)
 static int f_location(struct billing_scratch *s, struct billing_row *r)
 {
   int loc = s->top[T_LOCATION];
-  const char *v, *dash;
-  size_t n;
+  const char *v;
 
   r->location[0] = '\0';
   r->db.location = r->location;
@@ -2178,22 +2192,13 @@ static int f_location(struct billing_scratch *s, struct billing_row *r)
     return 0;
   }
   v = f_nonempty(s, loc, "zone");
-  if (!v)
-    return 0;
-  dash = strrchr(v, '-');
-  n = dash && dash != v ? (size_t)(dash - v) : strlen(v);
-  if (n >= sizeof(r->location))
-    return -1;
-  memcpy(r->location, v, n);
-  r->location[n] = '\0';
-  return 0;
+  return v ? zone_region(v, r->location, sizeof(r->location)) : 0;
 }
 
 static int f_usage(struct billing_scratch *s, struct billing_row *r)
 {
   int usage = s->top[T_USAGE], in_pricing, amount;
   const char *desc = f_str(s, f_get(s, s->top[T_SKU], "description"));
-  const char *pricing_unit, *unit;
 
   snprintf(r->gpu_amount, sizeof(r->gpu_amount), "0");
   r->db.gpu_divisor = 0;
@@ -2207,27 +2212,20 @@ static int f_usage(struct billing_scratch *s, struct billing_row *r)
        !f_is_number(s, in_pricing)) ||
       (amount >= 0 && !f_is(s, amount, FK_NULL) && !f_is_number(s, amount)))
     return -1;
-  if (!desc || !strcasestr(desc, "GPU"))
+  r->db.gpu_divisor =
+      gpu_divisor(desc, f_str(s, f_get(s, usage, "pricing_unit")),
+                  f_is_number(s, in_pricing), f_str(s, f_get(s, usage, "unit")),
+                  f_is_number(s, amount));
+  if (!r->db.gpu_divisor)
     return 0;
-  pricing_unit = f_str(s, f_get(s, usage, "pricing_unit"));
-  unit = f_str(s, f_get(s, usage, "unit"));
-  if (pricing_unit && !strcmp(pricing_unit, "hour") &&
-      f_is_number(s, in_pricing)) {
-    r->db.gpu_divisor = 1;
-    return f_number_text(s, in_pricing, r->gpu_amount, sizeof(r->gpu_amount));
-  }
-  if (unit && !strcmp(unit, "seconds") && f_is_number(s, amount)) {
-    r->db.gpu_divisor = 3600;
-    return f_number_text(s, amount, r->gpu_amount, sizeof(r->gpu_amount));
-  }
-  return 0;
+  return f_number_text(s, r->db.gpu_divisor == 1 ? in_pricing : amount,
+                       r->gpu_amount, sizeof(r->gpu_amount));
 }
 
 static int f_invoice(struct billing_scratch *s, struct billing_row *r)
 {
   int inv = s->top[T_INVOICE], month;
-  const char *p;
-  long y, mo;
+  const char *m;
 
   r->invoice_month[0] = '\0';
   if (f_null(s, s->top[T_INVOICE]))
@@ -2237,19 +2235,8 @@ static int f_invoice(struct billing_scratch *s, struct billing_row *r)
   month = f_get(s, inv, "month");
   if (month < 0 || f_is(s, month, FK_NULL))
     return 0;
-  p = f_str(s, month);
-  if (!p)
-    return -1;
-  y = take_digits(&p, 4);
-  take(&p, '-');
-  mo = take_digits(&p, 2);
-  if (y < 1 || mo < 1 || mo > 12 || *p)
-    return -1;
-  put_digits(r->invoice_month, y, 4);
-  r->invoice_month[4] = '-';
-  put_digits(r->invoice_month + 5, mo, 2);
-  r->invoice_month[7] = '\0';
-  return 0;
+  m = f_str(s, month);
+  return m ? invoice_month(m, r->invoice_month) : -1;
 }
 
 /* The fields of a row parsed by fast_json, checked as billing_parse_row_
