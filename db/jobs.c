@@ -34,7 +34,7 @@
   "(j.created_at, j.seq)) END"
 
 /* The columns a job is shown with; render() reads them by position. */
-// clang-format off
+/* clang-format off */
 #define JOB_SELECT                                                             \
   "SELECT j.id, j.team, j.name, j.queue, j.cluster_queue, "                    \
   "j.priority_class, j.priority, j.state, j.reason, j.attempt, "               \
@@ -48,7 +48,7 @@
   POSITION("p.cluster_queue = j.cluster_queue") ", "                           \
   "j.spec, j.seq, j.batch_job_name, j.batch_state "                            \
   "FROM jobs j LEFT JOIN flavors f ON f.name = j.flavor "
-// clang-format on
+/* clang-format on */
 
 enum {
   C_ID,
@@ -462,13 +462,13 @@ enum gg_code db_job_events(struct gg_req *req, const char *team, const char *id,
 
 /* a page of a queue's pending jobs in admission order, after the job
  * whose seq is $3 (0: from the head) */
-// clang-format off
+/* clang-format off */
 static const char sql_pending[] = JOB_SELECT
     "WHERE j.team = $1 AND j.queue = $2 AND j.state = 'PENDING' "
     "AND ($3::bigint = 0 OR (SELECT " AHEAD("c", "j") " FROM jobs c "
     "WHERE c.team = $1 AND c.seq = $3::bigint)) "
     "ORDER BY j.priority DESC, j.created_at, j.seq LIMIT $4::int";
-// clang-format on
+/* clang-format on */
 
 enum gg_code db_queue_pending(struct gg_req *req, const char *team,
                               const char *queue, int64_t after, int limit,
