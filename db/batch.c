@@ -43,9 +43,12 @@ static const char sql_request_create[] =
     "'gpugate-' || id || '-a' || attempt FROM jobs WHERE id = $1 "
     "ON CONFLICT (job_id, attempt, op) DO NOTHING";
 
+/* A create under a live lease may be at Batch right now: it is not
+ * withdrawn, and the caller asks for a cancel, which goes out after it. */
 static const char sql_withdraw_create[] =
     "DELETE FROM batch_ops WHERE job_id = $1 AND attempt = $2::int "
-    "AND op = 'create' RETURNING 1";
+    "AND op = 'create' AND (claimed_until IS NULL "
+    "OR claimed_until < clock_timestamp()) RETURNING 1";
 
 /* Cancel whatever Batch job this attempt may have: also after a withdrawn
  * create, since a dispatcher that died after its call leaves a Batch job
@@ -133,6 +136,13 @@ int db_batch_requeue(struct db_conn *c, const char *job_id, const char *reason,
  * so the scan stops at the first row it can lock; rows due at the same
  * moment (one admission's) come in the index's order.
  *
+ * A claim is a lease, not a lock held open: the row gets claimed_by and
+ * claimed_until and the transaction commits before any Batch call, so a
+ * cancel or an eviction never waits on a row while Batch answers. A row
+ * under a live lease is not claimed again; once the lease has run out (its
+ * dispatcher died mid-call) any dispatcher may take it, and the
+ * deterministic Batch job id makes the repeated call harmless.
+ *
  * Dispatchers work in parallel, so a job's operations are kept in their
  * (next_at, id) order here: none is claimed while an earlier one of the
  * same job is in the outbox, claimed or not. Otherwise a cancel could
@@ -141,21 +151,34 @@ int db_batch_requeue(struct db_conn *c, const char *job_id, const char *reason,
  * before the cancel of the attempt it replaces.
  */
 static const char sql_claim[] =
-    "WITH o AS (SELECT id, job_id, attempt, op, region, batch_job_id, "
-    "request_id, tries FROM batch_ops b "
+    "WITH o AS (SELECT id FROM batch_ops b "
     "WHERE next_at <= now() AND region <> ALL ($1::text[]) "
+    "AND (claimed_until IS NULL OR claimed_until < clock_timestamp()) "
     "AND NOT EXISTS (SELECT 1 FROM batch_ops p WHERE p.job_id = b.job_id "
     "AND (p.next_at, p.id) < (b.next_at, b.id)) "
-    "ORDER BY next_at LIMIT 1 FOR UPDATE SKIP LOCKED) "
-    "SELECT o.id, o.job_id, o.attempt, o.op, o.region, o.batch_job_id, "
-    "o.request_id, o.tries, j.team, j.queue, coalesce(j.flavor, ''), "
+    "ORDER BY next_at LIMIT 1 FOR UPDATE SKIP LOCKED), "
+    "c AS (UPDATE batch_ops b SET claimed_by = $2, claimed_until = "
+    "clock_timestamp() + $3::int * interval '1 second' FROM o "
+    "WHERE b.id = o.id RETURNING b.id, b.job_id, b.attempt, b.op, b.region, "
+    "b.batch_job_id, b.request_id, b.tries) "
+    "SELECT c.id, c.job_id, c.attempt, c.op, c.region, c.batch_job_id, "
+    "c.request_id, c.tries, j.team, j.queue, coalesce(j.flavor, ''), "
     "coalesce(t.spec->>'cost_center', ''), j.max_run_duration_s, j.spec, "
     "coalesce(f.spec, '{}'), j.state, j.attempt "
-    "FROM o JOIN jobs j ON j.id = o.job_id "
+    "FROM c JOIN jobs j ON j.id = c.job_id "
     "LEFT JOIN flavors f ON f.name = j.flavor "
     "LEFT JOIN teams t ON t.name = j.team";
 
 static const char sql_drop_op[] = "DELETE FROM batch_ops WHERE id = $1::bigint";
+
+/* Only the holder of the lease deletes the row: after a lease ran out and
+ * another dispatcher took the row, that one records it. */
+static const char sql_drop_claimed[] =
+    "DELETE FROM batch_ops WHERE id = $1::bigint AND claimed_by = $2";
+
+static const char sql_release[] =
+    "UPDATE batch_ops SET claimed_by = NULL, claimed_until = NULL "
+    "WHERE id = $1::bigint AND claimed_by = $2";
 
 void db_batch_op_free(struct db_batch_op *op)
 {
@@ -195,12 +218,12 @@ static char *text_array(const char *const *items, size_t n)
 }
 
 int db_batch_claim(struct db_conn *c, const char *const *skip_regions,
-                   size_t n_skip, struct db_batch_op *op, char *err,
-                   size_t errlen)
+                   size_t n_skip, const char *claimer, int lease_s,
+                   struct db_batch_op *op, char *err, size_t errlen)
 {
   PGresult *res;
-  char id[24], *skip = text_array(skip_regions, n_skip);
-  const char *params[1] = {id}, *claim_params[1] = {skip};
+  char id[24], lease[16], *skip = text_array(skip_regions, n_skip);
+  const char *params[1] = {id}, *claim_params[3] = {skip, claimer, lease};
   int rc = -1;
 
   memset(op, 0, sizeof(*op));
@@ -208,13 +231,14 @@ int db_batch_claim(struct db_conn *c, const char *const *skip_regions,
     snprintf(err, errlen, "out of memory");
     return -1;
   }
+  snprintf(lease, sizeof(lease), "%d", lease_s);
   for (;;) {
     bool stale;
     if (db_begin(c) != GG_OK) {
       snprintf(err, errlen, "BEGIN failed");
       goto out;
     }
-    if (!(res = db_query(c, sql_claim, 1, claim_params, err, errlen))) {
+    if (!(res = db_query(c, sql_claim, 3, claim_params, err, errlen))) {
       db_rollback(c);
       goto out;
     }
@@ -242,50 +266,78 @@ int db_batch_claim(struct db_conn *c, const char *const *skip_regions,
     op->max_run_duration_s = strtoll(PQgetvalue(res, 0, 12), NULL, 10);
     op->job_spec = json_loads(PQgetvalue(res, 0, 13), 0, NULL);
     op->flavor_spec = json_loads(PQgetvalue(res, 0, 14), 0, NULL);
+    snprintf(op->claimed_by, sizeof(op->claimed_by), "%s", claimer);
     /* a create for an attempt that is no longer admitted has no purpose */
     stale = !strcmp(op->op, "create") &&
             (strcmp(PQgetvalue(res, 0, 15), "ADMITTED") != 0 ||
              strtol(PQgetvalue(res, 0, 16), NULL, 10) != op->attempt);
     PQclear(res);
+    if (stale) {
+      snprintf(id, sizeof(id), "%lld", (long long)op->id);
+      db_batch_op_free(op);
+      if (db_run(c, sql_drop_op, 1, params, NULL, err, errlen))
+        goto fail;
+    }
+    /* the lease is taken: no transaction stays open across the call */
+    if (db_commit(c) != GG_OK) {
+      snprintf(err, errlen, "COMMIT failed");
+      goto fail;
+    }
     if (!stale) {
       rc = 1;
       goto out;
     }
-    snprintf(id, sizeof(id), "%lld", (long long)op->id);
-    db_batch_op_free(op);
-    if (db_run(c, sql_drop_op, 1, params, NULL, err, errlen) ||
-        db_commit(c) != GG_OK) {
-      db_rollback(c);
-      goto out;
-    }
   }
+fail:
+  db_rollback(c);
+  db_batch_op_free(op);
 out:
   free(skip);
   return rc;
 }
 
-void db_batch_unclaim(struct db_conn *c)
-{
-  db_rollback(c);
-}
-
-static int finish(struct db_conn *c, const struct db_batch_op *op, char *err,
-                  size_t errlen)
+int db_batch_unclaim(struct db_conn *c, const struct db_batch_op *op, char *err,
+                     size_t errlen)
 {
   char id[24];
-  const char *params[1] = {id};
+  const char *params[2] = {id, op->claimed_by};
 
   snprintf(id, sizeof(id), "%lld", (long long)op->id);
-  if (db_run(c, sql_drop_op, 1, params, NULL, err, errlen))
-    goto fail;
-  if (db_commit(c) != GG_OK) {
-    snprintf(err, errlen, "COMMIT failed");
-    goto fail;
+  return db_run(c, sql_release, 2, params, NULL, err, errlen);
+}
+
+/*
+ * Open the transaction that records a call's outcome and take the claimed
+ * row out of the outbox first (lock order: the batch_ops row before the
+ * jobs row). After a lease ran out and another dispatcher took the row
+ * over, that dispatcher deletes it when it records its own call.
+ */
+static int take(struct db_conn *c, const struct db_batch_op *op, char *err,
+                size_t errlen)
+{
+  char id[24];
+  const char *params[2] = {id, op->claimed_by};
+
+  if (db_begin(c) != GG_OK) {
+    snprintf(err, errlen, "BEGIN failed");
+    return -1;
+  }
+  snprintf(id, sizeof(id), "%lld", (long long)op->id);
+  if (db_run(c, sql_drop_claimed, 2, params, NULL, err, errlen)) {
+    db_rollback(c);
+    return -1;
   }
   return 0;
-fail:
-  db_rollback(c);
-  return -1;
+}
+
+static int commit(struct db_conn *c, char *err, size_t errlen)
+{
+  if (db_commit(c) != GG_OK) {
+    snprintf(err, errlen, "COMMIT failed");
+    db_rollback(c);
+    return -1;
+  }
+  return 0;
 }
 
 static const char sql_created[] =
@@ -301,12 +353,14 @@ int db_batch_done_create(struct db_conn *c, const struct db_batch_op *op,
   int rows = 0;
 
   snprintf(a, sizeof(a), "%d", op->attempt);
+  if (take(c, op, err, errlen))
+    return -1;
   if (db_run(c, sql_created, 3, params, &rows, err, errlen))
     goto fail;
   if (rows && db_job_event(c, op->job_id, "ADMITTED", "QUEUED",
                            "BatchJobCreated", batch_job_name, err, errlen))
     goto fail;
-  return finish(c, op, err, errlen);
+  return commit(c, err, errlen);
 fail:
   db_rollback(c);
   return -1;
@@ -316,31 +370,29 @@ int db_batch_done_cancel(struct db_conn *c, const struct db_batch_op *op,
                          bool gone, char *err, size_t errlen)
 {
   (void)gone; /* the job's fate follows from what Batch reports next */
-  return finish(c, op, err, errlen);
+  if (take(c, op, err, errlen))
+    return -1;
+  return commit(c, err, errlen);
 }
 
-/* The delay counts from now, when the failure is known: not from now(),
- * the claim transaction's start, before the Batch call (a slow failure
- * would otherwise eat its own backoff or Retry-After). */
+/* The delay counts from now, when the failure is known: not from the
+ * claim, before the Batch call (a slow failure would otherwise eat its own
+ * backoff or Retry-After). The lease ends with it. */
 static const char sql_retry[] =
     "UPDATE batch_ops SET tries = tries + 1, last_error = $3, "
-    "next_at = clock_timestamp() + $2::bigint * interval '1 millisecond' "
-    "WHERE id = $1::bigint";
+    "next_at = clock_timestamp() + $2::bigint * interval '1 millisecond', "
+    "claimed_by = NULL, claimed_until = NULL "
+    "WHERE id = $1::bigint AND claimed_by = $4";
 
 int db_batch_retry(struct db_conn *c, const struct db_batch_op *op,
                    long delay_ms, const char *error, char *err, size_t errlen)
 {
   char id[24], delay[24];
-  const char *params[3] = {id, delay, error};
+  const char *params[4] = {id, delay, error, op->claimed_by};
 
   snprintf(id, sizeof(id), "%lld", (long long)op->id);
   snprintf(delay, sizeof(delay), "%ld", delay_ms);
-  if (db_run(c, sql_retry, 3, params, NULL, err, errlen) ||
-      db_commit(c) != GG_OK) {
-    db_rollback(c);
-    return -1;
-  }
-  return 0;
+  return db_run(c, sql_retry, 4, params, NULL, err, errlen);
 }
 
 static const char sql_rejected[] =
@@ -356,6 +408,8 @@ int db_batch_give_up(struct db_conn *c, const struct db_batch_op *op,
   int rows = 0;
 
   snprintf(a, sizeof(a), "%d", op->attempt);
+  if (take(c, op, err, errlen))
+    return -1;
   if (!strcmp(op->op, "create")) {
     if (db_run(c, sql_rejected, 2, params, &rows, err, errlen))
       goto fail;
@@ -364,7 +418,7 @@ int db_batch_give_up(struct db_conn *c, const struct db_batch_op *op,
                  wake(c, err, errlen)))
       goto fail;
   }
-  return finish(c, op, err, errlen);
+  return commit(c, err, errlen);
 fail:
   db_rollback(c);
   return -1;

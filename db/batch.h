@@ -4,10 +4,11 @@
  *
  * Admission and cancellation write "create" and "cancel" rows into
  * batch_ops in their own transaction; dispatchers on every replica claim
- * due rows with FOR UPDATE SKIP LOCKED, call Batch while holding the row,
- * and record the outcome in the same transaction. A job's rows go out one
- * at a time, in (next_at, id) order. Lock order everywhere: the batch_ops
- * row before the jobs row.
+ * due rows with a lease (claimed_by, claimed_until) in a short transaction,
+ * call Batch with no transaction open, and record the outcome in another
+ * short one: no row lock is ever held across a network call. A job's rows
+ * go out one at a time, in (next_at, id) order. Lock order everywhere: the
+ * batch_ops row before the jobs row.
  */
 #ifndef GPUGATE_DB_BATCH_H
 #define GPUGATE_DB_BATCH_H
@@ -28,6 +29,7 @@ struct db_batch_op {
   char batch_job_id[64];
   char request_id[40];
   int tries;
+  char claimed_by[96]; /* the lease holder: who may record the outcome */
   /* create only */
   char team[64];
   char queue[64];
@@ -68,25 +70,30 @@ int db_batch_requeue(struct db_conn *c, const char *job_id, const char *reason,
                      const char *message, int *rows, char *err, size_t errlen);
 
 /*
- * Begin a transaction and claim one due outbox row in none of the n_skip
- * skip_regions (borrowed; the regions whose call budget is spent, so that
- * their rows wait without holding up the others'). Returns 1 with *op
- * filled (free with db_batch_op_free), 0 when nothing is due outside
- * skip_regions (transaction closed), -1 on error.
+ * Claim one due outbox row in none of the n_skip skip_regions (borrowed;
+ * the regions whose call budget is spent, so that their rows wait without
+ * holding up the others') for lease_s seconds in the name of claimer (a
+ * string unique to the calling worker), and commit: no transaction is
+ * open on return. Returns 1 with *op filled (free with db_batch_op_free),
+ * 0 when nothing is due outside skip_regions, -1 on error.
  */
 int db_batch_claim(struct db_conn *c, const char *const *skip_regions,
-                   size_t n_skip, struct db_batch_op *op, char *err,
-                   size_t errlen);
+                   size_t n_skip, const char *claimer, int lease_s,
+                   struct db_batch_op *op, char *err, size_t errlen);
 void db_batch_op_free(struct db_batch_op *op);
 
 /*
  * Give a claimed row back untouched, before any call about it was made:
- * closes the claim's transaction, and any dispatcher may claim the row
- * again at once. *op stays filled (free it as usual).
+ * any dispatcher may claim it again at once. *op stays filled (free it as
+ * usual). 0, or -1 with err (the lease then runs out by itself).
  */
-void db_batch_unclaim(struct db_conn *c);
+int db_batch_unclaim(struct db_conn *c, const struct db_batch_op *op, char *err,
+                     size_t errlen);
 
-/* Outcomes of a claimed row; each commits the claim's transaction. */
+/*
+ * Outcomes of a claimed row, each in a transaction of its own that first
+ * takes the row out of the outbox if the lease is still op's.
+ */
 int db_batch_done_create(struct db_conn *c, const struct db_batch_op *op,
                          const char *batch_job_name, char *err, size_t errlen);
 int db_batch_done_cancel(struct db_conn *c, const struct db_batch_op *op,

@@ -47,6 +47,10 @@
 #define FLEX_CHECK_MS 1000
 #define SYNC_PAGE 500
 #define UNSEEN_GRACE_S 30
+/* A claim's lease: far longer than the calls of one operation can take
+ * (token fetch and up to three Batch calls, 15 s each at most), so a live
+ * dispatcher never loses its row; after a crash the row waits this long. */
+#define LEASE_S 120
 
 struct worker {
   struct dispatch *d;
@@ -54,7 +58,8 @@ struct worker {
   struct db_conn conn;
   struct batch_client *batch;
   bool listening;
-  unsigned rng; /* retry jitter (batch_backoff_ms) */
+  unsigned rng;     /* retry jitter (batch_backoff_ms) */
+  char claimer[96]; /* this worker's name on the leases it takes */
 };
 
 struct dispatch {
@@ -262,7 +267,8 @@ static int claim(struct worker *w, struct db_batch_op *op, long *refill_ms,
   for (i = 0; i < n; i++)
     skip[i] = spent[i];
   *refill_ms = (long)((next - now + 999) / 1000);
-  return db_batch_claim(&w->conn, skip, n, op, err, errlen);
+  return db_batch_claim(&w->conn, skip, n, w->claimer, LEASE_S, op, err,
+                        errlen);
 }
 
 static void *dispatcher(void *arg)
@@ -297,7 +303,8 @@ static void *dispatcher(void *arg)
     if (!ratelimit_take(d->mutations, op.region, now_us(), &retry)) {
       /* another worker took the region's last token since the claim: the
        * row goes back, and the next claim skips the region */
-      db_batch_unclaim(&w->conn);
+      if (db_batch_unclaim(&w->conn, &op, err, sizeof(err)))
+        log_msg(LOG_WARN, "dispatch: releasing %s: %s", op.job_id, err);
     } else if ((!strcmp(op.op, "create")
                     ? do_create(w, &op, err, sizeof(err))
                     : do_cancel(w, &op, err, sizeof(err))) != 0) {
@@ -404,8 +411,14 @@ static void *syncer(void *arg)
 static int start_worker(struct dispatch *d, struct worker *w,
                         void *(*fn)(void *), char *err, size_t errlen)
 {
+  char host[64] = "";
+
   w->d = d;
   w->rng = (unsigned)now_us() ^ (unsigned)(uintptr_t)w;
+  if (gethostname(host, sizeof(host) - 1) != 0)
+    snprintf(host, sizeof(host), "gpugate");
+  snprintf(w->claimer, sizeof(w->claimer), "%.63s/%ld/%p/%lld", host,
+           (long)getpid(), (void *)w, now_us());
   w->batch = batch_client_new_shared(d->cfg, d->tokens, err, errlen);
   if (!w->batch)
     return -1;
