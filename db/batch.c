@@ -48,7 +48,8 @@ static const char sql_request_create[] =
 static const char sql_withdraw_create[] =
     "DELETE FROM batch_ops WHERE job_id = $1 AND attempt = $2::int "
     "AND op = 'create' AND (claimed_until IS NULL "
-    "OR claimed_until < clock_timestamp()) RETURNING 1";
+    "OR claimed_until < clock_timestamp() OR NOT EXISTS (SELECT 1 FROM "
+    "pg_stat_activity a WHERE a.pid = claimed_pid)) RETURNING 1";
 
 /* Cancel whatever Batch job this attempt may have: also after a withdrawn
  * create, since a dispatcher that died after its call leaves a Batch job
@@ -136,12 +137,14 @@ int db_batch_requeue(struct db_conn *c, const char *job_id, const char *reason,
  * so the scan stops at the first row it can lock; rows due at the same
  * moment (one admission's) come in the index's order.
  *
- * A claim is a lease, not a lock held open: the row gets claimed_by and
- * claimed_until and the transaction commits before any Batch call, so a
- * cancel or an eviction never waits on a row while Batch answers. A row
- * under a live lease is not claimed again; once the lease has run out (its
- * dispatcher died mid-call) any dispatcher may take it, and the
- * deterministic Batch job id makes the repeated call harmless.
+ * A claim is a lease, not a lock held open: the row gets claimed_by,
+ * claimed_pid (the dispatcher's session) and claimed_until, and the
+ * transaction commits before any Batch call, so a cancel or an eviction
+ * never waits on a row while Batch answers. A row under a live lease is
+ * not claimed again; once the lease has run out or its session is gone
+ * (the dispatcher died mid-call, and PostgreSQL ended its backend) any
+ * dispatcher may take it at once, and the deterministic Batch job id makes
+ * the repeated call harmless.
  *
  * Dispatchers work in parallel, so a job's operations are kept in their
  * (next_at, id) order here: none is claimed while an earlier one of the
@@ -153,11 +156,14 @@ int db_batch_requeue(struct db_conn *c, const char *job_id, const char *reason,
 static const char sql_claim[] =
     "WITH o AS (SELECT id FROM batch_ops b "
     "WHERE next_at <= now() AND region <> ALL ($1::text[]) "
-    "AND (claimed_until IS NULL OR claimed_until < clock_timestamp()) "
+    "AND (claimed_until IS NULL OR claimed_until < clock_timestamp() "
+    "OR NOT EXISTS (SELECT 1 FROM pg_stat_activity a "
+    "WHERE a.pid = b.claimed_pid)) "
     "AND NOT EXISTS (SELECT 1 FROM batch_ops p WHERE p.job_id = b.job_id "
     "AND (p.next_at, p.id) < (b.next_at, b.id)) "
     "ORDER BY next_at LIMIT 1 FOR UPDATE SKIP LOCKED), "
-    "c AS (UPDATE batch_ops b SET claimed_by = $2, claimed_until = "
+    "c AS (UPDATE batch_ops b SET claimed_by = $2, "
+    "claimed_pid = pg_backend_pid(), claimed_until = "
     "clock_timestamp() + $3::int * interval '1 second' FROM o "
     "WHERE b.id = o.id RETURNING b.id, b.job_id, b.attempt, b.op, b.region, "
     "b.batch_job_id, b.request_id, b.tries) "
@@ -177,7 +183,8 @@ static const char sql_drop_claimed[] =
     "DELETE FROM batch_ops WHERE id = $1::bigint AND claimed_by = $2";
 
 static const char sql_release[] =
-    "UPDATE batch_ops SET claimed_by = NULL, claimed_until = NULL "
+    "UPDATE batch_ops SET claimed_by = NULL, claimed_pid = NULL, "
+    "claimed_until = NULL "
     "WHERE id = $1::bigint AND claimed_by = $2";
 
 void db_batch_op_free(struct db_batch_op *op)
@@ -381,7 +388,7 @@ int db_batch_done_cancel(struct db_conn *c, const struct db_batch_op *op,
 static const char sql_retry[] =
     "UPDATE batch_ops SET tries = tries + 1, last_error = $3, "
     "next_at = clock_timestamp() + $2::bigint * interval '1 millisecond', "
-    "claimed_by = NULL, claimed_until = NULL "
+    "claimed_by = NULL, claimed_pid = NULL, claimed_until = NULL "
     "WHERE id = $1::bigint AND claimed_by = $4";
 
 int db_batch_retry(struct db_conn *c, const struct db_batch_op *op,
@@ -624,6 +631,57 @@ json_t *db_batch_active(struct db_conn *c, const char *region, char *err,
 json_t *db_batch_regions(struct db_conn *c, char *err, size_t errlen)
 {
   return json_of(c, sql_regions, 0, NULL, err, errlen);
+}
+
+/*
+ * Why gpugate does not want each listed Batch job of its deployment: no
+ * such gpugate job (or an attempt it never reached), an attempt already
+ * superseded, or a job already terminal. A job with an outbox row for that
+ * attempt is being handled (a create in flight is adopted, a cancel is on
+ * its way) and is never swept.
+ */
+static const char sql_orphans[] =
+    "SELECT coalesce(json_agg(json_build_object('name', l.name, 'why', "
+    "v.why)), '[]') FROM json_to_recordset($1::json) AS l(name text, id "
+    "text, attempt int) LEFT JOIN jobs j ON j.id = l.id "
+    "CROSS JOIN LATERAL (SELECT CASE "
+    "WHEN j.id IS NULL THEN 'unknown' "
+    "WHEN EXISTS (SELECT 1 FROM batch_ops o WHERE o.job_id = j.id "
+    "AND o.attempt = l.attempt) THEN NULL "
+    "WHEN j.state IN ('SUCCEEDED', 'FAILED', 'CANCELLED') THEN 'terminal' "
+    "WHEN j.attempt > l.attempt THEN 'superseded' "
+    "WHEN j.attempt < l.attempt THEN 'unknown' "
+    "ELSE NULL END AS why) v WHERE v.why IS NOT NULL";
+
+json_t *db_batch_orphans(struct db_conn *c, json_t *listed, char *err,
+                         size_t errlen)
+{
+  char *text = json_dumps(listed, JSON_COMPACT);
+  const char *params[1] = {text};
+  json_t *out;
+
+  if (!text) {
+    snprintf(err, errlen, "out of memory");
+    return NULL;
+  }
+  out = json_of(c, sql_orphans, 1, params, err, errlen);
+  free(text);
+  return out;
+}
+
+/* Every region gpugate may have Batch jobs in: its flavors' locations and
+ * its active jobs' (a job's own location list narrows a flavor's). */
+static const char sql_all_regions[] =
+    "SELECT coalesce(json_agg(DISTINCT r), '[]') FROM ("
+    "SELECT json_array_elements_text(spec->'locations') AS r FROM flavors "
+    "WHERE json_typeof(spec->'locations') = 'array' UNION "
+    "SELECT location FROM jobs WHERE batch_job_name IS NOT NULL AND "
+    "location IS NOT NULL AND state IN ('ADMITTED', 'QUEUED', 'RUNNING', "
+    "'EVICTING')) x";
+
+json_t *db_batch_all_regions(struct db_conn *c, char *err, size_t errlen)
+{
+  return json_of(c, sql_all_regions, 0, NULL, err, errlen);
 }
 
 static const char sql_unseen[] =

@@ -130,6 +130,21 @@ json_t *db_batch_unseen(struct db_conn *c, const char *region, json_t *seen,
                         int grace_s, char *err, size_t errlen);
 
 /*
+ * The orphan sweep's verdicts. listed (borrowed) is an array of
+ * {"name", "id", "attempt"}: live Batch jobs of this deployment that are
+ * not the current Batch job of an active gpugate job, with the gpugate id
+ * and attempt their names carry. Returns a new array of {"name", "why"}
+ * for those gpugate does not want (why: "unknown", "superseded",
+ * "terminal"); the others are wanted (e.g. a create not yet recorded).
+ * NULL with err on failure.
+ */
+json_t *db_batch_orphans(struct db_conn *c, json_t *listed, char *err,
+                         size_t errlen);
+
+/* Every region gpugate may have Batch jobs in (new array of strings). */
+json_t *db_batch_all_regions(struct db_conn *c, char *err, size_t errlen);
+
+/*
  * DWS: Flex Start jobs still QUEUED after their flavor's max_wait_s move to
  * the next allowed location as a new attempt (the old Batch job is
  * cancelled); with no location left they wait PENDING/Backoff. Returns the

@@ -280,6 +280,45 @@ static int parse_origins(struct config *cfg, char *err, size_t errlen)
   return 0;
 }
 
+/*
+ * The Batch footprint (SPEC §8): the deployment label every Batch job
+ * carries, a GCP label value ([a-z0-9_-], at most 63), and the mutation
+ * budget per region that all replicas of the deployment share. Batch
+ * allows 6,000 mutations a minute per region: burst + 60 × rate must stay
+ * within it.
+ */
+static int footprint_config(struct config *cfg, char *err, size_t errlen)
+{
+  const char *p;
+
+  if (env_str("GPUGATE_DEPLOYMENT", "default", cfg->deployment,
+              sizeof(cfg->deployment), err, errlen))
+    return -1;
+  for (p = cfg->deployment; *p; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-' ||
+          *p == '_'))
+      break;
+  if (!cfg->deployment[0] || *p || strlen(cfg->deployment) > 63) {
+    snprintf(err, errlen,
+             "GPUGATE_DEPLOYMENT: expected 1 to 63 of [a-z0-9_-], got \"%s\"",
+             cfg->deployment);
+    return -1;
+  }
+  if (env_long("GPUGATE_BATCH_MUTATIONS_PER_S", 99, 1, 100,
+               &cfg->batch_mutations_per_s, err, errlen) ||
+      env_long("GPUGATE_BATCH_MUTATIONS_BURST", 60, 1, 6000,
+               &cfg->batch_mutations_burst, err, errlen))
+    return -1;
+  if (cfg->batch_mutations_burst + 60 * cfg->batch_mutations_per_s > 6000) {
+    snprintf(err, errlen,
+             "GPUGATE_BATCH_MUTATIONS_BURST: %ld + 60 x %ld a second exceeds "
+             "Batch's 6,000 mutations a minute per region",
+             cfg->batch_mutations_burst, cfg->batch_mutations_per_s);
+    return -1;
+  }
+  return 0;
+}
+
 int config_load(struct config *cfg, char *err, size_t errlen)
 {
   static const char *const backends[] = {"none", "gcp", NULL};
@@ -407,7 +446,7 @@ int config_load(struct config *cfg, char *err, size_t errlen)
   if (env_str("GPUGATE_PORT_FILE", "", cfg->port_file, sizeof(cfg->port_file),
               err, errlen))
     return -1;
-  return 0;
+  return footprint_config(cfg, err, errlen);
 }
 
 void config_free(struct config *cfg)

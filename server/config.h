@@ -66,6 +66,11 @@ struct config {
   int db_pool_size;    /* PostgreSQL connections */
   long http_timeout_s; /* idle connection timeout */
   char port_file[512]; /* write the bound port here ("" = no) */
+
+  /* the Batch footprint (footprint_config) */
+  char deployment[64];        /* gpugate-deployment label value */
+  long batch_mutations_per_s; /* per region, whole deployment */
+  long batch_mutations_burst; /* tokens a region's bucket holds */
 };
 
 /*

@@ -174,6 +174,7 @@ static int do_create(struct worker *w, const struct db_batch_op *op, char *err,
   in.max_run_duration_s = (long)op->max_run_duration_s;
   in.pubsub_topic = w->d->cfg->batch_pubsub_topic;
   in.service_account = w->d->cfg->batch_service_account;
+  in.deployment = w->d->cfg->deployment;
   body = batch_job_body(&in);
   if (!body) {
     memset(&r, 0, sizeof(r));
@@ -316,11 +317,124 @@ static void *dispatcher(void *arg)
   return NULL;
 }
 
-/* List one region's gpugate Batch jobs and apply their states. */
+static bool live(const char *batch_state)
+{
+  return !strcmp(batch_state, "QUEUED") || !strcmp(batch_state, "SCHEDULED") ||
+         !strcmp(batch_state, "RUNNING");
+}
+
+/*
+ * Cancel a Batch job gpugate does not want (deleted if Batch refuses the
+ * cancel of a job that is still live), within the region's mutation
+ * budget. Returns false when the budget is spent (the next sync retries).
+ */
+static bool sweep(struct worker *w, const char *region, const char *name,
+                  const char *why)
+{
+  struct batch_result r;
+  long retry;
+  int rc;
+
+  if (!ratelimit_take(w->d->mutations, region, now_us(), &retry))
+    return false;
+  rc = batch_client_cancel(w->batch, name, &r);
+  metrics_batch_call("cancel", r.http_status);
+  if (rc != 0 && !r.error.retryable && !r.error.not_found) {
+    const char *st;
+    batch_result_clear(&r);
+    rc = batch_client_get(w->batch, name, &r);
+    metrics_batch_call("get", r.http_status);
+    st = rc == 0 ? json_string_value(json_object_get(
+                       json_object_get(r.json, "status"), "state"))
+                 : NULL;
+    if (st && !live(st)) {
+      batch_result_clear(&r); /* it ended meanwhile: leave its record */
+      return true;
+    }
+    batch_result_clear(&r);
+    if (!ratelimit_take(w->d->mutations, region, now_us(), &retry))
+      return false;
+    rc = batch_client_delete(w->batch, name, &r);
+    metrics_batch_call("delete", r.http_status);
+  }
+  if (rc == 0 || r.error.not_found) {
+    json_t *f = json_pack("{s:s, s:s, s:s}", "batch_job", name, "region",
+                          region, "why", why);
+    log_json(LOG_WARN, "sync: swept a Batch job gpugate does not want", f);
+    json_decref(f);
+    metrics_batch_orphan(region, why);
+  } else {
+    log_msg(LOG_WARN, "sync: sweeping %s failed: %s", name, r.error.message);
+  }
+  batch_result_clear(&r);
+  return true;
+}
+
+/*
+ * A listed Batch job of this deployment, live, that is no active job's
+ * current Batch job: a candidate for the sweep (name, the gpugate id and
+ * attempt its name carries, null when it carries none).
+ */
+static void add_candidate(json_t *cands, json_t *states, const char *name,
+                          const char *state)
+{
+  char id[32];
+  int attempt, k;
+
+  if (batch_job_id_parse(name, id, sizeof(id), &attempt, &k) == 0)
+    json_array_append_new(cands, json_pack("{s:s, s:s, s:i}", "name", name,
+                                           "id", id, "attempt", attempt));
+  else
+    json_array_append_new(
+        cands, json_pack("{s:s, s:n, s:n}", "name", name, "id", "attempt"));
+  json_object_set_new(states, name, json_string(state));
+}
+
+/* Sweep the candidates gpugate does not want; adopt the others. */
+static void settle_candidates(struct worker *w, const char *region,
+                              json_t *cands, json_t *states)
+{
+  char err[256];
+  json_t *orphans, *o;
+  const char *name;
+  size_t i;
+  bool budget = true;
+
+  if (json_array_size(cands) == 0)
+    return;
+  orphans = db_batch_orphans(&w->conn, cands, err, sizeof(err));
+  if (!orphans) {
+    log_msg(LOG_WARN, "sync: %s: %s", region, err);
+    return;
+  }
+  json_array_foreach (orphans, i, o) {
+    name = json_string_value(json_object_get(o, "name"));
+    if (budget && name)
+      budget =
+          sweep(w, region, name, json_string_value(json_object_get(o, "why")));
+    if (name)
+      json_object_del(states, name);
+  }
+  json_decref(orphans);
+  /* wanted: a create whose result is not recorded yet takes its name */
+  {
+    json_t *st;
+    json_object_foreach (states, name, st) {
+      if (db_batch_observe(&w->conn, name, json_string_value(st), err,
+                           sizeof(err)) < 0)
+        log_msg(LOG_WARN, "sync: %s: %s", name, err);
+    }
+  }
+}
+
+/* List one region's gpugate Batch jobs, apply their states, and sweep the
+ * ones of this deployment that gpugate does not want. */
 static int sync_region(struct worker *w, const char *region)
 {
   char token[1024] = "", err[256];
   json_t *seen = json_array(), *job, *unseen, *known = NULL;
+  json_t *cands = json_array(), *states = json_object();
+  const char *deployment = w->d->cfg->deployment;
   size_t i;
   int rc = -1;
 
@@ -345,11 +459,19 @@ static int sync_region(struct worker *w, const char *region)
       const char *name = json_string_value(json_object_get(job, "name"));
       const char *state = json_string_value(
           json_object_get(json_object_get(job, "status"), "state"));
+      const char *dep = json_string_value(json_object_get(
+          json_object_get(job, "labels"), "gpugate-deployment"));
       if (!name || !state)
         continue;
       json_array_append_new(seen, json_string(name));
-      if (!json_object_get(known, name) ||
-          !strcmp(json_string_value(json_object_get(known, name)), state))
+      if (!json_object_get(known, name)) {
+        /* another deployment's jobs, and jobs from before the label, are
+         * never touched */
+        if (dep && !strcmp(dep, deployment) && live(state))
+          add_candidate(cands, states, name, state);
+        continue;
+      }
+      if (!strcmp(json_string_value(json_object_get(known, name)), state))
         continue;
       if (db_batch_observe(&w->conn, name, state, err, sizeof(err)) < 0)
         log_msg(LOG_WARN, "sync: %s: %s", name, err);
@@ -360,6 +482,8 @@ static int sync_region(struct worker *w, const char *region)
                  : "");
     batch_result_clear(&r);
   } while (token[0] && !atomic_load(&w->d->stop));
+
+  settle_candidates(w, region, cands, states);
 
   /* jobs Batch no longer has, that we did not cancel, are lost */
   unseen =
@@ -374,6 +498,8 @@ static int sync_region(struct worker *w, const char *region)
 out:
   json_decref(known);
   json_decref(seen);
+  json_decref(cands);
+  json_decref(states);
   return rc;
 }
 
@@ -396,7 +522,7 @@ static void *syncer(void *arg)
       log_msg(LOG_WARN, "dws: %s", err);
     if (now_us() >= next_sync) {
       next_sync = now_us() + d->cfg->sync_interval_ms * 1000LL;
-      regions = db_batch_regions(&w->conn, err, sizeof(err));
+      regions = db_batch_all_regions(&w->conn, err, sizeof(err));
       json_array_foreach (regions, i, region) {
         sync_region(w, json_string_value(region));
       }

@@ -277,6 +277,15 @@ static struct family batch_requests = {
     NULL,
     0,
     0};
+static struct family batch_orphans = {
+    "gpugate_batch_orphans_total",
+    "counter",
+    "Batch jobs of this deployment that gpugate did not want (why: unknown, "
+    "superseded, terminal), cancelled by the status sync, by region.",
+    false,
+    NULL,
+    0,
+    0};
 static struct family dispatch_backlog = {
     "gpugate_dispatch_backlog",
     "gauge",
@@ -403,6 +412,16 @@ void metrics_admitted(const char *cluster_queue, const char *flavor)
   lb_add(&l, "cluster_queue", cluster_queue);
   lb_add(&l, "flavor", flavor);
   add(&admitted_jobs, &l, 1, false);
+}
+
+void metrics_batch_orphan(const char *region, const char *why)
+{
+  struct lbuf l;
+
+  lb_init(&l);
+  lb_add(&l, "region", region);
+  lb_add(&l, "why", why);
+  add(&batch_orphans, &l, 1, false);
 }
 
 void metrics_evicted(const char *cluster_queue, const char *reason)
@@ -771,6 +790,7 @@ char *metrics_render(void)
   family(&o, &cq_nominal);
   family(&o, &cq_borrowing);
   family(&o, &batch_requests);
+  family(&o, &batch_orphans);
   family(&o, &dispatch_backlog);
   family(&o, &billing_rows);
   family(&o, &team_cost);
@@ -788,7 +808,7 @@ void metrics_reset(void)
   struct family *all[] = {&http_requests, &pending_jobs,   &admitted_jobs,
                           &evicted_jobs,  &cq_usage,       &cq_nominal,
                           &cq_borrowing,  &batch_requests, &dispatch_backlog,
-                          &billing_rows,  &team_cost};
+                          &billing_rows,  &team_cost,      &batch_orphans};
   size_t i;
 
   pthread_mutex_lock(&lock);

@@ -31,6 +31,8 @@ void metrics_http(const char *route, const char *method, unsigned status,
 /* One Cloud Batch call (op: create, get, list, cancel, delete) and the
  * HTTP status it got (0: no response). */
 void metrics_batch_call(const char *op, long http_status);
+/* A Batch job the status sync swept (why: unknown, superseded, terminal). */
+void metrics_batch_orphan(const char *region, const char *why);
 
 /* Outbox rows waiting to be sent (-1: unknown, ignored). */
 void metrics_dispatch_backlog(long rows);

@@ -2,9 +2,12 @@
 -- claimed_until) in a short transaction of its own, the Batch call runs with
 -- no transaction open, and the result is recorded in another short one: no
 -- row lock is held across a network call, so a cancel never waits behind
--- Batch. A lease that runs out (its dispatcher died mid-call) makes the row
--- claimable again; the deterministic Batch job id keeps the call exactly-once.
+-- Batch. A lease ends when it runs out or when the claiming session
+-- (claimed_pid) is gone — its dispatcher died mid-call — and the row is
+-- claimable again; the deterministic Batch job id keeps the call
+-- exactly-once.
 
 ALTER TABLE batch_ops
     ADD COLUMN claimed_by    text,
+    ADD COLUMN claimed_pid   int,
     ADD COLUMN claimed_until timestamptz;

@@ -195,14 +195,233 @@ START_TEST(cancel_during_slow_create_answers_at_once)
 }
 END_TEST
 
+/* ======================================================================
+ * 2. The deployment label and the orphan sweep
+ * ==================================================================== */
+
+static void setup_orphans(void)
+{
+  const char *emu_env[] = {"EMU_RUN_MS=120000",
+                           "EMU_START_MS=50",
+                           "EMU_CANCEL_MS=100",
+                           "EMU_FLEX_WAIT_MS=100",
+                           "EMU_REQUIRE_AUTH=false",
+                           "EMU_CAPACITY=us-central1/FLEX_START=0",
+                           NULL};
+
+  start_all("it_footprint_orphans", "tests/fixtures/footprint.json", emu_env,
+            300, NULL);
+}
+
+/* The Job body gpugate sent for batch (new reference), from the record. */
+static json_t *sent_body(const char *batch)
+{
+  json_t *all = h_emu_get(&emu, "/emulator/requests"), *r, *body = NULL;
+  size_t i;
+
+  json_array_foreach (json_object_get(all, "requests"), i, r) {
+    const char *q = h_str(json_object_get(r, "query"), "job_id");
+    if (!body && str_is(r, "method", "POST") && q && !strcmp(q, batch) &&
+        json_integer_value(json_object_get(r, "status")) == 200)
+      body = json_deep_copy(json_object_get(r, "body"));
+  }
+  json_decref(all);
+  ck_assert_msg(body != NULL, "no recorded create of %s", batch);
+  return body;
+}
+
+/* Create a Batch job behind gpugate's back: body (borrowed) with the
+ * deployment label set to deployment (NULL: removed). */
+static void create_behind(const char *region, const char *job_id, json_t *body,
+                          const char *deployment)
+{
+  json_t *b = json_deep_copy(body);
+  json_t *labels[2] = {
+      json_object_get(b, "labels"),
+      json_object_get(json_object_get(b, "allocationPolicy"), "labels")};
+  char path[256], *text;
+  struct h_resp r;
+  int i;
+
+  for (i = 0; i < 2; i++) {
+    if (deployment)
+      json_object_set_new(labels[i], "gpugate-deployment",
+                          json_string(deployment));
+    else
+      json_object_del(labels[i], "gpugate-deployment");
+  }
+  snprintf(path, sizeof(path), "regions/%s", region);
+  json_object_set_new(
+      json_object_get(json_object_get(b, "allocationPolicy"), "location"),
+      "allowedLocations", json_pack("[s]", path));
+  snprintf(path, sizeof(path), "/v1/projects/%s/locations/%s/jobs?job_id=%s",
+           PROJECT, region, job_id);
+  text = json_dumps(b, JSON_COMPACT);
+  ck_assert_int_eq(h_request(&emu, "POST", path, NULL, text, NULL, &r), 0);
+  ck_assert_msg(r.status == 200, "create %s: %ld %s", job_id, r.status, r.body);
+  h_resp_free(&r);
+  free(text);
+  json_decref(b);
+}
+
+static bool emu_live(const char *job_id)
+{
+  json_t *e = emu_job(job_id);
+  bool live =
+      e && (str_is(e, "state", "QUEUED") || str_is(e, "state", "SCHEDULED") ||
+            str_is(e, "state", "RUNNING"));
+
+  json_decref(e);
+  return live;
+}
+
+/* The value of a metric line "name{labels} v" on gpugate's /metrics. */
+static double metric(const char *line_prefix)
+{
+  struct h_resp r;
+  const char *p;
+  double v = 0;
+
+  ck_assert_int_eq(h_request(&srv, "GET", "/metrics", NULL, NULL, NULL, &r), 0);
+  p = r.body ? strstr(r.body, line_prefix) : NULL;
+  if (p)
+    v = strtod(p + strlen(line_prefix), NULL);
+  h_resp_free(&r);
+  return v;
+}
+
+START_TEST(orphans_are_swept_and_a_late_create_is_adopted)
+{
+  char a[32], f[32], c[32], ba[64], bf1[64], bf2[64], bc[64];
+  json_t *body, *j, *e;
+  long long end;
+
+  /* a running job: its Batch job carries the deployment label */
+  submit("standard", "keeps-running", a);
+  j = wait_state(a, "RUNNING", 15000);
+  json_decref(j);
+  snprintf(ba, sizeof(ba), "gpugate-%s-a1", a);
+  body = sent_body(ba);
+  ck_assert_str_eq(h_str(json_object_get(body, "labels"), "gpugate-deployment"),
+                   "default");
+  ck_assert_str_eq(
+      h_str(
+          json_object_get(json_object_get(body, "allocationPolicy"), "labels"),
+          "gpugate-deployment"),
+      "default");
+
+  /* a Flex Start job that fails over: attempt 1 is superseded */
+  submit("flex", "fails-over", f);
+  snprintf(bf1, sizeof(bf1), "gpugate-%s-a1", f);
+  snprintf(bf2, sizeof(bf2), "gpugate-%s-a2", f);
+  j = wait_state(f, "RUNNING", 20000);
+  ck_assert_int_eq(json_integer_value(json_object_get(j, "attempt")), 2);
+  json_decref(j);
+
+  /* a cancelled job: terminal */
+  submit("standard", "cancelled", c);
+  j = wait_state(c, "RUNNING", 15000);
+  json_decref(j);
+  {
+    char path[160];
+    snprintf(path, sizeof(path), "/v1/teams/team-x/jobs/%s/cancel", c);
+    json_decref(h_call(&srv, "POST", path, tok, NULL, 200));
+  }
+  j = wait_state(c, "CANCELLED", 15000);
+  json_decref(j);
+  snprintf(bc, sizeof(bc), "gpugate-%s-a1", c);
+
+  /* behind gpugate's back, with its labels */
+  create_behind("us-east4", "gpugate-j-0unknown0000-a1", body, "default");
+  create_behind("us-east4", "gpugate-x-abar", body, "default");
+  create_behind("europe-west4", bf1, body, "default");
+  create_behind("us-central1", bc, body, "default");
+  /* never touched: another deployment's, and one from before the label */
+  create_behind("us-east4", "gpugate-j-0otherdep000-a1", body, "staging");
+  create_behind("us-east4", "gpugate-j-0nolabel0000-a1", body, NULL);
+
+  end = h_now_ms() + 10000;
+  while (emu_live("gpugate-j-0unknown0000-a1") || emu_live("gpugate-x-abar") ||
+         emu_live(bc)) {
+    ck_assert_msg(h_now_ms() < end, "orphans still live after 10 s");
+    h_sleep_ms(100);
+  }
+  /* the superseded copy lives in europe-west4, where a2 runs too */
+  while (1) {
+    json_t *all = h_emu_get(&emu, "/emulator/jobs"), *x;
+    size_t i;
+    bool gone = false;
+    json_array_foreach (json_object_get(all, "jobs"), i, x) {
+      if (str_is(x, "jobId", bf1) && str_is(x, "location", "europe-west4") &&
+          !str_is(x, "state", "RUNNING") && !str_is(x, "state", "QUEUED") &&
+          !str_is(x, "state", "SCHEDULED"))
+        gone = true;
+    }
+    json_decref(all);
+    if (gone)
+      break;
+    ck_assert_msg(h_now_ms() < end, "superseded %s still live", bf1);
+    h_sleep_ms(100);
+  }
+  h_sleep_ms(1000); /* three more sync periods */
+  ck_assert_msg(emu_live("gpugate-j-0otherdep000-a1"),
+                "another deployment's job was touched");
+  ck_assert_msg(emu_live("gpugate-j-0nolabel0000-a1"),
+                "a job without the deployment label was touched");
+  ck_assert_msg(emu_live(ba), "a wanted job was touched");
+  ck_assert_msg(emu_live(bf2), "a wanted job was touched");
+  j = get_job(a);
+  ck_assert_str_eq(h_str(j, "state"), "RUNNING");
+  json_decref(j);
+
+  ck_assert(metric("gpugate_batch_orphans_total{region=\"us-east4\","
+                   "why=\"unknown\"} ") == 2);
+  ck_assert(metric("gpugate_batch_orphans_total{region=\"europe-west4\","
+                   "why=\"superseded\"} ") == 1);
+  ck_assert(metric("gpugate_batch_orphans_total{region=\"us-central1\","
+                   "why=\"terminal\"} ") == 1);
+  ck_assert_msg(h_log_count(&srv, "swept a Batch job") == 4, "%d sweeps logged",
+                h_log_count(&srv, "swept a Batch job"));
+
+  /* a create whose result is recorded late (the response was lost, as if
+   * gpugate died before its commit) is adopted, never swept */
+  json_decref(h_call(&emu, "POST", "/emulator/faults", NULL,
+                     "{\"lost_response_rate\": 1, \"methods\": [\"POST\"], "
+                     "\"max_faults\": 1}",
+                     200));
+  {
+    char l[32], bl[64];
+    submit("standard", "late-commit", l);
+    snprintf(bl, sizeof(bl), "gpugate-%s-a1", l);
+    j = wait_state(l, "RUNNING", 20000);
+    json_decref(j);
+    h_sleep_ms(1000);
+    ck_assert_msg(emu_live(bl), "the late-recorded job was swept");
+    e = emu_job(bl);
+    ck_assert_str_eq(h_str(e, "state"), "RUNNING");
+    ck_assert_int_eq(json_integer_value(json_object_get(e, "createCount")), 1);
+    json_decref(e);
+  }
+  ck_assert_msg(h_log_count(&srv, "swept a Batch job") == 4, "%d sweeps logged",
+                h_log_count(&srv, "swept a Batch job"));
+  json_decref(body);
+}
+END_TEST
+
 Suite *footprint_suite(void)
 {
   Suite *s = suite_create("footprint");
-  TCase *slow = tcase_create("slow_create");
+  TCase *slow = tcase_create("slow_create"), *orphans;
 
   tcase_add_unchecked_fixture(slow, setup_slow, teardown);
   tcase_set_timeout(slow, 90);
   tcase_add_test(slow, cancel_during_slow_create_answers_at_once);
   suite_add_tcase(s, slow);
+
+  orphans = tcase_create("orphans");
+  tcase_add_unchecked_fixture(orphans, setup_orphans, teardown);
+  tcase_set_timeout(orphans, 90);
+  tcase_add_test(orphans, orphans_are_swept_and_a_late_create_is_adopted);
+  suite_add_tcase(s, orphans);
   return s;
 }
