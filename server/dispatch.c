@@ -5,12 +5,14 @@
  * rows with FOR UPDATE SKIP LOCKED and every state change is conditional
  * on the job's current state.
  *
- * A replica allows itself MUTATIONS_PER_S calls per region, shared by its
- * dispatcher workers through one token bucket per region. A worker never
- * waits for a token while holding a row: its claim skips the regions whose
- * bucket is empty, and a row whose token another worker took in between
- * goes back untouched. So one region's spent budget does not hold up the
- * others', and DISPATCH_WORKERS calls can be in flight at once.
+ * Batch mutations draw on one budget per region for the whole deployment
+ * (server/budget.c: tokens leased a few at a time from a bucket row in
+ * PostgreSQL), shared by the dispatcher workers and the sweep of every
+ * replica. A worker never waits for a token while holding a row: its claim
+ * skips the regions whose bucket is empty, and a row it claimed without
+ * getting a token goes back untouched. So one region's spent budget does
+ * not hold up the others', and DISPATCH_WORKERS calls can be in flight at
+ * once.
  */
 #include <errno.h>
 #include <poll.h>
@@ -31,13 +33,8 @@
 #include "server/dispatch.h"
 #include "server/log.h"
 #include "server/metrics.h"
-#include "server/ratelimit.h"
+#include "server/budget.h"
 
-/* Calls per region and replica. Batch allows 6,000 mutations a minute per
- * region: a bucket of MUTATIONS_BURST refilled at MUTATIONS_PER_S stays
- * within that in every 60-second window (60 + 99 × 60 = 6,000). */
-#define MUTATIONS_PER_S 99
-#define MUTATIONS_BURST 60
 /* calls in flight per replica: an operation (claim, call, record) takes a
  * few ms, so four workers do several hundred a second, more than four
  * regions' budgets */
@@ -66,7 +63,7 @@ struct dispatch {
   const struct config *cfg;
   atomic_bool stop;
   int wake[2];
-  struct ratelimit *mutations;       /* per region, shared by the dispatchers */
+  struct budget *mutations;          /* per region, the deployment's */
   struct batch_token_source *tokens; /* shared by every worker's client */
   struct worker dispatchers[DISPATCH_WORKERS];
   struct worker sync;
@@ -232,6 +229,16 @@ static int do_cancel(struct worker *w, const struct db_batch_op *op, char *err,
       return db_batch_observe(&w->conn, name, st, err, errlen) < 0 ? -1 : 0;
     }
     batch_result_clear(&r);
+    {
+      long wait_ms;
+      if (!budget_take(w->d->mutations, &w->conn, op->region, &wait_ms)) {
+        /* the delete is a mutation too: try the row again later */
+        if (db_batch_retry(&w->conn, op, wait_ms, "mutation budget spent", err,
+                           errlen))
+          return -1;
+        return 0;
+      }
+    }
     rc = batch_client_delete(w->batch, name, &r);
     metrics_batch_call("delete", r.http_status);
   }
@@ -259,15 +266,13 @@ static int do_cancel(struct worker *w, const struct db_batch_op *op, char *err,
 static int claim(struct worker *w, struct db_batch_op *op, long *refill_ms,
                  char *err, size_t errlen)
 {
-  char spent[MAX_SKIP][RATELIMIT_KEY_MAX];
+  char spent[MAX_SKIP][BUDGET_REGION_MAX];
   const char *skip[MAX_SKIP];
-  long long now = now_us(), next;
   size_t i, n;
 
-  n = ratelimit_exhausted(w->d->mutations, now, spent, MAX_SKIP, &next);
+  n = budget_exhausted(w->d->mutations, spent, MAX_SKIP, refill_ms);
   for (i = 0; i < n; i++)
     skip[i] = spent[i];
-  *refill_ms = (long)((next - now + 999) / 1000);
   return db_batch_claim(&w->conn, skip, n, w->claimer, LEASE_S, op, err,
                         errlen);
 }
@@ -301,8 +306,8 @@ static void *dispatcher(void *arg)
       wait_for(w, IDLE_MS);
       continue;
     }
-    if (!ratelimit_take(d->mutations, op.region, now_us(), &retry)) {
-      /* another worker took the region's last token since the claim: the
+    if (!budget_take(d->mutations, &w->conn, op.region, &retry)) {
+      /* the region's budget is spent (by this replica or another): the
        * row goes back, and the next claim skips the region */
       if (db_batch_unclaim(&w->conn, &op, err, sizeof(err)))
         log_msg(LOG_WARN, "dispatch: releasing %s: %s", op.job_id, err);
@@ -335,7 +340,7 @@ static bool sweep(struct worker *w, const char *region, const char *name,
   long retry;
   int rc;
 
-  if (!ratelimit_take(w->d->mutations, region, now_us(), &retry))
+  if (!budget_take(w->d->mutations, &w->conn, region, &retry))
     return false;
   rc = batch_client_cancel(w->batch, name, &r);
   metrics_batch_call("cancel", r.http_status);
@@ -352,7 +357,7 @@ static bool sweep(struct worker *w, const char *region, const char *name,
       return true;
     }
     batch_result_clear(&r);
-    if (!ratelimit_take(w->d->mutations, region, now_us(), &retry))
+    if (!budget_take(w->d->mutations, &w->conn, region, &retry))
       return false;
     rc = batch_client_delete(w->batch, name, &r);
     metrics_batch_call("delete", r.http_status);
@@ -580,11 +585,12 @@ struct dispatch *dispatch_start(const struct config *cfg, char *err,
   batch_global_init();
   d->cfg = cfg;
   atomic_init(&d->stop, false);
-  /* no burst above the rate: Batch's quota is 6,000 a minute */
-  d->mutations = ratelimit_new(MUTATIONS_PER_S, MUTATIONS_BURST);
+  /* the deployment's budget: Batch's quota is 6,000 a minute per region */
+  d->mutations = budget_new((double)cfg->batch_mutations_per_s,
+                            cfg->batch_mutations_burst);
   if (!d->mutations || pipe(d->wake) != 0) {
     snprintf(err, errlen, "out of memory");
-    ratelimit_free(d->mutations);
+    budget_free(d->mutations);
     free(d);
     return NULL;
   }
@@ -624,7 +630,7 @@ void dispatch_stop(struct dispatch *d)
   stop_worker(&d->sync);
   close(d->wake[0]);
   close(d->wake[1]);
-  ratelimit_free(d->mutations);
+  budget_free(d->mutations);
   batch_token_free(d->tokens); /* after the clients that borrow it */
   free(d);
 }

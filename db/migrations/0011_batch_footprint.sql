@@ -11,3 +11,14 @@ ALTER TABLE batch_ops
     ADD COLUMN claimed_by    text,
     ADD COLUMN claimed_pid   int,
     ADD COLUMN claimed_until timestamptz;
+
+-- One Batch mutation budget per region for the whole deployment: a token
+-- bucket (Batch allows 6,000 mutations a minute per region) from which
+-- every replica leases a few tokens at a time, so there is no database
+-- round trip per mutation and no replica owns the budget.
+CREATE TABLE batch_budget (
+    region      text PRIMARY KEY,
+    tokens      double precision NOT NULL,
+    refilled_at timestamptz NOT NULL,
+    last_grant  int NOT NULL DEFAULT 0   -- tokens the latest lease took
+);

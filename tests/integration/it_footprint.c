@@ -12,6 +12,7 @@
  * leaves nothing running).
  */
 #include <check.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +25,7 @@ Suite *footprint_suite(void);
 #define PROJECT "test-project"
 #define MAX_ENV 24
 
-static struct h_server emu, srv;
+static struct h_server emu, srv, more[2]; /* more: replicas 2 and 3 */
 static char db_url[512];
 static char *tok;
 
@@ -35,34 +36,37 @@ static bool str_is(const json_t *o, const char *k, const char *want)
   return v && want && !strcmp(v, want);
 }
 
+static char gcp_env[H_GCP_ENV][128], sync_env[64];
+static const char *gp_env_all[MAX_ENV];
+
 static void start_all(const char *db, const char *fixture,
                       const char *const *emu_env, long sync_ms,
                       const char *const *gp_env)
 {
-  char gcp[H_GCP_ENV][128], sync[64];
-  const char *env[MAX_ENV];
   size_t n = 0, i;
 
   ck_assert_msg(h_emulator_start(&emu, emu_env) == 0,
                 "the emulator did not start; see %s", emu.log);
-  h_gcp_env(&emu, gcp);
+  h_gcp_env(&emu, gcp_env);
   h_db_apply(db, fixture, db_url, sizeof(db_url));
   for (i = 0; i < H_GCP_ENV; i++)
-    env[n++] = gcp[i];
-  snprintf(sync, sizeof(sync), "GPUGATE_SYNC_INTERVAL_MS=%ld", sync_ms);
-  env[n++] = sync;
-  env[n++] = "GPUGATE_RATE_LIMIT_RPS=100000";
-  env[n++] = "GPUGATE_ADMISSION_INTERVAL_MS=200";
+    gp_env_all[n++] = gcp_env[i];
+  snprintf(sync_env, sizeof(sync_env), "GPUGATE_SYNC_INTERVAL_MS=%ld", sync_ms);
+  gp_env_all[n++] = sync_env;
+  gp_env_all[n++] = "GPUGATE_RATE_LIMIT_RPS=100000";
+  gp_env_all[n++] = "GPUGATE_ADMISSION_INTERVAL_MS=200";
   for (i = 0; gp_env && gp_env[i] && n < MAX_ENV - 1; i++)
-    env[n++] = gp_env[i];
-  env[n] = NULL;
-  ck_assert_msg(h_server_start(&srv, db_url, env) == 0,
+    gp_env_all[n++] = gp_env[i];
+  gp_env_all[n] = NULL;
+  ck_assert_msg(h_server_start(&srv, db_url, gp_env_all) == 0,
                 "gpugate did not start; see %s", srv.log);
   tok = h_token("team-x", "member", 3600);
 }
 
 static void teardown(void)
 {
+  h_server_stop(&more[0]);
+  h_server_stop(&more[1]);
   h_server_stop(&srv);
   h_server_stop(&emu);
   free(tok);
@@ -408,10 +412,193 @@ START_TEST(orphans_are_swept_and_a_late_create_is_adopted)
 }
 END_TEST
 
+/* ======================================================================
+ * 3. One Batch mutation budget for all replicas
+ * ==================================================================== */
+
+/* Scaled down together: the emulator accepts QUOTA mutations per region in
+ * any WINDOW_MS, and gpugate's budget (RATE a second after BURST) grants at
+ * most BURST + RATE × (WINDOW + 0.75 s) = 182.5 in that time. Three
+ * replicas each pacing themselves at RATE would send 450. */
+#define QUOTA 200
+#define WINDOW_MS 5000
+#define RATE 30
+#define BURST 10
+#define N_BUDGET_JOBS 3000
+
+static const char *const budget_regions[4] = {
+    "us-central1", "us-east4", "europe-west4", "asia-southeast1"};
+
+static void setup_budget(void)
+{
+  char quota[64], window[64];
+  const char *emu_env[] = {"EMU_RUN_MS=300",
+                           "EMU_START_MS=20",
+                           "EMU_CANCEL_MS=100",
+                           quota,
+                           window,
+                           NULL};
+  const char *gp_env[] = {"GPUGATE_BATCH_MUTATIONS_PER_S=30",
+                          "GPUGATE_BATCH_MUTATIONS_BURST=10",
+                          "GPUGATE_LOG_LEVEL=warn", NULL};
+  int i;
+
+  snprintf(quota, sizeof(quota), "EMU_MUTATION_QUOTA=%d", QUOTA);
+  snprintf(window, sizeof(window), "EMU_QUOTA_WINDOW_MS=%d", WINDOW_MS);
+  start_all("it_footprint_budget", "tests/fixtures/footprint-budget.json",
+            emu_env, 2000, gp_env);
+  for (i = 0; i < 2; i++)
+    ck_assert_msg(h_server_start(&more[i], db_url, gp_env_all) == 0,
+                  "replica %d did not start; see %s", i + 2, more[i].log);
+}
+
+static size_t created_count(json_t **creates_out)
+{
+  json_t *all = h_emu_get(&emu, "/emulator/jobs");
+  size_t n = json_object_size(json_object_get(all, "creates"));
+
+  if (creates_out)
+    *creates_out = json_incref(json_object_get(all, "creates"));
+  json_decref(all);
+  return n;
+}
+
+static int cmp_ll(const void *a, const void *b)
+{
+  long long x = *(const long long *)a, y = *(const long long *)b;
+
+  return x < y ? -1 : x > y;
+}
+
+START_TEST(three_replicas_share_one_budget)
+{
+  char id[32], name[32], queue[8];
+  json_t *creates = NULL, *reqs, *r, *v;
+  long long end, *times[4];
+  size_t counts[4] = {0}, i, n;
+  const char *key;
+  int k, refused = 0, killed = 0;
+  long long t0 = h_now_ms();
+
+  for (k = 0; k < N_BUDGET_JOBS; k++) {
+    snprintf(name, sizeof(name), "b-%d", k);
+    snprintf(queue, sizeof(queue), "q%d", k % 4 + 1);
+    submit(queue, name, id);
+  }
+  end = h_now_ms() + 100000;
+  while ((n = created_count(NULL)) < N_BUDGET_JOBS) {
+    ck_assert_msg(h_now_ms() < end, "%zu of %d jobs created after 100 s", n,
+                  N_BUDGET_JOBS);
+    if (!killed && n >= N_BUDGET_JOBS / 3) {
+      /* dispatch goes on without replica 3 (leases end with it) */
+      ck_assert_int_eq(h_server_kill(&more[1], SIGKILL), 0);
+      killed = 1;
+    }
+    h_sleep_ms(500);
+  }
+  ck_assert_msg(killed, "replica 3 was never killed");
+
+  /* each created exactly once */
+  created_count(&creates);
+  ck_assert_uint_eq(json_object_size(creates), N_BUDGET_JOBS);
+  json_object_foreach (creates, key, v)
+    ck_assert_msg(json_integer_value(v) == 1, "%s created %lld times", key,
+                  (long long)json_integer_value(v));
+  json_decref(creates);
+
+  /* no 429, and every window of the quota's length within it */
+  reqs = h_emu_get(&emu, "/emulator/requests");
+  for (k = 0; k < 4; k++)
+    times[k] = calloc(N_BUDGET_JOBS * 4, sizeof(long long));
+  json_array_foreach (json_object_get(reqs, "requests"), i, r) {
+    const char *m = h_str(r, "method"), *p = h_str(r, "path");
+    long st = (long)json_integer_value(json_object_get(r, "status"));
+    if (!m || !p || (strcmp(m, "POST") != 0 && strcmp(m, "DELETE") != 0) ||
+        !strstr(p, "/locations/"))
+      continue;
+    if (st == 429)
+      refused++;
+    for (k = 0; k < 4; k++) {
+      char needle[64];
+      snprintf(needle, sizeof(needle), "/locations/%s/jobs", budget_regions[k]);
+      if (strstr(p, needle) && st != 429 && counts[k] < N_BUDGET_JOBS * 4)
+        times[k][counts[k]++] =
+            (long long)json_integer_value(json_object_get(r, "atMs"));
+    }
+  }
+  json_decref(reqs);
+  ck_assert_msg(refused == 0, "%d mutations answered 429", refused);
+  fprintf(stderr,
+          "budget: 3 replicas (one killed), %d jobs over 4 regions "
+          "in %.1f s, 0 x 429; most mutations in a %d-ms window "
+          "(quota %d):",
+          N_BUDGET_JOBS, (double)(h_now_ms() - t0) / 1000.0, WINDOW_MS, QUOTA);
+  for (k = 0; k < 4; k++) {
+    size_t lo = 0, hi, most = 0;
+    ck_assert_uint_ge(counts[k], N_BUDGET_JOBS / 4);
+    qsort(times[k], counts[k], sizeof(long long), cmp_ll);
+    for (hi = 0; hi < counts[k]; hi++) {
+      while (times[k][hi] - times[k][lo] >= WINDOW_MS)
+        lo++;
+      if (hi - lo + 1 > most)
+        most = hi - lo + 1;
+    }
+    fprintf(stderr, " %s %zu%s", budget_regions[k], most, k == 3 ? "\n" : "");
+    ck_assert_msg(most <= QUOTA, "%s: %zu mutations in one %d-ms window",
+                  budget_regions[k], most, WINDOW_MS);
+    /* the budget was the limit, not the load: windows came near it */
+    ck_assert_msg(most >= QUOTA / 2, "%s: at most %zu mutations a window",
+                  budget_regions[k], most);
+    free(times[k]);
+  }
+}
+END_TEST
+
+/* The emulator refuses mutations over its quota with 429, per region. */
+START_TEST(emulator_enforces_the_quota)
+{
+  char path[256];
+  struct h_resp r;
+  int i;
+
+  json_decref(h_call(&emu, "POST", "/emulator/config", NULL,
+                     "{\"EMU_MUTATION_QUOTA\": 3, \"EMU_QUOTA_WINDOW_MS\": "
+                     "60000}",
+                     200));
+  /* regions nothing else used: whatever the body, each call counts */
+  for (i = 0; i < 5; i++) {
+    snprintf(path, sizeof(path),
+             "/v1/projects/%s/locations/me-west1/jobs?job_id=quota-%d", PROJECT,
+             i);
+    ck_assert_int_eq(h_request(&emu, "POST", path, NULL, "{}", NULL, &r), 0);
+    ck_assert_msg(i < 3 ? r.status != 429 : r.status == 429,
+                  "mutation %d: %ld %s", i, r.status, r.body);
+    h_resp_free(&r);
+  }
+  snprintf(path, sizeof(path),
+           "/v1/projects/%s/locations/me-west1/jobs/quota-0:cancel", PROJECT);
+  ck_assert_int_eq(h_request(&emu, "POST", path, NULL, "{}", NULL, &r), 0);
+  ck_assert_int_eq(r.status, 429);
+  h_resp_free(&r);
+  /* another region has its own quota; reads are not mutations */
+  snprintf(path, sizeof(path),
+           "/v1/projects/%s/locations/me-central1/jobs?job_id=quota-x",
+           PROJECT);
+  ck_assert_int_eq(h_request(&emu, "POST", path, NULL, "{}", NULL, &r), 0);
+  ck_assert_msg(r.status != 429, "other region: %ld %s", r.status, r.body);
+  h_resp_free(&r);
+  snprintf(path, sizeof(path), "/v1/projects/%s/locations/me-west1/jobs",
+           PROJECT);
+  ck_assert_int_eq(h_request(&emu, "GET", path, NULL, NULL, NULL, &r), 0);
+  ck_assert_int_eq(r.status, 200);
+  h_resp_free(&r);
+}
+END_TEST
+
 Suite *footprint_suite(void)
 {
   Suite *s = suite_create("footprint");
-  TCase *slow = tcase_create("slow_create"), *orphans;
+  TCase *slow = tcase_create("slow_create"), *orphans, *budget;
 
   tcase_add_unchecked_fixture(slow, setup_slow, teardown);
   tcase_set_timeout(slow, 90);
@@ -422,6 +609,13 @@ Suite *footprint_suite(void)
   tcase_add_unchecked_fixture(orphans, setup_orphans, teardown);
   tcase_set_timeout(orphans, 90);
   tcase_add_test(orphans, orphans_are_swept_and_a_late_create_is_adopted);
+  tcase_add_test(orphans, emulator_enforces_the_quota);
   suite_add_tcase(s, orphans);
+
+  budget = tcase_create("budget");
+  tcase_add_unchecked_fixture(budget, setup_budget, teardown);
+  tcase_set_timeout(budget, 150);
+  tcase_add_test(budget, three_replicas_share_one_budget);
+  suite_add_tcase(s, budget);
   return s;
 }

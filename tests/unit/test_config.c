@@ -490,6 +490,88 @@ START_TEST(read_file)
 }
 END_TEST
 
+/* The Batch footprint: GPUGATE_DEPLOYMENT and the shared mutation budget
+ * (which must stay within Batch's 6,000 a minute per region). */
+static const struct {
+  const char *env[2]; /* "NAME=value" */
+  const char *deployment;
+  long rate, burst;
+  const char *bad_var; /* NULL: accepted */
+} footprint_cases[] = {
+    {{NULL}, "default", 98, 30, NULL},
+    {{"GPUGATE_DEPLOYMENT=staging"}, "staging", 98, 30, NULL},
+    {{"GPUGATE_DEPLOYMENT=prod_eu-1"}, "prod_eu-1", 98, 30, NULL},
+    {{"GPUGATE_DEPLOYMENT=" X16 X16 X16 "xxxxxxxxxxxxxxx"}, /* 63 */
+     X16 X16 X16 "xxxxxxxxxxxxxxx",
+     98,
+     30,
+     NULL},
+    {{"GPUGATE_BATCH_MUTATIONS_PER_S=10", "GPUGATE_BATCH_MUTATIONS_BURST=100"},
+     "default",
+     10,
+     100,
+     NULL},
+    {{"GPUGATE_BATCH_MUTATIONS_PER_S=1", "GPUGATE_BATCH_MUTATIONS_BURST=5940"},
+     NULL,
+     0,
+     0,
+     "GPUGATE_BATCH_MUTATIONS_BURST"},
+    {{"GPUGATE_BATCH_MUTATIONS_PER_S=1", "GPUGATE_BATCH_MUTATIONS_BURST=5939"},
+     "default",
+     1,
+     5939,
+     NULL}, /* 5,939 + 60.75 = 5,999.75 */
+    {{"GPUGATE_DEPLOYMENT=Staging"}, NULL, 0, 0, "GPUGATE_DEPLOYMENT"},
+    {{"GPUGATE_DEPLOYMENT=a b"}, NULL, 0, 0, "GPUGATE_DEPLOYMENT"},
+    {{"GPUGATE_DEPLOYMENT=a=b"}, NULL, 0, 0, "GPUGATE_DEPLOYMENT"},
+    {{"GPUGATE_DEPLOYMENT=" X64}, NULL, 0, 0, "GPUGATE_DEPLOYMENT"},
+    {{"GPUGATE_BATCH_MUTATIONS_PER_S=99"},
+     NULL,
+     0,
+     0,
+     "GPUGATE_BATCH_MUTATIONS_PER_S"}, /* 99 × 60.75 > 6,000 */
+    {{"GPUGATE_BATCH_MUTATIONS_PER_S=0"},
+     NULL,
+     0,
+     0,
+     "GPUGATE_BATCH_MUTATIONS_PER_S"},
+    {{"GPUGATE_BATCH_MUTATIONS_BURST=0"},
+     NULL,
+     0,
+     0,
+     "GPUGATE_BATCH_MUTATIONS_BURST"},
+    {{"GPUGATE_BATCH_MUTATIONS_BURST=60"},
+     NULL,
+     0,
+     0,
+     "GPUGATE_BATCH_MUTATIONS_BURST"}, /* 60 + 98 × 60.75 > 6,000 */
+};
+
+START_TEST(footprint)
+{
+  struct config cfg;
+  char err[256] = "";
+  int i, rc;
+
+  clear_env();
+  for (i = 0; i < 2 && footprint_cases[_i].env[i]; i++)
+    set_env(footprint_cases[_i].env[i]);
+  rc = config_load(&cfg, err, sizeof(err));
+  if (footprint_cases[_i].bad_var) {
+    ck_assert_msg(rc == -1, "case %d: accepted", _i);
+    ck_assert_msg(strstr(err, footprint_cases[_i].bad_var) != NULL,
+                  "case %d: \"%s\" does not name %s", _i, err,
+                  footprint_cases[_i].bad_var);
+  } else {
+    ck_assert_msg(rc == 0, "case %d: %s", _i, err);
+    ck_assert_str_eq(cfg.deployment, footprint_cases[_i].deployment);
+    ck_assert_int_eq(cfg.batch_mutations_per_s, footprint_cases[_i].rate);
+    ck_assert_int_eq(cfg.batch_mutations_burst, footprint_cases[_i].burst);
+  }
+  config_free(&cfg);
+}
+END_TEST
+
 /* -------------------------------------------------------------- problem */
 
 static const struct {
@@ -680,6 +762,7 @@ Suite *config_suite(void)
   tcase_add_loop_test(tc, bad, 0, N_OF(bad_cases));
   tcase_add_test(tc, error_bounded);
   tcase_add_test(tc, read_file);
+  tcase_add_loop_test(tc, footprint, 0, N_OF(footprint_cases));
   suite_add_tcase(s, tc);
 
   tc = tcase_create("problem");
