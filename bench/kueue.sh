@@ -15,13 +15,12 @@
 #    per region, successful creates per second from its first to its last
 #    create, and the most creates in any 1-second window; and every 429 the
 #    emulator answered. Goal: Batch's quota of 6,000 mutations per minute
-#    per region (100/s), with zero 429s. server/dispatch.c allows itself
-#    99/s per region after a burst of 60, which keeps every 60-second
-#    window within 6,000. The emulator enforces no quota of its own (it
-#    answers 429 only when faults are injected, and none are here), so the
-#    429 count is 0 by construction; that gpugate stays within the quota
-#    shows in the rates: the busiest second may see up to 159 creates (the
-#    burst and a second's refill), then 99/s.
+#    per region (100/s), with zero 429s. gpugate's deployment-wide budget
+#    (server/budget.c) allows 98/s per region after a burst of 30, which
+#    keeps every 60-second window within 6,000. The emulator enforces
+#    Batch's quota strictly (EMU_MUTATION_QUOTA, 6,000 in any 60 s), so a
+#    breach would show as 429s; the busiest second may see up to 128
+#    creates (the burst and a second's refill), then 98/s.
 #
 # 2. Kueue baseline. kubernetes-sigs/kueue
 #    test/performance/scheduler/configs/baseline/generator.yaml: 5 cohorts
@@ -55,11 +54,11 @@
 # What limits the figures (2-core development machine, Debian 12; found
 # with BENCH_PG_LOG_MS=30, which logs the slower statements):
 #   dispatch  each region's budget: server/dispatch.c runs 4 dispatcher
-#             workers per replica that share one token bucket per region
-#             (60 burst, then 99/s); a claim skips the regions whose
-#             bucket is empty, so no region waits for another's. Each
-#             region runs at its bucket's limit while it has creates (the
-#             burst, then 99/s). Together 326-372 creates/s rather than
+#             workers per replica that lease tokens from one bucket per
+#             region for the deployment (30 burst, then 98/s); a claim
+#             skips the regions whose bucket is empty, so no region waits
+#             for another's. Each region runs at its bucket's limit while
+#             it has creates (the burst, then 98/s). Together 326-372 creates/s rather than
 #             4 × 100/s because the regions do not start at once: one
 #             admission cycle admits the cluster queues one after another,
 #             so a region's first create comes up to ~1 s after another's,
