@@ -113,6 +113,23 @@ int db_batch_observe(struct db_conn *c, const char *batch_job_name,
                      const char *batch_state, char *err, size_t errlen);
 
 /*
+ * Race mode's outcomes, for metrics: called (when set, from whatever
+ * thread observes) with event "winner" (region of the winning copy) or
+ * "overlap" (region of a loser that ran beside the winner, seconds it
+ * did). Set once at start-up, before any observe.
+ */
+extern void (*db_batch_race_hook)(const char *event, const char *region,
+                                  double seconds);
+
+/*
+ * Raced copies in region seen running beside their winner, as
+ * {batch_job_id: true}: the sync reports their next state even when it is
+ * no longer live, so the overlap ends. New object, or NULL with err.
+ */
+json_t *db_batch_overlapping(struct db_conn *c, const char *region, char *err,
+                             size_t errlen);
+
+/*
  * The Batch jobs of active gpugate jobs in region, as {name: last Batch
  * state reported ("" if none)}. New object, or NULL with err.
  */

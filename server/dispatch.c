@@ -193,6 +193,15 @@ static int do_create(struct worker *w, const struct db_batch_op *op, char *err,
       batch_job_name(batch_client_project(w->batch), op->region,
                      op->batch_job_id, name, sizeof(name));
     rc = db_batch_done_create(&w->conn, op, name, err, errlen);
+    {
+      char id[32];
+      int attempt, k;
+      if (rc == 0 &&
+          batch_job_id_parse(op->batch_job_id, id, sizeof(id), &attempt, &k) ==
+              0 &&
+          k == 1)
+        metrics_batch_race("started", NULL, 0);
+    }
   }
   batch_result_clear(&r);
   return rc;
@@ -380,6 +389,13 @@ static bool sweep(struct worker *w, const char *region, const char *name,
  * current Batch job: a candidate for the sweep (name, the gpugate id and
  * attempt its name carries, null when it carries none).
  */
+static const char *base_of(const char *name)
+{
+  const char *slash = strrchr(name, '/');
+
+  return slash ? slash + 1 : name;
+}
+
 static void add_candidate(json_t *cands, json_t *states, const char *name,
                           const char *state)
 {
@@ -387,11 +403,13 @@ static void add_candidate(json_t *cands, json_t *states, const char *name,
   int attempt, k;
 
   if (batch_job_id_parse(name, id, sizeof(id), &attempt, &k) == 0)
-    json_array_append_new(cands, json_pack("{s:s, s:s, s:i}", "name", name,
-                                           "id", id, "attempt", attempt));
+    json_array_append_new(cands, json_pack("{s:s, s:s, s:i, s:s}", "name", name,
+                                           "id", id, "attempt", attempt, "base",
+                                           base_of(name)));
   else
-    json_array_append_new(
-        cands, json_pack("{s:s, s:n, s:n}", "name", name, "id", "attempt"));
+    json_array_append_new(cands,
+                          json_pack("{s:s, s:n, s:n, s:s}", "name", name, "id",
+                                    "attempt", "base", base_of(name)));
   json_object_set_new(states, name, json_string(state));
 }
 
@@ -438,7 +456,7 @@ static int sync_region(struct worker *w, const char *region)
 {
   char token[1024] = "", err[256];
   json_t *seen = json_array(), *job, *unseen, *known = NULL;
-  json_t *cands = json_array(), *states = json_object();
+  json_t *cands = json_array(), *states = json_object(), *overlapping = NULL;
   const char *deployment = w->d->cfg->deployment;
   size_t i;
   int rc = -1;
@@ -446,7 +464,8 @@ static int sync_region(struct worker *w, const char *region)
   /* only jobs we wait on, and only when Batch reports something new: a
    * region keeps many finished jobs that need no transaction each */
   known = db_batch_active(&w->conn, region, err, sizeof(err));
-  if (!known) {
+  overlapping = db_batch_overlapping(&w->conn, region, err, sizeof(err));
+  if (!known || !overlapping) {
     log_msg(LOG_WARN, "sync: %s: %s", region, err);
     goto out;
   }
@@ -474,6 +493,10 @@ static int sync_region(struct worker *w, const char *region)
          * never touched */
         if (dep && !strcmp(dep, deployment) && live(state))
           add_candidate(cands, states, name, state);
+        else if (json_object_get(overlapping, base_of(name)) &&
+                 db_batch_observe(&w->conn, name, state, err, sizeof(err)) < 0)
+          /* a race loser that ran beside its winner has stopped */
+          log_msg(LOG_WARN, "sync: %s: %s", name, err);
         continue;
       }
       if (!strcmp(json_string_value(json_object_get(known, name)), state))
@@ -502,6 +525,7 @@ static int sync_region(struct worker *w, const char *region)
   rc = 0;
 out:
   json_decref(known);
+  json_decref(overlapping);
   json_decref(seen);
   json_decref(cands);
   json_decref(states);
@@ -526,8 +550,12 @@ static void *syncer(void *arg)
     if (db_batch_flex_expired(&w->conn, err, sizeof(err)) < 0)
       log_msg(LOG_WARN, "dws: %s", err);
     if (now_us() >= next_sync) {
+      bool first = next_sync == 0;
       next_sync = now_us() + d->cfg->sync_interval_ms * 1000LL;
-      regions = db_batch_all_regions(&w->conn, err, sizeof(err));
+      /* at start-up, at once the regions with active jobs; from the
+       * next period on, every region a flavor uses, for the sweep */
+      regions = first ? db_batch_regions(&w->conn, err, sizeof(err))
+                      : db_batch_all_regions(&w->conn, err, sizeof(err));
       json_array_foreach (regions, i, region) {
         sync_region(w, json_string_value(region));
       }
@@ -583,6 +611,7 @@ struct dispatch *dispatch_start(const struct config *cfg, char *err,
     return NULL;
   }
   batch_global_init();
+  db_batch_race_hook = metrics_batch_race;
   d->cfg = cfg;
   atomic_init(&d->stop, false);
   /* the deployment's budget: Batch's quota is 6,000 a minute per region */

@@ -286,6 +286,32 @@ static struct family batch_orphans = {
     NULL,
     0,
     0};
+static struct family batch_races = {
+    "gpugate_batch_races_total",
+    "counter",
+    "Flex Start attempts dispatched in race mode (one Batch job per region "
+    "at once).",
+    false,
+    NULL,
+    0,
+    0};
+static struct family batch_race_winners = {
+    "gpugate_batch_race_winners_total",
+    "counter",
+    "Races won, by the region of the winning copy.",
+    false,
+    NULL,
+    0,
+    0};
+static struct family batch_race_overlap = {
+    "gpugate_batch_race_overlap_seconds_total",
+    "counter",
+    "Seconds during which a losing copy of a raced job ran beside the "
+    "winner, by the loser's region.",
+    false,
+    NULL,
+    0,
+    0};
 static struct family dispatch_backlog = {
     "gpugate_dispatch_backlog",
     "gauge",
@@ -422,6 +448,22 @@ void metrics_batch_orphan(const char *region, const char *why)
   lb_add(&l, "region", region);
   lb_add(&l, "why", why);
   add(&batch_orphans, &l, 1, false);
+}
+
+void metrics_batch_race(const char *event, const char *region, double seconds)
+{
+  struct lbuf l;
+
+  lb_init(&l);
+  if (!strcmp(event, "started")) {
+    add(&batch_races, &l, 1, false);
+    return;
+  }
+  lb_add(&l, "region", region);
+  if (!strcmp(event, "winner"))
+    add(&batch_race_winners, &l, 1, false);
+  else if (!strcmp(event, "overlap"))
+    add(&batch_race_overlap, &l, seconds, false);
 }
 
 void metrics_evicted(const char *cluster_queue, const char *reason)
@@ -791,6 +833,9 @@ char *metrics_render(void)
   family(&o, &cq_borrowing);
   family(&o, &batch_requests);
   family(&o, &batch_orphans);
+  family(&o, &batch_races);
+  family(&o, &batch_race_winners);
+  family(&o, &batch_race_overlap);
   family(&o, &dispatch_backlog);
   family(&o, &billing_rows);
   family(&o, &team_cost);
@@ -805,10 +850,12 @@ char *metrics_render(void)
 
 void metrics_reset(void)
 {
-  struct family *all[] = {&http_requests, &pending_jobs,   &admitted_jobs,
-                          &evicted_jobs,  &cq_usage,       &cq_nominal,
-                          &cq_borrowing,  &batch_requests, &dispatch_backlog,
-                          &billing_rows,  &team_cost,      &batch_orphans};
+  struct family *all[] = {
+      &http_requests, &pending_jobs,       &admitted_jobs,
+      &evicted_jobs,  &cq_usage,           &cq_nominal,
+      &cq_borrowing,  &batch_requests,     &dispatch_backlog,
+      &billing_rows,  &team_cost,          &batch_orphans,
+      &batch_races,   &batch_race_winners, &batch_race_overlap};
   size_t i;
 
   pthread_mutex_lock(&lock);

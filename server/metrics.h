@@ -33,6 +33,9 @@ void metrics_http(const char *route, const char *method, unsigned status,
 void metrics_batch_call(const char *op, long http_status);
 /* A Batch job the status sync swept (why: unknown, superseded, terminal). */
 void metrics_batch_orphan(const char *region, const char *why);
+/* Race mode: event "started" (a race dispatched), "winner" (region won) or
+ * "overlap" (seconds a loser in region ran beside the winner). */
+void metrics_batch_race(const char *event, const char *region, double seconds);
 
 /* Outbox rows waiting to be sent (-1: unknown, ignored). */
 void metrics_dispatch_backlog(long rows);

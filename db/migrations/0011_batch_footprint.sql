@@ -22,3 +22,23 @@ CREATE TABLE batch_budget (
     refilled_at timestamptz NOT NULL,
     last_grant  int NOT NULL DEFAULT 0   -- tokens the latest lease took
 );
+
+-- Race mode (Flex Start): one Batch job per allowed region and attempt,
+-- gpugate-<job>-a<attempt>-r<k>, created at once. The first that Batch
+-- reports SCHEDULED or RUNNING wins (it becomes the job's batch_job_name
+-- and location); the others are cancelled in the same transaction.
+-- overlap_since: when a loser was seen running beside the winner.
+CREATE TABLE batch_copies (
+    job_id        text NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+    attempt       int NOT NULL,
+    k             int NOT NULL,
+    region        text NOT NULL,
+    batch_job_id  text NOT NULL,
+    overlap_since timestamptz,
+    PRIMARY KEY (job_id, attempt, k)
+);
+
+-- A raced attempt has one create (and maybe one cancel) per copy.
+ALTER TABLE batch_ops DROP CONSTRAINT batch_ops_job_id_attempt_op_key;
+ALTER TABLE batch_ops ADD CONSTRAINT batch_ops_job_attempt_op_batch_job
+    UNIQUE (job_id, attempt, op, batch_job_id);

@@ -25,7 +25,7 @@ Suite *footprint_suite(void);
 #define PROJECT "test-project"
 #define MAX_ENV 24
 
-static struct h_server emu, srv, more[2]; /* more: replicas 2 and 3 */
+static struct h_server emu, srv, more[3]; /* more: replicas 2, 3 and 4 */
 static char db_url[512];
 static char *tok;
 
@@ -67,6 +67,7 @@ static void teardown(void)
 {
   h_server_stop(&more[0]);
   h_server_stop(&more[1]);
+  h_server_stop(&more[2]);
   h_server_stop(&srv);
   h_server_stop(&emu);
   free(tok);
@@ -287,9 +288,12 @@ static double metric(const char *line_prefix)
   double v = 0;
 
   ck_assert_int_eq(h_request(&srv, "GET", "/metrics", NULL, NULL, NULL, &r), 0);
-  p = r.body ? strstr(r.body, line_prefix) : NULL;
-  if (p)
-    v = strtod(p + strlen(line_prefix), NULL);
+  /* a sample line, not the # HELP or # TYPE line that names it too */
+  for (p = r.body; p && (p = strstr(p, line_prefix)) != NULL; p++)
+    if (p == r.body || p[-1] == '\n') {
+      v = strtod(p + strlen(line_prefix), NULL);
+      break;
+    }
   h_resp_free(&r);
   return v;
 }
@@ -595,10 +599,387 @@ START_TEST(emulator_enforces_the_quota)
 }
 END_TEST
 
+/* ======================================================================
+ * 4. Race mode: one Flex Start copy per region, the first to start wins
+ * ==================================================================== */
+
+#define RACE_SYNC_MS 500
+#define NO_CAPACITY                                                            \
+  "us-central1/FLEX_START=0,us-east4/FLEX_START=0,europe-west4/FLEX_START=0"
+
+static const char *const race_regions[3] = {"us-central1", "us-east4",
+                                            "europe-west4"};
+
+static void setup_race(void)
+{
+  const char *emu_env[] = {"EMU_RUN_MS=120000",         "EMU_START_MS=300",
+                           "EMU_CANCEL_MS=100",         "EMU_FLEX_WAIT_MS=100",
+                           "EMU_CAPACITY=" NO_CAPACITY, NULL};
+
+  start_all("it_footprint_race", "tests/fixtures/footprint-race.json", emu_env,
+            RACE_SYNC_MS, NULL);
+}
+
+static void set_capacity(const char *spec)
+{
+  char body[512];
+
+  snprintf(body, sizeof(body), "{\"EMU_CAPACITY\": \"%s\"}", spec);
+  json_decref(h_call(&emu, "POST", "/emulator/config", NULL, body, 200));
+}
+
+/* Wait until each of the job's three copies exists in the emulator. */
+static void wait_copies(const char *id)
+{
+  long long end = h_now_ms() + 10000;
+  char copy[64];
+  int k, have;
+
+  do {
+    ck_assert_msg(h_now_ms() < end, "the copies of %s were not all created",
+                  id);
+    h_sleep_ms(100);
+    for (k = 1, have = 0; k <= 3; k++) {
+      json_t *e;
+      snprintf(copy, sizeof(copy), "gpugate-%s-a1-r%d", id, k);
+      e = emu_job(copy);
+      have += e != NULL;
+      json_decref(e);
+    }
+  } while (have < 3);
+}
+
+/* The state of copy k of the job's first attempt in the emulator. */
+static const char *copy_state(const char *id, int k, char *out, size_t len)
+{
+  char copy[64];
+  json_t *e;
+
+  snprintf(copy, sizeof(copy), "gpugate-%s-a1-r%d", id, k);
+  e = emu_job(copy);
+  snprintf(out, len, "%s", e && h_str(e, "state") ? h_str(e, "state") : "-");
+  if (e) {
+    ck_assert_msg(
+        json_integer_value(json_object_get(e, "createCount")) == 1,
+        "%s created %lld times", copy,
+        (long long)json_integer_value(json_object_get(e, "createCount")));
+    ck_assert_str_eq(h_str(e, "location"), race_regions[k - 1]);
+  }
+  json_decref(e);
+  return out;
+}
+
+static bool stopped(const char *state)
+{
+  return !strcmp(state, "CANCELLATION_IN_PROGRESS") ||
+         !strcmp(state, "CANCELLED") || !strcmp(state, "-");
+}
+
+static bool has_reason(const char *id, const char *reason)
+{
+  char path[200];
+  json_t *r, *e;
+  size_t i;
+  bool found = false;
+
+  snprintf(path, sizeof(path), "/v1/teams/team-x/jobs/%s/events?limit=500", id);
+  r = h_call(&srv, "GET", path, tok, NULL, 200);
+  json_array_foreach (json_object_get(r, "items"), i, e) {
+    if (str_is(e, "reason", reason))
+      found = true;
+  }
+  json_decref(r);
+  return found;
+}
+
+START_TEST(race_capacity_in_region_3_first)
+{
+  char id[32], plain[64], st[3][48], want_name[256];
+  long long end, t_won;
+  json_t *j;
+  int k;
+
+  submit("race", "race-r3", id);
+  wait_copies(id);
+  j = wait_state(id, "QUEUED", 5000);
+  ck_assert_msg(!h_str(json_object_get(j, "batch_job"), "name"),
+                "a Batch job named before any copy won: %s",
+                h_str(json_object_get(j, "batch_job"), "name"));
+  json_decref(j);
+
+  /* capacity appears in region 3 (europe-west4) only */
+  set_capacity("us-central1/FLEX_START=0,us-east4/FLEX_START=0,"
+               "europe-west4/FLEX_START=8");
+  j = wait_state(id, "RUNNING", 15000);
+  t_won = h_now_ms();
+  ck_assert_str_eq(h_str(json_object_get(j, "admission"), "location"),
+                   "europe-west4");
+  snprintf(want_name, sizeof(want_name),
+           "projects/%s/locations/europe-west4/jobs/gpugate-%s-a1-r3", PROJECT,
+           id);
+  ck_assert_str_eq(h_str(json_object_get(j, "batch_job"), "name"), want_name);
+  ck_assert_int_eq(json_integer_value(json_object_get(j, "attempt")), 1);
+  json_decref(j);
+  ck_assert_msg(has_reason(id, "RaceWon"), "no RaceWon event");
+
+  /* the copies in regions 1 and 2 are cancelled within one sync period
+   * (plus the cancel's own round trip) */
+  end = t_won + RACE_SYNC_MS + 1500;
+  for (;;) {
+    copy_state(id, 1, st[0], sizeof(st[0]));
+    copy_state(id, 2, st[1], sizeof(st[1]));
+    if (stopped(st[0]) && stopped(st[1]))
+      break;
+    ck_assert_msg(h_now_ms() < end,
+                  "copies still %s / %s %lld ms after the win", st[0], st[1],
+                  h_now_ms() - t_won);
+    h_sleep_ms(50);
+  }
+  copy_state(id, 3, st[2], sizeof(st[2]));
+  ck_assert_str_eq(st[2], "RUNNING");
+
+  /* exactly one copy per region and attempt; no unraced create */
+  snprintf(plain, sizeof(plain), "gpugate-%s-a1", id);
+  j = emu_job(plain);
+  ck_assert_ptr_null(j);
+  for (k = 1; k <= 3; k++)
+    copy_state(id, k, st[k - 1], sizeof(st[k - 1]));
+
+  ck_assert(metric("gpugate_batch_races_total ") == 1);
+  ck_assert(
+      metric("gpugate_batch_race_winners_total{region=\"europe-west4\"} ") ==
+      1);
+  ck_assert(metric("gpugate_batch_race_overlap_seconds_total{") == 0);
+  /* the losers are gone for good: nothing left to sweep */
+  h_sleep_ms(2 * RACE_SYNC_MS);
+  ck_assert_int_eq(h_log_count(&srv, "swept a Batch job"), 0);
+}
+END_TEST
+
+START_TEST(race_capacity_in_two_regions_at_once)
+{
+  char id[32], st[3][48];
+  long long end;
+  json_t *j;
+  int k, running;
+
+  submit("race", "race-two", id);
+  wait_copies(id);
+  /* regions 1 and 2 get capacity in the same instant */
+  set_capacity("us-central1/FLEX_START=8,us-east4/FLEX_START=8,"
+               "europe-west4/FLEX_START=0");
+  j = wait_state(id, "RUNNING", 15000);
+  json_decref(j);
+  end = h_now_ms() + 4 * RACE_SYNC_MS + 2000;
+  for (;;) {
+    for (k = 1, running = 0; k <= 3; k++)
+      running += !stopped(copy_state(id, k, st[k - 1], sizeof(st[k - 1])));
+    if (running == 1)
+      break;
+    ck_assert_msg(h_now_ms() < end, "copies %s / %s / %s", st[0], st[1], st[2]);
+    h_sleep_ms(50);
+  }
+  /* and it is the one the job names */
+  j = get_job(id);
+  for (k = 1; k <= 3; k++)
+    if (!stopped(st[k - 1]))
+      ck_assert_str_eq(h_str(json_object_get(j, "admission"), "location"),
+                       race_regions[k - 1]);
+  json_decref(j);
+  h_sleep_ms(1000);
+  for (k = 1, running = 0; k <= 3; k++)
+    running += !stopped(copy_state(id, k, st[k - 1], sizeof(st[k - 1])));
+  ck_assert_int_eq(running, 1);
+}
+END_TEST
+
+/* kill -9 of the (only) dispatching replica at random moments while 200
+ * raced jobs are dispatched and race in three regions with capacity. */
+#define N_RACED 200
+
+static void setup_race_crash(void)
+{
+  const char *emu_env[] = {"EMU_RUN_MS=600000",
+                           "EMU_START_MS=200",
+                           "EMU_CANCEL_MS=100",
+                           "EMU_FLEX_WAIT_MS=300",
+                           "EMU_CAPACITY=us-central1/FLEX_START=2000,"
+                           "us-east4/FLEX_START=2000,"
+                           "europe-west4/FLEX_START=2000",
+                           NULL};
+
+  int i;
+
+  start_all("it_footprint_race_crash", "tests/fixtures/footprint-race.json",
+            emu_env, RACE_SYNC_MS, NULL);
+  for (i = 0; i < 3; i++)
+    ck_assert_msg(h_server_start(&more[i], db_url, gp_env_all) == 0,
+                  "replica %d did not start; see %s", i + 2, more[i].log);
+}
+
+static bool live_state(const char *st)
+{
+  return st && (!strcmp(st, "QUEUED") || !strcmp(st, "SCHEDULED") ||
+                !strcmp(st, "RUNNING"));
+}
+
+START_TEST(race_survives_kill9)
+{
+  static char ids[N_RACED][32];
+  struct h_server *victims[3] = {&srv, &more[0], &more[1]};
+  struct h_server *survivor = &more[2];
+  char name[32], why[256] = "", body[512], path[160];
+  unsigned seed = (unsigned)h_now_ms() | 1u;
+  long long end;
+  int i, kills = 0;
+  bool ok = false;
+
+  for (i = 0; i < N_RACED; i++) {
+    json_t *j;
+    snprintf(name, sizeof(name), "raced-%d", i);
+    snprintf(body, sizeof(body),
+             "{\"name\": \"%s\", \"queue\": \"race\", \"task_count\": 1, "
+             "\"task\": {\"image\": \"us-docker.pkg.dev/p/r/trainer:1.2\", "
+             "\"cpu_milli\": 1000, \"memory_mib\": 1024, \"gpu\": 1}}",
+             name);
+    j = h_call(survivor, "POST", "/v1/teams/team-x/jobs", tok, body, 201);
+    snprintf(ids[i], sizeof(ids[i]), "%s", h_str(j, "id"));
+    json_decref(j);
+    if (i % 60 == 59 && kills < 3) {
+      /* a dispatching replica dies at a random moment of the dispatch */
+      h_sleep_ms((long)(h_next_rand(&seed) % 500));
+      ck_assert_int_eq(h_server_kill(victims[kills], SIGKILL), 0);
+      kills++;
+    }
+  }
+  ck_assert_int_eq(kills, 3);
+  fprintf(stderr, "race kill -9: %d replicas killed during %d raced jobs\n",
+          kills, N_RACED);
+
+  /* after recovery: one live copy per job, the one it names; no other
+   * live Batch job at all */
+  end = h_now_ms() + 60000;
+  while (!ok) {
+    json_t *all, *e, *named = json_object();
+    size_t k;
+    int live = 0;
+
+    ck_assert_msg(h_now_ms() < end, "not settled after 60 s: %s", why);
+    ok = true;
+    for (i = 0; i < N_RACED && ok; i++) {
+      json_t *j;
+      const char *bj;
+      snprintf(path, sizeof(path), "/v1/teams/team-x/jobs/%.31s", ids[i]);
+      j = h_call(survivor, "GET", path, tok, NULL, 200);
+      bj = h_str(json_object_get(j, "batch_job"), "name");
+      if (!str_is(j, "state", "RUNNING") || !bj) {
+        snprintf(why, sizeof(why), "job %.31s is %.16s (%.160s)", ids[i],
+                 h_str(j, "state"), bj ? bj : "no Batch job");
+        ok = false;
+      } else {
+        json_object_set_new(named, bj, json_true());
+      }
+      json_decref(j);
+    }
+    all = h_emu_get(&emu, "/emulator/jobs");
+    json_array_foreach (json_object_get(all, "jobs"), k, e) {
+      ck_assert_msg(
+          json_integer_value(json_object_get(e, "createCount")) == 1,
+          "%s created %lld times", h_str(e, "name"),
+          (long long)json_integer_value(json_object_get(e, "createCount")));
+      if (!live_state(h_str(e, "state")))
+        continue;
+      live++;
+      if (ok && !json_object_get(named, h_str(e, "name"))) {
+        snprintf(why, sizeof(why), "%s is %s but no job's Batch job",
+                 h_str(e, "name"), h_str(e, "state"));
+        ok = false;
+      }
+    }
+    if (ok && live != N_RACED) {
+      snprintf(why, sizeof(why), "%d live Batch jobs for %d jobs", live,
+               N_RACED);
+      ok = false;
+    }
+    json_decref(named);
+    json_decref(all);
+    if (!ok)
+      h_sleep_ms(500);
+  }
+}
+END_TEST
+
+START_TEST(race_flavor_validation)
+{
+  static const char flex[] =
+      "\"provisioning_model\": \"FLEX_START\", \"machine_type\": "
+      "\"g2-standard-24\", \"accelerator_type\": \"nvidia-l4\", "
+      "\"gpus_per_vm\": 2, \"locations\": [\"us-central1\", \"us-east4\"]";
+  static const char spot[] =
+      "\"provisioning_model\": \"SPOT\", \"machine_type\": "
+      "\"g2-standard-24\", \"accelerator_type\": \"nvidia-l4\", "
+      "\"gpus_per_vm\": 2, \"locations\": [\"us-central1\"]";
+  char *admin = h_token("platform", "admin", 600), body[1024];
+  struct h_resp r;
+  json_t *j;
+
+  /* round trip, and the default */
+  snprintf(body, sizeof(body),
+           "{%s, \"multi_region\": \"race\", \"max_parallel_regions\": 2}",
+           flex);
+  j = h_call(&srv, "PUT", "/v1/flavors/raced", admin, body, 201);
+  ck_assert_str_eq(h_str(j, "multi_region"), "race");
+  ck_assert_int_eq(
+      json_integer_value(json_object_get(j, "max_parallel_regions")), 2);
+  json_decref(j);
+  j = h_call(&srv, "GET", "/v1/flavors/raced", admin, NULL, 200);
+  ck_assert_str_eq(h_str(j, "multi_region"), "race");
+  json_decref(j);
+  snprintf(body, sizeof(body), "{%s}", flex);
+  j = h_call(&srv, "PUT", "/v1/flavors/plain", admin, body, 201);
+  ck_assert_str_eq(h_str(j, "multi_region"), "failover");
+  ck_assert(json_is_null(json_object_get(j, "max_parallel_regions")));
+  json_decref(j);
+
+  /* race on another model: 422 naming multi_region */
+  snprintf(body, sizeof(body), "{%s, \"multi_region\": \"race\"}", spot);
+  ck_assert_int_eq(
+      h_request(&srv, "PUT", "/v1/flavors/spot-race", admin, body, NULL, &r),
+      0);
+  ck_assert_msg(h_is_problem(&r, 422, "multi_region"), "%ld %s", r.status,
+                r.body);
+  h_resp_free(&r);
+  /* max_parallel_regions without race: 422 */
+  snprintf(body, sizeof(body), "{%s, \"max_parallel_regions\": 2}", flex);
+  ck_assert_int_eq(
+      h_request(&srv, "PUT", "/v1/flavors/half", admin, body, NULL, &r), 0);
+  ck_assert_msg(h_is_problem(&r, 422, "max_parallel_regions"), "%ld %s",
+                r.status, r.body);
+  h_resp_free(&r);
+  /* bad values: 400 naming the field */
+  snprintf(body, sizeof(body), "{%s, \"multi_region\": \"both\"}", flex);
+  ck_assert_int_eq(
+      h_request(&srv, "PUT", "/v1/flavors/bad1", admin, body, NULL, &r), 0);
+  ck_assert_msg(h_is_problem(&r, 400, "multi_region"), "%ld %s", r.status,
+                r.body);
+  h_resp_free(&r);
+  snprintf(body, sizeof(body),
+           "{%s, \"multi_region\": \"race\", \"max_parallel_regions\": 0}",
+           flex);
+  ck_assert_int_eq(
+      h_request(&srv, "PUT", "/v1/flavors/bad2", admin, body, NULL, &r), 0);
+  ck_assert_msg(h_is_problem(&r, 400, "max_parallel_regions"), "%ld %s",
+                r.status, r.body);
+  h_resp_free(&r);
+  free(admin);
+}
+END_TEST
+
 Suite *footprint_suite(void)
 {
   Suite *s = suite_create("footprint");
-  TCase *slow = tcase_create("slow_create"), *orphans, *budget;
+  TCase *slow = tcase_create("slow_create"), *orphans, *budget, *race,
+        *race_crash;
 
   tcase_add_unchecked_fixture(slow, setup_slow, teardown);
   tcase_set_timeout(slow, 90);
@@ -611,6 +992,20 @@ Suite *footprint_suite(void)
   tcase_add_test(orphans, orphans_are_swept_and_a_late_create_is_adopted);
   tcase_add_test(orphans, emulator_enforces_the_quota);
   suite_add_tcase(s, orphans);
+
+  race = tcase_create("race");
+  tcase_add_unchecked_fixture(race, setup_race, teardown);
+  tcase_set_timeout(race, 90);
+  tcase_add_test(race, race_flavor_validation);
+  tcase_add_test(race, race_capacity_in_region_3_first);
+  tcase_add_test(race, race_capacity_in_two_regions_at_once);
+  suite_add_tcase(s, race);
+
+  race_crash = tcase_create("race_crash");
+  tcase_add_unchecked_fixture(race_crash, setup_race_crash, teardown);
+  tcase_set_timeout(race_crash, 120);
+  tcase_add_test(race_crash, race_survives_kill9);
+  suite_add_tcase(s, race_crash);
 
   budget = tcase_create("budget");
   tcase_add_unchecked_fixture(budget, setup_budget, teardown);
