@@ -94,6 +94,7 @@ bench: build/bench_sched build/bench_ingest build/gpugate build/batch_emulator b
 	bench/ingest.sh
 	bench/http.sh
 	bench/kueue.sh
+	bench/race.sh
 
 # ASan + UBSan build of the unit tests.
 ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
