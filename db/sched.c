@@ -55,7 +55,8 @@ static const char sql_pending[] =
     "locations FROM jobs WHERE state = 'PENDING' "
     "AND (backoff_until IS NULL OR backoff_until <= now()) ORDER BY seq";
 
-static const char sql_now[] = "SELECT extract(epoch FROM now())::bigint";
+/* whole seconds elapsed: a window never opens early by a rounding */
+static const char sql_now[] = "SELECT floor(extract(epoch FROM now()))::bigint";
 
 int db_sched_lock(struct db_conn *c, char *err, size_t errlen)
 {
