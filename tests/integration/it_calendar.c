@@ -324,7 +324,7 @@ START_TEST(window)
 
   /* Batch capacity for A arrives late: A starts well after the opening,
    * so its run would outlast the window */
-  h_sleep_ms(3000);
+  sleep_until(win_from + 8); /* A's run would end 5 s or more past it */
   snprintf(cfg, sizeof(cfg),
            "{\"EMU_CAPACITY\": \"us-central1/RESERVATION_BOUND=8\"}");
   json_decref(h_call(&emu, "POST", "/emulator/config", NULL, cfg, 200));
