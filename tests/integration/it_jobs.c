@@ -555,6 +555,18 @@ static const struct bad bad[] = {
      "{\"name\": \"bad\", \"name\": \"bad2\", \"queue\": \"lp\", \"task\": "
      "{" TASK_OK "}}",
      G_NONE, NULL, 400, "body"},
+    {"image an SQL injection",
+     "{\"name\": \"bad\", \"queue\": \"lp\", \"task\": {\"image\": "
+     "\"'; DROP TABLE jobs;--\", \"cpu_milli\": 100, \"memory_mib\": 128}}",
+     G_NONE, NULL, 422, "task.image"},
+    {"image a path traversal",
+     "{\"name\": \"bad\", \"queue\": \"lp\", \"task\": {\"image\": "
+     "\"../../etc/passwd\", \"cpu_milli\": 100, \"memory_mib\": 128}}",
+     G_NONE, NULL, 422, "task.image"},
+    {"image markup",
+     "{\"name\": \"bad\", \"queue\": \"lp\", \"task\": {\"image\": "
+     "\"<script>\", \"cpu_milli\": 100, \"memory_mib\": 128}}",
+     G_NONE, NULL, 422, "task.image"},
     {"body over 1 MiB", NULL, G_HUGE, NULL, 413, NULL},
     {"wrong content type", JOB("", ""), G_NONE, "Content-Type: text/plain", 415,
      NULL},

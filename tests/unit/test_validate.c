@@ -14,6 +14,7 @@
 #include <check.h>
 #include <jansson.h>
 
+#include "handlers/oci_ref.h"
 #include "handlers/validate.h"
 #include "server/problem.h"
 #include "server/req.h"
@@ -470,6 +471,83 @@ START_TEST(page_defaults)
 }
 END_TEST
 
+/* ---------------------------------------------------- image references */
+
+#define HEX64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+#define C50 "ccccccccccccccccccccccccccccccccccccccccccccccccc"
+
+static const struct {
+  const char *ref;
+  bool ok;
+} image_cases[] = {
+    /* README's, the tests' and common real-world references */
+    {"us-docker.pkg.dev/p/r/trainer:1.2", true},
+    {"us-docker.pkg.dev/p/r/work:1", true},
+    {"us-docker.pkg.dev/p/r/evaluator:1.0", true},
+    {"i", true},
+    {"ubuntu", true},
+    {"ubuntu:22.04", true},
+    {"library/ubuntu:latest", true},
+    {"nvcr.io/nvidia/pytorch:24.01-py3", true},
+    {"gcr.io/deeplearning-platform-release/pytorch-gpu.2-1", true},
+    {"localhost/app", true},
+    {"localhost:5000/team/app:v1", true},
+    {"registry.example.com:443/a/b/c", true},
+    {"[::1]:5000/app:dev", true},
+    {"10.0.0.1:5000/app", true},
+    {"a__b/c_d/e.f/g--h---i:TAG_1.x-y", true},
+    {"app@sha256:" HEX64, true},
+    {"us-docker.pkg.dev/p/r/t:1.2@sha256:" HEX64, true},
+    {"app@sha512+b64u.x-y_z:" HEX64, true},
+    {"a:_tag", true},
+    /* hostile or malformed */
+    {"'; DROP TABLE jobs;--", false},
+    {"../../etc/passwd", false},
+    {"<script>", false},
+    {"<script>alert(1)</script>", false},
+    {"", false},
+    {"/app", false},
+    {"app/", false},
+    {"a//b", false},
+    {"Ubuntu", false}, /* path components are lower case */
+    {"docker.io/Library/x", false},
+    {"app:", false},
+    {"app:-tag", false}, /* a tag starts with a word character */
+    {"app:.tag", false},
+    {"app:t@g", false},
+    {"app@sha256:abc", false}, /* digest too short */
+    {"app@sha256:" HEX64 "g", false},
+    {"app@:" HEX64, false},
+    {"app@1sha:" HEX64, false},
+    {"app@sha256", false},
+    {"a..b", false},
+    {"a._b", false},
+    {"a___b", false},
+    {"-a", false},
+    {"a-", false},
+    {"a b", false},
+    {"a\tb", false},
+    {"a\nb", false},
+    {"host:99999999/app", false}, /* port of more than 5 digits */
+    {"host:/app", false},
+    {"-host.io/app", false},
+    {"ho_st.io/app", false},
+    {"[zz]:5000/app", false},
+    {"app:" C50 C50 C50, false},           /* tag of 147 > 128 */
+    {"x/" C50 C50 C50 C50 C50 C50, false}, /* name of 296 > 255 */
+    {"$(id)", false},
+    {"`id`", false},
+    {"app;rm -rf /", false},
+};
+
+START_TEST(image_reference)
+{
+  ck_assert_msg(oci_ref_valid(image_cases[_i].ref) == image_cases[_i].ok,
+                "oci_ref_valid(\"%s\") is %d, want %d", image_cases[_i].ref,
+                !image_cases[_i].ok, image_cases[_i].ok);
+}
+END_TEST
+
 /* The validate suite: names, field tables, path names, cursors. */
 Suite *validate_suite(void)
 {
@@ -482,6 +560,7 @@ Suite *validate_suite(void)
   tcase_add_loop_test(tc, path_name, 0, N_OF(path_cases));
   tcase_add_loop_test(tc, cursor, 0, N_OF(cursor_cases));
   tcase_add_test(tc, page_defaults);
+  tcase_add_loop_test(tc, image_reference, 0, N_OF(image_cases));
   suite_add_tcase(s, tc);
   return s;
 }
