@@ -280,6 +280,50 @@ static int parse_origins(struct config *cfg, char *err, size_t errlen)
   return 0;
 }
 
+/*
+ * Pub/Sub push with Google's OIDC authentication: the audience and the
+ * service account go together; the JWKS URL has Google's default.
+ */
+static int load_pubsub_oidc(struct config *cfg, char *err, size_t errlen)
+{
+  if (env_str("GPUGATE_PUBSUB_JWKS_URL",
+              "https://www.googleapis.com/oauth2/v3/certs",
+              cfg->pubsub_jwks_url, sizeof(cfg->pubsub_jwks_url), err,
+              errlen) ||
+      env_str("GPUGATE_PUBSUB_AUDIENCE", "", cfg->pubsub_audience,
+              sizeof(cfg->pubsub_audience), err, errlen) ||
+      env_str("GPUGATE_PUBSUB_SERVICE_ACCOUNT", "", cfg->pubsub_service_account,
+              sizeof(cfg->pubsub_service_account), err, errlen))
+    return -1;
+  if (strncmp(cfg->pubsub_jwks_url, "https://", 8) != 0 &&
+      strncmp(cfg->pubsub_jwks_url, "http://", 7) != 0) {
+    snprintf(err, errlen,
+             "GPUGATE_PUBSUB_JWKS_URL: expected an http(s) URL, got \"%s\"",
+             cfg->pubsub_jwks_url);
+    return -1;
+  }
+  if (*cfg->pubsub_audience && !*cfg->pubsub_service_account) {
+    snprintf(err, errlen,
+             "GPUGATE_PUBSUB_SERVICE_ACCOUNT: required with "
+             "GPUGATE_PUBSUB_AUDIENCE");
+    return -1;
+  }
+  if (*cfg->pubsub_service_account && !*cfg->pubsub_audience) {
+    snprintf(err, errlen,
+             "GPUGATE_PUBSUB_AUDIENCE: required with "
+             "GPUGATE_PUBSUB_SERVICE_ACCOUNT");
+    return -1;
+  }
+  if (*cfg->pubsub_service_account &&
+      !strchr(cfg->pubsub_service_account, '@')) {
+    snprintf(err, errlen,
+             "GPUGATE_PUBSUB_SERVICE_ACCOUNT: expected an email, got \"%s\"",
+             cfg->pubsub_service_account);
+    return -1;
+  }
+  return 0;
+}
+
 int config_load(struct config *cfg, char *err, size_t errlen)
 {
   static const char *const backends[] = {"none", "gcp", NULL};
@@ -376,6 +420,9 @@ int config_load(struct config *cfg, char *err, size_t errlen)
     }
     chomp(cfg->pubsub_push_secret, &len);
   }
+
+  if (load_pubsub_oidc(cfg, err, errlen))
+    return -1;
 
   if (env_long("GPUGATE_ADMISSION_INTERVAL_MS", 1000, 10, 3600000,
                &cfg->admission_interval_ms, err, errlen) ||
