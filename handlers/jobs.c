@@ -495,11 +495,15 @@ static bool seq_cursor(struct gg_req *req, int *limit, int64_t *after)
 
 static void set_page(struct gg_req *req, json_t *items, int64_t next)
 {
-  char num[24], cursor[64];
+  char num[24], cursor[V_CURSOR_MAX];
 
   if (next) {
     snprintf(num, sizeof(num), "%lld", (long long)next);
-    v_cursor(num, cursor, sizeof(cursor));
+    if (!v_cursor(req, num, cursor, sizeof(cursor))) {
+      json_decref(items);
+      problem_fail(req, GG_INTERNAL, "The cursor could not be made.");
+      return;
+    }
     req_reply(req, 200,
               json_pack("{s:o, s:s}", "items", items, "next_cursor", cursor));
   } else {

@@ -48,7 +48,10 @@ struct config {
   char gcp_token_source[16]; /* "metadata" | "key-file" | "none" */
   char gcp_key_file[512];
   char metadata_host[256];
-  char *pubsub_push_secret;         /* owned; NULL when not configured */
+  char *pubsub_push_secret;     /* owned; NULL when not configured */
+  unsigned char cursor_key[32]; /* list cursors (server/cursor.h) */
+  bool cursor_key_set;
+  char cursor_key_source[16];       /* "file", "jwt-secret" or "random" */
   char pubsub_jwks_url[512];        /* Google's OIDC signing keys */
   char pubsub_audience[512];        /* "" = OIDC push not configured */
   char pubsub_service_account[256]; /* required email of push tokens */
