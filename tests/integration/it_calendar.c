@@ -505,6 +505,30 @@ START_TEST(validation)
 }
 END_TEST
 
+/* An administrator's change of a window reaches admission at once: a job
+ * waiting for a window an hour away is admitted when the window is moved
+ * to now. */
+START_TEST(admin_moves_window)
+{
+  long long now = (long long)time(NULL);
+  char a[32], *cal;
+  json_t *j;
+
+  configure(now + 3600, now + 7200);
+  submit("a", 4, 600, 1000, a);
+  h_sleep_ms(1000);
+  j = get_job(a);
+  ck_assert_str_eq(h_str(j, "state"), "PENDING");
+  json_decref(j);
+  cal = cal_flavor(now - 1, now + 7200);
+  put("/v1/flavors/cal", cal, 200);
+  free(cal);
+  j = wait_state(a, "ADMITTED|QUEUED|RUNNING|SUCCEEDED", 3000);
+  ck_assert_str_eq(h_str(json_object_get(j, "admission"), "flavor"), "cal");
+  json_decref(j);
+}
+END_TEST
+
 Suite *calendar_suite(void)
 {
   Suite *s = suite_create("calendar");
@@ -514,6 +538,7 @@ Suite *calendar_suite(void)
   tcase_add_unchecked_fixture(val, setup_validation, teardown);
   tcase_set_timeout(val, 60);
   tcase_add_test(val, validation);
+  tcase_add_test(val, admin_moves_window);
   suite_add_tcase(s, val);
   tcase_add_unchecked_fixture(win, setup_window, teardown);
   tcase_set_timeout(win, 120);
