@@ -23,15 +23,10 @@
   "(" p ".priority > " j ".priority OR (" p ".priority = " j ".priority "      \
   "AND (" p ".created_at, " p ".seq) < (" j ".created_at, " j ".seq)))"
 
-/* 1 + the pending jobs ahead of j within scope: two range counts that the
- * partial indexes on pending jobs answer (0006), where one count with
- * AHEAD's OR would read every pending job of the queue */
-#define POSITION(scope)                                                        \
-  "CASE WHEN j.state = 'PENDING' THEN 1 + (SELECT count(*) FROM jobs p "       \
-  "WHERE p.state = 'PENDING' AND " scope " AND p.priority > j.priority) + "    \
-  "(SELECT count(*) FROM jobs p WHERE p.state = 'PENDING' AND " scope          \
-  " AND p.priority = j.priority AND (p.created_at, p.seq) < "                  \
-  "(j.created_at, j.seq)) END"
+/* A pending job's queue position as the admission leader last published
+ * it (0007's job_positions): one row by key, never a count of the jobs
+ * ahead. NULL when the job is not pending or no cycle has placed it yet. */
+#define POSITION(col) "CASE WHEN j.state = 'PENDING' THEN jp." col " END"
 
 /* The columns a job is shown with; render() reads them by position. */
 /* clang-format off */
@@ -44,10 +39,12 @@
   "round(coalesce((f.spec->>'price_per_gpu_hour_usd')::numeric * j.gpu * "     \
   "extract(epoch FROM coalesce(j.finished_at, now()) - j.run_started_at) "     \
   "/ 3600, 0), 4), "                                                           \
-  POSITION("p.team = j.team AND p.queue = j.queue") ", "                       \
-  POSITION("p.cluster_queue = j.cluster_queue") ", "                           \
-  "j.spec, j.seq, j.batch_job_name, j.batch_state "                            \
-  "FROM jobs j LEFT JOIN flavors f ON f.name = j.flavor "
+  POSITION("position_in_queue") ", "                                           \
+  POSITION("position_in_cluster_queue") ", "                                   \
+  "j.spec, j.seq, j.batch_job_name, j.batch_state, "                           \
+  POSITION("ahead_gpus") " "                                                   \
+  "FROM jobs j LEFT JOIN flavors f ON f.name = j.flavor "                      \
+  "LEFT JOIN job_positions jp ON jp.job_id = j.id "
 /* clang-format on */
 
 enum {
@@ -77,7 +74,8 @@ enum {
   C_SPEC,
   C_SEQ,
   C_BATCH_NAME,
-  C_BATCH_STATE
+  C_BATCH_STATE,
+  C_AHEAD_GPUS
 };
 
 static json_t *text_or_null(const PGresult *r, int row, int col)
@@ -138,6 +136,18 @@ static json_t *render(const PGresult *r, int row)
   json_object_set_new(j, "position_in_queue", int_or_null(r, row, C_POS_Q));
   json_object_set_new(j, "position_in_cluster_queue",
                       int_or_null(r, row, C_POS_CQ));
+  /* the pending jobs before it in its cluster queue, as aggregates only:
+   * other teams' jobs are counted, never named */
+  json_object_set_new(
+      j, "ahead",
+      PQgetisnull(r, row, C_POS_CQ) || PQgetisnull(r, row, C_AHEAD_GPUS)
+          ? json_null()
+          : json_pack(
+                "{s:I, s:I}", "jobs",
+                (json_int_t)strtoll(PQgetvalue(r, row, C_POS_CQ), NULL, 10) - 1,
+                "gpus",
+                (json_int_t)strtoll(PQgetvalue(r, row, C_AHEAD_GPUS), NULL,
+                                    10)));
   json_object_set_new(j, "estimated_cost_usd", num_or_null(r, row, C_EST));
   json_object_set_new(j, "accrued_cost_usd", num_or_null(r, row, C_ACCRUED));
   json_object_set_new(j, "spec",

@@ -233,12 +233,11 @@ static int job_of(struct db_sched *s, const PGresult *r, int row,
   return j->cq < 0 ? -1 : 0;
 }
 
-int db_sched_load(struct db_conn *c, struct db_sched *s, char *err,
-                  size_t errlen)
+int db_sched_load_config(struct db_conn *c, struct db_sched *s, char *err,
+                         size_t errlen)
 {
   PGresult *res = NULL;
-  json_t *locs;
-  int i, n, k;
+  int i, n;
 
   memset(s, 0, sizeof(*s));
   s->flavor_specs = json_object();
@@ -314,7 +313,26 @@ int db_sched_load(struct db_conn *c, struct db_sched *s, char *err,
   }
   s->in.n_teams = n;
   PQclear(res);
+  s->in.cqs = s->cqs;
+  s->in.teams = s->teams;
+  return 0;
+oom:
+  snprintf(err, errlen, "out of memory");
+fail:
+  PQclear(res);
+  db_sched_free(s);
+  return -1;
+}
 
+int db_sched_load(struct db_conn *c, struct db_sched *s, char *err,
+                  size_t errlen)
+{
+  PGresult *res = NULL;
+  json_t *locs;
+  int i, n, k;
+
+  if (db_sched_load_config(c, s, err, errlen))
+    return -1;
   if (!(res = db_query(c, sql_admitted, 0, NULL, err, errlen)))
     goto fail;
   n = PQntuples(res);
@@ -703,4 +721,19 @@ int db_sched_team_costs(struct db_conn *c, char (**names)[DB_NAME_LEN],
   *n = rows;
   PQclear(res);
   return 0;
+}
+
+int db_sched_find(const char (*names)[DB_NAME_LEN], int n, const char *name)
+{
+  return find(names, n, name);
+}
+
+double db_sched_max_price(const struct db_sched *s, int cq)
+{
+  return max_price(s, &s->cqs[cq]);
+}
+
+uint32_t db_sched_excluded(const struct db_sched *s, int cq, json_t *allowed)
+{
+  return excluded(s, &s->cqs[cq], allowed);
 }

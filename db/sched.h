@@ -57,6 +57,14 @@ int db_sched_load(struct db_conn *c, struct db_sched *s, char *err,
                   size_t errlen);
 void db_sched_free(struct db_sched *s);
 
+/*
+ * The configuration part of db_sched_load() only: now, flavors, cohorts,
+ * cluster queues and teams (spent: the billed month-to-date part), no jobs.
+ * Same conditions and results.
+ */
+int db_sched_load_config(struct db_conn *c, struct db_sched *s, char *err,
+                         size_t errlen);
+
 /* BEGIN and lock the quota configuration against concurrent changes. */
 int db_sched_lock(struct db_conn *c, char *err, size_t errlen);
 
@@ -96,5 +104,15 @@ int db_sched_backoff_counts(struct db_conn *c, const struct db_sched *s,
                             long *counts, char *err, size_t errlen);
 int db_sched_team_costs(struct db_conn *c, char (**names)[DB_NAME_LEN],
                         double **usd, int *n, char *err, size_t errlen);
+
+/*
+ * Helpers for a state kept elsewhere (db/sched_state.c): the index of name
+ * in one of s's sorted name tables (or -1); the price per GPU-hour a
+ * pending job of cluster queue cq is estimated at; the CQ's flavors that
+ * offer none of the regions in allowed (borrowed JSON array).
+ */
+int db_sched_find(const char (*names)[DB_NAME_LEN], int n, const char *name);
+double db_sched_max_price(const struct db_sched *s, int cq);
+uint32_t db_sched_excluded(const struct db_sched *s, int cq, json_t *allowed);
 
 #endif

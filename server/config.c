@@ -382,6 +382,9 @@ int config_load(struct config *cfg, char *err, size_t errlen)
       env_long("GPUGATE_SYNC_INTERVAL_MS", 10000, 100, 3600000,
                &cfg->sync_interval_ms, err, errlen))
     return -1;
+  if (env_long("GPUGATE_ADMISSION_RECONCILE_S", 60, 0, 86400,
+               &cfg->admission_reconcile_s, err, errlen))
+    return -1;
   if (parse_origins(cfg, err, errlen))
     return -1;
   if (env_long("GPUGATE_RATE_LIMIT_RPS", 200, 0, 1000000, &cfg->rate_limit_rps,

@@ -55,6 +55,8 @@ struct config {
                                       loops, leader lock and migrations */
 
   long admission_interval_ms;
+  long admission_reconcile_s; /* full reconciliation period (0: every
+                                 cycle) */
   long sync_interval_ms;
 
   char *cors_origins[CONFIG_MAX_ORIGINS]; /* owned */

@@ -294,6 +294,15 @@ static struct family billing_rows = {
     NULL,
     0,
     0};
+static struct family state_drift = {
+    "gpugate_admission_state_drift_total",
+    "counter",
+    "Jobs whose in-memory admission state differed from the database at a "
+    "periodic reconciliation of this replica's leader (0 when healthy).",
+    true,
+    NULL,
+    0,
+    0};
 static struct family team_cost = {
     "gpugate_team_month_net_cost_usd",
     "gauge",
@@ -386,6 +395,14 @@ void metrics_billing_rows(long n)
     return;
   lb_init(&l);
   add(&billing_rows, &l, (double)n, false);
+}
+
+void metrics_admission_drift(long n)
+{
+  struct lbuf l;
+
+  lb_init(&l);
+  add(&state_drift, &l, (double)(n > 0 ? n : 0), false);
 }
 
 void metrics_admission_cycle(double seconds)
@@ -774,6 +791,7 @@ char *metrics_render(void)
   family(&o, &dispatch_backlog);
   family(&o, &billing_rows);
   family(&o, &team_cost);
+  family(&o, &state_drift);
   pthread_mutex_unlock(&lock);
   process_metrics(&o);
   if (o.failed) {
@@ -788,7 +806,7 @@ void metrics_reset(void)
   struct family *all[] = {&http_requests, &pending_jobs,   &admitted_jobs,
                           &evicted_jobs,  &cq_usage,       &cq_nominal,
                           &cq_borrowing,  &batch_requests, &dispatch_backlog,
-                          &billing_rows,  &team_cost};
+                          &billing_rows,  &team_cost,      &state_drift};
   size_t i;
 
   pthread_mutex_lock(&lock);

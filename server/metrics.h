@@ -38,6 +38,10 @@ void metrics_dispatch_backlog(long rows);
 /* Billing export rows stored (new rows only; n <= 0 is ignored). */
 void metrics_billing_rows(long n);
 
+/* A reconciliation of the leader's admission state found n jobs different
+ * from the database (0 records that one ran). */
+void metrics_admission_drift(long n);
+
 /* One admission cycle: how long it took, admissions and evictions. */
 void metrics_admission_cycle(double seconds);
 void metrics_admitted(const char *cluster_queue, const char *flavor);
