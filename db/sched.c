@@ -440,13 +440,6 @@ const char *db_sched_reason_name(enum sched_pending_reason r)
   }
 }
 
-static const char sql_admit[] =
-    "UPDATE jobs SET state = 'ADMITTED', reason = NULL, flavor = $3, "
-    "location = $4, borrowed = $5::boolean, admitted_at = now(), "
-    "estimated_cost_usd = $6::numeric, updated_at = now() "
-    "WHERE id = $1 AND attempt = $2::int AND state = 'PENDING' "
-    "RETURNING team";
-
 static const char sql_evict[] =
     "UPDATE jobs SET state = 'EVICTING', reason = $3, updated_at = now() "
     "WHERE id = $1 AND attempt = $2::int AND state IN ('ADMITTED', 'QUEUED', "
@@ -507,11 +500,165 @@ static int append(char **buf, size_t *len, size_t *cap, const char *s)
   return 0;
 }
 
+/* Close an array literal built by append()/append_or_null(). */
+static int append_close(char **buf, size_t *len, size_t *cap)
+{
+  if (*len + 2 > *cap) {
+    char *b = realloc(*buf, *len + 2);
+    if (!b)
+      return -1;
+    *buf = b;
+    *cap = *len + 2;
+  }
+  (*buf)[(*len)++] = '}';
+  (*buf)[*len] = '\0';
+  return 0;
+}
+
+/* All of a cycle's admissions in one statement (jobs and their events),
+ * one for their outbox rows: the count of statements does not grow with
+ * the admissions. Each update names the job's attempt and PENDING state,
+ * so a job cancelled meanwhile is left alone. */
+static const char sql_admit_all[] =
+    "WITH v AS (SELECT * FROM unnest($1::text[], $2::int[], $3::text[], "
+    "$4::text[], $5::boolean[], $6::numeric[], $7::text[], $8::int[]) "
+    "AS v(id, attempt, flavor, location, borrowed, cost, message, ord)), "
+    "a AS (UPDATE jobs j SET state = 'ADMITTED', reason = NULL, "
+    "flavor = v.flavor, location = v.location, borrowed = v.borrowed, "
+    "admitted_at = now(), estimated_cost_usd = v.cost, updated_at = now() "
+    "FROM v WHERE j.id = v.id AND j.attempt = v.attempt "
+    "AND j.state = 'PENDING' "
+    "RETURNING j.id, j.team, j.attempt, v.message, v.ord), "
+    "e AS (INSERT INTO job_events (job_id, team, from_state, to_state, "
+    "reason, attempt, message) SELECT id, team, 'PENDING', 'ADMITTED', "
+    "'QuotaReserved', attempt, message FROM a ORDER BY ord) "
+    "SELECT ord, id FROM a ORDER BY ord";
+
+/* Append one element (NULL: SQL NULL) to a PostgreSQL array literal;
+ * values are names, numbers and fixed messages without quotes or
+ * backslashes. */
+static int append_or_null(char **buf, size_t *len, size_t *cap, const char *v)
+{
+  size_t n = (v ? strlen(v) : 4) + 4;
+
+  if (*len + n + 2 > *cap) {
+    size_t ncap = (*cap + n) * 2;
+    char *b = realloc(*buf, ncap);
+    if (!b)
+      return -1;
+    *buf = b;
+    *cap = ncap;
+  }
+  *len += (size_t)snprintf(*buf + *len, *cap - *len, v ? "%s\"%s\"" : "%sNULL",
+                           *len > 1 ? "," : "", v ? v : "");
+  return 0;
+}
+
+enum {
+  A_ID,
+  A_ATTEMPT,
+  A_FLAVOR,
+  A_LOC,
+  A_BORROWED,
+  A_COST,
+  A_MSG,
+  A_ORD,
+  A_N
+};
+
+static int admit_all(struct db_conn *c, const struct db_sched *s,
+                     const struct sched_output *out, bool batch,
+                     struct db_sched_stats *stats, char *err, size_t errlen)
+{
+  char *arr[A_N] = {NULL}, *ids = NULL;
+  size_t len[A_N], cap[A_N], ilen = 1, icap = 2;
+  const char *params[A_N];
+  char num_s[48], msg[256];
+  PGresult *res = NULL;
+  int i, k, rc = -1;
+
+  for (k = 0; k < A_N; k++) {
+    arr[k] = malloc(2);
+    if (!arr[k])
+      goto out;
+    memcpy(arr[k], "{", 2);
+    len[k] = 1;
+    cap[k] = 2;
+  }
+  for (i = 0; i < out->n_admissions; i++) {
+    const struct sched_admission *a = &out->admissions[i];
+    const char *flavor = s->flavor_names[a->flavor];
+    json_t *fspec = json_object_get(s->flavor_specs, flavor);
+    double price =
+        json_number_value(json_object_get(fspec, "price_per_gpu_hour_usd"));
+    const struct sched_job *j = &s->pending[a->job];
+
+    if (append_or_null(&arr[A_ID], &len[A_ID], &cap[A_ID],
+                       s->pending_ids[a->job]))
+      goto out;
+    snprintf(num_s, sizeof(num_s), "%d", s->pending_attempt[a->job]);
+    if (append_or_null(&arr[A_ATTEMPT], &len[A_ATTEMPT], &cap[A_ATTEMPT],
+                       num_s) ||
+        append_or_null(&arr[A_FLAVOR], &len[A_FLAVOR], &cap[A_FLAVOR],
+                       flavor) ||
+        append_or_null(&arr[A_LOC], &len[A_LOC], &cap[A_LOC],
+                       location_of(s, a->job, flavor)) ||
+        append_or_null(&arr[A_BORROWED], &len[A_BORROWED], &cap[A_BORROWED],
+                       a->borrowed ? "true" : "false"))
+      goto out;
+    snprintf(num_s, sizeof(num_s), "%.6f",
+             price * (double)j->request[SCHED_GPU] *
+                 (double)s->pending_max_run_s[a->job] / 3600.0);
+    snprintf(msg, sizeof(msg), "quota reserved in flavor %s%s", flavor,
+             a->borrowed ? " (borrowed from the cohort)" : "");
+    if (append_or_null(&arr[A_COST], &len[A_COST], &cap[A_COST], num_s) ||
+        append_or_null(&arr[A_MSG], &len[A_MSG], &cap[A_MSG], msg))
+      goto out;
+    snprintf(num_s, sizeof(num_s), "%d", i);
+    if (append_or_null(&arr[A_ORD], &len[A_ORD], &cap[A_ORD], num_s))
+      goto out;
+  }
+  for (k = 0; k < A_N; k++) {
+    if (append_close(&arr[k], &len[k], &cap[k]))
+      goto out;
+    params[k] = arr[k];
+  }
+  if (!(res = db_query(c, sql_admit_all, A_N, params, err, errlen)))
+    goto fail;
+  if (!(ids = malloc(icap)))
+    goto out;
+  memcpy(ids, "{", 2);
+  for (i = 0; i < PQntuples(res); i++) {
+    k = (int)strtol(PQgetvalue(res, i, 0), NULL, 10);
+    stats->admitted++;
+    if (stats->admission_written && k >= 0 && k < out->n_admissions)
+      stats->admission_written[k] = true;
+    if (append(&ids, &ilen, &icap, PQgetvalue(res, i, 1)))
+      goto out;
+  }
+  if (append_close(&ids, &ilen, &icap))
+    goto out;
+  if (batch && stats->admitted &&
+      db_batch_request_create_many(c, ids, err, errlen))
+    goto fail;
+  rc = 0;
+  goto done;
+out:
+  snprintf(err, errlen, "out of memory");
+fail:
+done:
+  PQclear(res);
+  for (k = 0; k < A_N; k++)
+    free(arr[k]);
+  free(ids);
+  return rc;
+}
+
 int db_sched_apply(struct db_conn *c, const struct db_sched *s,
                    const struct sched_output *out, bool batch,
                    struct db_sched_stats *stats, char *err, size_t errlen)
 {
-  char attempt[16], cost[48], msg[256];
+  char attempt[16], msg[256];
   const char *params[6];
   char *ids = NULL, *reasons = NULL;
   size_t ilen = 1, icap = 0, rlen = 1, rcap = 0;
@@ -523,40 +670,8 @@ int db_sched_apply(struct db_conn *c, const struct db_sched *s,
     stats->admission_written = aw;
     stats->eviction_written = ew;
   }
-  for (i = 0; i < out->n_admissions; i++) {
-    const struct sched_admission *a = &out->admissions[i];
-    const char *flavor = s->flavor_names[a->flavor];
-    json_t *fspec = json_object_get(s->flavor_specs, flavor);
-    double price =
-        json_number_value(json_object_get(fspec, "price_per_gpu_hour_usd"));
-    const struct sched_job *j = &s->pending[a->job];
-
-    snprintf(attempt, sizeof(attempt), "%d", s->pending_attempt[a->job]);
-    snprintf(cost, sizeof(cost), "%.6f",
-             price * (double)j->request[SCHED_GPU] *
-                 (double)s->pending_max_run_s[a->job] / 3600.0);
-    params[0] = s->pending_ids[a->job];
-    params[1] = attempt;
-    params[2] = flavor;
-    params[3] = location_of(s, a->job, flavor);
-    params[4] = a->borrowed ? "true" : "false";
-    params[5] = cost;
-    if (db_run(c, sql_admit, 6, params, &rows, err, errlen))
-      goto out;
-    if (!rows)
-      continue; /* cancelled meanwhile */
-    stats->admitted++;
-    if (stats->admission_written)
-      stats->admission_written[i] = true;
-    if (batch &&
-        db_batch_request_create(c, s->pending_ids[a->job], err, errlen))
-      goto out;
-    snprintf(msg, sizeof(msg), "quota reserved in flavor %s%s", flavor,
-             a->borrowed ? " (borrowed from the cohort)" : "");
-    if (db_job_event(c, s->pending_ids[a->job], "PENDING", "ADMITTED",
-                     "QuotaReserved", msg, err, errlen))
-      goto out;
-  }
+  if (out->n_admissions && admit_all(c, s, out, batch, stats, err, errlen))
+    goto out;
   for (i = 0; i < out->n_evictions; i++) {
     const struct sched_eviction *e = &out->evictions[i];
     const char *reason = evict_reason(e->reason);
