@@ -704,16 +704,15 @@ void db_idem_release(struct gg_req *req, const char *team, const char *key)
 
 /* ---- counts for queue and cluster-queue status -------------------------- */
 
+/* as the admission leader last published them (0007's admission_counts):
+ * a handful of rows, never a count of the jobs */
 static const char sql_counts_queue[] =
-    "SELECT count(*) FILTER (WHERE state = 'PENDING'), "
-    "count(*) FILTER (WHERE state IN ('ADMITTED', 'QUEUED', 'RUNNING', "
-    "'EVICTING')) FROM jobs WHERE team = $1 AND queue = $2 AND state "
-    "IN " ACTIVE;
+    "SELECT coalesce(sum(pending), 0), coalesce(sum(admitted), 0) "
+    "FROM admission_counts WHERE team = $1 AND queue = $2";
 
 static const char sql_counts_cq[] =
-    "SELECT count(*) FILTER (WHERE state = 'PENDING'), "
-    "count(*) FILTER (WHERE state IN ('ADMITTED', 'QUEUED', 'RUNNING', "
-    "'EVICTING')) FROM jobs WHERE cluster_queue = $1 AND state IN " ACTIVE;
+    "SELECT coalesce(sum(pending), 0), coalesce(sum(admitted), 0) "
+    "FROM admission_counts WHERE cluster_queue = $1";
 
 enum gg_code db_job_counts(struct gg_req *req, const char *team,
                            const char *queue_or_cq, json_t **out)

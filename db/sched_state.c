@@ -341,7 +341,8 @@ static const char sql_publish[] =
     "position_in_cluster_queue = excluded.position_in_cluster_queue, "
     "ahead_gpus = excluded.ahead_gpus";
 
-/* A growing PostgreSQL array literal of plain tokens (ids, numbers). */
+/* A growing PostgreSQL array literal of names and numbers, each quoted
+ * (a name like "null" stays a string); none holds a quote or backslash. */
 struct lit {
   char *buf;
   size_t len, cap;
@@ -349,21 +350,21 @@ struct lit {
 
 static int lit_add(struct lit *l, const char *tok)
 {
-  size_t n = strlen(tok) + 2;
-  char sep;
+  size_t n = strlen(tok);
 
-  if (l->len + n + 2 > l->cap) {
-    size_t cap = (l->cap + n) * 2;
+  if (l->len + n + 5 > l->cap) {
+    size_t cap = (l->cap + n + 5) * 2;
     char *b = realloc(l->buf, cap);
     if (!b)
       return -1;
     l->buf = b;
     l->cap = cap;
   }
-  sep = l->len > 0 ? ',' : '{';
-  l->buf[l->len++] = sep;
-  memcpy(l->buf + l->len, tok, n - 2);
-  l->len += n - 2;
+  l->buf[l->len] = l->len > 0 ? ',' : '{';
+  l->buf[l->len + 1] = '"';
+  memcpy(l->buf + l->len + 2, tok, n);
+  l->buf[l->len + 2 + n] = '"';
+  l->len += n + 3;
   l->buf[l->len] = '\0';
   return 0;
 }
@@ -458,6 +459,85 @@ out:
   free(pq.buf);
   free(pc.buf);
   free(ag.buf);
+  return rc;
+}
+
+/* ---- counts ---------------------------------------------------------- */
+
+static const char sql_counts_clear[] = "DELETE FROM admission_counts";
+
+static const char sql_counts_put[] =
+    "INSERT INTO admission_counts (team, queue, cluster_queue, pending, "
+    "admitted) SELECT * FROM unnest($1::text[], $2::text[], $3::text[], "
+    "$4::bigint[], $5::bigint[])";
+
+int db_sched_state_publish_counts(struct db_conn *c,
+                                  const struct sched_state *st, char **last,
+                                  char *err, size_t errlen)
+{
+  struct sched_count *cnt = NULL;
+  struct lit col[5] = {{0}};
+  const char *params[5];
+  char num_s[24];
+  size_t total = 0;
+  char *all = NULL;
+  int i, k, n = 0, rc = -1;
+
+  if (sched_state_counts(st, &cnt, &n))
+    goto oom;
+  for (i = 0; i < n; i++) {
+    if (lit_add(&col[0], cnt[i].team) || lit_add(&col[1], cnt[i].queue) ||
+        lit_add(&col[2], cnt[i].cq))
+      goto oom;
+    snprintf(num_s, sizeof(num_s), "%lld", (long long)cnt[i].pending);
+    if (lit_add(&col[3], num_s))
+      goto oom;
+    snprintf(num_s, sizeof(num_s), "%lld", (long long)cnt[i].admitted);
+    if (lit_add(&col[4], num_s))
+      goto oom;
+  }
+  for (k = 0; k < 5; k++) {
+    params[k] = lit_end(&col[k]);
+    total += strlen(params[k]) + 1;
+  }
+  if (!(all = malloc(total + 1)))
+    goto oom;
+  all[0] = '\0';
+  for (k = 0, total = 0; k < 5; k++) {
+    size_t len = strlen(params[k]);
+    memcpy(all + total, params[k], len);
+    all[total + len] = ';';
+    total += len + 1;
+    all[total] = '\0';
+  }
+  if (*last && !strcmp(*last, all)) {
+    rc = 0;
+    goto out;
+  }
+  if (db_begin(c) != GG_OK) {
+    snprintf(err, errlen, "BEGIN failed");
+    goto out;
+  }
+  if (db_run(c, sql_counts_clear, 0, NULL, NULL, err, errlen) ||
+      (n && db_run(c, sql_counts_put, 5, params, NULL, err, errlen)) ||
+      db_commit(c) != GG_OK) {
+    if (!*err)
+      snprintf(err, errlen, "COMMIT failed");
+    db_rollback(c);
+    goto out;
+  }
+  free(*last);
+  *last = all;
+  all = NULL;
+  rc = 0;
+  goto out;
+oom:
+  snprintf(err, errlen, "out of memory");
+out:
+  free(cnt);
+  free(all);
+  for (k = 0; k < 5; k++)
+    free(col[k].buf);
   return rc;
 }
 

@@ -61,6 +61,17 @@ void db_sched_state_run_free(struct db_sched *run);
 int db_sched_state_publish(struct db_conn *c, struct sched_state *st,
                            int max_rows, int *left, char *err, size_t errlen);
 
+/*
+ * Publish the pending and admitted counts per team queue and cluster queue
+ * (0007's admission_counts) in one transaction, unless they are those
+ * published last: *last is the caller's record of them (a string owned by
+ * the caller, NULL at first; replaced here). Returns 0, or -1 with err
+ * filled.
+ */
+int db_sched_state_publish_counts(struct db_conn *c,
+                                  const struct sched_state *st, char **last,
+                                  char *err, size_t errlen);
+
 /* Team spend as db_sched_load_config() reads it, into cfg's teams; *moved
  * says whether any changed. Returns 0 or -1 with err filled. */
 int db_sched_state_spend(struct db_conn *c, struct db_sched *cfg, bool *moved,

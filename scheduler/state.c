@@ -312,3 +312,51 @@ int sched_state_positions(const struct sched_state *st,
   *n = np;
   return 0;
 }
+
+static int cmp_triple(const void *pa, const void *pb)
+{
+  const struct sort_key *a = pa, *b = pb;
+  int c = strcmp(a->j->team, b->j->team);
+
+  if (!c)
+    c = strcmp(a->j->queue, b->j->queue);
+  return c ? c : strcmp(a->j->cq, b->j->cq);
+}
+
+int sched_state_counts(const struct sched_state *st, struct sched_count **out,
+                       int *n)
+{
+  struct sort_key *keys = calloc((size_t)st->n + 1, sizeof(*keys));
+  struct sched_count *c = calloc((size_t)st->n + 1, sizeof(*c));
+  int i, nc = 0;
+
+  *out = NULL;
+  *n = 0;
+  if (!keys || !c) {
+    free(keys);
+    free(c);
+    return -1;
+  }
+  for (i = 0; i < st->n; i++) {
+    keys[i].j = &st->jobs[i];
+    keys[i].idx = i;
+  }
+  qsort(keys, (size_t)st->n, sizeof(*keys), cmp_triple);
+  for (i = 0; i < st->n; i++) {
+    const struct sched_state_job *j = keys[i].j;
+    if (i == 0 || cmp_triple(&keys[i], &keys[i - 1]) != 0) {
+      c[nc].team = j->team;
+      c[nc].queue = j->queue;
+      c[nc].cq = j->cq;
+      nc++;
+    }
+    if (sched_state_pending(j))
+      c[nc - 1].pending++;
+    else
+      c[nc - 1].admitted++;
+  }
+  free(keys);
+  *out = c;
+  *n = nc;
+  return 0;
+}

@@ -106,4 +106,19 @@ struct sched_position {
 int sched_state_positions(const struct sched_state *st,
                           struct sched_position **out, int *n);
 
+/* Jobs per (team, queue, cluster queue): PENDING ones and the ones
+ * holding quota. */
+struct sched_count {
+  const char *team, *queue, *cq; /* borrowed from the state's jobs */
+  int64_t pending, admitted;
+};
+
+/*
+ * The counts of every (team, queue, cluster queue) with an active job, in
+ * name order. *out is a new array of *n entries (caller frees; its names
+ * are valid until the state changes). Returns 0, or -1 when out of memory.
+ */
+int sched_state_counts(const struct sched_state *st, struct sched_count **out,
+                       int *n);
+
 #endif

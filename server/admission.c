@@ -40,6 +40,7 @@ struct admission {
   bool time_sensitive;     /* a CQ has min_runtime_before_preemption_s */
   int64_t next_backoff_us; /* earliest backoff end seen by the last run */
   long long spend_at_ms;
+  char *counts_last; /* the queue counts published last (NULL: none) */
 };
 
 static long long now_ms(void)
@@ -73,6 +74,8 @@ void admission_reset(struct admission *a)
   a->dirty = true;
   a->positions_dirty = true;
   a->next_backoff_us = 0;
+  free(a->counts_last);
+  a->counts_last = NULL;
 }
 
 void admission_free(struct admission *a)
@@ -365,7 +368,8 @@ int admission_publish(struct admission *a, struct db_conn *c, int max_rows,
 
   if (!a->loaded || !a->positions_dirty)
     return 0;
-  if (db_sched_state_publish(c, &a->st, max_rows, &left, err, errlen))
+  if (db_sched_state_publish(c, &a->st, max_rows, &left, err, errlen) ||
+      db_sched_state_publish_counts(c, &a->st, &a->counts_last, err, errlen))
     return -1;
   a->positions_dirty = left > 0;
   return left;

@@ -55,8 +55,9 @@ int admission_cycle(struct admission *a, struct db_conn *c,
 
 /*
  * Publish queue positions that changed since the last publication, at
- * most max_rows per call (nearest the head first), outside any
- * transaction. Returns the number still to publish, or -1 with err filled.
+ * most max_rows per call (nearest the head first), and the pending and
+ * admitted counts per queue when they changed, outside any transaction. Returns
+ * the number still to publish, or -1 with err filled.
  */
 int admission_publish(struct admission *a, struct db_conn *c, int max_rows,
                       char *err, size_t errlen);

@@ -45,6 +45,14 @@ CREATE TRIGGER admission_config_bump AFTER INSERT OR UPDATE OR DELETE OR TRUNCAT
     ON cluster_queue_flavors FOR EACH STATEMENT EXECUTE FUNCTION admission_config_bump();
 CREATE TRIGGER admission_config_bump AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
     ON teams FOR EACH STATEMENT EXECUTE FUNCTION admission_config_bump();
+-- not read by the scheduler today (jobs keep the priority and cluster queue
+-- they were submitted with), but administrator objects all the same
+CREATE TRIGGER admission_config_bump AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
+    ON cohorts FOR EACH STATEMENT EXECUTE FUNCTION admission_config_bump();
+CREATE TRIGGER admission_config_bump AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
+    ON priority_classes FOR EACH STATEMENT EXECUTE FUNCTION admission_config_bump();
+CREATE TRIGGER admission_config_bump AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
+    ON team_queues FOR EACH STATEMENT EXECUTE FUNCTION admission_config_bump();
 
 -- Queue positions as the leader computed them, written only for the jobs
 -- whose position changed; requests read one row by key instead of counting
@@ -55,3 +63,16 @@ CREATE TABLE job_positions (
     position_in_cluster_queue int NOT NULL,
     ahead_gpus                bigint NOT NULL
 );
+
+-- Pending and admitted (holding quota) jobs per team queue and cluster
+-- queue, as the leader last published them: a queue's or a cluster queue's
+-- status sums a handful of rows instead of counting its jobs.
+CREATE TABLE admission_counts (
+    team          text NOT NULL,
+    queue         text NOT NULL,
+    cluster_queue text NOT NULL,
+    pending       bigint NOT NULL,
+    admitted      bigint NOT NULL,
+    PRIMARY KEY (team, queue, cluster_queue)
+);
+CREATE INDEX admission_counts_cq ON admission_counts (cluster_queue);

@@ -225,7 +225,9 @@ static void step(int i, unsigned *seed, const char **what)
     *what = "leader change";
     exec_ok(pg,
             "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE "
-            "locktype = 'advisory' AND objid = " LEADER_LOCK " AND granted",
+            "locktype = 'advisory' AND objid = " LEADER_LOCK " AND granted "
+            "AND database = (SELECT oid FROM pg_database WHERE "
+            "datname = current_database())",
             NULL);
   }
 }
