@@ -143,9 +143,22 @@ int db_sched_state_load(struct db_conn *c, struct sched_state *st,
       return -1;
     }
     f->changed++;
+    f->material++;
   }
   PQclear(res);
   return 0;
+}
+
+/* New differs from held only in its pending reason (and so its
+ * change_xid): the leader's own reasons coming back. */
+static bool reason_only(const struct sched_state_job *held,
+                        const struct sched_state_job *new_)
+{
+  struct sched_state_job h = *held;
+
+  snprintf(h.reason, sizeof(h.reason), "%s", new_->reason);
+  h.change_xid = new_->change_xid;
+  return sched_state_job_equal(&h, new_);
 }
 
 int db_sched_state_feed(struct db_conn *c, struct sched_state *st,
@@ -171,6 +184,7 @@ int db_sched_state_feed(struct db_conn *c, struct sched_state *st,
       if (k >= 0) {
         sched_state_remove(st, PQgetvalue(res, i, F_ID));
         f->changed++;
+        f->material++;
       }
       continue;
     }
@@ -178,6 +192,8 @@ int db_sched_state_feed(struct db_conn *c, struct sched_state *st,
         st->jobs[k].change_xid == strtoull(PQgetvalue(res, i, F_XID), NULL, 10))
       continue;
     job_of(res, i, &j);
+    if (k < 0 || !reason_only(&st->jobs[k], &j))
+      f->material++;
     if (sched_state_put(st, &j) < 0) {
       snprintf(err, errlen, "out of memory");
       PQclear(res);
@@ -378,6 +394,34 @@ static const char *lit_end(struct lit *l)
   return l->buf;
 }
 
+/*
+ * Exact positions near the head; deeper in a long queue, a published
+ * position is rewritten once it is off by more than a tenth. One job
+ * moving to the front of 100,000 would otherwise rewrite every position
+ * behind it, on every such change; a user 40,000th in line gains nothing
+ * from learning that they are now 39,999th.
+ */
+#define EXACT_DEPTH 1000
+
+static bool off(int64_t published, int64_t now)
+{
+  int64_t d = published > now ? published - now : now - published;
+
+  return d * 10 > now;
+}
+
+static bool stale(const struct sched_state_job *j,
+                  const struct sched_position *p)
+{
+  if (j->pos_queue < 0 || j->pos_cq < 0)
+    return true;
+  if (p->pos_queue <= EXACT_DEPTH || p->pos_cq <= EXACT_DEPTH)
+    return j->pos_queue != p->pos_queue || j->pos_cq != p->pos_cq ||
+           j->ahead_gpus != p->ahead_gpus;
+  return off(j->pos_queue, p->pos_queue) || off(j->pos_cq, p->pos_cq) ||
+         off(j->ahead_gpus, p->ahead_gpus);
+}
+
 /* qsort has no argument: the positions being sorted, for cmp_rank */
 static _Thread_local const struct sched_position *order_of;
 
@@ -407,12 +451,9 @@ int db_sched_state_publish(struct db_conn *c, struct sched_state *st,
   if (!ALLOC(written, n))
     goto oom;
   /* the changed ones, nearest the head first */
-  for (i = 0; i < n; i++) {
-    const struct sched_state_job *j = &st->jobs[pos[i].job];
-    if (j->pos_queue != pos[i].pos_queue || j->pos_cq != pos[i].pos_cq ||
-        j->ahead_gpus != pos[i].ahead_gpus)
+  for (i = 0; i < n; i++)
+    if (stale(&st->jobs[pos[i].job], &pos[i]))
       written[nw++] = i;
-  }
   order_of = pos;
   qsort(written, (size_t)nw, sizeof(*written), cmp_rank);
   order_of = NULL;

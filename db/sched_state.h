@@ -20,6 +20,9 @@ struct db_feed {
   int64_t now_s, now_us;  /* the database's now() */
   int64_t config_version; /* admission_config_version */
   int changed;            /* jobs added, replaced or removed in memory */
+  int material;           /* of those, the ones that changed more than
+                             their pending reason (the scheduler's own
+                             output, not an input) */
 };
 
 /*
@@ -55,7 +58,9 @@ void db_sched_state_run_free(struct db_sched *run);
 /*
  * Write the queue positions that differ from the published ones, at most
  * max_rows of them (nearest the head first), in one statement, and record
- * them as published in st. *left: how many still differ. Returns 0, or -1
+ * them as published in st. Within the first 1,000 of a queue positions
+ * are exact; deeper, a position is rewritten once it is off by more than
+ * a tenth. *left: how many still differ. Returns 0, or -1
  * with err filled.
  */
 int db_sched_state_publish(struct db_conn *c, struct sched_state *st,

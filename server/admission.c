@@ -248,7 +248,7 @@ static int refresh(struct admission *a, struct db_conn *c, struct db_feed *f,
     return -1;
   }
   a->xmin = f->xmin;
-  if (f->changed) {
+  if (f->material) {
     a->dirty = true;
     a->positions_dirty = true;
   }
@@ -430,7 +430,7 @@ int admission_reconcile(struct admission *a, struct db_conn *c, long *drift,
   sched_state_free(&a->st);
   a->st = fresh;
   a->xmin = f.xmin;
-  if (f.changed || n) {
+  if (f.material || n) {
     a->dirty = true;
     a->positions_dirty = true;
   }
