@@ -30,7 +30,7 @@ static const char sql_cqs[] = "SELECT name, cohort, spec FROM cluster_queues "
  * rollups of the billing export) plus the whole estimates of its jobs
  * holding quota — on the safe side: what a running job has been billed so
  * far counts in both. The billed part comes from here; the estimates are
- * added up from sql_admitted's rows, which the load reads anyway. */
+ * added up from the admitted jobs in memory (db_sched_state_build()). */
 static const char sql_teams[] =
     "SELECT t.name, t.spec->>'budget_policy', "
     "(t.spec->>'monthly_budget_usd')::float8, coalesce(b.net, 0)::float8 "
@@ -38,21 +38,6 @@ static const char sql_teams[] =
     "FROM cost_rollups WHERE currency = 'USD' "
     "AND day >= date_trunc('month', now() AT TIME ZONE 'UTC')::date "
     "GROUP BY team) b ON b.team = t.name ORDER BY t.name COLLATE \"C\"";
-
-static const char sql_admitted[] =
-    "SELECT id, attempt, cluster_queue, team, priority, can_preempt, "
-    "(extract(epoch FROM created_at) * 1000000)::bigint, seq, gpu, "
-    "cpu_milli, memory_mib, flavor, extract(epoch FROM admitted_at)::bigint, "
-    "state, coalesce(estimated_cost_usd, 0)::float8 FROM jobs "
-    "WHERE state IN ('ADMITTED', 'QUEUED', 'RUNNING', 'EVICTING') "
-    "ORDER BY seq";
-
-static const char sql_pending[] =
-    "SELECT id, attempt, cluster_queue, team, priority, can_preempt, "
-    "(extract(epoch FROM created_at) * 1000000)::bigint, seq, gpu, "
-    "cpu_milli, memory_mib, coalesce(reason, ''), max_run_duration_s, "
-    "locations FROM jobs WHERE state = 'PENDING' "
-    "AND (backoff_until IS NULL OR backoff_until <= now()) ORDER BY seq";
 
 static const char sql_now[] = "SELECT extract(epoch FROM now())::bigint";
 
@@ -211,28 +196,6 @@ static uint32_t excluded(const struct db_sched *s, const struct sched_cq *cq,
 
 #define ALLOC(ptr, n) ((ptr) = calloc((size_t)(n) + 1, sizeof(*(ptr))))
 
-/* Fill a job's common columns (0..10) from row; -1 when it names an
- * unknown cluster queue (deleted meanwhile). */
-static int job_of(struct db_sched *s, const PGresult *r, int row,
-                  struct sched_job *j, char id[32], int *attempt)
-{
-  snprintf(id, 32, "%s", PQgetvalue(r, row, 0));
-  *attempt = (int)num(r, row, 1);
-  j->cq = find((const char(*)[DB_NAME_LEN])s->cq_names, s->in.n_cqs,
-               PQgetvalue(r, row, 2));
-  j->team = find((const char(*)[DB_NAME_LEN])s->team_names, s->in.n_teams,
-                 PQgetvalue(r, row, 3));
-  j->priority = (int32_t)num(r, row, 4);
-  j->can_preempt = PQgetvalue(r, row, 5)[0] == 't';
-  j->created_at = num(r, row, 6);
-  j->seq = num(r, row, 7);
-  j->request[SCHED_GPU] = num(r, row, 8);
-  j->request[SCHED_CPU] = num(r, row, 9);
-  j->request[SCHED_MEM] = num(r, row, 10);
-  j->flavor = -1;
-  return j->cq < 0 ? -1 : 0;
-}
-
 int db_sched_load_config(struct db_conn *c, struct db_sched *s, char *err,
                          size_t errlen)
 {
@@ -315,81 +278,6 @@ int db_sched_load_config(struct db_conn *c, struct db_sched *s, char *err,
   PQclear(res);
   s->in.cqs = s->cqs;
   s->in.teams = s->teams;
-  return 0;
-oom:
-  snprintf(err, errlen, "out of memory");
-fail:
-  PQclear(res);
-  db_sched_free(s);
-  return -1;
-}
-
-int db_sched_load(struct db_conn *c, struct db_sched *s, char *err,
-                  size_t errlen)
-{
-  PGresult *res = NULL;
-  json_t *locs;
-  int i, n, k;
-
-  if (db_sched_load_config(c, s, err, errlen))
-    return -1;
-  if (!(res = db_query(c, sql_admitted, 0, NULL, err, errlen)))
-    goto fail;
-  n = PQntuples(res);
-  if (!ALLOC(s->admitted, n) || !ALLOC(s->admitted_ids, n) ||
-      !ALLOC(s->admitted_attempt, n) || !ALLOC(s->admitted_state, n))
-    goto oom;
-  for (i = 0, k = 0; i < n; i++) {
-    struct sched_job *j = &s->admitted[k];
-    int unknown_cq =
-        job_of(s, res, i, j, s->admitted_ids[k], &s->admitted_attempt[k]);
-    if (j->team >= 0)
-      s->teams[j->team].spent += strtod(PQgetvalue(res, i, 14), NULL);
-    if (unknown_cq)
-      continue;
-    j->flavor = find((const char(*)[DB_NAME_LEN])s->flavor_names,
-                     s->in.n_flavors, PQgetvalue(res, i, 11));
-    j->admitted_at = num(res, i, 12);
-    snprintf(s->admitted_state[k], 16, "%s", PQgetvalue(res, i, 13));
-    j->evicting = !strcmp(s->admitted_state[k], "EVICTING");
-    if (j->flavor >= 0)
-      k++;
-  }
-  s->in.n_admitted = k;
-  PQclear(res);
-
-  if (!(res = db_query(c, sql_pending, 0, NULL, err, errlen)))
-    goto fail;
-  n = PQntuples(res);
-  if (!ALLOC(s->pending, n) || !ALLOC(s->pending_ids, n) ||
-      !ALLOC(s->pending_attempt, n) || !ALLOC(s->pending_reason, n) ||
-      !ALLOC(s->pending_max_run_s, n))
-    goto oom;
-  for (i = 0, k = 0; i < n; i++) {
-    struct sched_job *j = &s->pending[k];
-    if (job_of(s, res, i, j, s->pending_ids[k], &s->pending_attempt[k]))
-      continue;
-    snprintf(s->pending_reason[k], 32, "%s", PQgetvalue(res, i, 11));
-    s->pending_max_run_s[k] = num(res, i, 12);
-    j->estimated_cost = max_price(s, &s->cqs[j->cq]) *
-                        (double)j->request[SCHED_GPU] *
-                        (double)s->pending_max_run_s[k] / 3600.0;
-    /* one entry per loaded job, so that index k stays this job's: stored
-     * specs carry locations ([] by default), but a row without them must
-     * not shift the jobs after it */
-    locs = json_loads(PQgetvalue(res, i, 13), 0, NULL);
-    json_array_append_new(s->pending_locations, locs ? locs : json_array());
-    j->excluded_flavors = excluded(
-        s, &s->cqs[j->cq], json_array_get(s->pending_locations, (size_t)k));
-    k++;
-  }
-  s->in.n_pending = k;
-  PQclear(res);
-
-  s->in.cqs = s->cqs;
-  s->in.teams = s->teams;
-  s->in.admitted = s->admitted;
-  s->in.pending = s->pending;
   return 0;
 oom:
   snprintf(err, errlen, "out of memory");
@@ -760,29 +648,6 @@ out:
  * Metrics feed: read-only queries for the leader's gauges, run after a
  * cycle's commit on the loop's connection. Not part of admission.
  */
-
-static const char sql_backoff[] =
-    "SELECT cluster_queue, count(*) FROM jobs WHERE state = 'PENDING' "
-    "AND backoff_until > now() GROUP BY 1";
-
-int db_sched_backoff_counts(struct db_conn *c, const struct db_sched *s,
-                            long *counts, char *err, size_t errlen)
-{
-  PGresult *res = db_query(c, sql_backoff, 0, NULL, err, errlen);
-  int i, cq;
-
-  if (!res)
-    return -1;
-  memset(counts, 0, (size_t)s->in.n_cqs * sizeof(*counts));
-  for (i = 0; i < PQntuples(res); i++) {
-    cq = find((const char(*)[DB_NAME_LEN])s->cq_names, s->in.n_cqs,
-              PQgetvalue(res, i, 0));
-    if (cq >= 0)
-      counts[cq] = (long)num(res, i, 1);
-  }
-  PQclear(res);
-  return 0;
-}
 
 static const char sql_costs_exist[] =
     "SELECT to_regclass('cost_rollups') IS NOT NULL";
