@@ -124,7 +124,7 @@ int main(int argc, char **argv)
   double nw[NEW_ROUNDS], nc[NEW_ROUNDS], fw[NEW_ROUNDS], fc[NEW_ROUNDS],
       pw[NEW_ROUNDS];
   struct db_conn c = {0};
-  struct admission *a = admission_new(false);
+  struct admission *a = admission_new(false, 600);
   struct admission_result r;
   char err[256];
   const char *env = getenv("BENCH_ADM_PENDING");

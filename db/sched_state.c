@@ -33,7 +33,7 @@
 #define READ(cond)                                                             \
   "SELECT x.xmin::text, x.now_s, x.now_us, x.version, j.* FROM (SELECT "       \
   "pg_snapshot_xmin(pg_current_snapshot()), "                                  \
-  "extract(epoch FROM now())::bigint, "                                        \
+  "floor(extract(epoch FROM now()))::bigint, "                                \
   "(extract(epoch FROM now()) * 1000000)::bigint, "                            \
   "(SELECT version FROM admission_config_version WHERE id = 1)) "              \
   "x(xmin, now_s, now_us, version) LEFT JOIN LATERAL (SELECT " JOB_COLS        \
@@ -319,6 +319,7 @@ int db_sched_state_build(const struct sched_state *st,
     run->pending_attempt[np] = j->attempt;
     snprintf(run->pending_reason[np], 32, "%s", j->reason);
     run->pending_max_run_s[np] = j->max_run_s;
+    sj->max_run_s = j->max_run_s;
     sj->estimated_cost = db_sched_max_price(cfg, sj->cq) *
                          (double)sj->request[SCHED_GPU] * (double)j->max_run_s /
                          3600.0;

@@ -17,6 +17,7 @@
 
 #include "db/sched.h"
 #include "db/sched_state.h"
+#include "db/window.h"
 #include "scheduler/sched.h"
 #include "scheduler/state.h"
 #include "server/admission.h"
@@ -29,6 +30,7 @@
 
 struct admission {
   bool batch;
+  long window_grace_s; /* GPUGATE_CAPACITY_WINDOW_GRACE_S */
   bool loaded;
   struct db_sched cfg; /* the configuration (valid when cfg_loaded) */
   bool cfg_loaded;
@@ -51,13 +53,14 @@ static long long now_ms(void)
   return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-struct admission *admission_new(bool batch)
+struct admission *admission_new(bool batch, long window_grace_s)
 {
   struct admission *a = calloc(1, sizeof(*a));
 
   if (!a)
     return NULL;
   a->batch = batch;
+  a->window_grace_s = window_grace_s;
   sched_state_init(&a->st);
   return a;
 }
@@ -222,13 +225,21 @@ out:
 
 /* ---- the cycle ---------------------------------------------------------- */
 
-static bool any_min_runtime(const struct db_sched *cfg)
+/* Whether time alone can change a decision: a minimum runtime before
+ * preemption, or a flavor's capacity window (opening, closing, a job's run
+ * fitting before its end). Then the scheduler runs every cycle. */
+static bool time_matters(const struct db_sched *cfg)
 {
-  int i;
+  int i, k;
 
-  for (i = 0; i < cfg->in.n_cqs; i++)
+  for (i = 0; i < cfg->in.n_cqs; i++) {
     if (cfg->cqs[i].min_runtime_s > 0)
       return true;
+    for (k = 0; k < cfg->cqs[i].n_flavors; k++)
+      if (cfg->cqs[i].flavors[k].window_from ||
+          cfg->cqs[i].flavors[k].window_until)
+        return true;
+  }
   return false;
 }
 
@@ -261,7 +272,7 @@ static int refresh(struct admission *a, struct db_conn *c, struct db_feed *f,
     a->cfg = cfg;
     a->cfg_loaded = true;
     a->cfg_version = f->config_version;
-    a->time_sensitive = any_min_runtime(&a->cfg);
+    a->time_sensitive = time_matters(&a->cfg);
     a->spend_at_ms = now_ms();
     a->dirty = true;
   } else if (now_ms() - a->spend_at_ms >= SPEND_MS) {
@@ -286,12 +297,22 @@ int admission_cycle(struct admission *a, struct db_conn *c,
   struct db_sched_stats stats;
   long long t0 = now_ms();
   bool built = false;
+  json_t *window_cqs = json_array(), *cq; /* evicted by windows: metrics */
+  size_t i;
 
   memset(r, 0, sizeof(*r));
   memset(&out, 0, sizeof(out));
   memset(&stats, 0, sizeof(stats));
   memset(&run, 0, sizeof(run));
-  if (db_sched_lock(c, err, errlen) || refresh(a, c, &f, err, errlen))
+  if (!window_cqs) {
+    snprintf(err, errlen, "out of memory");
+    goto fail;
+  }
+  /* capacity windows closing: evict first; the feed then reads it back */
+  if (db_sched_lock(c, err, errlen) ||
+      db_window_evict(c, a->window_grace_s, a->batch, window_cqs, err, errlen) <
+          0 ||
+      refresh(a, c, &f, err, errlen))
     goto fail;
   r->changed = f.changed;
   if (!a->dirty) {
@@ -300,6 +321,7 @@ int admission_cycle(struct admission *a, struct db_conn *c,
       goto fail;
     }
     metrics_admission_cycle((double)(now_ms() - t0) / 1000.0);
+    json_decref(window_cqs);
     return 0;
   }
   if (db_sched_state_build(&a->st, &a->cfg, f.now_s, f.now_us, &run,
@@ -323,6 +345,10 @@ int admission_cycle(struct admission *a, struct db_conn *c,
   }
   a->dirty = false;
   metrics_admission_cycle((double)(now_ms() - t0) / 1000.0);
+  json_array_foreach (window_cqs, i, cq)
+    metrics_evicted(json_string_value(cq), DB_WINDOW_REASON);
+  json_decref(window_cqs);
+  window_cqs = NULL;
   record_cycle(a, &run, &out, &stats, f.now_us);
   r->ran = true;
   r->admitted = stats.admitted;
@@ -351,6 +377,7 @@ int admission_cycle(struct admission *a, struct db_conn *c,
              : 0;
 fail:
   db_rollback(c);
+  json_decref(window_cqs);
   free(stats.admission_written);
   free(stats.eviction_written);
   sched_output_free(&out);

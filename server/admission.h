@@ -35,8 +35,9 @@ struct admission_result {
 };
 
 /* New, empty (not loaded). batch: queue Batch creates/cancels in the
- * outbox. NULL when out of memory. */
-struct admission *admission_new(bool batch);
+ * outbox; window_grace_s: GPUGATE_CAPACITY_WINDOW_GRACE_S. NULL when out
+ * of memory. */
+struct admission *admission_new(bool batch, long window_grace_s);
 void admission_free(struct admission *a);
 
 /* Forget everything (leadership lost): the next cycle loads in full. */

@@ -243,7 +243,8 @@ struct loop *loop_start(const struct config *cfg)
     return NULL;
   l->cfg = cfg;
   atomic_init(&l->stop, false);
-  l->adm = admission_new(strcmp(cfg->batch_backend, "gcp") == 0);
+  l->adm = admission_new(strcmp(cfg->batch_backend, "gcp") == 0,
+                         cfg->capacity_window_grace_s);
   if (!l->adm || pipe(l->wake) != 0) {
     admission_free(l->adm);
     free(l);

@@ -303,6 +303,17 @@ static struct family state_drift = {
     NULL,
     0,
     0};
+static struct family pubsub_pushes = {
+    "gpugate_pubsub_pushes_total",
+    "counter",
+    "Pub/Sub push deliveries to /v1/batch/notifications by outcome: applied, "
+    "ignored (not a job state change), foreign (not a gpugate job), "
+    "malformed (acknowledged, never retried), unauthorized (401), failed "
+    "(503: retried by Pub/Sub).",
+    false,
+    NULL,
+    0,
+    0};
 static struct family team_cost = {
     "gpugate_team_month_net_cost_usd",
     "gauge",
@@ -403,6 +414,15 @@ void metrics_admission_drift(long n)
 
   lb_init(&l);
   add(&state_drift, &l, (double)(n > 0 ? n : 0), false);
+}
+
+void metrics_pubsub_push(const char *outcome)
+{
+  struct lbuf l;
+
+  lb_init(&l);
+  lb_add(&l, "outcome", outcome);
+  add(&pubsub_pushes, &l, 1, false);
 }
 
 void metrics_admission_cycle(double seconds)
@@ -790,6 +810,7 @@ char *metrics_render(void)
   family(&o, &batch_requests);
   family(&o, &dispatch_backlog);
   family(&o, &billing_rows);
+  family(&o, &pubsub_pushes);
   family(&o, &team_cost);
   family(&o, &state_drift);
   pthread_mutex_unlock(&lock);
@@ -806,7 +827,8 @@ void metrics_reset(void)
   struct family *all[] = {&http_requests, &pending_jobs,   &admitted_jobs,
                           &evicted_jobs,  &cq_usage,       &cq_nominal,
                           &cq_borrowing,  &batch_requests, &dispatch_backlog,
-                          &billing_rows,  &team_cost,      &state_drift};
+                          &billing_rows,  &team_cost,      &pubsub_pushes,
+                          &state_drift};
   size_t i;
 
   pthread_mutex_lock(&lock);

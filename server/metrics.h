@@ -41,6 +41,9 @@ void metrics_billing_rows(long n);
 /* A reconciliation of the leader's admission state found n jobs different
  * from the database (0 records that one ran). */
 void metrics_admission_drift(long n);
+/* One Pub/Sub push by outcome: applied, ignored, foreign, malformed,
+ * unauthorized, failed (a fixed list: see handlers/notifications.c). */
+void metrics_pubsub_push(const char *outcome);
 
 /* One admission cycle: how long it took, admissions and evictions. */
 void metrics_admission_cycle(double seconds);
