@@ -297,7 +297,7 @@ int admission_cycle(struct admission *a, struct db_conn *c,
   struct db_sched_stats stats;
   long long t0 = now_ms();
   bool built = false;
-  json_t *window_cqs = json_array(), *cq; /* evicted by windows: metrics */
+  json_t *window_cqs = json_array(); /* evicted by windows: metrics */
   size_t i;
 
   memset(r, 0, sizeof(*r));
@@ -345,8 +345,9 @@ int admission_cycle(struct admission *a, struct db_conn *c,
   }
   a->dirty = false;
   metrics_admission_cycle((double)(now_ms() - t0) / 1000.0);
-  json_array_foreach (window_cqs, i, cq)
-    metrics_evicted(json_string_value(cq), DB_WINDOW_REASON);
+  for (i = 0; i < json_array_size(window_cqs); i++)
+    metrics_evicted(json_string_value(json_array_get(window_cqs, i)),
+                    DB_WINDOW_REASON);
   json_decref(window_cqs);
   window_cqs = NULL;
   record_cycle(a, &run, &out, &stats, f.now_us);
