@@ -74,8 +74,9 @@
 #             (b) quota is reserved at admission and sits unused while the
 #             job waits for its create (up to a second when the dispatch
 #             budget is the bottleneck), against runtimes of 0.2-1 s;
-#             (c) each admission cycle reloads every pending job (about
-#             10,000 at the peak, ~30 ms); (d) submits lag the schedule by
+#             (c) (before issue 10) each admission cycle reloaded every
+#             pending job (about 10,000 at the peak, ~30 ms); the leader
+#             now keeps them in memory; (d) submits lag the schedule by
 #             about a second at its peaks (385/s); (e) PostgreSQL,
 #             gpugate, the emulator and the driver share two cores.
 #
