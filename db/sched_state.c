@@ -504,6 +504,32 @@ out:
   return rc;
 }
 
+static const char sql_prune[] =
+    "DELETE FROM job_positions p USING jobs j WHERE j.id = p.job_id "
+    "AND j.state <> 'PENDING' RETURNING p.job_id";
+
+int db_sched_state_prune(struct db_conn *c, struct sched_state *st, int *n,
+                         char *err, size_t errlen)
+{
+  PGresult *res = db_query(c, sql_prune, 0, NULL, err, errlen);
+  int i, k;
+
+  *n = 0;
+  if (!res)
+    return -1;
+  for (i = 0; i < PQntuples(res); i++) {
+    k = sched_state_find(st, PQgetvalue(res, i, 0));
+    if (k < 0)
+      continue;
+    st->jobs[k].pos_queue = -1;
+    st->jobs[k].pos_cq = -1;
+    st->jobs[k].ahead_gpus = -1;
+  }
+  *n = PQntuples(res);
+  PQclear(res);
+  return 0;
+}
+
 /* ---- counts ---------------------------------------------------------- */
 
 static const char sql_counts_clear[] = "DELETE FROM admission_counts";

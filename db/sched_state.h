@@ -67,6 +67,15 @@ int db_sched_state_publish(struct db_conn *c, struct sched_state *st,
                            int max_rows, int *left, char *err, size_t errlen);
 
 /*
+ * Delete the published positions of jobs no longer PENDING (one
+ * statement, outside any transaction), and forget them in st so that a
+ * job pending again is published anew. *n: rows deleted. Returns 0, or -1
+ * with err filled.
+ */
+int db_sched_state_prune(struct db_conn *c, struct sched_state *st, int *n,
+                         char *err, size_t errlen);
+
+/*
  * Publish the pending and admitted counts per team queue and cluster queue
  * (0007's admission_counts) in one transaction, unless they are those
  * published last: *last is the caller's record of them (a string owned by

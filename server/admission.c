@@ -458,6 +458,10 @@ int admission_reconcile(struct admission *a, struct db_conn *c, long *drift,
   sched_state_free(&a->st);
   a->st = fresh;
   a->xmin = f.xmin;
+  /* positions of jobs that left the queue: shown by nobody, kept by
+   * nobody */
+  if (db_sched_state_prune(c, &a->st, &k, err, errlen))
+    return -1;
   if (f.material || n) {
     a->dirty = true;
     a->positions_dirty = true;

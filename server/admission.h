@@ -66,7 +66,8 @@ int admission_publish(struct admission *a, struct db_conn *c, int max_rows,
 /*
  * Reconcile: read the jobs in full and the change feed in one snapshot,
  * count (*drift) and log the jobs where memory differs, and keep the full
- * read. Returns 0, or -1 with err filled.
+ * read; then delete the published positions of jobs no longer pending.
+ * Returns 0, or -1 with err filled.
  */
 int admission_reconcile(struct admission *a, struct db_conn *c, long *drift,
                         char *err, size_t errlen);

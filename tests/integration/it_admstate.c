@@ -276,6 +276,11 @@ START_TEST(incremental_equals_full)
     n = h_db_int(pg, sql_wrong_positions);
   }
   ck_assert_msg(n == 0, "%lld pending jobs with a wrong position", n);
+  /* and none kept for jobs that left the queue (pruned at reconciliation) */
+  ck_assert_int_eq(h_db_int(pg,
+                            "SELECT count(*) FROM job_positions p JOIN jobs j "
+                            "ON j.id = p.job_id WHERE j.state <> 'PENDING'"),
+                   0);
   ck_assert_int_gt(
       h_db_int(pg, "SELECT count(*) FROM jobs WHERE state = 'PENDING'"), 0);
   {
