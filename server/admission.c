@@ -324,6 +324,14 @@ int admission_cycle(struct admission *a, struct db_conn *c,
     json_decref(window_cqs);
     return 0;
   }
+  /* the budget input as of now: a bill that just arrived holds the very
+   * next job (between runs it is re-read every SPEND_MS only) */
+  {
+    bool moved;
+    if (db_sched_state_spend(c, &a->cfg, &moved, err, errlen))
+      goto fail;
+    a->spend_at_ms = now_ms();
+  }
   if (db_sched_state_build(&a->st, &a->cfg, f.now_s, f.now_us, &run,
                            &a->next_backoff_us)) {
     snprintf(err, errlen, "out of memory");
