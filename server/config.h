@@ -62,6 +62,7 @@ struct config {
 
   long admission_interval_ms;
   long sync_interval_ms;
+  long capacity_window_grace_s; /* evict this long before a window ends */
 
   char *cors_origins[CONFIG_MAX_ORIGINS]; /* owned */
   int n_cors_origins;
