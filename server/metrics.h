@@ -38,6 +38,13 @@ void metrics_dispatch_backlog(long rows);
 /* Billing export rows stored (new rows only; n <= 0 is ignored). */
 void metrics_billing_rows(long n);
 
+/* Connections (server/connlimit.c): one refused as accepted, by reason
+ * ("per_client", "total"); one closed at a deadline, by phase ("headers",
+ * "body", "idle"); how many are open now. */
+void metrics_conn_refused(const char *reason);
+void metrics_conn_timed_out(const char *phase);
+void metrics_conn_open(long n);
+
 /* One admission cycle: how long it took, admissions and evictions. */
 void metrics_admission_cycle(double seconds);
 void metrics_admitted(const char *cluster_queue, const char *flavor);
@@ -83,6 +90,13 @@ void metrics_publish_team_costs(struct metrics_gauges *g);
  * NULL on allocation failure. Includes process_* metrics read from /proc.
  */
 char *metrics_render(void);
+
+/*
+ * The same without anything that belongs to a team (team spend, and the
+ * families labelled by cluster queue): what an unauthenticated /metrics
+ * shows. New buffer or NULL, as metrics_render(). Thread-safe.
+ */
+char *metrics_render_public(void);
 
 /* Forget every series and observation (unit tests). */
 void metrics_reset(void);
