@@ -336,16 +336,25 @@ bool connlimit_phase(struct MHD_Connection *conn, enum connlimit_phase phase,
   return ok;
 }
 
+static const char *phase_name(enum connlimit_phase p);
+
 bool connlimit_expired(struct MHD_Connection *conn)
 {
   struct entry *e = entry_of(conn);
-  bool gone;
+  bool gone, now_gone = false;
+  enum connlimit_phase phase;
 
   if (!e)
     return false;
   pthread_mutex_lock(&e->cl->mu);
-  gone = e->killed || (e->deadline_ms && now_ms() >= e->deadline_ms);
+  gone = e->killed;
+  if (!gone && e->deadline_ms && now_ms() >= e->deadline_ms) {
+    e->killed = gone = now_gone = true; /* the caller closes it */
+  }
+  phase = e->phase;
   pthread_mutex_unlock(&e->cl->mu);
+  if (now_gone)
+    metrics_conn_timed_out(phase_name(phase));
   return gone;
 }
 

@@ -90,7 +90,8 @@ void *connlimit_request_line(void *cls, const char *uri,
 bool connlimit_phase(struct MHD_Connection *conn, enum connlimit_phase phase,
                      long timeout_s);
 
-/* The connection's current deadline has passed. */
+/* The connection's current deadline has passed (counted as timed out the
+ * first time it is seen; the caller closes the connection). */
 bool connlimit_expired(struct MHD_Connection *conn);
 
 /*
