@@ -495,12 +495,30 @@ static size_t unescape(void *cls, struct MHD_Connection *conn, char *s)
   return (size_t)(w - s);
 }
 
-/* A reply decided before the body: queued now, so libmicrohttpd answers
- * and closes the connection without reading the body. */
+/* Whether the request announces a body (Content-Length above 0, or a
+ * Transfer-Encoding). */
+static bool has_body(struct MHD_Connection *conn)
+{
+  const char *clen = MHD_lookup_connection_value(
+      conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+
+  return (clen && strtoull(clen, NULL, 10) > 0) ||
+         MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                     MHD_HTTP_HEADER_TRANSFER_ENCODING);
+}
+
+/*
+ * A refusal decided before the body. With a body coming, the reply is
+ * queued now: libmicrohttpd answers and closes the connection without
+ * reading the body. Without one, it waits for the request's last call, so
+ * that the connection can be kept alive.
+ */
 static enum MHD_Result early_reply(struct http_server *s, struct gg_req *req,
                                    struct MHD_Connection *conn)
 {
   req->replied = true;
+  if (!has_body(conn))
+    return MHD_YES;
   return send_reply(s, req, conn);
 }
 
@@ -597,8 +615,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
                  : MHD_NO;
     return begin(s, req, conn);
   }
-  if (req->replied)
-    return MHD_YES;
+  if (req->replied && *upload_data_size == 0) {
+    connlimit_phase(conn, CONNLIMIT_BUSY, 0);
+    return send_reply(s, req, conn); /* the refusal of a bodiless request */
+  }
+  if (req->replied) {
+    *upload_data_size = 0; /* not reached: a body's refusal closed it */
+    return MHD_NO;
+  }
   if (*upload_data_size) {
     size_t n = *upload_data_size;
     *upload_data_size = 0;

@@ -71,7 +71,8 @@ struct gg_req {
   size_t body_len;
   bool body_too_large;
   json_t *json;         /* owned; parsed body or NULL */
-  bool replied;         /* answered before the body (refused early) */
+  bool replied;         /* refused on the first call: answered then, or at the
+                           last call when there is no body */
   unsigned upload_role; /* role bit holding an upload slot, 0 = none */
 
   const struct config *cfg; /* borrowed: the process's settings */
