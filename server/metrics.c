@@ -294,6 +294,17 @@ static struct family billing_rows = {
     NULL,
     0,
     0};
+static struct family pubsub_pushes = {
+    "gpugate_pubsub_pushes_total",
+    "counter",
+    "Pub/Sub push deliveries to /v1/batch/notifications by outcome: applied, "
+    "ignored (not a job state change), foreign (not a gpugate job), "
+    "malformed (acknowledged, never retried), unauthorized (401), failed "
+    "(503: retried by Pub/Sub).",
+    false,
+    NULL,
+    0,
+    0};
 static struct family team_cost = {
     "gpugate_team_month_net_cost_usd",
     "gauge",
@@ -413,6 +424,15 @@ void metrics_billing_rows(long n)
     return;
   lb_init(&l);
   add(&billing_rows, &l, (double)n, false);
+}
+
+void metrics_pubsub_push(const char *outcome)
+{
+  struct lbuf l;
+
+  lb_init(&l);
+  lb_add(&l, "outcome", outcome);
+  add(&pubsub_pushes, &l, 1, false);
 }
 
 void metrics_conn_refused(const char *reason)
@@ -836,6 +856,7 @@ static char *render(bool teams)
   family(&o, &batch_requests);
   family(&o, &dispatch_backlog);
   family(&o, &billing_rows);
+  family(&o, &pubsub_pushes);
   if (teams)
     family(&o, &team_cost);
   family(&o, &conn_refused);
@@ -862,11 +883,11 @@ char *metrics_render_public(void)
 
 void metrics_reset(void)
 {
-  struct family *all[] = {&http_requests,  &pending_jobs,   &admitted_jobs,
-                          &evicted_jobs,   &cq_usage,       &cq_nominal,
-                          &cq_borrowing,   &batch_requests, &dispatch_backlog,
-                          &billing_rows,   &team_cost,      &conn_refused,
-                          &conn_timed_out, &conn_open};
+  struct family *all[] = {&http_requests, &pending_jobs,   &admitted_jobs,
+                          &evicted_jobs,  &cq_usage,       &cq_nominal,
+                          &cq_borrowing,  &batch_requests, &dispatch_backlog,
+                          &billing_rows,  &team_cost,      &pubsub_pushes,
+                          &conn_refused,  &conn_timed_out, &conn_open};
   size_t i;
 
   pthread_mutex_lock(&lock);

@@ -44,6 +44,9 @@ void metrics_billing_rows(long n);
 void metrics_conn_refused(const char *reason);
 void metrics_conn_timed_out(const char *phase);
 void metrics_conn_open(long n);
+/* One Pub/Sub push by outcome: applied, ignored, foreign, malformed,
+ * unauthorized, failed (a fixed list: see handlers/notifications.c). */
+void metrics_pubsub_push(const char *outcome);
 
 /* One admission cycle: how long it took, admissions and evictions. */
 void metrics_admission_cycle(double seconds);
