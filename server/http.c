@@ -725,7 +725,7 @@ struct http_server *http_start(const struct config *cfg,
   struct http_server *s = calloc(1, sizeof(*s));
   struct sockaddr_in addr;
   struct connlimit_cfg lc;
-  long total;
+  long total, nofile = connlimit_raise_nofile();
 
   if (!s) {
     snprintf(err, errlen, "out of memory");
@@ -734,10 +734,15 @@ struct http_server *http_start(const struct config *cfg,
   s->cfg = cfg;
   s->auth = auth;
   s->pool = pool;
-  total = connlimit_total(cfg->http_max_connections, connlimit_raise_nofile(),
-                          cfg->db_pool_size, cfg->http_threads, err, errlen);
+  total = connlimit_total(cfg->http_max_connections, nofile, cfg->db_pool_size,
+                          cfg->http_threads, err, errlen);
   if (total < 0)
     goto fail;
+  log_msg(LOG_INFO,
+          "http: at most %ld connections (fd limit %ld), %ld per client "
+          "(0: no cap); headers within %ld s, bodies within %ld s",
+          total, nofile, cfg->http_max_connections_per_client,
+          cfg->http_header_timeout_s, cfg->http_body_timeout_s);
   lc.max_connections = total;
   lc.per_client = cfg->http_max_connections_per_client;
   lc.header_timeout_s = cfg->http_header_timeout_s;
