@@ -22,6 +22,9 @@
  *   uploads       billing uploads take one of their role's slots (429 with
  *                 Retry-After when none is free) and are closed at their
  *                 deadline although they trickle.
+ *   total_cap     over GPUGATE_HTTP_MAX_CONNECTIONS a connection is closed
+ *                 as it is accepted, and there is room again once others
+ *                 close; a cap the fd limit cannot hold stops start-up.
  *
  * Every load here is bounded in count and time and stays on loopback.
  */
@@ -703,6 +706,77 @@ START_TEST(uploads)
 }
 END_TEST
 
+/* ------------------------------------------------------------ total cap */
+
+START_TEST(total_cap)
+{
+  const char *env[] = {"GPUGATE_HTTP_MAX_CONNECTIONS=20",
+                       "GPUGATE_HTTP_MAX_CONNECTIONS_PER_CLIENT=0", NULL};
+  char *admin = h_token(NULL, "admin", 600), *text, out[2048], dbenv[600];
+  int held[20], extra, i;
+  long long t0;
+  struct h_resp r;
+
+  h_db_apply("it_edges_total", H_REFERENCE, db_url, sizeof(db_url));
+  /* a cap the fd limit cannot hold stops start-up, naming the variable */
+  snprintf(dbenv, sizeof(dbenv), "GPUGATE_DATABASE_URL=%s", db_url);
+  {
+    const char *argv[] = {"build/gpugate", "serve", NULL};
+    const char *bad[] = {dbenv, "GPUGATE_JWT_HS256_SECRET_FILE=" H_SECRET_FILE,
+                         "GPUGATE_LISTEN=127.0.0.1:0",
+                         "GPUGATE_HTTP_MAX_CONNECTIONS=16000000", NULL};
+    ck_assert_int_eq(h_run(argv, bad, 20000, NULL, out, sizeof(out)), 1);
+    ck_assert_msg(strstr(out, "GPUGATE_HTTP_MAX_CONNECTIONS") != NULL, "%s",
+                  out);
+  }
+
+  ck_assert_int_eq(h_server_start(&srv, db_url, env), 0);
+  /* 20 idle connections (no per-client cap) fill the total cap ... */
+  for (i = 0; i < 20; i++) {
+    held[i] = dial("127.0.0.4", srv.port);
+    ck_assert_int_ge(held[i], 0);
+  }
+  h_sleep_ms(300);
+  for (i = 0; i < 20; i++)
+    ck_assert_msg(!peer_closed(held[i]), "connection %d closed", i);
+  /* ... so the next one is closed as it is accepted */
+  extra = dial("127.0.0.5", srv.port);
+  ck_assert_int_ge(extra, 0);
+  t0 = h_now_ms();
+  while (!peer_closed(extra) && h_now_ms() - t0 < 2000)
+    h_sleep_ms(20);
+  ck_assert_msg(h_now_ms() - t0 < 2000, "over the cap and not closed");
+  close(extra);
+  for (i = 0; i < 20; i++)
+    close(held[i]);
+  /* room again */
+  t0 = h_now_ms();
+  do {
+    h_sleep_ms(50);
+    ck_assert_int_eq(h_request(&srv, "GET", "/metrics", admin, NULL, NULL, &r),
+                     0);
+    text = r.body;
+    r.body = NULL;
+    h_resp_free(&r);
+    if (sample(text, "gpugate_http_open_connections") == 1)
+      break;
+    free(text);
+    text = NULL;
+  } while (h_now_ms() - t0 < 3000);
+  ck_assert_ptr_nonnull(text);
+  ck_assert_double_ge(
+      sample(text, "gpugate_http_connections_refused_total{reason=\"total\"}"),
+      1);
+  ck_assert_double_eq(
+      sample(text,
+             "gpugate_http_connections_refused_total{reason=\"per_client\"}"),
+      -1);
+  free(text);
+  free(admin);
+  h_server_stop(&srv);
+}
+END_TEST
+
 /* Stop the server a failed test left running. */
 static void teardown(void)
 {
@@ -720,6 +794,7 @@ Suite *edges_suite(void)
   tcase_add_test(tc, unauthenticated_bodies);
   tcase_add_test(tc, metrics_without_credentials);
   tcase_add_test(tc, uploads);
+  tcase_add_test(tc, total_cap);
   suite_add_tcase(s, tc);
   return s;
 }
