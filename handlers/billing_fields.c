@@ -23,6 +23,34 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
   return -1;
 }
 
+/* The members of a row the rules read, looked up in one pass. */
+enum {
+  T_COST,
+  T_CURRENCY,
+  T_START,
+  T_SERVICE,
+  T_SKU,
+  T_CREDITS,
+  T_LABELS,
+  T_LOCATION,
+  T_INVOICE,
+  T_USAGE,
+  T_N
+};
+
+static const struct billing_key top_keys[T_N] = {
+    [T_COST] = {"cost", 4},
+    [T_CURRENCY] = {"currency", 8},
+    [T_START] = {"usage_start_time", 16},
+    [T_SERVICE] = {"service", 7},
+    [T_SKU] = {"sku", 3},
+    [T_CREDITS] = {"credits", 7},
+    [T_LABELS] = {"labels", 6},
+    [T_LOCATION] = {"location", 8},
+    [T_INVOICE] = {"invoice", 7},
+    [T_USAGE] = {"usage", 5},
+};
+
 static enum billing_kind kind(struct billing_doc *d, billing_val v)
 {
   return d->ops->kind(d, v);
@@ -80,11 +108,9 @@ int billing_gpu_divisor(const char *sku_desc, const char *pricing_unit,
 }
 
 /* cost: a number, as decimal text. */
-static int read_cost(struct billing_doc *d, struct billing_field_text *t,
-                     char *err, size_t errlen)
+static int read_cost(struct billing_doc *d, billing_val v,
+                     struct billing_field_text *t, char *err, size_t errlen)
 {
-  billing_val v = get(d, d->root, "cost");
-
   if (absent(d, v))
     return fail(err, errlen, "cost: required");
   if (kind(d, v) != BILLING_NUMBER || d->ops->number(d, v, t->cost) != 0)
@@ -93,10 +119,10 @@ static int read_cost(struct billing_doc *d, struct billing_field_text *t,
 }
 
 /* currency: three letters, upper-cased. */
-static int read_currency(struct billing_doc *d, struct billing_field_text *t,
-                         char *err, size_t errlen)
+static int read_currency(struct billing_doc *d, billing_val v,
+                         struct billing_field_text *t, char *err, size_t errlen)
 {
-  const char *s = str(d, get(d, d->root, "currency"));
+  const char *s = str(d, v);
   size_t i;
 
   for (i = 0; s && s[i] && i < 4; i++)
@@ -111,11 +137,9 @@ static int read_currency(struct billing_doc *d, struct billing_field_text *t,
 }
 
 /* service / sku: an object with a description or an id. */
-static int read_named(struct billing_doc *d, const char *key, const char **name,
-                      char *err, size_t errlen)
+static int read_named(struct billing_doc *d, billing_val o, const char *key,
+                      const char **name, char *err, size_t errlen)
 {
-  billing_val o = get(d, d->root, key);
-
   if (absent(d, o))
     return fail(err, errlen, "%s: required", key);
   if (kind(d, o) != BILLING_OBJECT)
@@ -131,10 +155,10 @@ static int read_named(struct billing_doc *d, const char *key, const char **name,
 }
 
 /* credits[].amount, summed exactly. */
-static int read_credits(struct billing_doc *d, struct billing_field_text *t,
-                        char *err, size_t errlen)
+static int read_credits(struct billing_doc *d, billing_val credits,
+                        struct billing_field_text *t, char *err, size_t errlen)
 {
-  billing_val credits = get(d, d->root, "credits"), c = BILLING_NONE;
+  billing_val c = BILLING_NONE;
   char text[32];
   size_t i;
 
@@ -158,10 +182,10 @@ static int read_credits(struct billing_doc *d, struct billing_field_text *t,
 }
 
 /* labels[]: gpugate-team and gpugate-flavor. */
-static int read_labels(struct billing_doc *d, struct db_billing_row *db,
-                       char *err, size_t errlen)
+static int read_labels(struct billing_doc *d, billing_val labels,
+                       struct db_billing_row *db, char *err, size_t errlen)
 {
-  billing_val labels = get(d, d->root, "labels"), l = BILLING_NONE;
+  billing_val l = BILLING_NONE;
   size_t i;
 
   db->team = BILLING_UNATTRIBUTED;
@@ -198,10 +222,10 @@ static int read_labels(struct billing_doc *d, struct db_billing_row *db,
 
 /* location.region, else location.location, else location.zone's region
  * ("us-central1-a" → "us-central1"), else "". */
-static int read_location(struct billing_doc *d, struct db_billing_row *db,
+static int read_location(struct billing_doc *d, billing_val loc,
+                         struct db_billing_row *db,
                          struct billing_field_text *t, char *err, size_t errlen)
 {
-  billing_val loc = get(d, d->root, "location");
   const char *s;
 
   t->location[0] = '\0';
@@ -225,10 +249,10 @@ static int read_location(struct billing_doc *d, struct db_billing_row *db,
 }
 
 /* invoice.month "YYYYMM" (or "YYYY-MM") → "YYYY-MM"; "" when absent. */
-static int read_invoice(struct billing_doc *d, struct billing_field_text *t,
-                        char *err, size_t errlen)
+static int read_invoice(struct billing_doc *d, billing_val inv,
+                        struct billing_field_text *t, char *err, size_t errlen)
 {
-  billing_val inv = get(d, d->root, "invoice"), month;
+  billing_val month;
   const char *m;
 
   t->invoice_month[0] = '\0';
@@ -247,11 +271,12 @@ static int read_invoice(struct billing_doc *d, struct billing_field_text *t,
 
 /* GPU-hours of GPU SKUs: usage in pricing units when those are hours,
  * else seconds of usage / 3600 (divided in SQL, exactly). */
-static int read_usage(struct billing_doc *d, struct db_billing_row *db,
-                      struct billing_field_text *t, char *err, size_t errlen)
+static int read_usage(struct billing_doc *d, billing_val usage, billing_val sku,
+                      struct db_billing_row *db, struct billing_field_text *t,
+                      char *err, size_t errlen)
 {
-  billing_val usage = get(d, d->root, "usage"), in_pricing, amount;
-  const char *desc = str(d, get(d, get(d, d->root, "sku"), "description"));
+  billing_val in_pricing, amount;
+  const char *desc = str(d, get(d, sku, "description"));
   bool has_in_pricing, has_amount;
 
   memcpy(t->gpu_amount, "0", 2);
@@ -281,18 +306,23 @@ static int read_usage(struct billing_doc *d, struct db_billing_row *db,
 int billing_fields_read(struct billing_doc *d, struct db_billing_row *db,
                         struct billing_field_text *t, char *err, size_t errlen)
 {
+  billing_val top[T_N];
   const char *start;
 
-  if (read_cost(d, t, err, errlen) || read_currency(d, t, err, errlen))
+  d->ops->lookup(d, d->root, top_keys, T_N, top);
+  if (read_cost(d, top[T_COST], t, err, errlen) ||
+      read_currency(d, top[T_CURRENCY], t, err, errlen))
     return -1;
-  start = str(d, get(d, d->root, "usage_start_time"));
+  start = str(d, top[T_START]);
   if (!start || billing_parse_timestamp(start, t->usage_start, t->usage_day))
     return fail(err, errlen, "usage_start_time: not a timestamp");
-  if (read_named(d, "service", &db->service, err, errlen) ||
-      read_named(d, "sku", &db->sku, err, errlen) ||
-      read_credits(d, t, err, errlen) || read_labels(d, db, err, errlen) ||
-      read_location(d, db, t, err, errlen) || read_invoice(d, t, err, errlen) ||
-      read_usage(d, db, t, err, errlen))
+  if (read_named(d, top[T_SERVICE], "service", &db->service, err, errlen) ||
+      read_named(d, top[T_SKU], "sku", &db->sku, err, errlen) ||
+      read_credits(d, top[T_CREDITS], t, err, errlen) ||
+      read_labels(d, top[T_LABELS], db, err, errlen) ||
+      read_location(d, top[T_LOCATION], db, t, err, errlen) ||
+      read_invoice(d, top[T_INVOICE], t, err, errlen) ||
+      read_usage(d, top[T_USAGE], top[T_SKU], db, t, err, errlen))
     return -1;
   db->currency = t->currency;
   db->usage_start = t->usage_start;

@@ -42,12 +42,22 @@ enum billing_kind {
 
 struct billing_doc;
 
+/* A member name and its length. */
+struct billing_key {
+  const char *name;
+  size_t len;
+};
+
 /* What a parser's document offers; every operation accepts BILLING_NONE
  * and values of any kind. */
 struct billing_doc_ops {
   enum billing_kind (*kind)(struct billing_doc *d, billing_val v);
   /* member key of object o (json_object_get), or BILLING_NONE */
   billing_val (*get)(struct billing_doc *d, billing_val o, const char *key);
+  /* the members keys[0..n) of object o into out[0..n) (BILLING_NONE when
+   * absent), in one pass over o: the row's top level */
+  void (*lookup)(struct billing_doc *d, billing_val o,
+                 const struct billing_key *keys, size_t n, billing_val *out);
   /* element i of array a, prev being element i - 1 (BILLING_NONE for
    * i = 0), or BILLING_NONE past the end or when a is not an array */
   billing_val (*item)(struct billing_doc *d, billing_val a, billing_val prev,

@@ -905,6 +905,32 @@ static billing_val doc_get(struct billing_doc *d, billing_val o,
   return BILLING_NONE;
 }
 
+/* The row's top-level members in one pass (what a get per key would find:
+ * keys are unique). */
+static void doc_lookup(struct billing_doc *d, billing_val o,
+                       const struct billing_key *keys, size_t n,
+                       billing_val *out)
+{
+  const struct billing_scratch *s = d->impl;
+  int i = node_of(d, o), c;
+  size_t k;
+
+  for (k = 0; k < n; k++)
+    out[k] = BILLING_NONE;
+  if (i < 0 || s->nodes[i].kind != FK_OBJ)
+    return;
+  for (c = s->nodes[i].child; c >= 0; c = s->nodes[c].next) {
+    const struct fnode *m = &s->nodes[c];
+    for (k = 0; k < n; k++)
+      if (m->keylen == keys[k].len &&
+          (m->keylen == 0 || (m->key[0] == keys[k].name[0] &&
+                              !memcmp(m->key, keys[k].name, m->keylen)))) {
+        out[k] = (billing_val)c + 1;
+        break;
+      }
+  }
+}
+
 static billing_val doc_item(struct billing_doc *d, billing_val a,
                             billing_val prev, size_t index)
 {
@@ -969,7 +995,7 @@ static int doc_number(struct billing_doc *d, billing_val v, char out[32])
 }
 
 static const struct billing_doc_ops doc_ops = {
-    doc_kind, doc_get, doc_item, doc_string, doc_number,
+    doc_kind, doc_get, doc_lookup, doc_item, doc_string, doc_number,
 };
 
 void billing_json_doc(struct billing_scratch *s, struct billing_doc *out)

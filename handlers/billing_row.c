@@ -60,6 +60,17 @@ static billing_val jdoc_get(struct billing_doc *d, billing_val o,
   return (billing_val)json_object_get(J(o), key);
 }
 
+static void jdoc_lookup(struct billing_doc *d, billing_val o,
+                        const struct billing_key *keys, size_t n,
+                        billing_val *out)
+{
+  size_t k;
+
+  (void)d;
+  for (k = 0; k < n; k++)
+    out[k] = (billing_val)json_object_get(J(o), keys[k].name);
+}
+
 static billing_val jdoc_item(struct billing_doc *d, billing_val a,
                              billing_val prev, size_t i)
 {
@@ -88,7 +99,7 @@ static int jdoc_number(struct billing_doc *d, billing_val v, char out[32])
 }
 
 static const struct billing_doc_ops jdoc_ops = {
-    jdoc_kind, jdoc_get, jdoc_item, jdoc_string, jdoc_number,
+    jdoc_kind, jdoc_get, jdoc_lookup, jdoc_item, jdoc_string, jdoc_number,
 };
 
 /* SHA-256 of the canonical dump of doc. Rows fit the stack buffer; a
