@@ -901,12 +901,11 @@ char *metrics_render_public(void)
 
 void metrics_reset(void)
 {
-  struct family *all[] = {&http_requests, &pending_jobs,   &admitted_jobs,
-                          &evicted_jobs,  &cq_usage,       &cq_nominal,
-                          &cq_borrowing,  &batch_requests, &dispatch_backlog,
-                          &billing_rows,  &team_cost,      &pubsub_pushes,
-                          &state_drift,   &conn_refused,   &conn_timed_out,
-                          &conn_open};
+  struct family *all[] = {
+      &http_requests,    &pending_jobs, &admitted_jobs,  &evicted_jobs,
+      &cq_usage,         &cq_nominal,   &cq_borrowing,   &batch_requests,
+      &dispatch_backlog, &billing_rows, &team_cost,      &pubsub_pushes,
+      &state_drift,      &conn_refused, &conn_timed_out, &conn_open};
   size_t i;
 
   pthread_mutex_lock(&lock);
