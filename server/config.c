@@ -516,6 +516,9 @@ int config_load(struct config *cfg, char *err, size_t errlen)
       env_long("GPUGATE_SYNC_INTERVAL_MS", 10000, 100, 3600000,
                &cfg->sync_interval_ms, err, errlen))
     return -1;
+  if (env_long("GPUGATE_ADMISSION_RECONCILE_S", 60, 0, 86400,
+               &cfg->admission_reconcile_s, err, errlen))
+    return -1;
   /* at most the longest capacity window (DWS Calendar: 90 days) */
   if (env_long("GPUGATE_CAPACITY_WINDOW_GRACE_S", 600, 0, 7776000,
                &cfg->capacity_window_grace_s, err, errlen))

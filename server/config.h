@@ -61,6 +61,8 @@ struct config {
                                        loops, leader lock and migrations */
 
   long admission_interval_ms;
+  long admission_reconcile_s; /* full reconciliation period (0: every
+                                 cycle) */
   long sync_interval_ms;
   long capacity_window_grace_s; /* evict this long before a window ends */
 

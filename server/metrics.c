@@ -294,6 +294,15 @@ static struct family billing_rows = {
     NULL,
     0,
     0};
+static struct family state_drift = {
+    "gpugate_admission_state_drift_total",
+    "counter",
+    "Jobs whose in-memory admission state differed from the database at a "
+    "periodic reconciliation of this replica's leader (0 when healthy).",
+    true,
+    NULL,
+    0,
+    0};
 static struct family pubsub_pushes = {
     "gpugate_pubsub_pushes_total",
     "counter",
@@ -424,6 +433,14 @@ void metrics_billing_rows(long n)
     return;
   lb_init(&l);
   add(&billing_rows, &l, (double)n, false);
+}
+
+void metrics_admission_drift(long n)
+{
+  struct lbuf l;
+
+  lb_init(&l);
+  add(&state_drift, &l, (double)(n > 0 ? n : 0), false);
 }
 
 void metrics_pubsub_push(const char *outcome)
@@ -862,6 +879,7 @@ static char *render(bool teams)
   family(&o, &conn_refused);
   family(&o, &conn_timed_out);
   family(&o, &conn_open);
+  family(&o, &state_drift);
   pthread_mutex_unlock(&lock);
   process_metrics(&o);
   if (o.failed) {
@@ -883,11 +901,11 @@ char *metrics_render_public(void)
 
 void metrics_reset(void)
 {
-  struct family *all[] = {&http_requests, &pending_jobs,   &admitted_jobs,
-                          &evicted_jobs,  &cq_usage,       &cq_nominal,
-                          &cq_borrowing,  &batch_requests, &dispatch_backlog,
-                          &billing_rows,  &team_cost,      &pubsub_pushes,
-                          &conn_refused,  &conn_timed_out, &conn_open};
+  struct family *all[] = {
+      &http_requests,    &pending_jobs, &admitted_jobs,  &evicted_jobs,
+      &cq_usage,         &cq_nominal,   &cq_borrowing,   &batch_requests,
+      &dispatch_backlog, &billing_rows, &team_cost,      &pubsub_pushes,
+      &state_drift,      &conn_refused, &conn_timed_out, &conn_open};
   size_t i;
 
   pthread_mutex_lock(&lock);

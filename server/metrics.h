@@ -38,6 +38,9 @@ void metrics_dispatch_backlog(long rows);
 /* Billing export rows stored (new rows only; n <= 0 is ignored). */
 void metrics_billing_rows(long n);
 
+/* A reconciliation of the leader's admission state found n jobs different
+ * from the database (0 records that one ran). */
+void metrics_admission_drift(long n);
 /* Connections (server/connlimit.c): one refused as accepted, by reason
  * ("per_client", "total"); one closed at a deadline, by phase ("headers",
  * "body", "idle"); how many are open now. */
