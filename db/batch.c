@@ -71,6 +71,23 @@ int db_batch_request_create(struct db_conn *c, const char *job_id, char *err,
              : 0;
 }
 
+static const char sql_request_create_many[] =
+    "INSERT INTO batch_ops (job_id, attempt, op, region, batch_job_id) "
+    "SELECT id, attempt, 'create', location, "
+    "'gpugate-' || id || '-a' || attempt FROM jobs WHERE id = ANY($1::text[]) "
+    "ON CONFLICT (job_id, attempt, op) DO NOTHING";
+
+int db_batch_request_create_many(struct db_conn *c, const char *ids, char *err,
+                                 size_t errlen)
+{
+  const char *params[1] = {ids};
+
+  return db_run(c, sql_request_create_many, 1, params, NULL, err, errlen) ||
+                 db_run(c, sql_wake_dispatch, 0, NULL, NULL, err, errlen)
+             ? -1
+             : 0;
+}
+
 int db_batch_withdraw_create(struct db_conn *c, const char *job_id, int attempt,
                              char *err, size_t errlen)
 {

@@ -47,6 +47,11 @@ int db_job_event(struct db_conn *c, const char *job_id, const char *from,
 int db_batch_request_create(struct db_conn *c, const char *job_id, char *err,
                             size_t errlen);
 
+/* The same for many jobs in one statement: ids is a PostgreSQL text[]
+ * literal ("{...}"). */
+int db_batch_request_create_many(struct db_conn *c, const char *ids, char *err,
+                                 size_t errlen);
+
 /*
  * Withdraw the not-yet-sent create of (job, attempt). Returns 1 when it was
  * withdrawn (no Batch job exists), 0 when it had been sent, -1 on error.

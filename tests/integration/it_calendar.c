@@ -374,7 +374,7 @@ START_TEST(window)
     struct h_resp m;
     const char *line, *cq, *eol;
 
-    ck_assert_int_eq(h_request(&srv, "GET", "/metrics", NULL, NULL, NULL, &m),
+    ck_assert_int_eq(h_request(&srv, "GET", "/metrics", admin, NULL, NULL, &m),
                      0);
     ck_assert_int_eq(m.status, 200);
     line = strstr(m.body, "reason=\"CapacityWindowEnded\"");
