@@ -14,6 +14,7 @@
 #include "db/admin.h"
 #include "db/jobs.h"
 #include "handlers/handlers.h"
+#include "handlers/oci_ref.h"
 #include "handlers/validate.h"
 #include "server/problem.h"
 
@@ -297,6 +298,28 @@ static void check_target(struct gg_req *req, json_t *spec,
   }
 }
 
+/*
+ * task.image must be an OCI image reference: Batch would refuse anything
+ * else only after admission, so the job is refused at once (422).
+ */
+static bool check_image(struct gg_req *req, json_t *spec)
+{
+  const char *image = json_string_value(
+      json_object_get(json_object_get(spec, "task"), "image"));
+
+  if (oci_ref_valid(image))
+    return true;
+  problem_field(req, "task.image",
+                "must be an image reference such as "
+                "\"us-docker.pkg.dev/project/repo/image:tag\" "
+                "(registry[:port]/path[:tag][@sha256:digest], at most %d "
+                "bytes)",
+                OCI_REF_MAX);
+  problem_fail(req, GG_UNPROCESSABLE,
+               "task.image is not a container image reference.");
+  return false;
+}
+
 /* SHA-256 of the body's canonical form (sorted keys), as hex. */
 static int body_hash(json_t *body, char out[65])
 {
@@ -410,6 +433,8 @@ enum gg_code jobs_create(struct gg_req *req)
     problem_fail(req, GG_BAD_REQUEST, "The job is invalid; see errors.");
     goto out;
   }
+  if (!check_image(req, spec))
+    goto out;
   if (key && !idem_key_ok(key)) {
     problem_field(req, "Idempotency-Key",
                   "must be 1 to 255 visible ASCII characters");
@@ -517,11 +542,15 @@ static bool seq_cursor(struct gg_req *req, int *limit, int64_t *after)
 
 static void set_page(struct gg_req *req, json_t *items, int64_t next)
 {
-  char num[24], cursor[64];
+  char num[24], cursor[V_CURSOR_MAX];
 
   if (next) {
     snprintf(num, sizeof(num), "%lld", (long long)next);
-    v_cursor(num, cursor, sizeof(cursor));
+    if (!v_cursor(req, num, cursor, sizeof(cursor))) {
+      json_decref(items);
+      problem_fail(req, GG_INTERNAL, "The cursor could not be made.");
+      return;
+    }
     req_reply(req, 200,
               json_pack("{s:o, s:s}", "items", items, "next_cursor", cursor));
   } else {
