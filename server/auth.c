@@ -776,7 +776,8 @@ const char *auth_role_name(enum auth_role r)
 
 /*
  * Mint a token (see auth.h): claims iss and aud (when configured), sub
- * "<team>:<role>", team, role, iat = now, exp = now + ttl_s; header kid when
+ * "<team>:<role>" (or "<role>" without a team), team (when given), role,
+ * iat = now, exp = now + ttl_s; header kid when
  * kid is non-NULL and non-empty. The allow-list is not consulted, so tests
  * can mint tokens a verifier must refuse. Returns a new malloc'd string
  * (caller frees) or NULL with a one-line reason in err. Thread-safe.
