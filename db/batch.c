@@ -126,7 +126,7 @@ static const char sql_request_create_many[] =
     "INSERT INTO batch_ops (job_id, attempt, op, region, batch_job_id) "
     "SELECT id, attempt, 'create', location, "
     "'gpugate-' || id || '-a' || attempt FROM jobs WHERE id = ANY($1::text[]) "
-    "ON CONFLICT (job_id, attempt, op) DO NOTHING";
+    "ON CONFLICT DO NOTHING";
 
 int db_batch_request_create_many(struct db_conn *c, const char *ids, char *err,
                                  size_t errlen)
