@@ -122,18 +122,48 @@ int db_batch_request_create(struct db_conn *c, const char *job_id, char *err,
              : 0;
 }
 
+/* The same three for a cycle's admissions at once ($1 a text[] of ids):
+ * race copies, their creates, and one create for every other job. */
+static const char sql_race_copies_many[] =
+    "INSERT INTO batch_copies (job_id, attempt, k, region, batch_job_id) "
+    "SELECT j.id, j.attempt, r.k, r.region, "
+    "'gpugate-' || j.id || '-a' || j.attempt || '-r' || r.k "
+    "FROM jobs j JOIN flavors f ON f.name = j.flavor "
+    "CROSS JOIN LATERAL (SELECT row_number() OVER (ORDER BY fl.ord) AS k, "
+    "fl.region FROM json_array_elements_text(f.spec->'locations') "
+    "WITH ORDINALITY AS fl(region, ord) "
+    "WHERE json_typeof(j.spec->'locations') IS DISTINCT FROM 'array' "
+    "OR json_array_length(j.spec->'locations') = 0 "
+    "OR fl.region IN (SELECT json_array_elements_text(j.spec->'locations'))"
+    ") r WHERE j.id = ANY($1::text[]) AND f.spec->>'multi_region' = 'race' "
+    "AND f.spec->>'provisioning_model' = 'FLEX_START' "
+    "AND r.k <= coalesce((f.spec->>'max_parallel_regions')::int, 16) "
+    "ON CONFLICT DO NOTHING";
+
+static const char sql_request_copies_many[] =
+    "INSERT INTO batch_ops (job_id, attempt, op, region, batch_job_id) "
+    "SELECT c.job_id, c.attempt, 'create', c.region, c.batch_job_id "
+    "FROM batch_copies c JOIN jobs j ON j.id = c.job_id "
+    "AND j.attempt = c.attempt WHERE c.job_id = ANY($1::text[]) "
+    "ORDER BY c.job_id, c.k ON CONFLICT DO NOTHING";
+
 static const char sql_request_create_many[] =
     "INSERT INTO batch_ops (job_id, attempt, op, region, batch_job_id) "
     "SELECT id, attempt, 'create', location, "
     "'gpugate-' || id || '-a' || attempt FROM jobs WHERE id = ANY($1::text[]) "
-    "ON CONFLICT DO NOTHING";
+    "AND NOT EXISTS (SELECT 1 FROM batch_copies c WHERE c.job_id = jobs.id "
+    "AND c.attempt = jobs.attempt) ON CONFLICT DO NOTHING";
 
 int db_batch_request_create_many(struct db_conn *c, const char *ids, char *err,
                                  size_t errlen)
 {
   const char *params[1] = {ids};
 
-  return db_run(c, sql_request_create_many, 1, params, NULL, err, errlen) ||
+  return db_run(c, sql_race_copies_many, 1, params, NULL, err, errlen) ||
+                 db_run(c, sql_request_copies_many, 1, params, NULL, err,
+                        errlen) ||
+                 db_run(c, sql_request_create_many, 1, params, NULL, err,
+                        errlen) ||
                  db_run(c, sql_wake_dispatch, 0, NULL, NULL, err, errlen)
              ? -1
              : 0;
