@@ -175,7 +175,7 @@ static const char sql_target[] =
     "FROM cluster_queues o WHERE o.cohort = c.cohort "
     "AND o.name <> q.cluster_queue), "
     "p.name, p.value, p.spec->>'preemption_policy', "
-    "(SELECT v FROM config_version) "
+    "(SELECT version FROM admission_config_version WHERE id = 1) "
     "FROM (SELECT 1) one "
     "LEFT JOIN (team_queues q JOIN cluster_queues c "
     "ON c.name = q.cluster_queue) ON q.team = $1 AND q.name = $2 "
@@ -297,7 +297,8 @@ static const char sql_notify[] = "SELECT pg_notify('gpugate_admission', $1)";
  */
 /* clang-format off */
 static const char sql_submit[] =
-    "WITH ok AS (SELECT 1 FROM config_version WHERE v = $13::bigint), "
+    "WITH ok AS (SELECT 1 FROM admission_config_version "
+    "WHERE id = 1 AND version = $13::bigint), "
     "c AS (INSERT INTO idempotency_keys AS k (team, key, request_hash, "
     "status, location, response, created_at) "
     "SELECT $2, $14, $15, NULL::int, NULL, NULL, now() FROM ok "

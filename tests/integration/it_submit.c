@@ -233,7 +233,8 @@ START_TEST(stale_cache_caught_by_version_without_notification)
       "'value', 40, 'preemption_policy', 'PreemptLowerPriority', "
       "'default', false) WHERE name = 'urgent'; "
       "ALTER TABLE priority_classes ENABLE TRIGGER USER; "
-      "UPDATE config_version SET v = v + 1; COMMIT");
+      "UPDATE admission_config_version SET version = version + 1 "
+      "WHERE id = 1; COMMIT");
   j = submit_b("main", 1, "urgent", 201);
   ck_assert_int_eq(json_integer_value(json_object_get(j, "priority")), 40);
   json_decref(j);
