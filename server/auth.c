@@ -587,6 +587,7 @@ static int check_claims(const struct auth_ctx *a, const json_t *payload,
   }
 
   memset(p, 0, sizeof(*p));
+  p->exp = exp;
   v = json_object_get(payload, "team");
   if (!json_is_string(v) || !valid_team(json_string_value(v))) {
     *reason = "missing or invalid team claim";

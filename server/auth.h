@@ -29,6 +29,7 @@ struct auth_principal {
   char team[64];       /* "team" claim; [a-z0-9-], 1..63 chars */
   enum auth_role role; /* exactly one role */
   char subject[128];   /* "sub" claim, "" if absent */
+  long long exp;       /* "exp" claim: when the token expires (Unix s) */
 };
 
 struct auth_ctx;
