@@ -28,7 +28,7 @@ GEN_SRC := build/gen/embedded.c
 # GET /docs: the page and the Redoc bundle from the pinned npm tools.
 DOCS_JS := deploy/tools/node_modules/redoc/bundles/redoc.standalone.js
 EMBED   := $(sort $(wildcard db/migrations/*.sql)) openapi/openapi.yaml openapi/openapi.json \
-           openapi/docs.html $(DOCS_JS)
+           openapi/docs.html $(DOCS_JS) $(sort $(wildcard web/*.html web/*.js web/*.css web/*.txt))
 
 UNIT_SRC  := $(wildcard tests/unit/*.c)
 INTEG_SRC := $(wildcard tests/integration/*.c)
