@@ -241,6 +241,7 @@ test('a bad submission shows the API\'s field errors next to the fields', async 
 
 test('an admin sees every cluster queue, with usage bars that match GET /v1/cluster-queues', async () => {
   await submitJob(member, 'team-a', 'console-usage');
+  await submitJob(memberB, 'team-b', 'console-usage-b');
   await new Promise((r) => setTimeout(r, 1500));
   const { page, context } = await open(admin, '#/queues');
   await ready(page, 'queues');
@@ -274,6 +275,21 @@ test('an admin sees every cluster queue, with usage bars that match GET /v1/clus
   await ready(page, 'overview');
   await shoot(page, 'overview-admin');
   await axe(page, 'overview-admin');
+  /* every team's jobs, then one team's through the picker */
+  await page.evaluate(() => { location.hash = '#/jobs'; });
+  await ready(page, 'jobs');
+  const teams = await page.$$eval('tbody tr[data-job-id] td:first-child', (tds) => [...new Set(tds.map((t) => t.textContent))].sort());
+  assert.ok(teams.includes('team-a') && teams.includes('team-b'), teams.join(','));
+  await shoot(page, 'jobs-admin');
+  await axe(page, 'jobs-admin');
+  await page.selectOption('#f-team', 'team-b');
+  await page.waitForFunction(() => location.hash.includes('team=team-b'));
+  await page.waitForSelector('h1:has-text("Jobs of team-b")');
+  await ready(page, 'jobs');
+  const names = await page.$$eval('tbody tr[data-job-id] th a', (as) => as.map((a) => a.textContent));
+  const want = (await api(admin, 'GET', '/v1/teams/team-b/jobs?limit=50')).json.items.map((j) => j.name);
+  assert.ok(names.length > 0);
+  assert.deepEqual(names, want);
   await context.close();
 });
 
