@@ -96,7 +96,7 @@ server_pid=$!
 wait_port "$work/port" "$server_pid" "gpugate"
 
 mkdir -p "$work/shots"
-CONSOLE_BASE="http://127.0.0.1:$(<"$work/port")" CONSOLE_SHOTS="$work/shots" \
+CONSOLE_BASE="http://127.0.0.1:$(<"$work/port")" CONSOLE_SHOTS="$work/shots" CONSOLE_DB="$db" \
   CONSOLE_ROOT="$root" GPUGATE_JWT_HS256_SECRET_FILE="$secret" \
   timeout -k 10 600 node --test --test-concurrency=1 --test-reporter=spec \
   ${CONSOLE_TEST_PATTERN:+--test-name-pattern="$CONSOLE_TEST_PATTERN"} \
