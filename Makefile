@@ -9,6 +9,7 @@
 #   make lint       clang-tidy, cppcheck and the banned-call grep
 #   make format-check / make format
 #   make openapi    regenerate openapi/openapi.json from openapi/openapi.yaml
+#   make fuzz       every libFuzzer harness for FUZZ_SECONDS each (tests/fuzz)
 
 CC      ?= cc
 PKGS    := libmicrohttpd jansson libpq libjwt libcurl
@@ -129,7 +130,7 @@ test:
 run:
 	deploy/run-local.sh
 
-C_FILES := $(wildcard server/*.[ch] handlers/*.[ch] db/*.[ch] scheduler/*.[ch] batch/*.[ch] tests/unit/*.[ch] tests/integration/*.[ch] tests/emulator/*.[ch] bench/*.[ch] deploy/tools/*.c)
+C_FILES := $(wildcard server/*.[ch] handlers/*.[ch] db/*.[ch] scheduler/*.[ch] batch/*.[ch] tests/unit/*.[ch] tests/integration/*.[ch] tests/emulator/*.[ch] bench/*.[ch] deploy/tools/*.c) $(wildcard tests/fuzz/*.[ch])
 
 format:
 	clang-format -i $(C_FILES)
@@ -147,3 +148,32 @@ clean:
 	rm -rf build
 
 -include $(shell find build -name '*.d' 2>/dev/null)
+
+# libFuzzer harnesses (tests/fuzz/fuzz_*.c) with ASan + UBSan, built with
+# clang over the same sources. `make fuzz` runs each for FUZZ_SECONDS
+# (FUZZ_ONLY=name runs one); corpora grow in build/fuzz/corpus, seeds are
+# tests/fuzz/corpus/<name>/, findings land in build/fuzz/findings/.
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_FLAGS   := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all \
+                -fno-omit-frame-pointer
+FUZZ_NAMES   := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_BINS    := $(FUZZ_NAMES:%=build/fuzz/fuzz_%)
+FUZZ_OBJ     := $(LIB_SRC:%.c=build/fuzz/%.o) build/fuzz/gen/embedded.o build/fuzz/tests/fuzz/fake_req.o
+
+.PHONY: fuzz fuzz-build
+build/fuzz/%.o: %.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(CPPFLAGS) $(WARN) -pthread -MMD -MP $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
+
+build/fuzz/gen/embedded.o: $(GEN_SRC)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(CPPFLAGS) -O0 -c -o $@ $<
+
+build/fuzz/fuzz_%: build/fuzz/tests/fuzz/fuzz_%.o $(FUZZ_OBJ)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
+
+fuzz-build: $(FUZZ_BINS)
+
+fuzz: fuzz-build
+	tests/fuzz/run.sh $(FUZZ_SECONDS) $(or $(FUZZ_ONLY),$(FUZZ_NAMES))

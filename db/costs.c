@@ -18,6 +18,7 @@
 
 #include "db/costs.h"
 #include "db/db.h"
+#include "server/jsonx.h"
 #include "server/problem.h"
 
 const char *const db_cost_dim_names[DB_COST_NDIMS] = {
@@ -281,11 +282,11 @@ enum gg_code db_costs_report(struct gg_req *req, const struct db_cost_query *q,
   return fetch(req, sql_report, 10, params, &fr, &ft);
 }
 
+/* The numeric as an exact decimal (server/jsonx.h), never a double. */
 static json_t *real_or_null(const PGresult *r, int row, int col)
 {
-  return PQgetisnull(r, row, col)
-             ? json_null()
-             : json_real(strtod(PQgetvalue(r, row, col), NULL));
+  return PQgetisnull(r, row, col) ? json_null()
+                                  : jsonx_decimal(PQgetvalue(r, row, col));
 }
 
 enum gg_code db_costs_budget(struct gg_req *req, const char *team, json_t **out)

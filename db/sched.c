@@ -11,6 +11,7 @@
 
 #include "db/batch.h"
 #include "db/sched.h"
+#include "server/rfc3339.h"
 
 static const char sql_lock[] =
     "LOCK TABLE cluster_queues, cluster_queue_flavors, flavors, teams "
@@ -54,7 +55,8 @@ static const char sql_pending[] =
     "locations FROM jobs WHERE state = 'PENDING' "
     "AND (backoff_until IS NULL OR backoff_until <= now()) ORDER BY seq";
 
-static const char sql_now[] = "SELECT extract(epoch FROM now())::bigint";
+/* whole seconds elapsed: a window never opens early by a rounding */
+static const char sql_now[] = "SELECT floor(extract(epoch FROM now()))::bigint";
 
 int db_sched_lock(struct db_conn *c, char *err, size_t errlen)
 {
@@ -100,6 +102,24 @@ static const char *str(json_t *o, const char *key)
   const char *s = json_string_value(json_object_get(o, key));
 
   return s ? s : "";
+}
+
+/* A flavor's capacity window (stored normalised, validated on PUT); both
+ * 0 when it has none. One that cannot be read (never written so) counts
+ * as a window already over, so the flavor admits nothing. */
+static void window_of(json_t *flavor, int64_t *from, int64_t *until)
+{
+  const char *f = json_string_value(json_object_get(flavor, "available_from"));
+  const char *u = json_string_value(json_object_get(flavor, "available_until"));
+
+  *from = *until = 0;
+  if (!f && !u)
+    return;
+  if (!f || !u || rfc3339_parse(f, 1, from) || rfc3339_parse(u, 0, until) ||
+      *until <= *from) {
+    *from = 1;
+    *until = 2;
+  }
 }
 
 /* A stored cluster-queue spec as the scheduler's struct. */
@@ -155,6 +175,8 @@ static void parse_cq(struct db_sched *s, json_t *spec, int cohort,
       continue;
     f = &cq->flavors[cq->n_flavors++];
     f->flavor = idx;
+    window_of(json_object_get(s->flavor_specs, s->flavor_names[idx]),
+              &f->window_from, &f->window_until);
     for (r = 0; r < SCHED_NRES; r++) {
       json_t *q = json_object_get(json_object_get(fl, "resources"), res[r]);
       f->quota[r].nominal =
@@ -353,6 +375,7 @@ int db_sched_load(struct db_conn *c, struct db_sched *s, char *err,
       continue;
     snprintf(s->pending_reason[k], 32, "%s", PQgetvalue(res, i, 11));
     s->pending_max_run_s[k] = num(res, i, 12);
+    j->max_run_s = s->pending_max_run_s[k];
     j->estimated_cost = max_price(s, &s->cqs[j->cq]) *
                         (double)j->request[SCHED_GPU] *
                         (double)s->pending_max_run_s[k] / 3600.0;

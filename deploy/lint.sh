@@ -9,7 +9,7 @@ status=0
 
 # STYLE §14: calls that have a bounded or checked replacement
 if grep -nHE '\b(sprintf|strcpy|strcat|strtok|atoi|gets|system)[[:space:]]*\(' \
-     $src tests/unit/*.c tests/integration/*.c 2>/dev/null; then
+     $src tests/unit/*.c tests/integration/*.c tests/fuzz/*.c 2>/dev/null; then
   echo "lint: banned call (use snprintf, memcpy with a bound, strtol, posix_spawn)"
   status=1
 fi

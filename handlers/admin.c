@@ -117,7 +117,7 @@ enum gg_code admin_get(struct gg_req *req, const struct admin_kind *k)
 
 enum gg_code admin_list(struct gg_req *req, const struct admin_kind *k)
 {
-  char after[128], cursor[200];
+  char after[128], cursor[V_CURSOR_MAX];
   json_t *items = NULL, *obj, *page;
   bool more = false;
   enum gg_code code;
@@ -144,8 +144,11 @@ enum gg_code admin_list(struct gg_req *req, const struct admin_kind *k)
   page = json_pack("{s:o}", "items", items);
   if (more) {
     obj = json_array_get(items, json_array_size(items) - 1);
-    v_cursor(json_string_value(json_object_get(obj, "name")), cursor,
-             sizeof(cursor));
+    if (!v_cursor(req, json_string_value(json_object_get(obj, "name")), cursor,
+                  sizeof(cursor))) {
+      json_decref(page);
+      return problem_fail(req, GG_INTERNAL, "The cursor could not be made.");
+    }
     json_object_set_new(page, "next_cursor", json_string(cursor));
   } else {
     json_object_set_new(page, "next_cursor", json_null());

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "db/jobs.h"
+#include "db/window.h"
 #include "handlers/admin.h"
 #include "handlers/cluster_queues.h"
 #include "handlers/handlers.h"
@@ -161,6 +162,21 @@ static void check(struct gg_req *req, json_t *spec)
   }
 }
 
+/* The capacity windows of the queue's Calendar-mode flavors and the time
+ * left in each (only when one has a window). status is borrowed. */
+static enum gg_code add_windows(struct gg_req *req, const char *name,
+                                json_t *status)
+{
+  long grace = req->cfg ? req->cfg->capacity_window_grace_s : 600;
+  json_t *windows = NULL;
+  enum gg_code code = db_window_status(req, name, grace, &windows);
+
+  if (code == GG_OK && json_array_size(windows) > 0)
+    json_object_set(status, "capacity_windows", windows);
+  json_decref(windows);
+  return code;
+}
+
 /*
  * The read-only status: pending and admitted counts, usage and borrowing
  * per flavor and resource from the jobs holding quota, and the weighted
@@ -217,6 +233,7 @@ static enum gg_code decorate(struct gg_req *req, json_t *obj)
                                 json_object_get(counts, "pending"), "admitted",
                                 json_object_get(counts, "admitted"),
                                 "weighted_share", share, "usage", usage_list));
+  code = add_windows(req, name, json_object_get(obj, "status"));
 out:
   json_decref(counts);
   json_decref(usage);

@@ -7,8 +7,10 @@
  *
  * Every report answers JSON or, for `Accept: text/csv` or `?format=csv`,
  * CSV with the columns of the JSON rows. The numbers come from the
- * database as exact decimal text: CSV repeats that text, JSON turns it
- * into numbers.
+ * database as exact decimal text: CSV repeats that text, and JSON writes
+ * it as a bare number through server/jsonx.h, never through a double (a
+ * sum past 1.8e308 or with more than 15 digits stays exact). Text cells of
+ * the CSV are neutralised against formula injection (OWASP).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +20,7 @@
 #include "handlers/costs.h"
 #include "handlers/handlers.h"
 #include "handlers/validate.h"
+#include "server/jsonx.h"
 #include "server/problem.h"
 
 /* Longest report: three years and a leap day, from first to last day. */
@@ -215,15 +218,23 @@ static void put(struct buf *b, const char *s, size_t n)
   b->data[b->len] = '\0';
 }
 
-static void put_field(struct buf *b, const char *s)
+/*
+ * One field; formula (a text cell) says a leading = + - @ TAB CR would be
+ * taken for a formula by a spreadsheet: it gets a ' in front, inside
+ * quotes.
+ */
+static void put_field(struct buf *b, const char *s, bool text)
 {
   const char *q;
+  bool formula = text && *s && strchr("=+-@\t\r", *s);
 
-  if (!s[strcspn(s, ",\"\r\n")]) {
+  if (!formula && !s[strcspn(s, ",\"\r\n")]) {
     put(b, s, strlen(s));
     return;
   }
   put(b, "\"", 1);
+  if (formula)
+    put(b, "'", 1);
   while ((q = strchr(s, '"'))) {
     put(b, s, (size_t)(q - s) + 1);
     put(b, "\"", 1);
@@ -243,7 +254,7 @@ char *costs_csv(const struct db_cost_table *t, size_t *len)
   for (c = 0; c < t->ncols; c++) {
     if (c)
       put(&b, ",", 1);
-    put_field(&b, t->cols[c]);
+    put_field(&b, t->cols[c], true);
   }
   put(&b, "\r\n", 2);
   json_array_foreach (t->rows, i, row) {
@@ -251,7 +262,7 @@ char *costs_csv(const struct db_cost_table *t, size_t *len)
       const char *s = json_string_value(json_array_get(row, (size_t)c));
       if (c)
         put(&b, ",", 1);
-      put_field(&b, s ? s : "");
+      put_field(&b, s ? s : "", t->kind[c] == DB_COST_TEXT);
     }
     put(&b, "\r\n", 2);
   }
@@ -279,7 +290,7 @@ json_t *costs_json_rows(const struct db_cost_table *t)
       if (!s)
         v = json_null();
       else if (t->kind[c] == DB_COST_NUMBER)
-        v = json_real(strtod(s, NULL));
+        v = jsonx_decimal(s);
       else if (t->kind[c] == DB_COST_INTEGER)
         v = json_integer(strtoll(s, NULL, 10));
       else
@@ -382,17 +393,21 @@ static enum gg_code reply_csv(struct gg_req *req, const struct db_cost_table *t)
 }
 
 /*
- * Reply with {"from", "to", [extra (stolen) members,] "rows", "totals"};
- * totals is an array, or with single_total the one object of its table.
+ * Reply with {"from", "to", [extra (stolen) members,] "rows", "totals"
+ * [, "budget" (borrowed)]}; totals is an array, or with single_total the
+ * one object of its table. Written by jsonx_dumps(): numbers exact.
  */
 static enum gg_code reply_json(struct gg_req *req,
                                const struct db_cost_query *q, json_t *extra,
                                const struct db_cost_table *rows,
                                const struct db_cost_table *totals,
-                               bool single_total)
+                               bool single_total, json_t *budget)
 {
   json_t *out = json_pack("{s:s, s:s}", "from", q->from, "to", q->to);
   json_t *r = costs_json_rows(rows), *t = costs_json_rows(totals);
+  enum gg_code code;
+  char *text;
+  size_t len = 0;
 
   if (out && extra)
     json_object_update(out, extra);
@@ -410,7 +425,16 @@ static enum gg_code reply_json(struct gg_req *req,
   } else {
     json_object_set_new(out, "totals", t);
   }
-  req_reply(req, 200, out);
+  if (budget)
+    json_object_set(out, "budget", budget);
+  text = jsonx_dumps(out, GG_JSON_DUMP, &len);
+  json_decref(out);
+  if (!text)
+    return problem_fail(req, GG_INTERNAL, "Out of memory.");
+  code = req_reply_text(req, 200, "application/json", text, len);
+  free(text);
+  if (code != GG_OK)
+    return problem_fail(req, code, "Out of memory.");
   return GG_OK;
 }
 
@@ -442,9 +466,7 @@ static enum gg_code report(struct gg_req *req, const char *team)
     if (q.dims[d])
       json_array_append_new(dims, json_string(db_cost_dim_names[d]));
   extra = json_pack("{s:o}", "group_by", dims);
-  reply_json(req, &q, extra, &rows, &totals, false);
-  if (req->reply && budget)
-    json_object_set(req->reply, "budget", budget);
+  reply_json(req, &q, extra, &rows, &totals, false, budget);
 out:
   json_decref(budget);
   db_cost_table_free(&rows);
@@ -484,7 +506,7 @@ static enum gg_code flat_report(
   if (fmt == COSTS_CSV)
     reply_csv(req, &rows);
   else
-    reply_json(req, &q, NULL, &rows, &totals, single_total);
+    reply_json(req, &q, NULL, &rows, &totals, single_total, NULL);
 out:
   db_cost_table_free(&rows);
   db_cost_table_free(&totals);

@@ -45,7 +45,11 @@ enum costs_format costs_accept(const char *accept);
 /*
  * The table as CSV (RFC 4180): one header row of column names, then the
  * rows, CRLF after each; fields holding a comma, quote, CR or LF are
- * quoted, with quotes doubled; null cells are empty. Returns a new buffer
+ * quoted, with quotes doubled; null cells are empty. A text cell (or
+ * column name) starting with '=', '+', '-', '@', tab or CR — a formula to
+ * a spreadsheet — is prefixed with a single quote and quoted (OWASP CSV
+ * injection); number columns are written as PostgreSQL printed them, so a
+ * credit stays -357.28. Returns a new buffer
  * (free() it), NUL-terminated, with its length in *len; NULL when out of
  * memory. t is borrowed.
  */
@@ -53,8 +57,9 @@ char *costs_csv(const struct db_cost_table *t, size_t *len);
 
 /*
  * The table's rows as an array of objects keyed by column name in column
- * order; numbers become JSON numbers. Returns a new reference, NULL when
- * out of memory. t is borrowed.
+ * order; numbers become exact decimals (server/jsonx.h: write the tree
+ * with jsonx_dumps()), integers JSON integers. Returns a new reference, NULL
+ * when out of memory. t is borrowed.
  */
 json_t *costs_json_rows(const struct db_cost_table *t);
 

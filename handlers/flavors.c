@@ -7,8 +7,10 @@
 #include "handlers/admin.h"
 #include "handlers/handlers.h"
 #include "server/problem.h"
+#include "server/rfc3339.h"
 
-#define FLEX_START_MAX_RUN_S 604800 /* DWS Flex Start: at most 7 days */
+#define FLEX_START_MAX_RUN_S 604800   /* DWS Flex Start: at most 7 days */
+#define CALENDAR_MAX_WINDOW_S 7776000 /* DWS Calendar: at most 90 days */
 
 static const char *const models[] = {"RESERVATION", "STANDARD", "SPOT",
                                      "FLEX_START", NULL};
@@ -59,7 +61,76 @@ static const struct v_field fields[] = {
      .min = 1,
      .max = 604800,
      .dflt = "7200"},
+    /* DWS Calendar mode: checked and normalised by window_check() */
+    {.key = "available_from", .type = V_STRING, .flags = V_NULLABLE, .max = 64},
+    {.key = "available_until",
+     .type = V_STRING,
+     .flags = V_NULLABLE,
+     .max = 64},
     {.key = NULL}};
+
+/*
+ * A Calendar-mode capacity window: RESERVATION only, both ends or none,
+ * RFC 3339, from before until, at most 90 days long (DWS Calendar's
+ * limit). Stored normalised to UTC ("2026-12-01T08:00:00Z"); null or
+ * absent ends are dropped, so a flavor without a window has neither key.
+ */
+static void window_check(struct gg_req *req, json_t *spec, bool reserved)
+{
+  static const char *const keys[2] = {"available_from", "available_until"};
+  const char *text[2];
+  int64_t t[2] = {0, 0};
+  bool bad = false, semantic = false;
+  int i;
+
+  for (i = 0; i < 2; i++) {
+    text[i] = json_string_value(json_object_get(spec, keys[i]));
+    if (!text[i])
+      json_object_del(spec, keys[i]);
+  }
+  if (!text[0] && !text[1])
+    return;
+  for (i = 0; i < 2; i++) {
+    if (!text[i]) {
+      problem_field(req, keys[i],
+                    "is required with %s (a window has both ends)",
+                    keys[1 - i]);
+      semantic = bad = true;
+    } else if (rfc3339_parse(text[i], i == 0, &t[i])) {
+      problem_field(req, keys[i],
+                    "must be an RFC 3339 date-time with a time zone, such as "
+                    "\"2026-12-01T08:00:00Z\"");
+      bad = true;
+    }
+  }
+  if (!reserved) {
+    problem_field(req, keys[text[0] ? 0 : 1],
+                  "is only allowed when provisioning_model is RESERVATION "
+                  "(a DWS Calendar-mode booking)");
+    semantic = bad = true;
+  }
+  if (!bad && t[1] <= t[0]) {
+    problem_field(req, "available_until", "must be after available_from");
+    semantic = bad = true;
+  } else if (!bad && t[1] - t[0] > CALENDAR_MAX_WINDOW_S) {
+    problem_field(req, "available_until",
+                  "must be at most 90 days (%d s) after available_from, the "
+                  "longest DWS Calendar-mode booking",
+                  CALENDAR_MAX_WINDOW_S);
+    semantic = bad = true;
+  }
+  if (semantic)
+    problem_fail(req, GG_UNPROCESSABLE,
+                 "The flavor's capacity window is not one DWS Calendar mode "
+                 "can book; see errors.");
+  if (bad)
+    return;
+  for (i = 0; i < 2; i++) {
+    char norm[RFC3339_LEN];
+    rfc3339_format(t[i], norm);
+    json_object_set_new(spec, keys[i], json_string(norm));
+  }
+}
 
 static void check(struct gg_req *req, json_t *spec)
 {
@@ -98,6 +169,7 @@ static void check(struct gg_req *req, json_t *spec)
   if (json_is_null(json_object_get(spec, "on_demand_price_per_gpu_hour_usd")))
     json_object_set(spec, "on_demand_price_per_gpu_hour_usd",
                     json_object_get(spec, "price_per_gpu_hour_usd"));
+  window_check(req, spec, reserved);
 }
 
 static const struct admin_kind kind = {DB_FLAVOR, "name", NULL,

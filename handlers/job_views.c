@@ -102,7 +102,7 @@ static enum gg_code list(struct gg_req *req, const char *team,
 {
   const char *name = req_query(req, "name");
   struct db_job_filter f;
-  char lkey[64] = "", num[24], cursor[64];
+  char lkey[64] = "", num[24], cursor[V_CURSOR_MAX];
   json_t *items = NULL;
   int64_t next = 0;
   enum gg_code code;
@@ -121,7 +121,10 @@ static enum gg_code list(struct gg_req *req, const char *team,
     return code;
   if (next) {
     snprintf(num, sizeof(num), "%lld", (long long)next);
-    v_cursor(num, cursor, sizeof(cursor));
+    if (!v_cursor(req, num, cursor, sizeof(cursor))) {
+      json_decref(items);
+      return problem_fail(req, GG_INTERNAL, "The cursor could not be made.");
+    }
     req_reply(req, 200,
               json_pack("{s:o, s:s}", "items", items, "next_cursor", cursor));
   } else {

@@ -3,72 +3,133 @@
  * Batch job state changes, so a job's state moves without waiting for the
  * next sync.
  *
- * Pub/Sub push carries no gpugate JWT: the subscription's push endpoint
- * carries the shared secret (GPUGATE_PUBSUB_PUSH_SECRET_FILE) as
- * `?token=` or as `Authorization: Bearer`. Messages gpugate does not know
- * are acknowledged (204) so that Pub/Sub does not redeliver them.
+ * The route is public in the route table and authenticates here, in one of
+ * two ways:
+ * - Google's OIDC push authentication (production): `Authorization: Bearer`
+ *   holds a Google-signed ID token, verified against Google's JWKS
+ *   (GPUGATE_PUBSUB_JWKS_URL) with aud GPUGATE_PUBSUB_AUDIENCE and email
+ *   GPUGATE_PUBSUB_SERVICE_ACCOUNT (server/oidc.c, batch/jwks.c);
+ * - the shared secret GPUGATE_PUBSUB_PUSH_SECRET_FILE as `?token=` in the
+ *   push endpoint's URL (local use only: proxies and load balancers log
+ *   URLs).
+ * A bearer token is only ever checked as an OIDC token.
+ *
+ * Pub/Sub redelivers anything not answered 2xx, so only a transient failure
+ * (the database) is 503. Messages that are not job state changes of
+ * gpugate's Batch jobs, and malformed ones, are acknowledged (204) and
+ * counted in gpugate_pubsub_pushes_total{outcome}.
  */
 #include <openssl/crypto.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "batch/jwks.h"
 #include "db/batch.h"
 #include "handlers/handlers.h"
+#include "handlers/notifications_parse.h"
 #include "server/log.h"
+#include "server/metrics.h"
+#include "server/oidc.h"
 #include "server/problem.h"
 
 /* Constant-time comparison of the presented secret. */
 static bool secret_ok(const char *want, const char *given)
 {
-  size_t n = strlen(want);
+  size_t n;
 
-  if (!given || strlen(given) != n || n == 0)
+  if (!want || !given)
+    return false;
+  n = strlen(want);
+  if (strlen(given) != n || n == 0)
     return false;
   return CRYPTO_memcmp(want, given, n) == 0;
 }
 
-static const char *presented(struct gg_req *req)
+static char *jwks_key(const char *kid, void *ud, char *err, size_t errlen)
 {
-  const char *auth = req_header(req, "Authorization");
+  const struct config *cfg = ud;
 
-  if (auth && !strncmp(auth, "Bearer ", 7))
-    return auth + 7;
-  return req_query(req, "token");
+  return jwks_key_pem(cfg->pubsub_jwks_url, kid, time(NULL), err, errlen);
+}
+
+/* Whether the push is authenticated; the reason for the log otherwise. */
+static bool authenticated(struct gg_req *req, const char **why)
+{
+  const struct config *cfg = req->cfg;
+  const char *auth = req_header(req, "Authorization");
+  struct oidc_want want;
+
+  if (!cfg) {
+    *why = "not configured";
+    return false;
+  }
+  if (auth) {
+    if (strncmp(auth, "Bearer ", 7) != 0) {
+      *why = "not a bearer token";
+      return false;
+    }
+    if (!cfg->pubsub_audience[0]) {
+      *why = "OIDC push authentication is not configured";
+      return false;
+    }
+    want.audience = cfg->pubsub_audience;
+    want.email = cfg->pubsub_service_account;
+    want.leeway_s = cfg->jwt_leeway_s;
+    return oidc_verify(auth + 7, &want, time(NULL), jwks_key, (void *)cfg,
+                       why) == 0;
+  }
+  if (secret_ok(cfg->pubsub_push_secret, req_query(req, "token")))
+    return true;
+  *why = "no OIDC token and no valid ?token= secret";
+  return false;
+}
+
+static enum gg_code ack(struct gg_req *req, const char *outcome)
+{
+  metrics_pubsub_push(outcome);
+  req_reply(req, 204, NULL);
+  return GG_OK;
 }
 
 enum gg_code batch_notifications(struct gg_req *req)
 {
-  const char *secret = req->cfg ? req->cfg->pubsub_push_secret : NULL;
-  json_t *attrs;
-  const char *name, *state, *type;
+  struct push_msg msg;
   struct db_conn *db;
+  const char *why = NULL;
   char err[256];
 
-  if (!secret || !secret_ok(secret, presented(req)))
+  if (!authenticated(req, &why)) {
+    metrics_pubsub_push("unauthorized");
+    log_msg(LOG_INFO, "push refused: %s", why ? why : "unauthenticated");
+    req_add_header(req, "WWW-Authenticate", "Bearer error=\"invalid_token\"");
     return problem_fail(req, GG_UNAUTHORIZED,
-                        "The push endpoint's shared secret is missing or "
-                        "wrong.");
-  attrs = json_object_get(json_object_get(req->json, "message"), "attributes");
-  if (!json_is_object(attrs)) {
-    problem_field(req, "message.attributes", "is required");
-    return problem_fail(req, GG_BAD_REQUEST,
-                        "The body is not a Pub/Sub push message.");
+                        "The push is not authenticated: a Google-signed OIDC "
+                        "token for this audience and service account, or "
+                        "the endpoint's ?token= secret, is required.");
   }
-  type = json_string_value(json_object_get(attrs, "Type"));
-  name = json_string_value(json_object_get(attrs, "JobName"));
-  state = json_string_value(json_object_get(attrs, "NewJobState"));
-  if ((type && strcmp(type, "JOB_STATE_CHANGED") != 0) || !name || !state) {
-    req_reply(req, 204, NULL); /* not a job state change: acknowledge */
-    return GG_OK;
+  switch (notifications_parse_envelope(req->json, &msg)) {
+  case PUSH_JOB_STATE:
+    break;
+  case PUSH_IGNORED:
+    return ack(req, "ignored");
+  case PUSH_FOREIGN:
+    return ack(req, "foreign");
+  case PUSH_MALFORMED:
+    log_msg(LOG_INFO, "push acknowledged and dropped: %s", msg.why);
+    return ack(req, "malformed");
   }
   db = req_db(req);
-  if (!db)
+  if (!db) {
+    metrics_pubsub_push("failed");
     return problem_fail(req, GG_UNAVAILABLE, "The database is not reachable.");
-  if (db_batch_observe(db, name, state, err, sizeof(err)) < 0) {
-    log_msg(LOG_WARN, "notification for %s not applied: %s", name, err);
+  }
+  if (db_batch_observe(db, msg.job_name, msg.state, err, sizeof(err)) < 0) {
+    metrics_pubsub_push("failed");
+    log_msg(LOG_WARN, "notification for %s not applied: %s", msg.job_name, err);
     return problem_fail(req, GG_UNAVAILABLE,
                         "The state change could not be recorded; Pub/Sub "
                         "will redeliver it.");
   }
-  req_reply(req, 204, NULL);
-  return GG_OK;
+  return ack(req, "applied");
 }

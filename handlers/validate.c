@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "handlers/validate.h"
+#include "server/cursor.h"
 #include "server/problem.h"
 
 bool v_is_name(const char *s)
@@ -370,62 +371,10 @@ bool v_path_name(struct gg_req *req, const char *param)
   return false;
 }
 
-static const char b64url[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
-void v_cursor(const char *name, char *out, size_t outlen)
+bool v_cursor(struct gg_req *req, const char *position, char *out,
+              size_t outlen)
 {
-  const unsigned char *s = (const unsigned char *)name;
-  size_t n = strlen(name), i, o = 0;
-
-  if (outlen == 0)
-    return;
-  for (i = 0; i < n && o + 5 < outlen; i += 3) {
-    unsigned v = (unsigned)s[i] << 16;
-    if (i + 1 < n)
-      v |= (unsigned)s[i + 1] << 8;
-    if (i + 2 < n)
-      v |= s[i + 2];
-    out[o++] = b64url[(v >> 18) & 63];
-    out[o++] = b64url[(v >> 12) & 63];
-    if (i + 1 < n)
-      out[o++] = b64url[(v >> 6) & 63];
-    if (i + 2 < n)
-      out[o++] = b64url[v & 63];
-  }
-  out[o] = '\0';
-}
-
-static int b64val(char c)
-{
-  const char *p = c ? strchr(b64url, c) : NULL;
-
-  return p ? (int)(p - b64url) : -1;
-}
-
-static bool cursor_decode(const char *in, char *out, size_t outlen)
-{
-  size_t n = strlen(in), i, o = 0;
-  unsigned acc = 0;
-  int bits = 0;
-
-  if (n == 0 || n > 100 || n % 4 == 1)
-    return false;
-  for (i = 0; i < n; i++) {
-    int v = b64val(in[i]);
-    if (v < 0)
-      return false;
-    acc = (acc << 6) | (unsigned)v;
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      if (o + 1 >= outlen)
-        return false;
-      out[o++] = (char)((acc >> bits) & 0xff);
-    }
-  }
-  out[o] = '\0';
-  return v_is_name(out);
+  return cursor_for(req, position, out, outlen) == 0;
 }
 
 bool v_page(struct gg_req *req, int *limit, char *after, size_t afterlen)
@@ -446,7 +395,7 @@ bool v_page(struct gg_req *req, int *limit, char *after, size_t afterlen)
       *limit = (int)n;
     }
   }
-  if (c && !cursor_decode(c, after, afterlen)) {
+  if (c && (cursor_read(req, c, after, afterlen) != 0 || !v_is_name(after))) {
     problem_field(req, "cursor", "is not a cursor this API returned");
     ok = false;
   }

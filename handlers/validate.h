@@ -64,14 +64,24 @@ bool v_is_name(const char *s);
  */
 bool v_path_name(struct gg_req *req, const char *param);
 
+/* Room for a cursor from v_cursor(), with its NUL. */
+#define V_CURSOR_MAX 224
+
 /*
- * Parse ?limit= and ?cursor= of a list. cursor_out receives the decoded
- * name to continue after ("" for the first page). Returns false (with the
- * problem recorded) on a bad value.
+ * Parse ?limit= and ?cursor= of a list. after receives the position to
+ * continue after ("" for the first page): the name v_cursor() sealed.
+ * Returns false (with the problem recorded, naming "cursor") on a bad
+ * limit, or a cursor that this deployment did not issue for this very list
+ * (path, team, filters) or that was altered (server/cursor.h).
  */
 bool v_page(struct gg_req *req, int *limit, char *after, size_t afterlen);
 
-/* Encode name as an opaque cursor into out. */
-void v_cursor(const char *name, char *out, size_t outlen);
+/*
+ * Seal position (an object name, or a job sequence number as text) as the
+ * opaque cursor of the list req pages, into out (V_CURSOR_MAX bytes).
+ * False when it does not fit or no key is configured.
+ */
+bool v_cursor(struct gg_req *req, const char *position, char *out,
+              size_t outlen);
 
 #endif

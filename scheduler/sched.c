@@ -117,6 +117,29 @@ static int64_t lendable(const struct sched_quota *q)
   return min64(q->lending_limit, q->nominal);
 }
 
+/*
+ * Capacity windows (DWS Calendar mode). A flavor with a window offers its
+ * quota only inside it (outside, the CQ's quota there is zero: nothing is
+ * admitted nor lent), and takes a job only if the job's longest run ends
+ * by the window's end.
+ */
+static bool window_set(const struct sched_cq_flavor *fl)
+{
+  return fl->window_from != 0 || fl->window_until != 0;
+}
+
+static bool window_open(const struct sched_cq_flavor *fl, int64_t now)
+{
+  return !window_set(fl) || (now >= fl->window_from && now < fl->window_until);
+}
+
+static bool window_fits(const struct sched_cq_flavor *fl, int64_t now,
+                        int64_t max_run_s)
+{
+  return !window_set(fl) || (window_open(fl, now) && max_run_s > 0 &&
+                             max_run_s <= fl->window_until - now);
+}
+
 static bool quota_valid(const struct sched_quota *q)
 {
   return q->nominal >= 0 && q->nominal < QTY_INF &&
@@ -168,6 +191,9 @@ static bool input_valid(const struct sched_input *in)
       for (m = 0; m < k; m++)
         if (cq->flavors[m].flavor == f)
           return false;
+      if (window_set(&cq->flavors[k]) &&
+          cq->flavors[k].window_until <= cq->flavors[k].window_from)
+        return false;
       for (r = 0; r < SCHED_NRES; r++)
         if (!quota_valid(&cq->flavors[k].quota[r]))
           return false;
@@ -529,6 +555,8 @@ static void assign(struct state *s, struct head *h)
 
     if (in->pending[h->job].excluded_flavors & (1u << k))
       continue; /* e.g. none of its regions is one the job allows */
+    if (!window_fits(&cq->flavors[k], in->now, in->pending[h->job].max_run_s))
+      continue; /* capacity window closed, or too short for the job */
     /* the released view too: quota a preemptor waits for (its victims'
      * evictions under way) is not handed to another job meanwhile, or the
      * victims would be readmitted and evicted again cycle after cycle */
@@ -791,7 +819,10 @@ static int state_init(struct state *s, const struct sched_input *in,
       int f = cq->flavors[k].flavor;
 
       for (r = 0; r < SCHED_NRES; r++) {
-        const struct sched_quota *q = &cq->flavors[k].quota[r];
+        static const struct sched_quota closed = {0, 0, 0};
+        const struct sched_quota *q = window_open(&cq->flavors[k], in->now)
+                                          ? &cq->flavors[k].quota[r]
+                                          : &closed;
         size_t x = cell(s, i, f, r);
 
         s->quota[x] = *q;

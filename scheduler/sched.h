@@ -29,6 +29,10 @@ struct sched_quota {
 struct sched_cq_flavor {
   int flavor;                           /* global flavor index */
   struct sched_quota quota[SCHED_NRES]; /* absent resource: all zero */
+  /* DWS Calendar-mode capacity window of the flavor, seconds like now:
+   * its quota counts only in [window_from, window_until), and a job goes
+   * in only if now + its max_run_s ends by window_until. Both 0: none. */
+  int64_t window_from, window_until;
 };
 
 enum sched_strategy { SCHED_BEST_EFFORT_FIFO = 0, SCHED_STRICT_FIFO };
@@ -74,6 +78,8 @@ struct sched_job {
   double estimated_cost;       /* USD, for the budget */
   uint32_t excluded_flavors;   /* bit k: its CQ's flavors[k] cannot take it
                                   (0: any flavor may) */
+  int64_t max_run_s;           /* pending: longest run, seconds (0: unknown,
+                                  kept out of windowed flavors) */
   /* admitted jobs only */
   int flavor;          /* global flavor index it holds quota in */
   int64_t admitted_at; /* seconds */
@@ -133,7 +139,8 @@ struct sched_output {
  * Run one admission cycle. Fills *out with new arrays (free with
  * sched_output_free()). Returns 0, or -1 (and *out empty) on allocation
  * failure or invalid input: an index out of range, a negative amount or
- * weight, a limit below SCHED_UNLIMITED, a flavor listed twice in one CQ.
+ * weight, a limit below SCHED_UNLIMITED, a flavor listed twice in one CQ, a
+ * capacity window that ends before it starts.
  * Thread-safe: touches only its arguments.
  */
 int sched_cycle(const struct sched_input *in, struct sched_output *out);

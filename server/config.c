@@ -11,7 +11,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
+
 #include "server/config.h"
+#include "server/cursor.h"
 #include "server/log.h"
 
 #define SECRET_MAX ((size_t)64 * 1024)
@@ -280,6 +284,96 @@ static int parse_origins(struct config *cfg, char *err, size_t errlen)
   return 0;
 }
 
+/*
+ * Pub/Sub push with Google's OIDC authentication: the audience and the
+ * service account go together; the JWKS URL has Google's default.
+ */
+static int load_pubsub_oidc(struct config *cfg, char *err, size_t errlen)
+{
+  if (env_str("GPUGATE_PUBSUB_JWKS_URL",
+              "https://www.googleapis.com/oauth2/v3/certs",
+              cfg->pubsub_jwks_url, sizeof(cfg->pubsub_jwks_url), err,
+              errlen) ||
+      env_str("GPUGATE_PUBSUB_AUDIENCE", "", cfg->pubsub_audience,
+              sizeof(cfg->pubsub_audience), err, errlen) ||
+      env_str("GPUGATE_PUBSUB_SERVICE_ACCOUNT", "", cfg->pubsub_service_account,
+              sizeof(cfg->pubsub_service_account), err, errlen))
+    return -1;
+  if (strncmp(cfg->pubsub_jwks_url, "https://", 8) != 0 &&
+      strncmp(cfg->pubsub_jwks_url, "http://", 7) != 0) {
+    snprintf(err, errlen,
+             "GPUGATE_PUBSUB_JWKS_URL: expected an http(s) URL, got \"%s\"",
+             cfg->pubsub_jwks_url);
+    return -1;
+  }
+  if (*cfg->pubsub_audience && !*cfg->pubsub_service_account) {
+    snprintf(err, errlen,
+             "GPUGATE_PUBSUB_SERVICE_ACCOUNT: required with "
+             "GPUGATE_PUBSUB_AUDIENCE");
+    return -1;
+  }
+  if (*cfg->pubsub_service_account && !*cfg->pubsub_audience) {
+    snprintf(err, errlen,
+             "GPUGATE_PUBSUB_AUDIENCE: required with "
+             "GPUGATE_PUBSUB_SERVICE_ACCOUNT");
+    return -1;
+  }
+  if (*cfg->pubsub_service_account &&
+      !strchr(cfg->pubsub_service_account, '@')) {
+    snprintf(err, errlen,
+             "GPUGATE_PUBSUB_SERVICE_ACCOUNT: expected an email, got \"%s\"",
+             cfg->pubsub_service_account);
+    return -1;
+  }
+  return 0;
+}
+
+/*
+ * The key of list cursors: from GPUGATE_CURSOR_KEY_FILE, else derived from
+ * the HS256 JWT secret (both with a domain separator, so replicas sharing
+ * the secret agree), else random for this process (cursors then do not
+ * survive a restart or cross replicas).
+ */
+static int load_cursor_key(struct config *cfg, char *err, size_t errlen)
+{
+  const char *path = getenv("GPUGATE_CURSOR_KEY_FILE");
+  int rc = -1;
+
+  if (path && *path) {
+    size_t len = 0;
+    char *s = config_read_file(path, SECRET_MAX, &len);
+    if (!s) {
+      snprintf(err, errlen, "GPUGATE_CURSOR_KEY_FILE: cannot read \"%s\": %s",
+               path, strerror(errno));
+      return -1;
+    }
+    chomp(s, &len);
+    if (len >= 32)
+      rc = cursor_derive_key((unsigned char *)s, len, cfg->cursor_key);
+    OPENSSL_cleanse(s, len);
+    free(s);
+    if (rc != 0) {
+      snprintf(err, errlen,
+               "GPUGATE_CURSOR_KEY_FILE: \"%s\" must hold at least 32 bytes",
+               path);
+      return -1;
+    }
+    snprintf(cfg->cursor_key_source, sizeof(cfg->cursor_key_source), "file");
+  } else if (cfg->hs256_secret &&
+             cursor_derive_key(cfg->hs256_secret, cfg->hs256_secret_len,
+                               cfg->cursor_key) == 0) {
+    snprintf(cfg->cursor_key_source, sizeof(cfg->cursor_key_source),
+             "jwt-secret");
+  } else if (RAND_bytes(cfg->cursor_key, (int)sizeof(cfg->cursor_key)) == 1) {
+    snprintf(cfg->cursor_key_source, sizeof(cfg->cursor_key_source), "random");
+  } else {
+    snprintf(err, errlen, "GPUGATE_CURSOR_KEY_FILE: no random bytes");
+    return -1;
+  }
+  cfg->cursor_key_set = true;
+  return 0;
+}
+
 int config_load(struct config *cfg, char *err, size_t errlen)
 {
   static const char *const backends[] = {"none", "gcp", NULL};
@@ -377,10 +471,17 @@ int config_load(struct config *cfg, char *err, size_t errlen)
     chomp(cfg->pubsub_push_secret, &len);
   }
 
+  if (load_pubsub_oidc(cfg, err, errlen))
+    return -1;
+
   if (env_long("GPUGATE_ADMISSION_INTERVAL_MS", 1000, 10, 3600000,
                &cfg->admission_interval_ms, err, errlen) ||
       env_long("GPUGATE_SYNC_INTERVAL_MS", 10000, 100, 3600000,
                &cfg->sync_interval_ms, err, errlen))
+    return -1;
+  /* at most the longest capacity window (DWS Calendar: 90 days) */
+  if (env_long("GPUGATE_CAPACITY_WINDOW_GRACE_S", 600, 0, 7776000,
+               &cfg->capacity_window_grace_s, err, errlen))
     return -1;
   if (parse_origins(cfg, err, errlen))
     return -1;
@@ -407,6 +508,8 @@ int config_load(struct config *cfg, char *err, size_t errlen)
   if (env_str("GPUGATE_PORT_FILE", "", cfg->port_file, sizeof(cfg->port_file),
               err, errlen))
     return -1;
+  if (load_cursor_key(cfg, err, errlen))
+    return -1;
   return 0;
 }
 
@@ -416,6 +519,7 @@ void config_free(struct config *cfg)
 
   free(cfg->database_url);
   free(cfg->direct_database_url);
+  OPENSSL_cleanse(cfg->cursor_key, sizeof(cfg->cursor_key));
   if (cfg->hs256_secret) {
     memset(cfg->hs256_secret, 0, cfg->hs256_secret_len);
     free(cfg->hs256_secret);

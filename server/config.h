@@ -48,14 +48,21 @@ struct config {
   char gcp_token_source[16]; /* "metadata" | "key-file" | "none" */
   char gcp_key_file[512];
   char metadata_host[256];
-  char *pubsub_push_secret;        /* owned; NULL when not configured */
-  char batch_pubsub_topic[256];    /* "" = Batch publishes nothing */
-  char batch_service_account[256]; /* "" = the project's default */
-  char *direct_database_url;       /* owned: session connection for the
-                                      loops, leader lock and migrations */
+  char *pubsub_push_secret;     /* owned; NULL when not configured */
+  unsigned char cursor_key[32]; /* list cursors (server/cursor.h) */
+  bool cursor_key_set;
+  char cursor_key_source[16];       /* "file", "jwt-secret" or "random" */
+  char pubsub_jwks_url[512];        /* Google's OIDC signing keys */
+  char pubsub_audience[512];        /* "" = OIDC push not configured */
+  char pubsub_service_account[256]; /* required email of push tokens */
+  char batch_pubsub_topic[256];     /* "" = Batch publishes nothing */
+  char batch_service_account[256];  /* "" = the project's default */
+  char *direct_database_url;        /* owned: session connection for the
+                                       loops, leader lock and migrations */
 
   long admission_interval_ms;
   long sync_interval_ms;
+  long capacity_window_grace_s; /* evict this long before a window ends */
 
   char *cors_origins[CONFIG_MAX_ORIGINS]; /* owned */
   int n_cors_origins;

@@ -23,6 +23,7 @@
 
 #include "db/db.h"
 #include "db/sched.h"
+#include "db/window.h"
 #include "scheduler/sched.h"
 #include "server/log.h"
 #include "server/loop.h"
@@ -265,10 +266,17 @@ static int cycle(struct loop *l)
   bool batch = strcmp(l->cfg->batch_backend, "gcp") == 0;
   char err[256] = "";
   long long t0 = now_ms();
+  json_t *window_cqs = json_array(); /* evicted by windows: metrics */
+  size_t i;
 
   memset(&out, 0, sizeof(out));
   memset(&stats, 0, sizeof(stats));
+  if (!window_cqs)
+    goto fail;
+  /* capacity windows closing: evict first, so the load sees it */
   if (db_sched_lock(&l->conn, err, sizeof(err)) ||
+      db_window_evict(&l->conn, l->cfg->capacity_window_grace_s, batch,
+                      window_cqs, err, sizeof(err)) < 0 ||
       db_sched_load(&l->conn, &state, err, sizeof(err)))
     goto fail;
   if (sched_cycle(&state.in, &out) != 0) {
@@ -288,6 +296,10 @@ static int cycle(struct loop *l)
     goto fail;
   }
   metrics_admission_cycle((double)(now_ms() - t0) / 1000.0);
+  for (i = 0; i < json_array_size(window_cqs); i++)
+    metrics_evicted(json_string_value(json_array_get(window_cqs, i)),
+                    DB_WINDOW_REASON);
+  json_decref(window_cqs);
   record_cycle(l, &state, &out, &stats);
   free(stats.admission_written);
   free(stats.eviction_written);
@@ -305,6 +317,7 @@ static int cycle(struct loop *l)
   /* requeued victims and their preemptors are decided in the next cycle */
   return stats.requeued > 0 ? 1 : 0;
 fail:
+  json_decref(window_cqs);
   db_rollback(&l->conn);
   log_msg(LOG_WARN, "admission: cycle failed: %s", err);
   return -1;

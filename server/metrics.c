@@ -294,6 +294,17 @@ static struct family billing_rows = {
     NULL,
     0,
     0};
+static struct family pubsub_pushes = {
+    "gpugate_pubsub_pushes_total",
+    "counter",
+    "Pub/Sub push deliveries to /v1/batch/notifications by outcome: applied, "
+    "ignored (not a job state change), foreign (not a gpugate job), "
+    "malformed (acknowledged, never retried), unauthorized (401), failed "
+    "(503: retried by Pub/Sub).",
+    false,
+    NULL,
+    0,
+    0};
 static struct family team_cost = {
     "gpugate_team_month_net_cost_usd",
     "gauge",
@@ -386,6 +397,15 @@ void metrics_billing_rows(long n)
     return;
   lb_init(&l);
   add(&billing_rows, &l, (double)n, false);
+}
+
+void metrics_pubsub_push(const char *outcome)
+{
+  struct lbuf l;
+
+  lb_init(&l);
+  lb_add(&l, "outcome", outcome);
+  add(&pubsub_pushes, &l, 1, false);
 }
 
 void metrics_admission_cycle(double seconds)
@@ -773,6 +793,7 @@ char *metrics_render(void)
   family(&o, &batch_requests);
   family(&o, &dispatch_backlog);
   family(&o, &billing_rows);
+  family(&o, &pubsub_pushes);
   family(&o, &team_cost);
   pthread_mutex_unlock(&lock);
   process_metrics(&o);
@@ -788,7 +809,7 @@ void metrics_reset(void)
   struct family *all[] = {&http_requests, &pending_jobs,   &admitted_jobs,
                           &evicted_jobs,  &cq_usage,       &cq_nominal,
                           &cq_borrowing,  &batch_requests, &dispatch_backlog,
-                          &billing_rows,  &team_cost};
+                          &billing_rows,  &team_cost,      &pubsub_pushes};
   size_t i;
 
   pthread_mutex_lock(&lock);

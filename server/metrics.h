@@ -38,6 +38,10 @@ void metrics_dispatch_backlog(long rows);
 /* Billing export rows stored (new rows only; n <= 0 is ignored). */
 void metrics_billing_rows(long n);
 
+/* One Pub/Sub push by outcome: applied, ignored, foreign, malformed,
+ * unauthorized, failed (a fixed list: see handlers/notifications.c). */
+void metrics_pubsub_push(const char *outcome);
+
 /* One admission cycle: how long it took, admissions and evictions. */
 void metrics_admission_cycle(double seconds);
 void metrics_admitted(const char *cluster_queue, const char *flavor);

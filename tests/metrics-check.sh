@@ -56,6 +56,7 @@ families=(
   "gpugate_batch_requests_total counter"
   "gpugate_dispatch_backlog gauge"
   "gpugate_billing_rows_ingested_total counter"
+  "gpugate_pubsub_pushes_total counter"
   "gpugate_team_month_net_cost_usd gauge"
 )
 

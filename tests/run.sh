@@ -3,9 +3,9 @@
 #
 # Installs what is missing, builds with -Werror, runs the unit tests, the
 # same unit tests under ASan+UBSan, the integration tests against a
-# throwaway PostgreSQL cluster, the OpenAPI checks, the web console in
-# headless Chromium, format and lint. Each
-# step's result is counted; the last line is "N passed, N failed".
+# throwaway PostgreSQL cluster, each libFuzzer harness for 10 s, the
+# OpenAPI checks, the web console in headless Chromium, format and lint.
+# Each step's result is counted; the last line is "N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -88,6 +88,14 @@ if uri=$(tests/pg.sh start "$pgdir" 2>"$workdir/pg-start.log"); then
 else
   failed=$((failed + 1)); failures+=("postgresql start"); cat "$workdir/pg-start.log"
 fi
+
+# libFuzzer harnesses (tests/fuzz), each for a short fixed budget
+step fuzz-build make -j2 fuzz-build
+for harness in tests/fuzz/fuzz_*.c; do
+  harness=${harness#tests/fuzz/fuzz_}
+  harness=${harness%.c}
+  step "fuzz-$harness" tests/fuzz/run.sh 10 "$harness"
+done
 
 step openapi tests/openapi-check.sh
 step docs tests/docs-check.sh

@@ -55,7 +55,7 @@ async function submitJob(tok, team, name, extra = {}) {
   return r.json;
 }
 
-async function open(tok, hash = '', viewport = { width: 1280, height: 900 }) {
+async function open(tok, hash = '', viewport = { width: 1280, height: 900 }, waitOverview = true) {
   const context = await browser.newContext({ viewport, timezoneId: 'Europe/Amsterdam', locale: 'en-US', acceptDownloads: true });
   const page = await context.newPage();
   page.on('request', (r) => {
@@ -66,7 +66,7 @@ async function open(tok, hash = '', viewport = { width: 1280, height: 900 }) {
   page.on('pageerror', (e) => pageErrors.push(String(e)));
   page.on('dialog', (d) => { dialogs.push(d.message()); d.dismiss(); });
   await page.goto(`${base}/${tok ? `#token=${tok}` : ''}`);
-  if (tok) await page.waitForSelector('[data-view="overview"][data-ready]');
+  if (tok && waitOverview) await page.waitForSelector('[data-view="overview"][data-ready]');
   if (hash) {
     await page.evaluate((h) => { location.hash = h; }, hash);
   }
@@ -449,9 +449,11 @@ test('usable at phone width', async () => {
 });
 
 test('an expired token returns to sign-in; a bad pasted token is refused', async () => {
-  const short = token('team-a', 'member', 3);
-  const { page, context } = await open(short);
-  await page.waitForSelector('[data-view="signin"]', { timeout: 15000 });
+  const short = token('team-a', 'member', 4);
+  const { page, context } = await open(short, '', undefined, false);
+  /* signed in first (who you are is shown), then out at expiry */
+  await page.waitForSelector('#who .who-id');
+  await page.waitForSelector('[data-view="signin"]', { timeout: 20000 });
   assert.match(await page.textContent('[data-view="signin"]'), /expired/i);
   assert.equal(await page.evaluate(() => sessionStorage.getItem('gpugate.token')), null);
   await shoot(page, 'signin-expired');

@@ -50,6 +50,10 @@ static const struct key keys[] = {
     {"EMU_SA_PUBLIC_KEY", FIELD(sa_public_key), NOLIMIT, K_STR, false},
     {"EMU_SA_EMAIL", FIELD(sa_email), NOLIMIT, K_STR, true},
     {"EMU_TOKEN_URI", FIELD(token_uri), NOLIMIT, K_STR, true},
+    {"EMU_OIDC_KEY", FIELD(oidc_key), NOLIMIT, K_STR, false},
+    {"EMU_PUSH_AUDIENCE", FIELD(push_audience), NOLIMIT, K_STR, true},
+    {"EMU_PUSH_SERVICE_ACCOUNT", FIELD(push_service_account), NOLIMIT, K_STR,
+     true},
     {"EMU_LOG_LEVEL", FIELD(log_level), NOLIMIT, K_STR, false},
     {"EMU_EXIT_WITH_PARENT", FIELD(exit_with_parent), NOLIMIT, K_BOOL, false},
 };
@@ -65,6 +69,8 @@ static void defaults(struct emu_config *c)
   snprintf(c->listen, sizeof(c->listen), "127.0.0.1:0");
   snprintf(c->project, sizeof(c->project), "test-project");
   snprintf(c->log_level, sizeof(c->log_level), "info");
+  snprintf(c->push_service_account, sizeof(c->push_service_account),
+           "batch-push@test-project.iam.gserviceaccount.com");
   c->run_ms = 2000;
   c->flex_wait_ms = 1000;
   c->start_ms = 100;

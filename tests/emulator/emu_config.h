@@ -40,6 +40,10 @@ struct emu_config {
   char sa_public_key[512];     /* path of a PEM public key; "" = not verified */
   char sa_email[256];          /* expected JWT iss; "" = any */
   char token_uri[512];         /* expected JWT aud; "" = http://{Host}/token */
+  char oidc_key[512];          /* private RSA PEM signing pushes; "" = one
+                                  made at start */
+  char push_audience[512];     /* "" = pushes carry no OIDC token */
+  char push_service_account[256]; /* the pushes' token email */
   char log_level[16];
   bool exit_with_parent;
 };

@@ -19,6 +19,7 @@
 #include "tests/emulator/emu_control.h"
 #include "tests/emulator/emu_fault.h"
 #include "tests/emulator/emu_http.h"
+#include "tests/emulator/emu_oidc.h"
 #include "tests/emulator/emu_record.h"
 #include "tests/emulator/emu_token.h"
 #include "tests/emulator/emu_util.h"
@@ -305,6 +306,9 @@ static enum MHD_Result send_reply(struct MHD_Connection *conn,
                             "Bearer realm=\"https://accounts.google.com/\"");
   if (r->status == 405 && r->allow[0])
     MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
+  if (r->cache_control)
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL,
+                            r->cache_control);
   ret = MHD_queue_response(conn, r->status, resp);
   MHD_destroy_response(resp);
   return ret;

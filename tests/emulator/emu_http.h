@@ -42,6 +42,7 @@ struct emu_req {
   char retry_after[24];     /* "" = none */
   char allow[128];          /* 405: the methods the path allows */
   bool www_authenticate;
+  const char *cache_control; /* static string; NULL = none */
 
   /* for the request log */
   long long started_ms;

@@ -5,7 +5,9 @@
  * hashes to, so they arrive in the order its states changed. A delivery
  * answered with anything but 2xx (or not answered) is retried a few times,
  * like a Pub/Sub push subscription would; after that it is counted as
- * failed and dropped.
+ * failed and dropped. With EMU_PUSH_AUDIENCE set, every delivery carries
+ * `Authorization: Bearer` with a fresh ID token signed by the emulator's
+ * OIDC key (emu_oidc.c), as a push subscription with authentication does.
  */
 #include <curl/curl.h>
 #include <pthread.h>
@@ -16,6 +18,7 @@
 
 #include "server/log.h"
 #include "tests/emulator/emu_config.h"
+#include "tests/emulator/emu_oidc.h"
 #include "tests/emulator/emu_push.h"
 #include "tests/emulator/emu_util.h"
 
@@ -112,19 +115,36 @@ static size_t discard(char *p, size_t size, size_t n, void *ud)
   return size * n;
 }
 
-static bool deliver(CURL *c, struct curl_slist *hl, const char *url,
-                    const char *body)
+static bool deliver(CURL *c, struct curl_slist *hl,
+                    const struct emu_config *cfg, const char *body)
 {
+  struct curl_slist *auth = NULL;
   long status = 0;
   CURLcode rc;
 
-  curl_easy_setopt(c, CURLOPT_URL, url);
-  curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
+  if (cfg->push_audience[0]) {
+    char *tok = emu_oidc_token(cfg->push_audience, cfg->push_service_account);
+    size_t n = tok ? strlen(tok) + 32 : 0;
+    char *h = tok ? malloc(n) : NULL;
+    struct curl_slist *i;
+    if (h) {
+      snprintf(h, n, "Authorization: Bearer %s", tok);
+      for (i = hl; i; i = i->next)
+        auth = curl_slist_append(auth, i->data);
+      auth = curl_slist_append(auth, h);
+    }
+    free(h);
+    free(tok);
+  }
+  curl_easy_setopt(c, CURLOPT_URL, cfg->push_url);
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, auth ? auth : hl);
   curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
   curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
   rc = curl_easy_perform(c);
   if (rc == CURLE_OK)
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
+  curl_slist_free_all(auth);
   pthread_mutex_lock(&mu);
   attempts++;
   pthread_mutex_unlock(&mu);
@@ -180,7 +200,7 @@ static void *run(void *arg)
         break;
       if (i)
         emu_sleep_ms(RETRY_MS);
-      ok = deliver(c, hl, cfg.push_url, it->body);
+      ok = deliver(c, hl, &cfg, it->body);
     }
     pthread_mutex_lock(&mu);
     if (ok)

@@ -57,6 +57,7 @@
 #include "tests/emulator/emu_config.h"
 #include "tests/emulator/emu_http.h"
 #include "tests/emulator/emu_jobs.h"
+#include "tests/emulator/emu_oidc.h"
 #include "tests/emulator/emu_push.h"
 #include "tests/emulator/emu_record.h"
 #include "tests/emulator/emu_token.h"
@@ -127,6 +128,11 @@ int main(void)
     fprintf(stderr, "batch_emulator: %s\n", err);
     return EXIT_FAILURE;
   }
+  if (emu_oidc_init(c.oidc_key, err, sizeof(err)) != 0) {
+    fprintf(stderr, "batch_emulator: %s\n", err);
+    emu_token_shutdown();
+    return EXIT_FAILURE;
+  }
 
   /* threads inherit the mask: only sigwait() below sees these */
   sigemptyset(&set);
@@ -165,6 +171,7 @@ out_threads:
   emu_record_free();
   curl_global_cleanup();
 out_token:
+  emu_oidc_shutdown();
   emu_token_shutdown();
   return rc;
 }

@@ -154,6 +154,11 @@ static void setup_budget(void)
   start("it_costs_budget");
 }
 
+static void setup_hostile(void)
+{
+  start("it_costs_hostile");
+}
+
 static void teardown(void)
 {
   h_server_stop(&srv);
@@ -1150,6 +1155,150 @@ START_TEST(budget_hold)
 }
 END_TEST
 
+/* ---- hostile stored data ------------------------------------------------ */
+
+/* In line (owned, NUL-terminated), replace the first `from` by `to`;
+ * returns a new buffer and frees line. */
+static char *replace1(char *line, const char *from, const char *to)
+{
+  char *at = strstr(line, from), *out;
+  size_t a, n;
+
+  ck_assert_msg(at != NULL, "\"%s\" not in %s", from, line);
+  a = (size_t)(at - line);
+  n = strlen(line) - strlen(from) + strlen(to) + 1;
+  out = malloc(n);
+  ck_assert_ptr_nonnull(out);
+  snprintf(out, n, "%.*s%s%s", (int)a, line, to, at + strlen(from));
+  free(line);
+  return out;
+}
+
+/* 1.0e308 written out: a double holds it, but not two of them summed. */
+#define E300                                                                   \
+  "1"                                                                          \
+  "0000000000"                                                                 \
+  "0000000000"                                                                 \
+  "0000000000"                                                                 \
+  "0000000000"                                                                 \
+  "0000000000"                                                                 \
+  "0000000000"                                                                 \
+  "0000000000"                                                                 \
+  "0000000000"                                                                 \
+  "0000000000"                                                                 \
+  "0000000000"                                                                 \
+  "0000000000"                                                                 \
+  "0000000000"                                                                 \
+  "0000000000"                                                                 \
+  "0000000000"                                                                 \
+  "0000000000"                                                                 \
+  "0000000000"                                                                 \
+  "0000000000"                                                                 \
+  "0000000000"                                                                 \
+  "0000000000"                                                                 \
+  "0000000000"                                                                 \
+  "0000000000"                                                                 \
+  "0000000000"                                                                 \
+  "0000000000"                                                                 \
+  "0000000000"                                                                 \
+  "0000000000"                                                                 \
+  "0000000000"                                                                 \
+  "0000000000"                                                                 \
+  "0000000000"                                                                 \
+  "0000000000"                                                                 \
+  "0000000000"
+#define E308 E300 "00000000"
+
+/*
+ * Billing rows hold a SKU description that is a spreadsheet formula and two
+ * costs of 1e308 each: every report still answers (the sum 2e308 is exact
+ * in JSON, where a double would be inf), and the CSV neutralises the
+ * formula while the negative credits stay numbers.
+ */
+START_TEST(hostile_rows_reports_answer)
+{
+  char path[160], want[400];
+  struct bg_data rows = {NULL, 0, 0};
+  struct h_resp r;
+  char *line0, *line1, *body;
+  size_t len0 = 0, len1 = 0, n;
+  long long day = 1788220800LL; /* 2026-09-01 */
+  const char *csv_hdr[] = {"Accept: text/csv", NULL};
+  FILE *f;
+
+  snprintf(path, sizeof(path), "%s/hostile0.ndjson", workdir);
+  f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_int_eq(
+      bg_write_row(f, "team-a", "USD", day, 123456789, -357280000, 0, &rows),
+      0);
+  fclose(f);
+  line0 = h_slurp(path, &len0);
+  unlink(path);
+  snprintf(path, sizeof(path), "%s/hostile1.ndjson", workdir);
+  f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_int_eq(
+      bg_write_row(f, "team-a", "USD", day + 60, 123456789, 0, 1, &rows), 0);
+  fclose(f);
+  line1 = h_slurp(path, &len1);
+  unlink(path);
+  bg_data_free(&rows);
+  ck_assert(line0 && line1);
+  line0 = replace1(line0, "\"cost\":123.456789", "\"cost\":1e308");
+  line0 = replace1(line0, "Nvidia L4 GPU running in Americas",
+                   "=HYPERLINK(\\\"http://evil.example\\\")");
+  line1 = replace1(line1, "\"cost\":123.456789", "\"cost\":1.0E+308");
+  n = strlen(line0) + strlen(line1) + 1;
+  body = malloc(n);
+  ck_assert_ptr_nonnull(body);
+  snprintf(body, n, "%s%s", line0, line1);
+  ingest(finance, body, strlen(body), false, &r);
+  expect_counts(&r, 2, 0, 0);
+  h_resp_free(&r);
+  free(body);
+  free(line0);
+  free(line1);
+
+  /* JSON: 200 and the exact sum, digit for digit */
+  snprintf(want, sizeof(want), "\"cost\":2%s,", E308 + 1);
+  ck_assert_int_eq(h_request(&srv, "GET",
+                             "/v1/costs?from=" BG_FROM "&to=" BG_TO, finance,
+                             NULL, NULL, &r),
+                   0);
+  ck_assert_msg(r.status == 200, "JSON report: %ld %.300s", r.status, r.body);
+  ck_assert_msg(strstr(r.body, want) != NULL, "no exact sum in %.800s", r.body);
+  ck_assert_msg(strstr(r.body, "\"credits\":-357.28,") != NULL,
+                "credits not -357.28 in %.800s", r.body);
+  h_resp_free(&r);
+  /* the team's report with its budget status (month-to-date 2e308) */
+  ck_assert_int_eq(h_request(&srv, "GET",
+                             "/v1/teams/team-a/costs?from=" BG_FROM "&to=" BG_TO
+                             "&group_by=sku",
+                             member_a, NULL, NULL, &r),
+                   0);
+  ck_assert_msg(r.status == 200, "team report: %ld %.300s", r.status, r.body);
+  ck_assert_msg(strstr(r.body, want) != NULL, "no exact sum in %.800s", r.body);
+  h_resp_free(&r);
+
+  /* CSV: the formula is a quoted text starting with ', credits a number */
+  ck_assert_int_eq(h_request(&srv, "GET",
+                             "/v1/teams/team-a/costs?from=" BG_FROM "&to=" BG_TO
+                             "&group_by=sku",
+                             member_a, NULL, csv_hdr, &r),
+                   0);
+  ck_assert_msg(r.status == 200, "CSV report: %ld %.300s", r.status, r.body);
+  ck_assert_msg(
+      strstr(r.body, ",\"'=HYPERLINK(\"\"http://evil.example\"\")\",") != NULL,
+      "formula not neutralised: %.800s", r.body);
+  ck_assert_msg(strstr(r.body, ",=HYPERLINK") == NULL, "formula cell: %.800s",
+                r.body);
+  ck_assert_msg(strstr(r.body, ",-357.28,") != NULL,
+                "credits not a number: %.800s", r.body);
+  h_resp_free(&r);
+}
+END_TEST
+
 Suite *costs_suite(void)
 {
   Suite *s = suite_create("costs");
@@ -1186,6 +1335,12 @@ Suite *costs_suite(void)
   tcase_add_unchecked_fixture(tc, setup_budget, teardown);
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, budget_hold);
+  suite_add_tcase(s, tc);
+
+  tc = tcase_create("hostile");
+  tcase_add_unchecked_fixture(tc, setup_hostile, teardown);
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, hostile_rows_reports_answer);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -555,6 +555,18 @@ static const struct bad bad[] = {
      "{\"name\": \"bad\", \"name\": \"bad2\", \"queue\": \"lp\", \"task\": "
      "{" TASK_OK "}}",
      G_NONE, NULL, 400, "body"},
+    {"image an SQL injection",
+     "{\"name\": \"bad\", \"queue\": \"lp\", \"task\": {\"image\": "
+     "\"'; DROP TABLE jobs;--\", \"cpu_milli\": 100, \"memory_mib\": 128}}",
+     G_NONE, NULL, 422, "task.image"},
+    {"image a path traversal",
+     "{\"name\": \"bad\", \"queue\": \"lp\", \"task\": {\"image\": "
+     "\"../../etc/passwd\", \"cpu_milli\": 100, \"memory_mib\": 128}}",
+     G_NONE, NULL, 422, "task.image"},
+    {"image markup",
+     "{\"name\": \"bad\", \"queue\": \"lp\", \"task\": {\"image\": "
+     "\"<script>\", \"cpu_milli\": 100, \"memory_mib\": 128}}",
+     G_NONE, NULL, 422, "task.image"},
     {"body over 1 MiB", NULL, G_HUGE, NULL, 413, NULL},
     {"wrong content type", JOB("", ""), G_NONE, "Content-Type: text/plain", 415,
      NULL},
@@ -1018,6 +1030,109 @@ START_TEST(cursor_pagination)
 }
 END_TEST
 
+/* GET path as token must be 400 naming cursor. */
+static void bad_cursor(const char *path, const char *token)
+{
+  struct h_resp r;
+
+  ck_assert_int_eq(h_request(&srv, "GET", path, token, NULL, NULL, &r), 0);
+  ck_assert_msg(h_is_problem(&r, 400, "cursor"), "GET %s: %ld %s", path,
+                r.status, r.body ? r.body : "");
+  h_resp_free(&r);
+}
+
+/*
+ * Cursors reveal nothing and only page the list they came from: not the
+ * global job sequence (the old cursors were its base64), not another
+ * team's list, not other filters; a tampered or hand-made one is 400.
+ */
+START_TEST(cursors_opaque_and_bound)
+{
+  char ids[3][32], next[256] = "", other[256] = "", path[600], t[256];
+  char seq_b64[64];
+  json_t *items;
+  size_t n;
+  int i;
+
+  for (i = 0; i < 3; i++) {
+    char name[32];
+    snprintf(name, sizeof(name), "opaque-%d", i);
+    submit_small("lp", name, "paging", "p2", ids[i]);
+  }
+  items = list("/v1/teams/team-a/jobs?label=paging=p2&limit=1", member_a, next,
+               sizeof(next));
+  json_decref(items);
+  ck_assert_msg(next[0], "no next_cursor");
+  /* two cursors for the same position differ: nothing to compare */
+  items = list("/v1/teams/team-a/jobs?label=paging=p2&limit=1", member_a, other,
+               sizeof(other));
+  json_decref(items);
+  ck_assert_str_ne(next, other);
+  /* the sequence numbers of the old cursors are nowhere in it */
+  for (i = 1; i < 100000; i *= 7) {
+    static const char tab[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    char num[16];
+    size_t k, o = 0, m;
+    snprintf(num, sizeof(num), "%d", i);
+    m = strlen(num);
+    for (k = 0; k < m; k += 3) {
+      unsigned v = (unsigned)num[k] << 16;
+      if (k + 1 < m)
+        v |= (unsigned)num[k + 1] << 8;
+      if (k + 2 < m)
+        v |= (unsigned)num[k + 2];
+      seq_b64[o++] = tab[(v >> 18) & 63];
+      seq_b64[o++] = tab[(v >> 12) & 63];
+      if (k + 1 < m)
+        seq_b64[o++] = tab[(v >> 6) & 63];
+      if (k + 2 < m)
+        seq_b64[o++] = tab[v & 63];
+    }
+    seq_b64[o] = '\0';
+    snprintf(path, sizeof(path),
+             "/v1/teams/team-a/jobs?label=paging=p2&limit=1&cursor=%s",
+             seq_b64);
+    bad_cursor(path, member_a); /* a hand-made cursor of the old form */
+  }
+  /* it pages its own list */
+  snprintf(path, sizeof(path),
+           "/v1/teams/team-a/jobs?label=paging=p2&limit=1&cursor=%s", next);
+  items = list(path, member_a, NULL, 0);
+  ck_assert_uint_eq(json_array_size(items), 1);
+  json_decref(items);
+  /* the same filters in another order are the same list */
+  snprintf(path, sizeof(path),
+           "/v1/teams/team-a/jobs?limit=1&cursor=%s&label=paging=p2", next);
+  items = list(path, member_a, NULL, 0);
+  ck_assert_uint_eq(json_array_size(items), 1);
+  json_decref(items);
+  /* other filters, another team (as admin, who may read both), another
+   * list */
+  snprintf(path, sizeof(path),
+           "/v1/teams/team-a/jobs?label=paging=p1&limit=1&cursor=%s", next);
+  bad_cursor(path, member_a);
+  snprintf(path, sizeof(path), "/v1/teams/team-a/jobs?limit=1&cursor=%s", next);
+  bad_cursor(path, member_a);
+  snprintf(path, sizeof(path),
+           "/v1/teams/team-b/jobs?label=paging=p2&limit=1&cursor=%s", next);
+  bad_cursor(path, admin);
+  snprintf(path, sizeof(path), "/v1/teams/team-a/queues?cursor=%s", next);
+  bad_cursor(path, member_a);
+  /* tampered: one character changed, cut short */
+  n = strlen(next);
+  snprintf(t, sizeof(t), "%s", next);
+  t[n / 2] = t[n / 2] == 'A' ? 'B' : 'A';
+  snprintf(path, sizeof(path),
+           "/v1/teams/team-a/jobs?label=paging=p2&limit=1&cursor=%s", t);
+  bad_cursor(path, member_a);
+  snprintf(path, sizeof(path),
+           "/v1/teams/team-a/jobs?label=paging=p2&limit=1&cursor=%.*s",
+           (int)(n - 4), next);
+  bad_cursor(path, member_a);
+}
+END_TEST
+
 /* ---- cancel ----------------------------------------------------------- */
 
 START_TEST(cancel_pending)
@@ -1183,6 +1298,7 @@ Suite *jobs_suite(void)
   tcase_add_test(tc, parallelism_defaults_to_task_count);
   tcase_add_test(tc, list_filters);
   tcase_add_test(tc, cursor_pagination);
+  tcase_add_test(tc, cursors_opaque_and_bound);
   tcase_add_test(tc, cancel_pending);
   tcase_add_test(tc, queue_status_counts);
   suite_add_tcase(s, tc);

@@ -12,6 +12,7 @@
 
 #include "db/costs.h"
 #include "handlers/costs.h"
+#include "server/jsonx.h"
 
 Suite *costs_suite(void);
 
@@ -216,6 +217,19 @@ static const struct {
      "team,cost,jobs\r\n\"Compute Engine; \"\"GPU\"\", L4\",2.5,1\r\n"},
     {"[[\"\\u00e9t\\u00e9\", \"1\", \"1\"]]",
      "team,cost,jobs\r\n\xc3\xa9t\xc3\xa9,1,1\r\n"},
+    /* formula injection (OWASP): text cells starting with = + - @ TAB CR
+     * get a leading ' and quotes; numbers (negative credits) stay numbers */
+    {"[[\"=HYPERLINK(\\\"http://x\\\")\", \"-357.28\", \"1\"]]",
+     "team,cost,jobs\r\n\"'=HYPERLINK(\"\"http://x\"\")\",-357.28,1\r\n"},
+    {"[[\"+1\", \"1\", \"1\"]]", "team,cost,jobs\r\n\"'+1\",1,1\r\n"},
+    {"[[\"-2+3\", \"-1\", \"1\"]]", "team,cost,jobs\r\n\"'-2+3\",-1,1\r\n"},
+    {"[[\"@SUM(A1)\", \"1\", \"1\"]]",
+     "team,cost,jobs\r\n\"'@SUM(A1)\",1,1\r\n"},
+    {"[[\"\\t=1\", \"1\", \"1\"]]", "team,cost,jobs\r\n\"'\t=1\",1,1\r\n"},
+    {"[[\"\\r=1\", \"1\", \"1\"]]", "team,cost,jobs\r\n\"'\r=1\",1,1\r\n"},
+    {"[[\"=a,b\", \"1\", \"1\"]]", "team,cost,jobs\r\n\"'=a,b\",1,1\r\n"},
+    {"[[\"a=1\", \"1\", \"1\"]]", "team,cost,jobs\r\na=1,1,1\r\n"},
+    {"[[\" =1\", \"1\", \"1\"]]", "team,cost,jobs\r\n =1,1,1\r\n"},
 };
 
 START_TEST(csv)
@@ -265,15 +279,65 @@ START_TEST(json_rows)
             "\"0\"], [\"c\", null, \"2\"], [\"d\", \"-357.28\", \"1\"]]");
   rows = costs_json_rows(&t);
   ck_assert_ptr_nonnull(rows);
-  text = json_dumps(rows, JSON_COMPACT | JSON_PRESERVE_ORDER |
-                              JSON_REAL_PRECISION(15));
+  text = jsonx_dumps(
+      rows, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15), NULL);
   ck_assert_str_eq(text, "[{\"team\":\"team-a\",\"cost\":5763.27,\"jobs\":3},"
-                         "{\"team\":\"team-b\",\"cost\":1490.0,\"jobs\":0},"
+                         "{\"team\":\"team-b\",\"cost\":1490,\"jobs\":0},"
                          "{\"team\":\"c\",\"cost\":null,\"jobs\":2},"
                          "{\"team\":\"d\",\"cost\":-357.28,\"jobs\":1}]");
   free(text);
   json_decref(rows);
   db_cost_table_free(&t);
+}
+END_TEST
+
+/* ------------------------------------------------------- exact numbers */
+
+#define D50 "12345678901234567890123456789012345678901234567890"
+
+static const struct {
+  const char *text; /* as PostgreSQL printed a numeric */
+  const char *json; /* what the report writes */
+} exact_cases[] = {
+    {"0", "0"},
+    {"-357.28", "-357.28"},
+    {"0.000001", "0.000001"},
+    {"1490", "1490"},
+    /* more digits than a double holds */
+    {"12345678901234567.123456", "12345678901234567.123456"},
+    /* past DBL_MAX: a double would be inf (and the reply a 500) */
+    {"2" D50 D50 D50 D50 D50 D50 "00000000.5",
+     "2" D50 D50 D50 D50 D50 D50 "00000000.5"},
+    {"-2" D50 D50 D50 D50 D50 D50 "00000000",
+     "-2" D50 D50 D50 D50 D50 D50 "00000000"},
+    /* numeric's specials are no JSON numbers: null */
+    {"NaN", "null"},
+    {"Infinity", "null"},
+    {"-Infinity", "null"},
+    {"", "null"},
+    {"01", "null"},
+    {"1.", "null"},
+    {".5", "null"},
+    {"1e5", "1e5"},
+    {"1e", "null"},
+    {"1 ", "null"},
+};
+
+START_TEST(exact_number)
+{
+  json_t *o = json_pack("{s:o, s:s}", "n", jsonx_decimal(exact_cases[_i].text),
+                        "s", "\"=x\"");
+  char want[1200], *got;
+  size_t len = 0;
+
+  snprintf(want, sizeof(want), "{\"n\":%s,\"s\":\"\\\"=x\\\"\"}",
+           exact_cases[_i].json);
+  got = jsonx_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER, &len);
+  ck_assert_ptr_nonnull(got);
+  ck_assert_str_eq(got, want);
+  ck_assert_uint_eq(len, strlen(want));
+  free(got);
+  json_decref(o);
 }
 END_TEST
 
@@ -288,6 +352,7 @@ Suite *costs_suite(void)
   tcase_add_loop_test(tc, csv, 0, N_OF(csv_cases));
   tcase_add_test(tc, csv_large);
   tcase_add_test(tc, json_rows);
+  tcase_add_loop_test(tc, exact_number, 0, N_OF(exact_cases));
   suite_add_tcase(s, tc);
   return s;
 }

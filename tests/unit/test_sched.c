@@ -8,15 +8,19 @@
  *   cq NAME [cohort=C] [strict] [within=lower] [reclaim=lower|any]
  *           [borrow=try] [preempt] [weight=W] [minrt=S] [stop=hold|drain]
  *           FLAVOR:RES=NOMINAL[/BORROW[/LEND]][,RES=...] ...
+ *           [win=FLAVOR:FROM:UNTIL]
  *   team NAME [budget=B] [spent=S] [hold]
  *   run NAME cq=Q in=FLAVOR [p=P] [at=T] [evicting] [team=T] RES=N ...
- *   job NAME cq=Q [p=P] [at=T] [seq=N] [never] [team=T] [cost=C] RES=N ...
+ *   job NAME cq=Q [p=P] [at=T] [seq=N] [never] [team=T] [cost=C]
+ *           [maxrun=S] RES=N ...
  *
  * Lines are separated by ';'. RES is gpu, cpu (millicores) or mem (MiB);
  * BORROW and LEND may be '*' (unlimited, the default); a resource a flavor
  * does not list has quota 0. "run" is an admitted job (admitted_at = at),
  * "job" a pending one (created_at = at, default its position; it may preempt
- * unless "never"). Defaults follow Kueue: BestEffortFIFO, preemption Never,
+ * unless "never"; maxrun is its longest run in seconds). "win" gives the
+ * CQ's flavor FLAVOR (listed before it) a capacity window [FROM, UNTIL).
+ * Defaults follow Kueue: BestEffortFIFO, preemption Never,
  * whenCanBorrow Borrow, whenCanPreempt TryNextFlavor, weight 1.
  *
  * Decisions: admissions in decision order, then evictions in decision
@@ -144,6 +148,33 @@ static const char *val_of(const char *tok, const char *key)
   return NULL;
 }
 
+/* "cal:100:200": a capacity window on the CQ's flavor cal. */
+static bool parse_window(struct dsl *d, struct sched_cq *cq, const char *v)
+{
+  char name[NAME_LEN], *end;
+  const char *colon = strchr(v, ':');
+  long long from, until;
+  int f, k;
+
+  if (!colon || colon - v >= NAME_LEN)
+    return false;
+  snprintf(name, sizeof(name), "%.*s", (int)(colon - v), v);
+  from = strtoll(colon + 1, &end, 10);
+  if (*end != ':')
+    return false;
+  until = strtoll(end + 1, &end, 10);
+  if (*end)
+    return false;
+  f = lookup(d->flavor_names, &d->in.n_flavors, name, false);
+  for (k = 0; k < cq->n_flavors; k++)
+    if (f >= 0 && cq->flavors[k].flavor == f) {
+      cq->flavors[k].window_from = from;
+      cq->flavors[k].window_until = until;
+      return true;
+    }
+  return false;
+}
+
 static bool parse_cq_token(struct dsl *d, struct sched_cq *cq, const char *tok)
 {
   const char *v;
@@ -173,6 +204,8 @@ static bool parse_cq_token(struct dsl *d, struct sched_cq *cq, const char *tok)
     cq->weight = strtod(v, NULL);
   else if ((v = val_of(tok, "minrt")) && parse_i64(v, &x))
     cq->min_runtime_s = x;
+  else if ((v = val_of(tok, "win")))
+    return parse_window(d, cq, v);
   else
     return parse_flavor(d, cq, tok);
   return true;
@@ -213,6 +246,8 @@ static bool parse_job_token(struct dsl *d, struct sched_job *j, const char *tok)
     j->created_at = j->admitted_at = x;
   else if ((v = val_of(tok, "seq")) && parse_i64(v, &x))
     j->seq = x;
+  else if ((v = val_of(tok, "maxrun")) && parse_i64(v, &x))
+    j->max_run_s = x;
   else
     return false;
   return true;
@@ -720,6 +755,54 @@ static const struct sched_case cases[] = {
      "+h1@od +g1@od -b1(h2,InCohortReclamation) -a1(g2,InCohortReclamation)"
      " h2=Preempting g2=Preempting h3=InsufficientQuota g3=InsufficientQuota"
      " h4=InsufficientQuota g4=InsufficientQuota"},
+
+    /* ---- capacity windows (DWS Calendar mode) ---- */
+    {"window: nothing is admitted before it opens",
+     "now 1019; cq a cal:gpu=4 win=cal:1020:2000; job j cq=a maxrun=60 gpu=2",
+     "j=InsufficientQuota"},
+    {"window: admitted at the second it opens",
+     "now 1020; cq a cal:gpu=4 win=cal:1020:2000; job j cq=a maxrun=60 gpu=2",
+     "+j@cal"},
+    {"window: a run that ends exactly at the end fits, one second more not",
+     "now 1500; cq a cal:gpu=4 win=cal:1000:2000;"
+     "job over cq=a maxrun=501 gpu=2; job exact cq=a maxrun=500 gpu=2",
+     "+exact@cal over=InsufficientQuota"},
+    {"window: a job too long for what is left goes to the next flavor",
+     "now 1500; cq a cal:gpu=4 spot:gpu=4 win=cal:1000:2000;"
+     "job long cq=a maxrun=600 gpu=2; job short cq=a maxrun=400 gpu=2",
+     "+long@spot +short@cal"},
+    {"window: StrictFIFO blocks behind a head too long for the window",
+     "now 1500; cq a strict cal:gpu=4 win=cal:1000:2000;"
+     "job long cq=a maxrun=600 gpu=2; job short cq=a maxrun=60 gpu=2",
+     "long=InsufficientQuota short=WaitingForHead"},
+    {"window: its quota is gone once it has ended",
+     "now 2000; cq a cal:gpu=4 spot:gpu=2 win=cal:1000:2000;"
+     "job j cq=a maxrun=10 gpu=4; job k cq=a maxrun=10 gpu=2",
+     "+k@spot j=InsufficientQuota"},
+    {"window: a job with no known run length never goes in",
+     "now 1500; cq a cal:gpu=4 win=cal:1000:2000; job j cq=a gpu=2",
+     "j=InsufficientQuota"},
+    {"window: a flavor without one is not limited by run length",
+     "now 1500; cq a cal:gpu=4 spot:gpu=4 win=cal:1000:2000;"
+     "job j cq=a maxrun=99999 gpu=2",
+     "+j@spot"},
+    {"window: a closed window lends nothing to the cohort",
+     "now 1000; cq a cohort=c cal:gpu=0 win=cal:1020:2000;"
+     "cq b cohort=c cal:gpu=4 win=cal:1020:2000; job j cq=a maxrun=10 gpu=2",
+     "j=InsufficientQuota"},
+    {"window: an open window lends to the cohort",
+     "now 1500; cq a cohort=c cal:gpu=0 win=cal:1020:2000;"
+     "cq b cohort=c cal:gpu=4 win=cal:1020:2000; job j cq=a maxrun=10 gpu=2",
+     "+j@cal*"},
+    {"window: jobs still in an ended window hold their quota, no preemption",
+     "now 2100; cq a within=lower cal:gpu=4 spot:gpu=2 win=cal:1000:2000;"
+     "run r cq=a in=cal p=0 gpu=4; job j cq=a p=9 maxrun=10 gpu=4",
+     "j=InsufficientQuota"},
+    {"window: preemption inside an open window that the preemptor fits",
+     "now 1500; cq a within=lower cal:gpu=4 win=cal:1000:2000;"
+     "run r cq=a in=cal p=0 gpu=4; job long cq=a p=9 maxrun=900 gpu=4;"
+     "job j cq=a p=9 maxrun=100 gpu=4",
+     "-r(j,InClusterQueue) long=InsufficientQuota j=Preempting"},
 };
 
 START_TEST(table)
@@ -796,6 +879,10 @@ START_TEST(invalid_input)
   d->cqs[0].flavors[0].quota[SCHED_GPU].borrowing_limit = -2;
   ck_assert_int_eq(sched_cycle(&d->in, &out), -1);
   d->cqs[0].flavors[0].quota[SCHED_GPU].borrowing_limit = SCHED_UNLIMITED;
+  d->cqs[0].flavors[0].window_from = 2000; /* a window ending as it starts */
+  d->cqs[0].flavors[0].window_until = 2000;
+  ck_assert_int_eq(sched_cycle(&d->in, &out), -1);
+  d->cqs[0].flavors[0].window_from = d->cqs[0].flavors[0].window_until = 0;
   ck_assert_int_eq(sched_cycle(&d->in, &out), 0);
   ck_assert_int_eq(out.n_admissions, 0);
   ck_assert_int_eq(out.reasons[0], SCHED_INSUFFICIENT_QUOTA);

@@ -14,7 +14,9 @@
  *   - every decision obeys its rule (victims: priority, policy, cohort,
  *     minimum runtime; budgets; stopped queues; reasons);
  *   - the same input with the CQ and cohort arrays permuted gives the very
- *     same decisions.
+ *     same decisions;
+ *   - a job goes into the flavor with a capacity window (it moves on each
+ *     time it ends) only inside it and only when its run ends by its end.
  * A quota change is applied only when the current admitted set satisfies
  * the invariants under it (Kueue does not evict on a quota cut, so a cut
  * below current usage would make the first invariant unsatisfiable).
@@ -50,6 +52,7 @@ Suite *sched_invariant_suite(void);
 #define N_TEAMS 3
 #define MAX_JOBS 400
 #define CYCLES 20000
+#define WINDOW_FLAVOR 2 /* the flavor with a capacity window */
 
 struct rng {
   uint64_t s;
@@ -89,7 +92,38 @@ struct sim {
   /* statistics */
   long submitted, cancelled, finished, admissions, evictions, requeued;
   long config_applied, config_rejected, preempt_evictions;
+  int64_t win_from, win_until; /* WINDOW_FLAVOR's capacity window */
+  long window_admissions;
 };
+
+/* Give WINDOW_FLAVOR, in every CQ listing it, the current window; once it
+ * has ended the next one opens within 200 s and lasts 300–900 s. */
+static void move_window(struct sim *s)
+{
+  int c, k;
+
+  if (s->now >= s->win_until) {
+    s->win_from = s->now + below(&s->rng, 200);
+    s->win_until = s->win_from + 300 + below(&s->rng, 600);
+  }
+  for (c = 0; c < N_CQS; c++)
+    for (k = 0; k < s->cqs[c].n_flavors; k++) {
+      bool w = s->cqs[c].flavors[k].flavor == WINDOW_FLAVOR;
+      s->cqs[c].flavors[k].window_from = w ? s->win_from : 0;
+      s->cqs[c].flavors[k].window_until = w ? s->win_until : 0;
+    }
+}
+
+/* The CQ's entry for global flavor f, or NULL. */
+static const struct sched_cq_flavor *entry_of(const struct sched_cq *cq, int f)
+{
+  int k;
+
+  for (k = 0; k < cq->n_flavors; k++)
+    if (cq->flavors[k].flavor == f)
+      return &cq->flavors[k];
+  return NULL;
+}
 
 static void input_of(struct sim *s, struct sched_input *in)
 {
@@ -282,6 +316,16 @@ static void check_decisions(const struct sim *s, const struct sched_output *o)
     REQUIRE(cq->stop == SCHED_STOP_NONE);
     REQUIRE_MSG(quota_of(cq, a->flavor, 0) != NULL,
                 "admitted into a flavor its CQ does not list");
+    {
+      const struct sched_cq_flavor *fl = entry_of(cq, a->flavor);
+      if (fl->window_from || fl->window_until) {
+        REQUIRE_MSG(s->now >= fl->window_from && s->now < fl->window_until,
+                    "admitted outside the flavor's capacity window");
+        REQUIRE_MSG(j->max_run_s > 0 &&
+                        s->now + j->max_run_s <= fl->window_until,
+                    "admitted with a run that outlasts the window");
+      }
+    }
     if (j->team >= 0 && s->teams[j->team].hold) {
       REQUIRE_MSG(spent[j->team] < s->teams[j->team].budget,
                   "admitted over budget");
@@ -407,6 +451,7 @@ static void apply(struct sim *s, const struct sched_output *o)
       s->teams[j->team].spent += j->estimated_cost;
     gone[o->admissions[i].job] = true;
     s->admissions++;
+    s->window_admissions += o->admissions[i].flavor == WINDOW_FLAVOR;
   }
   for (i = 0; i < s->n_pending; i++)
     if (!gone[i])
@@ -438,6 +483,7 @@ static void churn(struct sim *s)
     if (!j->request[SCHED_GPU] && !j->request[SCHED_CPU])
       j->request[SCHED_CPU] = 100; /* never an empty request */
     j->estimated_cost = below(&s->rng, 20);
+    j->max_run_s = chance(&s->rng, 10) ? 0 : 1 + below(&s->rng, 400);
     s->submitted++;
   }
   for (i = 0, n = 0; i < s->n_pending; i++) {
@@ -536,6 +582,7 @@ START_TEST(random_cycles)
     churn(s);
     if (chance(&s->rng, 15))
       reconfigure(s);
+    move_window(s);
     input_of(s, &in);
     REQUIRE_EQ(sched_cycle(&in, &out), 0);
     check_decisions(s, &out);
@@ -551,15 +598,18 @@ START_TEST(random_cycles)
             "sched_invariant: %d cycles, %ld submitted, %ld cancelled, "
             "%ld finished, %ld admissions, %ld evictions (%ld by "
             "preemption), %ld requeued, %ld config changes applied, %ld "
-            "rejected, %d pending and %d admitted at the end\n",
+            "rejected, %ld into the windowed flavor, %d pending and %d "
+            "admitted at the end\n",
             CYCLES, s->submitted, s->cancelled, s->finished, s->admissions,
             s->evictions, s->preempt_evictions, s->requeued, s->config_applied,
-            s->config_rejected, s->n_pending, s->n_admitted);
+            s->config_rejected, s->window_admissions, s->n_pending,
+            s->n_admitted);
   /* The run must have exercised what it claims to. */
   ck_assert_int_gt(s->admissions, 10000);
   ck_assert_int_gt(s->preempt_evictions, 500);
   ck_assert_int_gt(s->requeued, 500);
   ck_assert_int_gt(s->config_applied, 1000);
+  ck_assert_int_gt(s->window_admissions, 1000);
   free(s);
 }
 END_TEST

@@ -14,7 +14,9 @@
 #include <check.h>
 #include <jansson.h>
 
+#include "handlers/oci_ref.h"
 #include "handlers/validate.h"
+#include "server/cursor.h"
 #include "server/problem.h"
 #include "server/req.h"
 
@@ -414,42 +416,118 @@ END_TEST
 
 /* -------------------------------------------------------------- cursors */
 
-#define XXX7 "eHh4eHh4eHh4eHh4eHh4eHh4eHh4" /* "xxx" x 7, encoded */
+static void base64url_of(const char *s, char *out, size_t cap)
+{
+  static const char tab[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  const unsigned char *u = (const unsigned char *)s;
+  size_t n = strlen(s), i, o = 0;
 
-static const struct {
-  const char *name;
-  size_t outlen;
-  const char *cursor; /* base64url without padding */
-} cursor_cases[] = {
-    {"", 200, ""},
-    {"a", 200, "YQ"},
-    {"ab", 200, "YWI"},
-    {"abc", 200, "YWJj"},
-    {"a100", 200, "YTEwMA"},
-    {"team-1", 200, "dGVhbS0x"},
-    {"zzz-999", 200, "enp6LTk5OQ"},
-    {"h100-spot", 200, "aDEwMC1zcG90"},
-    {"\xfb\xff", 200, "-_8"},   /* the two url-safe characters */
-    {X63, 200, XXX7 XXX7 XXX7}, /* 63 bytes: 21 groups of "xxx" */
-    /* a buffer too small ends the cursor at a whole 3-byte group */
-    {"abcdef", 8, "YWJj"},
-    {"abc", 4, ""},
-    {"abc", 1, ""},
+  for (i = 0; i < n && o + 5 < cap; i += 3) {
+    unsigned v = (unsigned)u[i] << 16;
+    if (i + 1 < n)
+      v |= (unsigned)u[i + 1] << 8;
+    if (i + 2 < n)
+      v |= u[i + 2];
+    out[o++] = tab[(v >> 18) & 63];
+    out[o++] = tab[(v >> 12) & 63];
+    if (i + 1 < n)
+      out[o++] = tab[(v >> 6) & 63];
+    if (i + 2 < n)
+      out[o++] = tab[v & 63];
+  }
+  out[o] = '\0';
+}
+
+static const unsigned char key_a[CURSOR_KEY_LEN] =
+    "0123456789abcdef0123456789abcdef";
+static const unsigned char key_b[CURSOR_KEY_LEN] =
+    "0123456789abcdef0123456789abcdeF";
+static const unsigned char iv0[12] = "iv-of-12-byt";
+
+#define SCOPE_A "/v1/teams/team-a/jobs?state=PENDING&"
+
+static const char *const positions[] = {"1",    "42",     "9223372036854775807",
+                                        "a100", "team-1", X63};
+
+/* Sealed positions open again, for the same key and list only; the cursor
+ * shows nothing of the position. */
+START_TEST(cursor_round_trip)
+{
+  char c[V_CURSOR_MAX], pos[130], plain[200];
+  const char *p = positions[_i];
+
+  ck_assert_int_eq(cursor_seal(key_a, SCOPE_A, p, iv0, c, sizeof(c)), 0);
+  ck_assert_uint_le(strlen(c), CURSOR_MAX);
+  ck_assert_int_eq(cursor_open(key_a, SCOPE_A, c, pos, sizeof(pos)), 0);
+  ck_assert_str_eq(pos, p);
+  /* neither the position nor its base64 appears in the cursor */
+  ck_assert_ptr_null(strstr(c, p));
+  base64url_of(p, plain, sizeof(plain));
+  ck_assert_ptr_null(strstr(c, plain));
+  /* another key, another list, another filter, another team */
+  ck_assert_int_eq(cursor_open(key_b, SCOPE_A, c, pos, sizeof(pos)), -1);
+  ck_assert_int_eq(cursor_open(key_a, "/v1/teams/team-b/jobs?state=PENDING&", c,
+                               pos, sizeof(pos)),
+                   -1);
+  ck_assert_int_eq(cursor_open(key_a, "/v1/teams/team-a/jobs?state=RUNNING&", c,
+                               pos, sizeof(pos)),
+                   -1);
+  ck_assert_int_eq(cursor_open(key_a, "/v1/flavors?", c, pos, sizeof(pos)), -1);
+}
+END_TEST
+
+/* Every single-character change of a cursor is refused. */
+START_TEST(cursor_tampered)
+{
+  static const char alphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  char c[V_CURSOR_MAX], t[V_CURSOR_MAX], pos[130];
+  size_t i, n, k;
+
+  ck_assert_int_eq(cursor_seal(key_a, SCOPE_A, "12345", iv0, c, sizeof(c)), 0);
+  n = strlen(c);
+  for (i = 0; i < n; i++)
+    for (k = 0; k < sizeof(alphabet) - 1; k += 7) {
+      memcpy(t, c, n + 1);
+      if (t[i] == alphabet[k])
+        continue;
+      t[i] = alphabet[k];
+      /* the last character may carry only padding bits: same bytes */
+      if (i == n - 1 && cursor_open(key_a, SCOPE_A, t, pos, sizeof(pos)) == 0)
+        ck_assert_str_eq(pos, "12345");
+      else
+        ck_assert_msg(cursor_open(key_a, SCOPE_A, t, pos, sizeof(pos)) == -1,
+                      "tampered cursor %s opened", t);
+    }
+  /* truncated, extended */
+  for (i = 0; i < n; i++) {
+    memcpy(t, c, i);
+    t[i] = '\0';
+    ck_assert_int_eq(cursor_open(key_a, SCOPE_A, t, pos, sizeof(pos)), -1);
+  }
+  snprintf(t, sizeof(t), "%sAAAA", c);
+  ck_assert_int_eq(cursor_open(key_a, SCOPE_A, t, pos, sizeof(pos)), -1);
+}
+END_TEST
+
+/* What cursors used to be, and junk: never a position. */
+static const char *const junk_cursors[] = {
+    "",
+    "MTIzNDU", /* base64 of "12345": the old plain cursors */
+    "YTEwMA",
+    "!!!!",
+    "a",
+    "AQ",
+    "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
 };
 
-START_TEST(cursor)
+START_TEST(cursor_junk)
 {
-  char out[256];
+  char pos[130];
 
-  memset(out, '#', sizeof(out));
-  v_cursor(cursor_cases[_i].name, out, cursor_cases[_i].outlen);
-  ck_assert_msg(!strcmp(out, cursor_cases[_i].cursor),
-                "v_cursor(\"%s\", %zu) is \"%s\", want \"%s\"",
-                cursor_cases[_i].name, cursor_cases[_i].outlen, out,
-                cursor_cases[_i].cursor);
-  ck_assert_msg(out[cursor_cases[_i].outlen] == '#',
-                "v_cursor(\"%s\", %zu) wrote past its buffer",
-                cursor_cases[_i].name, cursor_cases[_i].outlen);
+  ck_assert_int_eq(
+      cursor_open(key_a, SCOPE_A, junk_cursors[_i], pos, sizeof(pos)), -1);
 }
 END_TEST
 
@@ -470,6 +548,83 @@ START_TEST(page_defaults)
 }
 END_TEST
 
+/* ---------------------------------------------------- image references */
+
+#define HEX64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+#define C50 "ccccccccccccccccccccccccccccccccccccccccccccccccc"
+
+static const struct {
+  const char *ref;
+  bool ok;
+} image_cases[] = {
+    /* README's, the tests' and common real-world references */
+    {"us-docker.pkg.dev/p/r/trainer:1.2", true},
+    {"us-docker.pkg.dev/p/r/work:1", true},
+    {"us-docker.pkg.dev/p/r/evaluator:1.0", true},
+    {"i", true},
+    {"ubuntu", true},
+    {"ubuntu:22.04", true},
+    {"library/ubuntu:latest", true},
+    {"nvcr.io/nvidia/pytorch:24.01-py3", true},
+    {"gcr.io/deeplearning-platform-release/pytorch-gpu.2-1", true},
+    {"localhost/app", true},
+    {"localhost:5000/team/app:v1", true},
+    {"registry.example.com:443/a/b/c", true},
+    {"[::1]:5000/app:dev", true},
+    {"10.0.0.1:5000/app", true},
+    {"a__b/c_d/e.f/g--h---i:TAG_1.x-y", true},
+    {"app@sha256:" HEX64, true},
+    {"us-docker.pkg.dev/p/r/t:1.2@sha256:" HEX64, true},
+    {"app@sha512+b64u.x-y_z:" HEX64, true},
+    {"a:_tag", true},
+    /* hostile or malformed */
+    {"'; DROP TABLE jobs;--", false},
+    {"../../etc/passwd", false},
+    {"<script>", false},
+    {"<script>alert(1)</script>", false},
+    {"", false},
+    {"/app", false},
+    {"app/", false},
+    {"a//b", false},
+    {"Ubuntu", false}, /* path components are lower case */
+    {"docker.io/Library/x", false},
+    {"app:", false},
+    {"app:-tag", false}, /* a tag starts with a word character */
+    {"app:.tag", false},
+    {"app:t@g", false},
+    {"app@sha256:abc", false}, /* digest too short */
+    {"app@sha256:" HEX64 "g", false},
+    {"app@:" HEX64, false},
+    {"app@1sha:" HEX64, false},
+    {"app@sha256", false},
+    {"a..b", false},
+    {"a._b", false},
+    {"a___b", false},
+    {"-a", false},
+    {"a-", false},
+    {"a b", false},
+    {"a\tb", false},
+    {"a\nb", false},
+    {"host:99999999/app", false}, /* port of more than 5 digits */
+    {"host:/app", false},
+    {"-host.io/app", false},
+    {"ho_st.io/app", false},
+    {"[zz]:5000/app", false},
+    {"app:" C50 C50 C50, false},           /* tag of 147 > 128 */
+    {"x/" C50 C50 C50 C50 C50 C50, false}, /* name of 296 > 255 */
+    {"$(id)", false},
+    {"`id`", false},
+    {"app;rm -rf /", false},
+};
+
+START_TEST(image_reference)
+{
+  ck_assert_msg(oci_ref_valid(image_cases[_i].ref) == image_cases[_i].ok,
+                "oci_ref_valid(\"%s\") is %d, want %d", image_cases[_i].ref,
+                !image_cases[_i].ok, image_cases[_i].ok);
+}
+END_TEST
+
 /* The validate suite: names, field tables, path names, cursors. */
 Suite *validate_suite(void)
 {
@@ -480,8 +635,11 @@ Suite *validate_suite(void)
   tcase_add_loop_test(tc, object, 0, N_OF(obj_cases));
   tcase_add_test(tc, object_accumulates);
   tcase_add_loop_test(tc, path_name, 0, N_OF(path_cases));
-  tcase_add_loop_test(tc, cursor, 0, N_OF(cursor_cases));
+  tcase_add_loop_test(tc, cursor_round_trip, 0, N_OF(positions));
+  tcase_add_test(tc, cursor_tampered);
+  tcase_add_loop_test(tc, cursor_junk, 0, N_OF(junk_cursors));
   tcase_add_test(tc, page_defaults);
+  tcase_add_loop_test(tc, image_reference, 0, N_OF(image_cases));
   suite_add_tcase(s, tc);
   return s;
 }

@@ -1,0 +1,111 @@
+/*
+ * billing_fields.h — the fields of a billing export row, read and checked
+ * once for both row parsers.
+ *
+ * A parsed JSON document is seen through struct billing_doc: a few
+ * operations over opaque value handles (billing_val), implemented over
+ * Jansson's tree (billing_row.c) and over the fast reader's flat tree
+ * (billing_json.c). billing_fields_read() applies every rule of a row to
+ * either: required fields, types, bounds, the team and flavor labels, the
+ * location's region, GPU usage, credits summed exactly, the invoice month.
+ * The same document gives the same fields and the same message whichever
+ * parser built it.
+ */
+#ifndef GPUGATE_BILLING_FIELDS_H
+#define GPUGATE_BILLING_FIELDS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "db/billing.h"
+#include "handlers/billing_decimal.h"
+
+/* Longest team, flavor, service, sku or location: they key the rollups,
+ * whose index entries PostgreSQL limits to about 2.7 kB. */
+#define BILLING_NAME_MAX 256
+#define BILLING_UNATTRIBUTED "(unattributed)"
+
+/* A value of a document; BILLING_NONE: absent. */
+typedef uintptr_t billing_val;
+#define BILLING_NONE ((billing_val)0)
+
+enum billing_kind {
+  BILLING_ABSENT,
+  BILLING_NULL,
+  BILLING_OBJECT,
+  BILLING_ARRAY,
+  BILLING_STRING,
+  BILLING_NUMBER,
+  BILLING_BOOL
+};
+
+struct billing_doc;
+
+/* A member name and its length. */
+struct billing_key {
+  const char *name;
+  size_t len;
+};
+
+/* What a parser's document offers; every operation accepts BILLING_NONE
+ * and values of any kind. */
+struct billing_doc_ops {
+  enum billing_kind (*kind)(struct billing_doc *d, billing_val v);
+  /* member key of object o (json_object_get), or BILLING_NONE */
+  billing_val (*get)(struct billing_doc *d, billing_val o, const char *key);
+  /* the members keys[0..n) of object o into out[0..n) (BILLING_NONE when
+   * absent), in one pass over o: the row's top level */
+  void (*lookup)(struct billing_doc *d, billing_val o,
+                 const struct billing_key *keys, size_t n, billing_val *out);
+  /* element i of array a, prev being element i - 1 (BILLING_NONE for
+   * i = 0), or BILLING_NONE past the end or when a is not an array */
+  billing_val (*item)(struct billing_doc *d, billing_val a, billing_val prev,
+                      size_t i);
+  /* json_string_value: decoded and NUL-terminated, borrowed from the
+   * document; NULL when v is not a string */
+  const char *(*string)(struct billing_doc *d, billing_val v);
+  /* a number as decimal text: an integer as it is, a real as "%.15g";
+   * out holds 32 bytes; 0, or -1 when v is not a number */
+  int (*number)(struct billing_doc *d, billing_val v, char out[32]);
+};
+
+struct billing_doc {
+  const struct billing_doc_ops *ops;
+  void *impl;       /* the parser's tree (borrowed) */
+  billing_val root; /* the row: an object */
+};
+
+/* The text of a row's fields that is not in the document as it is. */
+struct billing_field_text {
+  char currency[4];
+  char usage_start[48]; /* "YYYY-MM-DD HH:MM:SS[.ffffff]+00" */
+  char usage_day[16];
+  char invoice_month[8];
+  char location[BILLING_NAME_MAX + 1];
+  char cost[32];
+  char credits[BILLING_DEC_MAX];
+  char gpu_amount[32];
+};
+
+/*
+ * Read and check the fields of the row d->root (an object) into *db, whose
+ * strings then borrow from d's document and from *text. db->hash, db->row
+ * and db->row_len are left to the caller. Returns 0, or -1 with a message
+ * naming the field in err ("cost: not a number").
+ */
+int billing_fields_read(struct billing_doc *d, struct db_billing_row *db,
+                        struct billing_field_text *text, char *err,
+                        size_t errlen);
+
+/* The region of a zone ("us-central1-a" → "us-central1") into out; -1
+ * when it does not fit outlen. */
+int billing_zone_region(const char *zone, char *out, size_t outlen);
+
+/* Which usage amount gives a GPU SKU's GPU-hours: 1, amount in pricing
+ * units when those are hours; 3600, amount in seconds; 0, none (not a GPU
+ * SKU, or no usable amount). */
+int billing_gpu_divisor(const char *sku_desc, const char *pricing_unit,
+                        bool has_in_pricing, const char *unit, bool has_amount);
+
+#endif

@@ -1,0 +1,1006 @@
+/*
+ * billing_json.c — the fast JSON reader of billing rows (see
+ * billing_json.h).
+ *
+ * Jansson allocates a value per JSON value and then dumps the tree again,
+ * sorted, for the hash: most of the engine's time. This reader does the
+ * same work in one pass over the line and without allocating per row: it
+ * checks the JSON, writes the canonical text (what
+ * json_dumpb(JSON_SORT_KEYS | JSON_COMPACT) of Jansson 2.14 writes) as it
+ * goes, sorting the members of each object when it closes, and keeps a
+ * flat tree of the values (in a scratch reused from row to row) for the
+ * field checks.
+ *
+ * It only ever accepts. Whatever it does not handle exactly as Jansson
+ * does (any JSON error, a duplicate key, an integer of 19 digits or more,
+ * nesting deeper than FAST_DEPTH, a real Jansson cannot dump) is declined,
+ * and billing_row.c then lets Jansson decide, so that rejections and their
+ * messages are Jansson's by construction. For accepted rows the unit tests
+ * and tests/fuzz/fuzz_billing_row.c compare both, field by field and hash
+ * by hash.
+ */
+#include <math.h>
+#include <openssl/evp.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "db/billing.h"
+#include "handlers/billing_json.h"
+#include "handlers/billing_real.h"
+
+#define FAST_DEPTH 64
+#define FAST_REAL_MAX 32       /* Jansson's dump holds every "%.17g" (24) */
+#define SCRATCH_KEEP (1 << 20) /* bytes of buffers kept between rows */
+
+enum fkind {
+  FK_OBJ,
+  FK_ARR,
+  FK_STR,
+  FK_INT,
+  FK_REAL,
+  FK_TRUE,
+  FK_FALSE,
+  FK_NULL
+};
+
+struct fnode {
+  enum fkind kind;
+  const char *key; /* members of an object: the decoded key */
+  size_t keylen;
+  const char *str; /* FK_STR: its text (see f_string); numbers: the text */
+  size_t len;
+  bool cooked; /* FK_STR: str is decoded and NUL-terminated, in strs */
+  int child, last, next; /* first and last child, next sibling; -1: none */
+};
+
+struct fmember {
+  const char *key;
+  size_t keylen;
+  uint64_t pfx;      /* the key's first 8 bytes, big-endian, zero-padded */
+  size_t start, end; /* its "key":value in the canonical text */
+};
+
+struct billing_scratch {
+  struct fnode *nodes;
+  size_t n_nodes, cap_nodes;
+  struct fmember *mem; /* the members of the open objects */
+  size_t n_mem, cap_mem;
+  char *canon; /* the canonical text */
+  size_t canon_len, canon_cap;
+  char *tmp; /* an object's members while they are sorted */
+  size_t tmp_cap;
+  char *strs; /* decoded strings; sized for the row, so never moved */
+  size_t strs_len, strs_cap;
+  EVP_MD *sha256;
+  EVP_MD_CTX *md;
+};
+
+struct billing_scratch *billing_scratch_new(void)
+{
+  struct billing_scratch *s = calloc(1, sizeof(*s));
+
+  if (!s)
+    return NULL;
+  s->sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
+  s->md = EVP_MD_CTX_new();
+  if (!s->sha256 || !s->md) {
+    billing_scratch_free(s);
+    return NULL;
+  }
+  return s;
+}
+
+/* Give back buffers a huge row grew. */
+static void scratch_trim(struct billing_scratch *s)
+{
+  if (s->cap_nodes * sizeof(*s->nodes) > SCRATCH_KEEP) {
+    free(s->nodes);
+    s->nodes = NULL;
+    s->cap_nodes = 0;
+  }
+  if (s->cap_mem * sizeof(*s->mem) > SCRATCH_KEEP) {
+    free(s->mem);
+    s->mem = NULL;
+    s->cap_mem = 0;
+  }
+  if (s->canon_cap > SCRATCH_KEEP) {
+    free(s->canon);
+    s->canon = NULL;
+    s->canon_cap = 0;
+  }
+  if (s->tmp_cap > SCRATCH_KEEP) {
+    free(s->tmp);
+    s->tmp = NULL;
+    s->tmp_cap = 0;
+  }
+  if (s->strs_cap > SCRATCH_KEEP) {
+    free(s->strs);
+    s->strs = NULL;
+    s->strs_cap = 0;
+  }
+}
+
+void billing_scratch_free(struct billing_scratch *s)
+{
+  if (!s)
+    return;
+  free(s->nodes);
+  free(s->mem);
+  free(s->canon);
+  free(s->tmp);
+  free(s->strs);
+  EVP_MD_CTX_free(s->md);
+  EVP_MD_free(s->sha256);
+  free(s);
+}
+
+/* p (of *cap elements of size bytes) grown to hold need: the new block, or
+ * NULL with p untouched. */
+static void *grow(void *p, size_t *cap, size_t need, size_t size)
+{
+  size_t c = *cap ? *cap : 64;
+  void *g;
+
+  while (c < need)
+    c *= 2;
+  g = realloc(p, c * size);
+  if (g)
+    *cap = c;
+  return g;
+}
+
+/* Room for n more bytes of canonical text. */
+static int c_room(struct billing_scratch *s, size_t n)
+{
+  char *g;
+
+  if (s->canon_cap - s->canon_len >= n)
+    return 0;
+  g = grow(s->canon, &s->canon_cap, s->canon_len + n, 1);
+  if (!g)
+    return -1;
+  s->canon = g;
+  return 0;
+}
+
+static void c_put(struct billing_scratch *s, const char *p, size_t n)
+{
+  memcpy(s->canon + s->canon_len, p, n);
+  s->canon_len += n;
+}
+
+struct fparse {
+  struct billing_scratch *s;
+  const char *p, *end;
+  int depth;
+};
+
+static void f_ws(struct fparse *f)
+{
+  while (f->p < f->end &&
+         (*f->p == ' ' || *f->p == '\t' || *f->p == '\n' || *f->p == '\r'))
+    f->p++;
+}
+
+static bool f_at(const struct fparse *f, char c)
+{
+  return f->p < f->end && *f->p == c;
+}
+
+static bool is_digit(char c)
+{
+  return c >= '0' && c <= '9';
+}
+
+/* A new node of kind, child of parent (-1: none), as key (NULL: none):
+ * its index, or -1 when out of memory. */
+static int f_node(struct fparse *f, enum fkind kind, int parent,
+                  const char *key, size_t keylen)
+{
+  struct billing_scratch *s = f->s;
+  struct fnode *n;
+  int i;
+
+  if (s->n_nodes >= (size_t)INT32_MAX)
+    return -1;
+  if (s->n_nodes == s->cap_nodes) {
+    struct fnode *g =
+        grow(s->nodes, &s->cap_nodes, s->n_nodes + 1, sizeof(*s->nodes));
+    if (!g)
+      return -1;
+    s->nodes = g;
+  }
+  i = (int)s->n_nodes++;
+  n = &s->nodes[i];
+  n->kind = kind;
+  n->key = key;
+  n->keylen = keylen;
+  n->str = NULL;
+  n->len = 0;
+  n->cooked = false;
+  n->child = n->last = n->next = -1;
+  if (parent >= 0) {
+    struct fnode *p = &s->nodes[parent];
+    if (p->last >= 0)
+      s->nodes[p->last].next = i;
+    else
+      p->child = i;
+    p->last = i;
+  }
+  return i;
+}
+
+/* The UTF-8 sequence at p: its length, or 0 when Jansson would not decode
+ * it (overlong forms, surrogates, beyond U+10FFFF, truncated). */
+static size_t utf8_len(const unsigned char *p, const unsigned char *end)
+{
+  unsigned c = p[0];
+  size_t n, i;
+
+  if (c < 0x80)
+    return 1;
+  if (c >= 0xC2 && c <= 0xDF)
+    n = 2;
+  else if (c >= 0xE0 && c <= 0xEF)
+    n = 3;
+  else if (c >= 0xF0 && c <= 0xF4)
+    n = 4;
+  else
+    return 0;
+  if ((size_t)(end - p) < n)
+    return 0;
+  for (i = 1; i < n; i++)
+    if ((p[i] & 0xC0) != 0x80)
+      return 0;
+  if ((c == 0xE0 && p[1] < 0xA0) || (c == 0xED && p[1] >= 0xA0) ||
+      (c == 0xF0 && p[1] < 0x90) || (c == 0xF4 && p[1] >= 0x90))
+    return 0;
+  return n;
+}
+
+/* Four hex digits at p (end permitting) as *out; 0 or -1. */
+static int hex4(const unsigned char *p, const unsigned char *end, unsigned *out)
+{
+  unsigned v = 0;
+  int i;
+
+  if (end - p < 4)
+    return -1;
+  for (i = 0; i < 4; i++) {
+    unsigned c = p[i];
+    if (c >= '0' && c <= '9')
+      v = v * 16 + (c - '0');
+    else if (c >= 'a' && c <= 'f')
+      v = v * 16 + (c - 'a' + 10);
+    else if (c >= 'A' && c <= 'F')
+      v = v * 16 + (c - 'A' + 10);
+    else
+      return -1;
+  }
+  *out = v;
+  return 0;
+}
+
+static size_t utf8_put(char *d, unsigned cp)
+{
+  if (cp < 0x80) {
+    d[0] = (char)cp;
+    return 1;
+  }
+  if (cp < 0x800) {
+    d[0] = (char)(0xC0 | (cp >> 6));
+    d[1] = (char)(0x80 | (cp & 0x3F));
+    return 2;
+  }
+  if (cp < 0x10000) {
+    d[0] = (char)(0xE0 | (cp >> 12));
+    d[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    d[2] = (char)(0x80 | (cp & 0x3F));
+    return 3;
+  }
+  d[0] = (char)(0xF0 | (cp >> 18));
+  d[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+  d[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+  d[3] = (char)(0x80 | (cp & 0x3F));
+  return 4;
+}
+
+/* Write decoded string d[0..n) as Jansson's dump does (no ASCII escaping,
+ * '/' as it is, other control characters as \u00XX). */
+static int c_string(struct billing_scratch *s, const char *d, size_t n)
+{
+  static const char hex[] = "0123456789ABCDEF";
+  size_t i;
+
+  if (c_room(s, 6 * n + 2) != 0)
+    return -1;
+  s->canon[s->canon_len++] = '"';
+  for (i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)d[i];
+    const char *e = NULL;
+    switch (c) {
+    case '"':
+      e = "\\\"";
+      break;
+    case '\\':
+      e = "\\\\";
+      break;
+    case '\b':
+      e = "\\b";
+      break;
+    case '\f':
+      e = "\\f";
+      break;
+    case '\n':
+      e = "\\n";
+      break;
+    case '\r':
+      e = "\\r";
+      break;
+    case '\t':
+      e = "\\t";
+      break;
+    default:
+      break;
+    }
+    if (e) {
+      c_put(s, e, 2);
+    } else if (c < 0x20) {
+      char u[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+      c_put(s, u, 6);
+    } else {
+      s->canon[s->canon_len++] = (char)c;
+    }
+  }
+  s->canon[s->canon_len++] = '"';
+  return 0;
+}
+
+/* The first byte at or after p that is not plain string text: printable
+ * ASCII other than '"' and '\\' (so a quote, a backslash, a control
+ * character or a non-ASCII byte), or end. */
+static const unsigned char *skip_plain(const unsigned char *p,
+                                       const unsigned char *end)
+{
+#ifdef __SSE2__
+  const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'),
+                space = _mm_set1_epi8(0x20);
+
+  while (end - p >= 16) {
+    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
+    /* signed: bytes from 0x80 are negative, below the space too */
+    int mask = _mm_movemask_epi8(_mm_or_si128(
+        _mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, bslash)),
+        _mm_cmplt_epi8(x, space)));
+    if (mask)
+      return p + __builtin_ctz((unsigned)mask);
+    p += 16;
+  }
+#endif
+  while (p < end && *p >= 0x20 && *p < 0x80 && *p != '"' && *p != '\\')
+    p++;
+  return p;
+}
+
+/*
+ * The string at f->p (its opening quote), written canonically. *out and
+ * *outlen are its text: in the line itself when it has no escapes (*cooked
+ * false; not NUL-terminated), else decoded into strs (*cooked true;
+ * NUL-terminated).
+ */
+static int f_string(struct fparse *f, const char **out, size_t *outlen,
+                    bool *cooked)
+{
+  struct billing_scratch *s = f->s;
+  const unsigned char *p = (const unsigned char *)f->p + 1,
+                      *end = (const unsigned char *)f->end, *raw = p;
+  char *d0, *d;
+
+  for (;;) { /* as long as there is no escape */
+    size_t n;
+    p = skip_plain(p, end);
+    if (p >= end || *p < 0x20)
+      return -1;
+    if (*p == '"') {
+      /* as it came: nothing the dump would escape either */
+      *out = (const char *)raw;
+      *outlen = (size_t)(p - raw);
+      *cooked = false;
+      f->p = (const char *)p + 1;
+      if (c_room(s, *outlen + 2) != 0)
+        return -1;
+      s->canon[s->canon_len++] = '"';
+      c_put(s, *out, *outlen);
+      s->canon[s->canon_len++] = '"';
+      return 0;
+    }
+    if (*p == '\\')
+      break;
+    if ((n = utf8_len(p, end)) == 0)
+      return -1;
+    p += n;
+  }
+  /* escapes: decode into strs */
+  d0 = d = s->strs + s->strs_len;
+  memcpy(d, raw, (size_t)(p - raw));
+  d += p - raw;
+  for (;;) {
+    unsigned c, cp, lo;
+    size_t n;
+    if (p >= end)
+      return -1;
+    c = *p;
+    if (c == '"')
+      break;
+    if (c < 0x20)
+      return -1;
+    if (c < 0x80 && c != '\\') {
+      *d++ = (char)c;
+      p++;
+      continue;
+    }
+    if (c >= 0x80) {
+      if ((n = utf8_len(p, end)) == 0)
+        return -1;
+      memcpy(d, p, n);
+      d += n;
+      p += n;
+      continue;
+    }
+    if (end - p < 2)
+      return -1;
+    switch (p[1]) {
+    case '"':
+    case '\\':
+    case '/':
+      *d++ = (char)p[1];
+      p += 2;
+      continue;
+    case 'b':
+      *d++ = '\b';
+      p += 2;
+      continue;
+    case 'f':
+      *d++ = '\f';
+      p += 2;
+      continue;
+    case 'n':
+      *d++ = '\n';
+      p += 2;
+      continue;
+    case 'r':
+      *d++ = '\r';
+      p += 2;
+      continue;
+    case 't':
+      *d++ = '\t';
+      p += 2;
+      continue;
+    case 'u':
+      break;
+    default:
+      return -1;
+    }
+    if (hex4(p + 2, end, &cp) != 0 || cp == 0)
+      return -1;
+    p += 6;
+    if (cp >= 0xD800 && cp <= 0xDBFF) {
+      if (end - p < 6 || p[0] != '\\' || p[1] != 'u' ||
+          hex4(p + 2, end, &lo) != 0 || lo < 0xDC00 || lo > 0xDFFF)
+        return -1;
+      p += 6;
+      cp = ((cp - 0xD800) << 10) + (lo - 0xDC00) + 0x10000;
+    } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
+      return -1;
+    }
+    d += utf8_put(d, cp);
+  }
+  *d = '\0';
+  *out = d0;
+  *outlen = (size_t)(d - d0);
+  *cooked = true;
+  s->strs_len += *outlen + 1;
+  f->p = (const char *)p + 1;
+  return c_string(s, d0, *outlen);
+}
+
+/* The number at f->p, into node i, written canonically. */
+static int f_number(struct fparse *f, int i)
+{
+  struct billing_scratch *s = f->s;
+  const char *p = f->p, *start = p, *end = f->end;
+  char out[FAST_REAL_MAX];
+  size_t len, n;
+  int digits = 0;
+  bool real = false;
+  double v;
+
+  if (p < end && *p == '-')
+    p++;
+  if (p < end && *p == '0') {
+    p++;
+    digits = 1;
+    if (p < end && is_digit(*p))
+      return -1;
+  } else if (p < end && is_digit(*p)) {
+    for (; p < end && is_digit(*p); p++)
+      digits++;
+  } else {
+    return -1;
+  }
+  if (p < end && *p == '.') {
+    p++;
+    if (p >= end || !is_digit(*p))
+      return -1;
+    while (p < end && is_digit(*p))
+      p++;
+    real = true;
+  }
+  if (p < end && (*p == 'e' || *p == 'E')) {
+    p++;
+    if (p < end && (*p == '+' || *p == '-'))
+      p++;
+    if (p >= end || !is_digit(*p))
+      return -1;
+    while (p < end && is_digit(*p))
+      p++;
+    real = true;
+  }
+  len = (size_t)(p - start);
+  f->p = p;
+  s->nodes[i].str = start;
+  s->nodes[i].len = len;
+  if (!real) {
+    /* within strtoll's range for sure; Jansson writes it back as "%lld" */
+    if (digits > 18 || c_room(s, len) != 0)
+      return -1;
+    s->nodes[i].kind = FK_INT;
+    if (len == 2 && start[0] == '-' && start[1] == '0')
+      c_put(s, "0", 1);
+    else
+      c_put(s, start, len);
+    return 0;
+  }
+  if (len >= BILLING_NUM_MAX)
+    return -1;
+  v = billing_read_real(start, len);
+  if (isinf(v) || (n = billing_real_text(v, out, sizeof(out))) == 0 ||
+      c_room(s, n) != 0)
+    return -1;
+  s->nodes[i].kind = FK_REAL;
+  c_put(s, out, n);
+  return 0;
+}
+
+static uint64_t key_prefix(const char *key, size_t n)
+{
+  uint64_t v = 0;
+  size_t i;
+
+  if (n >= 8) {
+    memcpy(&v, key, 8);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    return v;
+  }
+  for (i = 0; i < 8; i++)
+    v = v << 8 | (i < n ? (unsigned char)key[i] : 0u);
+  return v;
+}
+
+/* Keys compare as Jansson's sort does: strcmp of the decoded keys (which
+ * hold no NUL, so that the zero padding of the prefixes sorts first). */
+static int key_cmp(const struct fmember *a, const struct fmember *b)
+{
+  size_t n = a->keylen < b->keylen ? a->keylen : b->keylen;
+  int c;
+
+  if (a->pfx != b->pfx)
+    return a->pfx < b->pfx ? -1 : 1;
+  if (n > 8 && (c = memcmp(a->key + 8, b->key + 8, n - 8)) != 0)
+    return c;
+  return a->keylen < b->keylen ? -1 : a->keylen > b->keylen;
+}
+
+static int member_cmp(const void *a, const void *b)
+{
+  return key_cmp(a, b);
+}
+
+static int f_value(struct fparse *f, int i);
+
+/* Rewrite the n members of an object, whose text starts at open + 1, in
+ * key order. -1 on a duplicate key (or memory). */
+static int f_sort(struct billing_scratch *s, size_t base, size_t n, size_t open)
+{
+  struct fmember *m = s->mem + base;
+  const struct fmember *small[64], **order = small;
+  size_t i, j, t = 0, total = s->canon_len - open - 1;
+
+  if (n <= sizeof(small) / sizeof(small[0])) {
+    for (i = 0; i < n; i++) { /* insertion sort of pointers */
+      const struct fmember *x = &m[i];
+      for (j = i; j > 0 && key_cmp(order[j - 1], x) > 0; j--)
+        order[j] = order[j - 1];
+      order[j] = x;
+    }
+  } else {
+    qsort(m, n, sizeof(*m), member_cmp);
+    order = NULL;
+  }
+  for (i = 1; i < n; i++)
+    if (key_cmp(order ? order[i - 1] : &m[i - 1], order ? order[i] : &m[i]) ==
+        0)
+      return -1; /* Jansson: "duplicate object key" */
+  if (s->tmp_cap < total) {
+    char *g = grow(s->tmp, &s->tmp_cap, total, 1);
+    if (!g)
+      return -1;
+    s->tmp = g;
+  }
+  for (i = 0; i < n; i++) {
+    const struct fmember *x = order ? order[i] : &m[i];
+    if (i > 0)
+      s->tmp[t++] = ',';
+    memcpy(s->tmp + t, s->canon + x->start, x->end - x->start);
+    t += x->end - x->start;
+  }
+  memcpy(s->canon + open + 1, s->tmp, t);
+  return 0;
+}
+
+static int f_object(struct fparse *f, int i)
+{
+  struct billing_scratch *s = f->s;
+  size_t base = s->n_mem, open = s->canon_len;
+  bool sorted = true;
+
+  if (++f->depth > FAST_DEPTH || c_room(s, 1) != 0)
+    return -1;
+  s->canon[s->canon_len++] = '{';
+  f->p++;
+  f_ws(f);
+  if (f_at(f, '}')) {
+    f->p++;
+  } else {
+    for (;;) {
+      struct fmember m;
+      int child;
+      bool cooked;
+      if (!f_at(f, '"'))
+        return -1;
+      if (s->n_mem > base) {
+        if (c_room(s, 1) != 0)
+          return -1;
+        s->canon[s->canon_len++] = ',';
+      }
+      m.start = s->canon_len;
+      if (f_string(f, &m.key, &m.keylen, &cooked) != 0)
+        return -1;
+      m.pfx = key_prefix(m.key, m.keylen);
+      f_ws(f);
+      if (!f_at(f, ':') || c_room(s, 1) != 0)
+        return -1;
+      f->p++;
+      s->canon[s->canon_len++] = ':';
+      f_ws(f);
+      if ((child = f_node(f, FK_NULL, i, m.key, m.keylen)) < 0 ||
+          f_value(f, child) != 0)
+        return -1;
+      m.end = s->canon_len;
+      if (s->n_mem == s->cap_mem) {
+        struct fmember *g =
+            grow(s->mem, &s->cap_mem, s->n_mem + 1, sizeof(*s->mem));
+        if (!g)
+          return -1;
+        s->mem = g;
+      }
+      if (s->n_mem > base && key_cmp(&s->mem[s->n_mem - 1], &m) >= 0)
+        sorted = false;
+      s->mem[s->n_mem++] = m;
+      f_ws(f);
+      if (f_at(f, ',')) {
+        f->p++;
+        f_ws(f);
+        continue;
+      }
+      if (!f_at(f, '}'))
+        return -1;
+      f->p++;
+      break;
+    }
+  }
+  if (!sorted && f_sort(s, base, s->n_mem - base, open) != 0)
+    return -1;
+  s->n_mem = base;
+  if (c_room(s, 1) != 0)
+    return -1;
+  s->canon[s->canon_len++] = '}';
+  f->depth--;
+  return 0;
+}
+
+static int f_array(struct fparse *f, int i)
+{
+  struct billing_scratch *s = f->s;
+
+  if (++f->depth > FAST_DEPTH || c_room(s, 1) != 0)
+    return -1;
+  s->canon[s->canon_len++] = '[';
+  f->p++;
+  f_ws(f);
+  if (f_at(f, ']')) {
+    f->p++;
+  } else {
+    for (;;) {
+      int child = f_node(f, FK_NULL, i, NULL, 0);
+      if (child < 0 || f_value(f, child) != 0)
+        return -1;
+      f_ws(f);
+      if (f_at(f, ',')) {
+        f->p++;
+        f_ws(f);
+        if (c_room(s, 1) != 0)
+          return -1;
+        s->canon[s->canon_len++] = ',';
+        continue;
+      }
+      if (!f_at(f, ']'))
+        return -1;
+      f->p++;
+      break;
+    }
+  }
+  if (c_room(s, 1) != 0)
+    return -1;
+  s->canon[s->canon_len++] = ']';
+  f->depth--;
+  return 0;
+}
+
+/* A literal word: true, false or null. */
+static int f_word(struct fparse *f, int i, const char *w, enum fkind kind)
+{
+  size_t n = strlen(w);
+
+  if ((size_t)(f->end - f->p) < n || memcmp(f->p, w, n) != 0 ||
+      c_room(f->s, n) != 0)
+    return -1;
+  f->p += n;
+  f->s->nodes[i].kind = kind;
+  c_put(f->s, w, n);
+  return 0;
+}
+
+static int f_value(struct fparse *f, int i)
+{
+  if (f->p >= f->end)
+    return -1;
+  switch (*f->p) {
+  case '{':
+    f->s->nodes[i].kind = FK_OBJ;
+    return f_object(f, i);
+  case '[':
+    f->s->nodes[i].kind = FK_ARR;
+    return f_array(f, i);
+  case '"': {
+    const char *str;
+    size_t len;
+    bool cooked;
+    if (f_string(f, &str, &len, &cooked) != 0)
+      return -1;
+    f->s->nodes[i].kind = FK_STR;
+    f->s->nodes[i].str = str;
+    f->s->nodes[i].len = len;
+    f->s->nodes[i].cooked = cooked;
+    return 0;
+  }
+  case 't':
+    return f_word(f, i, "true", FK_TRUE);
+  case 'f':
+    return f_word(f, i, "false", FK_FALSE);
+  case 'n':
+    return f_word(f, i, "null", FK_NULL);
+  default:
+    return f_number(f, i);
+  }
+}
+
+int billing_json_parse(struct billing_scratch *s, const char *line, size_t len)
+{
+  struct fparse f = {s, line, line + len, 0};
+
+  scratch_trim(s); /* the previous row is done with it */
+  s->n_nodes = s->n_mem = s->canon_len = s->strs_len = 0;
+  if (s->strs_cap < len + 1) {
+    char *g = grow(s->strs, &s->strs_cap, len + 1, 1);
+    if (!g)
+      return -1;
+    s->strs = g;
+  }
+  f_ws(&f);
+  if (!f_at(&f, '{') || f_node(&f, FK_OBJ, -1, NULL, 0) != 0 ||
+      f_value(&f, 0) != 0)
+    return -1;
+  f_ws(&f);
+  return f.p == f.end ? 0 : -1;
+}
+
+int billing_json_hash(struct billing_scratch *s, unsigned char *hash)
+{
+  unsigned int hn = 0;
+
+  return EVP_DigestInit_ex(s->md, s->sha256, NULL) == 1 &&
+                 EVP_DigestUpdate(s->md, s->canon, s->canon_len) == 1 &&
+                 EVP_DigestFinal_ex(s->md, hash, &hn) == 1 &&
+                 hn == DB_BILLING_HASH_LEN
+             ? 0
+             : -1;
+}
+
+const char *billing_json_canonical(const struct billing_scratch *s, size_t *len)
+{
+  *len = s->canon_len;
+  return s->canon;
+}
+
+/* ---- the parsed row as a billing_doc: value i + 1 is node i ------------ */
+
+static int node_of(const struct billing_doc *d, billing_val v)
+{
+  const struct billing_scratch *s = d->impl;
+
+  return v == BILLING_NONE || v > s->n_nodes ? -1 : (int)(v - 1);
+}
+
+static enum billing_kind doc_kind(struct billing_doc *d, billing_val v)
+{
+  const struct billing_scratch *s = d->impl;
+  int i = node_of(d, v);
+
+  if (i < 0)
+    return BILLING_ABSENT;
+  switch (s->nodes[i].kind) {
+  case FK_OBJ:
+    return BILLING_OBJECT;
+  case FK_ARR:
+    return BILLING_ARRAY;
+  case FK_STR:
+    return BILLING_STRING;
+  case FK_INT:
+  case FK_REAL:
+    return BILLING_NUMBER;
+  case FK_TRUE:
+  case FK_FALSE:
+    return BILLING_BOOL;
+  case FK_NULL:
+    break;
+  }
+  return BILLING_NULL;
+}
+
+/* json_object_get: the members are few, a scan is the fastest lookup. */
+static billing_val doc_get(struct billing_doc *d, billing_val o,
+                           const char *key)
+{
+  const struct billing_scratch *s = d->impl;
+  int i = node_of(d, o), c;
+  size_t n;
+
+  if (i < 0 || s->nodes[i].kind != FK_OBJ)
+    return BILLING_NONE;
+  n = strlen(key);
+  for (c = s->nodes[i].child; c >= 0; c = s->nodes[c].next)
+    if (s->nodes[c].keylen == n &&
+        (n == 0 ||
+         (s->nodes[c].key[0] == key[0] && !memcmp(s->nodes[c].key, key, n))))
+      return (billing_val)c + 1;
+  return BILLING_NONE;
+}
+
+/* The row's top-level members in one pass (what a get per key would find:
+ * keys are unique). */
+static void doc_lookup(struct billing_doc *d, billing_val o,
+                       const struct billing_key *keys, size_t n,
+                       billing_val *out)
+{
+  const struct billing_scratch *s = d->impl;
+  int i = node_of(d, o), c;
+  size_t k;
+
+  for (k = 0; k < n; k++)
+    out[k] = BILLING_NONE;
+  if (i < 0 || s->nodes[i].kind != FK_OBJ)
+    return;
+  for (c = s->nodes[i].child; c >= 0; c = s->nodes[c].next) {
+    const struct fnode *m = &s->nodes[c];
+    for (k = 0; k < n; k++)
+      if (m->keylen == keys[k].len &&
+          (m->keylen == 0 || (m->key[0] == keys[k].name[0] &&
+                              !memcmp(m->key, keys[k].name, m->keylen)))) {
+        out[k] = (billing_val)c + 1;
+        break;
+      }
+  }
+}
+
+static billing_val doc_item(struct billing_doc *d, billing_val a,
+                            billing_val prev, size_t index)
+{
+  const struct billing_scratch *s = d->impl;
+  int i = node_of(d, a), c;
+
+  (void)index;
+  if (i < 0 || s->nodes[i].kind != FK_ARR)
+    return BILLING_NONE;
+  c = prev == BILLING_NONE ? s->nodes[i].child : s->nodes[prev - 1].next;
+  return c < 0 ? BILLING_NONE : (billing_val)c + 1;
+}
+
+/* json_string_value: the decoded, NUL-terminated text (copied into strs
+ * the first time it is asked for; strs was sized for the whole line). */
+static const char *doc_string(struct billing_doc *d, billing_val v)
+{
+  struct billing_scratch *s = d->impl;
+  struct fnode *n;
+  int i = node_of(d, v);
+
+  if (i < 0 || s->nodes[i].kind != FK_STR)
+    return NULL;
+  n = &s->nodes[i];
+  if (!n->cooked) {
+    char *t = s->strs + s->strs_len;
+    memcpy(t, n->str, n->len);
+    t[n->len] = '\0';
+    s->strs_len += n->len + 1;
+    n->str = t;
+    n->cooked = true;
+  }
+  return n->str;
+}
+
+/* An integer as written ("-0" as "0", as Jansson reads it), a real as
+ * "%.15g". */
+static int doc_number(struct billing_doc *d, billing_val v, char out[32])
+{
+  const struct billing_scratch *s = d->impl;
+  const struct fnode *n;
+  int i = node_of(d, v);
+
+  if (i < 0)
+    return -1;
+  n = &s->nodes[i];
+  if (n->kind == FK_INT) {
+    if (n->len >= 32)
+      return -1;
+    if (n->len == 2 && n->str[0] == '-' && n->str[1] == '0') {
+      memcpy(out, "0", 2);
+    } else {
+      memcpy(out, n->str, n->len);
+      out[n->len] = '\0';
+    }
+    return 0;
+  }
+  if (n->kind != FK_REAL || n->len >= BILLING_NUM_MAX)
+    return -1;
+  billing_real15(billing_read_real(n->str, n->len), out);
+  return 0;
+}
+
+static const struct billing_doc_ops doc_ops = {
+    doc_kind, doc_get, doc_lookup, doc_item, doc_string, doc_number,
+};
+
+void billing_json_doc(struct billing_scratch *s, struct billing_doc *out)
+{
+  out->ops = &doc_ops;
+  out->impl = s;
+  out->root = 1; /* node 0: the row */
+}

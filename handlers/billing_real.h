@@ -1,0 +1,31 @@
+/*
+ * billing_real.h — reals of billing rows read and written without printf:
+ * strtod of a JSON number's text, Jansson 2.14's dump of a real ("%.17g"
+ * and its touches) and "%.15g" (amounts), each exactly as glibc and
+ * Jansson do it, by exact integer arithmetic where it can and by glibc
+ * where it cannot. Pure functions, thread-safe.
+ */
+#ifndef GPUGATE_BILLING_REAL_H
+#define GPUGATE_BILLING_REAL_H
+
+#include <stddef.h>
+
+/* Numbers longer than this (bytes of text) are left to Jansson. */
+#define BILLING_NUM_MAX 64
+
+/* strtod of a JSON number's text s[0..len) (valid JSON; s need not be
+ * NUL-terminated when len < BILLING_NUM_MAX). */
+double billing_read_real(const char *s, size_t len);
+
+/*
+ * v as Jansson 2.14's sorted dump writes a real (jsonp_dtostr, precision
+ * 17): "%.17g", ".0" added when it looks like an integer, the exponent's
+ * '+' and leading zeros removed. Its length, or 0 when Jansson's buffer
+ * could not hold it in size bytes (the dump then fails).
+ */
+size_t billing_real_text(double v, char *buf, size_t size);
+
+/* snprintf(out, 32, "%.15g", v): how amounts are written. */
+void billing_real15(double v, char out[32]);
+
+#endif

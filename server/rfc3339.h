@@ -1,0 +1,29 @@
+/*
+ * rfc3339.h — RFC 3339 date-times to and from seconds since the epoch.
+ *
+ * Used where the API takes instants as text (a flavor's capacity window)
+ * and the code compares them as numbers. Pure: no clock, no locale, no
+ * time zone database.
+ */
+#ifndef GPUGATE_RFC3339_H
+#define GPUGATE_RFC3339_H
+
+#include <stdint.h>
+
+#define RFC3339_LEN 21 /* "YYYY-MM-DDTHH:MM:SSZ" and its NUL */
+
+/*
+ * Parse "YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM)" ('t' and 'z' accepted, a
+ * zone required, years 1970–9999) into seconds since 1970-01-01 UTC. A
+ * fraction is rounded: down with round_up false, up with it true (so a
+ * window's start never moves earlier nor its end later). Returns 0, or -1
+ * when s is not such a date-time (or names an impossible one, like
+ * February 30th).
+ */
+int rfc3339_parse(const char *s, int round_up, int64_t *out);
+
+/* Write t as "YYYY-MM-DDTHH:MM:SSZ" into out (RFC3339_LEN bytes). t must
+ * be within years 1970–9999. */
+void rfc3339_format(int64_t t, char out[RFC3339_LEN]);
+
+#endif
