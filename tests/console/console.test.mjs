@@ -449,7 +449,7 @@ test('usable at phone width', async () => {
 });
 
 test('an expired token returns to sign-in; a bad pasted token is refused', async () => {
-  const short = token('team-a', 'member', 4);
+  const short = token('team-a', 'member', 8);
   const { page, context } = await open(short, '', undefined, false);
   /* signed in first (who you are is shown), then out at expiry */
   await page.waitForSelector('#who .who-id');
