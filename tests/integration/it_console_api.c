@@ -85,6 +85,9 @@ START_TEST(summary_counts_own_team)
   h_submit_typical(&srv, "team-a", member, "lp", "sum-two", "default", NULL);
   h_submit_typical(&srv, "team-a", member, "hp", "sum-three", "high", NULL);
   h_submit_typical(&srv, "team-b", member_b, "lp", "sum-b", "default", NULL);
+  /* let admission settle (without a Batch backend admitted jobs stay
+   * ADMITTED), so the summary and the lists read the same states */
+  h_sleep_ms(2500);
   s = h_call(&srv, "GET", "/v1/teams/team-a/jobs/summary", member, NULL, 200);
   ck_assert_str_eq(h_str(s, "team"), "team-a");
   totals = json_object_get(s, "totals");
