@@ -1,6 +1,7 @@
 # gpugate — one non-recursive Makefile.
 #
-#   make            build/gpugate (warnings are errors)
+#   make            build/gpugate (warnings are errors); installs what is
+#                   missing first (deploy/install-deps.sh), like make run
 #   make test       the whole suite (installs what it needs first)
 #   make run        local PostgreSQL under ./var, migrations, example config,
 #                   serve on 127.0.0.1:8080
@@ -29,7 +30,7 @@ GEN_SRC := build/gen/embedded.c
 # GET /docs: the page and the Redoc bundle from the pinned npm tools.
 DOCS_JS := deploy/tools/node_modules/redoc/bundles/redoc.standalone.js
 EMBED   := $(sort $(wildcard db/migrations/*.sql)) openapi/openapi.yaml openapi/openapi.json \
-           openapi/docs.html $(DOCS_JS)
+           openapi/docs.html $(DOCS_JS) $(sort $(wildcard web/*.html web/*.js web/*.css web/*.txt))
 
 UNIT_SRC  := $(wildcard tests/unit/*.c)
 INTEG_SRC := $(wildcard tests/integration/*.c)
@@ -38,8 +39,16 @@ EMU_SRC   := $(wildcard tests/emulator/*.c)
 OBJ      := $(LIB_SRC:%.c=build/obj/%.o) build/obj/gen/embedded.o
 ASAN_OBJ := $(LIB_SRC:%.c=build/asan/%.o) build/asan/gen/embedded.o
 
-.PHONY: all test run asan lint format format-check openapi clean deps unit integration bench
-all: build/gpugate
+.PHONY: all test run asan lint format format-check openapi clean deps unit integration bench deps-then-build
+# On a fresh clone (libraries, check or the npm tools missing) plain `make`
+# installs them first (deploy/install-deps.sh), then builds in a new make
+# that sees the libraries' flags; on a ready machine it only builds.
+DEPS_READY := $(shell pkg-config --exists $(PKGS) check 2>/dev/null && test -f $(DOCS_JS) && echo yes)
+all: $(if $(DEPS_READY),build/gpugate,deps-then-build)
+
+deps-then-build:
+	deploy/install-deps.sh
+	$(MAKE) build/gpugate
 
 build/tools/embed: deploy/tools/embed.c
 	@mkdir -p $(@D)
@@ -49,9 +58,10 @@ $(GEN_SRC): build/tools/embed $(EMBED)
 	@mkdir -p $(@D)
 	build/tools/embed $(EMBED) > $@.tmp && mv $@.tmp $@
 
+# The Redoc bundle comes from the pinned npm tools: install them (and the
+# Debian packages) when it is missing, as make run does.
 $(DOCS_JS):
-	@echo "Makefile: $@ is missing; run make deps (installs the pinned npm tools)" >&2
-	@exit 1
+	deploy/install-deps.sh
 
 build/obj/gen/embedded.o: $(GEN_SRC)
 	@mkdir -p $(@D)

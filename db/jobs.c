@@ -867,3 +867,107 @@ enum gg_code db_cq_usage(struct gg_req *req, const char *cq, const char *cohort,
   PQclear(res);
   return *usage && *pool ? GG_OK : db_fail(req, GG_INTERNAL);
 }
+
+/* ---- console views: search, cross-team list, summary ------------------- */
+
+#define FIND_FILTERS                                                           \
+  "AND ($2::text IS NULL OR j.state = ANY (string_to_array($2, ','))) "        \
+  "AND ($3::text IS NULL OR j.queue = $3) "                                    \
+  "AND ($4::text IS NULL OR j.labels @> jsonb_build_object($4, $5)) "          \
+  "AND ($6::bigint = 0 OR j.seq < $6::bigint) "                                \
+  "AND ($8::text IS NULL OR strpos(j.name, $8) > 0) "                          \
+  "ORDER BY j.seq DESC LIMIT $7::int"
+
+static const char sql_find_team[] =
+    JOB_SELECT "WHERE j.team = $1 " FIND_FILTERS;
+
+static const char sql_find_all[] =
+    JOB_SELECT "WHERE ($1::text IS NULL OR j.team = $1) " FIND_FILTERS;
+
+enum gg_code db_job_find(struct gg_req *req, const char *team,
+                         const char *team_filter, const struct db_job_filter *f,
+                         const char *name_part, json_t **items,
+                         int64_t *next_seq)
+{
+  struct db_conn *db = req_db(req);
+  char after[24], lim[16];
+  const char *params[8];
+  PGresult *res;
+  int i, rows;
+
+  *items = NULL;
+  *next_seq = 0;
+  if (!db)
+    return db_fail(req, GG_UNAVAILABLE);
+  snprintf(after, sizeof(after), "%lld", (long long)f->after_seq);
+  snprintf(lim, sizeof(lim), "%d", f->limit + 1);
+  params[0] = team ? team : team_filter;
+  params[1] = f->states;
+  params[2] = f->queue;
+  params[3] = f->label_key;
+  params[4] = f->label_value ? f->label_value : "";
+  params[5] = after;
+  params[6] = lim;
+  params[7] = name_part;
+  res = db_req_exec(req, db, team ? sql_find_team : sql_find_all, 8, params);
+  if (!res)
+    return req->code;
+  rows = PQntuples(res);
+  *items = json_array();
+  for (i = 0; i < rows && i < f->limit; i++)
+    json_array_append_new(*items, render(res, i));
+  if (rows > f->limit)
+    *next_seq = strtoll(PQgetvalue(res, f->limit - 1, C_SEQ), NULL, 10);
+  PQclear(res);
+  return GG_OK;
+}
+
+/* index-only on jobs_team_state_queue (0013) */
+static const char sql_summary[] =
+    "SELECT queue, state, count(*), coalesce(sum(gpu), 0) FROM jobs "
+    "WHERE team = $1 GROUP BY queue, state ORDER BY queue, state";
+
+enum gg_code db_job_summary(struct gg_req *req, const char *team, json_t **out)
+{
+  static const char *const all[] = {"PENDING", "ADMITTED", "QUEUED",
+                                    "RUNNING", "EVICTING", "SUCCEEDED",
+                                    "FAILED",  "CANCELLED"};
+  struct db_conn *db = req_db(req);
+  const char *params[1] = {team};
+  json_t *counts, *totals;
+  PGresult *res;
+  size_t i;
+  int row;
+
+  *out = NULL;
+  if (!db)
+    return db_fail(req, GG_UNAVAILABLE);
+  if (!(res = db_req_exec(req, db, sql_summary, 1, params)))
+    return req->code;
+  counts = json_array();
+  totals = json_object();
+  for (i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+    json_object_set_new(totals, all[i],
+                        json_pack("{s:i, s:i}", "jobs", 0, "gpus", 0));
+  for (row = 0; row < PQntuples(res); row++) {
+    json_int_t n = strtoll(PQgetvalue(res, row, 2), NULL, 10);
+    json_int_t g = strtoll(PQgetvalue(res, row, 3), NULL, 10);
+    json_t *t = json_object_get(totals, PQgetvalue(res, row, 1)); /* borrowed */
+    json_array_append_new(counts, json_pack("{s:s, s:s, s:I, s:I}", "queue",
+                                            PQgetvalue(res, row, 0), "state",
+                                            PQgetvalue(res, row, 1), "jobs", n,
+                                            "gpus", g));
+    if (t) {
+      json_object_set_new(
+          t, "jobs",
+          json_integer(json_integer_value(json_object_get(t, "jobs")) + n));
+      json_object_set_new(
+          t, "gpus",
+          json_integer(json_integer_value(json_object_get(t, "gpus")) + g));
+    }
+  }
+  PQclear(res);
+  *out = json_pack("{s:s, s:o, s:o}", "team", team, "counts", counts, "totals",
+                   totals);
+  return *out ? GG_OK : db_fail(req, GG_INTERNAL);
+}

@@ -150,4 +150,23 @@ enum gg_code db_job_counts(struct gg_req *req, const char *team,
 enum gg_code db_cq_usage(struct gg_req *req, const char *cq, const char *cohort,
                          json_t **usage, json_t **pool);
 
+/*
+ * A page of jobs newest first, like db_job_list, with two more filters:
+ * name_part (a substring of the job's name, NULL = any) and — when team is
+ * NULL — every team (callers allow that to admins only; team_filter then
+ * optionally narrows to one team). *items is a new array.
+ */
+enum gg_code db_job_find(struct gg_req *req, const char *team,
+                         const char *team_filter, const struct db_job_filter *f,
+                         const char *name_part, json_t **items,
+                         int64_t *next_seq);
+
+/*
+ * Job counts and GPU sums of team by state and queue:
+ * *out = {"counts": [{"queue", "state", "jobs", "gpus"}],
+ *         "totals": {STATE: {"jobs", "gpus"}}} (new reference). Answered
+ * from the (team, state, queue) index, never from other teams' rows.
+ */
+enum gg_code db_job_summary(struct gg_req *req, const char *team, json_t **out);
+
 #endif

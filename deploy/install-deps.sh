@@ -23,7 +23,7 @@ PACKAGES=(
   nodejs npm
   curl ca-certificates
   prometheus jq # promtool and jq for tests/metrics-check.sh (GET /metrics)
-  chromium # headless browser for tests/docs-check.sh (GET /docs)
+  chromium # headless browser for tests/docs-check.sh (GET /docs) and tests/console-check.sh (GET /)
   clang libclang-rt-14-dev # libFuzzer + sanitizers for tests/fuzz (make fuzz)
 )
 

@@ -5,6 +5,11 @@
 # under ./var, migrates, applies the reference-architecture example, starts
 # the Cloud Batch emulator as the local Batch backend and serves. Everything
 # it creates lives in ./var and is kept between runs.
+#
+# Ctrl-C (or SIGTERM) stops what it started: gpugate, the emulator and the
+# PostgreSQL cluster under ./var/pg (its data stays). With
+# GPUGATE_KEEP_PG=true PostgreSQL is left running for the next run; stop it
+# with `tests/pg.sh stop var/pg`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,7 +18,29 @@ make -j2 build/gpugate build/batch_emulator
 
 mkdir -p var
 chmod 755 var
+emu_pid=""
+gpugate_pid=""
+pg_started=""
+# shellcheck disable=SC2317 # called by the traps
+stop_all() {
+  trap - INT TERM EXIT
+  [ -n "$gpugate_pid" ] && kill "$gpugate_pid" 2>/dev/null && wait "$gpugate_pid" 2>/dev/null
+  [ -n "$emu_pid" ] && kill "$emu_pid" 2>/dev/null && wait "$emu_pid" 2>/dev/null
+  if [ -n "$pg_started" ]; then
+    if [ "${GPUGATE_KEEP_PG:-false}" = true ]; then
+      echo "make run: stopped gpugate and the Batch emulator; PostgreSQL still runs (stop it with: tests/pg.sh stop var/pg)"
+    else
+      tests/pg.sh stop var/pg >/dev/null 2>&1 || true
+      echo "make run: stopped gpugate, the Batch emulator and PostgreSQL (data kept in ./var)"
+    fi
+  fi
+}
+trap 'stop_all; exit 130' INT
+trap 'stop_all; exit 143' TERM
+trap stop_all EXIT
+
 uri=$(tests/pg.sh start var/pg)
+pg_started=yes
 tests/pg.sh createdb var/pg gpugate >/dev/null
 if [ ! -s var/hs256.secret ]; then
   (umask 077; head -c 48 /dev/urandom | base64 | tr -d '\n=+/' | head -c 48 > var/hs256.secret)
@@ -28,7 +55,7 @@ export GPUGATE_LISTEN="${GPUGATE_LISTEN:-127.0.0.1:8080}"
 
 # The Batch emulator (tests/emulator): capacity per region and provisioning
 # model, one-minute jobs, state changes pushed to gpugate like Pub/Sub. It
-# exits when this process (which becomes gpugate) does.
+# is stopped with gpugate (and exits should this script die).
 emu_port="${GPUGATE_EMULATOR_PORT:-8081}"
 if [ "${GPUGATE_BATCH_BACKEND:-gcp}" = gcp ] && [ -z "${GPUGATE_BATCH_ENDPOINT:-}" ]; then
   EMU_LISTEN="127.0.0.1:$emu_port" EMU_EXIT_WITH_PARENT=true \
@@ -36,6 +63,7 @@ if [ "${GPUGATE_BATCH_BACKEND:-gcp}" = gcp ] && [ -z "${GPUGATE_BATCH_ENDPOINT:-
   EMU_RUN_MS="${EMU_RUN_MS:-60000}" EMU_PROJECT=local-project \
   EMU_PUSH_URL="http://$GPUGATE_LISTEN/v1/batch/notifications?token=$(cat var/pubsub.secret)" \
     build/batch_emulator >> var/batch-emulator.log 2>&1 &
+  emu_pid=$!
   export GPUGATE_BATCH_BACKEND=gcp
   export GPUGATE_GCP_PROJECT=local-project
   export GPUGATE_BATCH_ENDPOINT="http://127.0.0.1:$emu_port"
@@ -51,6 +79,7 @@ build/gpugate apply deploy/examples/reference-architecture.json
 
 admin=$(build/gpugate token --role admin --ttl 86400)
 member=$(build/gpugate token --team team-a --role member --ttl 86400)
+finance=$(build/gpugate token --team finance --role finance --ttl 86400)
 cat <<MSG
 
 gpugate is starting on http://$GPUGATE_LISTEN
@@ -59,10 +88,18 @@ gpugate is starting on http://$GPUGATE_LISTEN
   admin token:  $admin
   team-a token: $member
 
+Open the console (the token is read from the link once, then kept in the tab):
+  admin:          http://$GPUGATE_LISTEN/#token=$admin
+  team-a member:  http://$GPUGATE_LISTEN/#token=$member
+  finance:        http://$GPUGATE_LISTEN/#token=$finance
+
 Try:
   curl -s -H "Authorization: Bearer $admin" http://$GPUGATE_LISTEN/v1/cluster-queues
 
-Stop with Ctrl-C. Make new tokens with:
+Stop with Ctrl-C: it stops gpugate, the Batch emulator and PostgreSQL (data
+stays in ./var). Make new tokens with:
   GPUGATE_JWT_HS256_SECRET_FILE=var/hs256.secret build/gpugate token --team team-a --role member
 MSG
-exec build/gpugate serve
+build/gpugate serve &
+gpugate_pid=$!
+wait "$gpugate_pid"

@@ -8,6 +8,7 @@
 #include "db/jobs.h"
 #include "db/window.h"
 #include "handlers/admin.h"
+#include "handlers/cluster_queues.h"
 #include "handlers/handlers.h"
 #include "server/problem.h"
 
@@ -238,6 +239,11 @@ out:
   json_decref(usage);
   json_decref(pool);
   return code;
+}
+
+enum gg_code cluster_queues_status(struct gg_req *req, json_t *obj)
+{
+  return decorate(req, obj);
 }
 
 static const struct admin_kind kind = {DB_CLUSTER_QUEUE, "name", NULL,

@@ -14,6 +14,7 @@
 #include "db/admin.h"
 #include "db/jobs.h"
 #include "handlers/handlers.h"
+#include "handlers/job_views.h"
 #include "handlers/oci_ref.h"
 #include "handlers/validate.h"
 #include "server/problem.h"
@@ -569,6 +570,8 @@ enum gg_code jobs_list(struct gg_req *req)
   int64_t next = 0;
   enum gg_code code;
 
+  if (req_query(req, "name"))
+    return job_views_team_list(req); /* the name search */
   memset(&f, 0, sizeof(f));
   if (!v_path_name(req, "team"))
     return problem_fail(req, GG_NOT_FOUND, "The path names no valid team.");

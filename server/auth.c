@@ -596,6 +596,7 @@ static int check_claims(const struct auth_ctx *a, const json_t *payload,
   }
 
   memset(p, 0, sizeof(*p));
+  p->exp = exp;
   v = json_object_get(payload, "role");
   p->role = json_is_string(v) ? auth_role_parse(json_string_value(v))
                               : AUTH_ROLE_NONE;

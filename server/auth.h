@@ -32,6 +32,7 @@ struct auth_principal {
                           non-member token carries none */
   enum auth_role role; /* exactly one role */
   char subject[128];   /* "sub" claim, "" if absent */
+  long long exp;       /* "exp" claim: when the token expires (Unix s) */
 };
 
 struct auth_ctx;

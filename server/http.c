@@ -35,6 +35,7 @@
 
 #include "db/db.h"
 #include "server/connlimit.h"
+#include "server/etag.h"
 #include "server/http.h"
 #include "server/log.h"
 #include "server/metrics.h"
@@ -409,6 +410,13 @@ static enum MHD_Result send_reply(struct http_server *s, struct gg_req *req,
       text = json_dumps(req->reply, GG_JSON_DUMP);
       len = text ? strlen(text) : 0;
       ctype = "application/json";
+      if (status == 200 && etag_not_modified(req, text, len)) {
+        free(text); /* 304: the client's copy is current */
+        text = NULL;
+        len = 0;
+        ctype = NULL;
+        status = 304;
+      }
     }
   }
   resp = MHD_create_response_from_buffer(len, text ? text : (void *)"",

@@ -4,8 +4,8 @@
 # Installs what is missing, builds with -Werror, runs the unit tests, the
 # same unit tests under ASan+UBSan, the integration tests against a
 # throwaway PostgreSQL cluster, each libFuzzer harness for 10 s, the
-# OpenAPI checks, format and lint. Each step's result is counted; the last
-# line is "N passed, N failed".
+# OpenAPI checks, the web console in headless Chromium, format and lint.
+# Each step's result is counted; the last line is "N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -99,6 +99,7 @@ done
 
 step openapi tests/openapi-check.sh
 step docs tests/docs-check.sh
+step console env CONSOLE_SHOTS="$workdir/console-shots" tests/console-check.sh
 step deploy tests/deploy-check.sh
 step format-check make -s format-check
 step lint make -s lint

@@ -47,7 +47,7 @@ static int sample_path(const struct route *r, char *out, size_t outlen)
   size_t used = 0;
   int s, p = 0;
 
-  out[0] = '\0';
+  snprintf(out, outlen, "/"); /* the root, when there are no segments */
   for (s = 0; s < r->n_segments; s++) {
     int w;
     if (r->segments[s])
@@ -192,8 +192,16 @@ static const struct {
     {"GET", "/v1/teams/ml/queues/q/", ROUTER_FOUND, "queues_get",
      "team=ml queue=q", NULL},
 
+    /* the console at the root; the summary is not taken for a job id */
+    {"GET", "/", ROUTER_FOUND, "console_page", "", NULL},
+    {"POST", "/", ROUTER_NO_METHOD, NULL, NULL, "GET"},
+    {"GET", "/ui/app.js", ROUTER_FOUND, "console_asset", "file=app.js", NULL},
+    {"GET", "/v1/teams/t/jobs/summary", ROUTER_FOUND, "jobs_summary", "team=t",
+     NULL},
+    {"GET", "/v1/teams/t/jobs/j-1", ROUTER_FOUND, "jobs_get", "team=t id=j-1",
+     NULL},
+
     /* 404: unknown, prefix only, extra or missing segments */
-    {"GET", "/", ROUTER_NO_PATH, NULL, NULL, NULL},
     {"GET", "/nope", ROUTER_NO_PATH, NULL, NULL, NULL},
     {"GET", "/v1", ROUTER_NO_PATH, NULL, NULL, NULL},
     {"GET", "/v1/", ROUTER_NO_PATH, NULL, NULL, NULL},

@@ -1,0 +1,130 @@
+/*
+ * api.js — the console's only way to the server: fetch on /v1 with the
+ * user's bearer token (kept in this tab's sessionStorage, never in a
+ * cookie, a URL or a log), problem+json errors as ApiError, 401 → signed
+ * out, and conditional GETs (If-None-Match) so that polling an unchanged
+ * list costs a 304.
+ */
+
+const KEY = 'gpugate.token';
+const etags = new Map(); /* path → {etag, data} */
+const MAX_CACHED = 200;
+let onSignedOut = () => {};
+
+export class ApiError extends Error {
+  constructor(status, problem) {
+    super((problem && (problem.detail || problem.title)) || `HTTP ${status}`);
+    this.status = status;
+    this.problem = problem || {};
+  }
+}
+
+export function token() {
+  return sessionStorage.getItem(KEY);
+}
+
+export function setToken(t) {
+  etags.clear();
+  sessionStorage.setItem(KEY, t.trim());
+}
+
+/* Forget the token and everything fetched with it. */
+export function signOut(reason) {
+  sessionStorage.removeItem(KEY);
+  etags.clear();
+  onSignedOut(reason);
+}
+
+export function whenSignedOut(f) {
+  onSignedOut = f;
+}
+
+async function problemOf(r) {
+  try {
+    const p = await r.json();
+    if (p && typeof p === 'object') return p;
+  } catch { /* not JSON */ }
+  return { title: r.statusText || `HTTP ${r.status}`, status: r.status };
+}
+
+function headers(extra) {
+  const t = token();
+  const h = { Accept: 'application/json', ...extra };
+  if (t) h.Authorization = `Bearer ${t}`;
+  return h;
+}
+
+/*
+ * GET path (JSON). With poll: true the previous answer's ETag is sent and
+ * a 304 returns the previous data (same object).
+ */
+export async function get(path) {
+  const cached = etags.get(path);
+  const h = headers(cached ? { 'If-None-Match': cached.etag } : {});
+  const r = await fetch(path, { headers: h, cache: 'no-store', credentials: 'omit' });
+  if (r.status === 304 && cached) return cached.data;
+  if (r.status === 401) {
+    signOut('Your session has ended (the server no longer accepts the token). Sign in again.');
+    throw new ApiError(401, await problemOf(r));
+  }
+  if (!r.ok) throw new ApiError(r.status, await problemOf(r));
+  const data = await r.json();
+  const tag = r.headers.get('ETag');
+  if (tag) {
+    if (etags.size >= MAX_CACHED) etags.delete(etags.keys().next().value);
+    etags.set(path, { etag: tag, data });
+  }
+  return data;
+}
+
+/* Every page of a list (bounded by maxPages). */
+export async function getAll(path, maxPages = 20) {
+  const items = [];
+  let cursor = null;
+  for (let i = 0; i < maxPages; i++) {
+    const sep = path.includes('?') ? '&' : '?';
+    const page = await get(cursor ? `${path}${sep}cursor=${encodeURIComponent(cursor)}` : path);
+    items.push(...page.items);
+    cursor = page.next_cursor;
+    if (!cursor) break;
+  }
+  return items;
+}
+
+/* POST JSON (or nothing); returns the parsed answer. */
+export async function post(path, body, extraHeaders = {}) {
+  const h = headers(extraHeaders);
+  if (body !== undefined) h['Content-Type'] = 'application/json';
+  const r = await fetch(path, {
+    method: 'POST', headers: h, cache: 'no-store', credentials: 'omit',
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  if (r.status === 401) {
+    signOut('Your session has ended. Sign in again.');
+    throw new ApiError(401, await problemOf(r));
+  }
+  if (!r.ok) throw new ApiError(r.status, await problemOf(r));
+  return r.status === 204 ? null : r.json();
+}
+
+/* GET path as CSV text (Accept: text/csv). */
+export async function getCsv(path) {
+  const r = await fetch(path, { headers: headers({ Accept: 'text/csv' }), cache: 'no-store', credentials: 'omit' });
+  if (r.status === 401) {
+    signOut('Your session has ended. Sign in again.');
+    throw new ApiError(401, await problemOf(r));
+  }
+  if (!r.ok) throw new ApiError(r.status, await problemOf(r));
+  return r.text();
+}
+
+/* The claims of a token, read without verifying (only to know its expiry
+ * before the server answers; the server's /v1/whoami is the authority). */
+export function peekExp(t) {
+  try {
+    const p = t.split('.')[1].replace(/-/g, '+').replace(/_/g, '/');
+    return JSON.parse(atob(p)).exp || null;
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,192 @@
+/*
+ * app.js — the console's shell: signing in (a token from the URL fragment
+ * #token=…, read once and removed from the address bar, or pasted), who
+ * you are, the navigation for your role, and a hash router that renders
+ * one view at a time into <main>. Views live in their own modules; each
+ * marks its root data-ready once its data is on screen.
+ */
+import * as api from './api.js';
+import { h, put, clear, when } from './dom.js';
+import { parseHash, problemBox } from './ui.js';
+import * as overview from './overview.js';
+import * as jobs from './jobs.js';
+import * as queues from './queues.js';
+import * as costs from './costs.js';
+
+const main = document.getElementById('main');
+const nav = document.getElementById('nav');
+const who = document.getElementById('who');
+let me = null; /* /v1/whoami of the current token */
+let expiryTimer = null;
+let generation = 0; /* bumped on every navigation: stale work stops */
+let signInMessage = '';
+
+const NAV = {
+  member: [['#/', 'Overview'], ['#/jobs', 'Jobs'], ['#/submit', 'Submit'], ['#/queues', 'Queues'], ['#/costs', 'Costs']],
+  admin: [['#/', 'Overview'], ['#/jobs', 'Jobs'], ['#/submit', 'Submit'], ['#/queues', 'Queues'], ['#/costs', 'Costs']],
+  finance: [['#/', 'Overview'], ['#/costs', 'Costs']],
+};
+
+const ROUTES = [
+  [/^\/?$/, overview.render],
+  [/^\/signin$/, overview.render],
+  [/^\/jobs$/, jobs.list],
+  [/^\/submit$/, jobs.submit],
+  [/^\/teams\/([a-z0-9-]+)\/jobs\/([a-z0-9-]+)$/, jobs.page],
+  [/^\/queues$/, queues.render],
+  [/^\/teams\/([a-z0-9-]+)\/queues\/([a-z0-9-]+)$/, queues.pending],
+  [/^\/costs$/, costs.render],
+];
+
+/* A token in the fragment is taken once and removed from the address bar
+ * and the history entry, so it is neither bookmarked nor shared. */
+function takeFragmentToken() {
+  const frag = location.hash.slice(1);
+  if (!frag.startsWith('token=')) return;
+  const params = new URLSearchParams(frag);
+  const t = params.get('token');
+  history.replaceState(null, '', `${location.pathname}${location.search}#/`);
+  if (t) {
+    api.setToken(t);
+    me = null;
+  }
+}
+
+function renderWho() {
+  clear(who);
+  if (!me) return;
+  const exp = new Date(me.exp * 1000);
+  put(who, 
+    h('span.who-id', { 'data-role': me.role }, me.team ? `${me.team} · ${me.role}` : me.role),
+    h('span.muted', {}, ` · until ${when(exp.toISOString())}`),
+    ' ',
+    h('button.link', { type: 'button', onclick: () => api.signOut('You signed out.') }, 'Sign out'),
+  );
+}
+
+function renderNav(active) {
+  clear(nav);
+  if (!me) return;
+  const items = NAV[me.role] || [];
+  put(nav, h('ul', {}, items.map(([href, label]) => {
+    const current = href === '#/' ? active === '/' : active.startsWith(href.slice(1));
+    return h('li', {}, h('a', { href, 'aria-current': current ? 'page' : null }, label));
+  })));
+}
+
+function armExpiry() {
+  clearTimeout(expiryTimer);
+  if (!me) return;
+  const ms = me.exp * 1000 - Date.now();
+  const msg = `Your token expired at ${when(new Date(me.exp * 1000).toISOString())}. Sign in again.`;
+  if (ms <= 0) {
+    api.signOut(msg);
+    return;
+  }
+  expiryTimer = setTimeout(() => api.signOut(msg), Math.min(ms, 2147483000));
+}
+
+function signInView() {
+  generation++;
+  me = null;
+  clearTimeout(expiryTimer);
+  renderWho();
+  renderNav('');
+  const input = h('textarea', {
+    id: 'token-input', rows: '4', autocomplete: 'off', spellcheck: 'false', required: true,
+    'aria-describedby': 'token-help',
+  });
+  const form = h('form.card', {
+    onsubmit: (ev) => {
+      ev.preventDefault();
+      if (!input.value.trim()) return;
+      api.setToken(input.value);
+      signInMessage = '';
+      me = null;
+      if (location.hash === '#/') route();
+      else location.hash = '#/';
+    },
+  },
+  h('label', { for: 'token-input' }, 'Bearer token'),
+  input,
+  h('p.muted', { id: 'token-help' },
+    'Paste a gpugate JWT (for example from `gpugate token --team team-a --role member`), or open a link ending in #token=…. ',
+    'It is kept in this tab only (sessionStorage) and sent only to this server.'),
+  h('button', { type: 'submit' }, 'Sign in'));
+  put(clear(main), h('section', { 'data-view': 'signin', 'data-ready': '1' },
+    h('h1', {}, 'Sign in to gpugate'),
+    signInMessage ? h('p.notice', { role: 'status' }, signInMessage) : null,
+    form));
+  document.title = 'Sign in · gpugate console';
+}
+
+async function route() {
+  takeFragmentToken();
+  const gen = ++generation;
+  const { path, params } = parseHash();
+  if (!api.token()) {
+    signInView();
+    return;
+  }
+  try {
+    if (!me) {
+      me = await api.get('/v1/whoami');
+      armExpiry();
+      if (!api.token()) return; /* expired on arrival */
+    }
+  } catch (err) {
+    if (err.status !== 401) {
+      put(clear(main), problemBox(err));
+    }
+    return;
+  }
+  if (gen !== generation) return;
+  renderWho();
+  renderNav(path);
+  const found = ROUTES.find(([re]) => re.test(path));
+  clear(main);
+  if (!found) {
+    put(main, h('section', { 'data-view': 'missing', 'data-ready': '1' }, h('h1', {}, 'Not found'),
+      h('p', {}, 'This console has no such page. '), h('a', { href: '#/' }, 'Go to the overview')));
+    return;
+  }
+  const match = path.match(found[0]);
+  const ctx = {
+    me,
+    main,
+    params,
+    args: match.slice(1),
+    alive: () => gen === generation && !!api.token(),
+    /* run f now and every ms while this view is shown and the tab visible */
+    poll(f, ms) {
+      const tick = async () => {
+        if (!ctx.alive()) return;
+        if (document.visibilityState === 'visible') {
+          try { await f(); } catch { /* shown by f */ }
+        }
+        if (ctx.alive()) setTimeout(tick, ms);
+      };
+      setTimeout(tick, ms);
+    },
+  };
+  try {
+    await found[1](ctx);
+  } catch (err) {
+    if (!ctx.alive()) return;
+    put(clear(main), h('section', { 'data-view': 'error', 'data-ready': '1' }, problemBox(err)));
+  }
+  main.focus({ preventScroll: true });
+}
+
+api.whenSignedOut((reason) => {
+  signInMessage = reason || '';
+  me = null;
+  if (location.hash !== '#/signin') location.hash = '#/signin';
+  signInView();
+});
+
+window.addEventListener('hashchange', () => {
+  if (location.hash === '#/signin' && !api.token()) return;
+  route();
+});
+route();
