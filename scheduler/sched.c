@@ -412,14 +412,22 @@ static int cmp_head(const void *a, const void *b)
   return x->h.job < y->h.job ? -1 : (x->h.job > y->h.job);
 }
 
-/* Whether admitted job a may be a victim at all (age, not yet chosen). */
+/*
+ * Whether admitted job a may be a victim at all (age, not yet chosen).
+ * Age counts only when its CQ sets a minimum runtime: admitted_at is in
+ * whole seconds and may lie up to a second past now, and the admission
+ * loop reruns the scheduler as time passes only for CQs with a minimum
+ * (server/admission.c, time_matters()), so without one the clock must not
+ * decide.
+ */
 static bool victim_ok(const struct state *s, int a)
 {
   const struct sched_job *v = &s->in->admitted[a];
+  int64_t min_runtime = s->in->cqs[v->cq].min_runtime_s;
 
   if (s->victim[a])
     return false;
-  return s->in->now - v->admitted_at >= s->in->cqs[v->cq].min_runtime_s;
+  return min_runtime <= 0 || s->in->now - v->admitted_at >= min_runtime;
 }
 
 static void release(struct state *s, int a, int64_t sign)

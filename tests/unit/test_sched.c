@@ -598,6 +598,16 @@ static const struct sched_case cases[] = {
      NOW "cq a within=lower minrt=600 res:gpu=2;"
          "run v cq=a in=res p=0 at=400 gpu=2; job hi cq=a p=10 gpu=2",
      "-v(hi,InClusterQueue) hi=Preempting"},
+    {"no min runtime: a victim admitted within now's second is preemptible",
+     /* admitted_at is rounded to whole seconds and may read now + 1; the
+      * loop does not rerun the scheduler as time passes (no minimum) */
+     NOW "cq a within=lower res:gpu=2;"
+         "run v cq=a in=res p=0 at=1001 gpu=2; job hi cq=a p=10 gpu=2",
+     "-v(hi,InClusterQueue) hi=Preempting"},
+    {"no min runtime: reclaim from a job admitted within now's second",
+     NOW "cq a cohort=c reclaim=lower res:gpu=4; cq b cohort=c res:gpu=0;"
+         "run b1 cq=b in=res p=0 at=1001 gpu=4; job ja cq=a p=5 gpu=4",
+     "-b1(ja,InCohortReclamation) ja=Preempting"},
     {"evictions under way make room: wait, pick no new victims",
      "cq a within=lower res:gpu=4; run v cq=a in=res p=0 evicting gpu=2;"
      "run w cq=a in=res p=0 gpu=2; job hi cq=a p=10 gpu=2",

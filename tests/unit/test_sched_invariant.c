@@ -358,7 +358,8 @@ static void check_decisions(const struct sim *s, const struct sched_output *o)
     pcq = &s->cqs[p->cq];
     REQUIRE(p->can_preempt);
     REQUIRE(o->reasons[e->preemptor] == SCHED_PREEMPTING);
-    REQUIRE_MSG(s->now - v->admitted_at >= s->cqs[v->cq].min_runtime_s,
+    REQUIRE_MSG(s->cqs[v->cq].min_runtime_s <= 0 ||
+                    s->now - v->admitted_at >= s->cqs[v->cq].min_runtime_s,
                 "victim younger than min_runtime");
     if (e->reason == SCHED_EVICT_IN_CLUSTER_QUEUE) {
       REQUIRE(v->cq == p->cq);
