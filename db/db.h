@@ -61,6 +61,25 @@ PGconn *db_connect(const char *url, char *err, size_t errlen);
 PGresult *db_exec(struct db_conn *c, const char *sql, int nparams,
                   const char *const *params, enum gg_code *code);
 
+/* One statement of a pipeline: static SQL and its text parameters. */
+struct db_stmt {
+  const char *sql;
+  int nparams;
+  const char *const *params;
+};
+
+#define DB_PIPELINE_MAX 4
+
+/*
+ * Run n (1..DB_PIPELINE_MAX) statements in one round trip (libpq's
+ * pipeline mode; "BEGIN" and "COMMIT" may be among them). On success
+ * results[i] holds each result (caller PQclear()s). Otherwise returns the
+ * code of the first failure (its message logged; later statements were
+ * skipped by the server) with every results[i] NULL. For db/ only.
+ */
+enum gg_code db_pipeline(struct db_conn *c, int n, const struct db_stmt *stmts,
+                         PGresult **results);
+
 /*
  * For the db functions behind request handlers: record the one client-safe
  * problem for a failed database step (503 unreachable, 409 conflict, else

@@ -11,6 +11,7 @@
 #include "db/batch.h"
 #include "db/db.h"
 #include "db/jobs.h"
+#include "db/targets.h"
 #include "server/problem.h"
 
 #define TS(col)                                                                \
@@ -33,10 +34,11 @@
   " AND p.priority = j.priority AND (p.created_at, p.seq) < "                  \
   "(j.created_at, j.seq)) END"
 
-/* The columns a job is shown with; render() reads them by position. */
+/* The columns a job is shown with, given the expressions of its two queue
+ * positions; render() reads them by position. */
 /* clang-format off */
-#define JOB_SELECT                                                             \
-  "SELECT j.id, j.team, j.name, j.queue, j.cluster_queue, "                    \
+#define JOB_COLUMNS(pos_queue, pos_cq)                                         \
+  "j.id, j.team, j.name, j.queue, j.cluster_queue, "                           \
   "j.priority_class, j.priority, j.state, j.reason, j.attempt, "               \
   TS("j.created_at") ", " TS("j.updated_at") ", "                              \
   "j.gpu, j.cpu_milli, j.memory_mib, j.flavor, j.location, j.borrowed, "       \
@@ -44,9 +46,11 @@
   "round(coalesce((f.spec->>'price_per_gpu_hour_usd')::numeric * j.gpu * "     \
   "extract(epoch FROM coalesce(j.finished_at, now()) - j.run_started_at) "     \
   "/ 3600, 0), 4), "                                                           \
-  POSITION("p.team = j.team AND p.queue = j.queue") ", "                       \
-  POSITION("p.cluster_queue = j.cluster_queue") ", "                           \
-  "j.spec, j.seq, j.batch_job_name, j.batch_state "                            \
+  pos_queue ", " pos_cq ", "                                                   \
+  "j.spec, j.seq, j.batch_job_name, j.batch_state "
+#define JOB_SELECT                                                             \
+  "SELECT " JOB_COLUMNS(POSITION("p.team = j.team AND p.queue = j.queue"),     \
+                        POSITION("p.cluster_queue = j.cluster_queue"))         \
   "FROM jobs j LEFT JOIN flavors f ON f.name = j.flavor "
 /* clang-format on */
 
@@ -149,9 +153,9 @@ static json_t *render(const PGresult *r, int row)
 
 /* Everything a submission is checked against, in one round trip: the
  * queue's cluster queue with its spec, its flavors, the other cluster
- * queues of its cohort, and the priority class ($3, '' for the default).
- * Always one row; the queue's or the class's columns are NULL when it does
- * not exist. */
+ * queues of its cohort, the priority class ($3, '' for the default), and
+ * the configuration version all of it belongs to (0008). Always one row;
+ * the queue's or the class's columns are NULL when it does not exist. */
 static const char sql_target[] =
     "SELECT q.cluster_queue, c.spec, "
     "(SELECT coalesce(json_object_agg(f.name, f.spec), '{}') "
@@ -160,7 +164,8 @@ static const char sql_target[] =
     "(SELECT coalesce(json_agg(o.spec ORDER BY o.name), '[]') "
     "FROM cluster_queues o WHERE o.cohort = c.cohort "
     "AND o.name <> q.cluster_queue), "
-    "p.name, p.value, p.spec->>'preemption_policy' "
+    "p.name, p.value, p.spec->>'preemption_policy', "
+    "(SELECT v FROM config_version) "
     "FROM (SELECT 1) one "
     "LEFT JOIN (team_queues q JOIN cluster_queues c "
     "ON c.name = q.cluster_queue) ON q.team = $1 AND q.name = $2 "
@@ -177,13 +182,20 @@ void db_job_target_free(struct db_job_target *t)
 
 enum gg_code db_job_target(struct gg_req *req, const char *team,
                            const char *queue, const char *priority_class,
-                           struct db_job_target *t)
+                           bool use_cache, struct db_job_target *t)
 {
-  struct db_conn *db = req_db(req);
+  struct db_conn *db;
   const char *params[3] = {team, queue, priority_class ? priority_class : ""};
+  uint64_t generation;
   PGresult *res;
 
   memset(t, 0, sizeof(*t));
+  if (use_cache && db_targets_get(team, queue, priority_class, t)) {
+    t->cached = true;
+    return GG_OK;
+  }
+  generation = db_targets_generation();
+  db = req_db(req);
   if (!db)
     return db_fail(req, GG_UNAVAILABLE);
   if (!(res = db_req_exec(req, db, sql_target, 3, params)))
@@ -210,6 +222,7 @@ enum gg_code db_job_target(struct gg_req *req, const char *team,
     t->priority = (int32_t)strtol(PQgetvalue(res, 0, 5), NULL, 10);
     t->can_preempt = !strcmp(PQgetvalue(res, 0, 6), "PreemptLowerPriority");
   }
+  t->config_version = strtoll(PQgetvalue(res, 0, 7), NULL, 10);
   PQclear(res);
   if (!problem_nfields(req) && (!t->cq_spec || !t->flavors || !t->cohort_cqs))
     db_fail(req, GG_INTERNAL);
@@ -220,6 +233,7 @@ enum gg_code db_job_target(struct gg_req *req, const char *team,
                    "The job refers to objects that do not exist.");
     return req->code;
   }
+  db_targets_put(team, queue, priority_class, generation, t);
   return GG_OK;
 }
 
@@ -241,19 +255,74 @@ static void new_id(char out[32])
 
 static const char sql_notify[] = "SELECT pg_notify('gpugate_admission', $1)";
 
-/* the job, its first event and the admission loop's wake-up: one round
- * trip (pg_notify is delivered at commit) */
-static const char sql_insert[] =
-    "WITH j AS (INSERT INTO jobs (id, team, queue, cluster_queue, name, "
+/* An Idempotency-Key row may be taken over when it is older than 24 h
+ * (gone), or when it is an in-flight claim older than 15 s (its request
+ * died: a submission takes milliseconds). */
+#define IDEM_EXPIRED                                                           \
+  "(k.created_at < now() - interval '24 hours' OR (k.status IS NULL AND "      \
+  "k.created_at < now() - interval '15 seconds'))"
+#define IDEM_KEEP(col)                                                         \
+  col " = CASE WHEN " IDEM_EXPIRED " THEN excluded." col " ELSE k." col " END"
+
+/*
+ * A whole submission in one statement: the configuration version check
+ * (ok: no row when the target was validated against a superseded
+ * configuration — nothing is written), the Idempotency-Key claim ($14;
+ * NULL: none), the job, its first event and the admission loop's wake-up
+ * (delivered at commit). The job is written only when the key is new or
+ * was taken over.
+ *
+ * The claim is one upsert, so that taking over an expired key is atomic:
+ * a DELETE of the old row in the same statement as the INSERT would not
+ * be seen by the INSERT (all parts of a statement share one snapshot), and
+ * the first retry after expiry would find the key still "in flight". The
+ * upsert also waits for a concurrent first request with the same key and
+ * then sees its committed row. It rewrites a row it does not take over
+ * with its own values, which changes nothing.
+ *
+ * Columns: the job as JOB_COLUMNS shows it (NULL when none was written;
+ * no queue positions yet: they are known from the next admission cycle),
+ * then the key's request_hash, status, location, response and whether
+ * this request claimed it.
+ */
+/* clang-format off */
+static const char sql_submit[] =
+    "WITH ok AS (SELECT 1 FROM config_version WHERE v = $13::bigint), "
+    "c AS (INSERT INTO idempotency_keys AS k (team, key, request_hash, "
+    "status, location, response, created_at) "
+    "SELECT $2, $14, $15, NULL::int, NULL, NULL, now() FROM ok "
+    "WHERE $14::text IS NOT NULL "
+    "ON CONFLICT (team, key) DO UPDATE SET "
+    IDEM_KEEP("request_hash") ", " IDEM_KEEP("status") ", "
+    IDEM_KEEP("location") ", " IDEM_KEEP("response") ", "
+    IDEM_KEEP("created_at") " "
+    "RETURNING request_hash, status, location, response, "
+    "status IS NULL AND created_at = now() AS claimed), "
+    "j AS (INSERT INTO jobs (id, team, queue, cluster_queue, name, "
     "priority_class, priority, can_preempt, state, reason, gpu, cpu_milli, "
-    "memory_mib, max_run_duration_s, labels, spec) VALUES ($1, $2, $3, $4, "
-    "$5, $6, $7::int, $8::boolean, 'PENDING', NULL, "
-    "$9::bigint, $10::bigint, $11::bigint, $12::bigint, $13::jsonb, "
-    "$14::json) RETURNING id, team, queue), "
+    "memory_mib, max_run_duration_s, labels, spec) SELECT $1, $2, $3, $4, "
+    "$5, $6, $7::int, $8::boolean, 'PENDING', NULL, x.r[1], x.r[2], x.r[3], "
+    "$10::bigint, $11::jsonb, $12::json "
+    "FROM ok, (SELECT CAST($9 AS bigint[]) AS r) x "
+    "WHERE $14::text IS NULL OR (SELECT claimed FROM c) RETURNING *), "
     "e AS (INSERT INTO job_events (job_id, team, from_state, to_state, "
     "reason, attempt, message) SELECT id, team, NULL, 'PENDING', "
-    "'Submitted', 1, 'submitted to queue ' || queue FROM j) "
-    "SELECT pg_notify('gpugate_admission', 'submit') FROM j";
+    "'Submitted', 1, 'submitted to queue ' || queue FROM j), "
+    "n AS (SELECT pg_notify('gpugate_admission', 'submit') FROM j) "
+    "SELECT " JOB_COLUMNS("NULL::bigint", "NULL::bigint") ", "
+    "c.request_hash, c.status, c.location, c.response, c.claimed "
+    "FROM ok LEFT JOIN c ON true LEFT JOIN j ON true "
+    "LEFT JOIN flavors f ON f.name = j.flavor LEFT JOIN n ON true";
+/* clang-format on */
+
+/* the columns of sql_submit after the job's */
+enum {
+  C_K_HASH = C_BATCH_STATE + 1,
+  C_K_STATUS,
+  C_K_LOCATION,
+  C_K_RESPONSE,
+  C_K_CLAIMED
+};
 
 static const char sql_get[] = JOB_SELECT "WHERE j.team = $1 AND j.id = $2";
 
@@ -261,26 +330,50 @@ static const char sql_idem_done[] =
     "UPDATE idempotency_keys SET status = $3::int, location = $4, "
     "response = $5 WHERE team = $1 AND key = $2";
 
-enum gg_code db_job_insert(struct gg_req *req, const struct db_job_new *j,
-                           const struct db_job_target *t, const char *idem_key,
-                           json_t **out)
+/* Fill the outcome of a key that this request did not claim from the
+ * key's row at row (columns from col on: hash, status, location,
+ * response). */
+static void idem_seen(const PGresult *res, int row, int col, const char *hash,
+                      struct db_submit_result *out)
 {
+  if (strcmp(PQgetvalue(res, row, col), hash) != 0)
+    out->idem = DB_IDEM_MISMATCH;
+  else if (PQgetisnull(res, row, col + 1))
+    out->idem = DB_IDEM_IN_FLIGHT;
+  else {
+    out->idem = DB_IDEM_REPLAY;
+    out->status = (int)strtol(PQgetvalue(res, row, col + 1), NULL, 10);
+    if (!PQgetisnull(res, row, col + 2))
+      out->location = strdup(PQgetvalue(res, row, col + 2));
+    out->body = strdup(PQgetvalue(res, row, col + 3));
+  }
+}
+
+enum gg_code db_job_submit(struct gg_req *req, const struct db_job_new *j,
+                           const struct db_job_target *t, const char *idem_key,
+                           const char *idem_hash, struct db_submit_result *out)
+{
+  static const char *const none[1] = {NULL};
   struct db_conn *db = req_db(req);
-  char id[32], prio[16], req_s[3][24], maxrun[24], location[160];
+  char id[32], prio[16], request[80], maxrun[24], version[24], location[160];
   char *spec = NULL, *labels = NULL, *body = NULL;
-  const char *params[14];
-  PGresult *res = NULL;
+  const char *params[15];
+  PGresult *res[DB_PIPELINE_MAX] = {NULL};
+  PGresult *row; /* borrowed: the submission's result */
   enum gg_code code;
+  bool in_tx = idem_key != NULL;
   int i;
 
-  *out = NULL;
+  memset(out, 0, sizeof(*out));
   if (!db)
     return db_fail(req, GG_UNAVAILABLE);
   new_id(id);
   snprintf(prio, sizeof(prio), "%d", (int)t->priority);
-  for (i = 0; i < 3; i++)
-    snprintf(req_s[i], sizeof(req_s[i]), "%lld", (long long)j->request[i]);
+  snprintf(request, sizeof(request), "{%lld,%lld,%lld}",
+           (long long)j->request[0], (long long)j->request[1],
+           (long long)j->request[2]);
   snprintf(maxrun, sizeof(maxrun), "%lld", (long long)j->max_run_duration_s);
+  snprintf(version, sizeof(version), "%lld", (long long)t->config_version);
   spec = json_dumps(j->spec, GG_JSON_DUMP);
   labels = json_dumps(j->labels, GG_JSON_DUMP);
   if (!spec || !labels) {
@@ -295,55 +388,70 @@ enum gg_code db_job_insert(struct gg_req *req, const struct db_job_new *j,
   params[5] = t->priority_class;
   params[6] = prio;
   params[7] = t->can_preempt ? "true" : "false";
-  params[8] = req_s[0];
-  params[9] = req_s[1];
-  params[10] = req_s[2];
-  params[11] = maxrun;
-  params[12] = labels;
-  params[13] = spec;
+  params[8] = request;
+  params[9] = maxrun;
+  params[10] = labels;
+  params[11] = spec;
+  params[12] = version;
+  params[13] = idem_key;
+  params[14] = idem_key ? idem_hash : NULL;
 
-  if ((code = db_begin(db)) != GG_OK) {
+  /* round trip 1: the submission; with a key, inside a transaction that
+   * stays open until its response is recorded */
+  {
+    struct db_stmt st[2] = {{"BEGIN", 0, none}, {sql_submit, 15, params}};
+    code = in_tx ? db_pipeline(db, 2, st, res)
+                 : db_pipeline(db, 1, st + 1, res + 1);
+  }
+  if (code != GG_OK) {
     db_fail(req, code);
+    goto fail;
+  }
+  row = res[1];
+  if (PQntuples(row) == 0) {
+    /* validated against a superseded configuration: nothing written */
+    db_targets_flush();
+    out->stale = true;
+    goto fail;
+  }
+  if (PQgetisnull(row, 0, C_ID)) {
+    idem_seen(row, 0, C_K_HASH, idem_hash, out);
+    goto fail; /* nothing to keep */
+  }
+  out->idem = DB_IDEM_NEW;
+  out->job = render(row, 0);
+  if (!in_tx)
     goto out;
-  }
-  if (!(res = db_req_exec(req, db, sql_insert, 14, params)))
+
+  /* round trip 2: the response for the key, and COMMIT */
+  snprintf(location, sizeof(location), "/v1/teams/%s/jobs/%s", j->team, id);
+  body = json_dumps(out->job, GG_JSON_DUMP);
+  if (!body) {
+    db_fail(req, GG_INTERNAL);
     goto fail;
-  PQclear(res);
-  params[0] = j->team;
-  params[1] = id;
-  if (!(res = db_req_exec(req, db, sql_get, 2, params)))
-    goto fail;
-  *out = render(res, 0);
-  PQclear(res);
-  res = NULL;
-  if (idem_key) {
-    snprintf(location, sizeof(location), "/v1/teams/%s/jobs/%s", j->team, id);
-    body = json_dumps(*out, GG_JSON_DUMP);
-    params[0] = j->team;
-    params[1] = idem_key;
-    params[2] = "201";
-    params[3] = location;
-    params[4] = body;
-    if (!body || !(res = db_req_exec(req, db, sql_idem_done, 5, params)))
-      goto fail;
-    PQclear(res);
-    res = NULL;
   }
-  if ((code = db_commit(db)) != GG_OK) {
+  {
+    const char *done[5] = {j->team, idem_key, "201", location, body};
+    struct db_stmt st[2] = {{sql_idem_done, 5, done}, {"COMMIT", 0, none}};
+    code = db_pipeline(db, 2, st, res + 2);
+  }
+  if (code != GG_OK) {
     db_fail(req, code);
     goto fail;
   }
   goto out;
 fail:
-  db_rollback(db);
-  json_decref(*out);
-  *out = NULL;
+  if (in_tx)
+    db_rollback(db);
+  json_decref(out->job);
+  out->job = NULL;
 out:
-  PQclear(res);
+  for (i = 0; i < DB_PIPELINE_MAX; i++)
+    PQclear(res[i]);
   free(spec);
   free(labels);
   free(body);
-  return *out ? GG_OK : (req->code ? req->code : GG_INTERNAL);
+  return req->code;
 }
 
 /* ---- reads --------------------------------------------------------------- */
@@ -616,80 +724,37 @@ fail:
 
 /* ---- idempotency ------------------------------------------------------ */
 
-/* A claim older than 24 h is gone. An in-flight claim older than 15 s
- * belongs to a request that died (a submission takes milliseconds) and
- * may be taken over, so a crash does not block its key for long. */
-static const char sql_idem_claim[] =
-    "WITH gone AS (DELETE FROM idempotency_keys WHERE team = $1 AND key = $2 "
-    "AND (created_at < now() - interval '24 hours' OR (status IS NULL AND "
-    "created_at < now() - interval '15 seconds'))) "
-    "INSERT INTO idempotency_keys (team, key, request_hash) "
-    "VALUES ($1, $2, $3) ON CONFLICT (team, key) DO NOTHING RETURNING 1";
-
+/* a key as it stands, unless it has expired (then it is as good as gone) */
 static const char sql_idem_read[] =
-    "SELECT request_hash, status, location, response FROM idempotency_keys "
-    "WHERE team = $1 AND key = $2";
+    "SELECT k.request_hash, k.status, k.location, k.response "
+    "FROM idempotency_keys k WHERE k.team = $1 AND k.key = $2 "
+    "AND NOT " IDEM_EXPIRED;
 
-static const char sql_idem_release[] =
-    "DELETE FROM idempotency_keys WHERE team = $1 AND key = $2 "
-    "AND status IS NULL";
-
-enum gg_code db_idem_claim(struct gg_req *req, const char *team,
-                           const char *key, const char *hash,
-                           enum db_idem *outcome, int *status, char **location,
-                           char **body)
+enum gg_code db_idem_read(struct gg_req *req, const char *team, const char *key,
+                          const char *hash, struct db_submit_result *out)
 {
   struct db_conn *db = req_db(req);
-  const char *params[3] = {team, key, hash};
+  const char *params[2] = {team, key};
   PGresult *res;
-  int claimed;
 
-  *location = NULL;
-  *body = NULL;
+  memset(out, 0, sizeof(*out));
+  out->idem = DB_IDEM_NEW;
   if (!db)
     return db_fail(req, GG_UNAVAILABLE);
-  /* its own transaction: a concurrent duplicate must see the claim */
-  if (!(res = db_req_exec(req, db, sql_idem_claim, 3, params)))
-    return req->code;
-  claimed = PQntuples(res) > 0;
-  PQclear(res);
-  if (claimed) {
-    *outcome = DB_IDEM_NEW;
-    return GG_OK;
-  }
   if (!(res = db_req_exec(req, db, sql_idem_read, 2, params)))
     return req->code;
-  if (PQntuples(res) == 0) {
-    /* expired between the two statements: ask the client to retry */
-    PQclear(res);
-    *outcome = DB_IDEM_IN_FLIGHT;
-    return GG_OK;
-  }
-  if (strcmp(PQgetvalue(res, 0, 0), hash) != 0)
-    *outcome = DB_IDEM_MISMATCH;
-  else if (PQgetisnull(res, 0, 1))
-    *outcome = DB_IDEM_IN_FLIGHT;
-  else {
-    *outcome = DB_IDEM_REPLAY;
-    *status = (int)strtol(PQgetvalue(res, 0, 1), NULL, 10);
-    if (!PQgetisnull(res, 0, 2))
-      *location = strdup(PQgetvalue(res, 0, 2));
-    *body = strdup(PQgetvalue(res, 0, 3));
-  }
+  if (PQntuples(res) == 1)
+    idem_seen(res, 0, 0, hash, out);
   PQclear(res);
   return GG_OK;
 }
 
-void db_idem_release(struct gg_req *req, const char *team, const char *key)
+void db_submit_result_free(struct db_submit_result *r)
 {
-  struct db_conn *db = req_db(req);
-  const char *params[2] = {team, key};
-  enum gg_code code;
-
-  if (db) {
-    db_rollback(db);
-    PQclear(db_exec(db, sql_idem_release, 2, params, &code));
-  }
+  json_decref(r->job);
+  free(r->location);
+  free(r->body);
+  memset(r, 0, sizeof(*r));
 }
 
 /* ---- counts for queue and cluster-queue status -------------------------- */

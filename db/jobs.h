@@ -23,16 +23,20 @@ struct db_job_target {
   char priority_class[64];
   int32_t priority;
   bool can_preempt;
+  int64_t config_version; /* of the configuration all this was read at */
+  bool cached;            /* read from the cache, not the database */
 };
 
 /*
- * Resolve queue and priority class (NULL: the default class) for team.
- * Records 422 field errors ("queue", "priority_class") when they do not
- * exist. Free with db_job_target_free().
+ * Resolve queue and priority class (NULL: the default class) for team,
+ * from the per-process cache (db/targets.h) when use_cache, else (or on a
+ * miss) from the database. Records 422 field errors ("queue",
+ * "priority_class") when they do not exist. Free with
+ * db_job_target_free().
  */
 enum gg_code db_job_target(struct gg_req *req, const char *team,
                            const char *queue, const char *priority_class,
-                           struct db_job_target *t);
+                           bool use_cache, struct db_job_target *t);
 void db_job_target_free(struct db_job_target *t);
 
 /* A validated submission ready to store. */
@@ -46,14 +50,46 @@ struct db_job_new {
   int64_t max_run_duration_s;
 };
 
+/* Outcome of an Idempotency-Key. */
+enum db_idem {
+  DB_IDEM_NEW,      /* first use (or none): the job was stored */
+  DB_IDEM_REPLAY,   /* same key, same body: status, location, body */
+  DB_IDEM_MISMATCH, /* same key, another body: 422 */
+  DB_IDEM_IN_FLIGHT /* the first request is still running: 409 */
+};
+
+/* What a submission did. */
+struct db_submit_result {
+  bool stale;        /* validated against a superseded configuration:
+                        nothing stored, the target cache flushed; validate
+                        again and retry */
+  enum db_idem idem; /* with a key: NEW when this request stored the job */
+  json_t *job;       /* new reference: the stored job (NEW only) */
+  int status;        /* REPLAY: the first response's status, */
+  char *location;    /* its Location (new string or NULL) */
+  char *body;        /* and its body (new string) */
+};
+void db_submit_result_free(struct db_submit_result *r);
+
 /*
- * Store a new PENDING job with its first event, wake the admission loop,
- * and — when idem_key is non-NULL — record the response for that key, all
- * in one transaction. *out is the job as the API shows it (new reference).
+ * Store a new PENDING job with its first event and wake the admission
+ * loop — only while t's configuration version is still current — and,
+ * when idem_key is non-NULL, claim the key (taking over one that expired)
+ * and record the response, all atomically. One round trip to PostgreSQL
+ * without a key, two with one. *out says what happened (free with
+ * db_submit_result_free); the return is GG_OK unless the database failed.
  */
-enum gg_code db_job_insert(struct gg_req *req, const struct db_job_new *j,
+enum gg_code db_job_submit(struct gg_req *req, const struct db_job_new *j,
                            const struct db_job_target *t, const char *idem_key,
-                           json_t **out);
+                           const char *idem_hash, struct db_submit_result *out);
+
+/*
+ * The state of (team, key) for a request whose body hashes to hash,
+ * without claiming it: out->idem is NEW when the key is unused or
+ * expired. For requests that fail before they are stored.
+ */
+enum gg_code db_idem_read(struct gg_req *req, const char *team, const char *key,
+                          const char *hash, struct db_submit_result *out);
 
 /* One job of team as the API shows it; 404 when absent. */
 enum gg_code db_job_get(struct gg_req *req, const char *team, const char *id,
@@ -93,26 +129,6 @@ enum gg_code db_job_events(struct gg_req *req, const char *team, const char *id,
 enum gg_code db_queue_pending(struct gg_req *req, const char *team,
                               const char *queue, int64_t after, int limit,
                               json_t **items, int64_t *next);
-
-/* Outcome of claiming an Idempotency-Key. */
-enum db_idem {
-  DB_IDEM_NEW,      /* first use: go ahead, then complete it */
-  DB_IDEM_REPLAY,   /* same key, same body: *status, *location, *body */
-  DB_IDEM_MISMATCH, /* same key, another body: 422 */
-  DB_IDEM_IN_FLIGHT /* the first request is still running: 409 */
-};
-
-/*
- * Claim (team, key) for a request whose body hashes to hash. On REPLAY
- * *body is a new string (caller frees) and *location a new string or NULL.
- */
-enum gg_code db_idem_claim(struct gg_req *req, const char *team,
-                           const char *key, const char *hash,
-                           enum db_idem *outcome, int *status, char **location,
-                           char **body);
-
-/* Forget a claim whose request failed, so a retry can run. */
-void db_idem_release(struct gg_req *req, const char *team, const char *key);
 
 /* Per-(team, queue) and per-CQ pending and admitted counts as
  * {"pending": n, "admitted": n}; team NULL → by cluster queue. */

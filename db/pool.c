@@ -237,34 +237,157 @@ static void replan_if_due(struct db_conn *c)
   c->prepared_since = now;
 }
 
-static PGresult *execute(struct db_conn *c, const char *sql, int nparams,
-                         const char *const *params)
+static const Oid text_oids[DB_MAX_PARAMS] = {25, 25, 25, 25, 25, 25, 25, 25,
+                                             25, 25, 25, 25, 25, 25, 25, 25};
+
+/*
+ * The name sql is prepared under on c ("gg<i>"), preparing it now if
+ * needed. Returns 1 with name filled; 0 when the cache is full (run the
+ * text); -1 when PREPARE failed, with its result in *err (caller
+ * PQclear()s).
+ */
+static int prepared_name(struct db_conn *c, const char *sql, int nparams,
+                         char name[16], PGresult **err)
 {
-  static const Oid text_oids[DB_MAX_PARAMS] = {25, 25, 25, 25, 25, 25, 25, 25,
-                                               25, 25, 25, 25, 25, 25, 25, 25};
-  char name[16];
   int i;
 
-  if (nparams > DB_MAX_PARAMS)
-    return NULL;
-  replan_if_due(c);
+  *err = NULL;
   for (i = 0; i < c->n_prepared; i++)
     if (c->prepared[i] == sql)
       break;
   if (i == c->n_prepared) {
     PGresult *res;
     if (i == DB_PREPARED_MAX)
-      return PQexecParams(c->pg, sql, nparams, text_oids, params, NULL, NULL,
-                          0);
-    snprintf(name, sizeof(name), "gg%d", i);
+      return 0;
+    snprintf(name, 16, "gg%d", i);
     res = PQprepare(c->pg, name, sql, nparams, text_oids);
-    if (PQresultStatus(res) != PGRES_COMMAND_OK)
-      return res; /* the error, reported like any other */
+    if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+      *err = res;
+      return -1;
+    }
     PQclear(res);
     c->prepared[c->n_prepared++] = sql;
   }
-  snprintf(name, sizeof(name), "gg%d", i);
+  snprintf(name, 16, "gg%d", i);
+  return 1;
+}
+
+static PGresult *execute(struct db_conn *c, const char *sql, int nparams,
+                         const char *const *params)
+{
+  PGresult *err;
+  char name[16];
+  int rc;
+
+  if (nparams > DB_MAX_PARAMS)
+    return NULL;
+  replan_if_due(c);
+  rc = prepared_name(c, sql, nparams, name, &err);
+  if (rc < 0)
+    return err; /* the error, reported like any other */
+  if (rc == 0)
+    return PQexecParams(c->pg, sql, nparams, text_oids, params, NULL, NULL, 0);
   return PQexecPrepared(c->pg, name, nparams, params, NULL, NULL, 0);
+}
+
+/* The code of a failed result (NULL: no answer), with the server's
+ * message logged; clears res. */
+static enum gg_code failed(struct db_conn *c, PGresult *res)
+{
+  enum gg_code code = db_code_of(res, c->pg);
+  const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+  const char *msg = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY)
+                        : PQerrorMessage(c->pg);
+  json_t *f = json_pack("{s:s, s:s}", "sqlstate", state ? state : "", "error",
+                        msg ? msg : "");
+
+  log_json(code == GG_CONFLICT ? LOG_DEBUG : LOG_WARN, "sql failed", f);
+  json_decref(f);
+  PQclear(res);
+  return code;
+}
+
+/* Read one pipelined statement's result and the NULL that ends it. */
+static PGresult *next_result(PGconn *pg)
+{
+  PGresult *res = PQgetResult(pg), *extra;
+
+  if (res)
+    while ((extra = PQgetResult(pg)) != NULL)
+      PQclear(extra);
+  return res;
+}
+
+enum gg_code db_pipeline(struct db_conn *c, int n, const struct db_stmt *stmts,
+                         PGresult **results)
+{
+  enum gg_code code = GG_OK;
+  char names[DB_PIPELINE_MAX][16];
+  PGresult *res;
+  int i;
+
+  for (i = 0; i < n; i++)
+    results[i] = NULL;
+  if (n < 1 || n > DB_PIPELINE_MAX)
+    return GG_INTERNAL;
+  replan_if_due(c);
+  for (i = 0; i < n; i++) {
+    int rc;
+    if (stmts[i].nparams > DB_MAX_PARAMS)
+      return GG_INTERNAL;
+    rc = prepared_name(c, stmts[i].sql, stmts[i].nparams, names[i], &res);
+    if (rc < 0)
+      return failed(c, res);
+    if (rc == 0)
+      return GG_INTERNAL; /* no room to prepare: never with gpugate's SQL */
+  }
+  if (!PQenterPipelineMode(c->pg))
+    return failed(c, NULL);
+  for (i = 0; i < n; i++)
+    if (!PQsendQueryPrepared(c->pg, names[i], stmts[i].nparams, stmts[i].params,
+                             NULL, NULL, 0))
+      break;
+  if (i < n || !PQpipelineSync(c->pg)) {
+    code = failed(c, NULL);
+    PQfinish(c->pg); /* a half-sent pipeline: the connection is lost */
+    c->pg = NULL;
+    c->n_prepared = 0;
+    return code;
+  }
+  for (i = 0; i < n; i++) {
+    ExecStatusType st;
+    res = next_result(c->pg);
+    st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
+    if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)
+      results[i] = res;
+    else if (code == GG_OK && st != PGRES_PIPELINE_ABORTED)
+      code = failed(c, res); /* the first failure; those after it are
+                                skipped by the server */
+    else
+      PQclear(res);
+    if (!res)
+      break;
+  }
+  res = PQgetResult(c->pg); /* PGRES_PIPELINE_SYNC */
+  while (res && PQresultStatus(res) != PGRES_PIPELINE_SYNC) {
+    PQclear(res);
+    res = PQgetResult(c->pg);
+  }
+  PQclear(res);
+  if (!PQexitPipelineMode(c->pg)) {
+    /* results still unread: the connection cannot be trusted again */
+    PQfinish(c->pg);
+    c->pg = NULL;
+    c->n_prepared = 0;
+    if (code == GG_OK)
+      code = GG_UNAVAILABLE;
+  }
+  if (code != GG_OK)
+    for (i = 0; i < n; i++) {
+      PQclear(results[i]);
+      results[i] = NULL;
+    }
+  return code;
 }
 
 PGresult *db_exec(struct db_conn *c, const char *sql, int nparams,
@@ -277,17 +400,7 @@ PGresult *db_exec(struct db_conn *c, const char *sql, int nparams,
     *code = GG_OK;
     return res;
   }
-  *code = db_code_of(res, c->pg);
-  {
-    const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
-    const char *msg = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY)
-                          : PQerrorMessage(c->pg);
-    json_t *f = json_pack("{s:s, s:s}", "sqlstate", state ? state : "", "error",
-                          msg ? msg : "");
-    log_json(*code == GG_CONFLICT ? LOG_DEBUG : LOG_WARN, "sql failed", f);
-    json_decref(f);
-  }
-  PQclear(res);
+  *code = failed(c, res);
   return NULL;
 }
 

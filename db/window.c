@@ -24,14 +24,13 @@ static const char sql_windows[] =
     "floor(extract(epoch FROM now()))::bigint FROM flavors "
     "WHERE spec->>'available_until' IS NOT NULL ORDER BY name";
 
-/* $2: the window has not opened (every holder goes); else those whose run
- * may last past the end ($3, epoch seconds). */
+/* The holders whose run may last past the end ($2, epoch seconds): not
+ * started yet (now + the whole run), or started + max run. */
 static const char sql_victims[] =
     "SELECT id, attempt, cluster_queue FROM jobs "
     "WHERE flavor = $1 AND state IN ('ADMITTED', 'QUEUED', 'RUNNING') "
-    "AND ($2::boolean OR floor(extract(epoch FROM coalesce(run_started_at, "
-    "now())))"
-    "::bigint + max_run_duration_s > $3::bigint) "
+    "AND floor(extract(epoch FROM coalesce(run_started_at, now())))::bigint "
+    "+ max_run_duration_s > $2::bigint "
     "ORDER BY seq LIMIT " STR(DB_WINDOW_EVICT_BATCH);
 
 static const char sql_evict[] =
@@ -82,17 +81,17 @@ static int evict(struct db_conn *c, const char *id, int attempt, bool batch,
 }
 
 /* Evict the victims of one flavor; returns how many, or -1. */
-static int evict_flavor(struct db_conn *c, const char *flavor, bool early,
-                        int64_t until, const char *until_text, long grace_s,
-                        bool batch, json_t *cqs, char *err, size_t errlen)
+static int evict_flavor(struct db_conn *c, const char *flavor, int64_t until,
+                        const char *until_text, long grace_s, bool batch,
+                        json_t *cqs, char *err, size_t errlen)
 {
   char end[24];
-  const char *params[3] = {flavor, early ? "true" : "false", end};
+  const char *params[2] = {flavor, end};
   PGresult *res;
   int i, n = 0, rc;
 
   snprintf(end, sizeof(end), "%lld", (long long)until);
-  if (!(res = db_query(c, sql_victims, 3, params, err, errlen)))
+  if (!(res = db_query(c, sql_victims, 2, params, err, errlen)))
     return -1;
   for (i = 0; i < PQntuples(res); i++) {
     rc = evict(c, PQgetvalue(res, i, 0),
@@ -119,17 +118,14 @@ int db_window_evict(struct db_conn *c, long grace_s, bool batch, json_t *cqs,
   if (!res)
     return -1;
   for (i = 0; i < PQntuples(res) && rc >= 0; i++) {
-    int64_t from, until, now = strtoll(PQgetvalue(res, i, 3), NULL, 10);
-    bool early;
+    int64_t until, now = strtoll(PQgetvalue(res, i, 3), NULL, 10);
 
-    if (rfc3339_parse(PQgetvalue(res, i, 1), 1, &from) ||
-        rfc3339_parse(PQgetvalue(res, i, 2), 0, &until))
+    if (rfc3339_parse(PQgetvalue(res, i, 2), 0, &until))
       continue; /* never stored so; the scheduler admits nothing there */
-    early = now < from;
-    if (!early && now < until - grace_s)
-      continue; /* open, and not closing yet */
-    rc = evict_flavor(c, PQgetvalue(res, i, 0), early, until,
-                      PQgetvalue(res, i, 2), grace_s, batch, cqs, err, errlen);
+    if (now < until - grace_s)
+      continue; /* not closing yet */
+    rc = evict_flavor(c, PQgetvalue(res, i, 0), until, PQgetvalue(res, i, 2),
+                      grace_s, batch, cqs, err, errlen);
     n += rc > 0 ? rc : 0;
   }
   PQclear(res);

@@ -28,8 +28,10 @@
  * (ADMITTED, QUEUED, RUNNING) in a flavor whose capacity window is
  * closing: from grace_s seconds before its end, every job whose run may
  * last past the end (started, or now if not started yet, + its
- * max_run_duration_s > available_until); and any job holding quota in a
- * window that has not opened (an administrator moved it). As the
+ * max_run_duration_s > available_until). Jobs that will finish by the end
+ * are left alone, and so are jobs holding quota in a window that has not
+ * opened yet (an administrator moved it): like a quota cut in Kueue, the
+ * window only stops new admissions. As the
  * scheduler's evictions do: with batch the unsent create is withdrawn or
  * the Batch job cancelled through the outbox (the job returns to PENDING,
  * attempt + 1, when Batch confirms); without, the job is requeued at once.

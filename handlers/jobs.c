@@ -350,14 +350,13 @@ static bool idem_key_ok(const char *k)
 }
 
 /* Answer an Idempotency-Key that was seen before; true when answered. */
-static bool idem_answer(struct gg_req *req, enum db_idem idem, int status,
-                        const char *location, const char *body)
+static bool idem_answer(struct gg_req *req, const struct db_submit_result *r)
 {
-  switch (idem) {
+  switch (r->idem) {
   case DB_IDEM_REPLAY:
-    if (location)
-      req_add_header(req, "Location", location);
-    req_reply(req, (unsigned)status, json_loads(body, 0, NULL));
+    if (r->location)
+      req_add_header(req, "Location", r->location);
+    req_reply(req, (unsigned)r->status, json_loads(r->body, 0, NULL));
     return true;
   case DB_IDEM_MISMATCH:
     problem_field(req, "Idempotency-Key", "was used with a different body");
@@ -376,19 +375,55 @@ static bool idem_answer(struct gg_req *req, enum db_idem idem, int status,
   return false;
 }
 
+/*
+ * A submission that failed its checks against the configuration: when
+ * its Idempotency-Key was used before, the key's answer wins (the first
+ * request's response, or 422 for another body), as if the key had been
+ * looked at first. The failure recorded in req stays otherwise.
+ */
+static void idem_before_failure(struct gg_req *req, const char *team,
+                                const char *key, const char *hash)
+{
+  struct db_submit_result seen;
+  enum gg_code code = req->code;
+  json_t *errors = req->errors; /* taken from req */
+  char detail[sizeof(req->detail)];
+
+  if (!key || code == GG_UNAVAILABLE || code == GG_INTERNAL)
+    return;
+  memcpy(detail, req->detail, sizeof(detail));
+  req->errors = NULL;
+  problem_clear(req);
+  memset(&seen, 0, sizeof(seen));
+  if (db_idem_read(req, team, key, hash, &seen) == GG_OK &&
+      seen.idem != DB_IDEM_NEW) {
+    json_decref(errors);
+    idem_answer(req, &seen);
+  } else {
+    problem_clear(req);
+    req->code = code;
+    memcpy(req->detail, detail, sizeof(detail));
+    req->errors = errors;
+  }
+  db_submit_result_free(&seen);
+}
+
+/* Attempts at a submission whose configuration keeps changing under it. */
+#define SUBMIT_ATTEMPTS 3
+
 enum gg_code jobs_create(struct gg_req *req)
 {
   const char *team = req_param(req, "team");
   const char *key = req_header(req, "Idempotency-Key");
   struct db_job_target target;
+  struct db_submit_result res;
   struct db_job_new job;
-  json_t *spec = NULL, *out = NULL, *task;
-  char hash[65], loc[160], *body = NULL, *location = NULL;
-  enum db_idem idem = DB_IDEM_NEW;
-  bool claimed = false;
-  int status = 0, r;
+  json_t *spec = NULL, *task;
+  char hash[65] = "", loc[160];
+  int r, attempt;
 
   memset(&target, 0, sizeof(target));
+  memset(&res, 0, sizeof(res));
   if (!v_path_name(req, "team"))
     return problem_fail(req, GG_NOT_FOUND, "The path names no valid team.");
   spec = v_object(req, "", req->json, job_fields);
@@ -407,16 +442,9 @@ enum gg_code jobs_create(struct gg_req *req)
                  "The Idempotency-Key header is malformed.");
     goto out;
   }
-  if (key) {
-    if (body_hash(req->json, hash) != 0) {
-      problem_fail(req, GG_INTERNAL, "The request could not be hashed.");
-      goto out;
-    }
-    if (db_idem_claim(req, team, key, hash, &idem, &status, &location, &body) !=
-            GG_OK ||
-        idem_answer(req, idem, status, location, body))
-      goto out;
-    claimed = true;
+  if (key && body_hash(req->json, hash) != 0) {
+    problem_fail(req, GG_INTERNAL, "The request could not be hashed.");
+    goto out;
   }
 
   memset(&job, 0, sizeof(job));
@@ -428,28 +456,47 @@ enum gg_code jobs_create(struct gg_req *req)
   task = json_object_get(spec, "task");
   for (r = 0; r < 3; r++)
     job.request[r] = int_of(spec, "parallelism") * int_of(task, res_names[r]);
-  if (db_job_target(req, team, job.queue,
-                    json_string_value(json_object_get(spec, "priority_class")),
-                    &target) != GG_OK)
+  /* checked against the cached configuration, stored only while that is
+   * still the current one (else checked again against the new one) */
+  for (attempt = 0; attempt < SUBMIT_ATTEMPTS; attempt++) {
+    const char *pc = json_string_value(json_object_get(spec, "priority_class"));
+    db_job_target_free(&target);
+    db_submit_result_free(&res);
+    if (db_job_target(req, team, job.queue, pc, true, &target) == GG_OK)
+      check_target(req, spec, &target, job.request, &job.max_run_duration_s);
+    if (req->code != GG_OK && target.cached) {
+      /* refused by the cache: the database may already say otherwise */
+      problem_clear(req);
+      db_job_target_free(&target);
+      if (db_job_target(req, team, job.queue, pc, false, &target) == GG_OK)
+        check_target(req, spec, &target, job.request, &job.max_run_duration_s);
+    }
+    if (req->code != GG_OK) {
+      idem_before_failure(req, team, key, hash);
+      goto out;
+    }
+    if (db_job_submit(req, &job, &target, key, hash, &res) != GG_OK)
+      goto out;
+    if (!res.stale)
+      break;
+  }
+  if (res.stale) {
+    problem_fail(req, GG_CONFLICT,
+                 "The queue's configuration changed during the submission; "
+                 "retry the request.");
     goto out;
-  check_target(req, spec, &target, job.request, &job.max_run_duration_s);
-  if (req->code != GG_OK ||
-      db_job_insert(req, &job, &target, key, &out) != GG_OK)
+  }
+  if (idem_answer(req, &res))
     goto out;
   snprintf(loc, sizeof(loc), "/v1/teams/%s/jobs/%s", team,
-           json_string_value(json_object_get(out, "id")));
+           json_string_value(json_object_get(res.job, "id")));
   req_add_header(req, "Location", loc);
-  req_reply(req, 201, out);
-  out = NULL;
+  req_reply(req, 201, res.job);
+  res.job = NULL;
 out:
-  /* a failed first request frees its key so that a retry can run */
-  if (claimed && req->code != GG_OK)
-    db_idem_release(req, team, key);
   db_job_target_free(&target);
+  db_submit_result_free(&res);
   json_decref(spec);
-  json_decref(out);
-  free(body);
-  free(location);
   return req->code;
 }
 

@@ -31,6 +31,7 @@
 #include <openssl/pem.h>
 
 #include "server/auth.h"
+#include "server/tokencache.h"
 
 #define HS256_MIN_SECRET 32 /* bytes, RFC 7518 §3.2 */
 #define HS256_SIG_LEN 32
@@ -61,6 +62,8 @@ struct auth_ctx {
   char audience[256]; /* "" = not checked */
   long leeway_s;
   long max_lifetime_s;
+  /* verified tokens; internally synchronised, so a may stay const */
+  struct tokencache *cache;
 };
 
 /* The algorithms gpugate accepts, by JOSE name, libjwt id and config bit. */
@@ -359,6 +362,11 @@ struct auth_ctx *auth_new(const struct config *cfg, char *err, size_t errlen)
     goto out;
   }
   a->max_lifetime_s = cfg->jwt_max_lifetime_s;
+  a->cache = tokencache_new(AUTH_TOKEN_CACHE);
+  if (!a->cache) {
+    snprintf(err, errlen, "auth: out of memory");
+    goto out;
+  }
 
   ret = a;
   a = NULL;
@@ -376,6 +384,7 @@ void auth_free(struct auth_ctx *a)
     return;
   for (i = 0; i < a->n_keys; i++)
     free(a->keys[i].pem);
+  tokencache_free(a->cache);
   if (a->secret)
     OPENSSL_cleanse(a->secret, (size_t)a->secret_len);
   free(a->secret);
@@ -662,7 +671,9 @@ int auth_verify(const struct auth_ctx *a, const char *token, time_t now,
   json_t *header = NULL, *payload = NULL; /* new */
   struct auth_principal p;
   size_t len, dot1 = 0, dot2 = 0, hlen = 0, plen = 0, slen = 0;
-  int alg_i = -1, rc = -1;
+  unsigned char ckey[TOKENCACHE_KEY_LEN];
+  long long exp = 0;
+  int alg_i = -1, rc = -1, keyed;
 
   if (!a || !token || !out)
     goto out;
@@ -675,6 +686,10 @@ int auth_verify(const struct auth_ctx *a, const char *token, time_t now,
     reason = "token too long";
     goto out;
   }
+  /* a token that passed every check before passes them now, up to exp */
+  keyed = a->cache && !tokencache_key(a->cache, token, len, ckey);
+  if (keyed && tokencache_get(a->cache, ckey, now, out))
+    return 0;
   reason = "malformed token";
   if (split_token(token, len, &dot1, &dot2))
     goto out;
@@ -706,6 +721,8 @@ int auth_verify(const struct auth_ctx *a, const char *token, time_t now,
     goto out;
   *out = p;
   rc = 0;
+  if (keyed && time_claim(payload, "exp", &exp) == 1)
+    tokencache_put(a->cache, ckey, now, exp, &p);
 out:
   if (rc && why && whylen)
     snprintf(why, whylen, "%s", reason);

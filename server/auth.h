@@ -15,7 +15,8 @@
 
 #include "server/config.h"
 
-#define AUTH_MAX_TOKEN 8192 /* bytes; longer tokens are rejected */
+#define AUTH_MAX_TOKEN 8192   /* bytes; longer tokens are rejected */
+#define AUTH_TOKEN_CACHE 4096 /* verified tokens remembered per context */
 
 enum auth_role {
   AUTH_ROLE_NONE = 0,
@@ -43,8 +44,10 @@ void auth_free(struct auth_ctx *a); /* accepts NULL */
 /*
  * Verify token (NUL-terminated, without "Bearer ") at time now. On success
  * fills *out and returns 0. On failure returns -1 and writes a short reason
- * into why (safe for a client: it never contains the token).
- * Thread-safe: a may be shared by all threads.
+ * into why (safe for a client: it never contains the token). A token that
+ * passed before is answered from the context's cache of verified tokens
+ * (server/tokencache.h) until its exp. Thread-safe: a may be shared by all
+ * threads.
  */
 int auth_verify(const struct auth_ctx *a, const char *token, time_t now,
                 struct auth_principal *out, char *why, size_t whylen);

@@ -266,7 +266,7 @@ static int cycle(struct loop *l)
   bool batch = strcmp(l->cfg->batch_backend, "gcp") == 0;
   char err[256] = "";
   long long t0 = now_ms();
-  json_t *window_cqs = json_array(), *cq; /* evicted by windows: metrics */
+  json_t *window_cqs = json_array(); /* evicted by windows: metrics */
   size_t i;
 
   memset(&out, 0, sizeof(out));
@@ -296,8 +296,9 @@ static int cycle(struct loop *l)
     goto fail;
   }
   metrics_admission_cycle((double)(now_ms() - t0) / 1000.0);
-  json_array_foreach (window_cqs, i, cq)
-    metrics_evicted(json_string_value(cq), DB_WINDOW_REASON);
+  for (i = 0; i < json_array_size(window_cqs); i++)
+    metrics_evicted(json_string_value(json_array_get(window_cqs, i)),
+                    DB_WINDOW_REASON);
   json_decref(window_cqs);
   record_cycle(l, &state, &out, &stats);
   free(stats.admission_written);

@@ -19,6 +19,7 @@
 #include "handlers/billing_ingest.h"
 #include "server/auth.h"
 #include "server/config.h"
+#include "server/configwatch.h"
 #include "server/dispatch.h"
 #include "server/http.h"
 #include "server/log.h"
@@ -116,6 +117,7 @@ static int cmd_serve(void)
   struct http_server *http = NULL;
   struct loop *loop = NULL;
   struct dispatch *dispatch = NULL;
+  struct configwatch *watch = NULL;
   sigset_t set;
   char err[512];
   int sig, rc = 1;
@@ -150,6 +152,11 @@ static int cmd_serve(void)
     fprintf(stderr, "gpugate: %s\n", err);
     goto out;
   }
+  watch = configwatch_start(&cfg);
+  if (!watch) {
+    fprintf(stderr, "gpugate: cannot start the configuration watch\n");
+    goto out;
+  }
   loop = loop_start(&cfg);
   if (!loop) {
     fprintf(stderr, "gpugate: cannot start the admission loop\n");
@@ -182,6 +189,7 @@ out:
   http_stop(http);
   dispatch_stop(dispatch);
   loop_stop(loop);
+  configwatch_stop(watch);
   db_pool_free(pool);
   auth_free(auth);
   config_free(&cfg);

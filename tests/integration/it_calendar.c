@@ -262,7 +262,8 @@ static void setup_validation(void)
 
 START_TEST(window)
 {
-  char a[32], b[32], c[32], d[32], cfg[160];
+  char a[32], b[32], c[32], d[32], e_id[32], cfg[160];
+  int e_run;
   json_t *j, *w, *e;
   long long at;
 
@@ -331,6 +332,15 @@ START_TEST(window)
   json_decref(wait_state(a, "RUNNING", 5000));
   json_decref(wait_state(d, "SUCCEEDED", 15000));
 
+  /* E starts at once and its run ends by the window's end: it will be
+   * left alone at end − grace */
+  e_run = (int)(win_until - (long long)time(NULL) - 6);
+  ck_assert_msg(e_run > 2, "too late for E: %d s", e_run);
+  submit("e", 4, e_run, 600000, e_id);
+  j = wait_state(e_id, "RUNNING", 5000);
+  ck_assert_str_eq(h_str(json_object_get(j, "admission"), "flavor"), "cal");
+  json_decref(j);
+
   /* running, untouched until end − grace */
   sleep_until(win_until - GRACE_S - 2);
   j = get_job(a);
@@ -350,6 +360,34 @@ START_TEST(window)
   json_decref(e);
   ck_assert_msg((long long)time(NULL) < win_until,
                 "the eviction completed only after the window closed");
+
+  /* E, whose run ends by the end, was not evicted */
+  j = get_job(e_id);
+  ck_assert_msg(state_is(j, "RUNNING|SUCCEEDED|FAILED"), "E: %s",
+                h_str(j, "state"));
+  ck_assert_int_eq(json_integer_value(json_object_get(j, "attempt")), 1);
+  json_decref(j);
+  ck_assert_ptr_null(event_of(e_id, "EVICTING", "CapacityWindowEnded"));
+
+  /* counted by reason */
+  {
+    struct h_resp m;
+    const char *line, *cq, *eol;
+
+    ck_assert_int_eq(h_request(&srv, "GET", "/metrics", NULL, NULL, NULL, &m),
+                     0);
+    ck_assert_int_eq(m.status, 200);
+    line = strstr(m.body, "reason=\"CapacityWindowEnded\"");
+    ck_assert_msg(line != NULL, "no CapacityWindowEnded eviction counted");
+    while (line > m.body && line[-1] != '\n')
+      line--;
+    eol = strchr(line, '\n');
+    cq = strstr(line, "cluster_queue=\"cq-cal\"");
+    ck_assert_msg(!strncmp(line, "gpugate_evicted_jobs_total{", 27) && eol &&
+                      cq && cq < eol && !strncmp(strchr(line, '}'), "} 1\n", 4),
+                  "metric line: %.200s", line);
+    h_resp_free(&m);
+  }
 
   /* its Batch job was cancelled; it is not taken in again */
   {
@@ -467,6 +505,30 @@ START_TEST(validation)
 }
 END_TEST
 
+/* An administrator's change of a window reaches admission at once: a job
+ * waiting for a window an hour away is admitted when the window is moved
+ * to now. */
+START_TEST(admin_moves_window)
+{
+  long long now = (long long)time(NULL);
+  char a[32], *cal;
+  json_t *j;
+
+  configure(now + 3600, now + 7200);
+  submit("a", 4, 600, 1000, a);
+  h_sleep_ms(1000);
+  j = get_job(a);
+  ck_assert_str_eq(h_str(j, "state"), "PENDING");
+  json_decref(j);
+  cal = cal_flavor(now - 1, now + 7200);
+  put("/v1/flavors/cal", cal, 200);
+  free(cal);
+  j = wait_state(a, "ADMITTED|QUEUED|RUNNING|SUCCEEDED", 3000);
+  ck_assert_str_eq(h_str(json_object_get(j, "admission"), "flavor"), "cal");
+  json_decref(j);
+}
+END_TEST
+
 Suite *calendar_suite(void)
 {
   Suite *s = suite_create("calendar");
@@ -476,6 +538,7 @@ Suite *calendar_suite(void)
   tcase_add_unchecked_fixture(val, setup_validation, teardown);
   tcase_set_timeout(val, 60);
   tcase_add_test(val, validation);
+  tcase_add_test(val, admin_moves_window);
   suite_add_tcase(s, val);
   tcase_add_unchecked_fixture(win, setup_window, teardown);
   tcase_set_timeout(win, 120);

@@ -450,6 +450,41 @@ START_TEST(bad)
 }
 END_TEST
 
+/* GPUGATE_CAPACITY_WINDOW_GRACE_S: 600 by default, 0 to 90 days, else a
+ * start-up error naming it. */
+START_TEST(capacity_window_grace)
+{
+  static const struct {
+    const char *value;
+    long want; /* -1: rejected */
+  } cases[] = {{NULL, 600},          {"", 600},  {"0", 0},        {"30", 30},
+               {"7776000", 7776000}, {"-1", -1}, {"7776001", -1}, {"10m", -1},
+               {"1e3", -1}};
+  struct config cfg;
+  char err[256];
+  int i, rc;
+
+  for (i = 0; i < N_OF(cases); i++) {
+    clear_env();
+    if (cases[i].value)
+      ck_assert_int_eq(
+          setenv("GPUGATE_CAPACITY_WINDOW_GRACE_S", cases[i].value, 1), 0);
+    err[0] = '\0';
+    rc = config_load(&cfg, err, sizeof(err));
+    if (cases[i].want < 0) {
+      ck_assert_msg(rc == -1, "\"%s\": accepted", cases[i].value);
+      ck_assert_msg(strstr(err, "GPUGATE_CAPACITY_WINDOW_GRACE_S") != NULL,
+                    "\"%s\": %s", cases[i].value, err);
+    } else {
+      ck_assert_msg(rc == 0, "\"%s\": %s", cases[i].value, err);
+      ck_assert_int_eq(cfg.capacity_window_grace_s, cases[i].want);
+    }
+    config_free(&cfg);
+  }
+  clear_env();
+}
+END_TEST
+
 /* The message is bounded by errlen and still NUL-terminated. */
 START_TEST(error_bounded)
 {
@@ -679,6 +714,7 @@ Suite *config_suite(void)
   tcase_add_loop_test(tc, good, 0, N_OF(good_cases));
   tcase_add_loop_test(tc, bad, 0, N_OF(bad_cases));
   tcase_add_test(tc, error_bounded);
+  tcase_add_test(tc, capacity_window_grace);
   tcase_add_test(tc, read_file);
   suite_add_tcase(s, tc);
 
