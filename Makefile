@@ -153,6 +153,8 @@ FUZZ_BINS    := $(FUZZ_NAMES:%=build/fuzz/fuzz_%)
 FUZZ_OBJ     := $(LIB_SRC:%.c=build/fuzz/%.o) build/fuzz/gen/embedded.o build/fuzz/tests/fuzz/fake_req.o
 
 .PHONY: fuzz fuzz-build
+# objects of a pattern rule's target: kept, so a change rebuilds only its own
+.SECONDARY: $(FUZZ_OBJ) $(FUZZ_NAMES:%=build/fuzz/tests/fuzz/fuzz_%.o)
 build/fuzz/%.o: %.c
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(CPPFLAGS) $(filter-out -Werror,$(WARN)) -pthread -MMD -MP $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
