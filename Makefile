@@ -90,11 +90,16 @@ build/bench_hello: build/obj/bench/hello.o
 build/bench_driver: build/obj/bench/driver.o
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) -lm -pthread
 
-bench: build/bench_sched build/bench_ingest build/gpugate build/batch_emulator build/bench_hello build/bench_driver
+build/bench_admission: build/obj/bench/admission.o $(OBJ)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+bench: build/bench_sched build/bench_ingest build/gpugate build/batch_emulator build/bench_hello build/bench_driver build/bench_admission
 	build/bench_sched
+	bench/admission.sh
 	bench/ingest.sh
 	bench/http.sh
 	bench/kueue.sh
+	bench/race.sh
 
 # ASan + UBSan build of the unit tests.
 ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all

@@ -58,6 +58,74 @@ int batch_job_id(const char *job_id, int attempt, char *out, size_t outlen)
   return 0;
 }
 
+/* The decimal number of digits s[0..n) (n >= 1, at most 6 digits, no
+ * leading zero), or -1. */
+static int small_number(const char *s, size_t n)
+{
+  int v = 0;
+  size_t i;
+
+  if (n == 0 || n > 6 || (s[0] == '0' && n > 1))
+    return -1;
+  for (i = 0; i < n; i++) {
+    if (s[i] < '0' || s[i] > '9')
+      return -1;
+    v = v * 10 + (s[i] - '0');
+  }
+  return v;
+}
+
+/* The start of a trailing "-<letter><digits>" of s[0..*n) as its number,
+ * shortening *n to before it; -1 when s does not end so. */
+static int trailing(const char *s, size_t *n, char letter)
+{
+  size_t end = *n, i = end;
+  int v;
+
+  while (i > 0 && s[i - 1] >= '0' && s[i - 1] <= '9')
+    i--;
+  if (i < 2 || s[i - 1] != letter || s[i - 2] != '-')
+    return -1;
+  if ((v = small_number(s + i, end - i)) < 0)
+    return -1;
+  *n = i - 2;
+  return v;
+}
+
+int batch_job_id_parse(const char *name, char *id, size_t idlen, int *attempt,
+                       int *race_k)
+{
+  const char *base = name ? strrchr(name, '/') : NULL;
+  size_t n, idn;
+  int a, k = 0;
+
+  if (!name)
+    return -1;
+  base = base ? base + 1 : name;
+  n = strlen(base);
+  if (n <= 8 || strncmp(base, "gpugate-", 8) != 0)
+    return -1;
+  {
+    size_t m = n;
+    int r = trailing(base, &m, 'r');
+    if (r >= 1) {
+      k = r;
+      n = m;
+    }
+  }
+  if ((a = trailing(base, &n, 'a')) < 1 || n <= 8)
+    return -1;
+  idn = n - 8;
+  if (idn >= idlen)
+    return -1;
+  memcpy(id, base + 8, idn);
+  id[idn] = '\0';
+  *attempt = a;
+  if (race_k)
+    *race_k = k;
+  return 0;
+}
+
 int batch_job_name(const char *project, const char *region,
                    const char *batch_job_id, char *out, size_t outlen)
 {
@@ -137,6 +205,8 @@ static json_t *make_labels(const struct batch_job_input *in)
          put_label(labels, "gpugate-flavor", in->flavor);
   if (rc == 0 && in->cost_center && *in->cost_center)
     rc = put_label(labels, "cost-center", in->cost_center);
+  if (rc == 0 && in->deployment && *in->deployment)
+    rc = put_label(labels, "gpugate-deployment", in->deployment);
   if (rc != 0) {
     json_decref(labels);
     return NULL;

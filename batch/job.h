@@ -44,6 +44,8 @@ struct batch_job_input {
    * the job's VMs run as */
   const char *pubsub_topic;
   const char *service_account;
+  /* the gpugate-deployment label (GPUGATE_DEPLOYMENT); NULL or "" = none */
+  const char *deployment;
 };
 
 /*
@@ -84,6 +86,16 @@ struct batch_error {
  * ^[a-z]([a-z0-9-]*[a-z0-9])?$ (e.g. an upper-case job id).
  */
 int batch_job_id(const char *job_id, int attempt, char *out, size_t outlen);
+
+/*
+ * Parse a Batch job id or full name that gpugate may have made:
+ * "gpugate-<job>-a<attempt>" or "gpugate-<job>-a<attempt>-r<k>" (a raced
+ * copy, k >= 1). Writes the gpugate job id to id and the attempt to
+ * *attempt, and k to *race_k (0 when not raced; may be NULL). Returns 0,
+ * or -1 when the name is not of that form.
+ */
+int batch_job_id_parse(const char *name, char *id, size_t idlen, int *attempt,
+                       int *race_k);
 
 /*
  * Write the full resource name "projects/<p>/locations/<r>/jobs/<id>" into

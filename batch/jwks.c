@@ -160,8 +160,8 @@ int jwks_parse(const char *json, size_t len, struct jwks_set *out, char *err,
 
     if (out->n == JWKS_MAX_KEYS)
       break;
-    if (!kty || strcmp(kty, "RSA") != 0 || (alg && strcmp(alg, "RS256")) ||
-        (use && strcmp(use, "sig")) || !kid || !*kid ||
+    if (!kty || strcmp(kty, "RSA") != 0 || (alg && strcmp(alg, "RS256") != 0) ||
+        (use && strcmp(use, "sig") != 0) || !kid || !*kid ||
         strlen(kid) >= sizeof(out->keys[0].kid) || !n || !e)
       continue; /* not a key that can sign RS256 tokens for us */
     pem = rsa_pem(n, e, why, sizeof(why));
@@ -221,7 +221,7 @@ static int fetch(const char *url, time_t now, char *err, size_t errlen)
                               .total_ms = JWKS_TOTAL_MS,
                               .max_response = JWKS_MAX_RESPONSE};
   struct batch_http_resp rs;
-  struct jwks_set set;
+  struct jwks_set set = {0};
   struct curl_header *h = NULL;
   CURL *c = curl_easy_init();
   long age = -1;
@@ -256,10 +256,12 @@ static int fetch(const char *url, time_t now, char *err, size_t errlen)
     age = JWKS_MAX_MAX_AGE_S;
   jwks_set_free(&cache.set);
   cache.set = set;
+  memset(&set, 0, sizeof(set)); /* now the cache's */
   cache.expires = now + age;
   cache.fetched = true;
   rc = 0;
 out:
+  jwks_set_free(&set);
   batch_http_resp_free(&rs);
   curl_easy_cleanup(c);
   return rc;

@@ -7,6 +7,7 @@
  * gpugate dies between the call and the commit the row stays, the next
  * claim calls again, and Batch's ALREADY_EXISTS counts as success.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,25 +38,73 @@ static int wake(struct db_conn *c, char *err, size_t errlen)
 
 /* ---- writing the outbox ------------------------------------------------ */
 
+/*
+ * Race mode: the copies of the job's current attempt, one per allowed
+ * region (the flavor's order, narrowed by the job's own locations), at
+ * most max_parallel_regions. Nothing for other flavors.
+ */
+static const char sql_race_copies[] =
+    "INSERT INTO batch_copies (job_id, attempt, k, region, batch_job_id) "
+    "SELECT j.id, j.attempt, r.k, r.region, "
+    "'gpugate-' || j.id || '-a' || j.attempt || '-r' || r.k "
+    "FROM jobs j JOIN flavors f ON f.name = j.flavor "
+    "CROSS JOIN LATERAL (SELECT row_number() OVER (ORDER BY fl.ord) AS k, "
+    "fl.region FROM json_array_elements_text(f.spec->'locations') "
+    "WITH ORDINALITY AS fl(region, ord) "
+    "WHERE json_typeof(j.spec->'locations') IS DISTINCT FROM 'array' "
+    "OR json_array_length(j.spec->'locations') = 0 "
+    "OR fl.region IN (SELECT json_array_elements_text(j.spec->'locations'))"
+    ") r WHERE j.id = $1 AND f.spec->>'multi_region' = 'race' "
+    "AND f.spec->>'provisioning_model' = 'FLEX_START' "
+    "AND r.k <= coalesce((f.spec->>'max_parallel_regions')::int, 16) "
+    "ON CONFLICT DO NOTHING";
+
+static const char sql_request_copies[] =
+    "INSERT INTO batch_ops (job_id, attempt, op, region, batch_job_id) "
+    "SELECT c.job_id, c.attempt, 'create', c.region, c.batch_job_id "
+    "FROM batch_copies c JOIN jobs j ON j.id = c.job_id "
+    "AND j.attempt = c.attempt WHERE c.job_id = $1 ORDER BY c.k "
+    "ON CONFLICT DO NOTHING";
+
 static const char sql_request_create[] =
     "INSERT INTO batch_ops (job_id, attempt, op, region, batch_job_id) "
     "SELECT id, attempt, 'create', location, "
     "'gpugate-' || id || '-a' || attempt FROM jobs WHERE id = $1 "
-    "ON CONFLICT (job_id, attempt, op) DO NOTHING";
+    "AND NOT EXISTS (SELECT 1 FROM batch_copies c WHERE c.job_id = jobs.id "
+    "AND c.attempt = jobs.attempt) ON CONFLICT DO NOTHING";
 
+/* A create under a live lease may be at Batch right now: it is not
+ * withdrawn, and the caller asks for a cancel, which goes out after it. */
 static const char sql_withdraw_create[] =
     "DELETE FROM batch_ops WHERE job_id = $1 AND attempt = $2::int "
-    "AND op = 'create' RETURNING 1";
+    "AND op = 'create' AND (claimed_until IS NULL "
+    "OR claimed_until < clock_timestamp() OR NOT EXISTS (SELECT 1 FROM "
+    "pg_stat_activity a WHERE a.pid = claimed_pid)) RETURNING 1";
+
+/* How many Batch jobs the attempt has or would have: its raced copies, or
+ * one. */
+static const char sql_copies_of[] =
+    "SELECT greatest(1, count(*)) FROM batch_copies "
+    "WHERE job_id = $1 AND attempt = $2::int";
 
 /* Cancel whatever Batch job this attempt may have: also after a withdrawn
  * create, since a dispatcher that died after its call leaves a Batch job
  * behind with the row still in the outbox. A cancel of a job Batch never
- * had is answered 404 and is done. */
+ * had is answered 404 and is done. The Batch job is the one recorded (a
+ * race's winner included), else every raced copy, else the one id. */
 static const char sql_request_cancel[] =
     "INSERT INTO batch_ops (job_id, attempt, op, region, batch_job_id) "
-    "SELECT id, attempt, 'cancel', location, "
-    "'gpugate-' || id || '-a' || attempt FROM jobs WHERE id = $1 "
-    "AND location IS NOT NULL ON CONFLICT (job_id, attempt, op) DO NOTHING";
+    "SELECT j.id, j.attempt, 'cancel', x.region, x.batch_job_id FROM jobs j "
+    "CROSS JOIN LATERAL ("
+    "SELECT j.location AS region, regexp_replace(j.batch_job_name, '^.*/', "
+    "'') AS batch_job_id WHERE j.batch_job_name IS NOT NULL "
+    "UNION ALL SELECT c.region, c.batch_job_id FROM batch_copies c "
+    "WHERE j.batch_job_name IS NULL AND c.job_id = j.id "
+    "AND c.attempt = j.attempt "
+    "UNION ALL SELECT j.location, 'gpugate-' || j.id || '-a' || j.attempt "
+    "WHERE j.batch_job_name IS NULL AND NOT EXISTS (SELECT 1 FROM "
+    "batch_copies c WHERE c.job_id = j.id AND c.attempt = j.attempt)) x "
+    "WHERE j.id = $1 AND j.location IS NOT NULL ON CONFLICT DO NOTHING";
 
 static const char sql_wake_dispatch[] =
     "SELECT pg_notify('gpugate_dispatch', '')";
@@ -65,7 +114,26 @@ int db_batch_request_create(struct db_conn *c, const char *job_id, char *err,
 {
   const char *params[1] = {job_id};
 
-  return db_run(c, sql_request_create, 1, params, NULL, err, errlen) ||
+  return db_run(c, sql_race_copies, 1, params, NULL, err, errlen) ||
+                 db_run(c, sql_request_copies, 1, params, NULL, err, errlen) ||
+                 db_run(c, sql_request_create, 1, params, NULL, err, errlen) ||
+                 db_run(c, sql_wake_dispatch, 0, NULL, NULL, err, errlen)
+             ? -1
+             : 0;
+}
+
+static const char sql_request_create_many[] =
+    "INSERT INTO batch_ops (job_id, attempt, op, region, batch_job_id) "
+    "SELECT id, attempt, 'create', location, "
+    "'gpugate-' || id || '-a' || attempt FROM jobs WHERE id = ANY($1::text[]) "
+    "ON CONFLICT (job_id, attempt, op) DO NOTHING";
+
+int db_batch_request_create_many(struct db_conn *c, const char *ids, char *err,
+                                 size_t errlen)
+{
+  const char *params[1] = {ids};
+
+  return db_run(c, sql_request_create_many, 1, params, NULL, err, errlen) ||
                  db_run(c, sql_wake_dispatch, 0, NULL, NULL, err, errlen)
              ? -1
              : 0;
@@ -76,17 +144,25 @@ int db_batch_withdraw_create(struct db_conn *c, const char *job_id, int attempt,
 {
   char a[16];
   const char *params[2] = {job_id, a};
+  PGresult *res;
   int rows = 0;
+  long copies;
 
   snprintf(a, sizeof(a), "%d", attempt);
   if (db_run(c, sql_withdraw_create, 2, params, &rows, err, errlen))
     return -1;
-  if (rows > 0) {
-    params[0] = job_id;
-    if (db_run(c, sql_request_cancel, 1, params, NULL, err, errlen))
-      return -1;
-  }
-  return rows > 0 ? 1 : 0;
+  if (rows == 0)
+    return 0;
+  if (!(res = db_query(c, sql_copies_of, 2, params, err, errlen)))
+    return -1;
+  copies = strtol(PQgetvalue(res, 0, 0), NULL, 10);
+  PQclear(res);
+  if (db_run(c, sql_request_cancel, 1, params, NULL, err, errlen))
+    return -1;
+  /* withdrawn only when no Batch job of the attempt was created: with a
+   * race, some copies may exist while the creates of others were still
+   * waiting */
+  return rows >= copies ? 1 : 0;
 }
 
 int db_batch_request_cancel(struct db_conn *c, const char *job_id, char *err,
@@ -133,6 +209,15 @@ int db_batch_requeue(struct db_conn *c, const char *job_id, const char *reason,
  * so the scan stops at the first row it can lock; rows due at the same
  * moment (one admission's) come in the index's order.
  *
+ * A claim is a lease, not a lock held open: the row gets claimed_by,
+ * claimed_pid (the dispatcher's session) and claimed_until, and the
+ * transaction commits before any Batch call, so a cancel or an eviction
+ * never waits on a row while Batch answers. A row under a live lease is
+ * not claimed again; once the lease has run out or its session is gone
+ * (the dispatcher died mid-call, and PostgreSQL ended its backend) any
+ * dispatcher may take it at once, and the deterministic Batch job id makes
+ * the repeated call harmless.
+ *
  * Dispatchers work in parallel, so a job's operations are kept in their
  * (next_at, id) order here: none is claimed while an earlier one of the
  * same job is in the outbox, claimed or not. Otherwise a cancel could
@@ -141,21 +226,39 @@ int db_batch_requeue(struct db_conn *c, const char *job_id, const char *reason,
  * before the cancel of the attempt it replaces.
  */
 static const char sql_claim[] =
-    "WITH o AS (SELECT id, job_id, attempt, op, region, batch_job_id, "
-    "request_id, tries FROM batch_ops b "
+    "WITH o AS (SELECT id FROM batch_ops b "
     "WHERE next_at <= now() AND region <> ALL ($1::text[]) "
+    "AND (claimed_until IS NULL OR claimed_until < clock_timestamp() "
+    "OR NOT EXISTS (SELECT 1 FROM pg_stat_activity a "
+    "WHERE a.pid = b.claimed_pid)) "
     "AND NOT EXISTS (SELECT 1 FROM batch_ops p WHERE p.job_id = b.job_id "
     "AND (p.next_at, p.id) < (b.next_at, b.id)) "
-    "ORDER BY next_at LIMIT 1 FOR UPDATE SKIP LOCKED) "
-    "SELECT o.id, o.job_id, o.attempt, o.op, o.region, o.batch_job_id, "
-    "o.request_id, o.tries, j.team, j.queue, coalesce(j.flavor, ''), "
+    "ORDER BY next_at LIMIT 1 FOR UPDATE SKIP LOCKED), "
+    "c AS (UPDATE batch_ops b SET claimed_by = $2, "
+    "claimed_pid = pg_backend_pid(), claimed_until = "
+    "clock_timestamp() + $3::int * interval '1 second' FROM o "
+    "WHERE b.id = o.id RETURNING b.id, b.job_id, b.attempt, b.op, b.region, "
+    "b.batch_job_id, b.request_id, b.tries) "
+    "SELECT c.id, c.job_id, c.attempt, c.op, c.region, c.batch_job_id, "
+    "c.request_id, c.tries, j.team, j.queue, coalesce(j.flavor, ''), "
     "coalesce(t.spec->>'cost_center', ''), j.max_run_duration_s, j.spec, "
-    "coalesce(f.spec, '{}'), j.state, j.attempt "
-    "FROM o JOIN jobs j ON j.id = o.job_id "
+    "coalesce(f.spec, '{}'), j.state, j.attempt, "
+    "j.batch_job_name IS NOT NULL OR j.cancel_requested "
+    "FROM c JOIN jobs j ON j.id = c.job_id "
     "LEFT JOIN flavors f ON f.name = j.flavor "
     "LEFT JOIN teams t ON t.name = j.team";
 
 static const char sql_drop_op[] = "DELETE FROM batch_ops WHERE id = $1::bigint";
+
+/* Only the holder of the lease deletes the row: after a lease ran out and
+ * another dispatcher took the row, that one records it. */
+static const char sql_drop_claimed[] =
+    "DELETE FROM batch_ops WHERE id = $1::bigint AND claimed_by = $2";
+
+static const char sql_release[] =
+    "UPDATE batch_ops SET claimed_by = NULL, claimed_pid = NULL, "
+    "claimed_until = NULL "
+    "WHERE id = $1::bigint AND claimed_by = $2";
 
 void db_batch_op_free(struct db_batch_op *op)
 {
@@ -195,26 +298,27 @@ static char *text_array(const char *const *items, size_t n)
 }
 
 int db_batch_claim(struct db_conn *c, const char *const *skip_regions,
-                   size_t n_skip, struct db_batch_op *op, char *err,
-                   size_t errlen)
+                   size_t n_skip, const char *claimer, int lease_s,
+                   struct db_batch_op *op, char *err, size_t errlen)
 {
   PGresult *res;
-  char id[24], *skip = text_array(skip_regions, n_skip);
-  const char *params[1] = {id}, *claim_params[1] = {skip};
-  int rc = -1;
+  char id[32], lease[16], *skip = text_array(skip_regions, n_skip);
+  const char *params[1] = {id}, *claim_params[3] = {skip, claimer, lease};
+  int rc = -1, attempt, race_k;
 
   memset(op, 0, sizeof(*op));
   if (!skip) {
     snprintf(err, errlen, "out of memory");
     return -1;
   }
+  snprintf(lease, sizeof(lease), "%d", lease_s);
   for (;;) {
     bool stale;
     if (db_begin(c) != GG_OK) {
       snprintf(err, errlen, "BEGIN failed");
       goto out;
     }
-    if (!(res = db_query(c, sql_claim, 1, claim_params, err, errlen))) {
+    if (!(res = db_query(c, sql_claim, 3, claim_params, err, errlen))) {
       db_rollback(c);
       goto out;
     }
@@ -242,50 +346,89 @@ int db_batch_claim(struct db_conn *c, const char *const *skip_regions,
     op->max_run_duration_s = strtoll(PQgetvalue(res, 0, 12), NULL, 10);
     op->job_spec = json_loads(PQgetvalue(res, 0, 13), 0, NULL);
     op->flavor_spec = json_loads(PQgetvalue(res, 0, 14), 0, NULL);
-    /* a create for an attempt that is no longer admitted has no purpose */
-    stale = !strcmp(op->op, "create") &&
-            (strcmp(PQgetvalue(res, 0, 15), "ADMITTED") != 0 ||
-             strtol(PQgetvalue(res, 0, 16), NULL, 10) != op->attempt);
+    snprintf(op->claimed_by, sizeof(op->claimed_by), "%s", claimer);
+    /* a create for an attempt that is no longer admitted has no purpose;
+     * nor has a raced copy's once a copy has won or the job is being
+     * cancelled (the job is QUEUED as soon as one copy exists) */
+    if (!strcmp(op->op, "create") &&
+        batch_job_id_parse(op->batch_job_id, id, sizeof(id), &attempt,
+                           &race_k) == 0 &&
+        race_k > 0)
+      stale = (strcmp(PQgetvalue(res, 0, 15), "ADMITTED") != 0 &&
+               strcmp(PQgetvalue(res, 0, 15), "QUEUED") != 0) ||
+              strtol(PQgetvalue(res, 0, 16), NULL, 10) != op->attempt ||
+              PQgetvalue(res, 0, 17)[0] == 't';
+    else
+      stale = !strcmp(op->op, "create") &&
+              (strcmp(PQgetvalue(res, 0, 15), "ADMITTED") != 0 ||
+               strtol(PQgetvalue(res, 0, 16), NULL, 10) != op->attempt);
     PQclear(res);
+    if (stale) {
+      snprintf(id, sizeof(id), "%lld", (long long)op->id);
+      db_batch_op_free(op);
+      if (db_run(c, sql_drop_op, 1, params, NULL, err, errlen))
+        goto fail;
+    }
+    /* the lease is taken: no transaction stays open across the call */
+    if (db_commit(c) != GG_OK) {
+      snprintf(err, errlen, "COMMIT failed");
+      goto fail;
+    }
     if (!stale) {
       rc = 1;
       goto out;
     }
-    snprintf(id, sizeof(id), "%lld", (long long)op->id);
-    db_batch_op_free(op);
-    if (db_run(c, sql_drop_op, 1, params, NULL, err, errlen) ||
-        db_commit(c) != GG_OK) {
-      db_rollback(c);
-      goto out;
-    }
   }
+fail:
+  db_rollback(c);
+  db_batch_op_free(op);
 out:
   free(skip);
   return rc;
 }
 
-void db_batch_unclaim(struct db_conn *c)
-{
-  db_rollback(c);
-}
-
-static int finish(struct db_conn *c, const struct db_batch_op *op, char *err,
-                  size_t errlen)
+int db_batch_unclaim(struct db_conn *c, const struct db_batch_op *op, char *err,
+                     size_t errlen)
 {
   char id[24];
-  const char *params[1] = {id};
+  const char *params[2] = {id, op->claimed_by};
 
   snprintf(id, sizeof(id), "%lld", (long long)op->id);
-  if (db_run(c, sql_drop_op, 1, params, NULL, err, errlen))
-    goto fail;
-  if (db_commit(c) != GG_OK) {
-    snprintf(err, errlen, "COMMIT failed");
-    goto fail;
+  return db_run(c, sql_release, 2, params, NULL, err, errlen);
+}
+
+/*
+ * Open the transaction that records a call's outcome and take the claimed
+ * row out of the outbox first (lock order: the batch_ops row before the
+ * jobs row). After a lease ran out and another dispatcher took the row
+ * over, that dispatcher deletes it when it records its own call.
+ */
+static int take(struct db_conn *c, const struct db_batch_op *op, char *err,
+                size_t errlen)
+{
+  char id[24];
+  const char *params[2] = {id, op->claimed_by};
+
+  if (db_begin(c) != GG_OK) {
+    snprintf(err, errlen, "BEGIN failed");
+    return -1;
+  }
+  snprintf(id, sizeof(id), "%lld", (long long)op->id);
+  if (db_run(c, sql_drop_claimed, 2, params, NULL, err, errlen)) {
+    db_rollback(c);
+    return -1;
   }
   return 0;
-fail:
-  db_rollback(c);
-  return -1;
+}
+
+static int commit(struct db_conn *c, char *err, size_t errlen)
+{
+  if (db_commit(c) != GG_OK) {
+    snprintf(err, errlen, "COMMIT failed");
+    db_rollback(c);
+    return -1;
+  }
+  return 0;
 }
 
 static const char sql_created[] =
@@ -293,20 +436,38 @@ static const char sql_created[] =
     "batch_state = 'QUEUED', queued_at = now(), updated_at = now() "
     "WHERE id = $1 AND attempt = $3::int AND state = 'ADMITTED'";
 
+/* A raced copy: the job waits for capacity (QUEUED) from its first copy
+ * on, and names no Batch job until one wins. */
+static const char sql_copy_created[] =
+    "UPDATE jobs SET state = 'QUEUED', batch_state = 'QUEUED', "
+    "queued_at = coalesce(queued_at, now()), updated_at = now() "
+    "WHERE id = $1 AND attempt = $3::int AND state = 'ADMITTED' "
+    "AND batch_job_name IS NULL AND $2::text IS NOT NULL";
+
 int db_batch_done_create(struct db_conn *c, const struct db_batch_op *op,
                          const char *batch_job_name, char *err, size_t errlen)
 {
-  char a[16];
+  char a[16], id[32], msg[600];
   const char *params[3] = {op->job_id, batch_job_name, a};
-  int rows = 0;
+  int rows = 0, attempt, race_k = 0;
 
   snprintf(a, sizeof(a), "%d", op->attempt);
-  if (db_run(c, sql_created, 3, params, &rows, err, errlen))
+  if (batch_job_id_parse(op->batch_job_id, id, sizeof(id), &attempt, &race_k) !=
+      0)
+    race_k = 0;
+  if (take(c, op, err, errlen))
+    return -1;
+  if (db_run(c, race_k > 0 ? sql_copy_created : sql_created, 3, params, &rows,
+             err, errlen))
     goto fail;
+  snprintf(msg, sizeof(msg), "%s%s", batch_job_name,
+           race_k > 0 ? " (the first of the raced copies, one per region; "
+                        "the first to get capacity wins)"
+                      : "");
   if (rows && db_job_event(c, op->job_id, "ADMITTED", "QUEUED",
-                           "BatchJobCreated", batch_job_name, err, errlen))
+                           "BatchJobCreated", msg, err, errlen))
     goto fail;
-  return finish(c, op, err, errlen);
+  return commit(c, err, errlen);
 fail:
   db_rollback(c);
   return -1;
@@ -316,31 +477,29 @@ int db_batch_done_cancel(struct db_conn *c, const struct db_batch_op *op,
                          bool gone, char *err, size_t errlen)
 {
   (void)gone; /* the job's fate follows from what Batch reports next */
-  return finish(c, op, err, errlen);
+  if (take(c, op, err, errlen))
+    return -1;
+  return commit(c, err, errlen);
 }
 
-/* The delay counts from now, when the failure is known: not from now(),
- * the claim transaction's start, before the Batch call (a slow failure
- * would otherwise eat its own backoff or Retry-After). */
+/* The delay counts from now, when the failure is known: not from the
+ * claim, before the Batch call (a slow failure would otherwise eat its own
+ * backoff or Retry-After). The lease ends with it. */
 static const char sql_retry[] =
     "UPDATE batch_ops SET tries = tries + 1, last_error = $3, "
-    "next_at = clock_timestamp() + $2::bigint * interval '1 millisecond' "
-    "WHERE id = $1::bigint";
+    "next_at = clock_timestamp() + $2::bigint * interval '1 millisecond', "
+    "claimed_by = NULL, claimed_pid = NULL, claimed_until = NULL "
+    "WHERE id = $1::bigint AND claimed_by = $4";
 
 int db_batch_retry(struct db_conn *c, const struct db_batch_op *op,
                    long delay_ms, const char *error, char *err, size_t errlen)
 {
   char id[24], delay[24];
-  const char *params[3] = {id, delay, error};
+  const char *params[4] = {id, delay, error, op->claimed_by};
 
   snprintf(id, sizeof(id), "%lld", (long long)op->id);
   snprintf(delay, sizeof(delay), "%ld", delay_ms);
-  if (db_run(c, sql_retry, 3, params, NULL, err, errlen) ||
-      db_commit(c) != GG_OK) {
-    db_rollback(c);
-    return -1;
-  }
-  return 0;
+  return db_run(c, sql_retry, 4, params, NULL, err, errlen);
 }
 
 static const char sql_rejected[] =
@@ -356,6 +515,8 @@ int db_batch_give_up(struct db_conn *c, const struct db_batch_op *op,
   int rows = 0;
 
   snprintf(a, sizeof(a), "%d", op->attempt);
+  if (take(c, op, err, errlen))
+    return -1;
   if (!strcmp(op->op, "create")) {
     if (db_run(c, sql_rejected, 2, params, &rows, err, errlen))
       goto fail;
@@ -364,7 +525,7 @@ int db_batch_give_up(struct db_conn *c, const struct db_batch_op *op,
                  wake(c, err, errlen)))
       goto fail;
   }
-  return finish(c, op, err, errlen);
+  return commit(c, err, errlen);
 fail:
   db_rollback(c);
   return -1;
@@ -459,6 +620,166 @@ static PGresult *adopt(struct db_conn *c, const char *name, char *err,
   return db_query(c, sql_adopt, 3, params, err, errlen);
 }
 
+/* ---- race mode: copies of one attempt in several regions --------------- */
+
+void (*db_batch_race_hook)(const char *event, const char *region,
+                           double seconds);
+
+static void race_event(const char *event, const char *region, double seconds)
+{
+  if (db_batch_race_hook)
+    db_batch_race_hook(event, region, seconds);
+}
+
+static const char sql_race_lock[] =
+    "SELECT j.state, j.cancel_requested, coalesce(j.batch_job_name, ''), "
+    "c.region, coalesce(extract(epoch FROM clock_timestamp() - "
+    "c.overlap_since), -1) FROM jobs j JOIN batch_copies c "
+    "ON c.job_id = j.id AND c.attempt = j.attempt "
+    "WHERE j.id = $1 AND j.attempt = $2::int AND c.k = $3::int "
+    "FOR UPDATE OF j, c";
+
+/* The winner: the job's Batch job and location from now on. */
+static const char sql_race_win[] =
+    "UPDATE jobs SET batch_job_name = $2, location = $3, batch_state = $4, "
+    "state = CASE WHEN $4 = 'RUNNING' THEN 'RUNNING' ELSE 'QUEUED' END, "
+    "run_started_at = CASE WHEN $4 = 'RUNNING' THEN coalesce(run_started_at, "
+    "now()) END, queued_at = coalesce(queued_at, now()), updated_at = now() "
+    "WHERE id = $1";
+
+/* Every other copy of the attempt is cancelled (a copy whose create is
+ * still waiting is dropped by the claim, and its cancel answered 404). */
+static const char sql_race_cancel_losers[] =
+    "INSERT INTO batch_ops (job_id, attempt, op, region, batch_job_id) "
+    "SELECT job_id, attempt, 'cancel', region, batch_job_id FROM "
+    "batch_copies WHERE job_id = $1 AND attempt = $2::int AND k <> $3::int "
+    "ON CONFLICT DO NOTHING";
+
+static const char sql_race_cancel_one[] =
+    "INSERT INTO batch_ops (job_id, attempt, op, region, batch_job_id) "
+    "SELECT job_id, attempt, 'cancel', region, batch_job_id FROM "
+    "batch_copies WHERE job_id = $1 AND attempt = $2::int AND k = $3::int "
+    "ON CONFLICT DO NOTHING";
+
+static const char sql_overlap_start[] =
+    "UPDATE batch_copies SET overlap_since = coalesce(overlap_since, "
+    "clock_timestamp()) WHERE job_id = $1 AND attempt = $2::int "
+    "AND k = $3::int";
+
+static const char sql_overlap_end[] =
+    "UPDATE batch_copies SET overlap_since = NULL WHERE job_id = $1 "
+    "AND attempt = $2::int AND k = $3::int";
+
+static const char sql_race_cancelled[] =
+    "UPDATE jobs SET state = 'CANCELLED', reason = 'CancelledByUser', "
+    "batch_state = $2, finished_at = now(), updated_at = now() "
+    "WHERE id = $1";
+
+/*
+ * A state Batch reported for a raced copy (k of attempt) that is not the
+ * job's recorded Batch job: the first copy SCHEDULED or RUNNING wins and
+ * the others are cancelled in the same transaction; a loser seen RUNNING
+ * counts overlap until it stops. Without a winner, a copy's cancellation
+ * completes the job's cancel or eviction. Commits or rolls back the
+ * observe's transaction; returns like db_batch_observe().
+ */
+static int race_observe(struct db_conn *c, const char *id, int attempt, int k,
+                        const char *name, const char *batch_state, char *err,
+                        size_t errlen)
+{
+  char a[16], kk[16], state[16], winner[512], region[64], msg[600];
+  const char *params[4] = {id, a, kk, NULL};
+  enum batch_state st = !strcmp(batch_state, "NOT_FOUND")
+                            ? BATCH_STATE_DELETED
+                            : batch_state_parse(batch_state);
+  bool cancel_requested, live, started;
+  double overlap;
+  PGresult *res;
+  int changed = 0, rows = 0;
+
+  snprintf(a, sizeof(a), "%d", attempt);
+  snprintf(kk, sizeof(kk), "%d", k);
+  if (!(res = db_query(c, sql_race_lock, 3, params, err, errlen)))
+    goto fail;
+  if (PQntuples(res) == 0) {
+    PQclear(res);
+    db_rollback(c);
+    return 0; /* an attempt that is over, or not a copy we made */
+  }
+  snprintf(state, sizeof(state), "%s", PQgetvalue(res, 0, 0));
+  cancel_requested = PQgetvalue(res, 0, 1)[0] == 't';
+  snprintf(winner, sizeof(winner), "%s", PQgetvalue(res, 0, 2));
+  snprintf(region, sizeof(region), "%s", PQgetvalue(res, 0, 3));
+  overlap = strtod(PQgetvalue(res, 0, 4), NULL);
+  PQclear(res);
+  started = !strcmp(batch_state, "SCHEDULED") || st == BATCH_STATE_RUNNING;
+  live = st == BATCH_STATE_QUEUED || st == BATCH_STATE_RUNNING ||
+         st == BATCH_STATE_UNKNOWN;
+
+  if (!winner[0] && started && !cancel_requested &&
+      (!strcmp(state, "ADMITTED") || !strcmp(state, "QUEUED"))) {
+    const char *to = st == BATCH_STATE_RUNNING ? "RUNNING" : "QUEUED";
+    const char *win[4] = {id, name, region, batch_state};
+    if (db_run(c, sql_race_win, 4, win, NULL, err, errlen) ||
+        db_run(c, sql_race_cancel_losers, 3, params, NULL, err, errlen) ||
+        db_run(c, sql_wake_dispatch, 0, NULL, NULL, err, errlen))
+      goto fail;
+    snprintf(msg, sizeof(msg),
+             "the copy in %s won the race (Batch reports %s for %s); the "
+             "other copies are cancelled",
+             region, batch_state, name);
+    if (db_job_event(c, id, state, to, "RaceWon", msg, err, errlen))
+      goto fail;
+    race_event("winner", region, 0);
+    changed = 1;
+  } else if (winner[0] && strcmp(winner, name) != 0) {
+    /* a loser: it must stop; while it runs beside the winner it costs */
+    if (st == BATCH_STATE_RUNNING) {
+      if (db_run(c, sql_overlap_start, 3, params, NULL, err, errlen))
+        goto fail;
+    } else if (overlap >= 0) {
+      if (db_run(c, sql_overlap_end, 3, params, NULL, err, errlen))
+        goto fail;
+      race_event("overlap", region, overlap);
+    }
+    if (started &&
+        db_run(c, sql_race_cancel_one, 3, params, &rows, err, errlen))
+      goto fail;
+    if (rows && db_run(c, sql_wake_dispatch, 0, NULL, NULL, err, errlen))
+      goto fail;
+  } else if (!winner[0] && !live) {
+    /* no winner and this copy is gone: a cancel or an eviction that
+     * asked for it is complete (the other copies' cancels are queued) */
+    if (cancel_requested &&
+        (!strcmp(state, "ADMITTED") || !strcmp(state, "QUEUED"))) {
+      params[1] = batch_state;
+      if (db_run(c, sql_race_cancelled, 2, params, NULL, err, errlen) ||
+          wake(c, err, errlen))
+        goto fail;
+      params[1] = a;
+      snprintf(msg, sizeof(msg), "Batch reports %s for %s", batch_state, name);
+      if (db_job_event(c, id, state, "CANCELLED", "CancelledByUser", msg, err,
+                       errlen))
+        goto fail;
+      changed = 1;
+    } else if (!strcmp(state, "EVICTING")) {
+      if (db_batch_requeue(c, id, "Requeued",
+                           "evicted; its raced Batch jobs are cancelled and it "
+                           "waits again in its queue with its original place",
+                           &changed, err, errlen))
+        goto fail;
+    }
+  }
+  if (db_commit(c) != GG_OK) {
+    snprintf(err, errlen, "COMMIT failed");
+    goto fail;
+  }
+  return changed ? 1 : 0;
+fail:
+  db_rollback(c);
+  return -1;
+}
+
 int db_batch_observe(struct db_conn *c, const char *batch_job_name,
                      const char *batch_state, char *err, size_t errlen)
 {
@@ -476,7 +797,14 @@ int db_batch_observe(struct db_conn *c, const char *batch_job_name,
   if (!(res = db_query(c, sql_observe_lock, 1, params, err, errlen)))
     goto fail;
   if (PQntuples(res) == 0) {
+    char rid[32];
+    int rattempt, race_k;
     PQclear(res);
+    if (batch_job_id_parse(batch_job_name, rid, sizeof(rid), &rattempt,
+                           &race_k) == 0 &&
+        race_k > 0)
+      return race_observe(c, rid, rattempt, race_k, batch_job_name, batch_state,
+                          err, errlen);
     res = adopt(c, batch_job_name, err, errlen);
     if (!res)
       goto fail;
@@ -567,9 +895,74 @@ json_t *db_batch_active(struct db_conn *c, const char *region, char *err,
   return json_of(c, sql_active, 1, params, err, errlen);
 }
 
+static const char sql_overlapping[] =
+    "SELECT coalesce(json_object_agg(batch_job_id, true), '{}') FROM "
+    "batch_copies WHERE region = $1 AND overlap_since IS NOT NULL";
+
+json_t *db_batch_overlapping(struct db_conn *c, const char *region, char *err,
+                             size_t errlen)
+{
+  const char *params[1] = {region};
+
+  return json_of(c, sql_overlapping, 1, params, err, errlen);
+}
+
 json_t *db_batch_regions(struct db_conn *c, char *err, size_t errlen)
 {
   return json_of(c, sql_regions, 0, NULL, err, errlen);
+}
+
+/*
+ * Why gpugate does not want each listed Batch job of its deployment: no
+ * such gpugate job (or an attempt it never reached), an attempt already
+ * superseded, a job already terminal, or a raced copy that lost. A job with an
+ * outbox row for that attempt is being handled (a create in flight is adopted,
+ * a cancel is on its way) and is never swept.
+ */
+static const char sql_orphans[] =
+    "SELECT coalesce(json_agg(json_build_object('name', l.name, 'why', "
+    "v.why)), '[]') FROM json_to_recordset($1::json) AS l(name text, id "
+    "text, attempt int, base text) LEFT JOIN jobs j ON j.id = l.id "
+    "CROSS JOIN LATERAL (SELECT CASE "
+    "WHEN j.id IS NULL THEN 'unknown' "
+    "WHEN EXISTS (SELECT 1 FROM batch_ops o WHERE o.job_id = j.id "
+    "AND o.attempt = l.attempt) THEN NULL "
+    "WHEN j.state IN ('SUCCEEDED', 'FAILED', 'CANCELLED') THEN 'terminal' "
+    "WHEN j.attempt > l.attempt THEN 'superseded' "
+    "WHEN j.attempt < l.attempt THEN 'unknown' "
+    "WHEN j.batch_job_name IS NOT NULL AND l.base <> "
+    "regexp_replace(j.batch_job_name, '^.*/', '') THEN 'race_loser' "
+    "ELSE NULL END AS why) v WHERE v.why IS NOT NULL";
+
+json_t *db_batch_orphans(struct db_conn *c, json_t *listed, char *err,
+                         size_t errlen)
+{
+  char *text = json_dumps(listed, JSON_COMPACT);
+  const char *params[1] = {text};
+  json_t *out;
+
+  if (!text) {
+    snprintf(err, errlen, "out of memory");
+    return NULL;
+  }
+  out = json_of(c, sql_orphans, 1, params, err, errlen);
+  free(text);
+  return out;
+}
+
+/* Every region gpugate may have Batch jobs in: its flavors' locations and
+ * its active jobs' (a job's own location list narrows a flavor's). */
+static const char sql_all_regions[] =
+    "SELECT coalesce(json_agg(DISTINCT r), '[]') FROM ("
+    "SELECT json_array_elements_text(spec->'locations') AS r FROM flavors "
+    "WHERE json_typeof(spec->'locations') = 'array' UNION "
+    "SELECT location FROM jobs WHERE batch_job_name IS NOT NULL AND "
+    "location IS NOT NULL AND state IN ('ADMITTED', 'QUEUED', 'RUNNING', "
+    "'EVICTING')) x";
+
+json_t *db_batch_all_regions(struct db_conn *c, char *err, size_t errlen)
+{
+  return json_of(c, sql_all_regions, 0, NULL, err, errlen);
 }
 
 static const char sql_unseen[] =
@@ -599,7 +992,8 @@ json_t *db_batch_unseen(struct db_conn *c, const char *region, json_t *seen,
 
 static const char sql_flex_expired[] =
     "SELECT j.id, j.location, j.location_index, j.spec->'locations', "
-    "f.spec->'locations', j.batch_job_name, j.backoffs "
+    "f.spec->'locations', j.batch_job_name, j.backoffs, "
+    "coalesce(f.spec->>'multi_region', 'failover') = 'race' "
     "FROM jobs j JOIN flavors f ON f.name = j.flavor "
     "WHERE j.state = 'QUEUED' AND coalesce(j.batch_state, 'QUEUED') = "
     "'QUEUED' AND f.spec->>'provisioning_model' = "
@@ -658,7 +1052,10 @@ int db_batch_flex_expired(struct db_conn *c, char *err, size_t errlen)
     json_t *job_locs = json_loads(PQgetvalue(res, i, 3), 0, NULL);
     json_t *fl_locs = json_loads(PQgetvalue(res, i, 4), 0, NULL);
     json_t *cands = candidates(job_locs, fl_locs);
-    int next = (int)strtol(PQgetvalue(res, i, 2), NULL, 10) + 1;
+    /* a race waited in all its regions at once: none is left to try */
+    int next = PQgetvalue(res, i, 7)[0] == 't'
+                   ? INT_MAX
+                   : (int)strtol(PQgetvalue(res, i, 2), NULL, 10) + 1;
     char idx[16], msg[200];
     int rc;
 
@@ -666,7 +1063,7 @@ int db_batch_flex_expired(struct db_conn *c, char *err, size_t errlen)
     json_decref(fl_locs);
     /* the waiting Batch job of this attempt goes first */
     rc = db_batch_request_cancel(c, id, err, errlen);
-    if (!rc && next < (int)json_array_size(cands)) {
+    if (!rc && next != INT_MAX && next < (int)json_array_size(cands)) {
       const char *where =
           json_string_value(json_array_get(cands, (size_t)next));
       snprintf(idx, sizeof(idx), "%d", next);

@@ -4,10 +4,11 @@
  *
  * Admission and cancellation write "create" and "cancel" rows into
  * batch_ops in their own transaction; dispatchers on every replica claim
- * due rows with FOR UPDATE SKIP LOCKED, call Batch while holding the row,
- * and record the outcome in the same transaction. A job's rows go out one
- * at a time, in (next_at, id) order. Lock order everywhere: the batch_ops
- * row before the jobs row.
+ * due rows with a lease (claimed_by, claimed_until) in a short transaction,
+ * call Batch with no transaction open, and record the outcome in another
+ * short one: no row lock is ever held across a network call. A job's rows
+ * go out one at a time, in (next_at, id) order. Lock order everywhere: the
+ * batch_ops row before the jobs row.
  */
 #ifndef GPUGATE_DB_BATCH_H
 #define GPUGATE_DB_BATCH_H
@@ -28,6 +29,7 @@ struct db_batch_op {
   char batch_job_id[64];
   char request_id[40];
   int tries;
+  char claimed_by[96]; /* the lease holder: who may record the outcome */
   /* create only */
   char team[64];
   char queue[64];
@@ -46,6 +48,11 @@ int db_job_event(struct db_conn *c, const char *job_id, const char *from,
 /* Queue the Batch create of job's current attempt (after admission). */
 int db_batch_request_create(struct db_conn *c, const char *job_id, char *err,
                             size_t errlen);
+
+/* The same for many jobs in one statement: ids is a PostgreSQL text[]
+ * literal ("{...}"). */
+int db_batch_request_create_many(struct db_conn *c, const char *ids, char *err,
+                                 size_t errlen);
 
 /*
  * Withdraw the not-yet-sent create of (job, attempt). Returns 1 when it was
@@ -68,25 +75,30 @@ int db_batch_requeue(struct db_conn *c, const char *job_id, const char *reason,
                      const char *message, int *rows, char *err, size_t errlen);
 
 /*
- * Begin a transaction and claim one due outbox row in none of the n_skip
- * skip_regions (borrowed; the regions whose call budget is spent, so that
- * their rows wait without holding up the others'). Returns 1 with *op
- * filled (free with db_batch_op_free), 0 when nothing is due outside
- * skip_regions (transaction closed), -1 on error.
+ * Claim one due outbox row in none of the n_skip skip_regions (borrowed;
+ * the regions whose call budget is spent, so that their rows wait without
+ * holding up the others') for lease_s seconds in the name of claimer (a
+ * string unique to the calling worker), and commit: no transaction is
+ * open on return. Returns 1 with *op filled (free with db_batch_op_free),
+ * 0 when nothing is due outside skip_regions, -1 on error.
  */
 int db_batch_claim(struct db_conn *c, const char *const *skip_regions,
-                   size_t n_skip, struct db_batch_op *op, char *err,
-                   size_t errlen);
+                   size_t n_skip, const char *claimer, int lease_s,
+                   struct db_batch_op *op, char *err, size_t errlen);
 void db_batch_op_free(struct db_batch_op *op);
 
 /*
  * Give a claimed row back untouched, before any call about it was made:
- * closes the claim's transaction, and any dispatcher may claim the row
- * again at once. *op stays filled (free it as usual).
+ * any dispatcher may claim it again at once. *op stays filled (free it as
+ * usual). 0, or -1 with err (the lease then runs out by itself).
  */
-void db_batch_unclaim(struct db_conn *c);
+int db_batch_unclaim(struct db_conn *c, const struct db_batch_op *op, char *err,
+                     size_t errlen);
 
-/* Outcomes of a claimed row; each commits the claim's transaction. */
+/*
+ * Outcomes of a claimed row, each in a transaction of its own that first
+ * takes the row out of the outbox if the lease is still op's.
+ */
 int db_batch_done_create(struct db_conn *c, const struct db_batch_op *op,
                          const char *batch_job_name, char *err, size_t errlen);
 int db_batch_done_cancel(struct db_conn *c, const struct db_batch_op *op,
@@ -106,6 +118,23 @@ int db_batch_observe(struct db_conn *c, const char *batch_job_name,
                      const char *batch_state, char *err, size_t errlen);
 
 /*
+ * Race mode's outcomes, for metrics: called (when set, from whatever
+ * thread observes) with event "winner" (region of the winning copy) or
+ * "overlap" (region of a loser that ran beside the winner, seconds it
+ * did). Set once at start-up, before any observe.
+ */
+extern void (*db_batch_race_hook)(const char *event, const char *region,
+                                  double seconds);
+
+/*
+ * Raced copies in region seen running beside their winner, as
+ * {batch_job_id: true}: the sync reports their next state even when it is
+ * no longer live, so the overlap ends. New object, or NULL with err.
+ */
+json_t *db_batch_overlapping(struct db_conn *c, const char *region, char *err,
+                             size_t errlen);
+
+/*
  * The Batch jobs of active gpugate jobs in region, as {name: last Batch
  * state reported ("" if none)}. New object, or NULL with err.
  */
@@ -121,6 +150,21 @@ json_t *db_batch_regions(struct db_conn *c, char *err, size_t errlen);
  */
 json_t *db_batch_unseen(struct db_conn *c, const char *region, json_t *seen,
                         int grace_s, char *err, size_t errlen);
+
+/*
+ * The orphan sweep's verdicts. listed (borrowed) is an array of
+ * {"name", "id", "attempt"}: live Batch jobs of this deployment that are
+ * not the current Batch job of an active gpugate job, with the gpugate id
+ * and attempt their names carry. Returns a new array of {"name", "why"}
+ * for those gpugate does not want (why: "unknown", "superseded",
+ * "terminal"); the others are wanted (e.g. a create not yet recorded).
+ * NULL with err on failure.
+ */
+json_t *db_batch_orphans(struct db_conn *c, json_t *listed, char *err,
+                         size_t errlen);
+
+/* Every region gpugate may have Batch jobs in (new array of strings). */
+json_t *db_batch_all_regions(struct db_conn *c, char *err, size_t errlen);
 
 /*
  * DWS: Flex Start jobs still QUEUED after their flavor's max_wait_s move to

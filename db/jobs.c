@@ -24,20 +24,15 @@
   "(" p ".priority > " j ".priority OR (" p ".priority = " j ".priority "      \
   "AND (" p ".created_at, " p ".seq) < (" j ".created_at, " j ".seq)))"
 
-/* 1 + the pending jobs ahead of j within scope: two range counts that the
- * partial indexes on pending jobs answer (0006), where one count with
- * AHEAD's OR would read every pending job of the queue */
-#define POSITION(scope)                                                        \
-  "CASE WHEN j.state = 'PENDING' THEN 1 + (SELECT count(*) FROM jobs p "       \
-  "WHERE p.state = 'PENDING' AND " scope " AND p.priority > j.priority) + "    \
-  "(SELECT count(*) FROM jobs p WHERE p.state = 'PENDING' AND " scope          \
-  " AND p.priority = j.priority AND (p.created_at, p.seq) < "                  \
-  "(j.created_at, j.seq)) END"
+/* A pending job's queue position as the admission leader last published
+ * it (0007's job_positions): one row by key, never a count of the jobs
+ * ahead. NULL when the job is not pending or no cycle has placed it yet. */
+#define POSITION(col) "CASE WHEN j.state = 'PENDING' THEN jp." col " END"
 
 /* The columns a job is shown with, given the expressions of its two queue
- * positions; render() reads them by position. */
+ * positions and of the GPUs ahead of it; render() reads them by position. */
 /* clang-format off */
-#define JOB_COLUMNS(pos_queue, pos_cq)                                         \
+#define JOB_COLUMNS(pos_queue, pos_cq, ahead_gpus)                             \
   "j.id, j.team, j.name, j.queue, j.cluster_queue, "                           \
   "j.priority_class, j.priority, j.state, j.reason, j.attempt, "               \
   TS("j.created_at") ", " TS("j.updated_at") ", "                              \
@@ -47,11 +42,13 @@
   "extract(epoch FROM coalesce(j.finished_at, now()) - j.run_started_at) "     \
   "/ 3600, 0), 4), "                                                           \
   pos_queue ", " pos_cq ", "                                                   \
-  "j.spec, j.seq, j.batch_job_name, j.batch_state "
+  "j.spec, j.seq, j.batch_job_name, j.batch_state, " ahead_gpus " "
 #define JOB_SELECT                                                             \
-  "SELECT " JOB_COLUMNS(POSITION("p.team = j.team AND p.queue = j.queue"),     \
-                        POSITION("p.cluster_queue = j.cluster_queue"))         \
-  "FROM jobs j LEFT JOIN flavors f ON f.name = j.flavor "
+  "SELECT " JOB_COLUMNS(POSITION("position_in_queue"),                         \
+                        POSITION("position_in_cluster_queue"),                 \
+                        POSITION("ahead_gpus"))                                \
+  "FROM jobs j LEFT JOIN flavors f ON f.name = j.flavor "                      \
+  "LEFT JOIN job_positions jp ON jp.job_id = j.id "
 /* clang-format on */
 
 enum {
@@ -81,7 +78,8 @@ enum {
   C_SPEC,
   C_SEQ,
   C_BATCH_NAME,
-  C_BATCH_STATE
+  C_BATCH_STATE,
+  C_AHEAD_GPUS
 };
 
 static json_t *text_or_null(const PGresult *r, int row, int col)
@@ -142,6 +140,18 @@ static json_t *render(const PGresult *r, int row)
   json_object_set_new(j, "position_in_queue", int_or_null(r, row, C_POS_Q));
   json_object_set_new(j, "position_in_cluster_queue",
                       int_or_null(r, row, C_POS_CQ));
+  /* the pending jobs before it in its cluster queue, as aggregates only:
+   * other teams' jobs are counted, never named */
+  json_object_set_new(
+      j, "ahead",
+      PQgetisnull(r, row, C_POS_CQ) || PQgetisnull(r, row, C_AHEAD_GPUS)
+          ? json_null()
+          : json_pack(
+                "{s:I, s:I}", "jobs",
+                (json_int_t)strtoll(PQgetvalue(r, row, C_POS_CQ), NULL, 10) - 1,
+                "gpus",
+                (json_int_t)strtoll(PQgetvalue(r, row, C_AHEAD_GPUS), NULL,
+                                    10)));
   json_object_set_new(j, "estimated_cost_usd", num_or_null(r, row, C_EST));
   json_object_set_new(j, "accrued_cost_usd", num_or_null(r, row, C_ACCRUED));
   json_object_set_new(j, "spec",
@@ -309,7 +319,7 @@ static const char sql_submit[] =
     "reason, attempt, message) SELECT id, team, NULL, 'PENDING', "
     "'Submitted', 1, 'submitted to queue ' || queue FROM j), "
     "n AS (SELECT pg_notify('gpugate_admission', 'submit') FROM j) "
-    "SELECT " JOB_COLUMNS("NULL::bigint", "NULL::bigint") ", "
+    "SELECT " JOB_COLUMNS("NULL::bigint", "NULL::bigint", "NULL::bigint") ", "
     "c.request_hash, c.status, c.location, c.response, c.claimed "
     "FROM ok LEFT JOIN c ON true LEFT JOIN j ON true "
     "LEFT JOIN flavors f ON f.name = j.flavor LEFT JOIN n ON true";
@@ -317,7 +327,7 @@ static const char sql_submit[] =
 
 /* the columns of sql_submit after the job's */
 enum {
-  C_K_HASH = C_BATCH_STATE + 1,
+  C_K_HASH = C_AHEAD_GPUS + 1,
   C_K_STATUS,
   C_K_LOCATION,
   C_K_RESPONSE,
@@ -759,16 +769,15 @@ void db_submit_result_free(struct db_submit_result *r)
 
 /* ---- counts for queue and cluster-queue status -------------------------- */
 
+/* as the admission leader last published them (0007's admission_counts):
+ * a handful of rows, never a count of the jobs */
 static const char sql_counts_queue[] =
-    "SELECT count(*) FILTER (WHERE state = 'PENDING'), "
-    "count(*) FILTER (WHERE state IN ('ADMITTED', 'QUEUED', 'RUNNING', "
-    "'EVICTING')) FROM jobs WHERE team = $1 AND queue = $2 AND state "
-    "IN " ACTIVE;
+    "SELECT coalesce(sum(pending), 0), coalesce(sum(admitted), 0) "
+    "FROM admission_counts WHERE team = $1 AND queue = $2";
 
 static const char sql_counts_cq[] =
-    "SELECT count(*) FILTER (WHERE state = 'PENDING'), "
-    "count(*) FILTER (WHERE state IN ('ADMITTED', 'QUEUED', 'RUNNING', "
-    "'EVICTING')) FROM jobs WHERE cluster_queue = $1 AND state IN " ACTIVE;
+    "SELECT coalesce(sum(pending), 0), coalesce(sum(admitted), 0) "
+    "FROM admission_counts WHERE cluster_queue = $1";
 
 enum gg_code db_job_counts(struct gg_req *req, const char *team,
                            const char *queue_or_cq, json_t **out)

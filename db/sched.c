@@ -31,7 +31,7 @@ static const char sql_cqs[] = "SELECT name, cohort, spec FROM cluster_queues "
  * rollups of the billing export) plus the whole estimates of its jobs
  * holding quota — on the safe side: what a running job has been billed so
  * far counts in both. The billed part comes from here; the estimates are
- * added up from sql_admitted's rows, which the load reads anyway. */
+ * added up from the admitted jobs in memory (db_sched_state_build()). */
 static const char sql_teams[] =
     "SELECT t.name, t.spec->>'budget_policy', "
     "(t.spec->>'monthly_budget_usd')::float8, coalesce(b.net, 0)::float8 "
@@ -39,21 +39,6 @@ static const char sql_teams[] =
     "FROM cost_rollups WHERE currency = 'USD' "
     "AND day >= date_trunc('month', now() AT TIME ZONE 'UTC')::date "
     "GROUP BY team) b ON b.team = t.name ORDER BY t.name COLLATE \"C\"";
-
-static const char sql_admitted[] =
-    "SELECT id, attempt, cluster_queue, team, priority, can_preempt, "
-    "(extract(epoch FROM created_at) * 1000000)::bigint, seq, gpu, "
-    "cpu_milli, memory_mib, flavor, extract(epoch FROM admitted_at)::bigint, "
-    "state, coalesce(estimated_cost_usd, 0)::float8 FROM jobs "
-    "WHERE state IN ('ADMITTED', 'QUEUED', 'RUNNING', 'EVICTING') "
-    "ORDER BY seq";
-
-static const char sql_pending[] =
-    "SELECT id, attempt, cluster_queue, team, priority, can_preempt, "
-    "(extract(epoch FROM created_at) * 1000000)::bigint, seq, gpu, "
-    "cpu_milli, memory_mib, coalesce(reason, ''), max_run_duration_s, "
-    "locations FROM jobs WHERE state = 'PENDING' "
-    "AND (backoff_until IS NULL OR backoff_until <= now()) ORDER BY seq";
 
 /* whole seconds elapsed: a window never opens early by a rounding */
 static const char sql_now[] = "SELECT floor(extract(epoch FROM now()))::bigint";
@@ -233,34 +218,11 @@ static uint32_t excluded(const struct db_sched *s, const struct sched_cq *cq,
 
 #define ALLOC(ptr, n) ((ptr) = calloc((size_t)(n) + 1, sizeof(*(ptr))))
 
-/* Fill a job's common columns (0..10) from row; -1 when it names an
- * unknown cluster queue (deleted meanwhile). */
-static int job_of(struct db_sched *s, const PGresult *r, int row,
-                  struct sched_job *j, char id[32], int *attempt)
-{
-  snprintf(id, 32, "%s", PQgetvalue(r, row, 0));
-  *attempt = (int)num(r, row, 1);
-  j->cq = find((const char(*)[DB_NAME_LEN])s->cq_names, s->in.n_cqs,
-               PQgetvalue(r, row, 2));
-  j->team = find((const char(*)[DB_NAME_LEN])s->team_names, s->in.n_teams,
-                 PQgetvalue(r, row, 3));
-  j->priority = (int32_t)num(r, row, 4);
-  j->can_preempt = PQgetvalue(r, row, 5)[0] == 't';
-  j->created_at = num(r, row, 6);
-  j->seq = num(r, row, 7);
-  j->request[SCHED_GPU] = num(r, row, 8);
-  j->request[SCHED_CPU] = num(r, row, 9);
-  j->request[SCHED_MEM] = num(r, row, 10);
-  j->flavor = -1;
-  return j->cq < 0 ? -1 : 0;
-}
-
-int db_sched_load(struct db_conn *c, struct db_sched *s, char *err,
-                  size_t errlen)
+int db_sched_load_config(struct db_conn *c, struct db_sched *s, char *err,
+                         size_t errlen)
 {
   PGresult *res = NULL;
-  json_t *locs;
-  int i, n, k;
+  int i, n;
 
   memset(s, 0, sizeof(*s));
   s->flavor_specs = json_object();
@@ -336,65 +298,8 @@ int db_sched_load(struct db_conn *c, struct db_sched *s, char *err,
   }
   s->in.n_teams = n;
   PQclear(res);
-
-  if (!(res = db_query(c, sql_admitted, 0, NULL, err, errlen)))
-    goto fail;
-  n = PQntuples(res);
-  if (!ALLOC(s->admitted, n) || !ALLOC(s->admitted_ids, n) ||
-      !ALLOC(s->admitted_attempt, n) || !ALLOC(s->admitted_state, n))
-    goto oom;
-  for (i = 0, k = 0; i < n; i++) {
-    struct sched_job *j = &s->admitted[k];
-    int unknown_cq =
-        job_of(s, res, i, j, s->admitted_ids[k], &s->admitted_attempt[k]);
-    if (j->team >= 0)
-      s->teams[j->team].spent += strtod(PQgetvalue(res, i, 14), NULL);
-    if (unknown_cq)
-      continue;
-    j->flavor = find((const char(*)[DB_NAME_LEN])s->flavor_names,
-                     s->in.n_flavors, PQgetvalue(res, i, 11));
-    j->admitted_at = num(res, i, 12);
-    snprintf(s->admitted_state[k], 16, "%s", PQgetvalue(res, i, 13));
-    j->evicting = !strcmp(s->admitted_state[k], "EVICTING");
-    if (j->flavor >= 0)
-      k++;
-  }
-  s->in.n_admitted = k;
-  PQclear(res);
-
-  if (!(res = db_query(c, sql_pending, 0, NULL, err, errlen)))
-    goto fail;
-  n = PQntuples(res);
-  if (!ALLOC(s->pending, n) || !ALLOC(s->pending_ids, n) ||
-      !ALLOC(s->pending_attempt, n) || !ALLOC(s->pending_reason, n) ||
-      !ALLOC(s->pending_max_run_s, n))
-    goto oom;
-  for (i = 0, k = 0; i < n; i++) {
-    struct sched_job *j = &s->pending[k];
-    if (job_of(s, res, i, j, s->pending_ids[k], &s->pending_attempt[k]))
-      continue;
-    snprintf(s->pending_reason[k], 32, "%s", PQgetvalue(res, i, 11));
-    s->pending_max_run_s[k] = num(res, i, 12);
-    j->max_run_s = s->pending_max_run_s[k];
-    j->estimated_cost = max_price(s, &s->cqs[j->cq]) *
-                        (double)j->request[SCHED_GPU] *
-                        (double)s->pending_max_run_s[k] / 3600.0;
-    /* one entry per loaded job, so that index k stays this job's: stored
-     * specs carry locations ([] by default), but a row without them must
-     * not shift the jobs after it */
-    locs = json_loads(PQgetvalue(res, i, 13), 0, NULL);
-    json_array_append_new(s->pending_locations, locs ? locs : json_array());
-    j->excluded_flavors = excluded(
-        s, &s->cqs[j->cq], json_array_get(s->pending_locations, (size_t)k));
-    k++;
-  }
-  s->in.n_pending = k;
-  PQclear(res);
-
   s->in.cqs = s->cqs;
   s->in.teams = s->teams;
-  s->in.admitted = s->admitted;
-  s->in.pending = s->pending;
   return 0;
 oom:
   snprintf(err, errlen, "out of memory");
@@ -444,13 +349,6 @@ const char *db_sched_reason_name(enum sched_pending_reason r)
     return "InsufficientQuota";
   }
 }
-
-static const char sql_admit[] =
-    "UPDATE jobs SET state = 'ADMITTED', reason = NULL, flavor = $3, "
-    "location = $4, borrowed = $5::boolean, admitted_at = now(), "
-    "estimated_cost_usd = $6::numeric, updated_at = now() "
-    "WHERE id = $1 AND attempt = $2::int AND state = 'PENDING' "
-    "RETURNING team";
 
 static const char sql_evict[] =
     "UPDATE jobs SET state = 'EVICTING', reason = $3, updated_at = now() "
@@ -512,11 +410,165 @@ static int append(char **buf, size_t *len, size_t *cap, const char *s)
   return 0;
 }
 
+/* Close an array literal built by append()/append_or_null(). */
+static int append_close(char **buf, size_t *len, size_t *cap)
+{
+  if (*len + 2 > *cap) {
+    char *b = realloc(*buf, *len + 2);
+    if (!b)
+      return -1;
+    *buf = b;
+    *cap = *len + 2;
+  }
+  (*buf)[(*len)++] = '}';
+  (*buf)[*len] = '\0';
+  return 0;
+}
+
+/* All of a cycle's admissions in one statement (jobs and their events),
+ * one for their outbox rows: the count of statements does not grow with
+ * the admissions. Each update names the job's attempt and PENDING state,
+ * so a job cancelled meanwhile is left alone. */
+static const char sql_admit_all[] =
+    "WITH v AS (SELECT * FROM unnest($1::text[], $2::int[], $3::text[], "
+    "$4::text[], $5::boolean[], $6::numeric[], $7::text[], $8::int[]) "
+    "AS v(id, attempt, flavor, location, borrowed, cost, message, ord)), "
+    "a AS (UPDATE jobs j SET state = 'ADMITTED', reason = NULL, "
+    "flavor = v.flavor, location = v.location, borrowed = v.borrowed, "
+    "admitted_at = now(), estimated_cost_usd = v.cost, updated_at = now() "
+    "FROM v WHERE j.id = v.id AND j.attempt = v.attempt "
+    "AND j.state = 'PENDING' "
+    "RETURNING j.id, j.team, j.attempt, v.message, v.ord), "
+    "e AS (INSERT INTO job_events (job_id, team, from_state, to_state, "
+    "reason, attempt, message) SELECT id, team, 'PENDING', 'ADMITTED', "
+    "'QuotaReserved', attempt, message FROM a ORDER BY ord) "
+    "SELECT ord, id FROM a ORDER BY ord";
+
+/* Append one element (NULL: SQL NULL) to a PostgreSQL array literal;
+ * values are names, numbers and fixed messages without quotes or
+ * backslashes. */
+static int append_or_null(char **buf, size_t *len, size_t *cap, const char *v)
+{
+  size_t n = (v ? strlen(v) : 4) + 4;
+
+  if (*len + n + 2 > *cap) {
+    size_t ncap = (*cap + n) * 2;
+    char *b = realloc(*buf, ncap);
+    if (!b)
+      return -1;
+    *buf = b;
+    *cap = ncap;
+  }
+  *len += (size_t)snprintf(*buf + *len, *cap - *len, v ? "%s\"%s\"" : "%sNULL",
+                           *len > 1 ? "," : "", v ? v : "");
+  return 0;
+}
+
+enum {
+  A_ID,
+  A_ATTEMPT,
+  A_FLAVOR,
+  A_LOC,
+  A_BORROWED,
+  A_COST,
+  A_MSG,
+  A_ORD,
+  A_N
+};
+
+static int admit_all(struct db_conn *c, const struct db_sched *s,
+                     const struct sched_output *out, bool batch,
+                     struct db_sched_stats *stats, char *err, size_t errlen)
+{
+  char *arr[A_N] = {NULL}, *ids = NULL;
+  size_t len[A_N], cap[A_N], ilen = 1, icap = 2;
+  const char *params[A_N];
+  char num_s[48], msg[256];
+  PGresult *res = NULL;
+  int i, k, rc = -1;
+
+  for (k = 0; k < A_N; k++) {
+    arr[k] = malloc(2);
+    if (!arr[k])
+      goto out;
+    memcpy(arr[k], "{", 2);
+    len[k] = 1;
+    cap[k] = 2;
+  }
+  for (i = 0; i < out->n_admissions; i++) {
+    const struct sched_admission *a = &out->admissions[i];
+    const char *flavor = s->flavor_names[a->flavor];
+    json_t *fspec = json_object_get(s->flavor_specs, flavor);
+    double price =
+        json_number_value(json_object_get(fspec, "price_per_gpu_hour_usd"));
+    const struct sched_job *j = &s->pending[a->job];
+
+    if (append_or_null(&arr[A_ID], &len[A_ID], &cap[A_ID],
+                       s->pending_ids[a->job]))
+      goto out;
+    snprintf(num_s, sizeof(num_s), "%d", s->pending_attempt[a->job]);
+    if (append_or_null(&arr[A_ATTEMPT], &len[A_ATTEMPT], &cap[A_ATTEMPT],
+                       num_s) ||
+        append_or_null(&arr[A_FLAVOR], &len[A_FLAVOR], &cap[A_FLAVOR],
+                       flavor) ||
+        append_or_null(&arr[A_LOC], &len[A_LOC], &cap[A_LOC],
+                       location_of(s, a->job, flavor)) ||
+        append_or_null(&arr[A_BORROWED], &len[A_BORROWED], &cap[A_BORROWED],
+                       a->borrowed ? "true" : "false"))
+      goto out;
+    snprintf(num_s, sizeof(num_s), "%.6f",
+             price * (double)j->request[SCHED_GPU] *
+                 (double)s->pending_max_run_s[a->job] / 3600.0);
+    snprintf(msg, sizeof(msg), "quota reserved in flavor %s%s", flavor,
+             a->borrowed ? " (borrowed from the cohort)" : "");
+    if (append_or_null(&arr[A_COST], &len[A_COST], &cap[A_COST], num_s) ||
+        append_or_null(&arr[A_MSG], &len[A_MSG], &cap[A_MSG], msg))
+      goto out;
+    snprintf(num_s, sizeof(num_s), "%d", i);
+    if (append_or_null(&arr[A_ORD], &len[A_ORD], &cap[A_ORD], num_s))
+      goto out;
+  }
+  for (k = 0; k < A_N; k++) {
+    if (append_close(&arr[k], &len[k], &cap[k]))
+      goto out;
+    params[k] = arr[k];
+  }
+  if (!(res = db_query(c, sql_admit_all, A_N, params, err, errlen)))
+    goto fail;
+  if (!(ids = malloc(icap)))
+    goto out;
+  memcpy(ids, "{", 2);
+  for (i = 0; i < PQntuples(res); i++) {
+    k = (int)strtol(PQgetvalue(res, i, 0), NULL, 10);
+    stats->admitted++;
+    if (stats->admission_written && k >= 0 && k < out->n_admissions)
+      stats->admission_written[k] = true;
+    if (append(&ids, &ilen, &icap, PQgetvalue(res, i, 1)))
+      goto out;
+  }
+  if (append_close(&ids, &ilen, &icap))
+    goto out;
+  if (batch && stats->admitted &&
+      db_batch_request_create_many(c, ids, err, errlen))
+    goto fail;
+  rc = 0;
+  goto done;
+out:
+  snprintf(err, errlen, "out of memory");
+fail:
+done:
+  PQclear(res);
+  for (k = 0; k < A_N; k++)
+    free(arr[k]);
+  free(ids);
+  return rc;
+}
+
 int db_sched_apply(struct db_conn *c, const struct db_sched *s,
                    const struct sched_output *out, bool batch,
                    struct db_sched_stats *stats, char *err, size_t errlen)
 {
-  char attempt[16], cost[48], msg[256];
+  char attempt[16], msg[256];
   const char *params[6];
   char *ids = NULL, *reasons = NULL;
   size_t ilen = 1, icap = 0, rlen = 1, rcap = 0;
@@ -528,40 +580,8 @@ int db_sched_apply(struct db_conn *c, const struct db_sched *s,
     stats->admission_written = aw;
     stats->eviction_written = ew;
   }
-  for (i = 0; i < out->n_admissions; i++) {
-    const struct sched_admission *a = &out->admissions[i];
-    const char *flavor = s->flavor_names[a->flavor];
-    json_t *fspec = json_object_get(s->flavor_specs, flavor);
-    double price =
-        json_number_value(json_object_get(fspec, "price_per_gpu_hour_usd"));
-    const struct sched_job *j = &s->pending[a->job];
-
-    snprintf(attempt, sizeof(attempt), "%d", s->pending_attempt[a->job]);
-    snprintf(cost, sizeof(cost), "%.6f",
-             price * (double)j->request[SCHED_GPU] *
-                 (double)s->pending_max_run_s[a->job] / 3600.0);
-    params[0] = s->pending_ids[a->job];
-    params[1] = attempt;
-    params[2] = flavor;
-    params[3] = location_of(s, a->job, flavor);
-    params[4] = a->borrowed ? "true" : "false";
-    params[5] = cost;
-    if (db_run(c, sql_admit, 6, params, &rows, err, errlen))
-      goto out;
-    if (!rows)
-      continue; /* cancelled meanwhile */
-    stats->admitted++;
-    if (stats->admission_written)
-      stats->admission_written[i] = true;
-    if (batch &&
-        db_batch_request_create(c, s->pending_ids[a->job], err, errlen))
-      goto out;
-    snprintf(msg, sizeof(msg), "quota reserved in flavor %s%s", flavor,
-             a->borrowed ? " (borrowed from the cohort)" : "");
-    if (db_job_event(c, s->pending_ids[a->job], "PENDING", "ADMITTED",
-                     "QuotaReserved", msg, err, errlen))
-      goto out;
-  }
+  if (out->n_admissions && admit_all(c, s, out, batch, stats, err, errlen))
+    goto out;
   for (i = 0; i < out->n_evictions; i++) {
     const struct sched_eviction *e = &out->evictions[i];
     const char *reason = evict_reason(e->reason);
@@ -651,29 +671,6 @@ out:
  * cycle's commit on the loop's connection. Not part of admission.
  */
 
-static const char sql_backoff[] =
-    "SELECT cluster_queue, count(*) FROM jobs WHERE state = 'PENDING' "
-    "AND backoff_until > now() GROUP BY 1";
-
-int db_sched_backoff_counts(struct db_conn *c, const struct db_sched *s,
-                            long *counts, char *err, size_t errlen)
-{
-  PGresult *res = db_query(c, sql_backoff, 0, NULL, err, errlen);
-  int i, cq;
-
-  if (!res)
-    return -1;
-  memset(counts, 0, (size_t)s->in.n_cqs * sizeof(*counts));
-  for (i = 0; i < PQntuples(res); i++) {
-    cq = find((const char(*)[DB_NAME_LEN])s->cq_names, s->in.n_cqs,
-              PQgetvalue(res, i, 0));
-    if (cq >= 0)
-      counts[cq] = (long)num(res, i, 1);
-  }
-  PQclear(res);
-  return 0;
-}
-
 static const char sql_costs_exist[] =
     "SELECT to_regclass('cost_rollups') IS NOT NULL";
 
@@ -726,4 +723,19 @@ int db_sched_team_costs(struct db_conn *c, char (**names)[DB_NAME_LEN],
   *n = rows;
   PQclear(res);
   return 0;
+}
+
+int db_sched_find(const char (*names)[DB_NAME_LEN], int n, const char *name)
+{
+  return find(names, n, name);
+}
+
+double db_sched_max_price(const struct db_sched *s, int cq)
+{
+  return max_price(s, &s->cqs[cq]);
+}
+
+uint32_t db_sched_excluded(const struct db_sched *s, int cq, json_t *allowed)
+{
+  return excluded(s, &s->cqs[cq], allowed);
 }

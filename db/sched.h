@@ -48,14 +48,18 @@ struct db_sched_stats {
   bool *eviction_written;
 };
 
-/*
- * Read flavors, cohorts, cluster queues, teams and active jobs. Call inside
- * a transaction that holds the configuration lock (db_sched_lock()).
- * Returns 0, or -1 with err filled (and the transaction left to roll back).
- */
-int db_sched_load(struct db_conn *c, struct db_sched *s, char *err,
-                  size_t errlen);
+/* Free what db_sched_load_config() loaded. */
 void db_sched_free(struct db_sched *s);
+
+/*
+ * Read now, flavors, cohorts, cluster queues and teams (spent: the billed
+ * month-to-date part) — no jobs: the admission state keeps those
+ * (db/sched_state.h). Call inside a transaction that holds the
+ * configuration lock (db_sched_lock()). Returns 0, or -1 with err filled
+ * (and the transaction left to roll back).
+ */
+int db_sched_load_config(struct db_conn *c, struct db_sched *s, char *err,
+                         size_t errlen);
 
 /* BEGIN and lock the quota configuration against concurrent changes. */
 int db_sched_lock(struct db_conn *c, char *err, size_t errlen);
@@ -82,19 +86,23 @@ const char *db_sched_evict_reason_name(enum sched_evict_reason r);
 /*
  * Metrics feed, outside a cycle's transaction (the leader's gauges).
  *
- * db_sched_backoff_counts: PENDING jobs still in retry backoff (not loaded
- * by db_sched_load) per cluster queue of s, into counts[n_cqs]. Returns 0
- * or -1 with err filled.
- *
  * db_sched_team_costs: net cost (cost + credits) in USD for the current
  * UTC month per team, every team listed (0 without rows), plus
  * "(unattributed)" when rows name no known team. *names and *usd are new
  * arrays of *n entries (caller frees both). Returns 0, 1 when the table
  * cost_rollups does not exist yet (*n = 0), or -1 with err filled.
  */
-int db_sched_backoff_counts(struct db_conn *c, const struct db_sched *s,
-                            long *counts, char *err, size_t errlen);
 int db_sched_team_costs(struct db_conn *c, char (**names)[DB_NAME_LEN],
                         double **usd, int *n, char *err, size_t errlen);
+
+/*
+ * Helpers for a state kept elsewhere (db/sched_state.c): the index of name
+ * in one of s's sorted name tables (or -1); the price per GPU-hour a
+ * pending job of cluster queue cq is estimated at; the CQ's flavors that
+ * offer none of the regions in allowed (borrowed JSON array).
+ */
+int db_sched_find(const char (*names)[DB_NAME_LEN], int n, const char *name);
+double db_sched_max_price(const struct db_sched *s, int cq);
+uint32_t db_sched_excluded(const struct db_sched *s, int cq, json_t *allowed);
 
 #endif

@@ -49,7 +49,7 @@ fi
 build/gpugate migrate
 build/gpugate apply deploy/examples/reference-architecture.json
 
-admin=$(build/gpugate token --team platform --role admin --ttl 86400)
+admin=$(build/gpugate token --role admin --ttl 86400)
 member=$(build/gpugate token --team team-a --role member --ttl 86400)
 cat <<MSG
 

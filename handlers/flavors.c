@@ -15,6 +15,8 @@
 static const char *const models[] = {"RESERVATION", "STANDARD", "SPOT",
                                      "FLEX_START", NULL};
 
+static const char *const multi_modes[] = {"failover", "race", NULL};
+
 static const struct v_field region[] = {{.type = V_REGION}};
 
 static const struct v_field fields[] = {
@@ -61,6 +63,16 @@ static const struct v_field fields[] = {
      .min = 1,
      .max = 604800,
      .dflt = "7200"},
+    {.key = "multi_region",
+     .type = V_ENUM,
+     .choices = multi_modes,
+     .dflt = "\"failover\""},
+    {.key = "max_parallel_regions",
+     .type = V_INT,
+     .flags = V_NULLABLE,
+     .min = 1,
+     .max = 16,
+     .dflt = "null"},
     /* DWS Calendar mode: checked and normalised by window_check() */
     {.key = "available_from", .type = V_STRING, .flags = V_NULLABLE, .max = 64},
     {.key = "available_until",
@@ -68,6 +80,34 @@ static const struct v_field fields[] = {
      .flags = V_NULLABLE,
      .max = 64},
     {.key = NULL}};
+
+/*
+ * Race mode (SPEC §8): one Flex Start Batch job per allowed region at
+ * once. Well-formed but meaningless for other models, so 422, not 400.
+ */
+static void check_race(struct gg_req *req, json_t *spec, bool flex)
+{
+  bool race =
+      !strcmp(json_string_value(json_object_get(spec, "multi_region")), "race");
+  bool clean = problem_nfields(req) == 0;
+
+  if (race && !flex) {
+    problem_field(req, "multi_region",
+                  "\"race\" is only allowed when provisioning_model is "
+                  "FLEX_START");
+    if (clean)
+      problem_fail(req, GG_UNPROCESSABLE,
+                   "Race mode needs a FLEX_START flavor; see errors.");
+  } else if (!race &&
+             !json_is_null(json_object_get(spec, "max_parallel_regions"))) {
+    problem_field(req, "max_parallel_regions",
+                  "is only allowed when multi_region is \"race\"");
+    if (clean)
+      problem_fail(req, GG_UNPROCESSABLE,
+                   "max_parallel_regions needs multi_region \"race\"; see "
+                   "errors.");
+  }
+}
 
 /*
  * A Calendar-mode capacity window: RESERVATION only, both ends or none,
@@ -165,6 +205,7 @@ static void check(struct gg_req *req, json_t *spec)
   if (flex && json_is_null(max_run))
     json_object_set_new(spec, "max_run_duration_s",
                         json_integer(FLEX_START_MAX_RUN_S));
+  check_race(req, spec, flex);
   /* the on-demand reference defaults to the price itself: no savings */
   if (json_is_null(json_object_get(spec, "on_demand_price_per_gpu_hour_usd")))
     json_object_set(spec, "on_demand_price_per_gpu_hour_usd",

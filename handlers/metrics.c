@@ -1,6 +1,12 @@
 /*
  * metrics.c (handlers) — GET /metrics: the Prometheus exposition of this
- * replica's registry (server/metrics.c), text format 0.0.4, no auth.
+ * replica's registry (server/metrics.c), text format 0.0.4.
+ *
+ * Without a token the page shows only what belongs to no team: HTTP,
+ * Batch, dispatch, admission timing, billing ingest, connections and
+ * process metrics. Team spend and everything labelled by cluster queue
+ * (pending jobs, admissions, evictions, usage and quotas) need a token of
+ * role admin or metrics (the route table lets no other role in).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +17,9 @@
 
 enum gg_code metrics_page(struct gg_req *req)
 {
-  char *text = metrics_render(); /* new */
+  bool full = req->principal.role == AUTH_ROLE_ADMIN ||
+              req->principal.role == AUTH_ROLE_METRICS;
+  char *text = full ? metrics_render() : metrics_render_public(); /* new */
   enum gg_code rc;
 
   if (!text)

@@ -596,20 +596,25 @@ static int check_claims(const struct auth_ctx *a, const json_t *payload,
   }
 
   memset(p, 0, sizeof(*p));
-  v = json_object_get(payload, "team");
-  if (!json_is_string(v) || !valid_team(json_string_value(v))) {
-    *reason = "missing or invalid team claim";
-    return -1;
-  }
-  s = json_string_value(v);
-  memcpy(p->team, s, strlen(s) + 1);
-
   v = json_object_get(payload, "role");
   p->role = json_is_string(v) ? auth_role_parse(json_string_value(v))
                               : AUTH_ROLE_NONE;
   if (p->role == AUTH_ROLE_NONE) {
     *reason = "missing or invalid role claim";
     return -1;
+  }
+
+  /* a member belongs to one team; an administrator, a finance analyst or
+   * a metrics scraper need not belong to any, but a team they do carry
+   * must still be a valid name */
+  v = json_object_get(payload, "team");
+  if (v || p->role == AUTH_ROLE_MEMBER) {
+    if (!json_is_string(v) || !valid_team(json_string_value(v))) {
+      *reason = "missing or invalid team claim";
+      return -1;
+    }
+    s = json_string_value(v);
+    memcpy(p->team, s, strlen(s) + 1);
   }
 
   v = json_object_get(payload, "sub");
@@ -734,7 +739,8 @@ out:
   return rc;
 }
 
-/* "member" | "admin" | "finance" → role; AUTH_ROLE_NONE otherwise or NULL. */
+/* "member" | "admin" | "finance" | "metrics" → role; AUTH_ROLE_NONE
+ * otherwise or NULL. */
 enum auth_role auth_role_parse(const char *s)
 {
   if (!s)
@@ -745,6 +751,8 @@ enum auth_role auth_role_parse(const char *s)
     return AUTH_ROLE_ADMIN;
   if (strcmp(s, "finance") == 0)
     return AUTH_ROLE_FINANCE;
+  if (strcmp(s, "metrics") == 0)
+    return AUTH_ROLE_METRICS;
   return AUTH_ROLE_NONE;
 }
 
@@ -758,6 +766,8 @@ const char *auth_role_name(enum auth_role r)
     return "admin";
   case AUTH_ROLE_FINANCE:
     return "finance";
+  case AUTH_ROLE_METRICS:
+    return "metrics";
   case AUTH_ROLE_NONE:
   default:
     return "none";
@@ -766,7 +776,8 @@ const char *auth_role_name(enum auth_role r)
 
 /*
  * Mint a token (see auth.h): claims iss and aud (when configured), sub
- * "<team>:<role>", team, role, iat = now, exp = now + ttl_s; header kid when
+ * "<team>:<role>" (or "<role>" without a team), team (when given), role,
+ * iat = now, exp = now + ttl_s; header kid when
  * kid is non-NULL and non-empty. The allow-list is not consulted, so tests
  * can mint tokens a verifier must refuse. Returns a new malloc'd string
  * (caller frees) or NULL with a one-line reason in err. Thread-safe.
@@ -782,7 +793,7 @@ char *auth_mint(const struct config *cfg, const char *alg,
   long iat = (long)now;
   int i;
 
-  if (!cfg || !alg || !key || !team || !role) {
+  if (!cfg || !alg || !key || !role) {
     snprintf(err, errlen, "auth_mint: missing argument");
     goto out;
   }
@@ -796,16 +807,20 @@ char *auth_mint(const struct config *cfg, const char *alg,
     snprintf(err, errlen, "%s key missing or too short", algs[i].name);
     goto out;
   }
-  if (!valid_team(team)) {
-    snprintf(err, errlen, "invalid team \"%.63s\": expected [a-z0-9-]{1,63}",
-             team);
-    goto out;
-  }
   if (auth_role_parse(role) == AUTH_ROLE_NONE) {
     snprintf(err, errlen,
-             "invalid role \"%.16s\": expected member, admin or "
-             "finance",
+             "invalid role \"%.16s\": expected member, admin, finance or "
+             "metrics",
              role);
+    goto out;
+  }
+  if (!team && auth_role_parse(role) == AUTH_ROLE_MEMBER) {
+    snprintf(err, errlen, "a member token needs a team");
+    goto out;
+  }
+  if (team && !valid_team(team)) {
+    snprintf(err, errlen, "invalid team \"%.63s\": expected [a-z0-9-]{1,63}",
+             team);
     goto out;
   }
   if (ttl_s <= 0 || ttl_s > cfg->jwt_max_lifetime_s || iat < 0 ||
@@ -814,7 +829,10 @@ char *auth_mint(const struct config *cfg, const char *alg,
              cfg->jwt_max_lifetime_s);
     goto out;
   }
-  snprintf(sub, sizeof(sub), "%s:%s", team, role);
+  if (team)
+    snprintf(sub, sizeof(sub), "%s:%s", team, role);
+  else
+    snprintf(sub, sizeof(sub), "%s", role);
 
   if (jwt_new(&jwt) != 0) {
     snprintf(err, errlen, "auth_mint: out of memory");
@@ -822,7 +840,8 @@ char *auth_mint(const struct config *cfg, const char *alg,
   }
   if ((cfg->jwt_issuer[0] && jwt_add_grant(jwt, "iss", cfg->jwt_issuer)) ||
       (cfg->jwt_audience[0] && jwt_add_grant(jwt, "aud", cfg->jwt_audience)) ||
-      jwt_add_grant(jwt, "sub", sub) || jwt_add_grant(jwt, "team", team) ||
+      jwt_add_grant(jwt, "sub", sub) ||
+      (team && jwt_add_grant(jwt, "team", team)) ||
       jwt_add_grant(jwt, "role", role) || jwt_add_grant_int(jwt, "iat", iat) ||
       jwt_add_grant_int(jwt, "exp", iat + ttl_s) ||
       (kid && kid[0] && jwt_add_header(jwt, "kid", kid))) {

@@ -22,12 +22,14 @@ enum auth_role {
   AUTH_ROLE_NONE = 0,
   AUTH_ROLE_MEMBER = 1 << 0,
   AUTH_ROLE_ADMIN = 1 << 1,
-  AUTH_ROLE_FINANCE = 1 << 2
+  AUTH_ROLE_FINANCE = 1 << 2,
+  AUTH_ROLE_METRICS = 1 << 3 /* reads /metrics in full, nothing else */
 };
 
 /* Who the caller is, from a verified token. */
 struct auth_principal {
-  char team[64];       /* "team" claim; [a-z0-9-], 1..63 chars */
+  char team[64];       /* "team" claim; [a-z0-9-], 1..63 chars; "" when a
+                          non-member token carries none */
   enum auth_role role; /* exactly one role */
   char subject[128];   /* "sub" claim, "" if absent */
 };
@@ -52,12 +54,14 @@ void auth_free(struct auth_ctx *a); /* accepts NULL */
 int auth_verify(const struct auth_ctx *a, const char *token, time_t now,
                 struct auth_principal *out, char *why, size_t whylen);
 
-/* "member" | "admin" | "finance" → role; AUTH_ROLE_NONE otherwise. */
+/* "member" | "admin" | "finance" | "metrics" → role; AUTH_ROLE_NONE
+ * otherwise. */
 enum auth_role auth_role_parse(const char *s);
 const char *auth_role_name(enum auth_role r);
 
 /*
- * Mint a token for team/role valid ttl_s seconds from now, signed with
+ * Mint a token for team/role valid ttl_s seconds from now (team NULL: no
+ * team claim, for any role but member), signed with
  * alg ("HS256", "RS256" or "ES256") and key (HS256 secret bytes or a PEM
  * private key), with iss/aud from cfg when set and kid when non-NULL.
  * Returns a new malloc'd string (caller frees) or NULL with err filled.

@@ -151,9 +151,13 @@ static void chomp(char *s, size_t *len)
     s[--*len] = '\0';
 }
 
-static int parse_listen(struct config *cfg, char *err, size_t errlen)
+/* A host:port variable (name) into host[hostsize] and *port; an unset
+ * variable takes dflt. */
+static int parse_hostport(const char *name, const char *dflt, char *host,
+                          size_t hostsize, unsigned short *port_out, char *err,
+                          size_t errlen)
 {
-  const char *v = env_or("GPUGATE_LISTEN", "127.0.0.1:8080");
+  const char *v = env_or(name, dflt);
   const char *colon = strrchr(v, ':');
   char *end;
   long port;
@@ -162,19 +166,52 @@ static int parse_listen(struct config *cfg, char *err, size_t errlen)
   if (!colon || colon == v)
     goto bad;
   hostlen = (size_t)(colon - v);
-  if (hostlen >= sizeof(cfg->listen_host))
+  if (hostlen >= hostsize)
     goto bad;
   errno = 0;
   port = strtol(colon + 1, &end, 10);
   if (errno || *end || colon[1] == '\0' || port < 0 || port > 65535)
     goto bad;
-  memcpy(cfg->listen_host, v, hostlen);
-  cfg->listen_host[hostlen] = '\0';
-  cfg->listen_port = (unsigned short)port;
+  memcpy(host, v, hostlen);
+  host[hostlen] = '\0';
+  *port_out = (unsigned short)port;
   return 0;
 bad:
-  snprintf(err, errlen, "GPUGATE_LISTEN: expected host:port, got \"%s\"", v);
+  snprintf(err, errlen, "%s: expected host:port, got \"%s\"", name, v);
   return -1;
+}
+
+static int parse_listen(struct config *cfg, char *err, size_t errlen)
+{
+  return parse_hostport("GPUGATE_LISTEN", "127.0.0.1:8080", cfg->listen_host,
+                        sizeof(cfg->listen_host), &cfg->listen_port, err,
+                        errlen);
+}
+
+/* Connection caps and deadlines (SPEC §8 "Connections"), the upload limit
+ * and the optional separate /metrics listener. */
+static int parse_connections(struct config *cfg, char *err, size_t errlen)
+{
+  const char *m = getenv("GPUGATE_METRICS_LISTEN");
+
+  if (env_long("GPUGATE_HTTP_MAX_CONNECTIONS", 0, 0, 1L << 24,
+               &cfg->http_max_connections, err, errlen) ||
+      env_long("GPUGATE_HTTP_MAX_CONNECTIONS_PER_CLIENT", 256, 0, 1L << 24,
+               &cfg->http_max_connections_per_client, err, errlen) ||
+      env_long("GPUGATE_HTTP_HEADER_TIMEOUT_S", 10, 1, 3600,
+               &cfg->http_header_timeout_s, err, errlen) ||
+      env_long("GPUGATE_HTTP_BODY_TIMEOUT_S", 30, 1, 3600,
+               &cfg->http_body_timeout_s, err, errlen) ||
+      env_long("GPUGATE_HTTP_UPLOAD_TIMEOUT_S", 600, 1, 86400,
+               &cfg->http_upload_timeout_s, err, errlen) ||
+      env_long("GPUGATE_HTTP_MAX_UPLOADS_PER_ROLE", 2, 1, 256,
+               &cfg->http_max_uploads_per_role, err, errlen))
+    return -1;
+  if (!m || !*m)
+    return 0;
+  return parse_hostport("GPUGATE_METRICS_LISTEN", "", cfg->metrics_listen_host,
+                        sizeof(cfg->metrics_listen_host),
+                        &cfg->metrics_listen_port, err, errlen);
 }
 
 static int parse_algorithms(struct config *cfg, char *err, size_t errlen)
@@ -280,6 +317,49 @@ static int parse_origins(struct config *cfg, char *err, size_t errlen)
     p += n;
     if (*p == ',')
       p++;
+  }
+  return 0;
+}
+
+/*
+ * The Batch footprint (SPEC §8): the deployment label every Batch job
+ * carries, a GCP label value ([a-z0-9_-], at most 63), and the mutation
+ * budget per region that all replicas of the deployment share. Batch
+ * allows 6,000 mutations a minute per region: burst + 60.75 × rate must
+ * stay within it (defaults: 30 + 60.75 × 98 = 5,983.5).
+ */
+static int footprint_config(struct config *cfg, char *err, size_t errlen)
+{
+  const char *p;
+
+  if (env_str("GPUGATE_DEPLOYMENT", "default", cfg->deployment,
+              sizeof(cfg->deployment), err, errlen))
+    return -1;
+  for (p = cfg->deployment; *p; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-' ||
+          *p == '_'))
+      break;
+  if (!cfg->deployment[0] || *p || strlen(cfg->deployment) > 63) {
+    snprintf(err, errlen,
+             "GPUGATE_DEPLOYMENT: expected 1 to 63 of [a-z0-9_-], got \"%s\"",
+             cfg->deployment);
+    return -1;
+  }
+  if (env_long("GPUGATE_BATCH_MUTATIONS_PER_S", 98, 1, 98,
+               &cfg->batch_mutations_per_s, err, errlen) ||
+      env_long("GPUGATE_BATCH_MUTATIONS_BURST", 30, 1, 6000,
+               &cfg->batch_mutations_burst, err, errlen))
+    return -1;
+  /* a leased token lives 0.25 s (server/budget.h) and a call may take up
+   * to 0.5 s more to reach Batch: the mutations Batch counts in any minute
+   * were granted within 60.75 s */
+  if (4 * cfg->batch_mutations_burst + 243 * cfg->batch_mutations_per_s >
+      24000) {
+    snprintf(err, errlen,
+             "GPUGATE_BATCH_MUTATIONS_BURST: %ld + 60.75 s x %ld a second "
+             "exceeds Batch's 6,000 mutations a minute per region",
+             cfg->batch_mutations_burst, cfg->batch_mutations_per_s);
+    return -1;
   }
   return 0;
 }
@@ -479,6 +559,9 @@ int config_load(struct config *cfg, char *err, size_t errlen)
       env_long("GPUGATE_SYNC_INTERVAL_MS", 10000, 100, 3600000,
                &cfg->sync_interval_ms, err, errlen))
     return -1;
+  if (env_long("GPUGATE_ADMISSION_RECONCILE_S", 60, 0, 86400,
+               &cfg->admission_reconcile_s, err, errlen))
+    return -1;
   /* at most the longest capacity window (DWS Calendar: 90 days) */
   if (env_long("GPUGATE_CAPACITY_WINDOW_GRACE_S", 600, 0, 7776000,
                &cfg->capacity_window_grace_s, err, errlen))
@@ -508,9 +591,11 @@ int config_load(struct config *cfg, char *err, size_t errlen)
   if (env_str("GPUGATE_PORT_FILE", "", cfg->port_file, sizeof(cfg->port_file),
               err, errlen))
     return -1;
+  if (parse_connections(cfg, err, errlen))
+    return -1;
   if (load_cursor_key(cfg, err, errlen))
     return -1;
-  return 0;
+  return footprint_config(cfg, err, errlen);
 }
 
 void config_free(struct config *cfg)

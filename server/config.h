@@ -61,6 +61,8 @@ struct config {
                                        loops, leader lock and migrations */
 
   long admission_interval_ms;
+  long admission_reconcile_s; /* full reconciliation period (0: every
+                                 cycle) */
   long sync_interval_ms;
   long capacity_window_grace_s; /* evict this long before a window ends */
 
@@ -73,6 +75,21 @@ struct config {
   int db_pool_size;    /* PostgreSQL connections */
   long http_timeout_s; /* idle connection timeout */
   char port_file[512]; /* write the bound port here ("" = no) */
+
+  /* the Batch footprint (footprint_config) */
+  char deployment[64];        /* gpugate-deployment label value */
+  long batch_mutations_per_s; /* per region, whole deployment */
+  long batch_mutations_burst; /* tokens a region's bucket holds */
+
+  /* connection hygiene (server/connlimit.c) and the metrics listener */
+  long http_max_connections;            /* 0 = from the fd limit */
+  long http_max_connections_per_client; /* 0 = no per-client cap */
+  long http_header_timeout_s;     /* connection (or last reply) to headers */
+  long http_body_timeout_s;       /* headers to the whole body */
+  long http_upload_timeout_s;     /* the same for streamed uploads (billing) */
+  long http_max_uploads_per_role; /* concurrent streamed uploads per role */
+  char metrics_listen_host[64];   /* "" = /metrics on GPUGATE_LISTEN */
+  unsigned short metrics_listen_port;
 };
 
 /*

@@ -128,12 +128,13 @@ static int gcm(int dir, const unsigned char key[CURSOR_KEY_LEN],
 /* The associated data: version byte, then the scope. */
 static size_t aad_of(const char *scope, unsigned char *buf, size_t cap)
 {
-  size_t n = strlen(scope);
+  size_t n = strlen(scope), i;
 
   if (n + 1 > cap)
     n = cap - 1; /* scopes are bounded well below; never reached */
   buf[0] = VERSION;
-  memcpy(buf + 1, scope, n);
+  for (i = 0; i < n; i++)
+    buf[1 + i] = (unsigned char)scope[i];
   return n + 1;
 }
 
@@ -209,9 +210,7 @@ static enum MHD_Result collect(void *cls, enum MHD_ValueKind kind,
     a->overflow = true;
     return MHD_NO;
   }
-  memcpy(s, key, strlen(key));
-  s[strlen(key)] = '=';
-  memcpy(s + strlen(key) + 1, value ? value : "", n - strlen(key) - 1);
+  snprintf(s, n, "%s=%s", key, value ? value : "");
   a->items[a->n++] = s;
   return MHD_YES;
 }

@@ -5,12 +5,14 @@
  * rows with FOR UPDATE SKIP LOCKED and every state change is conditional
  * on the job's current state.
  *
- * A replica allows itself MUTATIONS_PER_S calls per region, shared by its
- * dispatcher workers through one token bucket per region. A worker never
- * waits for a token while holding a row: its claim skips the regions whose
- * bucket is empty, and a row whose token another worker took in between
- * goes back untouched. So one region's spent budget does not hold up the
- * others', and DISPATCH_WORKERS calls can be in flight at once.
+ * Batch mutations draw on one budget per region for the whole deployment
+ * (server/budget.c: tokens leased a few at a time from a bucket row in
+ * PostgreSQL), shared by the dispatcher workers and the sweep of every
+ * replica. A worker never waits for a token while holding a row: its claim
+ * skips the regions whose bucket is empty, and a row it claimed without
+ * getting a token goes back untouched. So one region's spent budget does
+ * not hold up the others', and DISPATCH_WORKERS calls can be in flight at
+ * once.
  */
 #include <errno.h>
 #include <poll.h>
@@ -31,13 +33,8 @@
 #include "server/dispatch.h"
 #include "server/log.h"
 #include "server/metrics.h"
-#include "server/ratelimit.h"
+#include "server/budget.h"
 
-/* Calls per region and replica. Batch allows 6,000 mutations a minute per
- * region: a bucket of MUTATIONS_BURST refilled at MUTATIONS_PER_S stays
- * within that in every 60-second window (60 + 99 × 60 = 6,000). */
-#define MUTATIONS_PER_S 99
-#define MUTATIONS_BURST 60
 /* calls in flight per replica: an operation (claim, call, record) takes a
  * few ms, so four workers do several hundred a second, more than four
  * regions' budgets */
@@ -47,6 +44,10 @@
 #define FLEX_CHECK_MS 1000
 #define SYNC_PAGE 500
 #define UNSEEN_GRACE_S 30
+/* A claim's lease: far longer than the calls of one operation can take
+ * (token fetch and up to three Batch calls, 15 s each at most), so a live
+ * dispatcher never loses its row; after a crash the row waits this long. */
+#define LEASE_S 120
 
 struct worker {
   struct dispatch *d;
@@ -54,14 +55,15 @@ struct worker {
   struct db_conn conn;
   struct batch_client *batch;
   bool listening;
-  unsigned rng; /* retry jitter (batch_backoff_ms) */
+  unsigned rng;     /* retry jitter (batch_backoff_ms) */
+  char claimer[96]; /* this worker's name on the leases it takes */
 };
 
 struct dispatch {
   const struct config *cfg;
   atomic_bool stop;
   int wake[2];
-  struct ratelimit *mutations;       /* per region, shared by the dispatchers */
+  struct budget *mutations;          /* per region, the deployment's */
   struct batch_token_source *tokens; /* shared by every worker's client */
   struct worker dispatchers[DISPATCH_WORKERS];
   struct worker sync;
@@ -169,6 +171,7 @@ static int do_create(struct worker *w, const struct db_batch_op *op, char *err,
   in.max_run_duration_s = (long)op->max_run_duration_s;
   in.pubsub_topic = w->d->cfg->batch_pubsub_topic;
   in.service_account = w->d->cfg->batch_service_account;
+  in.deployment = w->d->cfg->deployment;
   body = batch_job_body(&in);
   if (!body) {
     memset(&r, 0, sizeof(r));
@@ -190,6 +193,15 @@ static int do_create(struct worker *w, const struct db_batch_op *op, char *err,
       batch_job_name(batch_client_project(w->batch), op->region,
                      op->batch_job_id, name, sizeof(name));
     rc = db_batch_done_create(&w->conn, op, name, err, errlen);
+    {
+      char id[32];
+      int attempt, k;
+      if (rc == 0 &&
+          batch_job_id_parse(op->batch_job_id, id, sizeof(id), &attempt, &k) ==
+              0 &&
+          k == 1)
+        metrics_batch_race("started", NULL, 0);
+    }
   }
   batch_result_clear(&r);
   return rc;
@@ -226,6 +238,16 @@ static int do_cancel(struct worker *w, const struct db_batch_op *op, char *err,
       return db_batch_observe(&w->conn, name, st, err, errlen) < 0 ? -1 : 0;
     }
     batch_result_clear(&r);
+    {
+      long wait_ms;
+      if (!budget_take(w->d->mutations, &w->conn, op->region, &wait_ms)) {
+        /* the delete is a mutation too: try the row again later */
+        if (db_batch_retry(&w->conn, op, wait_ms, "mutation budget spent", err,
+                           errlen))
+          return -1;
+        return 0;
+      }
+    }
     rc = batch_client_delete(w->batch, name, &r);
     metrics_batch_call("delete", r.http_status);
   }
@@ -253,16 +275,15 @@ static int do_cancel(struct worker *w, const struct db_batch_op *op, char *err,
 static int claim(struct worker *w, struct db_batch_op *op, long *refill_ms,
                  char *err, size_t errlen)
 {
-  char spent[MAX_SKIP][RATELIMIT_KEY_MAX];
+  char spent[MAX_SKIP][BUDGET_REGION_MAX];
   const char *skip[MAX_SKIP];
-  long long now = now_us(), next;
   size_t i, n;
 
-  n = ratelimit_exhausted(w->d->mutations, now, spent, MAX_SKIP, &next);
+  n = budget_exhausted(w->d->mutations, spent, MAX_SKIP, refill_ms);
   for (i = 0; i < n; i++)
     skip[i] = spent[i];
-  *refill_ms = (long)((next - now + 999) / 1000);
-  return db_batch_claim(&w->conn, skip, n, op, err, errlen);
+  return db_batch_claim(&w->conn, skip, n, w->claimer, LEASE_S, op, err,
+                        errlen);
 }
 
 static void *dispatcher(void *arg)
@@ -294,10 +315,11 @@ static void *dispatcher(void *arg)
       wait_for(w, IDLE_MS);
       continue;
     }
-    if (!ratelimit_take(d->mutations, op.region, now_us(), &retry)) {
-      /* another worker took the region's last token since the claim: the
+    if (!budget_take(d->mutations, &w->conn, op.region, &retry)) {
+      /* the region's budget is spent (by this replica or another): the
        * row goes back, and the next claim skips the region */
-      db_batch_unclaim(&w->conn);
+      if (db_batch_unclaim(&w->conn, &op, err, sizeof(err)))
+        log_msg(LOG_WARN, "dispatch: releasing %s: %s", op.job_id, err);
     } else if ((!strcmp(op.op, "create")
                     ? do_create(w, &op, err, sizeof(err))
                     : do_cancel(w, &op, err, sizeof(err))) != 0) {
@@ -309,18 +331,141 @@ static void *dispatcher(void *arg)
   return NULL;
 }
 
-/* List one region's gpugate Batch jobs and apply their states. */
+static bool live(const char *batch_state)
+{
+  return !strcmp(batch_state, "QUEUED") || !strcmp(batch_state, "SCHEDULED") ||
+         !strcmp(batch_state, "RUNNING");
+}
+
+/*
+ * Cancel a Batch job gpugate does not want (deleted if Batch refuses the
+ * cancel of a job that is still live), within the region's mutation
+ * budget. Returns false when the budget is spent (the next sync retries).
+ */
+static bool sweep(struct worker *w, const char *region, const char *name,
+                  const char *why)
+{
+  struct batch_result r;
+  long retry;
+  int rc;
+
+  if (!budget_take(w->d->mutations, &w->conn, region, &retry))
+    return false;
+  rc = batch_client_cancel(w->batch, name, &r);
+  metrics_batch_call("cancel", r.http_status);
+  if (rc != 0 && !r.error.retryable && !r.error.not_found) {
+    const char *st;
+    batch_result_clear(&r);
+    rc = batch_client_get(w->batch, name, &r);
+    metrics_batch_call("get", r.http_status);
+    st = rc == 0 ? json_string_value(json_object_get(
+                       json_object_get(r.json, "status"), "state"))
+                 : NULL;
+    if (st && !live(st)) {
+      batch_result_clear(&r); /* it ended meanwhile: leave its record */
+      return true;
+    }
+    batch_result_clear(&r);
+    if (!budget_take(w->d->mutations, &w->conn, region, &retry))
+      return false;
+    rc = batch_client_delete(w->batch, name, &r);
+    metrics_batch_call("delete", r.http_status);
+  }
+  if (rc == 0 || r.error.not_found) {
+    json_t *f = json_pack("{s:s, s:s, s:s}", "batch_job", name, "region",
+                          region, "why", why);
+    log_json(LOG_WARN, "sync: swept a Batch job gpugate does not want", f);
+    json_decref(f);
+    metrics_batch_orphan(region, why);
+  } else {
+    log_msg(LOG_WARN, "sync: sweeping %s failed: %s", name, r.error.message);
+  }
+  batch_result_clear(&r);
+  return true;
+}
+
+/*
+ * A listed Batch job of this deployment, live, that is no active job's
+ * current Batch job: a candidate for the sweep (name, the gpugate id and
+ * attempt its name carries, null when it carries none).
+ */
+static const char *base_of(const char *name)
+{
+  const char *slash = strrchr(name, '/');
+
+  return slash ? slash + 1 : name;
+}
+
+static void add_candidate(json_t *cands, json_t *states, const char *name,
+                          const char *state)
+{
+  char id[32];
+  int attempt, k;
+
+  if (batch_job_id_parse(name, id, sizeof(id), &attempt, &k) == 0)
+    json_array_append_new(cands, json_pack("{s:s, s:s, s:i, s:s}", "name", name,
+                                           "id", id, "attempt", attempt, "base",
+                                           base_of(name)));
+  else
+    json_array_append_new(cands,
+                          json_pack("{s:s, s:n, s:n, s:s}", "name", name, "id",
+                                    "attempt", "base", base_of(name)));
+  json_object_set_new(states, name, json_string(state));
+}
+
+/* Sweep the candidates gpugate does not want; adopt the others. */
+static void settle_candidates(struct worker *w, const char *region,
+                              json_t *cands, json_t *states)
+{
+  char err[256];
+  json_t *orphans, *o;
+  const char *name;
+  size_t i;
+  bool budget = true;
+
+  if (json_array_size(cands) == 0)
+    return;
+  orphans = db_batch_orphans(&w->conn, cands, err, sizeof(err));
+  if (!orphans) {
+    log_msg(LOG_WARN, "sync: %s: %s", region, err);
+    return;
+  }
+  json_array_foreach (orphans, i, o) {
+    name = json_string_value(json_object_get(o, "name"));
+    if (budget && name)
+      budget =
+          sweep(w, region, name, json_string_value(json_object_get(o, "why")));
+    if (name)
+      json_object_del(states, name);
+  }
+  json_decref(orphans);
+  /* wanted: a create whose result is not recorded yet takes its name */
+  {
+    json_t *st;
+    json_object_foreach (states, name, st) {
+      if (db_batch_observe(&w->conn, name, json_string_value(st), err,
+                           sizeof(err)) < 0)
+        log_msg(LOG_WARN, "sync: %s: %s", name, err);
+    }
+  }
+}
+
+/* List one region's gpugate Batch jobs, apply their states, and sweep the
+ * ones of this deployment that gpugate does not want. */
 static int sync_region(struct worker *w, const char *region)
 {
   char token[1024] = "", err[256];
   json_t *seen = json_array(), *job, *unseen, *known = NULL;
+  json_t *cands = json_array(), *states = json_object(), *overlapping = NULL;
+  const char *deployment = w->d->cfg->deployment;
   size_t i;
   int rc = -1;
 
   /* only jobs we wait on, and only when Batch reports something new: a
    * region keeps many finished jobs that need no transaction each */
   known = db_batch_active(&w->conn, region, err, sizeof(err));
-  if (!known) {
+  overlapping = db_batch_overlapping(&w->conn, region, err, sizeof(err));
+  if (!known || !overlapping) {
     log_msg(LOG_WARN, "sync: %s: %s", region, err);
     goto out;
   }
@@ -338,11 +483,23 @@ static int sync_region(struct worker *w, const char *region)
       const char *name = json_string_value(json_object_get(job, "name"));
       const char *state = json_string_value(
           json_object_get(json_object_get(job, "status"), "state"));
+      const char *dep = json_string_value(json_object_get(
+          json_object_get(job, "labels"), "gpugate-deployment"));
       if (!name || !state)
         continue;
       json_array_append_new(seen, json_string(name));
-      if (!json_object_get(known, name) ||
-          !strcmp(json_string_value(json_object_get(known, name)), state))
+      if (!json_object_get(known, name)) {
+        /* another deployment's jobs, and jobs from before the label, are
+         * never touched */
+        if (dep && !strcmp(dep, deployment) && live(state))
+          add_candidate(cands, states, name, state);
+        else if (json_object_get(overlapping, base_of(name)) &&
+                 db_batch_observe(&w->conn, name, state, err, sizeof(err)) < 0)
+          /* a race loser that ran beside its winner has stopped */
+          log_msg(LOG_WARN, "sync: %s: %s", name, err);
+        continue;
+      }
+      if (!strcmp(json_string_value(json_object_get(known, name)), state))
         continue;
       if (db_batch_observe(&w->conn, name, state, err, sizeof(err)) < 0)
         log_msg(LOG_WARN, "sync: %s: %s", name, err);
@@ -353,6 +510,8 @@ static int sync_region(struct worker *w, const char *region)
                  : "");
     batch_result_clear(&r);
   } while (token[0] && !atomic_load(&w->d->stop));
+
+  settle_candidates(w, region, cands, states);
 
   /* jobs Batch no longer has, that we did not cancel, are lost */
   unseen =
@@ -366,7 +525,10 @@ static int sync_region(struct worker *w, const char *region)
   rc = 0;
 out:
   json_decref(known);
+  json_decref(overlapping);
   json_decref(seen);
+  json_decref(cands);
+  json_decref(states);
   return rc;
 }
 
@@ -388,8 +550,12 @@ static void *syncer(void *arg)
     if (db_batch_flex_expired(&w->conn, err, sizeof(err)) < 0)
       log_msg(LOG_WARN, "dws: %s", err);
     if (now_us() >= next_sync) {
+      bool first = next_sync == 0;
       next_sync = now_us() + d->cfg->sync_interval_ms * 1000LL;
-      regions = db_batch_regions(&w->conn, err, sizeof(err));
+      /* at start-up, at once the regions with active jobs; from the
+       * next period on, every region a flavor uses, for the sweep */
+      regions = first ? db_batch_regions(&w->conn, err, sizeof(err))
+                      : db_batch_all_regions(&w->conn, err, sizeof(err));
       json_array_foreach (regions, i, region) {
         sync_region(w, json_string_value(region));
       }
@@ -404,8 +570,14 @@ static void *syncer(void *arg)
 static int start_worker(struct dispatch *d, struct worker *w,
                         void *(*fn)(void *), char *err, size_t errlen)
 {
+  char host[64] = "";
+
   w->d = d;
   w->rng = (unsigned)now_us() ^ (unsigned)(uintptr_t)w;
+  if (gethostname(host, sizeof(host) - 1) != 0)
+    snprintf(host, sizeof(host), "gpugate");
+  snprintf(w->claimer, sizeof(w->claimer), "%.63s/%ld/%p/%lld", host,
+           (long)getpid(), (void *)w, now_us());
   w->batch = batch_client_new_shared(d->cfg, d->tokens, err, errlen);
   if (!w->batch)
     return -1;
@@ -439,13 +611,15 @@ struct dispatch *dispatch_start(const struct config *cfg, char *err,
     return NULL;
   }
   batch_global_init();
+  db_batch_race_hook = metrics_batch_race;
   d->cfg = cfg;
   atomic_init(&d->stop, false);
-  /* no burst above the rate: Batch's quota is 6,000 a minute */
-  d->mutations = ratelimit_new(MUTATIONS_PER_S, MUTATIONS_BURST);
+  /* the deployment's budget: Batch's quota is 6,000 a minute per region */
+  d->mutations = budget_new((double)cfg->batch_mutations_per_s,
+                            cfg->batch_mutations_burst);
   if (!d->mutations || pipe(d->wake) != 0) {
     snprintf(err, errlen, "out of memory");
-    ratelimit_free(d->mutations);
+    budget_free(d->mutations);
     free(d);
     return NULL;
   }
@@ -485,7 +659,7 @@ void dispatch_stop(struct dispatch *d)
   stop_worker(&d->sync);
   close(d->wake[0]);
   close(d->wake[1]);
-  ratelimit_free(d->mutations);
+  budget_free(d->mutations);
   batch_token_free(d->tokens); /* after the clients that borrow it */
   free(d);
 }

@@ -7,9 +7,18 @@
  * rejected). Afterwards the reply — or the problem document — is sent with
  * X-Request-Id, and one access-log line is written.
  *
+ * Routing, authentication and authorisation run on the first call for a
+ * request, when its headers are in and before any of its body is read: a
+ * refusal is queued at once, and libmicrohttpd then closes the connection
+ * without reading the body. Connection caps and the header and body
+ * deadlines are server/connlimit.c's.
+ *
  * Threading: a pool of libmicrohttpd worker threads (epoll); a handler
  * blocks its worker on PostgreSQL, so the database pool has as many
- * connections as there are workers.
+ * connections as there are workers. Slow clients cost no worker: a
+ * connection reaches a handler only once its headers are complete.
+ * With GPUGATE_METRICS_LISTEN, a second daemon (one thread) serves
+ * GET /metrics only, and the main listener answers 404 there.
  */
 #include <arpa/inet.h>
 #include <microhttpd.h>
@@ -25,6 +34,7 @@
 #include <zlib.h>
 
 #include "db/db.h"
+#include "server/connlimit.h"
 #include "server/http.h"
 #include "server/log.h"
 #include "server/metrics.h"
@@ -38,7 +48,10 @@ struct http_server {
   const struct auth_ctx *auth;
   struct db_pool *pool;
   struct ratelimit *limiter;
+  struct connlimit *limits;
   unsigned short port;
+  bool metrics_only;           /* the GPUGATE_METRICS_LISTEN listener */
+  struct http_server *metrics; /* owned: that listener, or NULL */
 };
 
 static long long now_us(void)
@@ -135,14 +148,20 @@ static enum gg_code authenticate(struct http_server *s, struct gg_req *req)
            req->principal.team);
   {
     long retry = 1;
-    if (!ratelimit_take(s->limiter, req->principal.team, now_us(), &retry)) {
+    char key[64];
+    /* a token without a team (admin, finance) counts against its role */
+    if (req->principal.team[0])
+      snprintf(key, sizeof(key), "%s", req->principal.team);
+    else
+      snprintf(key, sizeof(key), "(%s)", auth_role_name(req->principal.role));
+    if (!ratelimit_take(s->limiter, key, now_us(), &retry)) {
       char v[24];
       snprintf(v, sizeof(v), "%ld", retry);
       req_add_header(req, MHD_HTTP_HEADER_RETRY_AFTER, v);
       return problem_fail(req, GG_TOO_MANY_REQUESTS,
-                          "Team \"%s\" is over its request rate; retry "
-                          "after %ld s.",
-                          req->principal.team, retry);
+                          "\"%s\" is over its request rate; retry after %ld "
+                          "s.",
+                          key, retry);
     }
   }
   if (!(req->route->roles & (unsigned)req->principal.role))
@@ -191,11 +210,11 @@ static enum gg_code parse_body(struct gg_req *req)
   return GG_OK;
 }
 
-/* Route, check and run the handler; leaves the outcome in req. */
 /* Route and authenticate; false (with the problem recorded) to refuse. */
 static bool admit(struct http_server *s, struct gg_req *req)
 {
   char allow[128];
+  bool metrics;
 
   /* HEAD is GET without the body; libmicrohttpd drops the body itself */
   switch (router_match(strcmp(req->method, "HEAD") ? req->method : "GET",
@@ -212,7 +231,17 @@ static bool admit(struct http_server *s, struct gg_req *req)
     problem_fail(req, GG_NOT_FOUND, "No resource at this path.");
     return false;
   }
-  return req->route->roles == PUBLIC || authenticate(s, req) == GG_OK;
+  /* with a metrics listener, /metrics is there and only there */
+  metrics = !strcmp(req->route->name, "metrics_page");
+  if (metrics != s->metrics_only && (s->metrics_only || s->metrics)) {
+    problem_fail(req, GG_NOT_FOUND, "No resource at this path.");
+    return false;
+  }
+  if (req->route->roles == PUBLIC)
+    return true;
+  if ((req->route->roles & TOKEN_OPTIONAL) && !req_header(req, "Authorization"))
+    return true;
+  return authenticate(s, req) == GG_OK;
 }
 
 /* Run the handler; leaves the outcome in req. */
@@ -226,10 +255,10 @@ static void run_handler(struct gg_req *req)
     req->code = GG_OK; /* a handler that recovered from a failed step */
 }
 
-/* Route, check and run the handler of a buffered request. */
-static void dispatch(struct http_server *s, struct gg_req *req)
+/* Check and run the handler of an admitted, buffered request. */
+static void dispatch(struct gg_req *req)
 {
-  if (!admit(s, req) || parse_body(req) != GG_OK)
+  if (parse_body(req) != GG_OK)
     return;
   run_handler(req);
 }
@@ -240,13 +269,11 @@ static void dispatch(struct http_server *s, struct gg_req *req)
  * inflated on the way when Content-Encoding is gzip — so that a body of
  * any size is processed in bounded memory.
  */
-static bool stream_begin(struct http_server *s, struct gg_req *req)
+static bool stream_begin(struct gg_req *req)
 {
   const char *enc = req_header(req, "Content-Encoding");
   z_stream *z;
 
-  if (!admit(s, req))
-    return false;
   req->streaming = true;
   if (!enc || !strcasecmp(enc, "identity"))
     return true;
@@ -432,33 +459,6 @@ static enum MHD_Result preflight(struct http_server *s, struct gg_req *req,
   return ret;
 }
 
-/* Whether the request's route takes its body as a stream. */
-static bool route_streams(struct gg_req *req)
-{
-  const struct route *r = NULL;
-  char allow[8];
-  struct gg_req probe;
-
-  memset(&probe, 0, sizeof(probe));
-  return router_match(req->method, req->path, &r, &probe, allow, 0) ==
-             ROUTER_FOUND &&
-         r->chunk != NULL;
-}
-
-/* Largest body any route accepts: the limit before a route is known. */
-static size_t route_limit(struct gg_req *req)
-{
-  const struct route *r = NULL;
-  char allow[8];
-  struct gg_req probe;
-
-  memset(&probe, 0, sizeof(probe));
-  if (router_match(req->method, req->path, &r, &probe, allow, 0) ==
-      ROUTER_FOUND)
-    return r->body_max;
-  return 0;
-}
-
 static int hexval(char c)
 {
   if (c >= '0' && c <= '9')
@@ -495,6 +495,99 @@ static size_t unescape(void *cls, struct MHD_Connection *conn, char *s)
   return (size_t)(w - s);
 }
 
+/* Whether the request announces a body (Content-Length above 0, or a
+ * Transfer-Encoding). */
+static bool has_body(struct MHD_Connection *conn)
+{
+  const char *clen = MHD_lookup_connection_value(
+      conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+
+  return (clen && strtoull(clen, NULL, 10) > 0) ||
+         MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                     MHD_HTTP_HEADER_TRANSFER_ENCODING);
+}
+
+/*
+ * A refusal decided before the body. With a body coming, the reply is
+ * queued now: libmicrohttpd answers and closes the connection without
+ * reading the body. Without one, it waits for the request's last call, so
+ * that the connection can be kept alive.
+ */
+static enum MHD_Result early_reply(struct http_server *s, struct gg_req *req,
+                                   struct MHD_Connection *conn)
+{
+  req->replied = true;
+  if (!has_body(conn))
+    return MHD_YES;
+  return send_reply(s, req, conn);
+}
+
+/*
+ * The first call of a request: its headers are in, none of its body has
+ * been read. Route, authenticate and authorise here; then refuse an
+ * announced oversized body, or take an upload slot and start the stream.
+ */
+static enum MHD_Result begin(struct http_server *s, struct gg_req *req,
+                             struct MHD_Connection *conn)
+{
+  const char *clen;
+
+  if (!connlimit_phase(conn, CONNLIMIT_BODY, s->cfg->http_body_timeout_s))
+    return MHD_NO; /* the header deadline passed: close */
+  if (!admit(s, req))
+    return early_reply(s, req, conn);
+  if (req->route->chunk) {
+    unsigned role = (unsigned)req->principal.role;
+    connlimit_phase(conn, CONNLIMIT_BODY, s->cfg->http_upload_timeout_s);
+    if (role && !connlimit_upload_take(s->limits, role)) {
+      req_add_header(req, MHD_HTTP_HEADER_RETRY_AFTER, "5");
+      problem_fail(req, GG_TOO_MANY_REQUESTS,
+                   "Role \"%s\" has %ld uploads in progress already "
+                   "(GPUGATE_HTTP_MAX_UPLOADS_PER_ROLE); retry after 5 s.",
+                   auth_role_name(req->principal.role),
+                   s->cfg->http_max_uploads_per_role);
+      return early_reply(s, req, conn);
+    }
+    req->upload_role = role;
+    if (!stream_begin(req))
+      return early_reply(s, req, conn);
+    return MHD_YES;
+  }
+  clen = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                     MHD_HTTP_HEADER_CONTENT_LENGTH);
+  if (clen && strtoull(clen, NULL, 10) > req->route->body_max) {
+    req->body_too_large = true;
+    parse_body(req); /* records the 413 */
+    return early_reply(s, req, conn);
+  }
+  return MHD_YES;
+}
+
+/* A piece of a buffered body; false when the connection must close. */
+static bool buffer_body(struct gg_req *req, const char *data, size_t n)
+{
+  size_t limit = req->route ? req->route->body_max : 0;
+  char *grown;
+
+  if (req->body_too_large)
+    return true;
+  if (req->body_len + n > limit) {
+    req->body_too_large = true;
+    free(req->body);
+    req->body = NULL;
+    req->body_len = 0;
+    return true;
+  }
+  grown = realloc(req->body, req->body_len + n + 1);
+  if (!grown)
+    return false;
+  req->body = grown;
+  memcpy(req->body + req->body_len, data, n);
+  req->body_len += n;
+  req->body[req->body_len] = '\0';
+  return true;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
                                   const char *url, const char *method,
                                   const char *version, const char *upload_data,
@@ -502,11 +595,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 {
   struct http_server *s = cls;
   struct gg_req *req = *con_cls;
-  size_t limit;
 
   (void)version;
   if (!req) {
-    const char *clen;
     req = malloc(sizeof(*req));
     if (!req)
       return MHD_NO;
@@ -519,60 +610,38 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
     set_request_id(req);
     *con_cls = req;
     if (!strcmp(method, "OPTIONS"))
-      return MHD_YES;
-    if (route_streams(req)) {
-      if (!stream_begin(s, req))
-        return send_reply(s, req, conn);
-      return MHD_YES;
-    }
-    /* refuse an announced oversized body before reading it */
-    clen = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-                                       MHD_HTTP_HEADER_CONTENT_LENGTH);
-    limit = route_limit(req);
-    if (clen && strtoull(clen, NULL, 10) > limit) {
-      req->body_too_large = true;
-      dispatch(s, req);
-      return send_reply(s, req, conn);
-    }
-    return MHD_YES;
+      return connlimit_phase(conn, CONNLIMIT_BODY, s->cfg->http_body_timeout_s)
+                 ? MHD_YES
+                 : MHD_NO;
+    return begin(s, req, conn);
+  }
+  if (req->replied && *upload_data_size == 0) {
+    connlimit_phase(conn, CONNLIMIT_BUSY, 0);
+    return send_reply(s, req, conn); /* the refusal of a bodiless request */
+  }
+  if (req->replied) {
+    *upload_data_size = 0; /* not reached: a body's refusal closed it */
+    return MHD_NO;
   }
   if (*upload_data_size) {
     size_t n = *upload_data_size;
     *upload_data_size = 0;
+    if (connlimit_expired(conn))
+      return MHD_NO; /* the body deadline passed: close */
     if (req->streaming) {
       stream_chunk(req, upload_data, n);
       return MHD_YES;
     }
-    if (req->body_too_large)
-      return MHD_YES;
-    limit = route_limit(req);
-    if (req->body_len + n > limit) {
-      req->body_too_large = true;
-      free(req->body);
-      req->body = NULL;
-      req->body_len = 0;
-      return MHD_YES;
-    }
-    {
-      char *grown = realloc(req->body, req->body_len + n + 1);
-      if (!grown)
-        return MHD_NO;
-      req->body = grown;
-    }
-    memcpy(req->body + req->body_len, upload_data, n);
-    req->body_len += n;
-    req->body[req->body_len] = '\0';
-    return MHD_YES;
+    return buffer_body(req, upload_data, n) ? MHD_YES : MHD_NO;
   }
-  if (req->body_too_large && req->code != GG_OK)
-    return MHD_YES; /* 413 already queued */
+  connlimit_phase(conn, CONNLIMIT_BUSY, 0);
   if (!strcmp(method, "OPTIONS"))
     return preflight(s, req, conn);
   if (req->streaming) {
     if (req->code == GG_OK && stream_complete(req))
       run_handler(req);
   } else {
-    dispatch(s, req);
+    dispatch(req);
   }
   /* give the connection back before the (possibly slow) send */
   if (req->db) {
@@ -586,16 +655,67 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
+  struct http_server *s = cls;
   struct gg_req *req = *con_cls;
 
-  (void)cls;
-  (void)conn;
-  (void)toe;
+  if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+    connlimit_phase(conn, CONNLIMIT_IDLE, 0); /* until the next request */
   if (!req)
     return;
+  if (req->upload_role)
+    connlimit_upload_release(s->limits, req->upload_role);
   req_cleanup(req);
   free(req);
   *con_cls = NULL;
+}
+
+/* The IPv4 address of host ("localhost" or dotted quad) into addr. */
+static int ipv4_addr(const char *host, unsigned short port,
+                     struct sockaddr_in *addr)
+{
+  memset(addr, 0, sizeof(*addr));
+  addr->sin_family = AF_INET;
+  addr->sin_port = htons(port);
+  if (!strcmp(host, "localhost")) {
+    addr->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return 0;
+  }
+  return inet_pton(AF_INET, host, &addr->sin_addr) == 1 ? 0 : -1;
+}
+
+/* A libmicrohttpd daemon for s on addr with threads workers; its own
+ * connection limit stays above the shared cap, which connlimit enforces. */
+static struct MHD_Daemon *start_daemon(struct http_server *s,
+                                       struct sockaddr_in *addr,
+                                       unsigned threads, long total)
+{
+  unsigned long mhd_limit = (unsigned long)total * (threads + 1u) + 16u;
+
+  if (mhd_limit > 0x7fffffffUL)
+    mhd_limit = 0x7fffffffUL;
+  return MHD_start_daemon(
+      MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG, 0,
+      connlimit_accept, s->limits, on_request, s, MHD_OPTION_SOCK_ADDR,
+      (struct sockaddr *)addr, MHD_OPTION_THREAD_POOL_SIZE, threads,
+      /* a second longer than connlimit's idle deadline, which comes first:
+       * this one is for clients that do not read their reply */
+      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->cfg->http_timeout_s + 1u,
+      MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
+      MHD_OPTION_CONNECTION_LIMIT, (unsigned)mhd_limit,
+      MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
+      MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+      MHD_OPTION_NOTIFY_CONNECTION, connlimit_notify, s->limits,
+      MHD_OPTION_URI_LOG_CALLBACK, connlimit_request_line, s->limits,
+      MHD_OPTION_UNESCAPE_CALLBACK, unescape, s, MHD_OPTION_END);
+}
+
+/* The port a daemon is bound to, or dflt. */
+static unsigned short bound_port(struct MHD_Daemon *d, unsigned short dflt)
+{
+  const union MHD_DaemonInfo *info =
+      MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+
+  return info ? info->port : dflt;
 }
 
 struct http_server *http_start(const struct config *cfg,
@@ -604,7 +724,8 @@ struct http_server *http_start(const struct config *cfg,
 {
   struct http_server *s = calloc(1, sizeof(*s));
   struct sockaddr_in addr;
-  const union MHD_DaemonInfo *info;
+  struct connlimit_cfg lc;
+  long total, nofile = connlimit_raise_nofile();
 
   if (!s) {
     snprintf(err, errlen, "out of memory");
@@ -613,44 +734,67 @@ struct http_server *http_start(const struct config *cfg,
   s->cfg = cfg;
   s->auth = auth;
   s->pool = pool;
+  total = connlimit_total(cfg->http_max_connections, nofile, cfg->db_pool_size,
+                          cfg->http_threads, err, errlen);
+  if (total < 0)
+    goto fail;
+  log_msg(LOG_INFO,
+          "http: at most %ld connections (fd limit %ld), %ld per client "
+          "(0: no cap); headers within %ld s, bodies within %ld s",
+          total, nofile, cfg->http_max_connections_per_client,
+          cfg->http_header_timeout_s, cfg->http_body_timeout_s);
+  lc.max_connections = total;
+  lc.per_client = cfg->http_max_connections_per_client;
+  lc.header_timeout_s = cfg->http_header_timeout_s;
+  lc.idle_timeout_s = cfg->http_timeout_s;
+  lc.max_uploads_per_role = cfg->http_max_uploads_per_role;
+  s->limits = connlimit_new(&lc);
   s->limiter = ratelimit_new(cfg->rate_limit_rps, 2 * cfg->rate_limit_rps);
-  if (!s->limiter) {
+  if (!s->limiter || !s->limits) {
     snprintf(err, errlen, "out of memory");
-    free(s);
-    return NULL;
+    goto fail;
   }
-  memset(&addr, 0, sizeof(addr));
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(cfg->listen_port);
-  if (!strcmp(cfg->listen_host, "localhost"))
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  else if (inet_pton(AF_INET, cfg->listen_host, &addr.sin_addr) != 1) {
+  if (ipv4_addr(cfg->listen_host, cfg->listen_port, &addr) != 0) {
     snprintf(err, errlen, "GPUGATE_LISTEN: \"%s\" is not an IPv4 address",
              cfg->listen_host);
-    ratelimit_free(s->limiter);
-    free(s);
-    return NULL;
+    goto fail;
   }
-  s->daemon = MHD_start_daemon(
-      MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG, 0, NULL,
-      NULL, on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-      MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg->http_threads,
-      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->http_timeout_s,
-      MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
-      MHD_OPTION_CONNECTION_LIMIT, (unsigned)1024,
-      MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
-      MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-      MHD_OPTION_UNESCAPE_CALLBACK, unescape, s, MHD_OPTION_END);
+  if (cfg->metrics_listen_host[0]) {
+    struct sockaddr_in maddr;
+    if (ipv4_addr(cfg->metrics_listen_host, cfg->metrics_listen_port, &maddr) !=
+        0) {
+      snprintf(err, errlen,
+               "GPUGATE_METRICS_LISTEN: \"%s\" is not an IPv4 address",
+               cfg->metrics_listen_host);
+      goto fail;
+    }
+    s->metrics = calloc(1, sizeof(*s->metrics));
+    if (!s->metrics) {
+      snprintf(err, errlen, "out of memory");
+      goto fail;
+    }
+    *s->metrics = *s;
+    s->metrics->metrics = NULL;
+    s->metrics->metrics_only = true;
+    s->metrics->daemon = start_daemon(s->metrics, &maddr, 1, total);
+    if (!s->metrics->daemon) {
+      snprintf(err, errlen, "GPUGATE_METRICS_LISTEN: cannot listen on %s:%u",
+               cfg->metrics_listen_host, cfg->metrics_listen_port);
+      goto fail;
+    }
+    s->metrics->port = bound_port(s->metrics->daemon, cfg->metrics_listen_port);
+  }
+  s->daemon = start_daemon(s, &addr, (unsigned)cfg->http_threads, total);
   if (!s->daemon) {
     snprintf(err, errlen, "GPUGATE_LISTEN: cannot listen on %s:%u",
              cfg->listen_host, cfg->listen_port);
-    ratelimit_free(s->limiter);
-    free(s);
-    return NULL;
+    goto fail;
   }
-  info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
-  s->port = info ? info->port : cfg->listen_port;
+  s->port = bound_port(s->daemon, cfg->listen_port);
   return s;
+fail:
+  http_stop(s);
+  return NULL;
 }
 
 unsigned short http_port(const struct http_server *s)
@@ -658,17 +802,30 @@ unsigned short http_port(const struct http_server *s)
   return s->port;
 }
 
+/* Stop one listener's daemon: stop accepting, let the workers finish what
+ * they hold, then stop. */
+static void stop_daemon(struct MHD_Daemon *d)
+{
+  MHD_socket fd;
+
+  if (!d)
+    return;
+  fd = MHD_quiesce_daemon(d);
+  if (fd != MHD_INVALID_SOCKET)
+    close(fd);
+  MHD_stop_daemon(d);
+}
+
 void http_stop(struct http_server *s)
 {
   if (!s)
     return;
-  if (s->daemon) {
-    /* stop accepting, let the workers finish what they hold, then stop */
-    MHD_socket fd = MHD_quiesce_daemon(s->daemon);
-    if (fd != MHD_INVALID_SOCKET)
-      close(fd);
-    MHD_stop_daemon(s->daemon);
+  stop_daemon(s->daemon);
+  if (s->metrics) {
+    stop_daemon(s->metrics->daemon);
+    free(s->metrics);
   }
+  connlimit_free(s->limits);
   ratelimit_free(s->limiter);
   free(s);
 }

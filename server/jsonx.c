@@ -14,8 +14,8 @@
 
 #include "server/jsonx.h"
 
-#define MARK "\0dec:"
 #define MARK_LEN 5
+static const char mark[MARK_LEN] = {'\0', 'd', 'e', 'c', ':'};
 
 bool jsonx_number_text(const char *s)
 {
@@ -53,14 +53,14 @@ bool jsonx_number_text(const char *s)
 
 json_t *jsonx_decimal(const char *text)
 {
-  char buf[MARK_LEN + JSONX_DECIMAL_MAX];
+  char buf[MARK_LEN + JSONX_DECIMAL_MAX + 1];
   size_t n;
 
   if (!jsonx_number_text(text))
     return json_null();
   n = strlen(text);
-  memcpy(buf, MARK, MARK_LEN);
-  memcpy(buf + MARK_LEN, text, n);
+  memcpy(buf, mark, sizeof(mark));
+  memcpy(buf + MARK_LEN, text, n + 1);
   return json_stringn(buf, MARK_LEN + n);
 }
 
@@ -74,7 +74,7 @@ static const char *decimal_of(const json_t *v, size_t *len)
     return NULL;
   s = json_string_value(v);
   n = json_string_length(v);
-  if (n <= MARK_LEN || memcmp(s, MARK, MARK_LEN) != 0)
+  if (n <= MARK_LEN || memcmp(s, mark, sizeof(mark)) != 0)
     return NULL;
   *len = n - MARK_LEN;
   return s + MARK_LEN;

@@ -6,10 +6,10 @@
  * that dies — even by kill -9 — releases it when PostgreSQL sees the
  * connection close, and a follower, retrying every second, takes over.
  *
- * A cycle is one transaction: lock the quota configuration (concurrent
- * administrator changes wait for the commit), load the state, run the pure
- * scheduler, write its decisions. Quota can therefore never be exceeded by
- * a change that lands mid-cycle.
+ * The leader keeps the admission state in memory (server/admission.c):
+ * loaded in full when it becomes leader, current from the change feed
+ * after that, reconciled with a full read every
+ * GPUGATE_ADMISSION_RECONCILE_S.
  */
 #include <errno.h>
 #include <poll.h>
@@ -23,8 +23,7 @@
 
 #include "db/db.h"
 #include "db/sched.h"
-#include "db/window.h"
-#include "scheduler/sched.h"
+#include "server/admission.h"
 #include "server/log.h"
 #include "server/loop.h"
 #include "server/metrics.h"
@@ -41,6 +40,8 @@ struct loop {
   struct db_conn conn; /* the loop's own connection */
   bool leader;
   long long costs_at_ms; /* metrics: last team cost refresh (0: never) */
+  struct admission *adm; /* the leader's admission state */
+  long long reconciled_at_ms;
 };
 
 static long long now_ms(void)
@@ -65,142 +66,18 @@ static void disconnect(struct loop *l)
     metrics_publish_queues(NULL);
     metrics_publish_team_costs(NULL);
     l->costs_at_ms = 0;
+    admission_reset(l->adm);
   }
   l->leader = false;
 }
 
-/*
- * Metrics feed (GET /metrics). After a committed cycle the leader counts
- * the decisions it wrote and publishes its view of the queues; team spend
- * is re-read at most every TEAM_COSTS_MS. Failures here are logged and
- * never fail a cycle.
- */
+/* Team spend gauges are re-read at most every TEAM_COSTS_MS; failures
+ * are logged and never fail a cycle. */
 #define TEAM_COSTS_MS 30000
 
-/* Pending reasons reported for every cluster queue (0 when none), as the
- * API names them. */
-static const char *const pending_reasons[] = {"InsufficientQuota",
-                                              "BudgetExceeded", "QueueStopped",
-                                              "WaitingForHead", "Backoff"};
-#define N_PENDING_REASONS                                                      \
-  ((int)(sizeof(pending_reasons) / sizeof(pending_reasons[0])))
-#define BACKOFF_REASON 4
-
-static const char *const resource_names[SCHED_NRES] = {"gpu", "cpu_milli",
-                                                       "memory_mib"};
-
-static int reason_index(const char *name)
-{
-  int i;
-
-  for (i = 0; i < N_PENDING_REASONS; i++)
-    if (!strcmp(pending_reasons[i], name))
-      return i;
-  return 0; /* db_sched_reason_name() names only the reasons above */
-}
-
-/* Slot of global flavor f in cluster queue cq's flavor list, or -1. */
-static int flavor_slot(const struct sched_cq *cq, int f)
-{
-  int k;
-
-  for (k = 0; k < cq->n_flavors && k < SCHED_MAX_FLAVORS; k++)
-    if (cq->flavors[k].flavor == f)
-      return k;
-  return -1;
-}
-
-static double wall_seconds(void)
-{
-  struct timespec ts;
-
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/*
- * Count the written admissions (with their wait from created_at) and
- * evictions, and publish pending jobs per queue and reason and quota per
- * queue, flavor and resource as they stand after the cycle. Usage is the
- * loaded jobs' plus this cycle's admissions; evicted jobs still count
- * until their eviction completes (a victim requeued at once is followed
- * by another cycle at once, which publishes again).
- */
-static void record_cycle(struct loop *l, const struct db_sched *s,
-                         const struct sched_output *out,
-                         const struct db_sched_stats *st)
-{
-  const struct sched_input *in = &s->in;
-  struct metrics_gauges *g = metrics_gauges_new();
-  long *pending =
-      calloc((size_t)in->n_cqs * N_PENDING_REASONS + 1, sizeof(*pending));
-  long *backoff = calloc((size_t)in->n_cqs + 1, sizeof(*backoff));
-  int64_t(*use)[SCHED_MAX_FLAVORS][SCHED_NRES] =
-      calloc((size_t)in->n_cqs + 1, sizeof(*use));
-  double now = wall_seconds();
-  char err[256];
-  int i, k, r;
-
-  for (i = 0; i < out->n_admissions; i++) {
-    const struct sched_admission *a = &out->admissions[i];
-    const struct sched_job *j = &in->pending[a->job];
-    if (!st->admission_written || !st->admission_written[i])
-      continue;
-    metrics_admitted(s->cq_names[j->cq], s->flavor_names[a->flavor]);
-    metrics_admission_wait(now - (double)j->created_at / 1e6);
-    k = flavor_slot(&in->cqs[j->cq], a->flavor);
-    if (use && k >= 0)
-      for (r = 0; r < SCHED_NRES; r++)
-        use[j->cq][k][r] += j->request[r];
-  }
-  for (i = 0; i < out->n_evictions; i++) {
-    const struct sched_eviction *e = &out->evictions[i];
-    if (st->eviction_written && st->eviction_written[i])
-      metrics_evicted(s->cq_names[in->admitted[e->job].cq],
-                      db_sched_evict_reason_name(e->reason));
-  }
-  if (!g || !pending || !backoff || !use)
-    goto out;
-
-  for (i = 0; i < in->n_admitted; i++) {
-    const struct sched_job *j = &in->admitted[i];
-    k = flavor_slot(&in->cqs[j->cq], j->flavor);
-    if (k >= 0)
-      for (r = 0; r < SCHED_NRES; r++)
-        use[j->cq][k][r] += j->request[r];
-  }
-  for (i = 0; i < in->n_pending; i++)
-    if (out->reasons[i] != SCHED_ADMITTED)
-      pending[in->pending[i].cq * N_PENDING_REASONS +
-              reason_index(db_sched_reason_name(out->reasons[i]))]++;
-  if (db_sched_backoff_counts(&l->conn, s, backoff, err, sizeof(err)))
-    log_msg(LOG_WARN, "metrics: backoff counts: %s", err);
-  for (i = 0; i < in->n_cqs; i++)
-    pending[i * N_PENDING_REASONS + BACKOFF_REASON] += backoff[i];
-
-  for (i = 0; i < in->n_cqs; i++) {
-    const struct sched_cq *cq = &in->cqs[i];
-    for (k = 0; k < N_PENDING_REASONS; k++)
-      metrics_gauge_pending(g, s->cq_names[i], pending_reasons[k],
-                            (double)pending[i * N_PENDING_REASONS + k]);
-    for (k = 0; k < cq->n_flavors && k < SCHED_MAX_FLAVORS; k++)
-      for (r = 0; r < SCHED_NRES; r++) {
-        const struct sched_quota *q = &cq->flavors[k].quota[r];
-        metrics_gauge_quota(
-            g, s->cq_names[i], s->flavor_names[cq->flavors[k].flavor],
-            resource_names[r], (double)use[i][k][r], (double)q->nominal,
-            q->borrowing_limit == SCHED_UNLIMITED ? -1
-                                                  : (double)q->borrowing_limit);
-      }
-  }
-  metrics_publish_queues(g);
-  g = NULL;
-out:
-  metrics_gauges_free(g);
-  free(pending);
-  free(backoff);
-  free(use);
-}
+/* Queue positions published per round: a cycle that moved the head of a
+ * long queue publishes over the next rounds, nearest the head first. */
+#define PUBLISH_MAX_ROWS 20000
 
 /* Re-read team spend when TEAM_COSTS_MS have passed since the last read. */
 static void refresh_team_costs(struct loop *l)
@@ -253,74 +130,44 @@ static int try_lead(struct loop *l)
   if (simple(l, "LISTEN gpugate_admission", NULL, 0))
     return -1;
   l->leader = true;
+  admission_reset(l->adm); /* loaded in full by the first cycle */
+  l->reconciled_at_ms = now_ms();
   log_msg(LOG_INFO, "admission: this replica is the leader");
   return 0;
 }
 
-/* One cycle. Returns 1 when another should follow at once, 0, or -1. */
+/* One cycle, then the positions it moved and, when due, a
+ * reconciliation. Returns 1 when another should follow at once, 0, or
+ * -1. */
 static int cycle(struct loop *l)
 {
-  struct db_sched state;
-  struct sched_output out;
-  struct db_sched_stats stats;
-  bool batch = strcmp(l->cfg->batch_backend, "gcp") == 0;
+  struct admission_result r;
   char err[256] = "";
-  long long t0 = now_ms();
-  json_t *window_cqs = json_array(); /* evicted by windows: metrics */
-  size_t i;
+  long drift = 0;
+  int again, left;
 
-  memset(&out, 0, sizeof(out));
-  memset(&stats, 0, sizeof(stats));
-  if (!window_cqs)
-    goto fail;
-  /* capacity windows closing: evict first, so the load sees it */
-  if (db_sched_lock(&l->conn, err, sizeof(err)) ||
-      db_window_evict(&l->conn, l->cfg->capacity_window_grace_s, batch,
-                      window_cqs, err, sizeof(err)) < 0 ||
-      db_sched_load(&l->conn, &state, err, sizeof(err)))
-    goto fail;
-  if (sched_cycle(&state.in, &out) != 0) {
-    snprintf(err, sizeof(err), "scheduler rejected its input");
-    db_sched_free(&state);
-    goto fail;
+  again = admission_cycle(l->adm, &l->conn, &r, err, sizeof(err));
+  if (again < 0) {
+    log_msg(LOG_WARN, "admission: cycle failed: %s", err);
+    return -1;
   }
-  /* metrics: which decisions were written (NULL when out of memory) */
-  stats.admission_written = calloc((size_t)out.n_admissions + 1, sizeof(bool));
-  stats.eviction_written = calloc((size_t)out.n_evictions + 1, sizeof(bool));
-  if (db_sched_apply(&l->conn, &state, &out, batch, &stats, err, sizeof(err)) ||
-      db_commit(&l->conn) != GG_OK) {
-    free(stats.admission_written);
-    free(stats.eviction_written);
-    sched_output_free(&out);
-    db_sched_free(&state);
-    goto fail;
+  /* positions only from a state that holds the cycle's own writes */
+  left = again > 0 ? 0
+                   : admission_publish(l->adm, &l->conn, PUBLISH_MAX_ROWS, err,
+                                       sizeof(err));
+  if (left < 0)
+    log_msg(LOG_WARN, "admission: publishing queue positions: %s", err);
+  if (now_ms() - l->reconciled_at_ms >= l->cfg->admission_reconcile_s * 1000) {
+    l->reconciled_at_ms = now_ms();
+    if (admission_reconcile(l->adm, &l->conn, &drift, err, sizeof(err))) {
+      log_msg(LOG_WARN, "admission: reconciliation failed: %s", err);
+      return -1;
+    }
+    metrics_admission_drift(drift);
+    if (drift > 0)
+      again = 1; /* decide again on the repaired state */
   }
-  metrics_admission_cycle((double)(now_ms() - t0) / 1000.0);
-  for (i = 0; i < json_array_size(window_cqs); i++)
-    metrics_evicted(json_string_value(json_array_get(window_cqs, i)),
-                    DB_WINDOW_REASON);
-  json_decref(window_cqs);
-  record_cycle(l, &state, &out, &stats);
-  free(stats.admission_written);
-  free(stats.eviction_written);
-  if (stats.admitted || stats.evicted) {
-    json_t *f = json_pack("{s:i, s:i, s:i, s:i, s:i, s:I}", "pending",
-                          state.in.n_pending, "admitted", stats.admitted,
-                          "evicted", stats.evicted, "requeued", stats.requeued,
-                          "reasons_changed", stats.reasons_changed,
-                          "duration_ms", (json_int_t)(now_ms() - t0));
-    log_json(LOG_INFO, "admission cycle", f);
-    json_decref(f);
-  }
-  sched_output_free(&out);
-  db_sched_free(&state);
-  /* requeued victims and their preemptors are decided in the next cycle */
-  return stats.requeued > 0 ? 1 : 0;
-fail:
-  json_decref(window_cqs);
-  db_rollback(&l->conn);
-  log_msg(LOG_WARN, "admission: cycle failed: %s", err);
-  return -1;
+  return again > 0 || left > 0 ? 1 : 0;
 }
 
 /* Wait up to ms for a notification or loop_stop(). */
@@ -396,13 +243,17 @@ struct loop *loop_start(const struct config *cfg)
     return NULL;
   l->cfg = cfg;
   atomic_init(&l->stop, false);
-  if (pipe(l->wake) != 0) {
+  l->adm = admission_new(strcmp(cfg->batch_backend, "gcp") == 0,
+                         cfg->capacity_window_grace_s);
+  if (!l->adm || pipe(l->wake) != 0) {
+    admission_free(l->adm);
     free(l);
     return NULL;
   }
   if (pthread_create(&l->thread, NULL, run, l) != 0) {
     close(l->wake[0]);
     close(l->wake[1]);
+    admission_free(l->adm);
     free(l);
     return NULL;
   }
@@ -420,5 +271,6 @@ void loop_stop(struct loop *l)
   pthread_join(l->thread, NULL);
   close(l->wake[0]);
   close(l->wake[1]);
+  admission_free(l->adm);
   free(l);
 }

@@ -4,7 +4,7 @@
  *   gpugate [serve]            serve the API
  *   gpugate migrate            apply database migrations
  *   gpugate apply FILE         load administrator objects from a JSON file
- *   gpugate token --team T --role R [--ttl S] [--alg A --key F --kid K]
+ *   gpugate token [--team T] --role R [--ttl S] [--alg A --key F --kid K]
  *   gpugate version
  */
 #include <errno.h>
@@ -37,8 +37,9 @@ static int usage(void)
           "usage: gpugate [serve]\n"
           "       gpugate migrate\n"
           "       gpugate apply FILE\n"
-          "       gpugate token --team TEAM --role member|admin|finance "
-          "[--ttl SECONDS]\n"
+          "       gpugate token [--team TEAM] --role "
+          "member|admin|finance|metrics [--ttl SECONDS]\n"
+          "                     (--team is required for member)\n"
           "                     [--alg HS256|RS256|ES256 --key PEM --kid ID]\n"
           "       gpugate version\n");
   return 2;
@@ -386,7 +387,7 @@ static int cmd_token(int argc, char **argv)
       return usage();
     i++;
   }
-  if (!team || !role)
+  if (!role || (!team && strcmp(role, "member") == 0))
     return usage();
   if (load_config(&cfg) != 0)
     goto out;

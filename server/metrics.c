@@ -277,6 +277,41 @@ static struct family batch_requests = {
     NULL,
     0,
     0};
+static struct family batch_orphans = {
+    "gpugate_batch_orphans_total",
+    "counter",
+    "Batch jobs of this deployment that gpugate did not want (why: unknown, "
+    "superseded, terminal), cancelled by the status sync, by region.",
+    false,
+    NULL,
+    0,
+    0};
+static struct family batch_races = {
+    "gpugate_batch_races_total",
+    "counter",
+    "Flex Start attempts dispatched in race mode (one Batch job per region "
+    "at once).",
+    false,
+    NULL,
+    0,
+    0};
+static struct family batch_race_winners = {
+    "gpugate_batch_race_winners_total",
+    "counter",
+    "Races won, by the region of the winning copy.",
+    false,
+    NULL,
+    0,
+    0};
+static struct family batch_race_overlap = {
+    "gpugate_batch_race_overlap_seconds_total",
+    "counter",
+    "Seconds during which a losing copy of a raced job ran beside the "
+    "winner, by the loser's region.",
+    false,
+    NULL,
+    0,
+    0};
 static struct family dispatch_backlog = {
     "gpugate_dispatch_backlog",
     "gauge",
@@ -290,6 +325,15 @@ static struct family billing_rows = {
     "gpugate_billing_rows_ingested_total",
     "counter",
     "Billing export rows stored by this replica (duplicates excluded).",
+    true,
+    NULL,
+    0,
+    0};
+static struct family state_drift = {
+    "gpugate_admission_state_drift_total",
+    "counter",
+    "Jobs whose in-memory admission state differed from the database at a "
+    "periodic reconciliation of this replica's leader (0 when healthy).",
     true,
     NULL,
     0,
@@ -315,6 +359,33 @@ static struct family team_cost = {
     NULL,
     0,
     0};
+
+static struct family conn_refused = {
+    "gpugate_http_connections_refused_total",
+    "counter",
+    "Connections closed as soon as accepted: over the per-client cap "
+    "(reason=\"per_client\") or the total cap (reason=\"total\").",
+    false,
+    NULL,
+    0,
+    0};
+static struct family conn_timed_out = {
+    "gpugate_http_connections_timed_out_total",
+    "counter",
+    "Connections closed at a deadline: request headers not complete in "
+    "time (phase=\"headers\"), body not complete (\"body\"), or no new "
+    "request on a kept-alive connection (\"idle\").",
+    false,
+    NULL,
+    0,
+    0};
+static struct family conn_open = {"gpugate_http_open_connections",
+                                  "gauge",
+                                  "HTTP connections open now (both listeners).",
+                                  true,
+                                  NULL,
+                                  0,
+                                  0};
 
 /* ---- recording --------------------------------------------------------------
  */
@@ -399,6 +470,14 @@ void metrics_billing_rows(long n)
   add(&billing_rows, &l, (double)n, false);
 }
 
+void metrics_admission_drift(long n)
+{
+  struct lbuf l;
+
+  lb_init(&l);
+  add(&state_drift, &l, (double)(n > 0 ? n : 0), false);
+}
+
 void metrics_pubsub_push(const char *outcome)
 {
   struct lbuf l;
@@ -406,6 +485,32 @@ void metrics_pubsub_push(const char *outcome)
   lb_init(&l);
   lb_add(&l, "outcome", outcome);
   add(&pubsub_pushes, &l, 1, false);
+}
+
+void metrics_conn_refused(const char *reason)
+{
+  struct lbuf l;
+
+  lb_init(&l);
+  lb_add(&l, "reason", reason);
+  add(&conn_refused, &l, 1, false);
+}
+
+void metrics_conn_timed_out(const char *phase)
+{
+  struct lbuf l;
+
+  lb_init(&l);
+  lb_add(&l, "phase", phase);
+  add(&conn_timed_out, &l, 1, false);
+}
+
+void metrics_conn_open(long n)
+{
+  struct lbuf l;
+
+  lb_init(&l);
+  add(&conn_open, &l, (double)(n > 0 ? n : 0), true);
 }
 
 void metrics_admission_cycle(double seconds)
@@ -423,6 +528,32 @@ void metrics_admitted(const char *cluster_queue, const char *flavor)
   lb_add(&l, "cluster_queue", cluster_queue);
   lb_add(&l, "flavor", flavor);
   add(&admitted_jobs, &l, 1, false);
+}
+
+void metrics_batch_orphan(const char *region, const char *why)
+{
+  struct lbuf l;
+
+  lb_init(&l);
+  lb_add(&l, "region", region);
+  lb_add(&l, "why", why);
+  add(&batch_orphans, &l, 1, false);
+}
+
+void metrics_batch_race(const char *event, const char *region, double seconds)
+{
+  struct lbuf l;
+
+  lb_init(&l);
+  if (!strcmp(event, "started")) {
+    add(&batch_races, &l, 1, false);
+    return;
+  }
+  lb_add(&l, "region", region);
+  if (!strcmp(event, "winner"))
+    add(&batch_race_winners, &l, 1, false);
+  else if (!strcmp(event, "overlap"))
+    add(&batch_race_overlap, &l, seconds, false);
 }
 
 void metrics_evicted(const char *cluster_queue, const char *reason)
@@ -770,7 +901,13 @@ static void process_metrics(struct out *o)
   }
 }
 
-char *metrics_render(void)
+/*
+ * The exposition; with teams false, without the families that belong to
+ * teams: per-team money, and everything labelled with a cluster queue
+ * (cluster queues are named after teams, and their pending counts and
+ * usage are a team's business).
+ */
+static char *render(bool teams)
 {
   struct out o = {NULL, 0, 0, false};
 
@@ -782,19 +919,32 @@ char *metrics_render(void)
   pthread_mutex_lock(&lock);
   family(&o, &http_requests);
   histogram(&o, &http_seconds);
-  family(&o, &pending_jobs);
-  family(&o, &admitted_jobs);
-  family(&o, &evicted_jobs);
+  if (teams) {
+    family(&o, &pending_jobs);
+    family(&o, &admitted_jobs);
+    family(&o, &evicted_jobs);
+  }
   histogram(&o, &wait_seconds);
   histogram(&o, &cycle_seconds);
-  family(&o, &cq_usage);
-  family(&o, &cq_nominal);
-  family(&o, &cq_borrowing);
+  if (teams) {
+    family(&o, &cq_usage);
+    family(&o, &cq_nominal);
+    family(&o, &cq_borrowing);
+  }
   family(&o, &batch_requests);
+  family(&o, &batch_orphans);
+  family(&o, &batch_races);
+  family(&o, &batch_race_winners);
+  family(&o, &batch_race_overlap);
   family(&o, &dispatch_backlog);
   family(&o, &billing_rows);
   family(&o, &pubsub_pushes);
-  family(&o, &team_cost);
+  if (teams)
+    family(&o, &team_cost);
+  family(&o, &conn_refused);
+  family(&o, &conn_timed_out);
+  family(&o, &conn_open);
+  family(&o, &state_drift);
   pthread_mutex_unlock(&lock);
   process_metrics(&o);
   if (o.failed) {
@@ -804,12 +954,26 @@ char *metrics_render(void)
   return o.buf;
 }
 
+char *metrics_render(void)
+{
+  return render(true);
+}
+
+char *metrics_render_public(void)
+{
+  return render(false);
+}
+
 void metrics_reset(void)
 {
-  struct family *all[] = {&http_requests, &pending_jobs,   &admitted_jobs,
-                          &evicted_jobs,  &cq_usage,       &cq_nominal,
-                          &cq_borrowing,  &batch_requests, &dispatch_backlog,
-                          &billing_rows,  &team_cost,      &pubsub_pushes};
+  struct family *all[] = {
+      &http_requests,      &pending_jobs,      &admitted_jobs,
+      &evicted_jobs,       &cq_usage,          &cq_nominal,
+      &cq_borrowing,       &batch_requests,    &dispatch_backlog,
+      &billing_rows,       &team_cost,         &pubsub_pushes,
+      &state_drift,        &conn_refused,      &conn_timed_out,
+      &conn_open,          &batch_orphans,     &batch_races,
+      &batch_race_winners, &batch_race_overlap};
   size_t i;
 
   pthread_mutex_lock(&lock);

@@ -31,6 +31,11 @@ void metrics_http(const char *route, const char *method, unsigned status,
 /* One Cloud Batch call (op: create, get, list, cancel, delete) and the
  * HTTP status it got (0: no response). */
 void metrics_batch_call(const char *op, long http_status);
+/* A Batch job the status sync swept (why: unknown, superseded, terminal). */
+void metrics_batch_orphan(const char *region, const char *why);
+/* Race mode: event "started" (a race dispatched), "winner" (region won) or
+ * "overlap" (seconds a loser in region ran beside the winner). */
+void metrics_batch_race(const char *event, const char *region, double seconds);
 
 /* Outbox rows waiting to be sent (-1: unknown, ignored). */
 void metrics_dispatch_backlog(long rows);
@@ -38,6 +43,15 @@ void metrics_dispatch_backlog(long rows);
 /* Billing export rows stored (new rows only; n <= 0 is ignored). */
 void metrics_billing_rows(long n);
 
+/* A reconciliation of the leader's admission state found n jobs different
+ * from the database (0 records that one ran). */
+void metrics_admission_drift(long n);
+/* Connections (server/connlimit.c): one refused as accepted, by reason
+ * ("per_client", "total"); one closed at a deadline, by phase ("headers",
+ * "body", "idle"); how many are open now. */
+void metrics_conn_refused(const char *reason);
+void metrics_conn_timed_out(const char *phase);
+void metrics_conn_open(long n);
 /* One Pub/Sub push by outcome: applied, ignored, foreign, malformed,
  * unauthorized, failed (a fixed list: see handlers/notifications.c). */
 void metrics_pubsub_push(const char *outcome);
@@ -87,6 +101,13 @@ void metrics_publish_team_costs(struct metrics_gauges *g);
  * NULL on allocation failure. Includes process_* metrics read from /proc.
  */
 char *metrics_render(void);
+
+/*
+ * The same without anything that belongs to a team (team spend, and the
+ * families labelled by cluster queue): what an unauthenticated /metrics
+ * shows. New buffer or NULL, as metrics_render(). Thread-safe.
+ */
+char *metrics_render_public(void);
 
 /* Forget every series and observation (unit tests). */
 void metrics_reset(void);

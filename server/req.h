@@ -70,7 +70,10 @@ struct gg_req {
   char *body;                        /* owned; NUL-terminated */
   size_t body_len;
   bool body_too_large;
-  json_t *json; /* owned; parsed body or NULL */
+  json_t *json;         /* owned; parsed body or NULL */
+  bool replied;         /* refused on the first call: answered then, or at the
+                           last call when there is no body */
+  unsigned upload_role; /* role bit holding an upload slot, 0 = none */
 
   const struct config *cfg; /* borrowed: the process's settings */
   struct db_pool *pool;     /* where req_db() checks out from */

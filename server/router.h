@@ -17,7 +17,11 @@
 #define ROLE_MEMBER ((unsigned)AUTH_ROLE_MEMBER)
 #define ROLE_ADMIN ((unsigned)AUTH_ROLE_ADMIN)
 #define ROLE_FINANCE ((unsigned)AUTH_ROLE_FINANCE)
+#define ROLE_METRICS ((unsigned)AUTH_ROLE_METRICS)
 #define ROLE_ANY (ROLE_MEMBER | ROLE_ADMIN | ROLE_FINANCE)
+/* Public, but a bearer token, when one is sent, is verified and must carry
+ * one of the route's roles (GET /metrics: more with a token). */
+#define TOKEN_OPTIONAL (1u << 16)
 
 /* Largest accepted request body. */
 #define BODY_NONE ((size_t)0)

@@ -23,6 +23,16 @@ output "pubsub_push_subscription" {
   value       = try(google_pubsub_subscription.batch_notifications_push[0].id, null)
 }
 
+output "pubsub_push_service_account" {
+  description = "GPUGATE_PUBSUB_SERVICE_ACCOUNT: the email Pub/Sub's push tokens carry."
+  value       = google_service_account.pubsub_push.email
+}
+
+output "pubsub_push_audience" {
+  description = "GPUGATE_PUBSUB_AUDIENCE: the audience of Pub/Sub's push tokens (null without gpugate_public_host)."
+  value       = var.gpugate_public_host == "" ? null : local.push_audience
+}
+
 output "sql_connection_name" {
   description = "PROJECT:REGION:INSTANCE, for the Cloud SQL Auth Proxy or PgBouncer."
   value       = google_sql_database_instance.gpugate.connection_name

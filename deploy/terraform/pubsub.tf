@@ -1,7 +1,10 @@
-# Batch publishes job state changes to this topic; a push subscription
-# delivers them to POST /v1/batch/notifications on gpugate, which checks the
-# shared secret carried as ?token=. The status sync loop still reconciles
-# every GPUGATE_SYNC_INTERVAL_MS, so a lost push only delays an update.
+# Batch publishes job state changes to this topic; an authenticated push
+# subscription delivers them to POST /v1/batch/notifications on gpugate with
+# a Google-signed OIDC token of the gpugate-pubsub-push service account
+# (audience https://HOST/v1/batch/notifications), which gpugate verifies
+# (GPUGATE_PUBSUB_AUDIENCE, GPUGATE_PUBSUB_SERVICE_ACCOUNT). The status sync
+# loop still reconciles every GPUGATE_SYNC_INTERVAL_MS, so a lost push only
+# delays an update.
 
 resource "google_pubsub_topic" "batch_notifications" {
   project                    = var.project
@@ -38,6 +41,19 @@ resource "google_pubsub_topic_iam_member" "gpugate_editor" {
   member  = google_service_account.gpugate.member
 }
 
+# The identity Pub/Sub signs pushes as; it needs no role of its own.
+resource "google_service_account" "pubsub_push" {
+  project      = var.project
+  account_id   = "gpugate-pubsub-push"
+  display_name = "gpugate Pub/Sub push (OIDC)"
+
+  depends_on = [google_project_service.apis]
+}
+
+locals {
+  push_audience = "https://${var.gpugate_public_host}/v1/batch/notifications"
+}
+
 resource "google_pubsub_subscription" "batch_notifications_push" {
   count = var.gpugate_public_host == "" ? 0 : 1
 
@@ -49,7 +65,11 @@ resource "google_pubsub_subscription" "batch_notifications_push" {
   message_retention_duration = "3600s"
 
   push_config {
-    push_endpoint = "https://${var.gpugate_public_host}/v1/batch/notifications?token=${var.pubsub_push_secret}"
+    push_endpoint = local.push_audience
+    oidc_token {
+      service_account_email = google_service_account.pubsub_push.email
+      audience              = local.push_audience
+    }
   }
 
   retry_policy {
@@ -59,12 +79,5 @@ resource "google_pubsub_subscription" "batch_notifications_push" {
 
   expiration_policy {
     ttl = "" # never expire
-  }
-
-  lifecycle {
-    precondition {
-      condition     = var.pubsub_push_secret != ""
-      error_message = "pubsub_push_secret must be set when gpugate_public_host is."
-    }
   }
 }

@@ -62,7 +62,7 @@ variable "gpugate_public_host" {
 }
 
 variable "pubsub_push_secret" {
-  description = "Shared secret for POST /v1/batch/notifications (?token=); the same value as the pubsub-push-secret key of the gpugate-secrets Secret. Stored in the Terraform state: keep the state private."
+  description = "Not used by the push subscription any more (it authenticates with OIDC); kept so that existing tfvars still apply. The ?token= secret is for local use only. Stored in the Terraform state: keep the state private."
   type        = string
   sensitive   = true
   default     = ""

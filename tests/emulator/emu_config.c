@@ -56,6 +56,8 @@ static const struct key keys[] = {
      true},
     {"EMU_LOG_LEVEL", FIELD(log_level), NOLIMIT, K_STR, false},
     {"EMU_EXIT_WITH_PARENT", FIELD(exit_with_parent), NOLIMIT, K_BOOL, false},
+    {"EMU_MUTATION_QUOTA", FIELD(mutation_quota), 0, 100000, K_LONG, true},
+    {"EMU_QUOTA_WINDOW_MS", FIELD(quota_window_ms), 1, 3600000, K_LONG, true},
 };
 #define N_KEYS (sizeof(keys) / sizeof(keys[0]))
 
@@ -79,6 +81,8 @@ static void defaults(struct emu_config *c)
   c->seed = 42;
   c->token_ttl_s = 3600;
   c->require_auth = true;
+  c->mutation_quota = 6000; /* Batch: 6,000 a minute per region */
+  c->quota_window_ms = 60000;
 }
 
 /* Caller holds mu. */

@@ -46,6 +46,8 @@ struct emu_config {
   char push_service_account[256]; /* the pushes' token email */
   char log_level[16];
   bool exit_with_parent;
+  long long mutation_quota;  /* per region and window; 0 = unlimited */
+  long long quota_window_ms; /* the quota's window */
 };
 
 /* Random streams, independent so that faults do not shift outcomes. */

@@ -20,6 +20,7 @@
 #include "tests/emulator/emu_fault.h"
 #include "tests/emulator/emu_http.h"
 #include "tests/emulator/emu_oidc.h"
+#include "tests/emulator/emu_quota.h"
 #include "tests/emulator/emu_record.h"
 #include "tests/emulator/emu_token.h"
 #include "tests/emulator/emu_util.h"
@@ -174,14 +175,15 @@ static void record(struct emu_req *r, enum emu_route_kind kind, unsigned status,
     return;
   query = json_object();
   MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, add_arg, query);
-  emu_record_add(json_pack(
-      "{s:s, s:s, s:s, s:o, s:b, s:o, s:o, s:i, s:o, s:I}", "time", r->time,
-      "method", r->method, "path", r->path, "query", query, "authorization",
-      emu_req_header(r, MHD_HTTP_HEADER_AUTHORIZATION) != NULL, "contentType",
-      ctype ? json_string(ctype) : json_null(), "body", logged_body(r, kind),
-      "status", (int)status, "fault",
-      fault_name ? json_string(fault_name) : json_null(), "durationMs",
-      (json_int_t)(emu_now_ms() - r->started_ms)));
+  emu_record_add(
+      json_pack("{s:s, s:I, s:s, s:s, s:o, s:b, s:o, s:o, s:i, s:o, s:I}",
+                "time", r->time, "atMs", (json_int_t)r->started_ms, "method",
+                r->method, "path", r->path, "query", query, "authorization",
+                emu_req_header(r, MHD_HTTP_HEADER_AUTHORIZATION) != NULL,
+                "contentType", ctype ? json_string(ctype) : json_null(), "body",
+                logged_body(r, kind), "status", (int)status, "fault",
+                fault_name ? json_string(fault_name) : json_null(),
+                "durationMs", (json_int_t)(emu_now_ms() - r->started_ms)));
 }
 
 static bool authorized(const struct emu_req *r)
@@ -269,6 +271,13 @@ static bool pipeline(struct emu_req *r)
                     "Request is missing required authentication credential. "
                     "Expected OAuth 2 access token, login cookie or other "
                     "valid authentication credential.");
+  } else if (kind == EMU_API &&
+             !emu_quota_admit(r->method, r->path, r->started_ms)) {
+    snprintf(r->retry_after, sizeof(r->retry_after), "1");
+    emu_reply_error(r, 429, "RESOURCE_EXHAUSTED", NULL,
+                    "Quota exceeded for quota metric 'Job mutation requests' "
+                    "and limit 'Job mutation requests per minute per "
+                    "region'.");
   } else if (kind != EMU_TOKEN && r->body && r->body_len &&
              !(r->json =
                    json_loadb(r->body, r->body_len, JSON_DECODE_ANY, NULL))) {

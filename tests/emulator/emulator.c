@@ -30,6 +30,10 @@
  *                        state change; unset: no pushes.                 [run]
  *   EMU_PUSH_SUBSCRIPTION  the envelope's "subscription".
  *                        Default projects/{EMU_PROJECT}/subscriptions/gpugate.
+ *   EMU_MUTATION_QUOTA   job mutations (create, cancel, delete) a region
+ *                        accepts in any EMU_QUOTA_WINDOW_MS; more answer
+ *                        429 RESOURCE_EXHAUSTED. 6000 (0: unlimited).    [run]
+ *   EMU_QUOTA_WINDOW_MS  the quota's window. 60000.                      [run]
  *   EMU_LOG_LEVEL        debug | info | warn | error. info.
  *   EMU_EXIT_WITH_PARENT true: exit when the process that started us dies
  *                        (tests that fail mid-way leave no emulator behind).

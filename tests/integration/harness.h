@@ -108,7 +108,8 @@ const char *h_header(const struct h_resp *r, const char *name, char *buf,
 
 void h_resp_free(struct h_resp *r);
 
-/* A valid HS256 token for team/role from the test secret (malloc'd). */
+/* A valid HS256 token for team/role from the test secret (malloc'd); team
+ * NULL: no team claim (admin, finance, metrics). */
 char *h_token(const char *team, const char *role, long ttl_s);
 
 /*

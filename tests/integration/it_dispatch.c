@@ -422,7 +422,8 @@ static void check_labels(json_t *labels, const char *where, const char *id,
                     str_is(labels, "cost-center", "ml-platform") &&
                     str_is(labels, "experiment", "sql-tune") &&
                     str_is(labels, "owner", "alice") &&
-                    json_object_size(labels) == 7,
+                    str_is(labels, "gpugate-deployment", "default") &&
+                    json_object_size(labels) == 8,
                 "%s labels: %s", where, dump);
   free(dump);
 }

@@ -22,6 +22,7 @@ static const char *const teams[4] = {"team-a", "team-b", "team-c", "team-d"};
 static struct h_server srv;
 static char db_url[512];
 static char *tokens[4];
+static char *scraper; /* role metrics, no team */
 
 static void setup(void)
 {
@@ -32,6 +33,8 @@ static void setup(void)
   ck_assert_int_eq(h_server_start(&srv, db_url, env), 0);
   for (i = 0; i < 4; i++)
     tokens[i] = h_token(teams[i], "member", 3600);
+  scraper = h_token(NULL, "metrics", 3600);
+  ck_assert_ptr_nonnull(scraper);
 }
 
 static void teardown(void)
@@ -41,6 +44,7 @@ static void teardown(void)
   h_server_stop(&srv);
   for (i = 0; i < 4; i++)
     free(tokens[i]);
+  free(scraper);
 }
 
 /* 2 tasks × (2 CPU, 10 GiB, 2 GPU): 4 GPUs a job. */
@@ -80,14 +84,16 @@ static void api_counts(struct api_counts *c)
   }
 }
 
-/* GET /metrics; returns the body (caller frees). */
+/* GET /metrics with the scraper's token; returns the body (caller
+ * frees). */
 static char *scrape(void)
 {
   struct h_resp r;
   char type[128];
   char *text;
 
-  ck_assert_int_eq(h_request(&srv, "GET", "/metrics", NULL, NULL, NULL, &r), 0);
+  ck_assert_int_eq(h_request(&srv, "GET", "/metrics", scraper, NULL, NULL, &r),
+                   0);
   ck_assert_msg(r.status == 200, "%ld %s", r.status, r.body);
   ck_assert_ptr_nonnull(h_header(&r, "Content-Type", type, sizeof(type)));
   ck_assert_msg(!strncmp(type, "text/plain; version=0.0.4", 25), "%s", type);
@@ -313,10 +319,11 @@ START_TEST(families_match_the_api)
 }
 END_TEST
 
-START_TEST(public_and_get_only)
+START_TEST(token_optional_and_get_only)
 {
   struct h_resp r;
   char allow[64];
+  char *admin = h_token(NULL, "admin", 600);
 
   ck_assert_int_eq(h_request(&srv, "POST", "/metrics", NULL, "{}", NULL, &r),
                    0);
@@ -325,12 +332,46 @@ START_TEST(public_and_get_only)
   ck_assert_str_eq(allow, "GET");
   h_resp_free(&r);
 
-  /* a token is not needed, and a bad one is not looked at */
+  /* no token: the page, without what belongs to teams */
+  ck_assert_int_eq(h_request(&srv, "GET", "/metrics", NULL, NULL, NULL, &r), 0);
+  ck_assert_int_eq(r.status, 200);
+  ck_assert_ptr_nonnull(
+      strstr(r.body, "# TYPE gpugate_http_requests_total counter\n"));
+  ck_assert_ptr_null(strstr(r.body, "gpugate_pending_jobs"));
+  ck_assert_ptr_null(strstr(r.body, "gpugate_team_month_net_cost_usd"));
+  ck_assert_ptr_null(strstr(r.body, "cluster_queue="));
+  h_resp_free(&r);
+
+  /* a token that is sent is checked: a bad one is refused, and a member
+   * token may not read the page */
   ck_assert_int_eq(
       h_request(&srv, "GET", "/metrics", "not-a-token", NULL, NULL, &r), 0);
+  ck_assert(h_is_problem(&r, 401, NULL));
+  h_resp_free(&r);
+  ck_assert_int_eq(
+      h_request(&srv, "GET", "/metrics", tokens[0], NULL, NULL, &r), 0);
+  ck_assert(h_is_problem(&r, 403, NULL));
+  h_resp_free(&r);
+
+  /* admin (with no team claim) and the metrics role see everything */
+  ck_assert_ptr_nonnull(admin);
+  ck_assert_int_eq(h_request(&srv, "GET", "/metrics", admin, NULL, NULL, &r),
+                   0);
   ck_assert_int_eq(r.status, 200);
   ck_assert_ptr_nonnull(strstr(r.body, "# TYPE gpugate_pending_jobs gauge\n"));
   h_resp_free(&r);
+  ck_assert_int_eq(h_request(&srv, "GET", "/metrics", scraper, NULL, NULL, &r),
+                   0);
+  ck_assert_int_eq(r.status, 200);
+  ck_assert_ptr_nonnull(strstr(r.body, "# TYPE gpugate_pending_jobs gauge\n"));
+  h_resp_free(&r);
+
+  /* the metrics role reads nothing else */
+  ck_assert_int_eq(
+      h_request(&srv, "GET", "/v1/flavors", scraper, NULL, NULL, &r), 0);
+  ck_assert(h_is_problem(&r, 403, NULL));
+  h_resp_free(&r);
+  free(admin);
 }
 END_TEST
 
@@ -342,7 +383,7 @@ Suite *metrics_page_suite(void)
   tcase_add_checked_fixture(tc, setup, teardown);
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, families_match_the_api);
-  tcase_add_test(tc, public_and_get_only);
+  tcase_add_test(tc, token_optional_and_get_only);
   suite_add_tcase(s, tc);
   return s;
 }

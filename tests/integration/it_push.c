@@ -32,6 +32,7 @@ static char db_url[512];
 static char secret_file[64];
 static char kid[128];
 static char *member, *admin;
+static int fetches_before; /* GET /oauth2/v3/certs seen after setup */
 
 static void setup(void)
 {
@@ -72,6 +73,7 @@ static void setup(void)
            h_str(json_array_get(json_object_get(certs, "keys"), 0), "kid"));
   json_decref(certs);
   ck_assert_msg(kid[0], "the emulator's JWK set has no kid");
+  fetches_before = -1;
 }
 
 static void teardown(void)
@@ -182,6 +184,23 @@ static long pushes(const char *outcome)
   return v;
 }
 
+/* How many times gpugate fetched the emulator's JWK set. */
+static int jwks_fetches(void)
+{
+  json_t *all = h_call(&emu, "GET", "/emulator/requests", NULL, NULL, 200);
+  json_t *e;
+  size_t i;
+  int n = 0;
+
+  json_array_foreach (json_object_get(all, "requests"), i, e) {
+    const char *m = h_str(e, "method"), *p = h_str(e, "path");
+    if (m && p && !strcmp(m, "GET") && !strcmp(p, "/oauth2/v3/certs"))
+      n++;
+  }
+  json_decref(all);
+  return n;
+}
+
 /* ---- the cases ---- */
 
 START_TEST(google_oidc_push_moves_a_job)
@@ -239,6 +258,9 @@ START_TEST(forged_pushes_refused)
   char *t;
   long before = pushes("unauthorized");
 
+  if (fetches_before < 0)
+    fetches_before = jwks_fetches();
+
   /* the genuine article first: what each forgery changes is all that
    * makes it fail */
   t = sign(&google);
@@ -278,6 +300,10 @@ START_TEST(forged_pushes_refused)
   /* the URL secret still works for local use */
   push("?token=" PUSH_SECRET, NULL, envelope_unknown, 204, "?token= secret");
   ck_assert_int_eq(pushes("unauthorized") - before, 13);
+  /* gpugate fetched the key set once (besides setup's own read): cached
+   * per max-age, and the unknown kid's refetch waits out the 30 s rate
+   * limit instead of following every forged token */
+  ck_assert_int_eq(jwks_fetches() - fetches_before, 1);
 }
 END_TEST
 

@@ -29,8 +29,10 @@ static void setup(void)
   member = h_token("team-a", "member", 3600);
   member_b = h_token("team-b", "member", 3600);
   member_nobody = h_token("team-z", "member", 3600);
-  finance = h_token("finance", "finance", 3600);
-  admin = h_token("platform", "admin", 3600);
+  /* an administrator and a finance analyst belong to no team: the whole
+   * matrix runs with tokens that carry no team claim */
+  finance = h_token(NULL, "finance", 3600);
+  admin = h_token(NULL, "admin", 3600);
   ck_assert(member && member_b && member_nobody && finance && admin);
 }
 
@@ -329,6 +331,30 @@ START_TEST(anonymous_is_401)
 }
 END_TEST
 
+/* `gpugate token` mints admin, finance and metrics tokens without --team
+ * (and they work); a member token still needs one. */
+START_TEST(token_command_without_team)
+{
+  static const char *const roles[] = {"admin", "finance", "metrics"};
+  static const char *const paths[] = {
+      "/v1/cohorts", "/v1/costs?from=2026-08-01&to=2026-08-31", "/metrics"};
+  char out[4096];
+  size_t i;
+
+  for (i = 0; i < 3; i++) {
+    const char *args[] = {"token", "--role", roles[i], NULL};
+    ck_assert_msg(h_gpugate(db_url, args, out, sizeof(out)) == 0, "%s: %s",
+                  roles[i], out);
+    out[strcspn(out, "\n")] = '\0';
+    expect(roles[i], out, "GET", paths[i], NULL, 200);
+  }
+  {
+    const char *args[] = {"token", "--role", "member", NULL};
+    ck_assert_int_ne(h_gpugate(db_url, args, out, sizeof(out)), 0);
+  }
+}
+END_TEST
+
 Suite *roles_suite(void)
 {
   Suite *s = suite_create("roles");
@@ -346,6 +372,7 @@ Suite *roles_suite(void)
   tcase_add_test(tc, admin_reads_everything);
   tcase_add_test(tc, anonymous_is_401);
   tcase_add_test(tc, admin_writes_everything);
+  tcase_add_test(tc, token_command_without_team);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -176,6 +176,45 @@ START_TEST(job_name)
 }
 END_TEST
 
+/* Names gpugate made, and names it did not (the orphan sweep's input). */
+static const struct parse_case {
+  const char *name, *id;
+  int attempt, race_k, rc;
+} parse_cases[] = {
+    {"gpugate-j-01jdq8m2v7x3k9-a1", "j-01jdq8m2v7x3k9", 1, 0, 0},
+    {"projects/p/locations/us-central1/jobs/gpugate-j-01jdq8m2v7x3k9-a12",
+     "j-01jdq8m2v7x3k9", 12, 0, 0},
+    {"gpugate-j-01jdq8m2v7x3k9-a3-r2", "j-01jdq8m2v7x3k9", 3, 2, 0},
+    {"gpugate-j-abc-a2-r10", "j-abc", 2, 10, 0},
+    {"gpugate-x-abar", NULL, 0, 0, -1},   /* issue 11's poison name */
+    {"gpugate-j-abc-a0", NULL, 0, 0, -1}, /* attempts start at 1 */
+    {"gpugate-j-abc-a01", NULL, 0, 0, -1},
+    {"gpugate-j-abc-r1", NULL, 0, 0, -1},
+    {"gpugate--a1", NULL, 0, 0, -1},
+    {"gpugate-a1", NULL, 0, 0, -1},
+    {"other-j-abc-a1", NULL, 0, 0, -1},
+    {"gpugate-j-abc-a1-r0", NULL, 0, 0, -1}, /* r0: not a raced copy */
+    {"gpugate-j-abc-a9999999", NULL, 0, 0, -1},
+    {"", NULL, 0, 0, -1},
+};
+
+START_TEST(job_id_parse)
+{
+  const struct parse_case *tc = &parse_cases[_i];
+  char id[32] = "";
+  int attempt = -1, k = -1;
+
+  ck_assert_msg(batch_job_id_parse(tc->name, id, sizeof(id), &attempt, &k) ==
+                    tc->rc,
+                "%s", tc->name);
+  if (tc->rc == 0) {
+    ck_assert_str_eq(id, tc->id);
+    ck_assert_int_eq(attempt, tc->attempt);
+    ck_assert_int_eq(k, tc->race_k);
+  }
+}
+END_TEST
+
 /* --------------------------------------------------------------- labels */
 
 static const struct label_case {
@@ -492,7 +531,21 @@ START_TEST(body_variants)
   in.cost_center = "";
   b = batch_job_body(&in);
   ck_assert_ptr_null(at(b, "labels.cost-center"));
+  ck_assert_ptr_null(at(b, "labels.gpugate-deployment"));
   json_decref(b);
+
+  /* the deployment label (SPEC §8), on the job and its allocation policy,
+   * which a job's own label of that name cannot override */
+  in.deployment = "staging";
+  json_object_set_new(json_object_get(job, "labels"), "gpugate-deployment",
+                      json_string("production"));
+  b = batch_job_body(&in);
+  ck_assert_str_eq(str_at(b, "labels.gpugate-deployment"), "staging");
+  ck_assert_str_eq(str_at(b, "allocationPolicy.labels.gpugate-deployment"),
+                   "staging");
+  json_decref(b);
+  json_object_del(json_object_get(job, "labels"), "gpugate-deployment");
+  in.deployment = NULL;
 
   /* a CPU-only task on a GPU flavor: no accelerators, drivers still on */
   json_object_set_new(task, "gpu", json_integer(0));
@@ -1534,6 +1587,7 @@ Suite *batch_suite(void)
   tc = tcase_create("job");
   tcase_add_loop_test(tc, job_id, 0, N_OF(id_cases));
   tcase_add_test(tc, job_name);
+  tcase_add_loop_test(tc, job_id_parse, 0, N_OF(parse_cases));
   tcase_add_loop_test(tc, label_sanitize, 0, N_OF(label_cases));
   tcase_add_test(tc, label_keys);
   tcase_add_loop_test(tc, body_models, 0, N_OF(body_cases));

@@ -23,6 +23,7 @@
 #include <jansson.h>
 
 #include "server/config.h"
+#include "server/connlimit.h"
 #include "server/problem.h"
 #include "server/req.h"
 
@@ -525,6 +526,88 @@ START_TEST(read_file)
 }
 END_TEST
 
+/* The Batch footprint: GPUGATE_DEPLOYMENT and the shared mutation budget
+ * (which must stay within Batch's 6,000 a minute per region). */
+static const struct {
+  const char *env[2]; /* "NAME=value" */
+  const char *deployment;
+  long rate, burst;
+  const char *bad_var; /* NULL: accepted */
+} footprint_cases[] = {
+    {{NULL}, "default", 98, 30, NULL},
+    {{"GPUGATE_DEPLOYMENT=staging"}, "staging", 98, 30, NULL},
+    {{"GPUGATE_DEPLOYMENT=prod_eu-1"}, "prod_eu-1", 98, 30, NULL},
+    {{"GPUGATE_DEPLOYMENT=" X16 X16 X16 "xxxxxxxxxxxxxxx"}, /* 63 */
+     X16 X16 X16 "xxxxxxxxxxxxxxx",
+     98,
+     30,
+     NULL},
+    {{"GPUGATE_BATCH_MUTATIONS_PER_S=10", "GPUGATE_BATCH_MUTATIONS_BURST=100"},
+     "default",
+     10,
+     100,
+     NULL},
+    {{"GPUGATE_BATCH_MUTATIONS_PER_S=1", "GPUGATE_BATCH_MUTATIONS_BURST=5940"},
+     NULL,
+     0,
+     0,
+     "GPUGATE_BATCH_MUTATIONS_BURST"},
+    {{"GPUGATE_BATCH_MUTATIONS_PER_S=1", "GPUGATE_BATCH_MUTATIONS_BURST=5939"},
+     "default",
+     1,
+     5939,
+     NULL}, /* 5,939 + 60.75 = 5,999.75 */
+    {{"GPUGATE_DEPLOYMENT=Staging"}, NULL, 0, 0, "GPUGATE_DEPLOYMENT"},
+    {{"GPUGATE_DEPLOYMENT=a b"}, NULL, 0, 0, "GPUGATE_DEPLOYMENT"},
+    {{"GPUGATE_DEPLOYMENT=a=b"}, NULL, 0, 0, "GPUGATE_DEPLOYMENT"},
+    {{"GPUGATE_DEPLOYMENT=" X64}, NULL, 0, 0, "GPUGATE_DEPLOYMENT"},
+    {{"GPUGATE_BATCH_MUTATIONS_PER_S=99"},
+     NULL,
+     0,
+     0,
+     "GPUGATE_BATCH_MUTATIONS_PER_S"}, /* 99 × 60.75 > 6,000 */
+    {{"GPUGATE_BATCH_MUTATIONS_PER_S=0"},
+     NULL,
+     0,
+     0,
+     "GPUGATE_BATCH_MUTATIONS_PER_S"},
+    {{"GPUGATE_BATCH_MUTATIONS_BURST=0"},
+     NULL,
+     0,
+     0,
+     "GPUGATE_BATCH_MUTATIONS_BURST"},
+    {{"GPUGATE_BATCH_MUTATIONS_BURST=60"},
+     NULL,
+     0,
+     0,
+     "GPUGATE_BATCH_MUTATIONS_BURST"}, /* 60 + 98 × 60.75 > 6,000 */
+};
+
+START_TEST(footprint)
+{
+  struct config cfg;
+  char err[256] = "";
+  int i, rc;
+
+  clear_env();
+  for (i = 0; i < 2 && footprint_cases[_i].env[i]; i++)
+    set_env(footprint_cases[_i].env[i]);
+  rc = config_load(&cfg, err, sizeof(err));
+  if (footprint_cases[_i].bad_var) {
+    ck_assert_msg(rc == -1, "case %d: accepted", _i);
+    ck_assert_msg(strstr(err, footprint_cases[_i].bad_var) != NULL,
+                  "case %d: \"%s\" does not name %s", _i, err,
+                  footprint_cases[_i].bad_var);
+  } else {
+    ck_assert_msg(rc == 0, "case %d: %s", _i, err);
+    ck_assert_str_eq(cfg.deployment, footprint_cases[_i].deployment);
+    ck_assert_int_eq(cfg.batch_mutations_per_s, footprint_cases[_i].rate);
+    ck_assert_int_eq(cfg.batch_mutations_burst, footprint_cases[_i].burst);
+  }
+  config_free(&cfg);
+}
+END_TEST
+
 /* -------------------------------------------------------------- problem */
 
 static const struct {
@@ -701,6 +784,150 @@ START_TEST(record)
 }
 END_TEST
 
+/* ------------------------------------------------- connections (§8) */
+
+/* The connection settings of cfg as one line. */
+static void describe_conn(const struct config *c, char *out, size_t outlen)
+{
+  size_t used = 0;
+
+  out[0] = '\0';
+  CAT("max=%ld per_client=%ld header=%ld body=%ld upload=%ld uploads=%ld "
+      "metrics=%s:%u",
+      c->http_max_connections, c->http_max_connections_per_client,
+      c->http_header_timeout_s, c->http_body_timeout_s,
+      c->http_upload_timeout_s, c->http_max_uploads_per_role,
+      c->metrics_listen_host, (unsigned)c->metrics_listen_port);
+}
+
+#define CONN_DEFAULTS                                                          \
+  "max=0 per_client=256 header=10 body=30 upload=600 uploads=2 metrics=:0"
+
+static const struct {
+  const char *env[3]; /* "NAME=value" */
+  const char *want;   /* the whole describe_conn() line */
+} conn_good[] = {
+    {{NULL}, CONN_DEFAULTS},
+    {{"GPUGATE_HTTP_MAX_CONNECTIONS="}, CONN_DEFAULTS}, /* empty: default */
+    {{"GPUGATE_HTTP_MAX_CONNECTIONS=5000"},
+     "max=5000 per_client=256 header=10 body=30 upload=600 uploads=2 "
+     "metrics=:0"},
+    {{"GPUGATE_HTTP_MAX_CONNECTIONS=0"}, CONN_DEFAULTS}, /* 0: fd limit */
+    {{"GPUGATE_HTTP_MAX_CONNECTIONS_PER_CLIENT=0"},      /* no per-client cap */
+     "max=0 per_client=0 header=10 body=30 upload=600 uploads=2 metrics=:0"},
+    {{"GPUGATE_HTTP_MAX_CONNECTIONS_PER_CLIENT=16777216"},
+     "max=0 per_client=16777216 header=10 body=30 upload=600 uploads=2 "
+     "metrics=:0"},
+    {{"GPUGATE_HTTP_HEADER_TIMEOUT_S=1", "GPUGATE_HTTP_BODY_TIMEOUT_S=3600"},
+     "max=0 per_client=256 header=1 body=3600 upload=600 uploads=2 "
+     "metrics=:0"},
+    {{"GPUGATE_HTTP_UPLOAD_TIMEOUT_S=86400",
+      "GPUGATE_HTTP_MAX_UPLOADS_PER_ROLE=256"},
+     "max=0 per_client=256 header=10 body=30 upload=86400 uploads=256 "
+     "metrics=:0"},
+    {{"GPUGATE_METRICS_LISTEN=0.0.0.0:9090"},
+     "max=0 per_client=256 header=10 body=30 upload=600 uploads=2 "
+     "metrics=0.0.0.0:9090"},
+    {{"GPUGATE_METRICS_LISTEN=localhost:0"},
+     "max=0 per_client=256 header=10 body=30 upload=600 uploads=2 "
+     "metrics=localhost:0"},
+    {{"GPUGATE_METRICS_LISTEN="}, CONN_DEFAULTS},
+};
+
+START_TEST(conn_good_case)
+{
+  struct config cfg;
+  char err[256] = "", line[512];
+  int i;
+
+  clear_env();
+  for (i = 0; i < 3 && conn_good[_i].env[i]; i++)
+    set_env(conn_good[_i].env[i]);
+  ck_assert_msg(config_load(&cfg, err, sizeof(err)) == 0, "case %d: %s", _i,
+                err);
+  describe_conn(&cfg, line, sizeof(line));
+  ck_assert_msg(!strcmp(line, conn_good[_i].want),
+                "case %d:\n  got  %s\n  want %s", _i, line, conn_good[_i].want);
+  config_free(&cfg);
+}
+END_TEST
+
+static const struct {
+  const char *env; /* "NAME=value"; the error must name NAME */
+} conn_bad[] = {
+    {"GPUGATE_HTTP_MAX_CONNECTIONS=-1"},
+    {"GPUGATE_HTTP_MAX_CONNECTIONS=16777217"},
+    {"GPUGATE_HTTP_MAX_CONNECTIONS=lots"},
+    {"GPUGATE_HTTP_MAX_CONNECTIONS=10k"},
+    {"GPUGATE_HTTP_MAX_CONNECTIONS_PER_CLIENT=-5"},
+    {"GPUGATE_HTTP_MAX_CONNECTIONS_PER_CLIENT=1.5"},
+    {"GPUGATE_HTTP_HEADER_TIMEOUT_S=0"},
+    {"GPUGATE_HTTP_HEADER_TIMEOUT_S=3601"},
+    {"GPUGATE_HTTP_HEADER_TIMEOUT_S=10s"},
+    {"GPUGATE_HTTP_BODY_TIMEOUT_S=0"},
+    {"GPUGATE_HTTP_BODY_TIMEOUT_S=99999999999999999999"},
+    {"GPUGATE_HTTP_UPLOAD_TIMEOUT_S=0"},
+    {"GPUGATE_HTTP_UPLOAD_TIMEOUT_S=86401"},
+    {"GPUGATE_HTTP_MAX_UPLOADS_PER_ROLE=0"},
+    {"GPUGATE_HTTP_MAX_UPLOADS_PER_ROLE=257"},
+    {"GPUGATE_METRICS_LISTEN=9090"},
+    {"GPUGATE_METRICS_LISTEN=:9090"},
+    {"GPUGATE_METRICS_LISTEN=0.0.0.0:"},
+    {"GPUGATE_METRICS_LISTEN=0.0.0.0:65536"},
+    {"GPUGATE_METRICS_LISTEN=" X64 ":9090"},
+};
+
+START_TEST(conn_bad_case)
+{
+  struct config cfg;
+  char err[256] = "", name[64];
+
+  snprintf(name, sizeof(name), "%.*s", (int)strcspn(conn_bad[_i].env, "="),
+           conn_bad[_i].env);
+  clear_env();
+  set_env(conn_bad[_i].env);
+  ck_assert_msg(config_load(&cfg, err, sizeof(err)) == -1,
+                "case %d (%s): accepted", _i, conn_bad[_i].env);
+  ck_assert_msg(strstr(err, name) != NULL, "case %d: \"%s\" does not name %s",
+                _i, err, name);
+  ck_assert_msg(strchr(err, '\n') == NULL, "case %d: \"%s\"", _i, err);
+  config_free(&cfg);
+}
+END_TEST
+
+/* The total cap: configured, or the fd limit less what the process needs
+ * besides connections; a configured cap the fd limit cannot hold is an
+ * error naming the variable. */
+static const struct {
+  long configured, nofile, pool, threads;
+  long want; /* -1: refused */
+} total_cases[] = {
+    {0, 20000, 8, 8, 20000 - CONNLIMIT_FD_RESERVE - 16 - 32},
+    {0, 1048576, 8, 8, 1048576 - CONNLIMIT_FD_RESERVE - 48},
+    {0, 1024, 8, 8, 1024 - CONNLIMIT_FD_RESERVE - 48},
+    {0, 1024, 256, 256, 16}, /* nothing left: the floor */
+    {0, 100, 1, 1, 16},
+    {5000, 20000, 8, 8, 5000},
+    {19824, 20000, 8, 8, 19824}, /* exactly what fits */
+    {19825, 20000, 8, 8, -1},    /* one more does not */
+    {5000, 1024, 8, 8, -1},
+};
+
+START_TEST(total_case)
+{
+  char err[256] = "";
+  long got = connlimit_total(total_cases[_i].configured, total_cases[_i].nofile,
+                             total_cases[_i].pool, total_cases[_i].threads, err,
+                             sizeof(err));
+
+  ck_assert_msg(got == total_cases[_i].want, "case %d: %ld, want %ld (%s)", _i,
+                got, total_cases[_i].want, err);
+  if (got < 0)
+    ck_assert_msg(strstr(err, "GPUGATE_HTTP_MAX_CONNECTIONS") != NULL,
+                  "case %d: \"%s\"", _i, err);
+}
+END_TEST
+
 /* The config suite: GPUGATE_* variables, and the problem module. */
 Suite *config_suite(void)
 {
@@ -716,6 +943,13 @@ Suite *config_suite(void)
   tcase_add_test(tc, error_bounded);
   tcase_add_test(tc, capacity_window_grace);
   tcase_add_test(tc, read_file);
+  tcase_add_loop_test(tc, footprint, 0, N_OF(footprint_cases));
+  suite_add_tcase(s, tc);
+
+  tc = tcase_create("connections");
+  tcase_add_loop_test(tc, conn_good_case, 0, N_OF(conn_good));
+  tcase_add_loop_test(tc, conn_bad_case, 0, N_OF(conn_bad));
+  tcase_add_loop_test(tc, total_case, 0, N_OF(total_cases));
   suite_add_tcase(s, tc);
 
   tc = tcase_create("problem");

@@ -339,6 +339,55 @@ START_TEST(well_formed)
 END_TEST
 
 /* Each family keeps at most METRICS_MAX_SERIES label sets. */
+/* The page without a token: nothing of a team (spend, cluster queues),
+ * the rest as in the full page; connection counters render. */
+START_TEST(public_view)
+{
+  char *full, *pub;
+  static const char *const hidden[] = {"gpugate_team_month_net_cost_usd",
+                                       "gpugate_pending_jobs",
+                                       "gpugate_admitted_jobs_total",
+                                       "gpugate_evicted_jobs_total",
+                                       "gpugate_cluster_queue_usage",
+                                       "gpugate_cluster_queue_nominal_quota",
+                                       "gpugate_cluster_queue_borrowing_limit",
+                                       "team-a",
+                                       "cq-a",
+                                       "12.34"};
+  size_t i;
+
+  metrics_reset();
+  http_calls();
+  counter_calls();
+  gauge_calls();
+  cost_calls();
+  metrics_conn_refused("per_client");
+  metrics_conn_refused("per_client");
+  metrics_conn_refused("total");
+  metrics_conn_timed_out("headers");
+  metrics_conn_open(7);
+  full = metrics_render();
+  pub = metrics_render_public();
+  ck_assert_ptr_nonnull(full);
+  ck_assert_ptr_nonnull(pub);
+  for (i = 0; i < sizeof(hidden) / sizeof(hidden[0]); i++) {
+    ck_assert_msg(strstr(full, hidden[i]) != NULL, "full lacks %s", hidden[i]);
+    ck_assert_msg(strstr(pub, hidden[i]) == NULL, "public shows %s", hidden[i]);
+  }
+  ck_assert(has_block(pub, "gpugate_billing_rows_ingested_total 7\n"));
+  ck_assert(has_block(pub, "gpugate_http_connections_refused_total{reason="
+                           "\"per_client\"} 2\n"
+                           "gpugate_http_connections_refused_total{reason="
+                           "\"total\"} 1\n"));
+  ck_assert(has_block(pub, "gpugate_http_connections_timed_out_total{phase="
+                           "\"headers\"} 1\n"));
+  ck_assert(has_block(pub, "gpugate_http_open_connections 7\n"));
+  free(full);
+  free(pub);
+  metrics_reset();
+}
+END_TEST
+
 START_TEST(bounded_series)
 {
   char route[64], *text, *p;
@@ -409,6 +458,7 @@ Suite *metrics_suite(void)
   tcase_add_loop_test(tc, render_table, 0,
                       (int)(sizeof(cases) / sizeof(cases[0])));
   tcase_add_test(tc, well_formed);
+  tcase_add_test(tc, public_view);
   tcase_add_test(tc, bounded_series);
   tcase_add_test(tc, oversized_labels_dropped);
   tcase_add_test(tc, process_metrics);

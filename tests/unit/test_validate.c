@@ -482,7 +482,7 @@ START_TEST(cursor_tampered)
 {
   static const char alphabet[] =
       "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  char c[V_CURSOR_MAX], t[V_CURSOR_MAX], pos[130];
+  char c[V_CURSOR_MAX], t[V_CURSOR_MAX + 8], pos[130];
   size_t i, n, k;
 
   ck_assert_int_eq(cursor_seal(key_a, SCOPE_A, "12345", iv0, c, sizeof(c)), 0);

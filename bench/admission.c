@@ -1,0 +1,202 @@
+/*
+ * bench/admission.c — admission cycles against PostgreSQL with 100,000
+ * pending jobs (not a test; bench/admission.sh runs it).
+ *
+ * The leader's own code (server/admission.c) on its own connection, on a
+ * database holding one flavor, one cluster queue (8 GPUs, full after the
+ * first cycle) and BENCH_ADM_PENDING (100,000) pending 1-GPU jobs of three
+ * priorities, inserted in one statement:
+ *
+ *   load    — the first cycle: the full read of the state, one scheduler
+ *             run and its decisions (8 admissions, 100,000 reasons), then
+ *             the cycles that follow until nothing changes, and the first
+ *             publication of every queue position;
+ *   idle    — IDLE_CYCLES cycles with nothing new (lock, change feed,
+ *             commit): the cost of an admission cycle while nothing
+ *             happens, whatever the backlog;
+ *   +1,000  — NEW_ROUNDS times: 1,000 new pending jobs inserted (one
+ *             statement, as submissions would), then the cycle that sees
+ *             them (feed, scheduler on the whole backlog, 1,000 reasons
+ *             written in one statement), the cycle after it (its own
+ *             writes read back), and the publication of the new jobs'
+ *             positions.
+ *
+ * Prints p50 and p99 (and max) of wall time and of this thread's CPU time
+ * per cycle, in milliseconds. Usage: bench_admission DATABASE_URL.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "db/db.h"
+#include "server/admission.h"
+
+#define IDLE_CYCLES 300
+#define NEW_ROUNDS 15
+#define NEW_JOBS 1000
+
+static double clock_ms(clockid_t id)
+{
+  struct timespec ts;
+
+  clock_gettime(id, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+
+  return (x > y) - (x < y);
+}
+
+static double pct(double *v, int n, double p)
+{
+  int i = (int)(p * (double)(n - 1) + 0.5);
+
+  qsort(v, (size_t)n, sizeof(*v), cmp_double);
+  return v[i < n ? i : n - 1];
+}
+
+static const char sql_insert[] =
+    "INSERT INTO jobs (id, team, queue, cluster_queue, name, "
+    "priority_class, priority, can_preempt, state, gpu, cpu_milli, "
+    "memory_mib, max_run_duration_s, spec) "
+    "SELECT 'j-bench' || lpad(g::text, 9, '0'), 'bench', 'q', 'cq', "
+    "'bench', 'default', (g % 3) * 10, false, 'PENDING', 1, 1000, 1024, "
+    "3600, '{}'::json FROM generate_series($1::int, $2::int) g";
+
+static void insert(struct db_conn *c, int from, int to)
+{
+  char a[16], b[16], err[256];
+  const char *params[2] = {a, b};
+
+  snprintf(a, sizeof(a), "%d", from);
+  snprintf(b, sizeof(b), "%d", to);
+  if (db_run(c, sql_insert, 2, params, NULL, err, sizeof(err))) {
+    fprintf(stderr, "bench_admission: insert: %s\n", err);
+    exit(1);
+  }
+}
+
+/* One cycle; its wall and CPU time in ms. Exits on failure. */
+static int cycle(struct admission *a, struct db_conn *c, double *wall,
+                 double *cpu, struct admission_result *r)
+{
+  char err[256] = "";
+  double w0 = clock_ms(CLOCK_MONOTONIC), c0 = clock_ms(CLOCK_THREAD_CPUTIME_ID);
+  int rc = admission_cycle(a, c, r, err, sizeof(err));
+
+  *wall = clock_ms(CLOCK_MONOTONIC) - w0;
+  *cpu = clock_ms(CLOCK_THREAD_CPUTIME_ID) - c0;
+  if (rc < 0) {
+    fprintf(stderr, "bench_admission: cycle failed: %s\n", err);
+    exit(1);
+  }
+  return rc;
+}
+
+static double publish(struct admission *a, struct db_conn *c)
+{
+  char err[256] = "";
+  double w0 = clock_ms(CLOCK_MONOTONIC);
+
+  if (admission_publish(a, c, 1000000, err, sizeof(err)) < 0) {
+    fprintf(stderr, "bench_admission: publish failed: %s\n", err);
+    exit(1);
+  }
+  return clock_ms(CLOCK_MONOTONIC) - w0;
+}
+
+static void row(const char *what, double *wall, double *cpu, int n)
+{
+  double w50 = pct(wall, n, 0.5), w99 = pct(wall, n, 0.99), wmax = wall[n - 1];
+  double c50 = pct(cpu, n, 0.5), c99 = pct(cpu, n, 0.99);
+
+  printf("%-34s %5d %9.3f %9.3f %9.3f %9.3f %9.3f\n", what, n, w50, w99, wmax,
+         c50, c99);
+}
+
+int main(int argc, char **argv)
+{
+  static double wall[IDLE_CYCLES], cpu[IDLE_CYCLES];
+  double nw[NEW_ROUNDS], nc[NEW_ROUNDS], fw[NEW_ROUNDS], fc[NEW_ROUNDS],
+      pw[NEW_ROUNDS];
+  struct db_conn c = {0};
+  struct admission *a = admission_new(false, 600);
+  struct admission_result r;
+  char err[256];
+  const char *env = getenv("BENCH_ADM_PENDING");
+  int pending = env ? (int)strtol(env, NULL, 10) : 100000;
+  double w, cp, load_w, load_c, settle_w = 0, pub_w;
+  int i, k, next;
+
+  if (argc != 2 || !a || pending <= 0) {
+    fprintf(stderr, "usage: bench_admission DATABASE_URL\n");
+    return 2;
+  }
+  c.pg = db_connect(argv[1], err, sizeof(err));
+  if (!c.pg) {
+    fprintf(stderr, "bench_admission: %s\n", err);
+    return 1;
+  }
+  insert(&c, 1, pending);
+  next = pending + 1;
+
+  cycle(a, &c, &load_w, &load_c, &r);
+  settle_w = load_w;
+  for (k = 0; k < 20 && cycle(a, &c, &w, &cp, &r) != 0; k++)
+    settle_w += w;
+  settle_w += w;
+  pub_w = publish(a, &c);
+
+  for (i = 0; i < IDLE_CYCLES; i++) {
+    cycle(a, &c, &wall[i], &cpu[i], &r);
+    if (r.ran || r.changed) {
+      fprintf(stderr, "bench_admission: an idle cycle saw changes\n");
+      return 1;
+    }
+  }
+
+  for (i = 0; i < NEW_ROUNDS; i++) {
+    insert(&c, next, next + NEW_JOBS - 1);
+    next += NEW_JOBS;
+    cycle(a, &c, &nw[i], &nc[i], &r);
+    if (r.changed != NEW_JOBS) {
+      fprintf(stderr, "bench_admission: the feed brought %d of %d jobs\n",
+              r.changed, NEW_JOBS);
+      return 1;
+    }
+    fw[i] = fc[i] = 0;
+    for (k = 0; k < 20; k++) {
+      int again = cycle(a, &c, &w, &cp, &r);
+      fw[i] += w;
+      fc[i] += cp;
+      if (!again)
+        break;
+    }
+    pw[i] = publish(a, &c);
+  }
+
+  printf("admission cycles, %d pending jobs in one cluster queue, %d jobs "
+         "in memory\n",
+         pending, admission_jobs(a));
+  printf("%-34s %5s %9s %9s %9s %9s %9s\n", "ms", "n", "wall p50", "wall p99",
+         "wall max", "CPU p50", "CPU p99");
+  printf("%-34s %5d %9.1f %9s %9s %9.1f %9s\n", "load: first cycle (full read)",
+         1, load_w, "-", "-", load_c, "-");
+  printf("%-34s %5d %9.1f %9s %9s %9s %9s\n", "load: until settled", 1,
+         settle_w, "-", "-", "-", "-");
+  printf("%-34s %5d %9.1f %9s %9s %9s %9s\n", "load: publish all positions", 1,
+         pub_w, "-", "-", "-", "-");
+  row("idle cycle (nothing new)", wall, cpu, IDLE_CYCLES);
+  row("+1,000 new: the cycle that sees them", nw, nc, NEW_ROUNDS);
+  row("+1,000 new: the cycle after", fw, fc, NEW_ROUNDS);
+  for (i = 0; i < NEW_ROUNDS; i++)
+    nc[i] = 0;
+  row("+1,000 new: publish positions", pw, nc, NEW_ROUNDS);
+  admission_free(a);
+  PQfinish(c.pg);
+  return 0;
+}

@@ -1,0 +1,649 @@
+/*
+ * sched_state.c (db) — the SQL that keeps the admission leader's state in
+ * memory current: one full read of the active jobs when it becomes leader
+ * (and at reconciliation), then only the rows written since (0007's
+ * change_xid), and the queue positions it publishes.
+ *
+ * Watermark: a read returns, with its rows, the xmin of its own snapshot.
+ * Every transaction that was invisible to that read — in flight, or not
+ * yet begun — has an id ≥ that xmin, so the next read's
+ * "change_xid >= xmin" sees each of them once committed, in whatever
+ * order they commit. Rows already held (same change_xid) are skipped.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "db/sched_state.h"
+
+/* clang-format off */
+#define JOB_COLS                                                               \
+  "id, attempt, cluster_queue, team, priority, can_preempt, "                  \
+  "(extract(epoch FROM created_at) * 1000000)::bigint, seq, gpu, cpu_milli, "  \
+  "memory_mib, coalesce(flavor, ''), "                                         \
+  "coalesce(extract(epoch FROM admitted_at)::bigint, 0), state, "              \
+  "coalesce(estimated_cost_usd, 0)::float8, coalesce(reason, ''), "            \
+  "max_run_duration_s, locations, "                                            \
+  "coalesce((extract(epoch FROM backoff_until) * 1000000)::bigint, 0), "       \
+  "queue, coalesce(change_xid::text, '0'), "                                   \
+  "state IN ('PENDING', 'ADMITTED', 'QUEUED', 'RUNNING', 'EVICTING') AS active"
+
+/* One row even when no job matches: the snapshot's xmin, now and the
+ * configuration version, then the jobs (NULL id: none). */
+#define READ(cond)                                                             \
+  "SELECT x.xmin::text, x.now_s, x.now_us, x.version, j.* FROM (SELECT "       \
+  "pg_snapshot_xmin(pg_current_snapshot()), "                                  \
+  "floor(extract(epoch FROM now()))::bigint, "                                \
+  "(extract(epoch FROM now()) * 1000000)::bigint, "                            \
+  "(SELECT version FROM admission_config_version WHERE id = 1)) "              \
+  "x(xmin, now_s, now_us, version) LEFT JOIN LATERAL (SELECT " JOB_COLS        \
+  " FROM jobs WHERE " cond ") j ON true"
+/* clang-format on */
+
+static const char sql_full[] =
+    READ("state IN ('PENDING', 'ADMITTED', 'QUEUED', 'RUNNING', 'EVICTING')");
+
+static const char sql_feed[] = READ("change_xid >= $1::xid8");
+
+enum {
+  F_XMIN,
+  F_NOW_S,
+  F_NOW_US,
+  F_VERSION,
+  F_ID,
+  F_ATTEMPT,
+  F_CQ,
+  F_TEAM,
+  F_PRIO,
+  F_PREEMPT,
+  F_CREATED,
+  F_SEQ,
+  F_GPU,
+  F_CPU,
+  F_MEM,
+  F_FLAVOR,
+  F_ADMITTED_AT,
+  F_STATE,
+  F_EST,
+  F_REASON,
+  F_MAX_RUN,
+  F_LOCS,
+  F_BACKOFF,
+  F_QUEUE,
+  F_XID,
+  F_ACTIVE
+};
+
+static int64_t num(const PGresult *r, int row, int col)
+{
+  return strtoll(PQgetvalue(r, row, col), NULL, 10);
+}
+
+static void copy(char *dst, size_t n, const PGresult *r, int row, int col)
+{
+  snprintf(dst, n, "%s", PQgetvalue(r, row, col));
+}
+
+/* Row → job; locations borrowed from the result (put() copies them). */
+static void job_of(const PGresult *r, int row, struct sched_state_job *j)
+{
+  memset(j, 0, sizeof(*j));
+  copy(j->id, sizeof(j->id), r, row, F_ID);
+  j->attempt = (int)num(r, row, F_ATTEMPT);
+  copy(j->state, sizeof(j->state), r, row, F_STATE);
+  copy(j->reason, sizeof(j->reason), r, row, F_REASON);
+  copy(j->team, sizeof(j->team), r, row, F_TEAM);
+  copy(j->queue, sizeof(j->queue), r, row, F_QUEUE);
+  copy(j->cq, sizeof(j->cq), r, row, F_CQ);
+  copy(j->flavor, sizeof(j->flavor), r, row, F_FLAVOR);
+  j->priority = (int32_t)num(r, row, F_PRIO);
+  j->can_preempt = PQgetvalue(r, row, F_PREEMPT)[0] == 't';
+  j->created_at = num(r, row, F_CREATED);
+  j->seq = num(r, row, F_SEQ);
+  j->request[SCHED_GPU] = num(r, row, F_GPU);
+  j->request[SCHED_CPU] = num(r, row, F_CPU);
+  j->request[SCHED_MEM] = num(r, row, F_MEM);
+  j->admitted_at = num(r, row, F_ADMITTED_AT);
+  j->backoff_until = num(r, row, F_BACKOFF);
+  j->max_run_s = num(r, row, F_MAX_RUN);
+  j->estimated_cost = strtod(PQgetvalue(r, row, F_EST), NULL);
+  j->locations =
+      PQgetisnull(r, row, F_LOCS) ? NULL : PQgetvalue(r, row, F_LOCS);
+  j->change_xid = strtoull(PQgetvalue(r, row, F_XID), NULL, 10);
+}
+
+static void header_of(const PGresult *r, struct db_feed *f)
+{
+  f->xmin = strtoull(PQgetvalue(r, 0, F_XMIN), NULL, 10);
+  f->now_s = num(r, 0, F_NOW_S);
+  f->now_us = num(r, 0, F_NOW_US);
+  f->config_version = num(r, 0, F_VERSION);
+}
+
+int db_sched_state_load(struct db_conn *c, struct sched_state *st,
+                        struct db_feed *f, char *err, size_t errlen)
+{
+  PGresult *res = db_query(c, sql_full, 0, NULL, err, errlen);
+  struct sched_state_job j;
+  int i;
+
+  sched_state_free(st);
+  memset(f, 0, sizeof(*f));
+  if (!res)
+    return -1;
+  header_of(res, f);
+  for (i = 0; i < PQntuples(res); i++) {
+    if (PQgetisnull(res, i, F_ID))
+      continue;
+    job_of(res, i, &j);
+    if (sched_state_put(st, &j) < 0) {
+      snprintf(err, errlen, "out of memory");
+      sched_state_free(st);
+      PQclear(res);
+      return -1;
+    }
+    f->changed++;
+    f->material++;
+  }
+  PQclear(res);
+  return 0;
+}
+
+/* New differs from held only in its pending reason (and so its
+ * change_xid): the leader's own reasons coming back. */
+static bool reason_only(const struct sched_state_job *held,
+                        const struct sched_state_job *new_)
+{
+  struct sched_state_job h = *held;
+
+  snprintf(h.reason, sizeof(h.reason), "%s", new_->reason);
+  h.change_xid = new_->change_xid;
+  return sched_state_job_equal(&h, new_);
+}
+
+int db_sched_state_feed(struct db_conn *c, struct sched_state *st,
+                        uint64_t xmin, struct db_feed *f, char *err,
+                        size_t errlen)
+{
+  char x[24];
+  const char *params[1] = {x};
+  PGresult *res;
+  struct sched_state_job j;
+  int i, k;
+
+  memset(f, 0, sizeof(*f));
+  snprintf(x, sizeof(x), "%llu", (unsigned long long)xmin);
+  if (!(res = db_query(c, sql_feed, 1, params, err, errlen)))
+    return -1;
+  header_of(res, f);
+  for (i = 0; i < PQntuples(res); i++) {
+    if (PQgetisnull(res, i, F_ID))
+      continue;
+    k = sched_state_find(st, PQgetvalue(res, i, F_ID));
+    if (PQgetvalue(res, i, F_ACTIVE)[0] != 't') {
+      if (k >= 0) {
+        sched_state_remove(st, PQgetvalue(res, i, F_ID));
+        f->changed++;
+        f->material++;
+      }
+      continue;
+    }
+    if (k >= 0 &&
+        st->jobs[k].change_xid == strtoull(PQgetvalue(res, i, F_XID), NULL, 10))
+      continue;
+    job_of(res, i, &j);
+    if (k < 0 || !reason_only(&st->jobs[k], &j))
+      f->material++;
+    if (sched_state_put(st, &j) < 0) {
+      snprintf(err, errlen, "out of memory");
+      PQclear(res);
+      return -1;
+    }
+    f->changed++;
+  }
+  PQclear(res);
+  return 0;
+}
+
+#define ALLOC(ptr, n) ((ptr) = calloc((size_t)(n) + 1, sizeof(*(ptr))))
+
+void db_sched_state_run_free(struct db_sched *run)
+{
+  free(run->teams);
+  free(run->admitted);
+  free(run->admitted_ids);
+  free(run->admitted_attempt);
+  free(run->admitted_state);
+  free(run->pending);
+  free(run->pending_ids);
+  free(run->pending_attempt);
+  free(run->pending_reason);
+  free(run->pending_max_run_s);
+  json_decref(run->pending_locations);
+  memset(run, 0, sizeof(*run));
+}
+
+/* The scheduler's view of job j (indices into cfg), or -1 when its
+ * cluster queue is unknown (deleted meanwhile). */
+static int sched_job_of(const struct db_sched *cfg,
+                        const struct sched_state_job *j, struct sched_job *sj)
+{
+  int r;
+
+  memset(sj, 0, sizeof(*sj));
+  sj->cq = db_sched_find((const char(*)[DB_NAME_LEN])cfg->cq_names,
+                         cfg->in.n_cqs, j->cq);
+  sj->team = db_sched_find((const char(*)[DB_NAME_LEN])cfg->team_names,
+                           cfg->in.n_teams, j->team);
+  sj->priority = j->priority;
+  sj->can_preempt = j->can_preempt;
+  sj->created_at = j->created_at;
+  sj->seq = j->seq;
+  for (r = 0; r < SCHED_NRES; r++)
+    sj->request[r] = j->request[r];
+  sj->flavor = -1;
+  return sj->cq < 0 ? -1 : 0;
+}
+
+int db_sched_state_build(const struct sched_state *st,
+                         const struct db_sched *cfg, int64_t now_s,
+                         int64_t now_us, struct db_sched *run,
+                         int64_t *next_backoff_us)
+{
+  json_t *empty = json_array();
+  int i, na = 0, np = 0;
+
+  *run = *cfg; /* the configuration, borrowed */
+  run->teams = NULL;
+  run->admitted = NULL;
+  run->admitted_ids = NULL;
+  run->admitted_attempt = NULL;
+  run->admitted_state = NULL;
+  run->pending = NULL;
+  run->pending_ids = NULL;
+  run->pending_attempt = NULL;
+  run->pending_reason = NULL;
+  run->pending_max_run_s = NULL;
+  run->pending_locations = json_array();
+  *next_backoff_us = 0;
+  run->in.now = now_s;
+  if (!empty || !run->pending_locations ||
+      !ALLOC(run->teams, cfg->in.n_teams) || !ALLOC(run->admitted, st->n) ||
+      !ALLOC(run->admitted_ids, st->n) ||
+      !ALLOC(run->admitted_attempt, st->n) ||
+      !ALLOC(run->admitted_state, st->n) || !ALLOC(run->pending, st->n) ||
+      !ALLOC(run->pending_ids, st->n) || !ALLOC(run->pending_attempt, st->n) ||
+      !ALLOC(run->pending_reason, st->n) ||
+      !ALLOC(run->pending_max_run_s, st->n))
+    goto oom;
+  if (cfg->in.n_teams)
+    memcpy(run->teams, cfg->teams,
+           (size_t)cfg->in.n_teams * sizeof(*run->teams));
+
+  for (i = 0; i < st->n; i++) {
+    const struct sched_state_job *j = &st->jobs[i];
+    struct sched_job *sj;
+    json_t *locs;
+
+    if (!sched_state_pending(j)) {
+      sj = &run->admitted[na];
+      if (sched_job_of(cfg, j, sj) == 0) {
+        /* as db_sched_load: the estimate counts even when the flavor or
+         * CQ is gone */
+      }
+      if (sj->team >= 0)
+        run->teams[sj->team].spent += j->estimated_cost;
+      if (sj->cq < 0)
+        continue;
+      sj->flavor = db_sched_find((const char(*)[DB_NAME_LEN])cfg->flavor_names,
+                                 cfg->in.n_flavors, j->flavor);
+      if (sj->flavor < 0)
+        continue;
+      sj->admitted_at = j->admitted_at;
+      sj->evicting = !strcmp(j->state, "EVICTING");
+      snprintf(run->admitted_ids[na], 32, "%s", j->id);
+      run->admitted_attempt[na] = j->attempt;
+      snprintf(run->admitted_state[na], 16, "%s", j->state);
+      na++;
+      continue;
+    }
+    if (j->backoff_until > now_us) {
+      if (!*next_backoff_us || j->backoff_until < *next_backoff_us)
+        *next_backoff_us = j->backoff_until;
+      continue;
+    }
+    sj = &run->pending[np];
+    if (sched_job_of(cfg, j, sj))
+      continue;
+    snprintf(run->pending_ids[np], 32, "%s", j->id);
+    run->pending_attempt[np] = j->attempt;
+    snprintf(run->pending_reason[np], 32, "%s", j->reason);
+    run->pending_max_run_s[np] = j->max_run_s;
+    sj->max_run_s = j->max_run_s;
+    sj->estimated_cost = db_sched_max_price(cfg, sj->cq) *
+                         (double)sj->request[SCHED_GPU] * (double)j->max_run_s /
+                         3600.0;
+    /* most jobs name no region: share one empty array, parse the rest */
+    locs = !j->locations || !strcmp(j->locations, "[]")
+               ? json_incref(empty)
+               : json_loads(j->locations, 0, NULL);
+    if (json_array_append_new(run->pending_locations,
+                              locs ? locs : json_array()))
+      goto oom;
+    sj->excluded_flavors = db_sched_excluded(
+        cfg, sj->cq, json_array_get(run->pending_locations, (size_t)np));
+    np++;
+  }
+  run->in.n_admitted = na;
+  run->in.n_pending = np;
+  run->in.teams = run->teams;
+  run->in.admitted = run->admitted;
+  run->in.pending = run->pending;
+  json_decref(empty);
+  return 0;
+oom:
+  json_decref(empty);
+  db_sched_state_run_free(run);
+  return -1;
+}
+
+/* ---- positions ------------------------------------------------------- */
+
+static const char sql_publish[] =
+    "INSERT INTO job_positions AS p (job_id, position_in_queue, "
+    "position_in_cluster_queue, ahead_gpus) "
+    "SELECT * FROM unnest($1::text[], $2::int[], $3::int[], $4::bigint[]) "
+    "ON CONFLICT (job_id) DO UPDATE SET "
+    "position_in_queue = excluded.position_in_queue, "
+    "position_in_cluster_queue = excluded.position_in_cluster_queue, "
+    "ahead_gpus = excluded.ahead_gpus";
+
+/* A growing PostgreSQL array literal of names and numbers, each quoted
+ * (a name like "null" stays a string); none holds a quote or backslash. */
+struct lit {
+  char *buf;
+  size_t len, cap;
+};
+
+static int lit_add(struct lit *l, const char *tok)
+{
+  size_t n = strlen(tok);
+
+  if (l->len + n + 5 > l->cap) {
+    size_t cap = (l->cap + n + 5) * 2;
+    char *b = realloc(l->buf, cap);
+    if (!b)
+      return -1;
+    l->buf = b;
+    l->cap = cap;
+  }
+  l->buf[l->len] = l->len > 0 ? ',' : '{';
+  l->buf[l->len + 1] = '"';
+  memcpy(l->buf + l->len + 2, tok, n);
+  l->buf[l->len + 2 + n] = '"';
+  l->len += n + 3;
+  l->buf[l->len] = '\0';
+  return 0;
+}
+
+static const char *lit_end(struct lit *l)
+{
+  if (!l->buf || !l->len)
+    return "{}";
+  l->buf[l->len++] = '}';
+  l->buf[l->len] = '\0';
+  return l->buf;
+}
+
+/*
+ * Exact positions near the head; deeper in a long queue, a published
+ * position is rewritten once it is off by more than a tenth. One job
+ * moving to the front of 100,000 would otherwise rewrite every position
+ * behind it, on every such change; a user 40,000th in line gains nothing
+ * from learning that they are now 39,999th.
+ */
+#define EXACT_DEPTH 1000
+
+static bool off(int64_t published, int64_t now)
+{
+  int64_t d = published > now ? published - now : now - published;
+
+  return d * 10 > now;
+}
+
+static bool stale(const struct sched_state_job *j,
+                  const struct sched_position *p)
+{
+  if (j->pos_queue < 0 || j->pos_cq < 0)
+    return true;
+  if (p->pos_queue <= EXACT_DEPTH || p->pos_cq <= EXACT_DEPTH)
+    return j->pos_queue != p->pos_queue || j->pos_cq != p->pos_cq ||
+           j->ahead_gpus != p->ahead_gpus;
+  return off(j->pos_queue, p->pos_queue) || off(j->pos_cq, p->pos_cq) ||
+         off(j->ahead_gpus, p->ahead_gpus);
+}
+
+/* qsort has no argument: the positions being sorted, for cmp_rank */
+static _Thread_local const struct sched_position *order_of;
+
+static int cmp_rank(const void *pa, const void *pb)
+{
+  const struct sched_position *a = &order_of[*(const int *)pa];
+  const struct sched_position *b = &order_of[*(const int *)pb];
+
+  if (a->pos_cq != b->pos_cq)
+    return a->pos_cq < b->pos_cq ? -1 : 1;
+  return a->job < b->job ? -1 : a->job > b->job;
+}
+
+int db_sched_state_publish(struct db_conn *c, struct sched_state *st,
+                           int max_rows, int *left, char *err, size_t errlen)
+{
+  struct sched_position *pos = NULL;
+  struct lit ids = {0}, pq = {0}, pc = {0}, ag = {0};
+  const char *params[4];
+  char num_s[24];
+  int *written = NULL;
+  int i, n = 0, nw = 0, rc = -1;
+
+  *left = 0;
+  if (sched_state_positions(st, &pos, &n))
+    goto oom;
+  if (!ALLOC(written, n))
+    goto oom;
+  /* the changed ones, nearest the head first */
+  for (i = 0; i < n; i++)
+    if (stale(&st->jobs[pos[i].job], &pos[i]))
+      written[nw++] = i;
+  order_of = pos;
+  qsort(written, (size_t)nw, sizeof(*written), cmp_rank);
+  order_of = NULL;
+  if (nw > max_rows) {
+    *left = nw - max_rows;
+    nw = max_rows;
+  }
+  for (i = 0; i < nw; i++) {
+    const struct sched_position *p = &pos[written[i]];
+    if (lit_add(&ids, st->jobs[p->job].id))
+      goto oom;
+    snprintf(num_s, sizeof(num_s), "%d", (int)p->pos_queue);
+    if (lit_add(&pq, num_s))
+      goto oom;
+    snprintf(num_s, sizeof(num_s), "%d", (int)p->pos_cq);
+    if (lit_add(&pc, num_s))
+      goto oom;
+    snprintf(num_s, sizeof(num_s), "%lld", (long long)p->ahead_gpus);
+    if (lit_add(&ag, num_s))
+      goto oom;
+  }
+  if (nw) {
+    params[0] = lit_end(&ids);
+    params[1] = lit_end(&pq);
+    params[2] = lit_end(&pc);
+    params[3] = lit_end(&ag);
+    if (db_run(c, sql_publish, 4, params, NULL, err, errlen))
+      goto out;
+    for (i = 0; i < nw; i++) {
+      struct sched_state_job *j = &st->jobs[pos[written[i]].job];
+      j->pos_queue = pos[written[i]].pos_queue;
+      j->pos_cq = pos[written[i]].pos_cq;
+      j->ahead_gpus = pos[written[i]].ahead_gpus;
+    }
+  }
+  rc = 0;
+  goto out;
+oom:
+  snprintf(err, errlen, "out of memory");
+out:
+  free(pos);
+  free(written);
+  free(ids.buf);
+  free(pq.buf);
+  free(pc.buf);
+  free(ag.buf);
+  return rc;
+}
+
+static const char sql_prune[] =
+    "DELETE FROM job_positions p USING jobs j WHERE j.id = p.job_id "
+    "AND j.state <> 'PENDING' RETURNING p.job_id";
+
+int db_sched_state_prune(struct db_conn *c, struct sched_state *st, int *n,
+                         char *err, size_t errlen)
+{
+  PGresult *res = db_query(c, sql_prune, 0, NULL, err, errlen);
+  int i, k;
+
+  *n = 0;
+  if (!res)
+    return -1;
+  for (i = 0; i < PQntuples(res); i++) {
+    k = sched_state_find(st, PQgetvalue(res, i, 0));
+    if (k < 0)
+      continue;
+    st->jobs[k].pos_queue = -1;
+    st->jobs[k].pos_cq = -1;
+    st->jobs[k].ahead_gpus = -1;
+  }
+  *n = PQntuples(res);
+  PQclear(res);
+  return 0;
+}
+
+/* ---- counts ---------------------------------------------------------- */
+
+static const char sql_counts_clear[] = "DELETE FROM admission_counts";
+
+static const char sql_counts_put[] =
+    "INSERT INTO admission_counts (team, queue, cluster_queue, pending, "
+    "admitted) SELECT * FROM unnest($1::text[], $2::text[], $3::text[], "
+    "$4::bigint[], $5::bigint[])";
+
+int db_sched_state_publish_counts(struct db_conn *c,
+                                  const struct sched_state *st, char **last,
+                                  char *err, size_t errlen)
+{
+  struct sched_count *cnt = NULL;
+  struct lit col[5] = {{0}};
+  const char *params[5];
+  char num_s[24];
+  size_t total = 0;
+  char *all = NULL;
+  int i, k, n = 0, rc = -1;
+
+  if (sched_state_counts(st, &cnt, &n))
+    goto oom;
+  for (i = 0; i < n; i++) {
+    if (lit_add(&col[0], cnt[i].team) || lit_add(&col[1], cnt[i].queue) ||
+        lit_add(&col[2], cnt[i].cq))
+      goto oom;
+    snprintf(num_s, sizeof(num_s), "%lld", (long long)cnt[i].pending);
+    if (lit_add(&col[3], num_s))
+      goto oom;
+    snprintf(num_s, sizeof(num_s), "%lld", (long long)cnt[i].admitted);
+    if (lit_add(&col[4], num_s))
+      goto oom;
+  }
+  for (k = 0; k < 5; k++) {
+    params[k] = lit_end(&col[k]);
+    total += strlen(params[k]) + 1;
+  }
+  if (!(all = malloc(total + 1)))
+    goto oom;
+  all[0] = '\0';
+  for (k = 0, total = 0; k < 5; k++) {
+    size_t len = strlen(params[k]);
+    memcpy(all + total, params[k], len);
+    all[total + len] = ';';
+    total += len + 1;
+    all[total] = '\0';
+  }
+  if (*last && !strcmp(*last, all)) {
+    rc = 0;
+    goto out;
+  }
+  if (db_begin(c) != GG_OK) {
+    snprintf(err, errlen, "BEGIN failed");
+    goto out;
+  }
+  if (db_run(c, sql_counts_clear, 0, NULL, NULL, err, errlen) ||
+      (n && db_run(c, sql_counts_put, 5, params, NULL, err, errlen)) ||
+      db_commit(c) != GG_OK) {
+    if (!*err)
+      snprintf(err, errlen, "COMMIT failed");
+    db_rollback(c);
+    goto out;
+  }
+  free(*last);
+  *last = all;
+  all = NULL;
+  rc = 0;
+  goto out;
+oom:
+  snprintf(err, errlen, "out of memory");
+out:
+  free(cnt);
+  free(all);
+  for (k = 0; k < 5; k++)
+    free(col[k].buf);
+  return rc;
+}
+
+/* ---- team spend ------------------------------------------------------ */
+
+static const char sql_spend[] =
+    "SELECT team, sum(cost + credits)::float8 FROM cost_rollups "
+    "WHERE currency = 'USD' "
+    "AND day >= date_trunc('month', now() AT TIME ZONE 'UTC')::date "
+    "GROUP BY team";
+
+int db_sched_state_spend(struct db_conn *c, struct db_sched *cfg, bool *moved,
+                         char *err, size_t errlen)
+{
+  PGresult *res = db_query(c, sql_spend, 0, NULL, err, errlen);
+  double *spent;
+  int i, t;
+
+  *moved = false;
+  if (!res)
+    return -1;
+  if (!ALLOC(spent, cfg->in.n_teams)) {
+    PQclear(res);
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  for (i = 0; i < PQntuples(res); i++) {
+    t = db_sched_find((const char(*)[DB_NAME_LEN])cfg->team_names,
+                      cfg->in.n_teams, PQgetvalue(res, i, 0));
+    if (t >= 0)
+      spent[t] = strtod(PQgetvalue(res, i, 1), NULL);
+  }
+  for (t = 0; t < cfg->in.n_teams; t++)
+    if (cfg->teams[t].spent != spent[t]) {
+      cfg->teams[t].spent = spent[t];
+      *moved = true;
+    }
+  free(spent);
+  PQclear(res);
+  return 0;
+}

@@ -1,0 +1,124 @@
+/*
+ * state.h — the admission leader's jobs in memory (Kueue's cache and queue
+ * manager, the jobs part): every active job by id, kept current from a
+ * change feed, plus the queue positions last published.
+ *
+ * Pure: plain structs, no I/O, no clock, no globals. A job is named by
+ * strings (team, queue, cluster queue, flavor), so a configuration reload
+ * never has to remap the jobs; the caller maps names to the scheduler's
+ * indices when it builds a cycle's input. Not thread-safe: one owner.
+ */
+#ifndef GPUGATE_SCHED_STATE_H
+#define GPUGATE_SCHED_STATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "scheduler/sched.h"
+
+#define SCHED_STATE_NAME 64
+
+/* What the scheduler needs of one active job (a jobs row). */
+struct sched_state_job {
+  char id[32];
+  int attempt;
+  char state[16];  /* PENDING, ADMITTED, QUEUED, RUNNING, EVICTING */
+  char reason[32]; /* "" when none */
+  char team[SCHED_STATE_NAME];
+  char queue[SCHED_STATE_NAME];
+  char cq[SCHED_STATE_NAME];
+  char flavor[SCHED_STATE_NAME]; /* "" while pending */
+  int32_t priority;
+  bool can_preempt;
+  int64_t created_at; /* µs */
+  int64_t seq;
+  int64_t request[SCHED_NRES];
+  int64_t admitted_at;   /* s, 0 when none */
+  int64_t backoff_until; /* µs, 0 when none */
+  int64_t max_run_s;
+  double estimated_cost; /* the stored estimate (jobs holding quota) */
+  char *locations;       /* owned: the job's allowed regions, JSON text */
+  uint64_t change_xid;   /* the transaction that wrote this version */
+  /* published queue position (not part of the job's identity): -1 when
+   * none has been published */
+  int32_t pos_queue;
+  int32_t pos_cq;
+  int64_t ahead_gpus;
+};
+
+struct sched_state {
+  struct sched_state_job *jobs; /* dense: 0..n-1 */
+  int n, cap;
+  int *slots; /* open addressing: job index + 1, 0 empty */
+  int n_slots;
+};
+
+void sched_state_init(struct sched_state *st);
+void sched_state_free(struct sched_state *st);
+
+/* The index of job id, or -1. */
+int sched_state_find(const struct sched_state *st, const char *id);
+
+/*
+ * Insert or replace job j (copied; its locations string is copied too).
+ * A replaced job keeps its published position. Returns its index, or -1
+ * when out of memory (the state is unchanged then).
+ */
+int sched_state_put(struct sched_state *st, const struct sched_state_job *j);
+
+/* Remove job id (absent: nothing). Indices of other jobs may change. */
+void sched_state_remove(struct sched_state *st, const char *id);
+
+/* true when the job is PENDING (in backoff or not). */
+bool sched_state_pending(const struct sched_state_job *j);
+
+/* true when a and b are the same version of a job, the published position
+ * aside. */
+bool sched_state_job_equal(const struct sched_state_job *a,
+                           const struct sched_state_job *b);
+
+/*
+ * Compare two states job by job. Calls diff(arg, id, a, b) for each job
+ * that differs (a or b NULL when absent from that side) and returns how
+ * many did.
+ */
+int sched_state_compare(const struct sched_state *a,
+                        const struct sched_state *b,
+                        void (*diff)(void *arg, const char *id,
+                                     const struct sched_state_job *ja,
+                                     const struct sched_state_job *jb),
+                        void *arg);
+
+/* A job's queue position as admission order gives it. */
+struct sched_position {
+  int job;            /* index into the state */
+  int32_t pos_queue;  /* 1-based, within (team, queue) */
+  int32_t pos_cq;     /* 1-based, within the cluster queue */
+  int64_t ahead_gpus; /* GPUs of the pending jobs ahead in the CQ */
+};
+
+/*
+ * The positions of every PENDING job (in backoff too): per cluster queue
+ * in admission order (priority desc, created_at, seq). *out is a new
+ * array of *n entries, ordered by cluster queue and position (caller
+ * frees). Returns 0, or -1 when out of memory.
+ */
+int sched_state_positions(const struct sched_state *st,
+                          struct sched_position **out, int *n);
+
+/* Jobs per (team, queue, cluster queue): PENDING ones and the ones
+ * holding quota. */
+struct sched_count {
+  const char *team, *queue, *cq; /* borrowed from the state's jobs */
+  int64_t pending, admitted;
+};
+
+/*
+ * The counts of every (team, queue, cluster queue) with an active job, in
+ * name order. *out is a new array of *n entries (caller frees; its names
+ * are valid until the state changes). Returns 0, or -1 when out of memory.
+ */
+int sched_state_counts(const struct sched_state *st, struct sched_count **out,
+                       int *n);
+
+#endif

@@ -1,0 +1,247 @@
+/*
+ * test_sched_state.c — the admission leader's in-memory job table
+ * (scheduler/state.c): queue positions as a table of cases, and a seeded
+ * random walk of puts, replacements and removals (the change feed's
+ * operations) after each of which the incrementally kept table equals one
+ * rebuilt from scratch and its positions equal the ones counted by brute
+ * force.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "scheduler/state.h"
+
+Suite *sched_state_suite(void);
+
+static struct sched_state_job mk(const char *id, const char *team,
+                                 const char *queue, const char *cq,
+                                 const char *state, int prio, int64_t created,
+                                 int64_t seq, int64_t gpu)
+{
+  struct sched_state_job j;
+
+  memset(&j, 0, sizeof(j));
+  snprintf(j.id, sizeof(j.id), "%s", id);
+  snprintf(j.team, sizeof(j.team), "%s", team);
+  snprintf(j.queue, sizeof(j.queue), "%s", queue);
+  snprintf(j.cq, sizeof(j.cq), "%s", cq);
+  snprintf(j.state, sizeof(j.state), "%s", state);
+  j.priority = prio;
+  j.created_at = created;
+  j.seq = seq;
+  j.request[SCHED_GPU] = gpu;
+  j.attempt = 1;
+  return j;
+}
+
+struct pos_case {
+  const char *id;
+  const char *team, *queue, *cq, *state;
+  int prio;
+  int64_t created, seq, gpu;
+  int32_t want_q, want_cq; /* 0: not pending, no position */
+  int64_t want_gpus;
+};
+
+/* Two teams' queues on one CQ, another CQ, an admitted job that never
+ * counts, priority before creation time, seq breaking ties. */
+static const struct pos_case pos_cases[] = {
+    {"a1", "ta", "lp", "cq1", "PENDING", 10, 100, 1, 2, 2, 3, 6},
+    {"a2", "ta", "lp", "cq1", "PENDING", 20, 300, 2, 4, 1, 1, 0},
+    {"b1", "tb", "lp", "cq1", "PENDING", 10, 50, 3, 2, 1, 2, 4},
+    {"b2", "tb", "lp", "cq1", "ADMITTED", 30, 10, 4, 8, 0, 0, 0},
+    {"b3", "tb", "lp", "cq1", "PENDING", 10, 100, 5, 1, 2, 4, 8},
+    {"a3", "ta", "lp", "cq1", "PENDING", 10, 100, 6, 1, 3, 5, 9},
+    {"c1", "ta", "hp", "cq2", "PENDING", 5, 1, 7, 4, 1, 1, 0},
+    {"b4", "tb", "lp", "cq1", "PENDING", 10, 100, 8, 1, 3, 6, 10},
+};
+#define N_POS_CASES ((int)(sizeof(pos_cases) / sizeof(pos_cases[0])))
+
+START_TEST(positions_table)
+{
+  struct sched_state st;
+  struct sched_position *pos;
+  int i, k, n, seen = 0;
+
+  sched_state_init(&st);
+  for (i = 0; i < N_POS_CASES; i++) {
+    const struct pos_case *c = &pos_cases[i];
+    struct sched_state_job j = mk(c->id, c->team, c->queue, c->cq, c->state,
+                                  c->prio, c->created, c->seq, c->gpu);
+    ck_assert_int_ge(sched_state_put(&st, &j), 0);
+  }
+  ck_assert_int_eq(sched_state_positions(&st, &pos, &n), 0);
+  for (i = 0; i < N_POS_CASES; i++) {
+    const struct pos_case *c = &pos_cases[i];
+    int idx = sched_state_find(&st, c->id);
+    for (k = 0; k < n && pos[k].job != idx; k++)
+      ;
+    if (!c->want_q) {
+      ck_assert_msg(k == n, "%s: not pending, yet placed", c->id);
+      continue;
+    }
+    seen++;
+    ck_assert_msg(k < n, "%s: no position", c->id);
+    ck_assert_msg(pos[k].pos_queue == c->want_q, "%s: queue %d want %d", c->id,
+                  pos[k].pos_queue, c->want_q);
+    ck_assert_msg(pos[k].pos_cq == c->want_cq, "%s: cq %d want %d", c->id,
+                  pos[k].pos_cq, c->want_cq);
+    ck_assert_msg(pos[k].ahead_gpus == c->want_gpus, "%s: gpus %lld want %lld",
+                  c->id, (long long)pos[k].ahead_gpus, (long long)c->want_gpus);
+  }
+  ck_assert_int_eq(seen, n);
+  free(pos);
+  sched_state_free(&st);
+}
+END_TEST
+
+/* ---- random walk ---- */
+
+#define MODEL_MAX 300
+#define STEPS 6000
+
+static uint64_t rnd(uint64_t *s)
+{
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+static const char *const states[] = {"PENDING", "PENDING", "ADMITTED",
+                                     "RUNNING", "EVICTING"};
+static const char *const locs[] = {NULL, "[]", "[\"us-central1\"]"};
+
+static struct sched_state_job random_job(uint64_t *s, int k)
+{
+  char id[32], team[8], queue[8], cq[8];
+  struct sched_state_job j;
+
+  snprintf(id, sizeof(id), "j-%04d", k);
+  snprintf(team, sizeof(team), "t%d", (int)(rnd(s) % 3));
+  snprintf(queue, sizeof(queue), "q%d", (int)(rnd(s) % 2));
+  snprintf(cq, sizeof(cq), "cq%d", (int)(rnd(s) % 3));
+  j = mk(id, team, queue, cq, states[rnd(s) % 5], (int)(rnd(s) % 3) * 10,
+         (int64_t)(rnd(s) % 50), k, (int64_t)(rnd(s) % 8));
+  j.attempt = 1 + (int)(rnd(s) % 3);
+  j.change_xid = rnd(s) % 100000;
+  j.locations = (char *)locs[rnd(s) % 3];
+  return j;
+}
+
+/* Brute force: 1 + the pending jobs ahead of j in its scope. */
+static int ahead_of(const struct sched_state_job *m, const bool *live, int n,
+                    const struct sched_state_job *j, bool cq_scope,
+                    int64_t *gpus)
+{
+  int i, count = 1;
+
+  *gpus = 0;
+  for (i = 0; i < n; i++) {
+    const struct sched_state_job *o = &m[i];
+    bool same = cq_scope
+                    ? !strcmp(o->cq, j->cq)
+                    : !strcmp(o->team, j->team) && !strcmp(o->queue, j->queue);
+    bool before = o->priority > j->priority ||
+                  (o->priority == j->priority &&
+                   (o->created_at < j->created_at ||
+                    (o->created_at == j->created_at && o->seq < j->seq)));
+    if (!live[i] || !same || !before || strcmp(o->state, "PENDING") != 0)
+      continue;
+    count++;
+    *gpus += o->request[SCHED_GPU];
+  }
+  return count;
+}
+
+START_TEST(random_walk_equals_rebuild)
+{
+  static struct sched_state_job model[MODEL_MAX];
+  static bool live[MODEL_MAX];
+  struct sched_state st;
+  uint64_t seed = 0x5eed10aull;
+  int step, i, n_live = 0;
+
+  memset(live, 0, sizeof(live));
+  sched_state_init(&st);
+  for (step = 0; step < STEPS; step++) {
+    int k = (int)(rnd(&seed) % MODEL_MAX);
+    unsigned op = (unsigned)(rnd(&seed) % 10);
+
+    if (op < 6) { /* a write: insert or new version */
+      model[k] = random_job(&seed, k);
+      n_live += !live[k];
+      live[k] = true;
+      ck_assert_int_ge(sched_state_put(&st, &model[k]), 0);
+    } else { /* left the active states */
+      n_live -= live[k];
+      live[k] = false;
+      sched_state_remove(&st, model[k].id);
+    }
+    ck_assert_int_eq(st.n, n_live);
+
+    if (step % 97 == 0 || step == STEPS - 1) {
+      struct sched_state fresh;
+      struct sched_position *pos;
+      int n;
+      sched_state_init(&fresh);
+      for (i = MODEL_MAX - 1; i >= 0; i--) /* another order */
+        if (live[i])
+          ck_assert_int_ge(sched_state_put(&fresh, &model[i]), 0);
+      ck_assert_int_eq(sched_state_compare(&st, &fresh, NULL, NULL), 0);
+      for (i = 0; i < MODEL_MAX; i++) {
+        int idx = sched_state_find(&st, model[i].id);
+        if (!live[i]) {
+          ck_assert_int_eq(idx, -1);
+          continue;
+        }
+        ck_assert_int_ge(idx, 0);
+        ck_assert(sched_state_job_equal(&st.jobs[idx], &model[i]));
+      }
+      ck_assert_int_eq(sched_state_positions(&st, &pos, &n), 0);
+      for (i = 0; i < n; i++) {
+        const struct sched_state_job *j = &st.jobs[pos[i].job];
+        int64_t g, g2;
+        ck_assert_int_eq(pos[i].pos_cq,
+                         ahead_of(model, live, MODEL_MAX, j, true, &g));
+        ck_assert_int_eq(pos[i].pos_queue,
+                         ahead_of(model, live, MODEL_MAX, j, false, &g2));
+        ck_assert_int_eq(pos[i].ahead_gpus, g);
+      }
+      free(pos);
+      sched_state_free(&fresh);
+    }
+  }
+
+  /* a difference is found and named */
+  if (st.n > 0) {
+    struct sched_state other;
+    struct sched_state_job j = st.jobs[0];
+    sched_state_init(&other);
+    for (i = 0; i < st.n; i++)
+      ck_assert_int_ge(sched_state_put(&other, &st.jobs[i]), 0);
+    j.attempt++;
+    ck_assert_int_ge(sched_state_put(&other, &j), 0);
+    ck_assert_int_eq(sched_state_compare(&st, &other, NULL, NULL), 1);
+    sched_state_remove(&other, st.jobs[1 % st.n].id);
+    ck_assert_int_eq(sched_state_compare(&st, &other, NULL, NULL),
+                     st.n > 1 ? 2 : 1);
+    sched_state_free(&other);
+  }
+  sched_state_free(&st);
+}
+END_TEST
+
+Suite *sched_state_suite(void)
+{
+  Suite *s = suite_create("sched_state");
+  TCase *tc = tcase_create("state");
+
+  tcase_add_test(tc, positions_table);
+  tcase_add_test(tc, random_walk_equals_rebuild);
+  suite_add_tcase(s, tc);
+  return s;
+}
