@@ -54,7 +54,7 @@ static const char sql_race_copies[] =
     "WHERE json_typeof(j.spec->'locations') IS DISTINCT FROM 'array' "
     "OR json_array_length(j.spec->'locations') = 0 "
     "OR fl.region IN (SELECT json_array_elements_text(j.spec->'locations'))"
-    ") r WHERE j.id = $1 AND f.spec->>'multi_region' = 'race' "
+    ") r WHERE j.id = ANY($1::text[]) AND f.spec->>'multi_region' = 'race' "
     "AND f.spec->>'provisioning_model' = 'FLEX_START' "
     "AND r.k <= coalesce((f.spec->>'max_parallel_regions')::int, 16) "
     "ON CONFLICT DO NOTHING";
@@ -63,14 +63,16 @@ static const char sql_request_copies[] =
     "INSERT INTO batch_ops (job_id, attempt, op, region, batch_job_id) "
     "SELECT c.job_id, c.attempt, 'create', c.region, c.batch_job_id "
     "FROM batch_copies c JOIN jobs j ON j.id = c.job_id "
-    "AND j.attempt = c.attempt WHERE c.job_id = $1 ORDER BY c.k "
+    "AND j.attempt = c.attempt WHERE c.job_id = ANY($1::text[]) "
+    "ORDER BY c.job_id, c.k "
     "ON CONFLICT DO NOTHING";
 
 static const char sql_request_create[] =
     "INSERT INTO batch_ops (job_id, attempt, op, region, batch_job_id) "
     "SELECT id, attempt, 'create', location, "
-    "'gpugate-' || id || '-a' || attempt FROM jobs WHERE id = $1 "
-    "AND NOT EXISTS (SELECT 1 FROM batch_copies c WHERE c.job_id = jobs.id "
+    "'gpugate-' || id || '-a' || attempt FROM jobs "
+    "WHERE id = ANY($1::text[]) AND NOT EXISTS (SELECT 1 FROM batch_copies c "
+    "WHERE c.job_id = jobs.id "
     "AND c.attempt = jobs.attempt) ON CONFLICT DO NOTHING";
 
 /* A create under a live lease may be at Batch right now: it is not
@@ -109,10 +111,10 @@ static const char sql_request_cancel[] =
 static const char sql_wake_dispatch[] =
     "SELECT pg_notify('gpugate_dispatch', '')";
 
-int db_batch_request_create(struct db_conn *c, const char *job_id, char *err,
-                            size_t errlen)
+int db_batch_request_create_many(struct db_conn *c, const char *ids, char *err,
+                                 size_t errlen)
 {
-  const char *params[1] = {job_id};
+  const char *params[1] = {ids};
 
   return db_run(c, sql_race_copies, 1, params, NULL, err, errlen) ||
                  db_run(c, sql_request_copies, 1, params, NULL, err, errlen) ||
@@ -122,21 +124,22 @@ int db_batch_request_create(struct db_conn *c, const char *job_id, char *err,
              : 0;
 }
 
-static const char sql_request_create_many[] =
-    "INSERT INTO batch_ops (job_id, attempt, op, region, batch_job_id) "
-    "SELECT id, attempt, 'create', location, "
-    "'gpugate-' || id || '-a' || attempt FROM jobs WHERE id = ANY($1::text[]) "
-    "ON CONFLICT (job_id, attempt, op) DO NOTHING";
-
-int db_batch_request_create_many(struct db_conn *c, const char *ids, char *err,
-                                 size_t errlen)
+int db_batch_request_create(struct db_conn *c, const char *job_id, char *err,
+                            size_t errlen)
 {
-  const char *params[1] = {ids};
+  char ids[160]; /* "{id}": job ids are [a-z0-9-], nothing to quote */
+  const char *p;
+  int n;
 
-  return db_run(c, sql_request_create_many, 1, params, NULL, err, errlen) ||
-                 db_run(c, sql_wake_dispatch, 0, NULL, NULL, err, errlen)
-             ? -1
-             : 0;
+  for (p = job_id; *p; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-'))
+      break;
+  n = snprintf(ids, sizeof(ids), "{%s}", job_id);
+  if (*p || n < 0 || (size_t)n >= sizeof(ids)) {
+    snprintf(err, errlen, "job id \"%.64s\" is not a job id", job_id);
+    return -1;
+  }
+  return db_batch_request_create_many(c, ids, err, errlen);
 }
 
 int db_batch_withdraw_create(struct db_conn *c, const char *job_id, int attempt,
