@@ -146,9 +146,10 @@ clean:
 
 # libFuzzer harnesses (tests/fuzz/fuzz_*.c) with ASan + UBSan, built with
 # clang over the same sources (warnings shown, not errors: the -Werror build
-# is gcc's above, and a clang-only warning must not hide the fuzzers). `make fuzz` runs each for FUZZ_SECONDS
-# (FUZZ_ONLY=name runs one); corpora grow in build/fuzz/corpus, seeds are
-# tests/fuzz/corpus/<name>/, findings land in build/fuzz/findings/.
+# is gcc's above, and a clang-only warning must not hide the fuzzers).
+# `make fuzz` runs each for FUZZ_SECONDS (FUZZ_ONLY=name runs one); corpora
+# grow in build/fuzz/corpus, seeds are tests/fuzz/corpus/<name>/, findings
+# land in build/fuzz/findings/.
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_FLAGS   := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all \

@@ -506,7 +506,7 @@ START_TEST(cursor_tampered)
     t[i] = '\0';
     ck_assert_int_eq(cursor_open(key_a, SCOPE_A, t, pos, sizeof(pos)), -1);
   }
-  ck_assert_int_lt(snprintf(t, sizeof(t), "%sAAAA", c), (int)sizeof(t));
+  snprintf(t, sizeof(t), "%sAAAA", c);
   ck_assert_int_eq(cursor_open(key_a, SCOPE_A, t, pos, sizeof(pos)), -1);
 }
 END_TEST
