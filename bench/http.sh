@@ -25,6 +25,13 @@
 #            cheapest requests are the most sensitive to other load).
 #   RSS      the gateway's peak resident set (VmHWM, and the largest VmRSS
 #            sampled every 100 ms) after the submit run. Goal ≤ 64 MiB.
+#   slurm    bench/slurm.sh in the same run: slurmrestd 22.05 (JWT auth,
+#            one-node cluster on loopback) submitting a held 2-task batch
+#            job and reading jobs back by id, wrk -t2 -c32. Goals: submit
+#            ÷ slurmrestd submit ≥ 2, get ÷ slurmrestd read ≥ 5.
+#   100k     100,000 PENDING jobs inserted with SQL into a cluster queue
+#            with stop_policy Hold, then the submit run again into the
+#            main queue. Goal: ÷ the first submit run ≥ 0.9.
 #
 # Each measured run lasts BENCH_SECONDS (default 10) after a 2 s warm-up of
 # the same load. gpugate runs with GPUGATE_RATE_LIMIT_RPS=0 (off),
@@ -40,24 +47,23 @@
 #
 # What limits the figures (2-core development machine, Debian 12; found
 # with BENCH_KEEP=1 and log_min_duration_statement on the kept cluster):
-#   submit   a POST is five statements on one pooled connection (the
-#            queue, cluster queue, flavors, cohort and priority class in
-#            one; BEGIN; the job, its event and the wake-up in one; the
-#            job read back with its queue positions, counted from the
-#            partial indexes on pending jobs; COMMIT) against pgbench's one
-#            INSERT, and every job then costs the admission loop an UPDATE
-#            and an event of its own. Every submit wakes the loop, and
-#            each cycle reloads every admitted job (none finishes here:
-#            there is no Batch backend), so the loop's share grows with
-#            the run: tens of ms a cycle with thousands admitted, on the
-#            same two cores as wrk, gpugate and PostgreSQL.
-#   get      one statement, but per request the gateway spends about as
-#            much CPU as the PostgreSQL backend (in perf: JWT verification
-#            with OpenSSL's HMAC ~15-20 %, rendering the job and its stored
-#            spec as JSON, libmicrohttpd; ~40 % is the kernel's socket and
-#            scheduler work of the two hops wrk → gpugate → PostgreSQL), wrk,
-#            gpugate and PostgreSQL share two cores, and gpugate reaches
-#            PostgreSQL over 8 pooled connections where pgbench holds 32.
+#   submit   a POST is one statement (the job, its event and the
+#            configuration version check; the targets come from the
+#            replica's cache; the loop is woken by one coalesced NOTIFY per
+#            replica) against pgbench's one INSERT, and every job then
+#            costs the admission loop an UPDATE and an event of its own;
+#            each cycle reloads every pending and admitted job (none
+#            finishes here: there is no Batch backend), so PostgreSQL's
+#            CPU goes mostly to the loop (/proc times: ~5x gpugate's) and
+#            consecutive runs slow down. The 100k run is faster than the
+#            first because its cycles are slower and fewer. Issue 10's
+#            incremental loop changes both; measure again with it.
+#   get      one statement; verified tokens are cached (perf: libjwt gone,
+#            libcrypto 1.6 %); the kernel's socket and scheduler work of
+#            the two hops wrk → gpugate → PostgreSQL is ~47 %, libc ~25 %,
+#            Jansson ~15 % (the stored spec parsed, the job serialised),
+#            and gpugate reaches PostgreSQL over 8 pooled connections
+#            where pgbench holds 32.
 #   healthz  the same libmicrohttpd set-up; the difference is gpugate's
 #            per-request work (routing, request id, metrics, access log
 #            level check).

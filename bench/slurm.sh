@@ -55,7 +55,11 @@ need jq jq
 }
 id slurm >/dev/null 2>&1 || die "no slurm user (the slurmrestd package makes it)"
 
-S="$(mktemp -d /tmp/gpugate-bench-slurm.XXXXXX)"
+# Slurm's state (a file per job) in memory when /dev/shm is there, as the
+# PostgreSQL of the gpugate rows runs with fsync off
+tmp=/tmp
+[[ -d /dev/shm && -w /dev/shm ]] && tmp=/dev/shm
+S="$(mktemp -d "$tmp/gpugate-bench-slurm.XXXXXX")"
 chmod 755 "$S"
 PIDS=()
 cleanup() {

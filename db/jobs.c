@@ -278,9 +278,9 @@ static const char sql_notify[] = "SELECT pg_notify('gpugate_admission', $1)";
  * A whole submission in one statement: the configuration version check
  * (ok: no row when the target was validated against a superseded
  * configuration — nothing is written), the Idempotency-Key claim ($14;
- * NULL: none), the job, its first event and the admission loop's wake-up
- * (delivered at commit). The job is written only when the key is new or
- * was taken over.
+ * NULL: none), the job and its first event. The job is written only when
+ * the key is new or was taken over. The admission loop's wake-up is not
+ * here: a NOTIFY serialises committing transactions (server/waker.h).
  *
  * The claim is one upsert, so that taking over an expired key is atomic:
  * a DELETE of the old row in the same statement as the INSERT would not
@@ -317,12 +317,11 @@ static const char sql_submit[] =
     "WHERE $14::text IS NULL OR (SELECT claimed FROM c) RETURNING *), "
     "e AS (INSERT INTO job_events (job_id, team, from_state, to_state, "
     "reason, attempt, message) SELECT id, team, NULL, 'PENDING', "
-    "'Submitted', 1, 'submitted to queue ' || queue FROM j), "
-    "n AS (SELECT pg_notify('gpugate_admission', 'submit') FROM j) "
+    "'Submitted', 1, 'submitted to queue ' || queue FROM j) "
     "SELECT " JOB_COLUMNS("NULL::bigint", "NULL::bigint", "NULL::bigint") ", "
     "c.request_hash, c.status, c.location, c.response, c.claimed "
     "FROM ok LEFT JOIN c ON true LEFT JOIN j ON true "
-    "LEFT JOIN flavors f ON f.name = j.flavor LEFT JOIN n ON true";
+    "LEFT JOIN flavors f ON f.name = j.flavor";
 /* clang-format on */
 
 /* the columns of sql_submit after the job's */
@@ -730,6 +729,20 @@ fail:
   json_decref(*out);
   *out = NULL;
   return req->code ? req->code : GG_INTERNAL;
+}
+
+static const char sql_wake[] =
+    "SELECT pg_notify('gpugate_admission', 'submit')";
+
+int db_wake_admission(PGconn *pg, char *err, size_t errlen)
+{
+  PGresult *res = PQexec(pg, sql_wake);
+  int rc = PQresultStatus(res) == PGRES_TUPLES_OK ? 0 : -1;
+
+  if (rc)
+    snprintf(err, errlen, "%s", PQerrorMessage(pg));
+  PQclear(res);
+  return rc;
 }
 
 /* ---- idempotency ------------------------------------------------------ */

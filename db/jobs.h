@@ -8,6 +8,7 @@
 #define GPUGATE_DB_JOBS_H
 
 #include <jansson.h>
+#include <libpq-fe.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -82,6 +83,10 @@ void db_submit_result_free(struct db_submit_result *r);
 enum gg_code db_job_submit(struct gg_req *req, const struct db_job_new *j,
                            const struct db_job_target *t, const char *idem_key,
                            const char *idem_hash, struct db_submit_result *out);
+
+/* NOTIFY the admission loop of new submissions on pg (a session of the
+ * caller's own). 0, or -1 with err filled. */
+int db_wake_admission(PGconn *pg, char *err, size_t errlen);
 
 /*
  * The state of (team, key) for a request whose body hashes to hash,

@@ -17,6 +17,7 @@
 #include "handlers/oci_ref.h"
 #include "handlers/validate.h"
 #include "server/problem.h"
+#include "server/waker.h"
 
 #define MAX_TASKS 5000
 #define FLEX_START "FLEX_START"
@@ -493,6 +494,7 @@ enum gg_code jobs_create(struct gg_req *req)
   req_add_header(req, "Location", loc);
   req_reply(req, 201, res.job);
   res.job = NULL;
+  waker_poke(); /* the admission loop, soon */
 out:
   db_job_target_free(&target);
   db_submit_result_free(&res);

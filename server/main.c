@@ -26,6 +26,7 @@
 #include "server/loop.h"
 #include "server/problem.h"
 #include "server/router.h"
+#include "server/waker.h"
 
 #ifndef GPUGATE_VERSION
 #define GPUGATE_VERSION "0.1.0"
@@ -153,6 +154,10 @@ static int cmd_serve(void)
     fprintf(stderr, "gpugate: %s\n", err);
     goto out;
   }
+  if (waker_start(&cfg) != 0) {
+    fprintf(stderr, "gpugate: cannot start the admission waker\n");
+    goto out;
+  }
   watch = configwatch_start(&cfg);
   if (!watch) {
     fprintf(stderr, "gpugate: cannot start the configuration watch\n");
@@ -191,6 +196,7 @@ out:
   dispatch_stop(dispatch);
   loop_stop(loop);
   configwatch_stop(watch);
+  waker_stop();
   db_pool_free(pool);
   auth_free(auth);
   config_free(&cfg);
