@@ -8,6 +8,7 @@
 #define GPUGATE_NOTIFICATIONS_PARSE_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 /* What a push carries. Every kind but PUSH_JOB_STATE is acknowledged and

@@ -45,9 +45,16 @@ static void add_value(enum MHD_ValueKind kind, char *name, char *value)
 
 void fuzz_req_init(struct gg_req *req)
 {
+  static struct config cfg;
+
+  if (!cfg.cursor_key_set) {
+    memset(cfg.cursor_key, 0x42, sizeof(cfg.cursor_key));
+    cfg.cursor_key_set = true;
+  }
   clear_values();
   req_init(req, NULL);
   req->conn = &fake_connection;
+  req->cfg = &cfg;
   req->method = "GET";
 }
 
@@ -147,4 +154,26 @@ const char *MHD_lookup_connection_value(struct MHD_Connection *connection,
       return values[i].value;
   }
   return NULL;
+}
+
+/* libmicrohttpd's iteration over a kind of values, from the values above
+ * in the order they were set; the count visited. */
+int MHD_get_connection_values(struct MHD_Connection *connection,
+                              enum MHD_ValueKind kind,
+                              MHD_KeyValueIterator iterator, void *iterator_cls)
+{
+  size_t i;
+  int n = 0;
+
+  if ((void *)connection != (void *)&fake_connection)
+    return -1;
+  for (i = 0; i < n_values; i++) {
+    if (!(values[i].kind & kind))
+      continue;
+    n++;
+    if (iterator && iterator(iterator_cls, values[i].kind, values[i].name,
+                             values[i].value) != MHD_YES)
+      break;
+  }
+  return n;
 }

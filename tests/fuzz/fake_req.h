@@ -3,10 +3,11 @@
  * headers and query arguments come from the harness instead of a
  * libmicrohttpd connection, and small input helpers.
  *
- * The harness binaries define MHD_lookup_connection_value themselves (the
- * executable's definition takes precedence over the shared library's), so
- * req_header() and req_query() of server/req.c answer from the values set
- * here. Not thread-safe: libFuzzer runs one input at a time.
+ * The harness binaries define MHD_lookup_connection_value and
+ * MHD_get_connection_values themselves (the executable's definitions take
+ * precedence over the shared library's), so req_header(), req_query() and
+ * the cursor's scope (server/cursor.c) answer from the values set here. Not
+ * thread-safe: libFuzzer runs one input at a time.
  */
 #ifndef GPUGATE_FAKE_REQ_H
 #define GPUGATE_FAKE_REQ_H
@@ -16,8 +17,8 @@
 
 #include "server/req.h"
 
-/* Start a request with no headers and no query arguments; req_cleanup()
- * releases it. */
+/* Start a request with no headers and no query arguments and a
+ * configuration with a fixed cursor key; req_cleanup() releases it. */
 void fuzz_req_init(struct gg_req *req);
 
 /* Add a header (name case-insensitive, as libmicrohttpd matches them). The

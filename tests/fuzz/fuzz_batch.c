@@ -4,11 +4,13 @@
  * header value (empty: none) and a response body. The body goes through
  * batch_parse_error_at() (google.rpc.Status and OAuth error bodies, HTML
  * pages, anything) with a fixed clock, and is read as a Job, a list of
- * Jobs and an Operation the way the dispatcher reads them (name,
- * status.state through batch_state_parse() and batch_state_target() for
- * each intent, jobs[], nextPageToken, done/error). The parsed error must be
- * NUL-terminated, printable and consistent (retryable for 408, 429, 500,
- * 502-504 and an aborted 409; not_found only for 404).
+ * Jobs and an Operation the way the dispatcher reads them (name, through
+ * batch_job_id_parse() as the orphan sweep reads it, status.state through
+ * batch_state_parse() and batch_state_target() for each intent, jobs[],
+ * nextPageToken, done/error). The parsed error must be NUL-terminated,
+ * printable and consistent (retryable for 408, 429, 500, 502-504 and an
+ * aborted 409; not_found only for 404); a job name that parses names the
+ * same job again.
  */
 #include <jansson.h>
 #include <stdint.h>
@@ -22,6 +24,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define NOW ((time_t)1800000000)
 
+/* A job name as the orphan sweep reads it: one gpugate made parses into
+ * an id and attempt that name it again. */
+static void name_of(const char *name)
+{
+  char id[128], again[128];
+  int attempt = -1, race_k = -1;
+
+  if (!name || batch_job_id_parse(name, id, sizeof(id), &attempt, &race_k) != 0)
+    return;
+  if (!id[0] || attempt < 1 || race_k < 0 || !memchr(id, '\0', sizeof(id)))
+    abort();
+  if (race_k == 0 && batch_job_id(id, attempt, again, sizeof(again)) == 0) {
+    const char *base = strrchr(name, '/');
+    if (strcmp(again, base ? base + 1 : name) != 0)
+      abort(); /* parse and build agree */
+  }
+}
+
 static void read_state(json_t *job)
 {
   static const enum batch_intent intents[] = {
@@ -31,7 +51,7 @@ static void read_state(json_t *job)
   enum batch_state st = batch_state_parse(state);
   size_t i;
 
-  (void)json_string_value(json_object_get(job, "name"));
+  name_of(json_string_value(json_object_get(job, "name")));
   for (i = 0; i < sizeof(intents) / sizeof(intents[0]); i++) {
     const char *reason = NULL;
     const char *target = batch_state_target(st, intents[i], &reason);

@@ -3,19 +3,40 @@
  * query string ("METHOD\nPATH\nQUERY") go through router_match() and, for
  * a GET route, its handler with the caller the route admits (so limit,
  * cursor and the list filters are parsed) and no database: whatever passes
- * validation stops at the database with 503. Crashes, leaks and undefined
- * behaviour are the findings; also, a matched route's parameters must be
- * NUL-terminated and fit their buffers, and a handler must never answer
- * 500.
+ * validation stops at the database with 503 (the cursor key is fixed, so
+ * cursors are opened and checked). Crashes, leaks and undefined behaviour
+ * are the findings; also, a matched route's parameters must be
+ * NUL-terminated and fit their buffers, a handler must never answer 500,
+ * and a cursor sealed for a list opens to its position for that list only.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/cursor.h"
 #include "server/router.h"
 #include "tests/fuzz/fake_req.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* A position sealed for a scope opens to itself, and not for another. */
+static void cursor_round_trip(const char *position, const char *scope)
+{
+  static const unsigned char key[CURSOR_KEY_LEN] = {1, 2, 3};
+  static const unsigned char iv[12] = {9, 8, 7};
+  char sealed[CURSOR_MAX + 1], back[CURSOR_POSITION_MAX + 1];
+  size_t n = strlen(position);
+
+  if (n == 0 || n > CURSOR_POSITION_MAX ||
+      cursor_seal(key, scope, position, iv, sealed, sizeof(sealed)) != 0)
+    return;
+  if (cursor_open(key, scope, sealed, back, sizeof(back)) != 0 ||
+      strcmp(back, position) != 0)
+    abort();
+  if (cursor_open(key, "another list", sealed, back, sizeof(back)) == 0 &&
+      strcmp(scope, "another list") != 0)
+    abort();
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -38,6 +59,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   fuzz_split(rest, rest_n, '\n', &path, &query, &query_n);
   if (!method || !path)
     goto out;
+  if (strlen(path) < CURSOR_SCOPE_MAX)
+    cursor_round_trip(method, path);
   fuzz_req_init(&req);
   req.method = method;
   fuzz_req_query((const char *)query, query_n);

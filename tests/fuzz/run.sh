@@ -2,7 +2,8 @@
 # tests/fuzz/run.sh SECONDS NAME... — run each libFuzzer harness
 # build/fuzz/fuzz_NAME for SECONDS, one after the other (make fuzz builds
 # them first). Each starts from its committed seeds (tests/fuzz/corpus/NAME)
-# plus what earlier runs added (build/fuzz/corpus/NAME); a crash, leak,
+# plus what earlier runs added (build/fuzz/corpus/NAME), with the
+# dictionary tests/fuzz/NAME.dict when there is one; a crash, leak,
 # sanitizer report or timeout is written to build/fuzz/findings/ and makes
 # the run fail. Prints one line per harness: executions, executions per
 # second, corpus size; exits non-zero when any harness found something.
@@ -23,10 +24,12 @@ for name in "$@"; do
     continue
   fi
   mkdir -p "$work"
+  dict=()
+  if [ -f "tests/fuzz/$name.dict" ]; then dict=(-dict="tests/fuzz/$name.dict"); fi
   # -timeout: one input taking longer is a finding; -rss_limit_mb keeps
   # two parallel runs within a shared machine's memory
   if "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=1024 \
-    -max_len=65536 -print_final_stats=1 \
+    -max_len=65536 -print_final_stats=1 "${dict[@]}" \
     -artifact_prefix="build/fuzz/findings/$name-" "$work" \
     "tests/fuzz/corpus/$name" >"$log" 2>&1; then
     result=ok
