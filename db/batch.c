@@ -439,6 +439,15 @@ static const char sql_created[] =
     "batch_state = 'QUEUED', queued_at = now(), updated_at = now() "
     "WHERE id = $1 AND attempt = $3::int AND state = 'ADMITTED'";
 
+/* Evicted while its create was at Batch (a lease, not a lock, guarded the
+ * create): the job names its Batch job all the same, so that the cancel
+ * queued behind the create, and what Batch then reports, complete the
+ * eviction. */
+static const char sql_created_evicting[] =
+    "UPDATE jobs SET batch_job_name = $2, batch_state = 'QUEUED', "
+    "updated_at = now() WHERE id = $1 AND attempt = $3::int "
+    "AND state = 'EVICTING' AND batch_job_name IS NULL";
+
 /* A raced copy: the job waits for capacity (QUEUED) from its first copy
  * on, and names no Batch job until one wins. */
 static const char sql_copy_created[] =
@@ -461,7 +470,9 @@ int db_batch_done_create(struct db_conn *c, const struct db_batch_op *op,
   if (take(c, op, err, errlen))
     return -1;
   if (db_run(c, race_k > 0 ? sql_copy_created : sql_created, 3, params, &rows,
-             err, errlen))
+             err, errlen) ||
+      (!rows && race_k == 0 &&
+       db_run(c, sql_created_evicting, 3, params, NULL, err, errlen)))
     goto fail;
   snprintf(msg, sizeof(msg), "%s%s", batch_job_name,
            race_k > 0 ? " (the first of the raced copies, one per region; "
@@ -599,7 +610,8 @@ static const char *next_state(const char *state, bool cancel_requested,
  */
 static const char sql_adopt[] =
     "UPDATE jobs SET batch_job_name = $3, queued_at = coalesce(queued_at, "
-    "now()) WHERE id = $1 AND attempt = $2::int AND state = 'ADMITTED' "
+    "now()) WHERE id = $1 AND attempt = $2::int "
+    "AND state IN ('ADMITTED', 'EVICTING') "
     "AND batch_job_name IS NULL RETURNING id, state, cancel_requested";
 
 static PGresult *adopt(struct db_conn *c, const char *name, char *err,

@@ -18,7 +18,7 @@ struct settings {
   unsigned codes[MAX_CODES];
   size_t n_codes;
   long long timeout_ms, retry_after_s, max_faults;
-  bool timeout_reset, tokens;
+  bool timeout_reset, timeout_slow, tokens;
   char methods[MAX_METHODS][8];
   size_t n_methods;
 };
@@ -96,11 +96,14 @@ int emu_fault_configure(const json_t *spec, char *err, size_t errlen)
     snprintf(err, errlen, "the rates add up to more than 1");
     return -1;
   }
-  if (mode && strcmp(mode, "503") != 0 && strcmp(mode, "reset") != 0) {
-    snprintf(err, errlen, "timeout_mode must be \"503\" or \"reset\"");
+  if (mode && strcmp(mode, "503") != 0 && strcmp(mode, "reset") != 0 &&
+      strcmp(mode, "slow") != 0) {
+    snprintf(err, errlen,
+             "timeout_mode must be \"503\", \"reset\" or \"slow\"");
     return -1;
   }
   s.timeout_reset = mode && !strcmp(mode, "reset");
+  s.timeout_slow = mode && !strcmp(mode, "slow");
   if (tokens && !json_is_boolean(tokens)) {
     snprintf(err, errlen, "tokens must be a boolean");
     return -1;
@@ -164,11 +167,13 @@ json_t *emu_fault_to_json(void)
       "s:{s:I, s:I, s:I, s:I}}",
       "error_rate", s.error_rate, "codes", codes, "timeout_rate",
       s.timeout_rate, "timeout_ms", (json_int_t)s.timeout_ms, "timeout_mode",
-      s.timeout_reset ? "reset" : "503", "reset_rate", s.reset_rate,
-      "lost_response_rate", s.lost_rate, "retry_after_s",
-      (json_int_t)s.retry_after_s, "tokens", s.tokens, "methods", methods,
-      "max_faults", (json_int_t)s.max_faults, "injected", "error",
-      (json_int_t)n[EMU_FAULT_ERROR], "timeout",
+      s.timeout_reset  ? "reset"
+      : s.timeout_slow ? "slow"
+                       : "503",
+      "reset_rate", s.reset_rate, "lost_response_rate", s.lost_rate,
+      "retry_after_s", (json_int_t)s.retry_after_s, "tokens", s.tokens,
+      "methods", methods, "max_faults", (json_int_t)s.max_faults, "injected",
+      "error", (json_int_t)n[EMU_FAULT_ERROR], "timeout",
       (json_int_t)n[EMU_FAULT_TIMEOUT], "reset", (json_int_t)n[EMU_FAULT_RESET],
       "lost_response", (json_int_t)n[EMU_FAULT_LOST_RESPONSE]);
 }
@@ -217,6 +222,7 @@ void emu_fault_draw(bool token_endpoint, const char *method,
                       s.n_codes];
   out->timeout_ms = s.timeout_ms;
   out->timeout_reset = s.timeout_reset;
+  out->timeout_slow = s.timeout_slow;
   out->retry_after_s = s.retry_after_s;
 }
 

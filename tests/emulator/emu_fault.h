@@ -24,11 +24,12 @@ struct emu_fault {
   long long timeout_ms;    /* EMU_FAULT_TIMEOUT: how long to stall */
   bool timeout_reset;      /* EMU_FAULT_TIMEOUT: close instead of 503 */
   long long retry_after_s; /* 429: Retry-After and RetryInfo */
+  bool timeout_slow;       /* EMU_FAULT_TIMEOUT: then serve it as usual */
 };
 
 /*
  * Replace the fault settings with spec (borrowed): {"error_rate", "codes",
- * "timeout_rate", "timeout_ms", "timeout_mode": "503"|"reset",
+ * "timeout_rate", "timeout_ms", "timeout_mode": "503"|"reset"|"slow",
  * "reset_rate", "lost_response_rate", "retry_after_s", "tokens",
  * "methods": ["POST", …], "max_faults"}; {} turns faults off. Returns 0,
  * or -1 with a message in err (settings unchanged).

@@ -225,7 +225,7 @@ static bool pipeline(struct emu_req *r)
   enum emu_route_kind kind =
       route ? route->kind
             : (!strncmp(r->path, "/emulator/", 10) ? EMU_CONTROL : EMU_API);
-  struct emu_fault f = {EMU_FAULT_NONE, 0, 0, false, 0};
+  struct emu_fault f = {EMU_FAULT_NONE, 0, 0, false, 0, false};
   struct emu_config c;
 
   if (kind != EMU_CONTROL)
@@ -236,6 +236,8 @@ static bool pipeline(struct emu_req *r)
     return false;
   case EMU_FAULT_TIMEOUT:
     emu_sleep_ms((long)f.timeout_ms);
+    if (f.timeout_slow)
+      break; /* a slow answer, not a failed one */
     if (f.timeout_reset) {
       record(r, kind, 0, f.kind);
       return false;

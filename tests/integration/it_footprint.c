@@ -200,6 +200,54 @@ START_TEST(cancel_during_slow_create_answers_at_once)
 }
 END_TEST
 
+/* An eviction (here a HoldAndDrain of the job's cluster queue) while the
+ * job's create is at Batch — slow, and then successful — completes: the job
+ * does not wait in EVICTING forever for a Batch job it never recorded, but
+ * returns to PENDING with its next attempt, and no Batch job of the evicted
+ * attempt keeps running. */
+START_TEST(eviction_during_slow_create_completes)
+{
+  char id[32], batch[64];
+  char *admin = h_token("platform", "admin", 3600);
+  json_t *j, *e;
+  long long before = injected_timeouts();
+
+  json_decref(h_call(&emu, "POST", "/emulator/faults", NULL,
+                     "{\"timeout_rate\": 1, \"timeout_ms\": 4000, "
+                     "\"timeout_mode\": \"slow\", "
+                     "\"methods\": [\"POST\"], \"max_faults\": 1}",
+                     200));
+  submit("standard", "slow-evict", id);
+  {
+    long long end = h_now_ms() + 10000;
+    while (injected_timeouts() <= before) {
+      ck_assert_msg(h_now_ms() < end, "the create never reached the emulator");
+      h_sleep_ms(50);
+    }
+  }
+  h_sleep_ms(300); /* the dispatcher is inside its Batch call now */
+  json_decref(h_call(
+      &srv, "PUT", "/v1/cluster-queues/cq-m-standard", admin,
+      "{\"stop_policy\": \"HoldAndDrain\", \"flavors\": [{\"name\": "
+      "\"m-standard\", \"resources\": {\"gpu\": {\"nominal\": 8}, "
+      "\"cpu_milli\": {\"nominal\": 8000}, \"memory_mib\": {\"nominal\": "
+      "40960}}}]}",
+      200));
+  j = wait_state(id, "PENDING", 40000);
+  ck_assert_int_eq(json_integer_value(json_object_get(j, "attempt")), 2);
+  json_decref(j);
+  snprintf(batch, sizeof(batch), "gpugate-%s-a1", id);
+  e = emu_job(batch);
+  if (e)
+    ck_assert_msg(!str_is(e, "state", "RUNNING") &&
+                      !str_is(e, "state", "QUEUED") &&
+                      !str_is(e, "state", "SCHEDULED"),
+                  "Batch job %s is %s", batch, h_str(e, "state"));
+  json_decref(e);
+  free(admin);
+}
+END_TEST
+
 /* ======================================================================
  * 2. The deployment label and the orphan sweep
  * ==================================================================== */
@@ -985,6 +1033,7 @@ Suite *footprint_suite(void)
   tcase_add_unchecked_fixture(slow, setup_slow, teardown);
   tcase_set_timeout(slow, 90);
   tcase_add_test(slow, cancel_during_slow_create_answers_at_once);
+  tcase_add_test(slow, eviction_during_slow_create_completes);
   suite_add_tcase(s, slow);
 
   orphans = tcase_create("orphans");
