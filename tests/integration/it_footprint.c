@@ -210,7 +210,6 @@ START_TEST(eviction_during_slow_create_completes)
   char id[32], batch[64];
   char *admin = h_token("platform", "admin", 3600);
   json_t *j, *e;
-  long long before = injected_timeouts();
 
   json_decref(h_call(&emu, "POST", "/emulator/faults", NULL,
                      "{\"timeout_rate\": 1, \"timeout_ms\": 4000, "
@@ -219,11 +218,21 @@ START_TEST(eviction_during_slow_create_completes)
                      200));
   submit("standard", "slow-evict", id);
   {
-    long long end = h_now_ms() + 10000;
-    while (injected_timeouts() <= before) {
-      ck_assert_msg(h_now_ms() < end, "the create never reached the emulator");
+    /* the dispatcher holds the create's lease: it is at Batch, stalled */
+    PGconn *pg = h_db_connect(db_url);
+    char sql[256];
+    long long end = h_now_ms() + 30000;
+
+    ck_assert_ptr_nonnull(pg);
+    snprintf(sql, sizeof(sql),
+             "SELECT count(*) FROM batch_ops WHERE job_id = '%s' "
+             "AND op = 'create' AND claimed_by IS NOT NULL",
+             id);
+    while (h_db_int(pg, sql) < 1) {
+      ck_assert_msg(h_now_ms() < end, "the create was never claimed");
       h_sleep_ms(50);
     }
+    PQfinish(pg);
   }
   h_sleep_ms(300); /* the dispatcher is inside its Batch call now */
   json_decref(h_call(
