@@ -20,6 +20,7 @@
 
 #include "batch/auth.h"
 #include "batch/http.h"
+#include "server/b64url.h"
 
 #define KEY_FILE_MAX ((size_t)64 * 1024)
 #define ASSERTION_LIFETIME_S 3600
@@ -184,21 +185,15 @@ void batch_token_key_free(struct batch_sa_key *key)
 /* base64url without padding of n bytes into a new string. */
 static char *b64url(const unsigned char *in, size_t n)
 {
-  size_t cap = 4 * ((n + 2) / 3) + 1, i, o = 0;
-  char *out = malloc(cap);
-  int len;
+  size_t cap = 4 * ((n + 2) / 3) + 1;
+  char *out = n < SIZE_MAX / 2 ? malloc(cap) : NULL;
 
-  if (!out || n > (size_t)(INT32_MAX / 2)) {
+  if (out && n > 0 && b64url_encode(in, n, out, cap) == 0) {
     free(out);
     return NULL;
   }
-  len = EVP_EncodeBlock((unsigned char *)out, in, (int)n);
-  for (i = 0; i < (size_t)len; i++) {
-    if (out[i] == '=')
-      break;
-    out[o++] = out[i] == '+' ? '-' : out[i] == '/' ? '_' : out[i];
-  }
-  out[o] = '\0';
+  if (out && n == 0)
+    out[0] = '\0';
   return out;
 }
 

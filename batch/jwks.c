@@ -25,6 +25,7 @@
 
 #include "batch/http.h"
 #include "batch/jwks.h"
+#include "server/b64url.h"
 #include "server/log.h"
 
 #define JWKS_MAX_RESPONSE ((size_t)256 * 1024)
@@ -32,34 +33,6 @@
 #define JWKS_DEFAULT_MAX_AGE_S 300
 #define JWKS_MAX_MAX_AGE_S 86400
 #define JWKS_MIN_MAX_AGE_S 10
-
-static int b64url_decode(const char *in, unsigned char *out, size_t cap,
-                         size_t *outlen)
-{
-  static const char tab[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  size_t n = strlen(in), i, o = 0;
-  unsigned acc = 0;
-  int bits = 0;
-
-  if (n % 4 == 1)
-    return -1;
-  for (i = 0; i < n; i++) {
-    const char *p = strchr(tab, in[i]);
-    if (!in[i] || !p)
-      return -1;
-    acc = (acc << 6) | (unsigned)(p - tab);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      if (o >= cap)
-        return -1;
-      out[o++] = (unsigned char)((acc >> bits) & 0xff);
-    }
-  }
-  *outlen = o;
-  return 0;
-}
 
 /* An RSA public key from its modulus and exponent as PEM (new, malloc'd). */
 static char *rsa_pem(const char *n64, const char *e64, char *err, size_t errlen)
@@ -76,8 +49,9 @@ static char *rsa_pem(const char *n64, const char *e64, char *err, size_t errlen)
   long len;
   int bits;
 
-  if (b64url_decode(n64, nb, sizeof(nb), &nlen) || nlen == 0 ||
-      b64url_decode(e64, eb, sizeof(eb), &elen) || elen == 0 || elen > 8) {
+  if (b64url_decode(n64, strlen(n64), nb, sizeof(nb), &nlen) || nlen == 0 ||
+      b64url_decode(e64, strlen(e64), eb, sizeof(eb), &elen) || elen == 0 ||
+      elen > 8) {
     snprintf(err, errlen, "n or e is not base64url of a plausible size");
     goto out;
   }

@@ -31,6 +31,7 @@
 #include <openssl/pem.h>
 
 #include "server/auth.h"
+#include "server/b64url.h"
 #include "server/tokencache.h"
 
 #define HS256_MIN_SECRET 32 /* bytes, RFC 7518 §3.2 */
@@ -106,61 +107,25 @@ static int valid_team(const char *s)
   return 1;
 }
 
-/* Value of one base64url character, or -1. */
-static int b64url_value(char c)
-{
-  if (c >= 'A' && c <= 'Z')
-    return c - 'A';
-  if (c >= 'a' && c <= 'z')
-    return c - 'a' + 26;
-  if (c >= '0' && c <= '9')
-    return c - '0' + 52;
-  if (c == '-')
-    return 62;
-  if (c == '_')
-    return 63;
-  return -1;
-}
-
 /*
  * Decode n characters of canonical unpadded base64url (RFC 7515 §2): no
  * padding, no whitespace, unused trailing bits zero, so every byte string
  * has exactly one accepted encoding. Returns a new buffer (caller frees)
  * with one spare NUL byte, or NULL.
  */
-static unsigned char *b64url_decode(const char *s, size_t n, size_t *outlen)
+static unsigned char *b64url_decode_new(const char *s, size_t n, size_t *outlen)
 {
-  unsigned char *buf = NULL, *ret = NULL;
-  unsigned acc = 0, bits = 0;
-  size_t i, o = 0;
+  size_t cap = n / 4 * 3 + 3;
+  unsigned char *buf;
 
-  if (n == 0 || n % 4 == 1)
-    goto out;
-  buf = malloc(n / 4 * 3 + 3);
-  if (!buf)
-    goto out;
-  for (i = 0; i < n; i++) {
-    int v = b64url_value(s[i]);
-
-    if (v < 0)
-      goto out;
-    acc = (acc << 6) | (unsigned)v;
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      buf[o++] = (unsigned char)(acc >> bits);
-      acc &= (1u << bits) - 1;
-    }
+  if (n == 0 || !(buf = malloc(cap + 1)))
+    return NULL;
+  if (b64url_decode(s, n, buf, cap, outlen)) {
+    free(buf);
+    return NULL;
   }
-  if (acc != 0)
-    goto out;
-  buf[o] = '\0';
-  *outlen = o;
-  ret = buf;
-  buf = NULL;
-out:
-  free(buf);
-  return ret;
+  buf[*outlen] = '\0';
+  return buf;
 }
 
 /*
@@ -699,9 +664,9 @@ int auth_verify(const struct auth_ctx *a, const char *token, time_t now,
   reason = "malformed token";
   if (split_token(token, len, &dot1, &dot2))
     goto out;
-  hbuf = b64url_decode(token, dot1, &hlen);
-  pbuf = b64url_decode(token + dot1 + 1, dot2 - dot1 - 1, &plen);
-  sbuf = b64url_decode(token + dot2 + 1, len - dot2 - 1, &slen);
+  hbuf = b64url_decode_new(token, dot1, &hlen);
+  pbuf = b64url_decode_new(token + dot1 + 1, dot2 - dot1 - 1, &plen);
+  sbuf = b64url_decode_new(token + dot2 + 1, len - dot2 - 1, &slen);
   if (!hbuf || !pbuf || !sbuf)
     goto out;
   header = json_loadb((const char *)hbuf, hlen, JSON_REJECT_DUPLICATES, NULL);

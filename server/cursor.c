@@ -26,6 +26,7 @@
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
 
+#include "server/b64url.h"
 #include "server/config.h"
 #include "server/cursor.h"
 #include "server/req.h"
@@ -34,9 +35,6 @@
 #define IV_LEN 12
 #define TAG_LEN 16
 #define DOMAIN "gpugate/cursor/v1"
-
-static const char b64url[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
 int cursor_derive_key(const unsigned char *secret, size_t len,
                       unsigned char key[CURSOR_KEY_LEN])
@@ -49,56 +47,6 @@ int cursor_derive_key(const unsigned char *secret, size_t len,
             sizeof(DOMAIN) - 1, key, &out) ||
       out != CURSOR_KEY_LEN)
     return -1;
-  return 0;
-}
-
-static size_t b64_encode(const unsigned char *in, size_t n, char *out,
-                         size_t cap)
-{
-  size_t i, o = 0;
-
-  for (i = 0; i < n; i += 3) {
-    unsigned v = (unsigned)in[i] << 16;
-    if (o + 5 > cap)
-      return 0;
-    if (i + 1 < n)
-      v |= (unsigned)in[i + 1] << 8;
-    if (i + 2 < n)
-      v |= in[i + 2];
-    out[o++] = b64url[(v >> 18) & 63];
-    out[o++] = b64url[(v >> 12) & 63];
-    if (i + 1 < n)
-      out[o++] = b64url[(v >> 6) & 63];
-    if (i + 2 < n)
-      out[o++] = b64url[v & 63];
-  }
-  out[o] = '\0';
-  return o;
-}
-
-static int b64_decode(const char *in, unsigned char *out, size_t cap,
-                      size_t *outlen)
-{
-  size_t n = strlen(in), i, o = 0;
-  unsigned acc = 0;
-  int bits = 0;
-
-  if (n % 4 == 1)
-    return -1;
-  for (i = 0; i < n; i++) {
-    const char *p = memchr(b64url, in[i], sizeof(b64url) - 1);
-    if (!p)
-      return -1;
-    acc = (acc << 6) | (unsigned)(p - b64url);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      if (o >= cap)
-        return -1;
-      out[o++] = (unsigned char)((acc >> bits) & 0xff);
-    }
-  }
-  *outlen = o;
   return 0;
 }
 
@@ -153,7 +101,7 @@ int cursor_seal(const unsigned char key[CURSOR_KEY_LEN], const char *scope,
   if (gcm(1, key, iv, aad, aadlen, (const unsigned char *)position, n,
           blob + 1 + IV_LEN, blob + 1 + IV_LEN + n) != 0)
     return -1;
-  return b64_encode(blob, 1 + IV_LEN + n + TAG_LEN, out, outlen) ? 0 : -1;
+  return b64url_encode(blob, 1 + IV_LEN + n + TAG_LEN, out, outlen) ? 0 : -1;
 }
 
 int cursor_open(const unsigned char key[CURSOR_KEY_LEN], const char *scope,
@@ -165,7 +113,7 @@ int cursor_open(const unsigned char key[CURSOR_KEY_LEN], const char *scope,
   size_t len = 0, n, aadlen;
 
   if (!cursor || strlen(cursor) > CURSOR_MAX ||
-      b64_decode(cursor, blob, sizeof(blob), &len) != 0 ||
+      b64url_decode(cursor, strlen(cursor), blob, sizeof(blob), &len) != 0 ||
       len < 1 + IV_LEN + 1 + TAG_LEN || blob[0] != VERSION)
     return -1;
   n = len - 1 - IV_LEN - TAG_LEN;

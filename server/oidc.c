@@ -17,34 +17,17 @@
 #include <jwt.h>
 #include <openssl/err.h>
 
+#include "server/b64url.h"
 #include "server/oidc.h"
-
-static const char b64url[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
 /* Decode the base64url part s[0..n) as JSON (new reference) or NULL. */
 static json_t *part_json(const char *s, size_t n)
 {
   unsigned char buf[OIDC_TOKEN_MAX];
-  size_t i, o = 0;
-  unsigned acc = 0;
-  int bits = 0;
+  size_t o = 0;
 
-  if (n == 0 || n % 4 == 1 || n > sizeof(buf))
+  if (n == 0 || n > sizeof(buf) || b64url_decode(s, n, buf, sizeof(buf), &o))
     return NULL;
-  for (i = 0; i < n; i++) {
-    const char *p = memchr(b64url, s[i], sizeof(b64url) - 1);
-    if (!p)
-      return NULL;
-    acc = (acc << 6) | (unsigned)(p - b64url);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      buf[o++] = (unsigned char)((acc >> bits) & 0xff);
-    }
-  }
-  if (bits && (acc & ((1u << bits) - 1)))
-    return NULL; /* non-canonical trailing bits */
   return json_loadb((const char *)buf, o, JSON_REJECT_DUPLICATES, NULL);
 }
 

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "server/b64url.h"
 #include "tests/emulator/emu_oidc.h"
 
 static EVP_PKEY *key;
@@ -27,24 +28,8 @@ static char kid[41];
 
 static void b64url(const unsigned char *in, size_t n, char *out, size_t cap)
 {
-  static const char tab[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  size_t i, o = 0;
-
-  for (i = 0; i < n && o + 5 < cap; i += 3) {
-    unsigned v = (unsigned)in[i] << 16;
-    if (i + 1 < n)
-      v |= (unsigned)in[i + 1] << 8;
-    if (i + 2 < n)
-      v |= in[i + 2];
-    out[o++] = tab[(v >> 18) & 63];
-    out[o++] = tab[(v >> 12) & 63];
-    if (i + 1 < n)
-      out[o++] = tab[(v >> 6) & 63];
-    if (i + 2 < n)
-      out[o++] = tab[v & 63];
-  }
-  out[o] = '\0';
+  if (!b64url_encode(in, n, out, cap) && cap)
+    out[0] = '\0';
 }
 
 int emu_oidc_init(const char *pem_path, char *err, size_t errlen)

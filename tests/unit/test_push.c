@@ -17,6 +17,7 @@
 
 #include "batch/jwks.h"
 #include "handlers/notifications_parse.h"
+#include "server/b64url.h"
 #include "server/oidc.h"
 
 Suite *push_suite(void);
@@ -152,24 +153,7 @@ static char *slurp(const char *path, size_t *len)
 
 static void b64url(const unsigned char *in, size_t n, char *out)
 {
-  static const char tab[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  size_t i, o = 0;
-
-  for (i = 0; i < n; i += 3) {
-    unsigned v = (unsigned)in[i] << 16;
-    if (i + 1 < n)
-      v |= (unsigned)in[i + 1] << 8;
-    if (i + 2 < n)
-      v |= in[i + 2];
-    out[o++] = tab[(v >> 18) & 63];
-    out[o++] = tab[(v >> 12) & 63];
-    if (i + 1 < n)
-      out[o++] = tab[(v >> 6) & 63];
-    if (i + 2 < n)
-      out[o++] = tab[v & 63];
-  }
-  out[o] = '\0';
+  ck_assert(b64url_encode(in, n, out, 4 * ((n + 2) / 3) + 1) > 0 || n == 0);
 }
 
 /* The "n" and "e" of a fixture's public key, base64url. */

@@ -16,6 +16,7 @@
 
 #include "handlers/oci_ref.h"
 #include "handlers/validate.h"
+#include "server/b64url.h"
 #include "server/cursor.h"
 #include "server/problem.h"
 #include "server/req.h"
@@ -418,25 +419,8 @@ END_TEST
 
 static void base64url_of(const char *s, char *out, size_t cap)
 {
-  static const char tab[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  const unsigned char *u = (const unsigned char *)s;
-  size_t n = strlen(s), i, o = 0;
-
-  for (i = 0; i < n && o + 5 < cap; i += 3) {
-    unsigned v = (unsigned)u[i] << 16;
-    if (i + 1 < n)
-      v |= (unsigned)u[i + 1] << 8;
-    if (i + 2 < n)
-      v |= u[i + 2];
-    out[o++] = tab[(v >> 18) & 63];
-    out[o++] = tab[(v >> 12) & 63];
-    if (i + 1 < n)
-      out[o++] = tab[(v >> 6) & 63];
-    if (i + 2 < n)
-      out[o++] = tab[v & 63];
-  }
-  out[o] = '\0';
+  if (!b64url_encode((const unsigned char *)s, strlen(s), out, cap) && cap)
+    out[0] = '\0';
 }
 
 static const unsigned char key_a[CURSOR_KEY_LEN] =
