@@ -51,13 +51,14 @@
 #            configuration version check; the targets come from the
 #            replica's cache; the loop is woken by one coalesced NOTIFY per
 #            replica) against pgbench's one INSERT, and every job then
-#            costs the admission loop an UPDATE and an event of its own;
-#            each cycle reloads every pending and admitted job (none
-#            finishes here: there is no Batch backend), so PostgreSQL's
-#            CPU goes mostly to the loop (/proc times: ~5x gpugate's) and
-#            consecutive runs slow down. The 100k run is faster than the
-#            first because its cycles are slower and fewer. Issue 10's
-#            incremental loop changes both; measure again with it.
+#            costs the admission loop its share of a batched UPDATE and
+#            event. Measured before the incremental admission loop was
+#            merged, each cycle reloaded every pending and admitted job
+#            (none finishes here: there is no Batch backend), so
+#            PostgreSQL's CPU went mostly to the loop (/proc times: ~5x
+#            gpugate's) and consecutive runs slowed down; the leader now
+#            keeps that state in memory (server/admission.c), and these
+#            figures are to be measured again with it.
 #   get      one statement; verified tokens are cached (perf: libjwt gone,
 #            libcrypto 1.6 %); the kernel's socket and scheduler work of
 #            the two hops wrk → gpugate → PostgreSQL is ~47 %, libc ~25 %,
