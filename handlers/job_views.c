@@ -18,26 +18,6 @@
 
 #define NAME_PART_MAX 63
 
-static const char *const states[] = {"PENDING", "ADMITTED",  "QUEUED",
-                                     "RUNNING", "EVICTING",  "SUCCEEDED",
-                                     "FAILED",  "CANCELLED", NULL};
-
-static bool states_ok(const char *s)
-{
-  while (*s) {
-    size_t n = strcspn(s, ","), i;
-    bool known = false;
-    for (i = 0; states[i]; i++)
-      known = known || (strlen(states[i]) == n && !strncmp(states[i], s, n));
-    if (!known)
-      return false;
-    s += n;
-    if (*s == ',')
-      s++;
-  }
-  return true;
-}
-
 static bool label_value_ok(const char *s)
 {
   size_t i;
@@ -76,7 +56,7 @@ static void parse_filters(struct gg_req *req, struct db_job_filter *f,
       problem_field(req, "cursor", "is not a cursor this API returned");
   }
   f->states = req_query(req, "state");
-  if (f->states && !states_ok(f->states))
+  if (f->states && !v_job_states(f->states))
     problem_field(req, "state",
                   "must be a comma-separated list of PENDING, ADMITTED, "
                   "QUEUED, RUNNING, EVICTING, SUCCEEDED, FAILED, CANCELLED");

@@ -503,27 +503,6 @@ out:
   return req->code;
 }
 
-static const char *const states[] = {"PENDING", "ADMITTED",  "QUEUED",
-                                     "RUNNING", "EVICTING",  "SUCCEEDED",
-                                     "FAILED",  "CANCELLED", NULL};
-
-/* "PENDING,RUNNING": every item a known state. */
-static bool states_ok(const char *s)
-{
-  while (*s) {
-    size_t n = strcspn(s, ","), i;
-    bool known = false;
-    for (i = 0; states[i]; i++)
-      known = known || (strlen(states[i]) == n && !strncmp(states[i], s, n));
-    if (!known)
-      return false;
-    s += n;
-    if (*s == ',')
-      s++;
-  }
-  return true;
-}
-
 /* Cursors of job lists are sequence numbers. */
 static bool seq_cursor(struct gg_req *req, int *limit, int64_t *after)
 {
@@ -579,7 +558,7 @@ enum gg_code jobs_list(struct gg_req *req)
     return problem_fail(req, GG_BAD_REQUEST,
                         "The paging parameters are invalid.");
   f.states = req_query(req, "state");
-  if (f.states && !states_ok(f.states))
+  if (f.states && !v_job_states(f.states))
     problem_field(req, "state",
                   "must be a comma-separated list of PENDING, ADMITTED, "
                   "QUEUED, RUNNING, EVICTING, SUCCEEDED, FAILED, CANCELLED");

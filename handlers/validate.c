@@ -10,6 +10,27 @@
 #include "server/cursor.h"
 #include "server/problem.h"
 
+static const char *const job_states[] = {"PENDING", "ADMITTED",  "QUEUED",
+                                         "RUNNING", "EVICTING",  "SUCCEEDED",
+                                         "FAILED",  "CANCELLED", NULL};
+
+bool v_job_states(const char *s)
+{
+  while (*s) {
+    size_t n = strcspn(s, ","), i;
+    bool known = false;
+    for (i = 0; job_states[i]; i++)
+      known = known ||
+              (strlen(job_states[i]) == n && !strncmp(job_states[i], s, n));
+    if (!known)
+      return false;
+    s += n;
+    if (*s == ',')
+      s++;
+  }
+  return true;
+}
+
 bool v_is_name(const char *s)
 {
   size_t n = strlen(s), i;

@@ -58,6 +58,10 @@ json_t *v_object(struct gg_req *req, const char *prefix, json_t *in,
 /* True when s is a valid object name: [a-z0-9-]{1,63}, alnum at both ends. */
 bool v_is_name(const char *s);
 
+/* "PENDING,RUNNING": a comma-separated list in which every item is a
+ * job state (the `state` filter of job lists). */
+bool v_job_states(const char *s);
+
 /*
  * Check a path parameter that names an object; records a field error and
  * returns false when bad.
