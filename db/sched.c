@@ -326,6 +326,7 @@ void db_sched_free(struct db_sched *s)
   free(s->pending_attempt);
   free(s->pending_reason);
   free(s->pending_max_run_s);
+  free(s->pending_state);
   json_decref(s->pending_locations);
   memset(s, 0, sizeof(*s));
 }

@@ -32,6 +32,7 @@ struct db_sched {
   int *pending_attempt;
   char (*pending_reason)[32]; /* "" when none */
   int64_t *pending_max_run_s;
+  int *pending_state; /* index into the admission state (its runs only) */
   json_t *pending_locations; /* array (per pending job) of arrays */
 };
 

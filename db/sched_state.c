@@ -219,6 +219,7 @@ void db_sched_state_run_free(struct db_sched *run)
   free(run->pending_attempt);
   free(run->pending_reason);
   free(run->pending_max_run_s);
+  free(run->pending_state);
   json_decref(run->pending_locations);
   memset(run, 0, sizeof(*run));
 }
@@ -264,6 +265,7 @@ int db_sched_state_build(const struct sched_state *st,
   run->pending_attempt = NULL;
   run->pending_reason = NULL;
   run->pending_max_run_s = NULL;
+  run->pending_state = NULL;
   run->pending_locations = json_array();
   *next_backoff_us = 0;
   run->in.now = now_s;
@@ -274,7 +276,8 @@ int db_sched_state_build(const struct sched_state *st,
       !ALLOC(run->admitted_state, st->n) || !ALLOC(run->pending, st->n) ||
       !ALLOC(run->pending_ids, st->n) || !ALLOC(run->pending_attempt, st->n) ||
       !ALLOC(run->pending_reason, st->n) ||
-      !ALLOC(run->pending_max_run_s, st->n))
+      !ALLOC(run->pending_max_run_s, st->n) ||
+      !ALLOC(run->pending_state, st->n))
     goto oom;
   if (cfg->in.n_teams)
     memcpy(run->teams, cfg->teams,
@@ -319,7 +322,9 @@ int db_sched_state_build(const struct sched_state *st,
     run->pending_attempt[np] = j->attempt;
     snprintf(run->pending_reason[np], 32, "%s", j->reason);
     run->pending_max_run_s[np] = j->max_run_s;
+    run->pending_state[np] = i;
     sj->max_run_s = j->max_run_s;
+    sj->preempting = j->preempting;
     sj->estimated_cost = db_sched_max_price(cfg, sj->cq) *
                          (double)sj->request[SCHED_GPU] * (double)j->max_run_s /
                          3600.0;

@@ -88,10 +88,11 @@ struct state {
   int *pend_idx;
   int *cursor;   /* per CQ: position of its head in pend_idx */
   bool *done;    /* per CQ: exhausted, blocked or stopped */
+  bool *taken;   /* per pending: decided out of turn (a preemptor's turn) */
   double *spent; /* per team: working copy */
   struct cand *cands;
   int *chosen;
-  struct head_key *heads; /* per CQ: this round's heads */
+  struct head_key *heads; /* this round's heads, or the earlier preemptors */
   uint64_t version;       /* bumped by every decision that changes the state */
 };
 
@@ -612,11 +613,23 @@ static void assign(struct state *s, struct head *h)
                  h->flavor, req);
 }
 
-/* Move CQ c past its head. */
+/* Move CQ c's head to its next job not yet decided. */
 static void advance(struct state *s, int c)
 {
-  if (++s->cursor[c] >= s->pend_start[c + 1])
-    s->done[c] = true;
+  do {
+    if (++s->cursor[c] >= s->pend_start[c + 1]) {
+      s->done[c] = true;
+      return;
+    }
+  } while (s->taken[s->pend_idx[s->cursor[c]]]);
+}
+
+/* Job (of CQ c) is decided: the CQ moves past it if it is the head. */
+static void settle(struct state *s, int c, int job)
+{
+  s->taken[job] = true;
+  if (!s->done[c] && s->pend_idx[s->cursor[c]] == job)
+    advance(s, c);
 }
 
 /* StrictFIFO: the head stays; everything behind it waits for it. */
@@ -641,7 +654,7 @@ static void give_up(struct state *s, int c, int job)
   if (s->in->cqs[c].strategy == SCHED_STRICT_FIFO)
     block(s, c);
   else
-    advance(s, c);
+    settle(s, c, job);
 }
 
 static void admit(struct state *s, const struct head *h)
@@ -657,7 +670,7 @@ static void admit(struct state *s, const struct head *h)
   if (j->team >= 0 && s->in->teams[j->team].hold)
     s->spent[j->team] += j->estimated_cost;
   s->version++;
-  advance(s, h->cq);
+  settle(s, h->cq, h->job);
 }
 
 /* Decide one head of the sorted round; it may be deferred to the next. */
@@ -669,7 +682,7 @@ static void process(struct state *s, const struct head *h0)
 
   if (team_held(s, j)) {
     s->out->reasons[h.job] = SCHED_BUDGET_EXCEEDED;
-    advance(s, h.cq);
+    settle(s, h.cq, h.job);
     return;
   }
   if (h.version != s->version) {
@@ -689,7 +702,40 @@ static void process(struct state *s, const struct head *h0)
   if (s->in->cqs[h.cq].strategy == SCHED_STRICT_FIFO)
     block(s, h.cq);
   else
-    advance(s, h.cq);
+    settle(s, h.cq, h.job);
+}
+
+/*
+ * The preemptors of earlier cycles are decided first, in head order: Kueue
+ * keeps a preemptor at its CQ's head until it is admitted, so the quota its
+ * victims free is its own. Without this, a victim whose eviction completes
+ * at once (its Batch job not yet created) is readmitted by its CQ's head in
+ * the next cycle's first round, while the preemptor, deeper in its own CQ,
+ * comes in a later round and chooses victims again, cycle after cycle.
+ * StrictFIFO CQs are left out: their preemptor is their head anyway.
+ */
+static void preemptors_first(struct state *s)
+{
+  const struct sched_input *in = s->in;
+  struct head_key *keys = s->heads;
+  int i, nh = 0;
+
+  for (i = 0; i < in->n_pending; i++) {
+    const struct sched_job *j = &in->pending[i];
+    struct head h;
+
+    if (!j->preempting || s->done[j->cq] ||
+        in->cqs[j->cq].strategy == SCHED_STRICT_FIFO || team_held(s, j))
+      continue;
+    h.cq = j->cq;
+    h.job = i;
+    assign(s, &h);
+    if (h.kind != KIND_NONE) /* else its turn in the rounds decides */
+      keys[nh++] = (struct head_key){h, j->priority, j->created_at, j->seq};
+  }
+  qsort(keys, (size_t)nh, sizeof(*keys), cmp_head);
+  for (i = 0; i < nh; i++)
+    process(s, &keys[i].h);
 }
 
 /* One round; returns the number of heads still in play before it. */
@@ -709,7 +755,7 @@ static int round_once(struct state *s)
     while (!s->done[c] &&
            team_held(s, &in->pending[s->pend_idx[s->cursor[c]]])) {
       s->out->reasons[s->pend_idx[s->cursor[c]]] = SCHED_BUDGET_EXCEEDED;
-      advance(s, c);
+      settle(s, c, s->pend_idx[s->cursor[c]]);
     }
     if (s->done[c])
       continue;
@@ -747,6 +793,7 @@ static void state_free(struct state *s)
   free(s->pend_idx);
   free(s->cursor);
   free(s->done);
+  free(s->taken);
   free(s->spent);
   free(s->cands);
   free(s->chosen);
@@ -805,17 +852,21 @@ static int state_init(struct state *s, const struct sched_input *in,
   s->pend_idx = zalloc((size_t)in->n_pending, sizeof(int));
   s->cursor = zalloc((size_t)in->n_cqs, sizeof(int));
   s->done = zalloc((size_t)in->n_cqs, sizeof(bool));
+  s->taken = zalloc((size_t)in->n_pending, sizeof(bool));
   s->spent = zalloc((size_t)in->n_teams, sizeof(double));
   s->cands = zalloc((size_t)in->n_admitted, sizeof(*s->cands));
   s->chosen = zalloc((size_t)in->n_admitted, sizeof(int));
-  s->heads = zalloc((size_t)in->n_cqs, sizeof(*s->heads));
+  /* a round's heads (one per CQ), or the earlier preemptors */
+  s->heads =
+      zalloc((size_t)(in->n_cqs > in->n_pending ? in->n_cqs : in->n_pending),
+             sizeof(*s->heads));
   key = zalloc(nkey, sizeof(int));
   pk = zalloc((size_t)in->n_pending, sizeof(*pk));
   if (!s->quota || !s->guar || !s->pool || !s->use || !s->pool_used ||
       !s->rel || !s->rel_pool_used || !s->adm_start || !s->adm_idx ||
       !s->victim || !s->coh_start || !s->coh_idx || !s->pend_start ||
-      !s->pend_idx || !s->cursor || !s->done || !s->spent || !s->cands ||
-      !s->chosen || !s->heads || !key || !pk)
+      !s->pend_idx || !s->cursor || !s->done || !s->taken || !s->spent ||
+      !s->cands || !s->chosen || !s->heads || !key || !pk)
     goto out;
 
   /* Quotas, guaranteed parts and cohort pools. */
@@ -934,6 +985,7 @@ int sched_cycle(const struct sched_input *in, struct sched_output *out)
   for (i = 0; i < in->n_pending; i++)
     out->reasons[i] = SCHED_INSUFFICIENT_QUOTA;
   apply_stops(&s);
+  preemptors_first(&s);
   while (round_once(&s) > 0)
     ;
   result = 0;

@@ -80,6 +80,9 @@ struct sched_job {
                                   (0: any flavor may) */
   int64_t max_run_s;           /* pending: longest run, seconds (0: unknown,
                                   kept out of windowed flavors) */
+  bool preempting;             /* pending: it chose victims in an earlier
+                                  cycle and has not been admitted since; it
+                                  is decided before every CQ's heads */
   /* admitted jobs only */
   int flavor;          /* global flavor index it holds quota in */
   int64_t admitted_at; /* seconds */

@@ -96,12 +96,14 @@ int sched_state_put(struct sched_state *st, const struct sched_state_job *j)
     dst = &st->jobs[i];
     int32_t pq = dst->pos_queue, pc = dst->pos_cq;
     int64_t ag = dst->ahead_gpus;
+    bool pre = dst->preempting && sched_state_pending(j);
     free(dst->locations);
     *dst = *j;
     dst->locations = locs;
     dst->pos_queue = pq;
     dst->pos_cq = pc;
     dst->ahead_gpus = ag;
+    dst->preempting = pre;
     return i;
   }
   if (st->n == st->cap) {
@@ -127,6 +129,7 @@ int sched_state_put(struct sched_state *st, const struct sched_state_job *j)
   dst->pos_queue = -1;
   dst->pos_cq = -1;
   dst->ahead_gpus = -1;
+  dst->preempting = false;
   s = slot_of(st, j->id);
   st->slots[s] = i + 1;
   return i;

@@ -44,6 +44,9 @@ struct sched_state_job {
   int32_t pos_queue;
   int32_t pos_cq;
   int64_t ahead_gpus;
+  /* the last cycle made it a preemptor (sched_job.preempting): kept while
+   * it stays pending, not part of the job's identity either */
+  bool preempting;
 };
 
 struct sched_state {
@@ -61,7 +64,8 @@ int sched_state_find(const struct sched_state *st, const char *id);
 
 /*
  * Insert or replace job j (copied; its locations string is copied too).
- * A replaced job keeps its published position. Returns its index, or -1
+ * A replaced job keeps its published position, and its preempting mark
+ * while it stays pending. Returns its index, or -1
  * when out of memory (the state is unchanged then).
  */
 int sched_state_put(struct sched_state *st, const struct sched_state_job *j);

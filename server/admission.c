@@ -352,6 +352,11 @@ int admission_cycle(struct admission *a, struct db_conn *c,
     goto fail;
   }
   a->dirty = false;
+  /* the preemptors go first next cycle (scheduler/sched.c,
+   * preemptors_first()); memory is as built until the next feed */
+  for (i = 0; i < (size_t)run.in.n_pending; i++)
+    a->st.jobs[run.pending_state[i]].preempting =
+        out.reasons[i] == SCHED_PREEMPTING;
   metrics_admission_cycle((double)(now_ms() - t0) / 1000.0);
   for (i = 0; i < json_array_size(window_cqs); i++)
     metrics_evicted(json_string_value(json_array_get(window_cqs, i)),
@@ -462,6 +467,8 @@ int admission_reconcile(struct admission *a, struct db_conn *c, long *drift,
     fresh.jobs[i].pos_queue = a->st.jobs[k].pos_queue;
     fresh.jobs[i].pos_cq = a->st.jobs[k].pos_cq;
     fresh.jobs[i].ahead_gpus = a->st.jobs[k].ahead_gpus;
+    fresh.jobs[i].preempting =
+        a->st.jobs[k].preempting && sched_state_pending(&fresh.jobs[i]);
   }
   sched_state_free(&a->st);
   a->st = fresh;

@@ -12,13 +12,14 @@
  *   team NAME [budget=B] [spent=S] [hold]
  *   run NAME cq=Q in=FLAVOR [p=P] [at=T] [evicting] [team=T] RES=N ...
  *   job NAME cq=Q [p=P] [at=T] [seq=N] [never] [team=T] [cost=C]
- *           [maxrun=S] RES=N ...
+ *           [maxrun=S] [preempting] RES=N ...
  *
  * Lines are separated by ';'. RES is gpu, cpu (millicores) or mem (MiB);
  * BORROW and LEND may be '*' (unlimited, the default); a resource a flavor
  * does not list has quota 0. "run" is an admitted job (admitted_at = at),
  * "job" a pending one (created_at = at, default its position; it may preempt
- * unless "never"; maxrun is its longest run in seconds). "win" gives the
+ * unless "never"; maxrun is its longest run in seconds; "preempting": it
+ * chose victims in an earlier cycle). "win" gives the
  * CQ's flavor FLAVOR (listed before it) a capacity window [FROM, UNTIL).
  * Defaults follow Kueue: BestEffortFIFO, preemption Never,
  * whenCanBorrow Borrow, whenCanPreempt TryNextFlavor, weight 1.
@@ -238,6 +239,8 @@ static bool parse_job_token(struct dsl *d, struct sched_job *j, const char *tok)
     j->evicting = true;
   else if (strcmp(tok, "never") == 0)
     j->can_preempt = false;
+  else if (strcmp(tok, "preempting") == 0)
+    j->preempting = true;
   else if ((v = val_of(tok, "cost")))
     j->estimated_cost = strtod(v, NULL);
   else if ((v = val_of(tok, "p")) && parse_i64(v, &x))
@@ -608,6 +611,39 @@ static const struct sched_case cases[] = {
      NOW "cq a cohort=c reclaim=lower res:gpu=4; cq b cohort=c res:gpu=0;"
          "run b1 cq=b in=res p=0 at=1001 gpu=4; job ja cq=a p=5 gpu=4",
      "-b1(ja,InCohortReclamation) ja=Preempting"},
+    /* ---- the preemptors of earlier cycles go first ---- */
+    {"a borrower at its CQ's head takes the quota a deeper job needs",
+     "cq a cohort=c reclaim=any res:gpu=4; cq b cohort=c res:gpu=0;"
+     "run r cq=a in=res p=0 gpu=3; job big cq=a p=10 never gpu=4;"
+     "job pa cq=a p=5 gpu=1; job x cq=b p=20 gpu=1",
+     "+x@res* big=InsufficientQuota pa=InsufficientQuota"},
+    {"an earlier preemptor is decided before every CQ's head",
+     /* as above, but pa chose victims last cycle: the quota they freed
+      * is its own, not the next borrower's */
+     "cq a cohort=c reclaim=any res:gpu=4; cq b cohort=c res:gpu=0;"
+     "run r cq=a in=res p=0 gpu=3; job big cq=a p=10 never gpu=4;"
+     "job pa cq=a p=5 preempting gpu=1; job x cq=b p=20 gpu=1",
+     "+pa@res big=InsufficientQuota x=InsufficientQuota"},
+    {"an earlier preemptor goes before a new head of its own CQ",
+     "cq a within=lower res:gpu=2; run v cq=a in=res p=0 gpu=1;"
+     "job new cq=a p=20 at=50 never gpu=1; job pa cq=a p=10 at=10 preempting "
+     "gpu=1",
+     "+pa@res new=InsufficientQuota"},
+    {"earlier preemptors among themselves: in head order",
+     "cq a cohort=c res:gpu=2; cq b cohort=c res:gpu=2;"
+     "run ra cq=a in=res p=0 gpu=2; run rb cq=b in=res p=0 gpu=1;"
+     "job pa cq=a p=9 preempting gpu=1; job pb cq=b p=1 preempting gpu=1",
+     "+pb@res pa=InsufficientQuota"},
+    {"an earlier preemptor that still waits for its victims picks no more",
+     "cq a within=lower res:gpu=4; run v cq=a in=res p=0 evicting gpu=2;"
+     "run w cq=a in=res p=0 gpu=2; job hi cq=a p=10 preempting gpu=2;"
+     "job h2 cq=a p=10 gpu=2",
+     "-w(h2,InClusterQueue) hi=Preempting h2=Preempting"},
+    {"StrictFIFO: the head goes first, preempting or not",
+     "cq a strict within=lower res:gpu=2; run v cq=a in=res p=0 gpu=1;"
+     "job new cq=a p=20 at=50 never gpu=1; job pa cq=a p=10 at=10 preempting "
+     "gpu=1",
+     "+new@res -v(pa,InClusterQueue) pa=Preempting"},
     {"evictions under way make room: wait, pick no new victims",
      "cq a within=lower res:gpu=4; run v cq=a in=res p=0 evicting gpu=2;"
      "run w cq=a in=res p=0 gpu=2; job hi cq=a p=10 gpu=2",

@@ -92,6 +92,7 @@ struct sim {
   /* statistics */
   long submitted, cancelled, finished, admissions, evictions, requeued;
   long config_applied, config_rejected, preempt_evictions;
+  long preemptor_admissions;   /* of jobs marked preempting */
   int64_t win_from, win_until; /* WINDOW_FLAVOR's capacity window */
   long window_admissions;
 };
@@ -452,11 +453,16 @@ static void apply(struct sim *s, const struct sched_output *o)
       s->teams[j->team].spent += j->estimated_cost;
     gone[o->admissions[i].job] = true;
     s->admissions++;
+    s->preemptor_admissions += j->preempting;
+    s->admitted[s->n_admitted - 1].preempting = false;
     s->window_admissions += o->admissions[i].flavor == WINDOW_FLAVOR;
   }
-  for (i = 0; i < s->n_pending; i++)
+  /* as the leader does: the preemptors go first next cycle */
+  for (i = 0; i < s->n_pending; i++) {
+    s->pending[i].preempting = o->reasons[i] == SCHED_PREEMPTING;
     if (!gone[i])
       s->pending[n++] = s->pending[i];
+  }
   s->n_pending = n;
 }
 
@@ -504,6 +510,7 @@ static void churn(struct sim *s)
 
       *p = *j;
       p->evicting = false;
+      p->preempting = false;
       p->flavor = 0;
       p->admitted_at = 0;
       s->requeued++;
@@ -597,18 +604,20 @@ START_TEST(random_cycles)
   if (getenv("SCHED_INVARIANT_VERBOSE"))
     fprintf(stderr,
             "sched_invariant: %d cycles, %ld submitted, %ld cancelled, "
-            "%ld finished, %ld admissions, %ld evictions (%ld by "
-            "preemption), %ld requeued, %ld config changes applied, %ld "
+            "%ld finished, %ld admissions (%ld of earlier preemptors), %ld "
+            "evictions (%ld by preemption), %ld requeued, %ld config "
+            "changes applied, %ld "
             "rejected, %ld into the windowed flavor, %d pending and %d "
             "admitted at the end\n",
             CYCLES, s->submitted, s->cancelled, s->finished, s->admissions,
-            s->evictions, s->preempt_evictions, s->requeued, s->config_applied,
-            s->config_rejected, s->window_admissions, s->n_pending,
-            s->n_admitted);
+            s->preemptor_admissions, s->evictions, s->preempt_evictions,
+            s->requeued, s->config_applied, s->config_rejected,
+            s->window_admissions, s->n_pending, s->n_admitted);
   /* The run must have exercised what it claims to. */
   ck_assert_int_gt(s->admissions, 10000);
   ck_assert_int_gt(s->preempt_evictions, 500);
   ck_assert_int_gt(s->requeued, 500);
+  ck_assert_int_gt(s->preemptor_admissions, 200);
   ck_assert_int_gt(s->config_applied, 1000);
   ck_assert_int_gt(s->window_admissions, 1000);
   free(s);
