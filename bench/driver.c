@@ -19,11 +19,16 @@
  * runs runtime × DRV_SCALE (passed to the emulator as the job's EMU_RUN_MS).
  * Job of cohort c, cluster queue q goes to TEAM's queue "c{c}-q{q}" with
  * priority class small|medium|large and cpu_milli = 1000 × request;
- * DRV_REGIONS (comma-separated) are assigned round-robin over arrivals as
- * the job's `locations`, so Batch creates spread over the regions.
+ * DRV_REGIONS (comma-separated): each arrival names one as the job's
+ * `locations`, drawn by a hash of its index, so Batch creates spread evenly
+ * over the regions at every moment (round-robin over arrivals aliases with
+ * the shape's period: 30 queues per tick, so a queue's jobs alternated
+ * between two of four regions, and whichever class was being admitted
+ * loaded two regions and left two idle).
  *
- * burst: job i goes to queue DRV_QUEUES[i mod n] (comma-separated),
- * requests 1 CPU, and carries EMU_RUN_MS=DRV_RUN_MS (default 3600000).
+ * burst: job i goes to queue DRV_QUEUES[i mod n] (comma-separated) and
+ * region DRV_REGIONS[i mod n], requests 1 CPU, and carries
+ * EMU_RUN_MS=DRV_RUN_MS (default 3600000).
  *
  * Output: key=value lines on stdout (submitted, ok, failed, statuses,
  * wall and lateness figures, floor_s for kueue), for the scripts to read.
@@ -44,6 +49,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +94,15 @@ struct stats {
   double *late;               /* completion minus scheduled time, per request */
   long n_late;
 };
+
+/* splitmix64's finaliser: a well-spread hash of i */
+static uint64_t mix(uint64_t i)
+{
+  i += 0x9e3779b97f4a7c15ULL;
+  i = (i ^ (i >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  i = (i ^ (i >> 27)) * 0x94d049bb133111ebULL;
+  return i ^ (i >> 31);
+}
 
 static double now_s(void)
 {
@@ -410,9 +425,9 @@ int main(int argc, char **argv)
         snprintf(name, sizeof(name), "%s-c%d-q%d-%d", k->name, a->cohort, a->cq,
                  a->k);
         snprintf(queue, sizeof(queue), "c%d-q%d", a->cohort, a->cq);
-        b = job_body(name, queue, k->name, 1000 * k->cpu,
-                     lround(k->runtime_ms * scale),
-                     n_regions ? regions[next % n_regions] : NULL, k->name);
+        b = job_body(
+            name, queue, k->name, 1000 * k->cpu, lround(k->runtime_ms * scale),
+            n_regions ? regions[mix(next) % n_regions] : NULL, k->name);
       } else {
         due = t;
         snprintf(name, sizeof(name), "burst-%zu", next);
