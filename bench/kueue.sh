@@ -81,6 +81,7 @@
 #
 # BENCH_KEEP=1 keeps the temp dir (logs, PostgreSQL) for inspection;
 # BENCH_PG_LOG_MS=N sets log_min_duration_statement (in its pg/log);
+# BENCH_PG_STATEMENTS=1 prints the costliest statements at the end;
 # KUEUE_SKIP_DISPATCH=1 / KUEUE_SKIP_SHAPE=1 run only one part.
 set -euo pipefail
 BENCH_NAME=bench/kueue.sh

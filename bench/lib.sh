@@ -24,6 +24,16 @@ bench_cleanup() {
     wait "${BENCH_PIDS[i]}" 2>/dev/null || true
   done
   if [[ -n "${T:-}" && -d "$T" ]]; then
+    if [[ -n "${BENCH_PG_STATEMENTS:-}" && -n "${PGURI:-}" ]]; then
+      psql "${PGURI%/*}/postgres" -X -q -c "
+        SELECT calls, round(total_exec_time) AS total_ms,
+               round(mean_exec_time::numeric, 3) AS mean_ms, rows,
+               left(regexp_replace(query, '\s+', ' ', 'g'), 160) AS query
+        FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 40" \
+        >"$T/pg_stat_statements.txt" 2>&1 || true
+      bench_log "statements by time (BENCH_PG_STATEMENTS):"
+      cat "$T/pg_stat_statements.txt" >&2
+    fi
     tests/pg.sh stop "$T/pg" >/dev/null 2>&1 || true
     if [[ -n "${BENCH_KEEP:-}" ]]; then
       bench_log "kept $T (BENCH_KEEP)"
@@ -69,6 +79,13 @@ bench_setup() {
   done
   uri="$(tests/pg.sh start "$T/pg" 2>/dev/null)" ||
     bench_die "could not start PostgreSQL (tests/pg.sh start $T/pg)"
+  if [[ -n "${BENCH_PG_STATEMENTS:-}" ]]; then # diagnosis: statement costs
+    echo "shared_preload_libraries = 'pg_stat_statements'" >>"$T/pg/data/postgresql.conf"
+    tests/pg.sh stop "$T/pg" >/dev/null
+    uri="$(tests/pg.sh start "$T/pg" 2>/dev/null)" ||
+      bench_die "could not restart PostgreSQL with pg_stat_statements"
+    psql "${uri%/*}/postgres" -X -q -c "CREATE EXTENSION pg_stat_statements"
+  fi
   tests/pg.sh createdb "$T/pg" gpugate
   PGURI="${uri%/*}/gpugate"
   PSQL=(psql "$PGURI" -X -q -t -A -v ON_ERROR_STOP=1)
