@@ -10,14 +10,21 @@
  * same freed quota and a job that only waits for evictions already under way
  * picks no new victims.
  *
- * A cycle runs in rounds. Each round takes the head of every cluster queue
- * still in play, assigns it a flavor against the usage at that moment, sorts
- * the heads Kueue's way (no borrowing first, then the lower weighted share,
- * priority, creation time, seq) and processes them in that order. A head
- * whose assignment changed because of an earlier decision in the same round
- * is deferred to the next round; the first head of a round always sees the
- * state its assignment was computed on, so every round decides at least one
- * job and the cycle ends. Nothing depends on the order of the CQ array:
+ * First the preemptors of earlier cycles (sched_job.preempting), then
+ * rounds. Each round takes the head of every cluster queue still in play,
+ * assigns it a flavor against the usage at that moment, sorts the heads
+ * Kueue's way (no borrowing first, then the lower weighted share,
+ * priority, creation time, seq) and processes them in that order. The
+ * rounds run in two phases: in the first a CQ whose head would borrow is
+ * parked, so every job that fits without borrowing, however deep in its
+ * CQ, is decided before any borrower (Kueue's cycle puts non-borrowing
+ * heads first for the same reason: a lender's deeper jobs must not be left
+ * to reclaim what a borrower took a moment before); the second decides the
+ * parked CQs and the rest. A head whose assignment changed because of an
+ * earlier decision in the same round is deferred to the next round; the
+ * first head of a round always sees the state its assignment was computed
+ * on, so every round decides at least one job or parks a CQ, and the cycle
+ * ends. Nothing depends on the order of the CQ array:
  * every tie is broken by job fields (seq, then the job's array index).
  */
 #include "scheduler/sched.h"
@@ -86,10 +93,12 @@ struct state {
   int *coh_idx;
   int *pend_start; /* pending jobs grouped by CQ, in queue order */
   int *pend_idx;
-  int *cursor;   /* per CQ: position of its head in pend_idx */
-  bool *done;    /* per CQ: exhausted, blocked or stopped */
-  bool *taken;   /* per pending: decided out of turn (a preemptor's turn) */
-  double *spent; /* per team: working copy */
+  int *cursor;  /* per CQ: position of its head in pend_idx */
+  bool *done;   /* per CQ: exhausted, blocked or stopped */
+  bool *taken;  /* per pending: decided out of turn (a preemptor's turn) */
+  bool *parked; /* per CQ: its head borrows; it waits for the borrow phase */
+  bool borrow_phase; /* heads that borrow are decided now */
+  double *spent;     /* per team: working copy */
   struct cand *cands;
   int *chosen;
   struct head_key *heads; /* this round's heads, or the earlier preemptors */
@@ -749,7 +758,7 @@ static int round_once(struct state *s)
     struct head h;
     const struct sched_job *j;
 
-    if (s->done[c])
+    if (s->done[c] || (s->parked[c] && !s->borrow_phase))
       continue;
     active++;
     while (!s->done[c] &&
@@ -764,6 +773,10 @@ static int round_once(struct state *s)
     assign(s, &h);
     if (h.kind == KIND_NONE) {
       give_up(s, c, h.job);
+      continue;
+    }
+    if (h.borrow && !s->borrow_phase) {
+      s->parked[c] = true; /* usage only grows: it still borrows later */
       continue;
     }
     j = &in->pending[h.job];
@@ -794,6 +807,7 @@ static void state_free(struct state *s)
   free(s->cursor);
   free(s->done);
   free(s->taken);
+  free(s->parked);
   free(s->spent);
   free(s->cands);
   free(s->chosen);
@@ -853,6 +867,7 @@ static int state_init(struct state *s, const struct sched_input *in,
   s->cursor = zalloc((size_t)in->n_cqs, sizeof(int));
   s->done = zalloc((size_t)in->n_cqs, sizeof(bool));
   s->taken = zalloc((size_t)in->n_pending, sizeof(bool));
+  s->parked = zalloc((size_t)in->n_cqs, sizeof(bool));
   s->spent = zalloc((size_t)in->n_teams, sizeof(double));
   s->cands = zalloc((size_t)in->n_admitted, sizeof(*s->cands));
   s->chosen = zalloc((size_t)in->n_admitted, sizeof(int));
@@ -865,8 +880,8 @@ static int state_init(struct state *s, const struct sched_input *in,
   if (!s->quota || !s->guar || !s->pool || !s->use || !s->pool_used ||
       !s->rel || !s->rel_pool_used || !s->adm_start || !s->adm_idx ||
       !s->victim || !s->coh_start || !s->coh_idx || !s->pend_start ||
-      !s->pend_idx || !s->cursor || !s->done || !s->taken || !s->spent ||
-      !s->cands || !s->chosen || !s->heads || !key || !pk)
+      !s->pend_idx || !s->cursor || !s->done || !s->taken || !s->parked ||
+      !s->spent || !s->cands || !s->chosen || !s->heads || !key || !pk)
     goto out;
 
   /* Quotas, guaranteed parts and cohort pools. */
@@ -986,6 +1001,10 @@ int sched_cycle(const struct sched_input *in, struct sched_output *out)
     out->reasons[i] = SCHED_INSUFFICIENT_QUOTA;
   apply_stops(&s);
   preemptors_first(&s);
+  /* every job that fits without borrowing first, then the borrowers */
+  while (round_once(&s) > 0)
+    ;
+  s.borrow_phase = true;
   while (round_once(&s) > 0)
     ;
   result = 0;

@@ -611,19 +611,35 @@ static const struct sched_case cases[] = {
      NOW "cq a cohort=c reclaim=lower res:gpu=4; cq b cohort=c res:gpu=0;"
          "run b1 cq=b in=res p=0 at=1001 gpu=4; job ja cq=a p=5 gpu=4",
      "-b1(ja,InCohortReclamation) ja=Preempting"},
-    /* ---- the preemptors of earlier cycles go first ---- */
-    {"a borrower at its CQ's head takes the quota a deeper job needs",
+    /* ---- every job that fits without borrowing before any borrower ---- */
+    {"a deeper job within nominal goes before a borrower at its CQ's head",
+     /* round 1 would admit x (borrowing); pa, behind big in a, fits in
+      * a's own quota and is decided first */
      "cq a cohort=c reclaim=any res:gpu=4; cq b cohort=c res:gpu=0;"
      "run r cq=a in=res p=0 gpu=3; job big cq=a p=10 never gpu=4;"
+     "job pa cq=a p=5 gpu=1; job x cq=b p=20 gpu=1",
+     "+pa@res big=InsufficientQuota x=InsufficientQuota"},
+    {"a CQ whose head borrows waits whole: its deeper jobs do not pass it",
+     /* s alone would fit within a's nominal */
+     "cq a cohort=c res:gpu=2; cq l cohort=c res:gpu=1;"
+     "run r cq=a in=res p=0 gpu=1; job h cq=a p=10 gpu=2; job s cq=a p=5 gpu=1",
+     "+h@res* s=InsufficientQuota"},
+
+    /* ---- the preemptors of earlier cycles go first ---- */
+    {"borrowers: the higher priority first",
+     "cq a cohort=c res:gpu=2; cq b cohort=c res:gpu=0; cq l cohort=c "
+     "res:gpu=1;"
+     "run ra cq=a in=res p=0 gpu=2; job big cq=a p=10 never gpu=2;"
      "job pa cq=a p=5 gpu=1; job x cq=b p=20 gpu=1",
      "+x@res* big=InsufficientQuota pa=InsufficientQuota"},
     {"an earlier preemptor is decided before every CQ's head",
      /* as above, but pa chose victims last cycle: the quota they freed
       * is its own, not the next borrower's */
-     "cq a cohort=c reclaim=any res:gpu=4; cq b cohort=c res:gpu=0;"
-     "run r cq=a in=res p=0 gpu=3; job big cq=a p=10 never gpu=4;"
+     "cq a cohort=c res:gpu=2; cq b cohort=c res:gpu=0; cq l cohort=c "
+     "res:gpu=1;"
+     "run ra cq=a in=res p=0 gpu=2; job big cq=a p=10 never gpu=2;"
      "job pa cq=a p=5 preempting gpu=1; job x cq=b p=20 gpu=1",
-     "+pa@res big=InsufficientQuota x=InsufficientQuota"},
+     "+pa@res* big=InsufficientQuota x=InsufficientQuota"},
     {"an earlier preemptor goes before a new head of its own CQ",
      "cq a within=lower res:gpu=2; run v cq=a in=res p=0 gpu=1;"
      "job new cq=a p=20 at=50 never gpu=1; job pa cq=a p=10 at=10 preempting "
