@@ -2,12 +2,19 @@
  * emu_jobs.c — job store and state machine of the Batch emulator.
  *
  * Jobs live in one array in creation order (sequence numbers only grow),
- * under one mutex. A ticker thread wakes every TICK_MS (or when kicked),
- * recomputes the GPUs held per location and provisioning model, and moves
- * every job whose time has come. Capacity is taken when a job is
- * SCHEDULED and given back when it reaches a terminal state or is gone.
- * Notifications are queued while the mutex is held so that each job's
- * pushes leave in the order its states changed.
+ * under one mutex, indexed by name in a hash table. The jobs that are not
+ * terminal are also kept, in the same order, in the active array: a ticker
+ * thread wakes every TICK_MS (or when kicked), recomputes the GPUs held per
+ * location and provisioning model from the active jobs, and moves every
+ * active job whose time has come, so a tick costs what is still moving, not
+ * every job ever made. Capacity is taken when a job is SCHEDULED and given
+ * back when it reaches a terminal state or is gone. Notifications are queued
+ * while the mutex is held so that each job's pushes leave in the order its
+ * states changed.
+ *
+ * Operations live in a ring of MAX_OPS (the oldest is dropped), indexed by
+ * name and, while not done, by target job name. Create counts are indexed
+ * by job name. The hash tables chain through their elements.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -52,8 +59,10 @@ struct job {
   bool gone; /* removed at the end of this tick */
   long long created_ms, since_ms, run_start_ms, run_end_ms;
   char create_time[40], update_time[40];
-  json_t *body;   /* owned: the submitted Job, echoed */
-  json_t *events; /* owned: status.statusEvents */
+  json_t *body;            /* owned: the submitted Job, echoed */
+  json_t *events;          /* owned: status.statusEvents */
+  unsigned long long hash; /* of name */
+  struct job *hnext;       /* next in its bucket of the name index */
 };
 
 struct op {
@@ -63,11 +72,17 @@ struct op {
   char create_time[40];
   char end_time[40];
   bool done;
+  unsigned long long name_hash, target_hash;
+  /* number + 1 of the next op in its bucket (0: none): by name, and by
+   * target while not done */
+  unsigned long long name_next, target_next;
 };
 
 struct create_count {
   char name[NAME_MAX_];
   long long n;
+  unsigned long long hash;
+  size_t next; /* index + 1 of the next count in its bucket (0: none) */
 };
 
 struct usage {
@@ -80,10 +95,21 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv;
 static struct job **jobs;
 static size_t n_jobs, cap_jobs;
-static struct op *ops;
+static struct job **act; /* the jobs not terminal, in creation order */
+static size_t n_act, cap_act;
+static struct job **scratch; /* room for n_jobs: the jobs gone in a tick */
+static size_t cap_scratch;
+static struct job **job_index; /* name → job; buckets a power of two */
+static size_t n_job_buckets;
+static struct op *ops; /* op number k at ops[k % MAX_OPS] */
 static size_t n_ops, cap_ops;
+static unsigned long long next_op;                /* number of the next op */
+static unsigned long long *op_names, *op_pending; /* op number + 1 */
+static size_t n_op_buckets;
 static struct create_count *counts;
 static size_t n_counts, cap_counts;
+static size_t *count_index; /* index + 1 */
+static size_t n_count_buckets;
 static unsigned long long next_seq = 1;
 static bool stopping, started;
 static pthread_t ticker;
@@ -110,15 +136,102 @@ static int grow(void **arr, size_t *cap, size_t n, size_t elem)
   return 0;
 }
 
+/* FNV-1a, high bits folded into the low ones (buckets take those). */
+static unsigned long long hash_str(const char *s)
+{
+  unsigned long long h = 1469598103934665603ULL;
+
+  while (*s) {
+    h ^= (unsigned char)*s++;
+    h *= 1099511628211ULL;
+  }
+  return h ^ (h >> 32);
+}
+
+/* Buckets for at least n elements: a power of two, from 64. */
+static size_t buckets_for(size_t n)
+{
+  size_t b = 64;
+
+  while (b < n)
+    b *= 2;
+  return b;
+}
+
 /* Caller holds mu. */
 static struct job *find(const char *name)
 {
-  size_t i;
+  unsigned long long h;
+  struct job *j;
 
-  for (i = 0; i < n_jobs; i++)
-    if (!jobs[i]->gone && !strcmp(jobs[i]->name, name))
-      return jobs[i];
+  if (!n_job_buckets)
+    return NULL;
+  h = hash_str(name);
+  for (j = job_index[h & (n_job_buckets - 1)]; j; j = j->hnext)
+    if (j->hash == h && !j->gone && !strcmp(j->name, name))
+      return j;
   return NULL;
+}
+
+/* Caller holds mu. Puts j (hash set) into the name index. */
+static void index_add(struct job *j)
+{
+  struct job **b = &job_index[j->hash & (n_job_buckets - 1)];
+
+  j->hnext = *b;
+  *b = j;
+}
+
+/* Caller holds mu. Takes j out of the name index. */
+static void index_del(struct job *j)
+{
+  struct job **p = &job_index[j->hash & (n_job_buckets - 1)];
+
+  while (*p && *p != j)
+    p = &(*p)->hnext;
+  if (*p)
+    *p = j->hnext;
+}
+
+/*
+ * Caller holds mu; not within a tick. Room for one more job in jobs, act,
+ * scratch and the name index.
+ */
+static int reserve_job(void)
+{
+  size_t want = buckets_for(n_jobs + 1), i;
+
+  if (grow((void **)&jobs, &cap_jobs, n_jobs, sizeof(struct job *)) != 0 ||
+      grow((void **)&act, &cap_act, n_jobs, sizeof(struct job *)) != 0 ||
+      grow((void **)&scratch, &cap_scratch, n_jobs, sizeof(struct job *)) != 0)
+    return -1;
+  if (want > n_job_buckets) {
+    struct job **t = calloc(want, sizeof(struct job *));
+    if (!t)
+      return -1;
+    free(job_index);
+    job_index = t;
+    n_job_buckets = want;
+    for (i = 0; i < n_jobs; i++)
+      if (!jobs[i]->gone)
+        index_add(jobs[i]);
+  }
+  return 0;
+}
+
+/* Caller holds mu. The index of the first of arr[0..n) with seq >= seq. */
+static size_t seq_pos(struct job *const *arr, size_t n, unsigned long long seq)
+{
+  size_t lo = 0, hi = n;
+
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (arr[mid]->seq < seq)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
 }
 
 static void free_job(struct job *j)
@@ -153,19 +266,68 @@ static void set_state(struct job *j, enum state to, long long now,
   emu_push_job_state(j->name, j->uid, state_names[to]);
 }
 
+static struct op *op_at(unsigned long long k)
+{
+  return &ops[k % MAX_OPS];
+}
+
+/* op's link in the chain by target (pending) or by name. */
+static unsigned long long *op_link(struct op *o, bool pending)
+{
+  return pending ? &o->target_next : &o->name_next;
+}
+
+/* Caller holds mu. The head of op's bucket by target or by name. */
+static unsigned long long *op_head(const struct op *o, bool pending)
+{
+  return pending ? &op_pending[o->target_hash & (n_op_buckets - 1)]
+                 : &op_names[o->name_hash & (n_op_buckets - 1)];
+}
+
+/* Caller holds mu. Puts op number k into its chain by target or name. */
+static void op_chain(unsigned long long k, bool pending)
+{
+  struct op *o = op_at(k);
+  unsigned long long *head = op_head(o, pending);
+
+  *op_link(o, pending) = *head;
+  *head = k + 1;
+}
+
+/* Caller holds mu. Takes op number k out of its chain by target or name. */
+static void op_unchain(unsigned long long k, bool pending)
+{
+  struct op *o = op_at(k);
+  unsigned long long *p = op_head(o, pending);
+
+  while (*p && *p != k + 1)
+    p = op_link(op_at(*p - 1), pending);
+  if (*p)
+    *p = *op_link(o, pending);
+}
+
 /* Caller holds mu. Marks the operations on target (verb NULL: all) done. */
 static void finish_ops(const char *target, const char *verb)
 {
   char when[40];
-  size_t i;
+  unsigned long long h, *p;
 
+  if (!n_op_buckets)
+    return;
   emu_rfc3339(when, sizeof(when));
-  for (i = 0; i < n_ops; i++)
-    if (!ops[i].done && !strcmp(ops[i].target, target) &&
-        (!verb || !strcmp(ops[i].verb, verb))) {
-      ops[i].done = true;
-      snprintf(ops[i].end_time, sizeof(ops[i].end_time), "%s", when);
+  h = hash_str(target);
+  p = &op_pending[h & (n_op_buckets - 1)];
+  while (*p) {
+    struct op *o = op_at(*p - 1);
+    if (o->target_hash == h && !strcmp(o->target, target) &&
+        (!verb || !strcmp(o->verb, verb))) {
+      o->done = true;
+      snprintf(o->end_time, sizeof(o->end_time), "%s", when);
+      *p = o->target_next;
+    } else {
+      p = &o->target_next;
     }
+  }
 }
 
 static const char *task_state(enum state s)
@@ -250,12 +412,42 @@ static enum emu_jobs_rc new_op(const struct job *j, const char *verb,
   char hex[17];
 
   if (n_ops >= MAX_OPS) {
-    memmove(ops, ops + 1, (n_ops - 1) * sizeof(*ops));
+    /* the oldest goes; its slot is the new one's */
+    unsigned long long old = next_op - n_ops;
+    op_unchain(old, false);
+    if (!op_at(old)->done)
+      op_unchain(old, true);
     n_ops--;
+  } else if (n_ops == cap_ops) {
+    size_t want = cap_ops ? cap_ops * 2 : 64, nb;
+    unsigned long long *names, *pending, k;
+    struct op *p;
+
+    if (want > MAX_OPS)
+      want = MAX_OPS;
+    nb = buckets_for(want);
+    names = calloc(nb, sizeof(*names));
+    pending = calloc(nb, sizeof(*pending));
+    p = names && pending ? realloc(ops, want * sizeof(*ops)) : NULL;
+    if (!p) {
+      free(names);
+      free(pending);
+      return EMU_JOBS_NO_MEMORY;
+    }
+    ops = p;
+    cap_ops = want;
+    free(op_names);
+    free(op_pending);
+    op_names = names;
+    op_pending = pending;
+    n_op_buckets = nb;
+    for (k = next_op - n_ops; k < next_op; k++) {
+      op_chain(k, false);
+      if (!op_at(k)->done)
+        op_chain(k, true);
+    }
   }
-  if (grow((void **)&ops, &cap_ops, n_ops, sizeof(*ops)) != 0)
-    return EMU_JOBS_NO_MEMORY;
-  o = &ops[n_ops++];
+  o = op_at(next_op);
   memset(o, 0, sizeof(*o));
   emu_random_hex(hex, 8);
   snprintf(o->name, sizeof(o->name),
@@ -264,6 +456,12 @@ static enum emu_jobs_rc new_op(const struct job *j, const char *verb,
   snprintf(o->target, sizeof(o->target), "%s", j->name);
   snprintf(o->verb, sizeof(o->verb), "%s", verb);
   emu_rfc3339(o->create_time, sizeof(o->create_time));
+  o->name_hash = hash_str(o->name);
+  o->target_hash = hash_str(o->target);
+  op_chain(next_op, false);
+  op_chain(next_op, true);
+  next_op++;
+  n_ops++;
   *out = op_view(o);
   return *out ? EMU_JOBS_OK : EMU_JOBS_NO_MEMORY;
 }
@@ -284,18 +482,22 @@ static long long *usage_slot(struct usage *u, size_t *n, const char *location,
   return &u[(*n)++].used;
 }
 
-/* Caller holds mu. GPUs held per location/model into u. */
+/*
+ * Caller holds mu. GPUs held per location/model into u. Only active jobs
+ * hold capacity, and act is in creation order, so the slots come in the
+ * order a walk over every job would give.
+ */
 static size_t compute_usage(struct usage *u)
 {
   size_t n = 0, i;
 
-  for (i = 0; i < n_jobs; i++) {
+  for (i = 0; i < n_act; i++) {
     long long *slot;
-    if (!jobs[i]->held || jobs[i]->gone)
+    if (!act[i]->held || act[i]->gone)
       continue;
-    slot = usage_slot(u, &n, jobs[i]->spec.location, jobs[i]->spec.model);
+    slot = usage_slot(u, &n, act[i]->spec.location, act[i]->spec.model);
     if (slot)
-      *slot += jobs[i]->spec.gpus;
+      *slot += act[i]->spec.gpus;
   }
   return n;
 }
@@ -347,15 +549,67 @@ static void finish_run(struct job *j, const struct emu_config *c,
                  : NULL);
 }
 
+/*
+ * Caller holds mu. Frees gone[0..n) (in creation order) and takes them out
+ * of jobs; they are out of act and the name index already.
+ */
+static void drop_jobs(struct job **gone, size_t n)
+{
+  size_t i, w, g = 0;
+
+  if (!n)
+    return;
+  i = w = seq_pos(jobs, n_jobs, gone[0]->seq);
+  for (; i < n_jobs && g < n; i++) {
+    if (jobs[i] == gone[g]) {
+      free_job(jobs[i]);
+      g++;
+    } else {
+      jobs[w++] = jobs[i];
+    }
+  }
+  memmove(jobs + w, jobs + i, (n_jobs - i) * sizeof(struct job *));
+  n_jobs = w + (n_jobs - i);
+}
+
+/*
+ * Caller holds mu. Keeps in act the jobs neither terminal nor gone; puts
+ * the gone ones into scratch and returns how many.
+ */
+static size_t compact_act(void)
+{
+  size_t i, w, n_gone = 0;
+
+  for (i = w = 0; i < n_act; i++) {
+    struct job *j = act[i];
+    if (j->gone)
+      scratch[n_gone++] = j;
+    else if (!terminal(j->state))
+      act[w++] = j;
+  }
+  n_act = w;
+  return n_gone;
+}
+
+/* Caller holds mu. j has just left a terminal state: back into act. */
+static void activate(struct job *j)
+{
+  size_t at = seq_pos(act, n_act, j->seq);
+
+  memmove(act + at + 1, act + at, (n_act - at) * sizeof(struct job *));
+  act[at] = j;
+  n_act++;
+}
+
 /* Caller holds mu. */
 static void tick(const struct emu_config *c)
 {
   struct usage u[MAX_USAGE];
-  size_t nu = compute_usage(u), i, w;
+  size_t nu = compute_usage(u), i;
   long long now = emu_now_ms();
 
-  for (i = 0; i < n_jobs; i++) {
-    struct job *j = jobs[i];
+  for (i = 0; i < n_act; i++) {
+    struct job *j = act[i];
     long long in_state = now - j->since_ms;
     long long run_ms = j->spec.run_ms >= 0 ? j->spec.run_ms : c->run_ms;
 
@@ -383,6 +637,7 @@ static void tick(const struct emu_config *c)
       if (in_state >= c->delete_ms) {
         release(j, u, &nu);
         j->gone = true;
+        index_del(j);
         finish_ops(j->name, NULL);
       }
       break;
@@ -392,13 +647,7 @@ static void tick(const struct emu_config *c)
       break;
     }
   }
-  for (i = w = 0; i < n_jobs; i++) {
-    if (jobs[i]->gone)
-      free_job(jobs[i]);
-    else
-      jobs[w++] = jobs[i];
-  }
-  n_jobs = w;
+  drop_jobs(scratch, compact_act());
 }
 
 static void *run(void *arg)
@@ -456,12 +705,22 @@ void emu_jobs_stop(void)
   for (i = 0; i < n_jobs; i++)
     free_job(jobs[i]);
   free(jobs);
+  free(act);
+  free(scratch);
+  free(job_index);
   free(ops);
+  free(op_names);
+  free(op_pending);
   free(counts);
-  jobs = NULL;
+  free(count_index);
+  jobs = act = scratch = job_index = NULL;
   ops = NULL;
+  op_names = op_pending = NULL;
   counts = NULL;
-  n_jobs = cap_jobs = n_ops = cap_ops = n_counts = cap_counts = 0;
+  count_index = NULL;
+  n_jobs = cap_jobs = n_act = cap_act = cap_scratch = n_job_buckets = 0;
+  n_ops = cap_ops = n_op_buckets = n_counts = cap_counts = n_count_buckets = 0;
+  next_op = 0;
 }
 
 void emu_jobs_kick(void)
@@ -472,32 +731,64 @@ void emu_jobs_kick(void)
   pthread_mutex_unlock(&mu);
 }
 
-/* Caller holds mu. */
-static int count_create(const char *name)
+/* Caller holds mu. The create count of name, NULL if none. */
+static struct create_count *find_count(const char *name, unsigned long long h)
 {
   size_t i;
 
-  for (i = 0; i < n_counts; i++)
-    if (!strcmp(counts[i].name, name)) {
-      counts[i].n++;
-      return 0;
-    }
+  if (!n_count_buckets)
+    return NULL;
+  for (i = count_index[h & (n_count_buckets - 1)]; i; i = counts[i - 1].next)
+    if (counts[i - 1].hash == h && !strcmp(counts[i - 1].name, name))
+      return &counts[i - 1];
+  return NULL;
+}
+
+/* Caller holds mu. Puts counts[i] into the index. */
+static void count_chain(size_t i)
+{
+  size_t *head = &count_index[counts[i].hash & (n_count_buckets - 1)];
+
+  counts[i].next = *head;
+  *head = i + 1;
+}
+
+/* Caller holds mu. */
+static int count_create(const char *name)
+{
+  unsigned long long h = hash_str(name);
+  struct create_count *cc = find_count(name, h);
+  size_t want = buckets_for(n_counts + 1), i;
+
+  if (cc) {
+    cc->n++;
+    return 0;
+  }
   if (grow((void **)&counts, &cap_counts, n_counts, sizeof(*counts)) != 0)
     return -1;
+  if (want > n_count_buckets) {
+    size_t *t = calloc(want, sizeof(*t));
+    if (!t)
+      return -1;
+    free(count_index);
+    count_index = t;
+    n_count_buckets = want;
+    for (i = 0; i < n_counts; i++)
+      count_chain(i);
+  }
   snprintf(counts[n_counts].name, sizeof(counts[n_counts].name), "%s", name);
-  counts[n_counts++].n = 1;
+  counts[n_counts].n = 1;
+  counts[n_counts].hash = h;
+  count_chain(n_counts++);
   return 0;
 }
 
 /* Caller holds mu. */
 static long long create_count(const char *name)
 {
-  size_t i;
+  const struct create_count *cc = find_count(name, hash_str(name));
 
-  for (i = 0; i < n_counts; i++)
-    if (!strcmp(counts[i].name, name))
-      return counts[i].n;
-  return 0;
+  return cc ? cc->n : 0;
 }
 
 enum emu_jobs_rc emu_jobs_create(const struct emu_job_spec *spec, json_t *job,
@@ -522,13 +813,13 @@ enum emu_jobs_rc emu_jobs_create(const struct emu_job_spec *spec, json_t *job,
     }
     goto out;
   }
-  if (grow((void **)&jobs, &cap_jobs, n_jobs, sizeof(struct job *)) != 0 ||
-      !(j = calloc(1, sizeof(*j))) || !(j->events = json_array()) ||
-      count_create(name) != 0)
+  if (reserve_job() != 0 || !(j = calloc(1, sizeof(*j))) ||
+      !(j->events = json_array()) || count_create(name) != 0)
     goto out;
   j->seq = next_seq++;
   j->spec = *spec;
   snprintf(j->name, sizeof(j->name), "%s", name);
+  j->hash = hash_str(j->name);
   emu_uuid4(uuid, sizeof(uuid));
   snprintf(j->uid, sizeof(j->uid), "%.20s-%.36s", spec->id, uuid);
   j->body = job;
@@ -546,7 +837,10 @@ enum emu_jobs_rc emu_jobs_create(const struct emu_job_spec *spec, json_t *job,
                              "description", desc, "eventTime", j->create_time));
   }
   emu_push_job_state(j->name, j->uid, "QUEUED");
+  /* the newest: last in creation order */
   jobs[n_jobs++] = j;
+  act[n_act++] = j;
+  index_add(j);
   *out = job_view(j);
   j = NULL;
   rc = *out ? EMU_JOBS_OK : EMU_JOBS_NO_MEMORY;
@@ -583,7 +877,7 @@ json_t *emu_jobs_list(const char *project, const char *location,
   if (!arr)
     return NULL;
   pthread_mutex_lock(&mu);
-  for (i = 0; i < n_jobs; i++) {
+  for (i = seq_pos(jobs, n_jobs, after + 1); i < n_jobs; i++) {
     struct job *j = jobs[i];
     if (j->gone || j->seq <= after || strcmp(j->spec.project, project) != 0 ||
         (strcmp(location, "-") != 0 && strcmp(j->spec.location, location) != 0))
@@ -623,8 +917,12 @@ static enum emu_jobs_rc start_op(const char *name, const char *verb,
            (terminal(j->state) || j->state == DELETION_IN_PROGRESS))
     rc = EMU_JOBS_BAD_STATE;
   else {
-    if (j->state != to)
+    if (j->state != to) {
+      bool was_terminal = terminal(j->state);
       set_state(j, to, emu_now_ms(), NULL);
+      if (was_terminal)
+        activate(j); /* reserve_job left room for every job */
+    }
     rc = new_op(j, verb, op);
     pthread_cond_broadcast(&cv);
   }
@@ -644,13 +942,18 @@ enum emu_jobs_rc emu_jobs_delete(const char *name, json_t **op)
 
 enum emu_jobs_rc emu_jobs_operation(const char *name, json_t **out)
 {
-  size_t i;
+  unsigned long long h = hash_str(name), k, best = 0;
 
   *out = NULL;
   pthread_mutex_lock(&mu);
-  for (i = 0; i < n_ops && !*out; i++)
-    if (!strcmp(ops[i].name, name))
-      *out = op_view(&ops[i]);
+  /* the oldest of that name, as a walk in creation order would find */
+  for (k = n_op_buckets ? op_names[h & (n_op_buckets - 1)] : 0; k;
+       k = op_at(k - 1)->name_next)
+    if (op_at(k - 1)->name_hash == h && !strcmp(op_at(k - 1)->name, name) &&
+        (!best || k < best))
+      best = k;
+  if (best)
+    *out = op_view(op_at(best - 1));
   pthread_mutex_unlock(&mu);
   return *out ? EMU_JOBS_OK : EMU_JOBS_NOT_FOUND;
 }
@@ -660,16 +963,23 @@ size_t emu_jobs_disappear(const char *id)
   size_t i, w, n = 0;
 
   pthread_mutex_lock(&mu);
-  for (i = w = 0; i < n_jobs; i++) {
+  for (i = 0; i < n_jobs; i++)
     if (!strcmp(jobs[i]->spec.id, id)) {
       finish_ops(jobs[i]->name, NULL);
-      free_job(jobs[i]);
+      index_del(jobs[i]);
+      jobs[i]->gone = true;
       n++;
-    } else {
-      jobs[w++] = jobs[i];
     }
+  if (n) {
+    compact_act(); /* out of act before they are freed */
+    for (i = w = 0; i < n_jobs; i++) {
+      if (jobs[i]->gone)
+        free_job(jobs[i]);
+      else
+        jobs[w++] = jobs[i];
+    }
+    n_jobs = w;
   }
-  n_jobs = w;
   pthread_cond_broadcast(&cv);
   pthread_mutex_unlock(&mu);
   return n;
