@@ -2,20 +2,21 @@
  * emu_jobs.c — job store and state machine of the Batch emulator.
  *
  * Jobs live in one array in creation order (sequence numbers only grow),
- * under one mutex, indexed by name in a hash table. The jobs that are not
- * terminal are also kept, in the same order, in the active array: a ticker
- * thread wakes every TICK_MS (or when kicked), recomputes the GPUs held per
- * location and provisioning model from the active jobs, and moves every
- * active job whose time has come, so a tick costs what is still moving, not
- * every job ever made. Capacity is taken when a job is SCHEDULED and given
- * back when it reaches a terminal state or is gone. Notifications are queued
- * while the mutex is held so that each job's pushes leave in the order its
- * states changed.
+ * under one mutex, indexed by name in a hash table. A ticker thread wakes
+ * every TICK_MS (or when kicked) and moves, in creation order, every job
+ * whose time has come: the QUEUED jobs (a list in creation order) and the
+ * jobs due to leave their timed state (a heap by due time, recomputed when
+ * the timings change), so a tick costs what moves, not every job ever made.
+ * Capacity is taken when a job is SCHEDULED and given back when it reaches
+ * a terminal state or is gone; the GPUs held per location and provisioning
+ * model are kept as they change. Notifications are queued while the mutex
+ * is held so that each job's pushes leave in the order its states changed.
  *
  * Operations live in a ring of MAX_OPS (the oldest is dropped), indexed by
  * name and, while not done, by target job name. Create counts are indexed
  * by job name. The hash tables chain through their elements.
  */
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,10 +60,14 @@ struct job {
   bool gone; /* removed at the end of this tick */
   long long created_ms, since_ms, run_start_ms, run_end_ms;
   char create_time[40], update_time[40];
-  json_t *body;            /* owned: the submitted Job, echoed */
-  json_t *events;          /* owned: status.statusEvents */
-  unsigned long long hash; /* of name */
-  struct job *hnext;       /* next in its bucket of the name index */
+  json_t *body;              /* owned: the submitted Job, echoed */
+  json_t *events;            /* owned: status.statusEvents */
+  unsigned long long hash;   /* of name */
+  struct job *hnext;         /* next in its bucket of the name index */
+  size_t hpos;               /* index + 1 in the timer heap; 0: not there */
+  long long due_ms;          /* when its timed state is over */
+  struct job *qprev, *qnext; /* the QUEUED list */
+  bool queued;               /* on the QUEUED list */
 };
 
 struct op {
@@ -95,10 +100,18 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv;
 static struct job **jobs;
 static size_t n_jobs, cap_jobs;
-static struct job **act; /* the jobs not terminal, in creation order */
-static size_t n_act, cap_act;
+static struct job **heap; /* timed jobs by due_ms, then seq */
+static size_t n_heap, cap_heap;
+static struct job *q_head, *q_tail; /* QUEUED jobs in creation order */
+static struct job **due;            /* room for n_jobs: a tick's due jobs */
+static size_t cap_due;
 static struct job **scratch; /* room for n_jobs: the jobs gone in a tick */
 static size_t cap_scratch;
+static struct usage *held_use; /* GPUs held per location/model */
+static size_t n_held_use, cap_held_use;
+/* the timings due_ms was computed with */
+static long long t_start, t_run, t_cancel, t_delete;
+static bool t_known;
 static struct job **job_index; /* name → job; buckets a power of two */
 static size_t n_job_buckets;
 static struct op *ops; /* op number k at ops[k % MAX_OPS] */
@@ -194,15 +207,16 @@ static void index_del(struct job *j)
 }
 
 /*
- * Caller holds mu; not within a tick. Room for one more job in jobs, act,
- * scratch and the name index.
+ * Caller holds mu; not within a tick. Room for one more job in jobs, the
+ * heap, due, scratch and the name index.
  */
 static int reserve_job(void)
 {
   size_t want = buckets_for(n_jobs + 1), i;
 
   if (grow((void **)&jobs, &cap_jobs, n_jobs, sizeof(struct job *)) != 0 ||
-      grow((void **)&act, &cap_act, n_jobs, sizeof(struct job *)) != 0 ||
+      grow((void **)&heap, &cap_heap, n_jobs, sizeof(struct job *)) != 0 ||
+      grow((void **)&due, &cap_due, n_jobs, sizeof(struct job *)) != 0 ||
       grow((void **)&scratch, &cap_scratch, n_jobs, sizeof(struct job *)) != 0)
     return -1;
   if (want > n_job_buckets) {
@@ -234,6 +248,150 @@ static size_t seq_pos(struct job *const *arr, size_t n, unsigned long long seq)
   return lo;
 }
 
+/* since + ms, saturated. */
+static long long after_ms(long long since, long long ms)
+{
+  if (ms > 0 && since > LLONG_MAX - ms)
+    return LLONG_MAX;
+  if (ms < 0 && since < LLONG_MIN - ms)
+    return LLONG_MIN;
+  return since + ms;
+}
+
+/* Caller holds mu. When j's timed state is over (tick: in_state >= …). */
+static long long due_of(const struct job *j)
+{
+  switch (j->state) {
+  case SCHEDULED:
+    return after_ms(j->since_ms, t_start);
+  case RUNNING:
+    return after_ms(j->since_ms, j->spec.run_ms >= 0 ? j->spec.run_ms : t_run);
+  case CANCELLATION_IN_PROGRESS:
+    return after_ms(j->since_ms, t_cancel);
+  default:
+    return after_ms(j->since_ms, t_delete);
+  }
+}
+
+static bool due_before(const struct job *a, const struct job *b)
+{
+  return a->due_ms < b->due_ms || (a->due_ms == b->due_ms && a->seq < b->seq);
+}
+
+static void heap_set(size_t i, struct job *j)
+{
+  heap[i] = j;
+  j->hpos = i + 1;
+}
+
+static void heap_up(size_t i)
+{
+  struct job *j = heap[i];
+
+  while (i > 0 && due_before(j, heap[(i - 1) / 2])) {
+    heap_set(i, heap[(i - 1) / 2]);
+    i = (i - 1) / 2;
+  }
+  heap_set(i, j);
+}
+
+static void heap_down(size_t i)
+{
+  struct job *j = heap[i];
+
+  for (;;) {
+    size_t c = 2 * i + 1;
+    if (c >= n_heap)
+      break;
+    if (c + 1 < n_heap && due_before(heap[c + 1], heap[c]))
+      c++;
+    if (!due_before(heap[c], j))
+      break;
+    heap_set(i, heap[c]);
+    i = c;
+  }
+  heap_set(i, j);
+}
+
+/* Caller holds mu. Takes j (hpos set) out of the heap. */
+static void heap_del(struct job *j)
+{
+  size_t i = j->hpos - 1;
+  struct job *last = heap[--n_heap];
+
+  j->hpos = 0;
+  if (i == n_heap)
+    return;
+  heap_set(i, last);
+  heap_down(i);
+  heap_up(last->hpos - 1);
+}
+
+/* Caller holds mu. Takes j off the QUEUED list. */
+static void queue_del(struct job *j)
+{
+  if (j->qprev)
+    j->qprev->qnext = j->qnext;
+  else
+    q_head = j->qnext;
+  if (j->qnext)
+    j->qnext->qprev = j->qprev;
+  else
+    q_tail = j->qprev;
+  j->qprev = j->qnext = NULL;
+  j->queued = false;
+}
+
+/*
+ * Caller holds mu. Files j by its state: QUEUED on the list (it is the
+ * newest job: only a create makes one), a timed state in the heap, a
+ * terminal state nowhere. reserve_job left room in the heap for every job.
+ */
+static void place(struct job *j)
+{
+  if (j->hpos)
+    heap_del(j);
+  if (j->queued && (j->gone || j->state != QUEUED))
+    queue_del(j);
+  if (j->gone || terminal(j->state))
+    return;
+  if (j->state == QUEUED) {
+    if (!j->queued) {
+      j->qprev = q_tail;
+      j->qnext = NULL;
+      if (q_tail)
+        q_tail->qnext = j;
+      else
+        q_head = j;
+      q_tail = j;
+      j->queued = true;
+    }
+    return;
+  }
+  j->due_ms = due_of(j);
+  heap_set(n_heap++, j);
+  heap_up(n_heap - 1);
+}
+
+/* Caller holds mu. Takes up c's timings; on a change, every due_ms. */
+static void sync_timings(const struct emu_config *c)
+{
+  size_t i;
+
+  if (t_known && t_start == c->start_ms && t_run == c->run_ms &&
+      t_cancel == c->cancel_ms && t_delete == c->delete_ms)
+    return;
+  t_start = c->start_ms;
+  t_run = c->run_ms;
+  t_cancel = c->cancel_ms;
+  t_delete = c->delete_ms;
+  t_known = true;
+  for (i = 0; i < n_heap; i++)
+    heap[i]->due_ms = due_of(heap[i]);
+  for (i = n_heap / 2; i-- > 0;)
+    heap_down(i);
+}
+
 static void free_job(struct job *j)
 {
   if (!j)
@@ -263,6 +421,7 @@ static void set_state(struct job *j, enum state to, long long now,
     j->run_start_ms = now;
   if (j->run_start_ms && !j->run_end_ms && to != RUNNING)
     j->run_end_ms = now;
+  place(j);
   emu_push_job_state(j->name, j->uid, state_names[to]);
 }
 
@@ -483,40 +642,60 @@ static long long *usage_slot(struct usage *u, size_t *n, const char *location,
 }
 
 /*
- * Caller holds mu. GPUs held per location/model into u. Only active jobs
- * hold capacity, and act is in creation order, so the slots come in the
- * order a walk over every job would give.
+ * Caller holds mu. GPUs held per location/model into u, the slots in the
+ * order of the jobs holding them.
  */
 static size_t compute_usage(struct usage *u)
 {
   size_t n = 0, i;
 
-  for (i = 0; i < n_act; i++) {
+  for (i = 0; i < n_jobs; i++) {
     long long *slot;
-    if (!act[i]->held || act[i]->gone)
+    if (!jobs[i]->held || jobs[i]->gone)
       continue;
-    slot = usage_slot(u, &n, act[i]->spec.location, act[i]->spec.model);
+    slot = usage_slot(u, &n, jobs[i]->spec.location, jobs[i]->spec.model);
     if (slot)
-      *slot += act[i]->spec.gpus;
+      *slot += jobs[i]->spec.gpus;
   }
   return n;
 }
 
-static void release(struct job *j, struct usage *u, size_t *nu)
+/* Caller holds mu. The GPUs held of j's location/model (NULL: no memory). */
+static long long *held_slot(const struct job *j)
+{
+  size_t i;
+
+  for (i = 0; i < n_held_use; i++)
+    if (!strcmp(held_use[i].location, j->spec.location) &&
+        !strcmp(held_use[i].model, j->spec.model))
+      return &held_use[i].used;
+  if (grow((void **)&held_use, &cap_held_use, n_held_use, sizeof(*held_use)) !=
+      0)
+    return NULL;
+  snprintf(held_use[i].location, sizeof(held_use[i].location), "%s",
+           j->spec.location);
+  snprintf(held_use[i].model, sizeof(held_use[i].model), "%s", j->spec.model);
+  held_use[i].used = 0;
+  n_held_use++;
+  return &held_use[i].used;
+}
+
+/* Caller holds mu. */
+static void release(struct job *j)
 {
   long long *slot;
 
   if (!j->held)
     return;
   j->held = false;
-  slot = usage_slot(u, nu, j->spec.location, j->spec.model);
+  slot = held_slot(j);
   if (slot)
     *slot -= j->spec.gpus;
 }
 
 /* Caller holds mu. Whether j may leave QUEUED now. */
 static bool try_schedule(struct job *j, const struct emu_config *c,
-                         struct usage *u, size_t *nu, long long now)
+                         long long now)
 {
   long long cap = emu_config_capacity(c, j->spec.location, j->spec.model);
   long long *slot;
@@ -526,7 +705,7 @@ static bool try_schedule(struct job *j, const struct emu_config *c,
   if (!strcmp(j->spec.model, "FLEX_START") &&
       now - j->created_ms < c->flex_wait_ms)
     return false;
-  slot = usage_slot(u, nu, j->spec.location, j->spec.model);
+  slot = held_slot(j);
   if (cap > 0 && (!slot || *slot + j->spec.gpus > cap))
     return false;
   if (slot)
@@ -535,14 +714,13 @@ static bool try_schedule(struct job *j, const struct emu_config *c,
   return true;
 }
 
-static void finish_run(struct job *j, const struct emu_config *c,
-                       struct usage *u, size_t *nu, long long now)
+static void finish_run(struct job *j, const struct emu_config *c, long long now)
 {
   bool fail = j->spec.outcome == EMU_OUTCOME_FAIL ||
               (j->spec.outcome == EMU_OUTCOME_RANDOM && c->fail_rate > 0 &&
                emu_rand(EMU_RAND_OUTCOME) < c->fail_rate);
 
-  release(j, u, nu);
+  release(j);
   set_state(j, fail ? FAILED : SUCCEEDED, now,
             fail ? "Job failed due to task failure. Specifically, task with "
                    "index 0 failed with exit code 1."
@@ -551,7 +729,7 @@ static void finish_run(struct job *j, const struct emu_config *c,
 
 /*
  * Caller holds mu. Frees gone[0..n) (in creation order) and takes them out
- * of jobs; they are out of act and the name index already.
+ * of jobs; they are out of the heap, the list and the name index already.
  */
 static void drop_jobs(struct job **gone, size_t n)
 {
@@ -572,82 +750,87 @@ static void drop_jobs(struct job **gone, size_t n)
   n_jobs = w + (n_jobs - i);
 }
 
-/*
- * Caller holds mu. Keeps in act the jobs neither terminal nor gone; puts
- * the gone ones into scratch and returns how many.
- */
-static size_t compact_act(void)
+/* Caller holds mu. Moves j on if its time has come. */
+static void step(struct job *j, const struct emu_config *c, long long now)
 {
-  size_t i, w, n_gone = 0;
+  long long in_state = now - j->since_ms;
+  long long run_ms = j->spec.run_ms >= 0 ? j->spec.run_ms : c->run_ms;
 
-  for (i = w = 0; i < n_act; i++) {
-    struct job *j = act[i];
-    if (j->gone)
-      scratch[n_gone++] = j;
-    else if (!terminal(j->state))
-      act[w++] = j;
+  switch (j->state) {
+  case QUEUED:
+    if (try_schedule(j, c, now))
+      set_state(j, SCHEDULED, now, NULL);
+    break;
+  case SCHEDULED:
+    if (in_state >= c->start_ms)
+      set_state(j, RUNNING, now, NULL);
+    break;
+  case RUNNING:
+    if (in_state >= run_ms)
+      finish_run(j, c, now);
+    break;
+  case CANCELLATION_IN_PROGRESS:
+    if (in_state >= c->cancel_ms) {
+      release(j);
+      set_state(j, CANCELLED, now, NULL);
+      finish_ops(j->name, "cancel");
+    }
+    break;
+  case DELETION_IN_PROGRESS:
+    if (in_state >= c->delete_ms) {
+      release(j);
+      j->gone = true;
+      index_del(j);
+      finish_ops(j->name, NULL);
+    }
+    break;
+  case SUCCEEDED:
+  case FAILED:
+  case CANCELLED:
+    break;
   }
-  n_act = w;
-  return n_gone;
 }
 
-/* Caller holds mu. j has just left a terminal state: back into act. */
-static void activate(struct job *j)
+static int by_seq(const void *a, const void *b)
 {
-  size_t at = seq_pos(act, n_act, j->seq);
+  const struct job *x = *(struct job *const *)a, *y = *(struct job *const *)b;
 
-  memmove(act + at + 1, act + at, (n_act - at) * sizeof(struct job *));
-  act[at] = j;
-  n_act++;
+  return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-/* Caller holds mu. */
+/*
+ * Caller holds mu. Steps the QUEUED jobs and the timed ones that are due,
+ * in creation order: what a walk over every job would do, since no other
+ * job can move now.
+ */
 static void tick(const struct emu_config *c)
 {
-  struct usage u[MAX_USAGE];
-  size_t nu = compute_usage(u), i;
+  size_t n_due = 0, d = 0, n_gone = 0;
   long long now = emu_now_ms();
+  struct job *q = q_head;
 
-  for (i = 0; i < n_act; i++) {
-    struct job *j = act[i];
-    long long in_state = now - j->since_ms;
-    long long run_ms = j->spec.run_ms >= 0 ? j->spec.run_ms : c->run_ms;
-
-    switch (j->state) {
-    case QUEUED:
-      if (try_schedule(j, c, u, &nu, now))
-        set_state(j, SCHEDULED, now, NULL);
-      break;
-    case SCHEDULED:
-      if (in_state >= c->start_ms)
-        set_state(j, RUNNING, now, NULL);
-      break;
-    case RUNNING:
-      if (in_state >= run_ms)
-        finish_run(j, c, u, &nu, now);
-      break;
-    case CANCELLATION_IN_PROGRESS:
-      if (in_state >= c->cancel_ms) {
-        release(j, u, &nu);
-        set_state(j, CANCELLED, now, NULL);
-        finish_ops(j->name, "cancel");
-      }
-      break;
-    case DELETION_IN_PROGRESS:
-      if (in_state >= c->delete_ms) {
-        release(j, u, &nu);
-        j->gone = true;
-        index_del(j);
-        finish_ops(j->name, NULL);
-      }
-      break;
-    case SUCCEEDED:
-    case FAILED:
-    case CANCELLED:
-      break;
-    }
+  sync_timings(c);
+  while (n_heap && heap[0]->due_ms <= now) {
+    due[n_due++] = heap[0];
+    heap_del(heap[0]);
   }
-  drop_jobs(scratch, compact_act());
+  if (n_due > 1)
+    qsort(due, n_due, sizeof(struct job *), by_seq);
+  while (d < n_due || q) {
+    struct job *j;
+    if (q && (d == n_due || q->seq < due[d]->seq)) {
+      j = q;
+      q = q->qnext; /* before step takes j off the list */
+    } else {
+      j = due[d++];
+    }
+    step(j, c, now);
+    if (j->gone)
+      scratch[n_gone++] = j;
+    else if (!j->hpos && !j->queued && !terminal(j->state))
+      place(j); /* not moved after all: back into the heap */
+  }
+  drop_jobs(scratch, n_gone);
 }
 
 static void *run(void *arg)
@@ -705,20 +888,26 @@ void emu_jobs_stop(void)
   for (i = 0; i < n_jobs; i++)
     free_job(jobs[i]);
   free(jobs);
-  free(act);
+  free(heap);
+  free(due);
   free(scratch);
+  free(held_use);
   free(job_index);
   free(ops);
   free(op_names);
   free(op_pending);
   free(counts);
   free(count_index);
-  jobs = act = scratch = job_index = NULL;
+  jobs = heap = due = scratch = job_index = NULL;
+  held_use = NULL;
+  q_head = q_tail = NULL;
   ops = NULL;
   op_names = op_pending = NULL;
   counts = NULL;
   count_index = NULL;
-  n_jobs = cap_jobs = n_act = cap_act = cap_scratch = n_job_buckets = 0;
+  n_jobs = cap_jobs = n_heap = cap_heap = cap_due = cap_scratch = 0;
+  n_job_buckets = n_held_use = cap_held_use = 0;
+  t_known = false;
   n_ops = cap_ops = n_op_buckets = n_counts = cap_counts = n_count_buckets = 0;
   next_op = 0;
 }
@@ -839,7 +1028,7 @@ enum emu_jobs_rc emu_jobs_create(const struct emu_job_spec *spec, json_t *job,
   emu_push_job_state(j->name, j->uid, "QUEUED");
   /* the newest: last in creation order */
   jobs[n_jobs++] = j;
-  act[n_act++] = j;
+  place(j);
   index_add(j);
   *out = job_view(j);
   j = NULL;
@@ -917,12 +1106,8 @@ static enum emu_jobs_rc start_op(const char *name, const char *verb,
            (terminal(j->state) || j->state == DELETION_IN_PROGRESS))
     rc = EMU_JOBS_BAD_STATE;
   else {
-    if (j->state != to) {
-      bool was_terminal = terminal(j->state);
+    if (j->state != to)
       set_state(j, to, emu_now_ms(), NULL);
-      if (was_terminal)
-        activate(j); /* reserve_job left room for every job */
-    }
     rc = new_op(j, verb, op);
     pthread_cond_broadcast(&cv);
   }
@@ -967,11 +1152,12 @@ size_t emu_jobs_disappear(const char *id)
     if (!strcmp(jobs[i]->spec.id, id)) {
       finish_ops(jobs[i]->name, NULL);
       index_del(jobs[i]);
+      release(jobs[i]);
       jobs[i]->gone = true;
+      place(jobs[i]); /* out of the heap and the list */
       n++;
     }
   if (n) {
-    compact_act(); /* out of act before they are freed */
     for (i = w = 0; i < n_jobs; i++) {
       if (jobs[i]->gone)
         free_job(jobs[i]);
