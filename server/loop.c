@@ -161,8 +161,8 @@ static int cycle(struct loop *l)
   left = 0;
   if (again == 0 &&
       now_ms() - l->published_at_ms >= l->cfg->admission_interval_ms) {
-    left = admission_publish(l->adm, &l->conn, PUBLISH_MAX_ROWS, err,
-                             sizeof(err));
+    left =
+        admission_publish(l->adm, &l->conn, PUBLISH_MAX_ROWS, err, sizeof(err));
     l->published_at_ms = now_ms();
   }
   if (left < 0)
