@@ -40,7 +40,8 @@
 #    time runs from the first submit to the last job's finished_at; the
 #    floor is the makespan if admission, dispatch and notification took no
 #    time (see bench/driver.c: max(fluid bound per cohort, arrival +
-#    runtime) = 66.7 s for this shape). Goal ≤ 1.25× the floor. For
+#    runtime) = 66.7 s for this shape). Goal ≤ 1.6× the floor (issue 10;
+#    the first round asked 1.25). For
 #    reference, Kueue's own CI records about 351 s for this shape
 #    (configs/baseline/rangespec.yaml), i.e. ≈ 5.3×.
 #    The admission leader reconciles its in-memory state with the
@@ -67,17 +68,37 @@
 #             admission cycle admits the cluster queues one after another,
 #             so a region's first create comes up to ~1 s after another's,
 #             and the last region to start finishes alone.
-#   Kueue     (a) Batch's quota: 15,000 creates, plus a cancel and a
-#             create for each preemption (~3,400), need about 55 s at
-#             4 × 100/s, close to the floor, which counts none of it;
-#             (b) quota is reserved at admission and sits unused while the
-#             job waits for its create (up to a second when the dispatch
-#             budget is the bottleneck), against runtimes of 0.2-1 s;
-#             (c) (before issue 10) each admission cycle reloaded every
-#             pending job (about 10,000 at the peak, ~30 ms); the leader
-#             now keeps them in memory; (d) submits lag the schedule by
-#             about a second at its peaks (385/s); (e) PostgreSQL,
-#             gpugate, the emulator and the driver share two cores.
+#   Kueue     The run has two phases. Up to ~60 s the large jobs
+#             (priority 200, 20 CPU) take every cohort's whole quota, one
+#             per cluster queue at a time: ~30 creates/s, quota-bound and
+#             close to the fluid floor. Then ~13,500 small and medium jobs
+#             wait, and the rest of the run is their creates against
+#             Batch's 4 × 100/s and the two shared cores: with no eviction
+#             at all that phase needs ≥ 34 s, so the shape cannot beat
+#             ~1.4× its floor here (the floor counts no dispatch).
+#             In the last make bench that phase created 350-390 jobs/s
+#             (60-100 s), near Batch's 392/s, and the run ended at 1.50x.
+#             Before the emulator's lookups were hashed (it scanned every
+#             job it had made on each create and tick) it took ~0.5 of a
+#             core there, and the creates ran at 200-300/s (perf -a;
+#             PostgreSQL ~0.9 of a core, gpugate ~0.5: BENCH_PG_STATEMENTS=1
+#             names the outbox claim, the dispatcher's and the pushes'
+#             single-row updates of jobs, the events, the leader's feed and
+#             batched admissions and the queue positions).
+#             Preemption churn was the first limit (issue 10): 6,000-35,000
+#             evictions per run, most of jobs admitted and not yet
+#             created, reclaimed within ~60 ms, readmitted, reclaimed
+#             again (one job 632 times), at 2.3-3.7x the floor. Two
+#             scheduler rules fixed it (scheduler/sched.c): a preemptor of
+#             an earlier cycle is decided before every queue's head, and
+#             every job that fits without borrowing goes before any
+#             borrower. The ~2,300 preemptions left are the shape's own,
+#             all in the first minute: large jobs preempting medium ones
+#             in their queue (LowerPriority, ~1,600) and reclaims of
+#             borrowed quota.
+#             Regions: the driver draws each job's region by a hash of its
+#             index (round-robin aliased with the shape's period and
+#             loaded two regions of four).
 #
 # BENCH_KEEP=1 keeps the temp dir (logs, PostgreSQL) for inspection;
 # BENCH_PG_LOG_MS=N sets log_min_duration_statement (in its pg/log);
@@ -313,12 +334,12 @@ if [[ -z "${KUEUE_SKIP_SHAPE:-}" ]]; then
   wall="$(bench_calc "$last - $first")"
   ratio="$(bench_calc "$wall / $floor")"
   met=NO
-  ((finished == 15000)) && bench_true "$ratio <= 1.25" && met=yes
+  ((finished == 15000)) && bench_true "$ratio <= 1.6" && met=yes
   what="Kueue baseline, 15,000 jobs"
   ((finished == 15000)) || what="Kueue baseline: $finished of 15,000 done"
   [[ "$SCALE" == 1 ]] || what="$what, x$SCALE"
   add_row "$what" "$(bench_calc "$wall / 1") s wall" \
-    "floor $(bench_calc "$floor / 1") s; Kueue CI ~351 s = 5.3x" "$ratio" "<= 1.25" "$met"
+    "floor $(bench_calc "$floor / 1") s; Kueue CI ~351 s = 5.3x" "$ratio" "<= 1.6" "$met"
   add_row "  submit lag behind arrivals, p50/p99" \
     "$(bench_calc "$late50 / 1000") / $(bench_calc "$late99 / 1000") s" \
     "$kok submitted, arrivals over $(bench_calc "60 * $SCALE / 1") s" "-" "-" "-"

@@ -731,13 +731,11 @@ static void preemptors_first(struct state *s)
 
   for (i = 0; i < in->n_pending; i++) {
     const struct sched_job *j = &in->pending[i];
-    struct head h;
+    struct head h = {.cq = j->cq, .job = i};
 
     if (!j->preempting || s->done[j->cq] ||
         in->cqs[j->cq].strategy == SCHED_STRICT_FIFO || team_held(s, j))
       continue;
-    h.cq = j->cq;
-    h.job = i;
     assign(s, &h);
     if (h.kind != KIND_NONE) /* else its turn in the rounds decides */
       keys[nh++] = (struct head_key){h, j->priority, j->created_at, j->seq};
