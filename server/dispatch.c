@@ -349,6 +349,21 @@ static bool sweep(struct worker *w, const char *region, const char *name,
   long retry;
   int rc;
 
+  /* the list the sweep works from may be a moment old: a cancel of
+   * gpugate's own (a race's losers, a failover's attempt) that landed
+   * since leaves nothing to sweep (a read; no mutation budget) */
+  rc = batch_client_get(w->batch, name, &r);
+  metrics_batch_call("get", r.http_status);
+  if (rc == 0 || r.error.not_found) {
+    const char *st = rc == 0 ? json_string_value(json_object_get(
+                                   json_object_get(r.json, "status"), "state"))
+                             : NULL;
+    if (!st || !live(st)) {
+      batch_result_clear(&r);
+      return true;
+    }
+  }
+  batch_result_clear(&r);
   if (!budget_take(w->d->mutations, &w->conn, region, &retry))
     return false;
   rc = batch_client_cancel(w->batch, name, &r);
