@@ -840,7 +840,7 @@ static int state_init(struct state *s, const struct sched_input *in,
   size_t kcell = (size_t)in->n_cohorts * (size_t)in->n_flavors * SCHED_NRES;
   struct pend_key *pk = NULL;
   int *key = NULL;
-  int i, r, result = -1;
+  int i, r, n_pre = 0, result = -1;
   size_t nkey =
       (size_t)(in->n_admitted > in->n_cqs ? in->n_admitted : in->n_cqs);
 
@@ -870,9 +870,10 @@ static int state_init(struct state *s, const struct sched_input *in,
   s->cands = zalloc((size_t)in->n_admitted, sizeof(*s->cands));
   s->chosen = zalloc((size_t)in->n_admitted, sizeof(int));
   /* a round's heads (one per CQ), or the earlier preemptors */
-  s->heads =
-      zalloc((size_t)(in->n_cqs > in->n_pending ? in->n_cqs : in->n_pending),
-             sizeof(*s->heads));
+  for (i = 0; i < in->n_pending; i++)
+    n_pre += in->pending[i].preempting;
+  s->heads = zalloc((size_t)(in->n_cqs > n_pre ? in->n_cqs : n_pre),
+                    sizeof(*s->heads));
   key = zalloc(nkey, sizeof(int));
   pk = zalloc((size_t)in->n_pending, sizeof(*pk));
   if (!s->quota || !s->guar || !s->pool || !s->use || !s->pool_used ||
