@@ -295,7 +295,8 @@ if [[ -z "${KUEUE_SKIP_SHAPE:-}" ]]; then
   start_s="$(date +%s)"
   last_report=0
   # done when the driver has finished and no job is active (the partial
-  # index jobs_active makes this count cheap; a full count only every 15 s)
+  # index jobs_active_flavor makes this count cheap; a full count only every
+  # 15 s)
   while :; do
     driving=0
     kill -0 "$DRV_PID" 2>/dev/null && driving=1

@@ -33,6 +33,8 @@
  * positions and of the GPUs ahead of it; render() reads them by position. */
 /* clang-format off */
 #define JOB_COLUMNS(pos_queue, pos_cq, ahead_gpus)                             \
+  JOB_COLUMNS_SPEC(pos_queue, pos_cq, ahead_gpus, "j.spec")
+#define JOB_COLUMNS_SPEC(pos_queue, pos_cq, ahead_gpus, spec)                  \
   "j.id, j.team, j.name, j.queue, j.cluster_queue, "                           \
   "j.priority_class, j.priority, j.state, j.reason, j.attempt, "               \
   TS("j.created_at") ", " TS("j.updated_at") ", "                              \
@@ -42,7 +44,7 @@
   "extract(epoch FROM coalesce(j.finished_at, now()) - j.run_started_at) "     \
   "/ 3600, 0), 4), "                                                           \
   pos_queue ", " pos_cq ", "                                                   \
-  "j.spec, j.seq, j.batch_job_name, j.batch_state, " ahead_gpus " "
+  spec ", j.seq, j.batch_job_name, j.batch_state, " ahead_gpus " "
 #define JOB_SELECT                                                             \
   "SELECT " JOB_COLUMNS(POSITION("position_in_queue"),                         \
                         POSITION("position_in_cluster_queue"),                 \
@@ -103,7 +105,9 @@ static json_t *num_or_null(const PGresult *r, int row, int col)
 }
 
 /* One job row as the API shows it. Returns a new reference. */
-static json_t *render(const PGresult *r, int row)
+/* The job at row; its spec from the row, or spec (a new reference) when
+ * the caller has it. */
+static json_t *render_spec(const PGresult *r, int row, json_t *spec)
 {
   json_t *j = json_object(), *admission = json_null();
 
@@ -155,8 +159,14 @@ static json_t *render(const PGresult *r, int row)
   json_object_set_new(j, "estimated_cost_usd", num_or_null(r, row, C_EST));
   json_object_set_new(j, "accrued_cost_usd", num_or_null(r, row, C_ACCRUED));
   json_object_set_new(j, "spec",
-                      json_loads(PQgetvalue(r, row, C_SPEC), 0, NULL));
+                      spec ? json_incref(spec)
+                           : json_loads(PQgetvalue(r, row, C_SPEC), 0, NULL));
   return j;
+}
+
+static json_t *render(const PGresult *r, int row)
+{
+  return render_spec(r, row, NULL);
 }
 
 /* ---- submission -------------------------------------------------------- */
@@ -277,10 +287,13 @@ static const char sql_notify[] = "SELECT pg_notify('gpugate_admission', $1)";
 /*
  * A whole submission in one statement: the configuration version check
  * (ok: no row when the target was validated against a superseded
- * configuration — nothing is written), the Idempotency-Key claim ($14;
- * NULL: none), the job and its first event. The job is written only when
- * the key is new or was taken over. The admission loop's wake-up is not
- * here: a NOTIFY serialises committing transactions (server/waker.h).
+ * configuration — nothing is written), the Idempotency-Key claim (key
+ * $15, request hash $16; sql_submit_key only), the job and its first
+ * event. With a key, the job is written only when the key is new or was
+ * taken over; a submission without one is a statement without the claim,
+ * whose unused upsert would otherwise still be set up on every execution. The
+ * admission loop's wake-up is not here: a NOTIFY serialises committing
+ * transactions (server/waker.h).
  *
  * The claim is one upsert, so that taking over an expired key is atomic:
  * a DELETE of the old row in the same statement as the INSERT would not
@@ -291,38 +304,53 @@ static const char sql_notify[] = "SELECT pg_notify('gpugate_admission', $1)";
  * with its own values, which changes nothing.
  *
  * Columns: the job as JOB_COLUMNS shows it (NULL when none was written;
- * no queue positions yet: they are known from the next admission cycle),
- * then the key's request_hash, status, location, response and whether
- * this request claimed it.
+ * no queue positions yet: they are known from the next admission cycle;
+ * no spec: the caller has it), then the key's request_hash, status, location,
+ * response and whether this request claimed it.
  */
 /* clang-format off */
-static const char sql_submit[] =
-    "WITH ok AS (SELECT 1 FROM admission_config_version "
-    "WHERE id = 1 AND version = $13::bigint), "
+#define SUBMIT_OK                                                              \
+  "WITH ok AS (SELECT 1 FROM admission_config_version "                        \
+  "WHERE id = 1 AND version = $13::bigint), "
+/* the job ($12: spec, $14: its locations, kept apart for the leader) and
+ * its first event; cond: when it is written */
+#define SUBMIT_JOB(cond)                                                       \
+  "j AS (INSERT INTO jobs (id, team, queue, cluster_queue, name, "             \
+  "priority_class, priority, can_preempt, state, reason, gpu, cpu_milli, "     \
+  "memory_mib, max_run_duration_s, labels, spec, locations) SELECT $1, $2, "   \
+  "$3, $4, $5, $6, $7::int, $8::boolean, 'PENDING', NULL, x.r[1], x.r[2], "    \
+  "x.r[3], $10::bigint, $11::jsonb, $12::json, $14 "                           \
+  "FROM ok, (SELECT CAST($9 AS bigint[]) AS r) x WHERE " cond " "              \
+  "RETURNING *), "                                                             \
+  "e AS (INSERT INTO job_events (job_id, team, from_state, to_state, "         \
+  "reason, attempt, message) SELECT id, team, NULL, 'PENDING', "               \
+  "'Submitted', 1, 'submitted to queue ' || queue FROM j) "                    \
+  "SELECT " JOB_COLUMNS_SPEC("NULL::bigint", "NULL::bigint", "NULL::bigint",  \
+                            "NULL::json") ", "
+/* the job holds no flavor yet (f: none), and the caller has its spec */
+#define SUBMIT_FROM                                                            \
+  "FROM ok LEFT JOIN j ON true LEFT JOIN (SELECT NULL::json AS spec) f "      \
+  "ON true"
+
+static const char sql_submit_key[] =
+    SUBMIT_OK
     "c AS (INSERT INTO idempotency_keys AS k (team, key, request_hash, "
     "status, location, response, created_at) "
-    "SELECT $2, $14, $15, NULL::int, NULL, NULL, now() FROM ok "
-    "WHERE $14::text IS NOT NULL "
+    "SELECT $2, $15, $16, NULL::int, NULL, NULL, now() FROM ok "
     "ON CONFLICT (team, key) DO UPDATE SET "
     IDEM_KEEP("request_hash") ", " IDEM_KEEP("status") ", "
     IDEM_KEEP("location") ", " IDEM_KEEP("response") ", "
     IDEM_KEEP("created_at") " "
     "RETURNING request_hash, status, location, response, "
     "status IS NULL AND created_at = now() AS claimed), "
-    "j AS (INSERT INTO jobs (id, team, queue, cluster_queue, name, "
-    "priority_class, priority, can_preempt, state, reason, gpu, cpu_milli, "
-    "memory_mib, max_run_duration_s, labels, spec) SELECT $1, $2, $3, $4, "
-    "$5, $6, $7::int, $8::boolean, 'PENDING', NULL, x.r[1], x.r[2], x.r[3], "
-    "$10::bigint, $11::jsonb, $12::json "
-    "FROM ok, (SELECT CAST($9 AS bigint[]) AS r) x "
-    "WHERE $14::text IS NULL OR (SELECT claimed FROM c) RETURNING *), "
-    "e AS (INSERT INTO job_events (job_id, team, from_state, to_state, "
-    "reason, attempt, message) SELECT id, team, NULL, 'PENDING', "
-    "'Submitted', 1, 'submitted to queue ' || queue FROM j) "
-    "SELECT " JOB_COLUMNS("NULL::bigint", "NULL::bigint", "NULL::bigint") ", "
+    SUBMIT_JOB("(SELECT claimed FROM c)")
     "c.request_hash, c.status, c.location, c.response, c.claimed "
-    "FROM ok LEFT JOIN c ON true LEFT JOIN j ON true "
-    "LEFT JOIN flavors f ON f.name = j.flavor";
+    SUBMIT_FROM " LEFT JOIN c ON true";
+
+/* Without an Idempotency-Key: no claim, and the same columns. */
+static const char sql_submit[] =
+    SUBMIT_OK SUBMIT_JOB("true")
+    "NULL, NULL::int, NULL, NULL, NULL::boolean " SUBMIT_FROM;
 /* clang-format on */
 
 /* the columns of sql_submit after the job's */
@@ -366,8 +394,9 @@ enum gg_code db_job_submit(struct gg_req *req, const struct db_job_new *j,
   static const char *const none[1] = {NULL};
   struct db_conn *db = req_db(req);
   char id[32], prio[16], request[80], maxrun[24], version[24], location[160];
-  char *spec = NULL, *labels = NULL, *body = NULL;
-  const char *params[15];
+  char *spec = NULL, *labels = NULL, *locations = NULL, *body = NULL;
+  json_t *locs = json_object_get(j->spec, "locations");
+  const char *params[16];
   PGresult *res[DB_PIPELINE_MAX] = {NULL};
   PGresult *row; /* borrowed: the submission's result */
   enum gg_code code;
@@ -386,7 +415,8 @@ enum gg_code db_job_submit(struct gg_req *req, const struct db_job_new *j,
   snprintf(version, sizeof(version), "%lld", (long long)t->config_version);
   spec = json_dumps(j->spec, GG_JSON_DUMP);
   labels = json_dumps(j->labels, GG_JSON_DUMP);
-  if (!spec || !labels) {
+  locations = locs ? json_dumps(locs, GG_JSON_DUMP) : NULL;
+  if (!spec || !labels || (locs && !locations)) {
     db_fail(req, GG_INTERNAL);
     goto out;
   }
@@ -403,15 +433,17 @@ enum gg_code db_job_submit(struct gg_req *req, const struct db_job_new *j,
   params[10] = labels;
   params[11] = spec;
   params[12] = version;
-  params[13] = idem_key;
-  params[14] = idem_key ? idem_hash : NULL;
+  params[13] = locations; /* as (spec -> 'locations')::text: the same dump */
+  params[14] = idem_key;
+  params[15] = idem_hash;
 
   /* round trip 1: the submission; with a key, inside a transaction that
    * stays open until its response is recorded */
   {
-    struct db_stmt st[2] = {{"BEGIN", 0, none}, {sql_submit, 15, params}};
+    struct db_stmt st[2] = {{"BEGIN", 0, none}, {sql_submit_key, 16, params}};
+    struct db_stmt plain = {sql_submit, 14, params};
     code = in_tx ? db_pipeline(db, 2, st, res)
-                 : db_pipeline(db, 1, st + 1, res + 1);
+                 : db_pipeline(db, 1, &plain, res + 1);
   }
   if (code != GG_OK) {
     db_fail(req, code);
@@ -429,7 +461,7 @@ enum gg_code db_job_submit(struct gg_req *req, const struct db_job_new *j,
     goto fail; /* nothing to keep */
   }
   out->idem = DB_IDEM_NEW;
-  out->job = render(row, 0);
+  out->job = render_spec(row, 0, j->spec);
   if (!in_tx)
     goto out;
 
@@ -460,6 +492,7 @@ out:
     PQclear(res[i]);
   free(spec);
   free(labels);
+  free(locations);
   free(body);
   return req->code;
 }

@@ -6,7 +6,7 @@
  * normalised as "YYYY-MM-DDTHH:MM:SSZ", validated on PUT) against the
  * database's clock, so one odd value can never fail a cycle's SQL. Jobs
  * are read only for flavors whose window is closing, through the partial
- * index jobs_holding_flavor (migration 0012).
+ * index jobs_active_flavor (migrations 0012, 0016).
  */
 #include <stdio.h>
 #include <stdlib.h>
