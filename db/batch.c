@@ -116,9 +116,12 @@ int db_batch_request_create_many(struct db_conn *c, const char *ids, char *err,
 {
   const char *params[1] = {ids};
 
-  return db_run(c, sql_race_copies, 1, params, NULL, err, errlen) ||
-                 db_run(c, sql_request_copies, 1, params, NULL, err, errlen) ||
-                 db_run(c, sql_request_create, 1, params, NULL, err, errlen) ||
+  /* planned per call: they join jobs to the ids (db_query_planned()) */
+  return db_run_planned(c, sql_race_copies, 1, params, NULL, err, errlen) ||
+                 db_run_planned(c, sql_request_copies, 1, params, NULL, err,
+                                errlen) ||
+                 db_run_planned(c, sql_request_create, 1, params, NULL, err,
+                                errlen) ||
                  db_run(c, sql_wake_dispatch, 0, NULL, NULL, err, errlen)
              ? -1
              : 0;

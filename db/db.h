@@ -101,10 +101,26 @@ PGresult *db_req_exec(struct gg_req *req, struct db_conn *c, const char *sql,
 PGresult *db_query(struct db_conn *c, const char *sql, int nparams,
                    const char *const *params, char *err, size_t errlen);
 
+/*
+ * db_query(), planned for these parameters on every call instead of
+ * prepared once: for the statements that join jobs to arrays of ids (the
+ * admission leader's batched writes). A prepared statement's generic plan
+ * is kept until the table is analyzed again; made while jobs was nearly
+ * empty (a new deployment, a bench), it hashed every active job on each
+ * cycle. Planning each call sees the arrays' lengths and the table's
+ * current size; it costs a parse and a plan per cycle, not per job.
+ */
+PGresult *db_query_planned(struct db_conn *c, const char *sql, int nparams,
+                           const char *const *params, char *err, size_t errlen);
+
 /* db_query() and discard the result: *rows (may be NULL) gets the rows
  * returned or affected. Returns 0 or -1. */
 int db_run(struct db_conn *c, const char *sql, int nparams,
            const char *const *params, int *rows, char *err, size_t errlen);
+/* db_run() of db_query_planned() */
+int db_run_planned(struct db_conn *c, const char *sql, int nparams,
+                   const char *const *params, int *rows, char *err,
+                   size_t errlen);
 
 /* Map a failed result's SQLSTATE to a result code. */
 enum gg_code db_code_of(const PGresult *res, const PGconn *pg);

@@ -390,10 +390,9 @@ enum gg_code db_pipeline(struct db_conn *c, int n, const struct db_stmt *stmts,
   return code;
 }
 
-PGresult *db_exec(struct db_conn *c, const char *sql, int nparams,
-                  const char *const *params, enum gg_code *code)
+/* res if it succeeded (*code GG_OK), else NULL with *code set */
+static PGresult *succeeded(struct db_conn *c, PGresult *res, enum gg_code *code)
 {
-  PGresult *res = execute(c, sql, nparams, params);
   ExecStatusType st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
 
   if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
@@ -402,6 +401,12 @@ PGresult *db_exec(struct db_conn *c, const char *sql, int nparams,
   }
   *code = failed(c, res);
   return NULL;
+}
+
+PGresult *db_exec(struct db_conn *c, const char *sql, int nparams,
+                  const char *const *params, enum gg_code *code)
+{
+  return succeeded(c, execute(c, sql, nparams, params), code);
 }
 
 enum gg_code db_fail(struct gg_req *req, enum gg_code code)
@@ -442,11 +447,24 @@ PGresult *db_query(struct db_conn *c, const char *sql, int nparams,
   return res;
 }
 
-int db_run(struct db_conn *c, const char *sql, int nparams,
-           const char *const *params, int *rows, char *err, size_t errlen)
+PGresult *db_query_planned(struct db_conn *c, const char *sql, int nparams,
+                           const char *const *params, char *err, size_t errlen)
 {
-  PGresult *res = db_query(c, sql, nparams, params, err, errlen);
+  enum gg_code code;
+  PGresult *res = NULL;
 
+  if (nparams <= DB_MAX_PARAMS && c->pg)
+    res = PQexecParams(c->pg, sql, nparams, text_oids, params, NULL, NULL, 0);
+  if (!(res = succeeded(c, res, &code)))
+    snprintf(err, errlen, "%s",
+             c->pg ? PQerrorMessage(c->pg) : "no database connection");
+  return res;
+}
+
+/* Discard a db_query*() result: *rows (may be NULL) gets the rows it
+ * returned or affected. */
+static int ran(PGresult *res, int *rows)
+{
   if (!res)
     return -1;
   if (rows)
@@ -455,6 +473,19 @@ int db_run(struct db_conn *c, const char *sql, int nparams,
                 : (int)strtol(PQcmdTuples(res), NULL, 10);
   PQclear(res);
   return 0;
+}
+
+int db_run(struct db_conn *c, const char *sql, int nparams,
+           const char *const *params, int *rows, char *err, size_t errlen)
+{
+  return ran(db_query(c, sql, nparams, params, err, errlen), rows);
+}
+
+int db_run_planned(struct db_conn *c, const char *sql, int nparams,
+                   const char *const *params, int *rows, char *err,
+                   size_t errlen)
+{
+  return ran(db_query_planned(c, sql, nparams, params, err, errlen), rows);
 }
 
 static enum gg_code run_simple(struct db_conn *c, const char *sql)

@@ -429,7 +429,8 @@ static int append_close(char **buf, size_t *len, size_t *cap)
 /* All of a cycle's admissions in one statement (jobs and their events),
  * one for their outbox rows: the count of statements does not grow with
  * the admissions. Each update names the job's attempt and PENDING state,
- * so a job cancelled meanwhile is left alone. */
+ * so a job cancelled meanwhile is left alone. Planned per call
+ * (db_query_planned()), as is sql_reasons. */
 static const char sql_admit_all[] =
     "WITH v AS (SELECT * FROM unnest($1::text[], $2::int[], $3::text[], "
     "$4::text[], $5::boolean[], $6::numeric[], $7::text[], $8::int[]) "
@@ -534,7 +535,7 @@ static int admit_all(struct db_conn *c, const struct db_sched *s,
       goto out;
     params[k] = arr[k];
   }
-  if (!(res = db_query(c, sql_admit_all, A_N, params, err, errlen)))
+  if (!(res = db_query_planned(c, sql_admit_all, A_N, params, err, errlen)))
     goto fail;
   if (!(ids = malloc(icap)))
     goto out;
@@ -657,7 +658,7 @@ int db_sched_apply(struct db_conn *c, const struct db_sched *s,
     reasons[rlen] = '\0';
     params[0] = ids;
     params[1] = reasons;
-    if (db_run(c, sql_reasons, 2, params, NULL, err, errlen))
+    if (db_run_planned(c, sql_reasons, 2, params, NULL, err, errlen))
       goto out;
   }
   rc = 0;

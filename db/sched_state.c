@@ -40,8 +40,12 @@
   " FROM jobs WHERE " cond ") j ON true"
 /* clang-format on */
 
-static const char sql_full[] =
-    READ("state IN ('PENDING', 'ADMITTED', 'QUEUED', 'RUNNING', 'EVICTING')");
+/* Planned per call (db_query_planned()), as is the full read below: how
+ * many rows it returns decides the plan, and a generic plan made while
+ * jobs was empty (a leader that took over before the first job) read the
+ * whole table on every cycle. */
+#define ACTIVE_JOBS                                                            \
+  "state IN ('PENDING', 'ADMITTED', 'QUEUED', 'RUNNING', 'EVICTING')"
 
 static const char sql_feed[] = READ("change_xid >= $1::xid8");
 
@@ -120,32 +124,149 @@ static void header_of(const PGresult *r, struct db_feed *f)
   f->config_version = num(r, 0, F_VERSION);
 }
 
+/* The full read goes through a cursor in the caller's transaction, a
+ * chunk at a time: a leader's load and every reconciliation hold one
+ * chunk of rows, never a result (and, for the reconciliation, a second
+ * state) as large as all active jobs. The cursor's query is planned when
+ * it is declared. */
+#define FULL_CHUNK 2000
+#define STR_(x) #x
+#define STR(x) STR_(x)
+static const char sql_full_declare[] =
+    "DECLARE gg_full NO SCROLL CURSOR FOR " READ(ACTIVE_JOBS);
+static const char sql_full_fetch[] = "FETCH " STR(FULL_CHUNK) " FROM gg_full";
+static const char sql_full_close[] = "CLOSE gg_full";
+
+/* Call fn(arg, res, row) for each active job, f getting the header;
+ * stop at the first fn that fails. Returns 0, or -1 with err filled. */
+static int full_read(struct db_conn *c, struct db_feed *f,
+                     int (*fn)(void *arg, const PGresult *r, int row),
+                     void *arg, char *err, size_t errlen)
+{
+  PGresult *res;
+  int i, n, rc = 0;
+  bool first = true;
+
+  memset(f, 0, sizeof(*f));
+  if (db_run_planned(c, sql_full_declare, 0, NULL, NULL, err, errlen))
+    return -1;
+  do {
+    if (!(res = db_query(c, sql_full_fetch, 0, NULL, err, errlen)))
+      return -1;
+    n = PQntuples(res);
+    if (first && n > 0)
+      header_of(res, f);
+    first = false;
+    for (i = 0; i < n && rc == 0; i++)
+      if (!PQgetisnull(res, i, F_ID))
+        rc = fn(arg, res, i);
+    PQclear(res);
+  } while (rc == 0 && n == FULL_CHUNK);
+  if (rc) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  return db_run(c, sql_full_close, 0, NULL, NULL, err, errlen);
+}
+
+struct loading {
+  struct sched_state *st;
+  struct db_feed *f;
+};
+
+static int load_row(void *arg, const PGresult *r, int row)
+{
+  struct loading *l = arg;
+  struct sched_state_job j;
+
+  job_of(r, row, &j);
+  if (sched_state_put(l->st, &j) < 0)
+    return -1;
+  l->f->changed++;
+  l->f->material++;
+  return 0;
+}
+
 int db_sched_state_load(struct db_conn *c, struct sched_state *st,
                         struct db_feed *f, char *err, size_t errlen)
 {
-  PGresult *res = db_query(c, sql_full, 0, NULL, err, errlen);
-  struct sched_state_job j;
-  int i;
+  struct loading l = {st, f};
 
   sched_state_free(st);
-  memset(f, 0, sizeof(*f));
-  if (!res)
+  if (full_read(c, f, load_row, &l, err, errlen)) {
+    sched_state_free(st);
     return -1;
-  header_of(res, f);
-  for (i = 0; i < PQntuples(res); i++) {
-    if (PQgetisnull(res, i, F_ID))
-      continue;
-    job_of(res, i, &j);
-    if (sched_state_put(st, &j) < 0) {
-      snprintf(err, errlen, "out of memory");
-      sched_state_free(st);
-      PQclear(res);
-      return -1;
-    }
-    f->changed++;
-    f->material++;
   }
-  PQclear(res);
+  return 0;
+}
+
+struct reconciling {
+  struct sched_state *st;
+  unsigned char *seen; /* by index into st: the full read has the job */
+  int n_seen;
+  int drift;
+  db_sched_state_diff_fn *diff;
+  void *arg;
+};
+
+static int reconcile_row(void *arg, const PGresult *r, int row)
+{
+  struct reconciling *x = arg;
+  struct sched_state_job j;
+  int k;
+
+  job_of(r, row, &j);
+  k = sched_state_find(x->st, j.id);
+  if (k < 0 || !sched_state_job_equal(&x->st->jobs[k], &j)) {
+    x->diff(x->arg, j.id, k < 0 ? NULL : &x->st->jobs[k], &j);
+    x->drift++;
+    if ((k = sched_state_put(x->st, &j)) < 0)
+      return -1;
+  }
+  if (k >= x->n_seen) { /* a job put just now: past the end */
+    int n = x->st->cap;
+    unsigned char *seen = realloc(x->seen, (size_t)n);
+    if (!seen)
+      return -1;
+    memset(seen + x->n_seen, 0, (size_t)(n - x->n_seen));
+    x->seen = seen;
+    x->n_seen = n;
+  }
+  x->seen[k] = 1;
+  return 0;
+}
+
+int db_sched_state_reconcile(struct db_conn *c, struct sched_state *st,
+                             db_sched_state_diff_fn *diff, void *arg,
+                             int *drift, char *err, size_t errlen)
+{
+  struct reconciling x = {st, NULL, 0, 0, diff, arg};
+  struct db_feed f;
+  char id[sizeof(st->jobs[0].id)];
+  int i;
+
+  *drift = 0;
+  if (st->n && !(x.seen = calloc((size_t)st->n, 1))) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  x.n_seen = st->n;
+  if (full_read(c, &f, reconcile_row, &x, err, errlen)) {
+    free(x.seen);
+    return -1;
+  }
+  /* held in memory, not active in the database; from the end, so that
+   * the job a removal moves into place i has been looked at already */
+  for (i = st->n - 1; i >= 0; i--) {
+    if (i < x.n_seen && x.seen[i])
+      continue;
+    diff(arg, st->jobs[i].id, &st->jobs[i], NULL);
+    x.drift++;
+    snprintf(id, sizeof(id), "%s", st->jobs[i].id);
+    sched_state_remove(st, id);
+  }
+  free(x.seen);
+  *drift = x.drift;
   return 0;
 }
 
@@ -173,7 +294,7 @@ int db_sched_state_feed(struct db_conn *c, struct sched_state *st,
 
   memset(f, 0, sizeof(*f));
   snprintf(x, sizeof(x), "%llu", (unsigned long long)xmin);
-  if (!(res = db_query(c, sql_feed, 1, params, err, errlen)))
+  if (!(res = db_query_planned(c, sql_feed, 1, params, err, errlen)))
     return -1;
   header_of(res, f);
   for (i = 0; i < PQntuples(res); i++) {
@@ -252,7 +373,7 @@ int db_sched_state_build(const struct sched_state *st,
                          int64_t *next_backoff_us)
 {
   json_t *empty = json_array();
-  int i, na = 0, np = 0;
+  int i, na = 0, np = 0, n_pending = 0, n_admitted;
 
   *run = *cfg; /* the configuration, borrowed */
   run->teams = NULL;
@@ -269,15 +390,23 @@ int db_sched_state_build(const struct sched_state *st,
   run->pending_locations = json_array();
   *next_backoff_us = 0;
   run->in.now = now_s;
+  /* each side's arrays sized by its own jobs: with most jobs admitted, a
+   * pending side as large as the whole state was most of a cycle's
+   * memory */
+  for (i = 0; i < st->n; i++)
+    n_pending += sched_state_pending(&st->jobs[i]);
+  n_admitted = st->n - n_pending;
   if (!empty || !run->pending_locations ||
-      !ALLOC(run->teams, cfg->in.n_teams) || !ALLOC(run->admitted, st->n) ||
-      !ALLOC(run->admitted_ids, st->n) ||
-      !ALLOC(run->admitted_attempt, st->n) ||
-      !ALLOC(run->admitted_state, st->n) || !ALLOC(run->pending, st->n) ||
-      !ALLOC(run->pending_ids, st->n) || !ALLOC(run->pending_attempt, st->n) ||
-      !ALLOC(run->pending_reason, st->n) ||
-      !ALLOC(run->pending_max_run_s, st->n) ||
-      !ALLOC(run->pending_state, st->n))
+      !ALLOC(run->teams, cfg->in.n_teams) ||
+      !ALLOC(run->admitted, n_admitted) ||
+      !ALLOC(run->admitted_ids, n_admitted) ||
+      !ALLOC(run->admitted_attempt, n_admitted) ||
+      !ALLOC(run->admitted_state, n_admitted) ||
+      !ALLOC(run->pending, n_pending) || !ALLOC(run->pending_ids, n_pending) ||
+      !ALLOC(run->pending_attempt, n_pending) ||
+      !ALLOC(run->pending_reason, n_pending) ||
+      !ALLOC(run->pending_max_run_s, n_pending) ||
+      !ALLOC(run->pending_state, n_pending))
     goto oom;
   if (cfg->in.n_teams)
     memcpy(run->teams, cfg->teams,

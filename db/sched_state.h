@@ -26,11 +26,31 @@ struct db_feed {
 };
 
 /*
- * Replace st's jobs with every active job (one statement, one snapshot).
- * Returns 0, or -1 with err filled (st is then empty).
+ * Replace st's jobs with every active job (one snapshot, read a chunk at
+ * a time through a cursor: call it inside a transaction). Returns 0, or
+ * -1 with err filled (st is then empty).
  */
 int db_sched_state_load(struct db_conn *c, struct sched_state *st,
                         struct db_feed *f, char *err, size_t errlen);
+
+/* Called for each job whose memory (mem) and database (db) versions
+ * differ; either is NULL when that side has no such active job. */
+typedef void db_sched_state_diff_fn(void *arg, const char *id,
+                                    const struct sched_state_job *mem,
+                                    const struct sched_state_job *db);
+
+/*
+ * Compare st with a full read of the active jobs, as db_sched_state_load()
+ * reads them in the caller's transaction, and repair st to it: diff() for
+ * each job that differs, then the database's version is put (published
+ * positions and preempting marks kept, as sched_state_put() keeps them) or
+ * the job removed. *drift gets how many differed. Memory holds st and one
+ * chunk of rows, never a second state. Returns 0, or -1 with err filled
+ * (st may then be partly repaired; the caller reloads).
+ */
+int db_sched_state_reconcile(struct db_conn *c, struct sched_state *st,
+                             db_sched_state_diff_fn *diff, void *arg,
+                             int *drift, char *err, size_t errlen);
 
 /*
  * Apply the changes written by transactions with ids ≥ xmin (the previous

@@ -439,39 +439,22 @@ static const char sql_snapshot[] =
 int admission_reconcile(struct admission *a, struct db_conn *c, long *drift,
                         char *err, size_t errlen)
 {
-  struct sched_state fresh;
-  struct db_feed f, ff;
-  int i, k, n;
+  struct db_feed f;
+  int k, n;
 
   *drift = 0;
   if (!a->loaded)
     return 0;
-  sched_state_init(&fresh);
   /* one snapshot: the feed brings memory to it, the full read is it */
   if (db_run(c, sql_snapshot, 0, NULL, NULL, err, errlen))
     return -1;
   if (db_sched_state_feed(c, &a->st, a->xmin, &f, err, errlen) ||
-      db_sched_state_load(c, &fresh, &ff, err, errlen)) {
+      db_sched_state_reconcile(c, &a->st, log_drift, NULL, &n, err, errlen)) {
     db_rollback(c);
-    sched_state_free(&fresh);
     admission_reset(a);
     return -1;
   }
   db_rollback(c); /* read only */
-  n = sched_state_compare(&a->st, &fresh, log_drift, NULL);
-  /* keep what was published about each job */
-  for (i = 0; i < fresh.n; i++) {
-    k = sched_state_find(&a->st, fresh.jobs[i].id);
-    if (k < 0)
-      continue;
-    fresh.jobs[i].pos_queue = a->st.jobs[k].pos_queue;
-    fresh.jobs[i].pos_cq = a->st.jobs[k].pos_cq;
-    fresh.jobs[i].ahead_gpus = a->st.jobs[k].ahead_gpus;
-    fresh.jobs[i].preempting =
-        a->st.jobs[k].preempting && sched_state_pending(&fresh.jobs[i]);
-  }
-  sched_state_free(&a->st);
-  a->st = fresh;
   a->xmin = f.xmin;
   /* positions of jobs that left the queue: shown by nobody, kept by
    * nobody */
