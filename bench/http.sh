@@ -48,18 +48,21 @@
 #
 # What limits the figures (2-core development machine, Debian 12; found
 # with BENCH_KEEP=1 and log_min_duration_statement on the kept cluster):
-#   submit   a POST is one statement (the job, its event and the
-#            configuration version check; the targets come from the
-#            replica's cache; the loop is woken by one coalesced NOTIFY per
-#            replica) against pgbench's one INSERT, and every job then
-#            costs the admission loop its share of a batched UPDATE and
-#            event. Measured before the incremental admission loop was
-#            merged, each cycle reloaded every pending and admitted job
-#            (none finishes here: there is no Batch backend), so
-#            PostgreSQL's CPU went mostly to the loop (/proc times: ~5x
-#            gpugate's) and consecutive runs slowed down; the leader now
-#            keeps that state in memory (server/admission.c), and these
-#            figures are to be measured again with it.
+#   submit   a POST is one statement (the version check, the job, its
+#            event; the Idempotency-Key claim only when a key is sent;
+#            the targets come from the replica's cache; the loop is woken
+#            by one coalesced NOTIFY per replica) against pgbench's one
+#            INSERT, and every job then costs the admission leader its
+#            share of a batched UPDATE (not HOT: the state is indexed) and
+#            event. CPU per submitted job, from /proc during the run
+#            (2026-11-25, migration 0016): PostgreSQL ~255 µs (the
+#            submitting backends ~150, executor set-up and index
+#            insertions the most of it; the leader's backend ~50, index
+#            insertions 40 % of that; the WAL writer ~20), gpugate ~115
+#            µs (the kernel's socket work, Jansson, malloc), wrk ~20: both
+#            cores are busy. The leader keeps its state in memory
+#            (server/admission.c) and plans its batched statements per
+#            call, so a run does not slow down as jobs accumulate.
 #   get      one statement; verified tokens are cached (perf: libjwt gone,
 #            libcrypto 1.6 %); the kernel's socket and scheduler work of
 #            the two hops wrk → gpugate → PostgreSQL is ~47 %, libc ~25 %,

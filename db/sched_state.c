@@ -328,6 +328,15 @@ int db_sched_state_feed(struct db_conn *c, struct sched_state *st,
 
 #define ALLOC(ptr, n) ((ptr) = calloc((size_t)(n) + 1, sizeof(*(ptr))))
 
+/* a cycle's names are copied whole (memcpy: a cycle copies every job's) */
+#define SAME_SIZE(a, b)                                                        \
+  (sizeof(((struct db_sched *)0)->a[0]) ==                                     \
+   sizeof(((struct sched_state_job *)0)->b))
+_Static_assert(SAME_SIZE(admitted_ids, id) && SAME_SIZE(pending_ids, id) &&
+                   SAME_SIZE(admitted_state, state) &&
+                   SAME_SIZE(pending_reason, reason),
+               "db_sched's name arrays are sized as sched_state_job's");
+
 void db_sched_state_run_free(struct db_sched *run)
 {
   free(run->teams);
@@ -373,6 +382,7 @@ int db_sched_state_build(const struct sched_state *st,
                          int64_t *next_backoff_us)
 {
   json_t *empty = json_array();
+  double *price = calloc((size_t)cfg->in.n_cqs + 1, sizeof(*price));
   int i, na = 0, np = 0, n_pending = 0, n_admitted;
 
   *run = *cfg; /* the configuration, borrowed */
@@ -395,8 +405,11 @@ int db_sched_state_build(const struct sched_state *st,
    * memory */
   for (i = 0; i < st->n; i++)
     n_pending += sched_state_pending(&st->jobs[i]);
+  /* a pending job's estimate: its CQ's dearest flavor, once per CQ */
+  for (i = 0; price && i < cfg->in.n_cqs; i++)
+    price[i] = db_sched_max_price(cfg, i);
   n_admitted = st->n - n_pending;
-  if (!empty || !run->pending_locations ||
+  if (!empty || !price || !run->pending_locations ||
       !ALLOC(run->teams, cfg->in.n_teams) ||
       !ALLOC(run->admitted, n_admitted) ||
       !ALLOC(run->admitted_ids, n_admitted) ||
@@ -433,9 +446,9 @@ int db_sched_state_build(const struct sched_state *st,
         continue;
       sj->admitted_at = j->admitted_at;
       sj->evicting = !strcmp(j->state, "EVICTING");
-      snprintf(run->admitted_ids[na], 32, "%s", j->id);
+      memcpy(run->admitted_ids[na], j->id, sizeof(j->id));
       run->admitted_attempt[na] = j->attempt;
-      snprintf(run->admitted_state[na], 16, "%s", j->state);
+      memcpy(run->admitted_state[na], j->state, sizeof(j->state));
       na++;
       continue;
     }
@@ -447,16 +460,15 @@ int db_sched_state_build(const struct sched_state *st,
     sj = &run->pending[np];
     if (sched_job_of(cfg, j, sj))
       continue;
-    snprintf(run->pending_ids[np], 32, "%s", j->id);
+    memcpy(run->pending_ids[np], j->id, sizeof(j->id));
     run->pending_attempt[np] = j->attempt;
-    snprintf(run->pending_reason[np], 32, "%s", j->reason);
+    memcpy(run->pending_reason[np], j->reason, sizeof(j->reason));
     run->pending_max_run_s[np] = j->max_run_s;
     run->pending_state[np] = i;
     sj->max_run_s = j->max_run_s;
     sj->preempting = j->preempting;
-    sj->estimated_cost = db_sched_max_price(cfg, sj->cq) *
-                         (double)sj->request[SCHED_GPU] * (double)j->max_run_s /
-                         3600.0;
+    sj->estimated_cost = price[sj->cq] * (double)sj->request[SCHED_GPU] *
+                         (double)j->max_run_s / 3600.0;
     /* most jobs name no region: share one empty array, parse the rest */
     locs = !j->locations || !strcmp(j->locations, "[]")
                ? json_incref(empty)
@@ -474,9 +486,11 @@ int db_sched_state_build(const struct sched_state *st,
   run->in.admitted = run->admitted;
   run->in.pending = run->pending;
   json_decref(empty);
+  free(price);
   return 0;
 oom:
   json_decref(empty);
+  free(price);
   db_sched_state_run_free(run);
   return -1;
 }
