@@ -104,9 +104,8 @@ static json_t *num_or_null(const PGresult *r, int row, int col)
              : json_real(strtod(PQgetvalue(r, row, col), NULL));
 }
 
-/* One job row as the API shows it. Returns a new reference. */
-/* The job at row; its spec from the row, or spec (a new reference) when
- * the caller has it. */
+/* One job row as the API shows it, its spec from the row or, when the
+ * caller has it, spec (referenced, not copied). Returns a new reference. */
 static json_t *render_spec(const PGresult *r, int row, json_t *spec)
 {
   json_t *j = json_object(), *admission = json_null();
