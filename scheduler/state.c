@@ -174,7 +174,8 @@ void sched_state_remove(struct sched_state *st, const char *id)
 
 bool sched_state_pending(const struct sched_state_job *j)
 {
-  return !strcmp(j->state, "PENDING");
+  /* no other state starts with P: one byte decides for most jobs */
+  return j->state[0] == 'P' && !strcmp(j->state, "PENDING");
 }
 
 static bool str_eq(const char *a, const char *b)

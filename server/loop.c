@@ -210,6 +210,29 @@ static void wait_for(struct loop *l, long ms)
   }
 }
 
+/*
+ * A cycle that wrote decisions is followed by another at once (it reads
+ * its own writes back; requeued victims' preemptors are decided then) —
+ * but not sooner than PACE times its own length after it. A cycle still
+ * costs the size of the state (building the scheduler's input passes over
+ * every active job), and back to back under a stream of submissions the
+ * loop would take a whole core from the requests, more as the backlog
+ * grows. Paced, the leader spends at most 1 / (1 + PACE) of a core; the
+ * jobs that arrive meanwhile are decided together in the next cycle, so a
+ * cycle's cost is shared by more jobs the longer it takes. A cycle of a
+ * few milliseconds waits a few more.
+ */
+#define PACE 1
+
+/* Sleep ms, waking early only for loop_stop() (notifications wait). */
+static void pause_for(struct loop *l, long ms)
+{
+  struct pollfd fd = {.fd = l->wake[0], .events = POLLIN};
+
+  if (ms > 0 && poll(&fd, 1, (int)ms) < 0 && errno != EINTR)
+    return;
+}
+
 static void *run(void *arg)
 {
   struct loop *l = arg;
@@ -217,6 +240,7 @@ static void *run(void *arg)
 
   while (!atomic_load(&l->stop)) {
     int again = 0;
+    long long t0;
     if (!l->conn.pg) {
       l->conn.pg = db_connect(l->cfg->direct_database_url, err, sizeof(err));
       if (!l->conn.pg) {
@@ -232,7 +256,14 @@ static void *run(void *arg)
       wait_for(l, FOLLOWER_RETRY_MS);
       continue;
     }
+    t0 = now_ms();
     again = cycle(l);
+    if (again > 0) {
+      long ms = (long)(now_ms() - t0) * PACE;
+      pause_for(l, ms < l->cfg->admission_interval_ms
+                       ? ms
+                       : l->cfg->admission_interval_ms);
+    }
     if (again >= 0)
       refresh_team_costs(l);
     if (again < 0 && PQstatus(l->conn.pg) != CONNECTION_OK)
