@@ -180,12 +180,32 @@ static int cycle(struct loop *l)
   return again > 0 || left > 0 ? 1 : 0;
 }
 
+/*
+ * Read the notifications waiting on the loop's session. Returns true when
+ * one of them is more than a submission (a job finished, was cancelled or
+ * moved in Batch; the configuration changed): something that can free
+ * quota or change a decision.
+ */
+static bool drain_notes(struct loop *l)
+{
+  PGnotify *note;
+  bool news = false;
+
+  if (!PQconsumeInput(l->conn.pg))
+    return true; /* the next step notices the broken connection */
+  while ((note = PQnotifies(l->conn.pg)) != NULL) {
+    if (!note->extra || strcmp(note->extra, "submit") != 0)
+      news = true;
+    PQfreemem(note);
+  }
+  return news;
+}
+
 /* Wait up to ms for a notification or loop_stop(). */
 static void wait_for(struct loop *l, long ms)
 {
   struct pollfd fds[2];
   int n = 1;
-  PGnotify *note;
   char drain[16];
 
   fds[0].fd = l->wake[0];
@@ -202,35 +222,40 @@ static void wait_for(struct loop *l, long ms)
       /* nothing to do: the stop flag is what matters */
     }
   }
-  if (n == 2 && (fds[1].revents & POLLIN)) {
-    if (!PQconsumeInput(l->conn.pg))
-      return; /* the next step notices the broken connection */
-    while ((note = PQnotifies(l->conn.pg)) != NULL)
-      PQfreemem(note);
-  }
+  if (n == 2 && (fds[1].revents & POLLIN))
+    drain_notes(l);
 }
 
 /*
  * A cycle that wrote decisions is followed by another at once (it reads
  * its own writes back; requeued victims' preemptors are decided then) —
- * but not sooner than PACE times its own length after it. A cycle still
- * costs the size of the state (building the scheduler's input passes over
- * every active job), and back to back under a stream of submissions the
- * loop would take a whole core from the requests, more as the backlog
- * grows. Paced, the leader spends at most 1 / (1 + PACE) of a core; the
- * jobs that arrive meanwhile are decided together in the next cycle, so a
- * cycle's cost is shared by more jobs the longer it takes. A cycle of a
- * few milliseconds waits a few more.
+ * unless only submissions arrived, which wait until PACE times the
+ * cycle's own length has passed since it ended. A cycle still costs the
+ * size of the state (building the scheduler's input passes over every
+ * active job), and back to back under a stream of submissions the loop
+ * took a whole core from the requests, more as the backlog grew. Paced,
+ * the jobs that arrive meanwhile are decided together in the next cycle,
+ * so a cycle's cost is shared by more jobs the longer it takes. Anything
+ * that can free quota or change a decision (a finish, a cancellation, a
+ * Batch state, a configuration change, loop_stop()) ends the pause.
  */
 #define PACE 1
 
-/* Sleep ms, waking early only for loop_stop() (notifications wait). */
-static void pause_for(struct loop *l, long ms)
+static void pause_after(struct loop *l, long ms)
 {
-  struct pollfd fd = {.fd = l->wake[0], .events = POLLIN};
+  long long until = now_ms() + ms;
+  struct pollfd fds[2] = {{.fd = l->wake[0], .events = POLLIN},
+                          {.fd = PQsocket(l->conn.pg), .events = POLLIN}};
 
-  if (ms > 0 && poll(&fd, 1, (int)ms) < 0 && errno != EINTR)
-    return;
+  while (!atomic_load(&l->stop) && ms > 0) {
+    if (poll(fds, 2, (int)ms) < 0 && errno != EINTR)
+      return;
+    if (fds[0].revents & POLLIN)
+      return; /* loop_stop(): the loop sees its flag next */
+    if ((fds[1].revents & POLLIN) && drain_notes(l))
+      return;
+    ms = (long)(until - now_ms());
+  }
 }
 
 static void *run(void *arg)
@@ -260,9 +285,9 @@ static void *run(void *arg)
     again = cycle(l);
     if (again > 0) {
       long ms = (long)(now_ms() - t0) * PACE;
-      pause_for(l, ms < l->cfg->admission_interval_ms
-                       ? ms
-                       : l->cfg->admission_interval_ms);
+      pause_after(l, ms < l->cfg->admission_interval_ms
+                         ? ms
+                         : l->cfg->admission_interval_ms);
     }
     if (again >= 0)
       refresh_team_costs(l);
