@@ -66,9 +66,11 @@
 #   get      one statement; verified tokens are cached (perf: libjwt gone,
 #            libcrypto 1.6 %); the kernel's socket and scheduler work of
 #            the two hops wrk → gpugate → PostgreSQL is ~47 %, libc ~25 %,
-#            Jansson ~15 % (the stored spec parsed, the job serialised),
-#            and gpugate reaches PostgreSQL over 8 pooled connections
-#            where pgbench holds 32.
+#            Jansson ~15 % before the stored spec was spliced into the
+#            reply as text instead of parsed and written again (2026-11-26:
+#            gpugate's CPU per read 78–100 µs against 81–144 in alternate
+#            runs of the two builds), and gpugate reaches PostgreSQL over 8
+#            pooled connections where pgbench holds 32.
 #   healthz  the same libmicrohttpd set-up; the difference is gpugate's
 #            per-request work (routing, request id, metrics, access log
 #            level check).

@@ -3,6 +3,7 @@
  * idempotency keys. Every statement names the team ($1) in its WHERE
  * clause; ids are 70 random bits, so they cannot be guessed either.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,6 +167,38 @@ static json_t *render_spec(const PGresult *r, int row, json_t *spec)
 static json_t *render(const PGresult *r, int row)
 {
   return render_spec(r, row, NULL);
+}
+
+/*
+ * One job row as render() shows it, written as text (GG_JSON_DUMP) of
+ * *len bytes. The stored spec is spliced in as it is: gpugate wrote it
+ * with GG_JSON_DUMP, so parsing it and writing it again gave back the same
+ * bytes, and was most of a read's JSON work. It is the last member either
+ * way. Returns a new buffer, or NULL when out of memory.
+ */
+static char *render_text(const PGresult *r, int row, size_t *len)
+{
+  json_t *j = render_spec(r, row, json_null());
+  const char *spec =
+      PQgetisnull(r, row, C_SPEC) ? "null" : PQgetvalue(r, row, C_SPEC);
+  size_t n = 0, size;
+  char *head, *out = NULL;
+
+  json_object_del(j, "spec");
+  head = json_dumps(j, GG_JSON_DUMP);
+  json_decref(j);
+  if (head)
+    n = strlen(head);
+  /* "{...}" without its "}", then ,"spec":<stored>} */
+  if (n < 2 || n > INT_MAX || head[n - 1] != '}')
+    goto done;
+  size = n + strlen(spec) + 16;
+  if ((out = malloc(size)))
+    *len = (size_t)snprintf(out, size, "%.*s,\"spec\":%s}", (int)(n - 1), head,
+                            spec);
+done:
+  free(head);
+  return out;
 }
 
 /* ---- submission -------------------------------------------------------- */
@@ -499,13 +532,14 @@ out:
 /* ---- reads --------------------------------------------------------------- */
 
 enum gg_code db_job_get(struct gg_req *req, const char *team, const char *id,
-                        json_t **out)
+                        char **text, size_t *len)
 {
   struct db_conn *db = req_db(req);
   const char *params[2] = {team, id};
   PGresult *res;
 
-  *out = NULL;
+  *text = NULL;
+  *len = 0;
   if (!db)
     return db_fail(req, GG_UNAVAILABLE);
   if (!(res = db_req_exec(req, db, sql_get, 2, params)))
@@ -514,9 +548,9 @@ enum gg_code db_job_get(struct gg_req *req, const char *team, const char *id,
     PQclear(res);
     return problem_fail(req, GG_NOT_FOUND, "Job \"%s\" was not found.", id);
   }
-  *out = render(res, 0);
+  *text = render_text(res, 0, len);
   PQclear(res);
-  return GG_OK;
+  return *text ? GG_OK : problem_fail(req, GG_INTERNAL, "Out of memory.");
 }
 
 static const char sql_list[] = JOB_SELECT

@@ -96,9 +96,10 @@ int db_wake_admission(PGconn *pg, char *err, size_t errlen);
 enum gg_code db_idem_read(struct gg_req *req, const char *team, const char *key,
                           const char *hash, struct db_submit_result *out);
 
-/* One job of team as the API shows it; 404 when absent. */
+/* One job of team as the API shows it, as JSON text (GG_JSON_DUMP) in
+ * *text (free() it) of *len bytes; 404 when absent. */
 enum gg_code db_job_get(struct gg_req *req, const char *team, const char *id,
-                        json_t **out);
+                        char **text, size_t *len);
 
 /* Filters of a job list; NULL fields do not filter. */
 struct db_job_filter {

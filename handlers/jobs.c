@@ -598,15 +598,17 @@ static bool job_path(struct gg_req *req)
 
 enum gg_code jobs_get(struct gg_req *req)
 {
-  json_t *out = NULL;
+  char *text = NULL;
+  size_t len = 0;
   enum gg_code code;
 
   if (!job_path(req))
     return GG_NOT_FOUND;
-  code = db_job_get(req, req_param(req, "team"), req_param(req, "id"), &out);
+  code = db_job_get(req, req_param(req, "team"), req_param(req, "id"), &text,
+                    &len);
   if (code != GG_OK)
     return code;
-  req_reply(req, 200, out);
+  req_reply_json_text(req, 200, text, len);
   return GG_OK;
 }
 

@@ -398,25 +398,25 @@ static enum MHD_Result send_reply(struct http_server *s, struct gg_req *req,
     json_decref(p);
     len = text ? strlen(text) : 0;
     ctype = "application/problem+json";
-  } else if (req->reply_text) {
-    status = req->status ? req->status : 200;
-    text = req->reply_text;
-    req->reply_text = NULL;
-    len = req->reply_text_len;
-    ctype = req->reply_content_type;
   } else {
+    bool json = req->reply || (req->reply_text && req->reply_text_json);
     status = req->status ? req->status : 200;
-    if (req->reply) {
+    if (req->reply_text) {
+      text = req->reply_text;
+      req->reply_text = NULL;
+      len = req->reply_text_len;
+      ctype = req->reply_content_type;
+    } else if (req->reply) {
       text = json_dumps(req->reply, GG_JSON_DUMP);
       len = text ? strlen(text) : 0;
       ctype = "application/json";
-      if (status == 200 && etag_not_modified(req, text, len)) {
-        free(text); /* 304: the client's copy is current */
-        text = NULL;
-        len = 0;
-        ctype = NULL;
-        status = 304;
-      }
+    }
+    if (json && status == 200 && etag_not_modified(req, text, len)) {
+      free(text); /* 304: the client's copy is current */
+      text = NULL;
+      len = 0;
+      ctype = NULL;
+      status = 304;
     }
   }
   resp = MHD_create_response_from_buffer(len, text ? text : (void *)"",

@@ -92,9 +92,21 @@ enum gg_code req_reply_text(struct gg_req *req, unsigned status,
   free(req->reply_text);
   req->reply_text = copy;
   req->reply_text_len = len;
+  req->reply_text_json = false;
   req->reply_content_type = content_type;
   req->status = status;
   return GG_OK;
+}
+
+void req_reply_json_text(struct gg_req *req, unsigned status, char *text,
+                         size_t len)
+{
+  free(req->reply_text);
+  req->reply_text = text;
+  req->reply_text_len = len;
+  req->reply_text_json = true;
+  req->reply_content_type = "application/json";
+  req->status = status;
 }
 
 void req_add_header(struct gg_req *req, const char *name, const char *value)

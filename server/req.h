@@ -82,8 +82,9 @@ struct gg_req {
   /* set by the handler */
   unsigned status;  /* HTTP status; 0 = from the code */
   json_t *reply;    /* owned; body to send */
-  char *reply_text; /* owned; non-JSON body */
+  char *reply_text; /* owned; non-JSON body, or JSON already written */
   size_t reply_text_len;
+  bool reply_text_json; /* reply_text is JSON: ETag and 304 as for reply */
   const char *reply_content_type; /* static string */
   const char *hdr_names[REQ_MAX_HEADERS];
   char *hdr_values[REQ_MAX_HEADERS]; /* owned */
@@ -115,6 +116,12 @@ void req_reply(struct gg_req *req, unsigned status, json_t *body);
 enum gg_code req_reply_text(struct gg_req *req, unsigned status,
                             const char *content_type, const char *text,
                             size_t len);
+
+/* Set a 2xx reply whose JSON is already written (GG_JSON_DUMP); steals
+ * text (malloc()ed, len bytes, NUL-terminated). ETag and 304 as
+ * req_reply(). */
+void req_reply_json_text(struct gg_req *req, unsigned status, char *text,
+                         size_t len);
 
 /* Add a response header; value is copied. */
 void req_add_header(struct gg_req *req, const char *name, const char *value);

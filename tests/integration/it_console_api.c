@@ -313,6 +313,46 @@ START_TEST(etag_not_modified)
 }
 END_TEST
 
+/* A job read by id is written with its stored spec spliced in as text
+ * (db/jobs.c render_text()): it must be the job the list shows, member
+ * for member and in the same order, and carry an ETag like any GET. */
+START_TEST(job_by_id_as_listed)
+{
+  struct h_resp r, again;
+  char id[32], path[96], etag[64], hdr[96];
+  const char *hdrs[2] = {hdr, NULL};
+  json_t *list, *listed, *got;
+  char *a, *b;
+
+  h_submit_typical(&srv, "team-a", member, "lp", "by-id", "default", id);
+  h_sleep_ms(1500); /* admitted: the admission and cost members are set */
+  snprintf(path, sizeof(path), "/v1/teams/team-a/jobs/%s", id);
+  ck_assert_int_eq(h_request(&srv, "GET", path, member, NULL, NULL, &r), 0);
+  ck_assert_int_eq((int)r.status, 200);
+  got = json_loadb(r.body, r.body_len, 0, NULL);
+  ck_assert_ptr_nonnull(got);
+  list =
+      h_call(&srv, "GET", "/v1/teams/team-a/jobs?limit=1", member, NULL, 200);
+  listed = json_array_get(json_object_get(list, "items"), 0);
+  ck_assert_str_eq(json_string_value(json_object_get(listed, "id")), id);
+  a = json_dumps(listed, JSON_COMPACT | JSON_PRESERVE_ORDER);
+  b = json_dumps(got, JSON_COMPACT | JSON_PRESERVE_ORDER);
+  ck_assert_str_eq(b, a);
+  ck_assert_ptr_nonnull(json_object_get(json_object_get(got, "spec"), "task"));
+  free(a);
+  free(b);
+  json_decref(got);
+  json_decref(list);
+  ck_assert_msg(h_header(&r, "ETag", etag, sizeof(etag)), "no ETag");
+  snprintf(hdr, sizeof(hdr), "If-None-Match: %s", etag);
+  ck_assert_int_eq(h_request(&srv, "GET", path, member, NULL, hdrs, &again), 0);
+  ck_assert_int_eq((int)again.status, 304);
+  ck_assert_int_eq((int)again.body_len, 0);
+  h_resp_free(&again);
+  h_resp_free(&r);
+}
+END_TEST
+
 Suite *console_api_suite(void)
 {
   Suite *s = suite_create("console_api");
@@ -326,6 +366,7 @@ Suite *console_api_suite(void)
   tcase_add_test(tc, admin_lists_every_team);
   tcase_add_test(tc, member_capacity_summary);
   tcase_add_test(tc, etag_not_modified);
+  tcase_add_test(tc, job_by_id_as_listed);
   suite_add_tcase(s, tc);
   return s;
 }
