@@ -9,7 +9,8 @@
 #            auth/jwt, an HS256 token from `scontrol token`), a batch job
 #            comparable to gpugate's: 2 tasks, a name, environment, a
 #            script, held (`hold: true`, as gpugate's jobs wait for
-#            admission), wrk -t2 -c32 (bench/wrk/slurm-submit.lua)
+#            admission), wrk -t2 -c32 (bench/wrk/slurm-submit.lua);
+#            two runs back to back, reported with their mean
 #   read     GET /slurm/v0.0.38/job/{id} over the jobs the submit run
 #            created, wrk -t2 -c32 (bench/wrk/get.lua)
 #
@@ -19,8 +20,9 @@
 # packages (slurmctld slurmd slurmrestd munge slurm-wlm-jwt-plugin) are
 # installed from Debian when missing.
 #
-# Usage: bench/slurm.sh [OUT]   — OUT gets "submit=N read=N" (requests/s);
-# without OUT the figures are printed. BENCH_SECONDS as in http.sh.
+# Usage: bench/slurm.sh [OUT]   — OUT gets "submit=N read=N jobs=N
+# runs=N,N" (requests/s: submit is the mean of the two runs); without OUT
+# the figures are printed. BENCH_SECONDS as in http.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 NAME=bench/slurm.sh
@@ -181,15 +183,17 @@ wrk_rps() {
   awk '/^Requests\/sec:/ {printf "%.0f", $2}' <<<"$out"
 }
 
-log "submit: slurmrestd (${SECS} s)"
-submit="$(wrk_rps -s bench/wrk/slurm-submit.lua "$URL/slurm/v0.0.38/job/submit")"
+log "submit: slurmrestd, two runs (${SECS} s each)"
+submit1="$(wrk_rps -s bench/wrk/slurm-submit.lua "$URL/slurm/v0.0.38/job/submit")"
+submit2="$(wrk_rps -s bench/wrk/slurm-submit.lua "$URL/slurm/v0.0.38/job/submit")"
+submit=$(((submit1 + submit2) / 2))
 njobs="$(squeue -h -t all -o %i | wc -l)"
 log "read by id: slurmrestd over the $njobs submitted jobs (${SECS} s)"
 squeue -h -t all -o %i | sed 's|^|/slurm/v0.0.38/job/|' >"$S/paths"
 read="$(BENCH_PATHS="$S/paths" wrk_rps -s bench/wrk/slurm-get.lua "$URL")"
 
 if [[ -n "$OUT" ]]; then
-  echo "submit=$submit read=$read jobs=$njobs" >"$OUT"
+  echo "submit=$submit read=$read jobs=$njobs runs=$submit1,$submit2" >"$OUT"
 else
-  echo "slurmrestd 22.05 (v0.0.38, JWT), wrk -t2 -c$CONNS, ${SECS} s: submit $submit req/s, read by id $read req/s ($njobs jobs)"
+  echo "slurmrestd 22.05 (v0.0.38, JWT), wrk -t2 -c$CONNS, ${SECS} s: submit $submit req/s ($submit1, $submit2), read by id $read req/s ($njobs jobs)"
 fi
