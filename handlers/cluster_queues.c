@@ -5,7 +5,7 @@
  */
 #include <string.h>
 
-#include "db/jobs.h"
+#include "db/queue_status.h"
 #include "db/window.h"
 #include "handlers/admin.h"
 #include "handlers/cluster_queues.h"

@@ -2,7 +2,7 @@
  * queues.c — /v1/teams/{team}/queues: a team's named queues, each pointing
  * at one cluster queue. Members read their own team's queues.
  */
-#include "db/jobs.h"
+#include "db/queue_status.h"
 #include "handlers/admin.h"
 #include "handlers/handlers.h"
 
