@@ -252,6 +252,8 @@ static void pause_after(struct loop *l, long ms)
       return;
     if (fds[0].revents & POLLIN)
       return; /* loop_stop(): the loop sees its flag next */
+    if (fds[1].revents & (POLLERR | POLLHUP | POLLNVAL))
+      return; /* the next cycle notices the broken connection */
     if ((fds[1].revents & POLLIN) && drain_notes(l))
       return;
     ms = (long)(until - now_ms());
