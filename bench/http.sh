@@ -73,6 +73,16 @@
 #            cores are busy. The leader keeps its state in memory
 #            (server/admission.c) and plans its batched statements per
 #            call, so a run does not slow down as jobs accumulate.
+#            2026-11-26: the leader's thread had cycled back to back under
+#            the stream, each cycle passing over every active job, 30–240
+#            µs of gpugate's CPU per job (more at 100,000 pending; perf:
+#            the cycle build's name lookups and strcmp); with submissions
+#            paced (server/loop.c) 5–15 µs, and PostgreSQL's share per job
+#            fell with the cycles' statements (~280–340 µs in the same
+#            day's runs, 370–470 before). The rest is as above: the
+#            statement's executor set-up and index insertions (six at the
+#            insert, five more at the admission update), the team's
+#            foreign-key check (perf: ~7 % of PostgreSQL's CPU), commit.
 #   get      one statement; verified tokens are cached (perf: libjwt gone,
 #            libcrypto 1.6 %); the kernel's socket and scheduler work of
 #            the two hops wrk → gpugate → PostgreSQL is ~47 %, libc ~25 %,
