@@ -399,7 +399,7 @@ static enum MHD_Result send_reply(struct http_server *s, struct gg_req *req,
     len = text ? strlen(text) : 0;
     ctype = "application/problem+json";
   } else {
-    bool json = req->reply || (req->reply_text && req->reply_text_json);
+    bool json = req->reply_text ? req->reply_text_json : req->reply != NULL;
     status = req->status ? req->status : 200;
     if (req->reply_text) {
       text = req->reply_text;
