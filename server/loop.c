@@ -247,6 +247,10 @@ static void pause_after(struct loop *l, long ms)
   struct pollfd fds[2] = {{.fd = l->wake[0], .events = POLLIN},
                           {.fd = PQsocket(l->conn.pg), .events = POLLIN}};
 
+  /* notifications that came in during the cycle are already in libpq's
+   * queue, where poll() does not see them */
+  if (drain_notes(l))
+    return;
   while (!atomic_load(&l->stop) && ms > 0) {
     if (poll(fds, 2, (int)ms) < 0 && errno != EINTR)
       return;
