@@ -1,5 +1,6 @@
 /*
- * batch.c (db) — the Batch outbox and the transitions Batch reports.
+ * batch.c (db) — the Batch outbox, the dispatcher's side of it, and what
+ * the sync reads (what Batch reports moves jobs in batch_report.c).
  *
  * Exactly once: a create row is written with the admission; the dispatcher
  * calls Batch with the deterministic job_id "gpugate-<id>-a<attempt>" and
@@ -20,6 +21,13 @@ static const char sql_event[] =
     "attempt, message) SELECT id, team, $2, $3, $4, attempt, $5 FROM jobs "
     "WHERE id = $1";
 
+/* The event of a create recorded by a "WITH u AS (UPDATE jobs ...
+ * RETURNING id, team, attempt)": $4 is its message. */
+#define CREATED_EVENT                                                          \
+  "INSERT INTO job_events (job_id, team, from_state, to_state, reason, "       \
+  "attempt, message) SELECT id, team, 'ADMITTED', 'QUEUED', "                  \
+  "'BatchJobCreated', attempt, $4 FROM u"
+
 static const char sql_wake[] = "SELECT pg_notify('gpugate_admission', 'batch')";
 
 int db_job_event(struct db_conn *c, const char *job_id, const char *from,
@@ -31,7 +39,7 @@ int db_job_event(struct db_conn *c, const char *job_id, const char *from,
   return db_run(c, sql_event, 5, params, NULL, err, errlen);
 }
 
-static int wake(struct db_conn *c, char *err, size_t errlen)
+int db_batch_wake(struct db_conn *c, char *err, size_t errlen)
 {
   return db_run(c, sql_wake, 0, NULL, NULL, err, errlen);
 }
@@ -111,6 +119,11 @@ static const char sql_request_cancel[] =
 static const char sql_wake_dispatch[] =
     "SELECT pg_notify('gpugate_dispatch', '')";
 
+int db_batch_wake_dispatch(struct db_conn *c, char *err, size_t errlen)
+{
+  return db_run(c, sql_wake_dispatch, 0, NULL, NULL, err, errlen);
+}
+
 int db_batch_request_create_many(struct db_conn *c, const char *ids, char *err,
                                  size_t errlen)
 {
@@ -122,7 +135,7 @@ int db_batch_request_create_many(struct db_conn *c, const char *ids, char *err,
                                 errlen) ||
                  db_run_planned(c, sql_request_create, 1, params, NULL, err,
                                 errlen) ||
-                 db_run(c, sql_wake_dispatch, 0, NULL, NULL, err, errlen)
+                 db_batch_wake_dispatch(c, err, errlen)
              ? -1
              : 0;
 }
@@ -177,7 +190,7 @@ int db_batch_request_cancel(struct db_conn *c, const char *job_id, char *err,
   const char *params[1] = {job_id};
 
   return db_run(c, sql_request_cancel, 1, params, NULL, err, errlen) ||
-                 db_run(c, sql_wake_dispatch, 0, NULL, NULL, err, errlen)
+                 db_batch_wake_dispatch(c, err, errlen)
              ? -1
              : 0;
 }
@@ -203,7 +216,7 @@ int db_batch_requeue(struct db_conn *c, const char *job_id, const char *reason,
   if (db_job_event(c, job_id, "EVICTING", "PENDING", reason, message, err,
                    errlen))
     return -1;
-  return wake(c, err, errlen);
+  return db_batch_wake(c, err, errlen);
 }
 
 /* ---- the dispatcher's side --------------------------------------------- */
@@ -253,8 +266,6 @@ static const char sql_claim[] =
     "FROM c JOIN jobs j ON j.id = c.job_id "
     "LEFT JOIN flavors f ON f.name = j.flavor "
     "LEFT JOIN teams t ON t.name = j.team";
-
-static const char sql_drop_op[] = "DELETE FROM batch_ops WHERE id = $1::bigint";
 
 /* Only the holder of the lease deletes the row: after a lease ran out and
  * another dispatcher took the row, that one records it. */
@@ -309,7 +320,8 @@ int db_batch_claim(struct db_conn *c, const char *const *skip_regions,
 {
   PGresult *res;
   char id[32], lease[16], *skip = text_array(skip_regions, n_skip);
-  const char *params[1] = {id}, *claim_params[3] = {skip, claimer, lease};
+  const char *params[2] = {id, claimer},
+             *claim_params[3] = {skip, claimer, lease};
   int rc = -1, attempt, race_k;
 
   memset(op, 0, sizeof(*op));
@@ -318,19 +330,14 @@ int db_batch_claim(struct db_conn *c, const char *const *skip_regions,
     return -1;
   }
   snprintf(lease, sizeof(lease), "%d", lease_s);
+  /* one statement, so no transaction of its own: the lease is taken when
+   * it returns, and no transaction stays open across the Batch call */
   for (;;) {
     bool stale;
-    if (db_begin(c) != GG_OK) {
-      snprintf(err, errlen, "BEGIN failed");
+    if (!(res = db_query(c, sql_claim, 3, claim_params, err, errlen)))
       goto out;
-    }
-    if (!(res = db_query(c, sql_claim, 3, claim_params, err, errlen))) {
-      db_rollback(c);
-      goto out;
-    }
     if (PQntuples(res) == 0) {
       PQclear(res);
-      db_rollback(c);
       rc = 0;
       goto out;
     }
@@ -369,25 +376,16 @@ int db_batch_claim(struct db_conn *c, const char *const *skip_regions,
               (strcmp(PQgetvalue(res, 0, 15), "ADMITTED") != 0 ||
                strtol(PQgetvalue(res, 0, 16), NULL, 10) != op->attempt);
     PQclear(res);
-    if (stale) {
-      snprintf(id, sizeof(id), "%lld", (long long)op->id);
-      db_batch_op_free(op);
-      if (db_run(c, sql_drop_op, 1, params, NULL, err, errlen))
-        goto fail;
-    }
-    /* the lease is taken: no transaction stays open across the call */
-    if (db_commit(c) != GG_OK) {
-      snprintf(err, errlen, "COMMIT failed");
-      goto fail;
-    }
     if (!stale) {
       rc = 1;
       goto out;
     }
+    /* ours by the lease just taken */
+    snprintf(id, sizeof(id), "%lld", (long long)op->id);
+    db_batch_op_free(op);
+    if (db_run(c, sql_drop_claimed, 2, params, NULL, err, errlen))
+      goto out;
   }
-fail:
-  db_rollback(c);
-  db_batch_op_free(op);
 out:
   free(skip);
   return rc;
@@ -437,15 +435,22 @@ static int commit(struct db_conn *c, char *err, size_t errlen)
   return 0;
 }
 
+/*
+ * Recording a create is one round trip: the statements of a pipeline up to
+ * its Sync run as one implicit transaction. The outbox row goes first
+ * (lock order: the batch_ops row before the jobs row); then the job takes
+ * its Batch job, with its event in the same statement.
+ */
 static const char sql_created[] =
-    "UPDATE jobs SET state = 'QUEUED', batch_job_name = $2, "
+    "WITH u AS (UPDATE jobs SET state = 'QUEUED', batch_job_name = $2, "
     "batch_state = 'QUEUED', queued_at = now(), updated_at = now() "
-    "WHERE id = $1 AND attempt = $3::int AND state = 'ADMITTED'";
+    "WHERE id = $1 AND attempt = $3::int AND state = 'ADMITTED' "
+    "RETURNING id, team, attempt) " CREATED_EVENT;
 
 /* Evicted while its create was at Batch (a lease, not a lock, guarded the
  * create): the job names its Batch job all the same, so that the cancel
  * queued behind the create, and what Batch then reports, complete the
- * eviction. */
+ * eviction. A job that sql_created moved to QUEUED is not EVICTING. */
 static const char sql_created_evicting[] =
     "UPDATE jobs SET batch_job_name = $2, batch_state = 'QUEUED', "
     "updated_at = now() WHERE id = $1 AND attempt = $3::int "
@@ -454,40 +459,42 @@ static const char sql_created_evicting[] =
 /* A raced copy: the job waits for capacity (QUEUED) from its first copy
  * on, and names no Batch job until one wins. */
 static const char sql_copy_created[] =
-    "UPDATE jobs SET state = 'QUEUED', batch_state = 'QUEUED', "
+    "WITH u AS (UPDATE jobs SET state = 'QUEUED', batch_state = 'QUEUED', "
     "queued_at = coalesce(queued_at, now()), updated_at = now() "
     "WHERE id = $1 AND attempt = $3::int AND state = 'ADMITTED' "
-    "AND batch_job_name IS NULL AND $2::text IS NOT NULL";
+    "AND batch_job_name IS NULL AND $2::text IS NOT NULL "
+    "RETURNING id, team, attempt) " CREATED_EVENT;
 
 int db_batch_done_create(struct db_conn *c, const struct db_batch_op *op,
                          const char *batch_job_name, char *err, size_t errlen)
 {
-  char a[16], id[32], msg[600];
-  const char *params[3] = {op->job_id, batch_job_name, a};
-  int rows = 0, attempt, race_k = 0;
+  char a[16], id[32], oid[24], msg[600];
+  const char *params[4] = {op->job_id, batch_job_name, a, msg},
+             *drop[2] = {oid, op->claimed_by};
+  int attempt, race_k = 0, i;
+  struct db_stmt st[3];
+  PGresult *res[3];
 
   snprintf(a, sizeof(a), "%d", op->attempt);
+  snprintf(oid, sizeof(oid), "%lld", (long long)op->id);
   if (batch_job_id_parse(op->batch_job_id, id, sizeof(id), &attempt, &race_k) !=
       0)
     race_k = 0;
-  if (take(c, op, err, errlen))
-    return -1;
-  if (db_run(c, race_k > 0 ? sql_copy_created : sql_created, 3, params, &rows,
-             err, errlen) ||
-      (!rows && race_k == 0 &&
-       db_run(c, sql_created_evicting, 3, params, NULL, err, errlen)))
-    goto fail;
   snprintf(msg, sizeof(msg), "%s%s", batch_job_name,
            race_k > 0 ? " (the first of the raced copies, one per region; "
                         "the first to get capacity wins)"
                       : "");
-  if (rows && db_job_event(c, op->job_id, "ADMITTED", "QUEUED",
-                           "BatchJobCreated", msg, err, errlen))
-    goto fail;
-  return commit(c, err, errlen);
-fail:
-  db_rollback(c);
-  return -1;
+  st[0] = (struct db_stmt){sql_drop_claimed, 2, drop};
+  st[1] =
+      (struct db_stmt){race_k > 0 ? sql_copy_created : sql_created, 4, params};
+  st[2] = (struct db_stmt){sql_created_evicting, 3, params};
+  if (db_pipeline(c, race_k > 0 ? 2 : 3, st, res) != GG_OK) {
+    snprintf(err, errlen, "recording the create of %s failed", batch_job_name);
+    return -1;
+  }
+  for (i = 0; i < (race_k > 0 ? 2 : 3); i++)
+    PQclear(res[i]);
+  return 0;
 }
 
 int db_batch_done_cancel(struct db_conn *c, const struct db_batch_op *op,
@@ -539,7 +546,7 @@ int db_batch_give_up(struct db_conn *c, const struct db_batch_op *op,
       goto fail;
     if (rows && (db_job_event(c, op->job_id, "ADMITTED", "FAILED",
                               "BatchRejected", error, err, errlen) ||
-                 wake(c, err, errlen)))
+                 db_batch_wake(c, err, errlen)))
       goto fail;
   }
   return commit(c, err, errlen);
@@ -548,339 +555,7 @@ fail:
   return -1;
 }
 
-/* ---- what Batch reports ------------------------------------------------ */
-
-static const char sql_observe_lock[] =
-    "SELECT id, state, cancel_requested FROM jobs "
-    "WHERE batch_job_name = $1 FOR UPDATE";
-
-static const char sql_set_queued[] =
-    "UPDATE jobs SET state = 'QUEUED', batch_state = $2, updated_at = now() "
-    "WHERE id = $1";
-
-static const char sql_set_running[] =
-    "UPDATE jobs SET state = 'RUNNING', batch_state = $2, "
-    "run_started_at = coalesce(run_started_at, now()), updated_at = now() "
-    "WHERE id = $1";
-
-static const char sql_set_final[] =
-    "UPDATE jobs SET state = $2, reason = nullif($3, ''), batch_state = $4, "
-    "finished_at = now(), updated_at = now() WHERE id = $1";
-
-static const char sql_set_batch_state[] =
-    "UPDATE jobs SET batch_state = $2 WHERE id = $1 "
-    "AND batch_state IS DISTINCT FROM $2";
-
-static bool active(const char *state)
-{
-  return !strcmp(state, "ADMITTED") || !strcmp(state, "QUEUED") ||
-         !strcmp(state, "RUNNING") || !strcmp(state, "EVICTING");
-}
-
-/*
- * The job's next state for a Batch report, or NULL for no change: Batch's
- * state read with what we asked of the job (batch_state_target), moving
- * only forward from the job's current state. *reason for final states.
- */
-static const char *next_state(const char *state, bool cancel_requested,
-                              const char *b, const char **reason)
-{
-  enum batch_intent intent = cancel_requested             ? BATCH_INTENT_CANCEL
-                             : !strcmp(state, "EVICTING") ? BATCH_INTENT_EVICT
-                                                          : BATCH_INTENT_NONE;
-  enum batch_state st =
-      !strcmp(b, "NOT_FOUND") ? BATCH_STATE_DELETED : batch_state_parse(b);
-  const char *to;
-
-  *reason = NULL;
-  if (!active(state))
-    return NULL;
-  to = batch_state_target(st, intent, reason);
-  if (!to)
-    return NULL;
-  if (!strcmp(to, "QUEUED") && strcmp(state, "ADMITTED") != 0)
-    return NULL;
-  if (!strcmp(to, "RUNNING") && strcmp(state, "ADMITTED") != 0 &&
-      strcmp(state, "QUEUED") != 0)
-    return NULL;
-  return to;
-}
-
-/*
- * A report can arrive before the dispatcher has recorded Batch's answer to
- * its create (a push sent while the create is answered). The name is
- * deterministic, so the job is found by id and attempt and takes the name.
- */
-static const char sql_adopt[] =
-    "UPDATE jobs SET batch_job_name = $3, queued_at = coalesce(queued_at, "
-    "now()) WHERE id = $1 AND attempt = $2::int "
-    "AND state IN ('ADMITTED', 'EVICTING') "
-    "AND batch_job_name IS NULL RETURNING id, state, cancel_requested";
-
-static PGresult *adopt(struct db_conn *c, const char *name, char *err,
-                       size_t errlen)
-{
-  const char *base = strrchr(name, '/'), *dash;
-  char id[32], attempt[16];
-  const char *params[3] = {id, attempt, name};
-  size_t idlen;
-
-  base = base ? base + 1 : name;
-  dash = strrchr(base, '-');
-  if (strncmp(base, "gpugate-", 8) != 0 || !dash || dash[1] != 'a' ||
-      dash <= base + 8 || (idlen = (size_t)(dash - base - 8)) >= sizeof(id)) {
-    /* not one of ours: an empty result */
-    return db_query(c, "SELECT NULL WHERE false", 0, NULL, err, errlen);
-  }
-  memcpy(id, base + 8, idlen);
-  id[idlen] = '\0';
-  snprintf(attempt, sizeof(attempt), "%.15s", dash + 2);
-  return db_query(c, sql_adopt, 3, params, err, errlen);
-}
-
-/* ---- race mode: copies of one attempt in several regions --------------- */
-
-void (*db_batch_race_hook)(const char *event, const char *region,
-                           double seconds);
-
-static void race_event(const char *event, const char *region, double seconds)
-{
-  if (db_batch_race_hook)
-    db_batch_race_hook(event, region, seconds);
-}
-
-static const char sql_race_lock[] =
-    "SELECT j.state, j.cancel_requested, coalesce(j.batch_job_name, ''), "
-    "c.region, coalesce(extract(epoch FROM clock_timestamp() - "
-    "c.overlap_since), -1) FROM jobs j JOIN batch_copies c "
-    "ON c.job_id = j.id AND c.attempt = j.attempt "
-    "WHERE j.id = $1 AND j.attempt = $2::int AND c.k = $3::int "
-    "FOR UPDATE OF j, c";
-
-/* The winner: the job's Batch job and location from now on. */
-static const char sql_race_win[] =
-    "UPDATE jobs SET batch_job_name = $2, location = $3, batch_state = $4, "
-    "state = CASE WHEN $4 = 'RUNNING' THEN 'RUNNING' ELSE 'QUEUED' END, "
-    "run_started_at = CASE WHEN $4 = 'RUNNING' THEN coalesce(run_started_at, "
-    "now()) END, queued_at = coalesce(queued_at, now()), updated_at = now() "
-    "WHERE id = $1";
-
-/* Every other copy of the attempt is cancelled (a copy whose create is
- * still waiting is dropped by the claim, and its cancel answered 404). */
-static const char sql_race_cancel_losers[] =
-    "INSERT INTO batch_ops (job_id, attempt, op, region, batch_job_id) "
-    "SELECT job_id, attempt, 'cancel', region, batch_job_id FROM "
-    "batch_copies WHERE job_id = $1 AND attempt = $2::int AND k <> $3::int "
-    "ON CONFLICT DO NOTHING";
-
-static const char sql_race_cancel_one[] =
-    "INSERT INTO batch_ops (job_id, attempt, op, region, batch_job_id) "
-    "SELECT job_id, attempt, 'cancel', region, batch_job_id FROM "
-    "batch_copies WHERE job_id = $1 AND attempt = $2::int AND k = $3::int "
-    "ON CONFLICT DO NOTHING";
-
-static const char sql_overlap_start[] =
-    "UPDATE batch_copies SET overlap_since = coalesce(overlap_since, "
-    "clock_timestamp()) WHERE job_id = $1 AND attempt = $2::int "
-    "AND k = $3::int";
-
-static const char sql_overlap_end[] =
-    "UPDATE batch_copies SET overlap_since = NULL WHERE job_id = $1 "
-    "AND attempt = $2::int AND k = $3::int";
-
-static const char sql_race_cancelled[] =
-    "UPDATE jobs SET state = 'CANCELLED', reason = 'CancelledByUser', "
-    "batch_state = $2, finished_at = now(), updated_at = now() "
-    "WHERE id = $1";
-
-/*
- * A state Batch reported for a raced copy (k of attempt) that is not the
- * job's recorded Batch job: the first copy SCHEDULED or RUNNING wins and
- * the others are cancelled in the same transaction; a loser seen RUNNING
- * counts overlap until it stops. Without a winner, a copy's cancellation
- * completes the job's cancel or eviction. Commits or rolls back the
- * observe's transaction; returns like db_batch_observe().
- */
-static int race_observe(struct db_conn *c, const char *id, int attempt, int k,
-                        const char *name, const char *batch_state, char *err,
-                        size_t errlen)
-{
-  char a[16], kk[16], state[16], winner[512], region[64], msg[600];
-  const char *params[4] = {id, a, kk, NULL};
-  enum batch_state st = !strcmp(batch_state, "NOT_FOUND")
-                            ? BATCH_STATE_DELETED
-                            : batch_state_parse(batch_state);
-  bool cancel_requested, live, started;
-  double overlap;
-  PGresult *res;
-  int changed = 0, rows = 0;
-
-  snprintf(a, sizeof(a), "%d", attempt);
-  snprintf(kk, sizeof(kk), "%d", k);
-  if (!(res = db_query(c, sql_race_lock, 3, params, err, errlen)))
-    goto fail;
-  if (PQntuples(res) == 0) {
-    PQclear(res);
-    db_rollback(c);
-    return 0; /* an attempt that is over, or not a copy we made */
-  }
-  snprintf(state, sizeof(state), "%s", PQgetvalue(res, 0, 0));
-  cancel_requested = PQgetvalue(res, 0, 1)[0] == 't';
-  snprintf(winner, sizeof(winner), "%s", PQgetvalue(res, 0, 2));
-  snprintf(region, sizeof(region), "%s", PQgetvalue(res, 0, 3));
-  overlap = strtod(PQgetvalue(res, 0, 4), NULL);
-  PQclear(res);
-  started = !strcmp(batch_state, "SCHEDULED") || st == BATCH_STATE_RUNNING;
-  live = st == BATCH_STATE_QUEUED || st == BATCH_STATE_RUNNING ||
-         st == BATCH_STATE_UNKNOWN;
-
-  if (!winner[0] && started && !cancel_requested &&
-      (!strcmp(state, "ADMITTED") || !strcmp(state, "QUEUED"))) {
-    const char *to = st == BATCH_STATE_RUNNING ? "RUNNING" : "QUEUED";
-    const char *win[4] = {id, name, region, batch_state};
-    if (db_run(c, sql_race_win, 4, win, NULL, err, errlen) ||
-        db_run(c, sql_race_cancel_losers, 3, params, NULL, err, errlen) ||
-        db_run(c, sql_wake_dispatch, 0, NULL, NULL, err, errlen))
-      goto fail;
-    snprintf(msg, sizeof(msg),
-             "the copy in %s won the race (Batch reports %s for %s); the "
-             "other copies are cancelled",
-             region, batch_state, name);
-    if (db_job_event(c, id, state, to, "RaceWon", msg, err, errlen))
-      goto fail;
-    race_event("winner", region, 0);
-    changed = 1;
-  } else if (winner[0] && strcmp(winner, name) != 0) {
-    /* a loser: it must stop; while it runs beside the winner it costs */
-    if (st == BATCH_STATE_RUNNING) {
-      if (db_run(c, sql_overlap_start, 3, params, NULL, err, errlen))
-        goto fail;
-    } else if (overlap >= 0) {
-      if (db_run(c, sql_overlap_end, 3, params, NULL, err, errlen))
-        goto fail;
-      race_event("overlap", region, overlap);
-    }
-    if (started &&
-        db_run(c, sql_race_cancel_one, 3, params, &rows, err, errlen))
-      goto fail;
-    if (rows && db_run(c, sql_wake_dispatch, 0, NULL, NULL, err, errlen))
-      goto fail;
-  } else if (!winner[0] && !live) {
-    /* no winner and this copy is gone: a cancel or an eviction that
-     * asked for it is complete (the other copies' cancels are queued) */
-    if (cancel_requested &&
-        (!strcmp(state, "ADMITTED") || !strcmp(state, "QUEUED"))) {
-      params[1] = batch_state;
-      if (db_run(c, sql_race_cancelled, 2, params, NULL, err, errlen) ||
-          wake(c, err, errlen))
-        goto fail;
-      params[1] = a;
-      snprintf(msg, sizeof(msg), "Batch reports %s for %s", batch_state, name);
-      if (db_job_event(c, id, state, "CANCELLED", "CancelledByUser", msg, err,
-                       errlen))
-        goto fail;
-      changed = 1;
-    } else if (!strcmp(state, "EVICTING")) {
-      if (db_batch_requeue(c, id, "Requeued",
-                           "evicted; its raced Batch jobs are cancelled and it "
-                           "waits again in its queue with its original place",
-                           &changed, err, errlen))
-        goto fail;
-    }
-  }
-  if (db_commit(c) != GG_OK) {
-    snprintf(err, errlen, "COMMIT failed");
-    goto fail;
-  }
-  return changed ? 1 : 0;
-fail:
-  db_rollback(c);
-  return -1;
-}
-
-int db_batch_observe(struct db_conn *c, const char *batch_job_name,
-                     const char *batch_state, char *err, size_t errlen)
-{
-  const char *params[4], *to, *reason;
-  char id[32], state[16], msg[160];
-  PGresult *res;
-  bool cancel_requested;
-  int rows = 0;
-
-  if (db_begin(c) != GG_OK) {
-    snprintf(err, errlen, "BEGIN failed");
-    return -1;
-  }
-  params[0] = batch_job_name;
-  if (!(res = db_query(c, sql_observe_lock, 1, params, err, errlen)))
-    goto fail;
-  if (PQntuples(res) == 0) {
-    char rid[32];
-    int rattempt, race_k;
-    PQclear(res);
-    if (batch_job_id_parse(batch_job_name, rid, sizeof(rid), &rattempt,
-                           &race_k) == 0 &&
-        race_k > 0)
-      return race_observe(c, rid, rattempt, race_k, batch_job_name, batch_state,
-                          err, errlen);
-    res = adopt(c, batch_job_name, err, errlen);
-    if (!res)
-      goto fail;
-  }
-  if (PQntuples(res) == 0) {
-    PQclear(res);
-    db_rollback(c);
-    return 0; /* not ours, or an earlier attempt's */
-  }
-  snprintf(id, sizeof(id), "%s", PQgetvalue(res, 0, 0));
-  snprintf(state, sizeof(state), "%s", PQgetvalue(res, 0, 1));
-  cancel_requested = PQgetvalue(res, 0, 2)[0] == 't';
-  PQclear(res);
-
-  to = next_state(state, cancel_requested, batch_state, &reason);
-  params[0] = id;
-  params[1] = batch_state;
-  if (!to) {
-    if (db_run(c, sql_set_batch_state, 2, params, NULL, err, errlen))
-      goto fail;
-    goto commit;
-  }
-  snprintf(msg, sizeof(msg), "Batch reports %s for %s", batch_state,
-           batch_job_name);
-  if (!strcmp(to, "PENDING")) {
-    if (db_batch_requeue(c, id, "Requeued",
-                         "evicted; its Batch job is cancelled and it waits "
-                         "again in its queue with its original place",
-                         &rows, err, errlen))
-      goto fail;
-    goto commit;
-  }
-  if (!strcmp(to, "QUEUED") || !strcmp(to, "RUNNING")) {
-    if (db_run(c, !strcmp(to, "QUEUED") ? sql_set_queued : sql_set_running, 2,
-               params, NULL, err, errlen))
-      goto fail;
-  } else {
-    params[1] = to;
-    params[2] = reason ? reason : "";
-    params[3] = batch_state;
-    if (db_run(c, sql_set_final, 4, params, NULL, err, errlen) ||
-        wake(c, err, errlen))
-      goto fail;
-  }
-  if (db_job_event(c, id, state, to, reason ? reason : batch_state, msg, err,
-                   errlen))
-    goto fail;
-  rows = 1;
-commit:
-  if (db_commit(c) != GG_OK) {
-    snprintf(err, errlen, "COMMIT failed");
-    goto fail;
-  }
-  return rows ? 1 : 0;
-fail:
-  db_rollback(c);
-  return -1;
-}
+/* ---- what the sync reads ---------------------------------------------- */
 
 static const char sql_regions[] =
     "SELECT coalesce(json_agg(DISTINCT location), '[]') FROM jobs "
@@ -1101,7 +776,7 @@ int db_batch_flex_expired(struct db_conn *c, char *err, size_t errlen)
       rc = db_run(c, sql_flex_backoff, 1, params, NULL, err, errlen) ||
            db_job_event(c, id, "QUEUED", "PENDING", "Backoff", msg, err,
                         errlen) ||
-           wake(c, err, errlen);
+           db_batch_wake(c, err, errlen);
     }
     json_decref(cands);
     if (rc)

@@ -45,6 +45,13 @@ int db_job_event(struct db_conn *c, const char *job_id, const char *from,
                  const char *to, const char *reason, const char *message,
                  char *err, size_t errlen);
 
+/* Wake the admission leader: something freed quota or changed a decision
+ * ("batch" on gpugate_admission, delivered at commit). 0 or -1. */
+int db_batch_wake(struct db_conn *c, char *err, size_t errlen);
+
+/* Wake the dispatchers: the outbox has work ("" on gpugate_dispatch). */
+int db_batch_wake_dispatch(struct db_conn *c, char *err, size_t errlen);
+
 /* Queue the Batch create of job's current attempt (after admission). */
 int db_batch_request_create(struct db_conn *c, const char *job_id, char *err,
                             size_t errlen);

@@ -1,0 +1,437 @@
+/*
+ * batch_report.c (db) — what Batch reports about a job (a Pub/Sub push, the
+ * sync's listing, a dispatcher's lookup) moves the job: next_state() reads
+ * Batch's state with what was asked of the job, and only forward. Raced
+ * copies (Flex Start in several regions) are decided here too: the first
+ * copy to get capacity wins.
+ */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "batch/job.h"
+#include "db/batch.h"
+
+/* ---- what Batch reports ------------------------------------------------ */
+
+static const char sql_observe_lock[] =
+    "SELECT id, state, cancel_requested FROM jobs "
+    "WHERE batch_job_name = $1 FOR UPDATE";
+
+static const char sql_set_queued[] =
+    "UPDATE jobs SET state = 'QUEUED', batch_state = $2, updated_at = now() "
+    "WHERE id = $1";
+
+static const char sql_set_running[] =
+    "UPDATE jobs SET state = 'RUNNING', batch_state = $2, "
+    "run_started_at = coalesce(run_started_at, now()), updated_at = now() "
+    "WHERE id = $1";
+
+static const char sql_set_final[] =
+    "UPDATE jobs SET state = $2, reason = nullif($3, ''), batch_state = $4, "
+    "finished_at = now(), updated_at = now() WHERE id = $1";
+
+static const char sql_set_batch_state[] =
+    "UPDATE jobs SET batch_state = $2 WHERE id = $1 "
+    "AND batch_state IS DISTINCT FROM $2";
+
+static bool active(const char *state)
+{
+  return !strcmp(state, "ADMITTED") || !strcmp(state, "QUEUED") ||
+         !strcmp(state, "RUNNING") || !strcmp(state, "EVICTING");
+}
+
+/*
+ * The job's next state for a Batch report, or NULL for no change: Batch's
+ * state read with what we asked of the job (batch_state_target), moving
+ * only forward from the job's current state. *reason for final states.
+ */
+static const char *next_state(const char *state, bool cancel_requested,
+                              const char *b, const char **reason)
+{
+  enum batch_intent intent = cancel_requested             ? BATCH_INTENT_CANCEL
+                             : !strcmp(state, "EVICTING") ? BATCH_INTENT_EVICT
+                                                          : BATCH_INTENT_NONE;
+  enum batch_state st =
+      !strcmp(b, "NOT_FOUND") ? BATCH_STATE_DELETED : batch_state_parse(b);
+  const char *to;
+
+  *reason = NULL;
+  if (!active(state))
+    return NULL;
+  to = batch_state_target(st, intent, reason);
+  if (!to)
+    return NULL;
+  if (!strcmp(to, "QUEUED") && strcmp(state, "ADMITTED") != 0)
+    return NULL;
+  if (!strcmp(to, "RUNNING") && strcmp(state, "ADMITTED") != 0 &&
+      strcmp(state, "QUEUED") != 0)
+    return NULL;
+  return to;
+}
+
+/*
+ * A report can arrive before the dispatcher has recorded Batch's answer to
+ * its create (a push sent while the create is answered). The name is
+ * deterministic, so the job is found by id and attempt and takes the name.
+ */
+static const char sql_adopt[] =
+    "UPDATE jobs SET batch_job_name = $3, queued_at = coalesce(queued_at, "
+    "now()) WHERE id = $1 AND attempt = $2::int "
+    "AND state IN ('ADMITTED', 'EVICTING') "
+    "AND batch_job_name IS NULL RETURNING id, state, cancel_requested";
+
+static PGresult *adopt(struct db_conn *c, const char *name, char *err,
+                       size_t errlen)
+{
+  const char *base = strrchr(name, '/'), *dash;
+  char id[32], attempt[16];
+  const char *params[3] = {id, attempt, name};
+  size_t idlen;
+
+  base = base ? base + 1 : name;
+  dash = strrchr(base, '-');
+  if (strncmp(base, "gpugate-", 8) != 0 || !dash || dash[1] != 'a' ||
+      dash <= base + 8 || (idlen = (size_t)(dash - base - 8)) >= sizeof(id)) {
+    /* not one of ours: an empty result */
+    return db_query(c, "SELECT NULL WHERE false", 0, NULL, err, errlen);
+  }
+  memcpy(id, base + 8, idlen);
+  id[idlen] = '\0';
+  snprintf(attempt, sizeof(attempt), "%.15s", dash + 2);
+  return db_query(c, sql_adopt, 3, params, err, errlen);
+}
+
+/* ---- race mode: copies of one attempt in several regions --------------- */
+
+void (*db_batch_race_hook)(const char *event, const char *region,
+                           double seconds);
+
+static void race_event(const char *event, const char *region, double seconds)
+{
+  if (db_batch_race_hook)
+    db_batch_race_hook(event, region, seconds);
+}
+
+static const char sql_race_lock[] =
+    "SELECT j.state, j.cancel_requested, coalesce(j.batch_job_name, ''), "
+    "c.region, coalesce(extract(epoch FROM clock_timestamp() - "
+    "c.overlap_since), -1) FROM jobs j JOIN batch_copies c "
+    "ON c.job_id = j.id AND c.attempt = j.attempt "
+    "WHERE j.id = $1 AND j.attempt = $2::int AND c.k = $3::int "
+    "FOR UPDATE OF j, c";
+
+/* The winner: the job's Batch job and location from now on. */
+static const char sql_race_win[] =
+    "UPDATE jobs SET batch_job_name = $2, location = $3, batch_state = $4, "
+    "state = CASE WHEN $4 = 'RUNNING' THEN 'RUNNING' ELSE 'QUEUED' END, "
+    "run_started_at = CASE WHEN $4 = 'RUNNING' THEN coalesce(run_started_at, "
+    "now()) END, queued_at = coalesce(queued_at, now()), updated_at = now() "
+    "WHERE id = $1";
+
+/* Every other copy of the attempt is cancelled (a copy whose create is
+ * still waiting is dropped by the claim, and its cancel answered 404). */
+static const char sql_race_cancel_losers[] =
+    "INSERT INTO batch_ops (job_id, attempt, op, region, batch_job_id) "
+    "SELECT job_id, attempt, 'cancel', region, batch_job_id FROM "
+    "batch_copies WHERE job_id = $1 AND attempt = $2::int AND k <> $3::int "
+    "ON CONFLICT DO NOTHING";
+
+static const char sql_race_cancel_one[] =
+    "INSERT INTO batch_ops (job_id, attempt, op, region, batch_job_id) "
+    "SELECT job_id, attempt, 'cancel', region, batch_job_id FROM "
+    "batch_copies WHERE job_id = $1 AND attempt = $2::int AND k = $3::int "
+    "ON CONFLICT DO NOTHING";
+
+static const char sql_overlap_start[] =
+    "UPDATE batch_copies SET overlap_since = coalesce(overlap_since, "
+    "clock_timestamp()) WHERE job_id = $1 AND attempt = $2::int "
+    "AND k = $3::int";
+
+static const char sql_overlap_end[] =
+    "UPDATE batch_copies SET overlap_since = NULL WHERE job_id = $1 "
+    "AND attempt = $2::int AND k = $3::int";
+
+static const char sql_race_cancelled[] =
+    "UPDATE jobs SET state = 'CANCELLED', reason = 'CancelledByUser', "
+    "batch_state = $2, finished_at = now(), updated_at = now() "
+    "WHERE id = $1";
+
+/*
+ * A state Batch reported for a raced copy (k of attempt) that is not the
+ * job's recorded Batch job: the first copy SCHEDULED or RUNNING wins and
+ * the others are cancelled in the same transaction; a loser seen RUNNING
+ * counts overlap until it stops. Without a winner, a copy's cancellation
+ * completes the job's cancel or eviction. Commits or rolls back the
+ * observe's transaction; returns like db_batch_observe().
+ */
+static int race_observe(struct db_conn *c, const char *id, int attempt, int k,
+                        const char *name, const char *batch_state, char *err,
+                        size_t errlen)
+{
+  char a[16], kk[16], state[16], winner[512], region[64], msg[600];
+  const char *params[4] = {id, a, kk, NULL};
+  enum batch_state st = !strcmp(batch_state, "NOT_FOUND")
+                            ? BATCH_STATE_DELETED
+                            : batch_state_parse(batch_state);
+  bool cancel_requested, live, started;
+  double overlap;
+  PGresult *res;
+  int changed = 0, rows = 0;
+
+  snprintf(a, sizeof(a), "%d", attempt);
+  snprintf(kk, sizeof(kk), "%d", k);
+  if (!(res = db_query(c, sql_race_lock, 3, params, err, errlen)))
+    goto fail;
+  if (PQntuples(res) == 0) {
+    PQclear(res);
+    db_rollback(c);
+    return 0; /* an attempt that is over, or not a copy we made */
+  }
+  snprintf(state, sizeof(state), "%s", PQgetvalue(res, 0, 0));
+  cancel_requested = PQgetvalue(res, 0, 1)[0] == 't';
+  snprintf(winner, sizeof(winner), "%s", PQgetvalue(res, 0, 2));
+  snprintf(region, sizeof(region), "%s", PQgetvalue(res, 0, 3));
+  overlap = strtod(PQgetvalue(res, 0, 4), NULL);
+  PQclear(res);
+  started = !strcmp(batch_state, "SCHEDULED") || st == BATCH_STATE_RUNNING;
+  live = st == BATCH_STATE_QUEUED || st == BATCH_STATE_RUNNING ||
+         st == BATCH_STATE_UNKNOWN;
+
+  if (!winner[0] && started && !cancel_requested &&
+      (!strcmp(state, "ADMITTED") || !strcmp(state, "QUEUED"))) {
+    const char *to = st == BATCH_STATE_RUNNING ? "RUNNING" : "QUEUED";
+    const char *win[4] = {id, name, region, batch_state};
+    if (db_run(c, sql_race_win, 4, win, NULL, err, errlen) ||
+        db_run(c, sql_race_cancel_losers, 3, params, NULL, err, errlen) ||
+        db_batch_wake_dispatch(c, err, errlen))
+      goto fail;
+    snprintf(msg, sizeof(msg),
+             "the copy in %s won the race (Batch reports %s for %s); the "
+             "other copies are cancelled",
+             region, batch_state, name);
+    if (db_job_event(c, id, state, to, "RaceWon", msg, err, errlen))
+      goto fail;
+    race_event("winner", region, 0);
+    changed = 1;
+  } else if (winner[0] && strcmp(winner, name) != 0) {
+    /* a loser: it must stop; while it runs beside the winner it costs */
+    if (st == BATCH_STATE_RUNNING) {
+      if (db_run(c, sql_overlap_start, 3, params, NULL, err, errlen))
+        goto fail;
+    } else if (overlap >= 0) {
+      if (db_run(c, sql_overlap_end, 3, params, NULL, err, errlen))
+        goto fail;
+      race_event("overlap", region, overlap);
+    }
+    if (started &&
+        db_run(c, sql_race_cancel_one, 3, params, &rows, err, errlen))
+      goto fail;
+    if (rows && db_batch_wake_dispatch(c, err, errlen))
+      goto fail;
+  } else if (!winner[0] && !live) {
+    /* no winner and this copy is gone: a cancel or an eviction that
+     * asked for it is complete (the other copies' cancels are queued) */
+    if (cancel_requested &&
+        (!strcmp(state, "ADMITTED") || !strcmp(state, "QUEUED"))) {
+      params[1] = batch_state;
+      if (db_run(c, sql_race_cancelled, 2, params, NULL, err, errlen) ||
+          db_batch_wake(c, err, errlen))
+        goto fail;
+      params[1] = a;
+      snprintf(msg, sizeof(msg), "Batch reports %s for %s", batch_state, name);
+      if (db_job_event(c, id, state, "CANCELLED", "CancelledByUser", msg, err,
+                       errlen))
+        goto fail;
+      changed = 1;
+    } else if (!strcmp(state, "EVICTING")) {
+      if (db_batch_requeue(c, id, "Requeued",
+                           "evicted; its raced Batch jobs are cancelled and it "
+                           "waits again in its queue with its original place",
+                           &changed, err, errlen))
+        goto fail;
+    }
+  }
+  if (db_commit(c) != GG_OK) {
+    snprintf(err, errlen, "COMMIT failed");
+    goto fail;
+  }
+  return changed ? 1 : 0;
+fail:
+  db_rollback(c);
+  return -1;
+}
+
+/*
+ * Most reports are decided without a lock and written in one statement:
+ * the job as it was read (sql_observe_peek) decides the move, and the
+ * write is guarded by what decided it (state, cancel_requested), so a job
+ * that moved meanwhile matches nothing and is decided again under its row
+ * lock. The event, and for a final state the leader's wake-up, are in the
+ * same statement.
+ */
+static const char sql_observe_peek[] =
+    "SELECT id, state, cancel_requested, batch_state IS NOT DISTINCT FROM $2 "
+    "FROM jobs WHERE batch_job_name = $1";
+
+static const char sql_observe_note[] =
+    "UPDATE jobs SET batch_state = $2 WHERE id = $1 AND state = $3 "
+    "AND cancel_requested = $4::boolean AND batch_state IS DISTINCT FROM $2";
+
+/* $6: the move is to a final state, with reason $7 */
+static const char sql_observe_move[] =
+    "WITH u AS (UPDATE jobs SET state = $3, batch_state = $4, "
+    "reason = CASE WHEN $6::boolean THEN nullif($7, '') ELSE reason END, "
+    "run_started_at = CASE WHEN $3 = 'RUNNING' "
+    "THEN coalesce(run_started_at, now()) ELSE run_started_at END, "
+    "finished_at = CASE WHEN $6::boolean THEN now() ELSE finished_at END, "
+    "updated_at = now() "
+    "WHERE id = $1 AND state = $2 AND cancel_requested = $5::boolean "
+    "RETURNING id, team, attempt), "
+    "e AS (INSERT INTO job_events (job_id, team, from_state, to_state, "
+    "reason, attempt, message) SELECT id, team, $2, $3, $8, attempt, $9 "
+    "FROM u) "
+    "SELECT CASE WHEN $6::boolean "
+    "THEN pg_notify('gpugate_admission', 'batch') END FROM u";
+
+/* 0 or 1 as db_batch_observe(), -1, or 2: decide under the row lock. */
+static int observe_unlocked(struct db_conn *c, const char *batch_job_name,
+                            const char *batch_state, char *err, size_t errlen)
+{
+  const char *params[9], *to, *reason;
+  char id[32], state[16], msg[160];
+  bool cancel_requested, same;
+  PGresult *res;
+  int rows = 0;
+
+  params[0] = batch_job_name;
+  params[1] = batch_state;
+  if (!(res = db_query(c, sql_observe_peek, 2, params, err, errlen)))
+    return -1;
+  if (PQntuples(res) != 1) {
+    PQclear(res);
+    return 2; /* not yet named (adopt), a raced copy, or not ours */
+  }
+  snprintf(id, sizeof(id), "%s", PQgetvalue(res, 0, 0));
+  snprintf(state, sizeof(state), "%s", PQgetvalue(res, 0, 1));
+  cancel_requested = PQgetvalue(res, 0, 2)[0] == 't';
+  same = PQgetvalue(res, 0, 3)[0] == 't';
+  PQclear(res);
+
+  to = next_state(state, cancel_requested, batch_state, &reason);
+  if (to && !strcmp(to, "PENDING"))
+    return 2; /* a requeue */
+  params[0] = id;
+  if (!to) {
+    if (same)
+      return 0;
+    params[1] = batch_state;
+    params[2] = state;
+    params[3] = cancel_requested ? "t" : "f";
+    if (db_run(c, sql_observe_note, 4, params, &rows, err, errlen))
+      return -1;
+    return rows == 1 ? 0 : 2;
+  }
+  snprintf(msg, sizeof(msg), "Batch reports %s for %s", batch_state,
+           batch_job_name);
+  params[1] = state;
+  params[2] = to;
+  params[3] = batch_state;
+  params[4] = cancel_requested ? "t" : "f";
+  params[5] =
+      strcmp(to, "QUEUED") != 0 && strcmp(to, "RUNNING") != 0 ? "t" : "f";
+  params[6] = reason ? reason : "";
+  params[7] = reason ? reason : batch_state;
+  params[8] = msg;
+  if (db_run(c, sql_observe_move, 9, params, &rows, err, errlen))
+    return -1;
+  return rows == 1 ? 1 : 2;
+}
+
+int db_batch_observe(struct db_conn *c, const char *batch_job_name,
+                     const char *batch_state, char *err, size_t errlen)
+{
+  const char *params[4], *to, *reason;
+  char id[32], state[16], msg[160];
+  PGresult *res;
+  bool cancel_requested;
+  int rows = observe_unlocked(c, batch_job_name, batch_state, err, errlen);
+
+  if (rows != 2)
+    return rows;
+  rows = 0;
+  if (db_begin(c) != GG_OK) {
+    snprintf(err, errlen, "BEGIN failed");
+    return -1;
+  }
+  params[0] = batch_job_name;
+  if (!(res = db_query(c, sql_observe_lock, 1, params, err, errlen)))
+    goto fail;
+  if (PQntuples(res) == 0) {
+    char rid[32];
+    int rattempt, race_k;
+    PQclear(res);
+    if (batch_job_id_parse(batch_job_name, rid, sizeof(rid), &rattempt,
+                           &race_k) == 0 &&
+        race_k > 0)
+      return race_observe(c, rid, rattempt, race_k, batch_job_name, batch_state,
+                          err, errlen);
+    res = adopt(c, batch_job_name, err, errlen);
+    if (!res)
+      goto fail;
+  }
+  if (PQntuples(res) == 0) {
+    PQclear(res);
+    db_rollback(c);
+    return 0; /* not ours, or an earlier attempt's */
+  }
+  snprintf(id, sizeof(id), "%s", PQgetvalue(res, 0, 0));
+  snprintf(state, sizeof(state), "%s", PQgetvalue(res, 0, 1));
+  cancel_requested = PQgetvalue(res, 0, 2)[0] == 't';
+  PQclear(res);
+
+  to = next_state(state, cancel_requested, batch_state, &reason);
+  params[0] = id;
+  params[1] = batch_state;
+  if (!to) {
+    if (db_run(c, sql_set_batch_state, 2, params, NULL, err, errlen))
+      goto fail;
+    goto commit;
+  }
+  snprintf(msg, sizeof(msg), "Batch reports %s for %s", batch_state,
+           batch_job_name);
+  if (!strcmp(to, "PENDING")) {
+    if (db_batch_requeue(c, id, "Requeued",
+                         "evicted; its Batch job is cancelled and it waits "
+                         "again in its queue with its original place",
+                         &rows, err, errlen))
+      goto fail;
+    goto commit;
+  }
+  if (!strcmp(to, "QUEUED") || !strcmp(to, "RUNNING")) {
+    if (db_run(c, !strcmp(to, "QUEUED") ? sql_set_queued : sql_set_running, 2,
+               params, NULL, err, errlen))
+      goto fail;
+  } else {
+    params[1] = to;
+    params[2] = reason ? reason : "";
+    params[3] = batch_state;
+    if (db_run(c, sql_set_final, 4, params, NULL, err, errlen) ||
+        db_batch_wake(c, err, errlen))
+      goto fail;
+  }
+  if (db_job_event(c, id, state, to, reason ? reason : batch_state, msg, err,
+                   errlen))
+    goto fail;
+  rows = 1;
+commit:
+  if (db_commit(c) != GG_OK) {
+    snprintf(err, errlen, "COMMIT failed");
+    goto fail;
+  }
+  return rows ? 1 : 0;
+fail:
+  db_rollback(c);
+  return -1;
+}
