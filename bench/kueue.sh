@@ -63,21 +63,35 @@
 #             region for the deployment (30 burst, then 98/s); a claim
 #             skips the regions whose bucket is empty, so no region waits
 #             for another's. Each region runs at its bucket's limit while
-#             it has creates (the burst, then 98/s). Together 326-372 creates/s rather than
-#             4 × 100/s because the regions do not start at once: one
-#             admission cycle admits the cluster queues one after another,
-#             so a region's first create comes up to ~1 s after another's,
-#             and the last region to start finishes alone.
-#   Kueue     The run has two phases. Up to ~60 s the large jobs
-#             (priority 200, 20 CPU) take every cohort's whole quota, one
-#             per cluster queue at a time: ~30 creates/s, quota-bound and
-#             close to the fluid floor. Then ~13,500 small and medium jobs
-#             wait, and the rest of the run is their creates against
-#             Batch's 4 × 100/s and the two shared cores: with no eviction
-#             at all that phase needs ≥ 34 s, so the shape cannot beat
-#             ~1.4× its floor here (the floor counts no dispatch).
-#             In the last make bench that phase created 350-390 jobs/s
-#             (60-100 s), near Batch's 392/s, and the run ended at 1.50x.
+#             it has creates (the burst, then 98/s). Together 326-372
+#             creates/s before 2026-11-26, when a claim took 3 round trips
+#             and recording a create 5 (the 4 workers waited on them); 414/s
+#             in the make bench after they became 1 and 1 (db/batch.c).
+#   Kueue     The run has three phases (job events of a kept run,
+#             BENCH_KEEP=1, 2026-11-26). Up to ~60 s the large jobs
+#             (priority 200, 20 CPU) take nearly every cohort's quota:
+#             ~25 admissions/s, quota-bound. Medium jobs fill what is
+#             left, and every one of the ~1,100 admitted then is reclaimed
+#             by a large job before it ends (Kueue's reclaim within the
+#             cohort: the shape's own preemptions); small jobs never fit.
+#             From 60 to ~75 s the medium jobs (priority 100) hold the
+#             quota, ~200 admissions/s, quota-bound again. Then ~10,000
+#             small jobs go at the rate of Batch's 4 × 98/s budget: that
+#             phase alone needs ~26 s, so the shape cannot beat ~1.5× its
+#             floor here (the floor counts no dispatch and no priority).
+#             Until 2026-11-26 that last phase ran at 200-300 creates/s,
+#             not 392: each job cost 27 database round trips in the
+#             dispatchers and the Pub/Sub pushes (a claim 3, recording a
+#             create 5, pushes 4 + 4 + 5 + 6), and with the two cores
+#             saturated (perf -a: PostgreSQL 55 %, gpugate 28 %, the
+#             emulator 13 %) each round trip waited for a core: 1-2.4 s
+#             from admission to create, up to 1 s more before the RUNNING
+#             push landed. Now a claim is one statement, a create is
+#             recorded in one pipeline, and a push is decided unlocked and
+#             written in one guarded statement (db/batch_report.c): ~9
+#             round trips per job, and the last phase runs at 300-375
+#             creates/s with the outbox ~1.3 s deep. Runs of the same
+#             code still differ by 10 % here (101.5-115.3 s).
 #             Before the emulator's lookups were hashed (it scanned every
 #             job it had made on each create and tick) it took ~0.5 of a
 #             core there, and the creates ran at 200-300/s (perf -a;
