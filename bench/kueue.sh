@@ -84,7 +84,7 @@
 #             dispatchers and the Pub/Sub pushes (a claim 3, recording a
 #             create 5, pushes 4 + 4 + 5 + 6), and with the two cores
 #             saturated (perf -a: PostgreSQL 55 %, gpugate 28 %, the
-#             emulator 13 %) each round trip waited for a core: 1-2.4 s
+#             emulator 13 %) each round trip waited for a core: 0.4-2.4 s
 #             from admission to create, up to 1 s more before the RUNNING
 #             push landed. Now a claim is one statement, a create is
 #             recorded in one pipeline, and a push is decided unlocked and
