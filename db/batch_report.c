@@ -19,23 +19,6 @@ static const char sql_observe_lock[] =
     "SELECT id, state, cancel_requested FROM jobs "
     "WHERE batch_job_name = $1 FOR UPDATE";
 
-static const char sql_set_queued[] =
-    "UPDATE jobs SET state = 'QUEUED', batch_state = $2, updated_at = now() "
-    "WHERE id = $1";
-
-static const char sql_set_running[] =
-    "UPDATE jobs SET state = 'RUNNING', batch_state = $2, "
-    "run_started_at = coalesce(run_started_at, now()), updated_at = now() "
-    "WHERE id = $1";
-
-static const char sql_set_final[] =
-    "UPDATE jobs SET state = $2, reason = nullif($3, ''), batch_state = $4, "
-    "finished_at = now(), updated_at = now() WHERE id = $1";
-
-static const char sql_set_batch_state[] =
-    "UPDATE jobs SET batch_state = $2 WHERE id = $1 "
-    "AND batch_state IS DISTINCT FROM $2";
-
 static bool active(const char *state)
 {
   return !strcmp(state, "ADMITTED") || !strcmp(state, "QUEUED") ||
@@ -295,18 +278,54 @@ static const char sql_observe_move[] =
     "SELECT CASE WHEN $6::boolean "
     "THEN pg_notify('gpugate_admission', 'batch') END FROM u";
 
+/*
+ * Write what next_state() decided for job id (read as state and
+ * cancel_requested): no move (to NULL) records Batch's state; a move is
+ * written with its event and, for a final state, the leader's wake-up.
+ * Guarded by what decided it, so under the row lock it always applies;
+ * without it *rows is 0 when the job moved meanwhile (or, for no move,
+ * already had that Batch state). 0 or -1.
+ */
+static int write_decision(struct db_conn *c, const char *id, const char *state,
+                          bool cancel_requested, const char *to,
+                          const char *reason, const char *batch_job_name,
+                          const char *batch_state, int *rows, char *err,
+                          size_t errlen)
+{
+  const char *params[9];
+  char msg[160];
+
+  params[0] = id;
+  if (!to) {
+    params[1] = batch_state;
+    params[2] = state;
+    params[3] = cancel_requested ? "t" : "f";
+    return db_run(c, sql_observe_note, 4, params, rows, err, errlen);
+  }
+  snprintf(msg, sizeof(msg), "Batch reports %s for %s", batch_state,
+           batch_job_name);
+  params[1] = state;
+  params[2] = to;
+  params[3] = batch_state;
+  params[4] = cancel_requested ? "t" : "f";
+  params[5] =
+      strcmp(to, "QUEUED") != 0 && strcmp(to, "RUNNING") != 0 ? "t" : "f";
+  params[6] = reason ? reason : "";
+  params[7] = reason ? reason : batch_state;
+  params[8] = msg;
+  return db_run(c, sql_observe_move, 9, params, rows, err, errlen);
+}
+
 /* 0 or 1 as db_batch_observe(), -1, or 2: decide under the row lock. */
 static int observe_unlocked(struct db_conn *c, const char *batch_job_name,
                             const char *batch_state, char *err, size_t errlen)
 {
-  const char *params[9], *to, *reason;
-  char id[32], state[16], msg[160];
+  const char *params[2] = {batch_job_name, batch_state}, *to, *reason;
+  char id[32], state[16];
   bool cancel_requested, same;
   PGresult *res;
   int rows = 0;
 
-  params[0] = batch_job_name;
-  params[1] = batch_state;
   if (!(res = db_query(c, sql_observe_peek, 2, params, err, errlen)))
     return -1;
   if (PQntuples(res) != 1) {
@@ -322,38 +341,21 @@ static int observe_unlocked(struct db_conn *c, const char *batch_job_name,
   to = next_state(state, cancel_requested, batch_state, &reason);
   if (to && !strcmp(to, "PENDING"))
     return 2; /* a requeue */
-  params[0] = id;
-  if (!to) {
-    if (same)
-      return 0;
-    params[1] = batch_state;
-    params[2] = state;
-    params[3] = cancel_requested ? "t" : "f";
-    if (db_run(c, sql_observe_note, 4, params, &rows, err, errlen))
-      return -1;
-    return rows == 1 ? 0 : 2;
-  }
-  snprintf(msg, sizeof(msg), "Batch reports %s for %s", batch_state,
-           batch_job_name);
-  params[1] = state;
-  params[2] = to;
-  params[3] = batch_state;
-  params[4] = cancel_requested ? "t" : "f";
-  params[5] =
-      strcmp(to, "QUEUED") != 0 && strcmp(to, "RUNNING") != 0 ? "t" : "f";
-  params[6] = reason ? reason : "";
-  params[7] = reason ? reason : batch_state;
-  params[8] = msg;
-  if (db_run(c, sql_observe_move, 9, params, &rows, err, errlen))
+  if (!to && same)
+    return 0;
+  if (write_decision(c, id, state, cancel_requested, to, reason, batch_job_name,
+                     batch_state, &rows, err, errlen))
     return -1;
-  return rows == 1 ? 1 : 2;
+  if (rows != 1)
+    return 2;
+  return to ? 1 : 0;
 }
 
 int db_batch_observe(struct db_conn *c, const char *batch_job_name,
                      const char *batch_state, char *err, size_t errlen)
 {
-  const char *params[4], *to, *reason;
-  char id[32], state[16], msg[160];
+  const char *params[1], *to, *reason;
+  char id[32], state[16];
   PGresult *res;
   bool cancel_requested;
   int rows = observe_unlocked(c, batch_job_name, batch_state, err, errlen);
@@ -392,40 +394,19 @@ int db_batch_observe(struct db_conn *c, const char *batch_job_name,
   PQclear(res);
 
   to = next_state(state, cancel_requested, batch_state, &reason);
-  params[0] = id;
-  params[1] = batch_state;
-  if (!to) {
-    if (db_run(c, sql_set_batch_state, 2, params, NULL, err, errlen))
-      goto fail;
-    goto commit;
-  }
-  snprintf(msg, sizeof(msg), "Batch reports %s for %s", batch_state,
-           batch_job_name);
-  if (!strcmp(to, "PENDING")) {
+  if (to && !strcmp(to, "PENDING")) {
     if (db_batch_requeue(c, id, "Requeued",
                          "evicted; its Batch job is cancelled and it waits "
                          "again in its queue with its original place",
                          &rows, err, errlen))
       goto fail;
-    goto commit;
-  }
-  if (!strcmp(to, "QUEUED") || !strcmp(to, "RUNNING")) {
-    if (db_run(c, !strcmp(to, "QUEUED") ? sql_set_queued : sql_set_running, 2,
-               params, NULL, err, errlen))
-      goto fail;
   } else {
-    params[1] = to;
-    params[2] = reason ? reason : "";
-    params[3] = batch_state;
-    if (db_run(c, sql_set_final, 4, params, NULL, err, errlen) ||
-        db_batch_wake(c, err, errlen))
+    if (write_decision(c, id, state, cancel_requested, to, reason,
+                       batch_job_name, batch_state, &rows, err, errlen))
       goto fail;
+    if (!to)
+      rows = 0; /* Batch's state recorded; the job did not move */
   }
-  if (db_job_event(c, id, state, to, reason ? reason : batch_state, msg, err,
-                   errlen))
-    goto fail;
-  rows = 1;
-commit:
   if (db_commit(c) != GG_OK) {
     snprintf(err, errlen, "COMMIT failed");
     goto fail;
