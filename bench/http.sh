@@ -41,6 +41,10 @@
 #            with stop_policy Hold, then the submit run again into the
 #            main queue. Goal: ÷ the mean of the two submit runs at ~0
 #            pending ≥ 0.9.
+#   CPU      after the table: the CPU the gateway and PostgreSQL's
+#            processes spent per request in each measured run (from
+#            /proc, user + system), so that a run on a busy machine shows
+#            whether the work per request moved or only the time.
 #
 # Each measured run lasts BENCH_SECONDS (default 10) after a 2 s warm-up of
 # the same load. gpugate runs with GPUGATE_RATE_LIMIT_RPS=0 (off),
@@ -137,12 +141,34 @@ HELLO_PID=$!
 BENCH_PIDS+=("$HELLO_PID")
 HELLO_URL="http://127.0.0.1:$(bench_wait_port "$T/hello.port" "$HELLO_PID" bench_hello)"
 
+# CPU ticks (USER_HZ) used so far by the gateway, and by PostgreSQL's
+# processes (the postmaster's children: backends, WAL writer, autovacuum)
+cpu_ticks() {
+  local pm gg pg=0 p
+  pm="$(head -1 "$T/pg/data/postmaster.pid")"
+  gg="$(awk '{print $14 + $15}' "/proc/$GG_PID/stat")"
+  for p in $(pgrep -P "$pm"); do
+    pg=$((pg + $(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0)))
+  done
+  echo "$gg $pg"
+}
+
 # wrk: run (warm-up, then measured); print requests/s; non-2xx fail the run.
+# The CPU the gateway and PostgreSQL spent per request in the measured run
+# goes to $T/cpu.last as "gpugate_us postgres_us" (exited backends are not
+# counted: the gateway's pooled connections outlive the run).
 wrk_rps() {
-  local out non2xx
+  local out non2xx before after n
   wrk -t2 -c"$CONNS" -d2s "$@" >/dev/null 2>&1 || true
+  before="$(cpu_ticks)"
   out="$(wrk -t2 -c"$CONNS" -d"${SECS}s" --latency "$@" 2>"$T/wrk.err")" ||
     bench_die "wrk failed: $(cat "$T/wrk.err")"
+  after="$(cpu_ticks)"
+  n="$(awk '/requests in/ {print $1}' <<<"$out")"
+  awk -v b="$before" -v a="$after" -v n="${n:-0}" -v hz="$(getconf CLK_TCK)" 'BEGIN {
+    split(b, x, " "); split(a, y, " ")
+    if (n > 0) printf "%.0f %.0f\n", (y[1] - x[1]) * 1e6 / hz / n, (y[2] - x[2]) * 1e6 / hz / n
+    else print "- -" }' >"$T/cpu.last"
   echo "$out" >>"$T/wrk.log"
   non2xx="$(awk '/Non-2xx or 3xx responses:/ {print $NF}' <<<"$out")"
   if [[ -n "$non2xx" && "$non2xx" != 0 ]] || grep -q 'HTTP' "$T/wrk.err"; then
@@ -189,6 +215,7 @@ RSS_PID=$!
 BENCH_PIDS+=("$RSS_PID")
 rss_before="$(rss_kib VmRSS)"
 submit_gg="$(wrk_rps -s bench/wrk/submit.lua "$GG_URL/v1/teams/bench/jobs")"
+cpu_submit="$(cat "$T/cpu.last")"
 kill "$RSS_PID" 2>/dev/null || true
 wait "$RSS_PID" 2>/dev/null || true
 rss_max="$(cat "$T/rss.max" 2>/dev/null || echo 0)"
@@ -215,6 +242,7 @@ bench_log "get by id: gpugate over the $jobs_made submitted jobs, then pgbench S
 "${PSQL[@]}" -c "SELECT '/v1/teams/bench/jobs/' || id FROM jobs ORDER BY seq" >"$T/paths"
 export BENCH_PATHS="$T/paths"
 get_gg="$(wrk_rps -s bench/wrk/get.lua "$GG_URL")"
+cpu_get="$(cat "$T/cpu.last")"
 read -r seq_lo seq_hi < <("${PSQL[@]}" -F ' ' -c "SELECT min(seq), max(seq) FROM jobs")
 cat >"$T/select.sql" <<EOF
 \set n random($seq_lo, $seq_hi)
@@ -237,6 +265,7 @@ fi
 # gpugate's second submit run: A B B A around slurmrestd's two
 bench_log "submit: gpugate again, after slurmrestd (${SECS} s)"
 submit_gg2="$(wrk_rps -s bench/wrk/submit.lua "$GG_URL/v1/teams/bench/jobs")"
+cpu_submit2="$(cat "$T/cpu.last")"
 submit_gg_mean=$(((submit_gg + submit_gg2) / 2))
 
 # --- submit with 100,000 jobs pending ----------------------------------------
@@ -256,6 +285,7 @@ ANALYZE;
 SQL
 pending_now="$("${PSQL[@]}" -c "SELECT count(*) FROM jobs WHERE state = 'PENDING'")"
 submit_gg_100k="$(wrk_rps -s bench/wrk/submit.lua "$GG_URL/v1/teams/bench/jobs")"
+cpu_submit_100k="$(cat "$T/cpu.last")"
 
 # --- the table ------------------------------------------------------------
 ratio_row() { # FIGURE GG BASE BASE_LABEL GOAL
@@ -285,3 +315,6 @@ bench_true "$rss_mib <= 64" && met=yes
 bench_row "gateway RSS, submit run (peak)" "$rss_mib MiB" "$(bench_calc "${rss_before:-0} / 1024") MiB before the run" "-" "<= 64 MiB" "$met"
 echo
 echo "submit runs, in order: gpugate $submit_gg; slurmrestd $slurm_runs; gpugate $submit_gg2 (req/s)"
+echo "CPU per request in the measured runs, µs (gpugate PostgreSQL):" \
+  "submit $cpu_submit; submit again $cpu_submit2;" \
+  "submit at 100k pending $cpu_submit_100k; get $cpu_get"
