@@ -88,18 +88,21 @@ static void copy(char *dst, size_t n, const PGresult *r, int row, int col)
   snprintf(dst, n, "%s", PQgetvalue(r, row, col));
 }
 
-/* Row → job; locations borrowed from the result (put() copies them). */
-static void job_of(const PGresult *r, int row, struct sched_state_job *j)
+/* Row → job, its names those of st; locations borrowed from the result
+ * (put() copies them). Returns 0, or -1 when out of memory. */
+static int job_of(struct sched_state *st, const PGresult *r, int row,
+                  struct sched_state_job *j)
 {
   memset(j, 0, sizeof(*j));
   copy(j->id, sizeof(j->id), r, row, F_ID);
   j->attempt = (int)num(r, row, F_ATTEMPT);
   copy(j->state, sizeof(j->state), r, row, F_STATE);
   copy(j->reason, sizeof(j->reason), r, row, F_REASON);
-  copy(j->team, sizeof(j->team), r, row, F_TEAM);
-  copy(j->queue, sizeof(j->queue), r, row, F_QUEUE);
-  copy(j->cq, sizeof(j->cq), r, row, F_CQ);
-  copy(j->flavor, sizeof(j->flavor), r, row, F_FLAVOR);
+  if (!(j->team = sched_state_name(st, PQgetvalue(r, row, F_TEAM))) ||
+      !(j->queue = sched_state_name(st, PQgetvalue(r, row, F_QUEUE))) ||
+      !(j->cq = sched_state_name(st, PQgetvalue(r, row, F_CQ))) ||
+      !(j->flavor = sched_state_name(st, PQgetvalue(r, row, F_FLAVOR))))
+    return -1;
   j->priority = (int32_t)num(r, row, F_PRIO);
   j->can_preempt = PQgetvalue(r, row, F_PREEMPT)[0] == 't';
   j->created_at = num(r, row, F_CREATED);
@@ -114,6 +117,7 @@ static void job_of(const PGresult *r, int row, struct sched_state_job *j)
   j->locations =
       PQgetisnull(r, row, F_LOCS) ? NULL : PQgetvalue(r, row, F_LOCS);
   j->change_xid = strtoull(PQgetvalue(r, row, F_XID), NULL, 10);
+  return 0;
 }
 
 static void header_of(const PGresult *r, struct db_feed *f)
@@ -179,8 +183,7 @@ static int load_row(void *arg, const PGresult *r, int row)
   struct loading *l = arg;
   struct sched_state_job j;
 
-  job_of(r, row, &j);
-  if (sched_state_put(l->st, &j) < 0)
+  if (job_of(l->st, r, row, &j) || sched_state_put(l->st, &j) < 0)
     return -1;
   l->f->changed++;
   l->f->material++;
@@ -215,7 +218,8 @@ static int reconcile_row(void *arg, const PGresult *r, int row)
   struct sched_state_job j;
   int k;
 
-  job_of(r, row, &j);
+  if (job_of(x->st, r, row, &j))
+    return -1;
   k = sched_state_find(x->st, j.id);
   if (k < 0 || !sched_state_job_equal(&x->st->jobs[k], &j)) {
     x->diff(x->arg, j.id, k < 0 ? NULL : &x->st->jobs[k], &j);
@@ -312,7 +316,11 @@ int db_sched_state_feed(struct db_conn *c, struct sched_state *st,
     if (k >= 0 &&
         st->jobs[k].change_xid == strtoull(PQgetvalue(res, i, F_XID), NULL, 10))
       continue;
-    job_of(res, i, &j);
+    if (job_of(st, res, i, &j)) {
+      snprintf(err, errlen, "out of memory");
+      PQclear(res);
+      return -1;
+    }
     if (k < 0 || !reason_only(&st->jobs[k], &j))
       f->material++;
     if (sched_state_put(st, &j) < 0) {
@@ -354,18 +362,41 @@ void db_sched_state_run_free(struct db_sched *run)
   memset(run, 0, sizeof(*run));
 }
 
+/* A name's index in the configuration as a cluster queue, a team and a
+ * flavor (-1: none of that kind), by the name's id: looked up once per
+ * name, not once per job. */
+struct name_index {
+  int cq, team, flavor;
+};
+
+static struct name_index *index_names(const struct sched_state *st,
+                                      const struct db_sched *cfg)
+{
+  struct name_index *x = calloc((size_t)st->n_names + 1, sizeof(*x));
+  int i;
+
+  for (i = 0; x && i < st->n_names; i++) {
+    const char *s = st->names[i]->s;
+    x[i].cq = db_sched_find((const char(*)[DB_NAME_LEN])cfg->cq_names,
+                            cfg->in.n_cqs, s);
+    x[i].team = db_sched_find((const char(*)[DB_NAME_LEN])cfg->team_names,
+                              cfg->in.n_teams, s);
+    x[i].flavor = db_sched_find((const char(*)[DB_NAME_LEN])cfg->flavor_names,
+                                cfg->in.n_flavors, s);
+  }
+  return x;
+}
+
 /* The scheduler's view of job j (indices into cfg), or -1 when its
  * cluster queue is unknown (deleted meanwhile). */
-static int sched_job_of(const struct db_sched *cfg,
+static int sched_job_of(const struct name_index *x,
                         const struct sched_state_job *j, struct sched_job *sj)
 {
   int r;
 
   memset(sj, 0, sizeof(*sj));
-  sj->cq = db_sched_find((const char(*)[DB_NAME_LEN])cfg->cq_names,
-                         cfg->in.n_cqs, j->cq);
-  sj->team = db_sched_find((const char(*)[DB_NAME_LEN])cfg->team_names,
-                           cfg->in.n_teams, j->team);
+  sj->cq = x[j->cq->id].cq;
+  sj->team = x[j->team->id].team;
   sj->priority = j->priority;
   sj->can_preempt = j->can_preempt;
   sj->created_at = j->created_at;
@@ -383,6 +414,7 @@ int db_sched_state_build(const struct sched_state *st,
 {
   json_t *empty = json_array();
   double *price = calloc((size_t)cfg->in.n_cqs + 1, sizeof(*price));
+  struct name_index *x = index_names(st, cfg);
   int i, na = 0, np = 0, n_pending = 0, n_admitted;
 
   *run = *cfg; /* the configuration, borrowed */
@@ -409,7 +441,7 @@ int db_sched_state_build(const struct sched_state *st,
   for (i = 0; price && i < cfg->in.n_cqs; i++)
     price[i] = db_sched_max_price(cfg, i);
   n_admitted = st->n - n_pending;
-  if (!empty || !price || !run->pending_locations ||
+  if (!empty || !price || !x || !run->pending_locations ||
       !ALLOC(run->teams, cfg->in.n_teams) ||
       !ALLOC(run->admitted, n_admitted) ||
       !ALLOC(run->admitted_ids, n_admitted) ||
@@ -432,16 +464,14 @@ int db_sched_state_build(const struct sched_state *st,
 
     if (!sched_state_pending(j)) {
       sj = &run->admitted[na];
-      if (sched_job_of(cfg, j, sj) == 0) {
-        /* as db_sched_load: the estimate counts even when the flavor or
-         * CQ is gone */
-      }
+      /* as db_sched_load: the estimate counts even when the flavor or
+       * CQ is gone */
+      sched_job_of(x, j, sj);
       if (sj->team >= 0)
         run->teams[sj->team].spent += j->estimated_cost;
       if (sj->cq < 0)
         continue;
-      sj->flavor = db_sched_find((const char(*)[DB_NAME_LEN])cfg->flavor_names,
-                                 cfg->in.n_flavors, j->flavor);
+      sj->flavor = x[j->flavor->id].flavor;
       if (sj->flavor < 0)
         continue;
       sj->admitted_at = j->admitted_at;
@@ -458,7 +488,7 @@ int db_sched_state_build(const struct sched_state *st,
       continue;
     }
     sj = &run->pending[np];
-    if (sched_job_of(cfg, j, sj))
+    if (sched_job_of(x, j, sj))
       continue;
     memcpy(run->pending_ids[np], j->id, sizeof(j->id));
     run->pending_attempt[np] = j->attempt;
@@ -487,10 +517,12 @@ int db_sched_state_build(const struct sched_state *st,
   run->in.pending = run->pending;
   json_decref(empty);
   free(price);
+  free(x);
   return 0;
 oom:
   json_decref(empty);
   free(price);
+  free(x);
   db_sched_state_run_free(run);
   return -1;
 }

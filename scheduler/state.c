@@ -19,8 +19,12 @@ void sched_state_free(struct sched_state *st)
 
   for (i = 0; i < st->n; i++)
     free(st->jobs[i].locations);
+  for (i = 0; i < st->n_names; i++)
+    free(st->names[i]);
   free(st->jobs);
   free(st->slots);
+  free(st->names);
+  free(st->name_slots);
   memset(st, 0, sizeof(*st));
 }
 
@@ -31,6 +35,82 @@ static uint32_t hash_id(const char *id)
   for (; *id; id++)
     h = (h ^ (uint8_t)*id) * 16777619u;
   return h;
+}
+
+/* ---- names ---------------------------------------------------------------
+ * A few hundred at most (the configuration's names and the jobs' teams
+ * and queues), never removed: an open-addressing set of ids by text. */
+
+static int name_slot(const struct sched_state *st, const char *s)
+{
+  int mask = st->n_name_slots - 1;
+  int k = (int)(hash_id(s) & (uint32_t)mask);
+
+  while (st->name_slots[k] &&
+         strcmp(st->names[st->name_slots[k] - 1]->s, s) != 0)
+    k = (k + 1) & mask;
+  return k;
+}
+
+static int name_rehash(struct sched_state *st, int n_slots)
+{
+  int *slots = calloc((size_t)n_slots, sizeof(*slots));
+  int i;
+
+  if (!slots)
+    return -1;
+  free(st->name_slots);
+  st->name_slots = slots;
+  st->n_name_slots = n_slots;
+  for (i = 0; i < st->n_names; i++)
+    st->name_slots[name_slot(st, st->names[i]->s)] = i + 1;
+  return 0;
+}
+
+const struct sched_name *sched_state_name(struct sched_state *st, const char *s)
+{
+  struct sched_name *nm;
+  size_t len;
+  int k;
+
+  if (!s)
+    s = "";
+  if (st->n_name_slots) {
+    k = name_slot(st, s);
+    if (st->name_slots[k])
+      return st->names[st->name_slots[k] - 1];
+  }
+  if (st->n_names == st->cap_names) {
+    int cap = st->cap_names ? st->cap_names * 2 : 16;
+    struct sched_name **names =
+        realloc(st->names, (size_t)cap * sizeof(struct sched_name *));
+    if (!names)
+      return NULL;
+    st->names = names;
+    st->cap_names = cap;
+  }
+  if ((st->n_names + 1) * 2 > st->n_name_slots &&
+      name_rehash(st, st->n_name_slots ? st->n_name_slots * 2 : 32))
+    return NULL;
+  len = strlen(s) + 1;
+  if (!(nm = malloc(sizeof(*nm) + len)))
+    return NULL;
+  nm->id = st->n_names;
+  memcpy(nm->s, s, len);
+  st->names[st->n_names++] = nm;
+  st->name_slots[name_slot(st, s)] = nm->id + 1;
+  return nm;
+}
+
+/* name, as this state's own (a name of another state, or of a caller's,
+ * is looked up by its text) */
+static const struct sched_name *own_name(struct sched_state *st,
+                                         const struct sched_name *name)
+{
+  if (name && name->id >= 0 && name->id < st->n_names &&
+      st->names[name->id] == name)
+    return name;
+  return sched_state_name(st, name ? name->s : "");
 }
 
 /* The slot holding id, or the empty slot where it would go. */
@@ -84,14 +164,20 @@ static char *dup_or_null(const char *s)
   return d;
 }
 
-int sched_state_put(struct sched_state *st, const struct sched_state_job *j)
+int sched_state_put(struct sched_state *st, const struct sched_state_job *in)
 {
-  int i = sched_state_find(st, j->id), s;
-  char *locs = dup_or_null(j->locations);
-  struct sched_state_job *dst;
+  int i = sched_state_find(st, in->id), s;
+  char *locs = dup_or_null(in->locations);
+  struct sched_state_job *dst, copy = *in;
+  const struct sched_state_job *j = &copy;
 
-  if (j->locations && !locs)
+  if ((in->locations && !locs) || !(copy.team = own_name(st, in->team)) ||
+      !(copy.queue = own_name(st, in->queue)) ||
+      !(copy.cq = own_name(st, in->cq)) ||
+      !(copy.flavor = own_name(st, in->flavor))) {
+    free(locs);
     return -1;
+  }
   if (i >= 0) {
     dst = &st->jobs[i];
     int32_t pq = dst->pos_queue, pc = dst->pos_cq;
@@ -183,6 +269,19 @@ static bool str_eq(const char *a, const char *b)
   return (!a && !b) || (a && b && !strcmp(a, b));
 }
 
+/* names in text order (within one state, the same name is the same
+ * pointer) */
+static int name_cmp(const struct sched_name *a, const struct sched_name *b)
+{
+  return a == b ? 0 : strcmp(a->s, b->s);
+}
+
+/* two names, of one state or of two */
+static bool name_eq(const struct sched_name *a, const struct sched_name *b)
+{
+  return a == b || !strcmp(a ? a->s : "", b ? b->s : "");
+}
+
 bool sched_state_job_equal(const struct sched_state_job *a,
                            const struct sched_state_job *b)
 {
@@ -193,8 +292,8 @@ bool sched_state_job_equal(const struct sched_state_job *a,
       return false;
   return !strcmp(a->id, b->id) && a->attempt == b->attempt &&
          !strcmp(a->state, b->state) && !strcmp(a->reason, b->reason) &&
-         !strcmp(a->team, b->team) && !strcmp(a->queue, b->queue) &&
-         !strcmp(a->cq, b->cq) && !strcmp(a->flavor, b->flavor) &&
+         name_eq(a->team, b->team) && name_eq(a->queue, b->queue) &&
+         name_eq(a->cq, b->cq) && name_eq(a->flavor, b->flavor) &&
          a->priority == b->priority && a->can_preempt == b->can_preempt &&
          a->created_at == b->created_at && a->seq == b->seq &&
          a->admitted_at == b->admitted_at &&
@@ -250,7 +349,7 @@ struct sort_key {
 static int cmp_by_cq(const void *pa, const void *pb)
 {
   const struct sort_key *a = pa, *b = pb;
-  int c = strcmp(a->j->cq, b->j->cq);
+  int c = name_cmp(a->j->cq, b->j->cq);
 
   return c ? c : cmp_order(a->j, b->j);
 }
@@ -258,10 +357,10 @@ static int cmp_by_cq(const void *pa, const void *pb)
 static int cmp_by_queue(const void *pa, const void *pb)
 {
   const struct sort_key *a = pa, *b = pb;
-  int c = strcmp(a->j->team, b->j->team);
+  int c = name_cmp(a->j->team, b->j->team);
 
   if (!c)
-    c = strcmp(a->j->queue, b->j->queue);
+    c = name_cmp(a->j->queue, b->j->queue);
   return c ? c : cmp_order(a->j, b->j);
 }
 
@@ -293,7 +392,7 @@ int sched_state_positions(const struct sched_state *st,
     }
   qsort(keys, (size_t)np, sizeof(*keys), cmp_by_cq);
   for (i = 0; i < np; i++) {
-    if (i == 0 || strcmp(keys[i].j->cq, keys[i - 1].j->cq) != 0) {
+    if (i == 0 || name_cmp(keys[i].j->cq, keys[i - 1].j->cq) != 0) {
       rank = 0;
       gpus = 0;
     }
@@ -305,8 +404,8 @@ int sched_state_positions(const struct sched_state *st,
   }
   qsort(keys, (size_t)np, sizeof(*keys), cmp_by_queue);
   for (i = 0; i < np; i++) {
-    if (i == 0 || strcmp(keys[i].j->team, keys[i - 1].j->team) != 0 ||
-        strcmp(keys[i].j->queue, keys[i - 1].j->queue) != 0)
+    if (i == 0 || name_cmp(keys[i].j->team, keys[i - 1].j->team) != 0 ||
+        name_cmp(keys[i].j->queue, keys[i - 1].j->queue) != 0)
       rank = 0;
     pos[slot[keys[i].idx]].pos_queue = ++rank;
   }
@@ -320,11 +419,11 @@ int sched_state_positions(const struct sched_state *st,
 static int cmp_triple(const void *pa, const void *pb)
 {
   const struct sort_key *a = pa, *b = pb;
-  int c = strcmp(a->j->team, b->j->team);
+  int c = name_cmp(a->j->team, b->j->team);
 
   if (!c)
-    c = strcmp(a->j->queue, b->j->queue);
-  return c ? c : strcmp(a->j->cq, b->j->cq);
+    c = name_cmp(a->j->queue, b->j->queue);
+  return c ? c : name_cmp(a->j->cq, b->j->cq);
 }
 
 int sched_state_counts(const struct sched_state *st, struct sched_count **out,
@@ -349,9 +448,9 @@ int sched_state_counts(const struct sched_state *st, struct sched_count **out,
   for (i = 0; i < st->n; i++) {
     const struct sched_state_job *j = keys[i].j;
     if (i == 0 || cmp_triple(&keys[i], &keys[i - 1]) != 0) {
-      c[nc].team = j->team;
-      c[nc].queue = j->queue;
-      c[nc].cq = j->cq;
+      c[nc].team = j->team->s;
+      c[nc].queue = j->queue->s;
+      c[nc].cq = j->cq->s;
       nc++;
     }
     if (sched_state_pending(j))

@@ -16,7 +16,18 @@
 
 #include "scheduler/sched.h"
 
-#define SCHED_STATE_NAME 64
+/*
+ * A name a job refers to (team, queue, cluster queue, flavor), held once
+ * by the state however many jobs name it: a job carries four pointers
+ * instead of four copies, and within one state two names are equal
+ * exactly when their pointers are. Ids are dense (0..sched_state_n_names
+ * - 1) and stable while the state lives, so a caller can keep its own
+ * per-name data (say, the name's index in a configuration) in an array.
+ */
+struct sched_name {
+  int id;
+  char s[]; /* NUL-terminated */
+};
 
 /* What the scheduler needs of one active job (a jobs row). */
 struct sched_state_job {
@@ -24,10 +35,12 @@ struct sched_state_job {
   int attempt;
   char state[16];  /* PENDING, ADMITTED, QUEUED, RUNNING, EVICTING */
   char reason[32]; /* "" when none */
-  char team[SCHED_STATE_NAME];
-  char queue[SCHED_STATE_NAME];
-  char cq[SCHED_STATE_NAME];
-  char flavor[SCHED_STATE_NAME]; /* "" while pending */
+  /* held by the state (a job passed to sched_state_put may name any
+   * sched_name: put interns it by its text; NULL reads as "") */
+  const struct sched_name *team;
+  const struct sched_name *queue;
+  const struct sched_name *cq;
+  const struct sched_name *flavor; /* "" while pending */
   int32_t priority;
   bool can_preempt;
   int64_t created_at; /* µs */
@@ -54,10 +67,20 @@ struct sched_state {
   int n, cap;
   int *slots; /* open addressing: job index + 1, 0 empty */
   int n_slots;
+  struct sched_name **names; /* by id: 0..n_names-1 */
+  int n_names, cap_names;
+  int *name_slots; /* open addressing: name id + 1, 0 empty */
+  int n_name_slots;
 };
 
 void sched_state_init(struct sched_state *st);
+/* Frees the jobs and the names. */
 void sched_state_free(struct sched_state *st);
+
+/* The state's name with text s (added when new), or NULL when out of
+ * memory. Names live until sched_state_free(). */
+const struct sched_name *sched_state_name(struct sched_state *st,
+                                          const char *s);
 
 /* The index of job id, or -1. */
 int sched_state_find(const struct sched_state *st, const char *id);

@@ -195,7 +195,7 @@ static void record_cycle(const struct admission *a, const struct db_sched *s,
     if (!sched_state_pending(j) || j->backoff_until <= now_us)
       continue;
     cq = db_sched_find((const char(*)[DB_NAME_LEN])s->cq_names, in->n_cqs,
-                       j->cq);
+                       j->cq->s);
     if (cq >= 0)
       pending[cq * N_PENDING_REASONS + BACKOFF_REASON]++;
   }

@@ -15,6 +15,9 @@
 
 Suite *sched_state_suite(void);
 
+/* the names the cases' jobs carry: put() takes them as its own */
+static struct sched_state names;
+
 static struct sched_state_job mk(const char *id, const char *team,
                                  const char *queue, const char *cq,
                                  const char *state, int prio, int64_t created,
@@ -24,9 +27,12 @@ static struct sched_state_job mk(const char *id, const char *team,
 
   memset(&j, 0, sizeof(j));
   snprintf(j.id, sizeof(j.id), "%s", id);
-  snprintf(j.team, sizeof(j.team), "%s", team);
-  snprintf(j.queue, sizeof(j.queue), "%s", queue);
-  snprintf(j.cq, sizeof(j.cq), "%s", cq);
+  j.team = sched_state_name(&names, team);
+  j.queue = sched_state_name(&names, queue);
+  j.cq = sched_state_name(&names, cq);
+  ck_assert_ptr_nonnull(j.team);
+  ck_assert_ptr_nonnull(j.queue);
+  ck_assert_ptr_nonnull(j.cq);
   snprintf(j.state, sizeof(j.state), "%s", state);
   j.priority = prio;
   j.created_at = created;
@@ -142,14 +148,16 @@ static int ahead_of(const struct sched_state_job *m, const bool *live, int n,
   *gpus = 0;
   for (i = 0; i < n; i++) {
     const struct sched_state_job *o = &m[i];
-    bool same = cq_scope
-                    ? !strcmp(o->cq, j->cq)
-                    : !strcmp(o->team, j->team) && !strcmp(o->queue, j->queue);
+    if (!live[i])
+      continue;
+    bool same = cq_scope ? !strcmp(o->cq->s, j->cq->s)
+                         : !strcmp(o->team->s, j->team->s) &&
+                               !strcmp(o->queue->s, j->queue->s);
     bool before = o->priority > j->priority ||
                   (o->priority == j->priority &&
                    (o->created_at < j->created_at ||
                     (o->created_at == j->created_at && o->seq < j->seq)));
-    if (!live[i] || !same || !before || strcmp(o->state, "PENDING") != 0)
+    if (!same || !before || strcmp(o->state, "PENDING") != 0)
       continue;
     count++;
     *gpus += o->request[SCHED_GPU];
@@ -235,6 +243,71 @@ START_TEST(random_walk_equals_rebuild)
 }
 END_TEST
 
+/* Names: one per text, dense ids; a job put from another state (or from
+ * the caller's names) holds the receiving state's own, and stays equal to
+ * its source. */
+struct name_case {
+  const char *text;
+  int want_id;
+};
+
+static const struct name_case name_cases[] = {
+    {"team-a", 0}, {"lp", 1}, {"team-a", 0}, {"", 2},
+    {"cq-1", 3},   {"lp", 1}, {"", 2},       {"cq-1", 3},
+};
+
+START_TEST(names_interned)
+{
+  struct sched_state a, b;
+  struct sched_state_job j =
+      mk("j1", "team-a", "lp", "cq-1", "PENDING", 1, 2, 3, 4);
+  const struct sched_name *nm;
+  size_t i;
+  int k;
+
+  sched_state_init(&a);
+  sched_state_init(&b);
+  for (i = 0; i < sizeof(name_cases) / sizeof(name_cases[0]); i++) {
+    nm = sched_state_name(&a, name_cases[i].text);
+    ck_assert_ptr_nonnull(nm);
+    ck_assert_str_eq(nm->s, name_cases[i].text);
+    ck_assert_int_eq(nm->id, name_cases[i].want_id);
+    ck_assert_ptr_eq(a.names[nm->id], nm);
+  }
+  ck_assert_int_eq(a.n_names, 4);
+  ck_assert_ptr_eq(sched_state_name(&a, NULL), sched_state_name(&a, ""));
+  /* many names: the set grows and keeps every id */
+  for (k = 0; k < 500; k++) {
+    char t[16];
+    snprintf(t, sizeof(t), "n%d", k);
+    nm = sched_state_name(&b, t);
+    ck_assert_int_eq(nm->id, k);
+  }
+  for (k = 0; k < 500; k++) {
+    char t[16];
+    snprintf(t, sizeof(t), "n%d", k);
+    ck_assert_int_eq(sched_state_name(&b, t)->id, k);
+  }
+  /* put: the job's names (the test's own set) become a's; flavor NULL
+   * reads as "" */
+  k = sched_state_put(&a, &j);
+  ck_assert_int_ge(k, 0);
+  ck_assert_ptr_eq(a.jobs[k].team, sched_state_name(&a, "team-a"));
+  ck_assert_ptr_eq(a.jobs[k].cq, sched_state_name(&a, "cq-1"));
+  ck_assert_ptr_eq(a.jobs[k].flavor, sched_state_name(&a, ""));
+  ck_assert(sched_state_job_equal(&a.jobs[k], &j));
+  /* from a into b: b's names, equal jobs, and a's names may go */
+  k = sched_state_put(&b, &a.jobs[0]);
+  ck_assert_int_ge(k, 0);
+  ck_assert_ptr_eq(b.jobs[k].queue, sched_state_name(&b, "lp"));
+  ck_assert(sched_state_job_equal(&a.jobs[0], &b.jobs[k]));
+  ck_assert_int_eq(sched_state_compare(&a, &b, NULL, NULL), 0);
+  sched_state_free(&a);
+  ck_assert_str_eq(b.jobs[k].queue->s, "lp");
+  sched_state_free(&b);
+}
+END_TEST
+
 Suite *sched_state_suite(void)
 {
   Suite *s = suite_create("sched_state");
@@ -242,6 +315,7 @@ Suite *sched_state_suite(void)
 
   tcase_add_test(tc, positions_table);
   tcase_add_test(tc, random_walk_equals_rebuild);
+  tcase_add_test(tc, names_interned);
   suite_add_tcase(s, tc);
   return s;
 }
