@@ -33,6 +33,9 @@ struct db_sched {
   char (*pending_reason)[32]; /* "" when none */
   int64_t *pending_max_run_s;
   int *pending_state; /* index into the admission state (its runs only) */
+  /* per cluster queue: its old pending jobs were left out of this run, as
+   * db_sched_state_build() may (its runs only; NULL: none left out) */
+  bool *old_left_out;
   json_t *pending_locations; /* array (per pending job) of arrays */
 };
 

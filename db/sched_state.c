@@ -187,6 +187,7 @@ static int load_row(void *arg, const PGresult *r, int row)
     return -1;
   l->f->changed++;
   l->f->material++;
+  l->f->freeing++;
   return 0;
 }
 
@@ -274,6 +275,41 @@ int db_sched_state_reconcile(struct db_conn *c, struct sched_state *st,
   return 0;
 }
 
+static bool holding(const struct sched_state_job *j)
+{
+  return !sched_state_pending(j) && strcmp(j->state, "EVICTING") != 0;
+}
+
+/* Whether a material change of a job (held: NULL when new) can only take
+ * quota, never free it nor let an old pending job choose anew: a
+ * submission, an admission, and a held job moving on (QUEUED, RUNNING) in
+ * the same quota. */
+static bool takes_only(const struct sched_state_job *held,
+                       const struct sched_state_job *new_)
+{
+  int r;
+
+  if (!held)
+    return sched_state_pending(new_);
+  if (sched_state_pending(held))
+    return holding(new_);
+  if (!holding(held) || !holding(new_) ||
+      strcmp(held->cq->s, new_->cq->s) != 0 ||
+      strcmp(held->flavor->s, new_->flavor->s) != 0)
+    return false;
+  for (r = 0; r < SCHED_NRES; r++)
+    if (held->request[r] != new_->request[r])
+      return false;
+  return true;
+}
+
+/* The same for a job that left the active set: a pending job cancelled
+ * (not a preemptor) frees nothing. */
+static bool gone_takes_only(const struct sched_state_job *held)
+{
+  return sched_state_pending(held) && !held->preempting;
+}
+
 /* New differs from held only in its pending reason (and so its
  * change_xid): the leader's own reasons coming back. */
 static bool reason_only(const struct sched_state_job *held,
@@ -307,6 +343,7 @@ int db_sched_state_feed(struct db_conn *c, struct sched_state *st,
     k = sched_state_find(st, PQgetvalue(res, i, F_ID));
     if (PQgetvalue(res, i, F_ACTIVE)[0] != 't') {
       if (k >= 0) {
+        f->freeing += !gone_takes_only(&st->jobs[k]);
         sched_state_remove(st, PQgetvalue(res, i, F_ID));
         f->changed++;
         f->material++;
@@ -321,8 +358,10 @@ int db_sched_state_feed(struct db_conn *c, struct sched_state *st,
       PQclear(res);
       return -1;
     }
-    if (k < 0 || !reason_only(&st->jobs[k], &j))
+    if (k < 0 || !reason_only(&st->jobs[k], &j)) {
       f->material++;
+      f->freeing += !takes_only(k < 0 ? NULL : &st->jobs[k], &j);
+    }
     if (sched_state_put(st, &j) < 0) {
       snprintf(err, errlen, "out of memory");
       PQclear(res);
@@ -358,6 +397,7 @@ void db_sched_state_run_free(struct db_sched *run)
   free(run->pending_reason);
   free(run->pending_max_run_s);
   free(run->pending_state);
+  free(run->old_left_out);
   json_decref(run->pending_locations);
   memset(run, 0, sizeof(*run));
 }
@@ -407,9 +447,40 @@ static int sched_job_of(const struct name_index *x,
   return sj->cq < 0 ? -1 : 0;
 }
 
+/* Which cluster queues' old pending jobs a taken_only cycle leaves out
+ * (see db_sched_state_build()); x maps the jobs' names. Returns a new
+ * array of n_cqs flags, or NULL when out of memory. */
+static bool *leave_out(const struct sched_state *st, const struct db_sched *cfg,
+                       const struct name_index *x)
+{
+  bool *out = calloc((size_t)cfg->in.n_cqs + 1, sizeof(*out));
+  int i;
+
+  if (!out)
+    return NULL;
+  for (i = 0; i < cfg->in.n_teams; i++)
+    if (cfg->teams[i].hold)
+      return out; /* none: a budget ties the CQs together */
+  for (i = 0; i < cfg->in.n_cqs; i++) {
+    const struct sched_cq *cq = &cfg->cqs[i];
+    out[i] = cq->cohort < 0 && cq->strategy == SCHED_BEST_EFFORT_FIFO &&
+             cq->stop == SCHED_STOP_NONE;
+  }
+  for (i = 0; i < st->n; i++) {
+    const struct sched_state_job *j = &st->jobs[i];
+    int c = x[j->cq->id].cq;
+    if (c < 0 || !out[c] || j->fresh || !sched_state_pending(j))
+      continue;
+    if (j->preempting ||
+        (j->can_preempt && cfg->cqs[c].within != SCHED_WITHIN_NEVER))
+      out[c] = false;
+  }
+  return out;
+}
+
 int db_sched_state_build(const struct sched_state *st,
                          const struct db_sched *cfg, int64_t now_s,
-                         int64_t now_us, struct db_sched *run,
+                         int64_t now_us, bool taken_only, struct db_sched *run,
                          int64_t *next_backoff_us)
 {
   json_t *empty = json_array();
@@ -430,11 +501,14 @@ int db_sched_state_build(const struct sched_state *st,
   run->pending_max_run_s = NULL;
   run->pending_state = NULL;
   run->pending_locations = json_array();
+  run->old_left_out = NULL;
   *next_backoff_us = 0;
   run->in.now = now_s;
   /* each side's arrays sized by its own jobs: with most jobs admitted, a
    * pending side as large as the whole state was most of a cycle's
    * memory */
+  if (!x || (taken_only && !(run->old_left_out = leave_out(st, cfg, x))))
+    goto oom;
   for (i = 0; i < st->n; i++)
     n_pending += sched_state_pending(&st->jobs[i]);
   /* a pending job's estimate: its CQ's dearest flavor, once per CQ */
@@ -487,6 +561,9 @@ int db_sched_state_build(const struct sched_state *st,
         *next_backoff_us = j->backoff_until;
       continue;
     }
+    if (run->old_left_out && !j->fresh && x[j->cq->id].cq >= 0 &&
+        run->old_left_out[x[j->cq->id].cq])
+      continue;
     sj = &run->pending[np];
     if (sched_job_of(x, j, sj))
       continue;

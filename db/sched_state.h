@@ -23,6 +23,12 @@ struct db_feed {
   int material;           /* of those, the ones that changed more than
                              their pending reason (the scheduler's own
                              output, not an input) */
+  int freeing;            /* of those, the ones other than a submission,
+                             an admission or a held job's progress
+                             (QUEUED, RUNNING): a job that left or was
+                             evicted, a requeue, ... — anything that may
+                             free quota or change an old pending job's
+                             standing (a full read counts every job) */
 };
 
 /*
@@ -68,10 +74,21 @@ int db_sched_state_feed(struct db_conn *c, struct sched_state *st,
  * left out. *next_backoff_us: the earliest backoff end after now_us (0:
  * none). Free run with db_sched_state_run_free(), never db_sched_free().
  * Returns 0 or -1 when out of memory.
+ *
+ * taken_only: since the last cycle that was given every pending job and
+ * whose decisions were all written, no change but submissions, admissions
+ * and held jobs' progress (db_feed.freeing 0), and the configuration and
+ * team spend are as they were. Then the old (not fresh) pending jobs of
+ * each cluster queue that is in no cohort, is BestEffortFIFO, has no stop
+ * policy and holds no old job that could preempt are left out
+ * (run->old_left_out): the cycle decides exactly what it would decide
+ * with them, when no team is held by a budget (tests/unit/
+ * test_sched_arrivals.c has the property and why each condition is
+ * needed).
  */
 int db_sched_state_build(const struct sched_state *st,
                          const struct db_sched *cfg, int64_t now_s,
-                         int64_t now_us, struct db_sched *run,
+                         int64_t now_us, bool taken_only, struct db_sched *run,
                          int64_t *next_backoff_us);
 void db_sched_state_run_free(struct db_sched *run);
 

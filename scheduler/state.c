@@ -183,6 +183,7 @@ int sched_state_put(struct sched_state *st, const struct sched_state_job *in)
     int32_t pq = dst->pos_queue, pc = dst->pos_cq;
     int64_t ag = dst->ahead_gpus;
     bool pre = dst->preempting && sched_state_pending(j);
+    bool fresh = dst->fresh && sched_state_pending(j);
     free(dst->locations);
     *dst = *j;
     dst->locations = locs;
@@ -190,6 +191,7 @@ int sched_state_put(struct sched_state *st, const struct sched_state_job *in)
     dst->pos_cq = pc;
     dst->ahead_gpus = ag;
     dst->preempting = pre;
+    dst->fresh = fresh;
     return i;
   }
   if (st->n == st->cap) {
@@ -216,6 +218,7 @@ int sched_state_put(struct sched_state *st, const struct sched_state_job *in)
   dst->pos_cq = -1;
   dst->ahead_gpus = -1;
   dst->preempting = false;
+  dst->fresh = sched_state_pending(j);
   s = slot_of(st, j->id);
   st->slots[s] = i + 1;
   return i;

@@ -60,6 +60,9 @@ struct sched_state_job {
   /* the last cycle made it a preemptor (sched_job.preempting): kept while
    * it stays pending, not part of the job's identity either */
   bool preempting;
+  /* pending and not yet given to a cycle: set when put() adds a pending
+   * job, kept while it stays pending; the caller clears it */
+  bool fresh;
 };
 
 struct sched_state {
@@ -87,9 +90,9 @@ int sched_state_find(const struct sched_state *st, const char *id);
 
 /*
  * Insert or replace job j (copied; its locations string is copied too).
- * A replaced job keeps its published position, and its preempting mark
- * while it stays pending. Returns its index, or -1
- * when out of memory (the state is unchanged then).
+ * A replaced job keeps its published position, and its preempting and
+ * fresh marks while it stays pending; an added one is fresh when pending.
+ * Returns its index, or -1 when out of memory (the state is unchanged then).
  */
 int sched_state_put(struct sched_state *st, const struct sched_state_job *j);
 

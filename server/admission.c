@@ -38,6 +38,10 @@ struct admission {
   struct sched_state st;
   uint64_t xmin; /* the change feed's watermark */
   bool dirty;    /* the scheduler has not seen the current state */
+  /* since the last run given every pending job, something may have freed
+   * quota or changed an old job's standing (db_sched_state_build's
+   * taken_only is !full) */
+  bool full;
   bool positions_dirty;
   bool time_sensitive;     /* a CQ has min_runtime_before_preemption_s */
   int64_t next_backoff_us; /* earliest backoff end seen by the last run */
@@ -61,6 +65,7 @@ struct admission *admission_new(bool batch, long window_grace_s)
     return NULL;
   a->batch = batch;
   a->window_grace_s = window_grace_s;
+  a->full = true;
   sched_state_init(&a->st);
   return a;
 }
@@ -75,6 +80,7 @@ void admission_reset(struct admission *a)
   sched_state_free(&a->st);
   a->loaded = false;
   a->dirty = true;
+  a->full = true;
   a->positions_dirty = true;
   a->next_backoff_us = 0;
   free(a->counts_last);
@@ -155,6 +161,7 @@ static void record_cycle(const struct admission *a, const struct db_sched *s,
   int64_t(*use)[SCHED_MAX_FLAVORS][SCHED_NRES] =
       calloc((size_t)in->n_cqs + 1, sizeof(*use));
   double now = wall_seconds();
+  long *by_name = NULL;
   int i, k, r;
 
   for (i = 0; i < out->n_admissions; i++) {
@@ -189,15 +196,30 @@ static void record_cycle(const struct admission *a, const struct db_sched *s,
     if (out->reasons[i] != SCHED_ADMITTED)
       pending[in->pending[i].cq * N_PENDING_REASONS +
               reason_index(db_sched_reason_name(out->reasons[i]))]++;
+  /* from memory: jobs in backoff, and the old jobs a run left out (their
+   * reasons are as written, unchanged by the run); counted by CQ name, each
+   * name looked up once */
+  by_name =
+      calloc((size_t)a->st.n_names * N_PENDING_REASONS + 1, sizeof(*by_name));
+  if (!by_name)
+    goto out;
   for (i = 0; i < a->st.n; i++) {
     const struct sched_state_job *j = &a->st.jobs[i];
-    int cq;
-    if (!sched_state_pending(j) || j->backoff_until <= now_us)
+    bool backoff = j->backoff_until > now_us;
+    if (!sched_state_pending(j) || (!backoff && (!s->old_left_out || j->fresh)))
       continue;
-    cq = db_sched_find((const char(*)[DB_NAME_LEN])s->cq_names, in->n_cqs,
-                       j->cq->s);
-    if (cq >= 0)
-      pending[cq * N_PENDING_REASONS + BACKOFF_REASON]++;
+    by_name[j->cq->id * N_PENDING_REASONS +
+            (backoff ? BACKOFF_REASON : reason_index(j->reason))]++;
+  }
+  for (i = 0; i < a->st.n_names; i++) {
+    int cq = db_sched_find((const char(*)[DB_NAME_LEN])s->cq_names, in->n_cqs,
+                           a->st.names[i]->s);
+    if (cq < 0)
+      continue;
+    for (k = 0; k < N_PENDING_REASONS; k++)
+      if (k == BACKOFF_REASON || (s->old_left_out && s->old_left_out[cq]))
+        pending[cq * N_PENDING_REASONS + k] +=
+            by_name[i * N_PENDING_REASONS + k];
   }
 
   for (i = 0; i < in->n_cqs; i++) {
@@ -219,6 +241,7 @@ static void record_cycle(const struct admission *a, const struct db_sched *s,
   g = NULL;
 out:
   metrics_gauges_free(g);
+  free(by_name);
   free(pending);
   free(use);
 }
@@ -263,6 +286,8 @@ static int refresh(struct admission *a, struct db_conn *c, struct db_feed *f,
     a->dirty = true;
     a->positions_dirty = true;
   }
+  if (f->freeing)
+    a->full = true;
   if (!a->cfg_loaded || f->config_version != a->cfg_version) {
     struct db_sched cfg;
     if (db_sched_load_config(c, &cfg, err, errlen))
@@ -275,16 +300,18 @@ static int refresh(struct admission *a, struct db_conn *c, struct db_feed *f,
     a->time_sensitive = time_matters(&a->cfg);
     a->spend_at_ms = now_ms();
     a->dirty = true;
+    a->full = true;
   } else if (now_ms() - a->spend_at_ms >= SPEND_MS) {
     if (db_sched_state_spend(c, &a->cfg, &moved, err, errlen))
       return -1;
     a->spend_at_ms = now_ms();
     a->dirty = a->dirty || moved;
+    a->full = a->full || moved;
   }
   if (a->next_backoff_us && f->now_us >= a->next_backoff_us)
-    a->dirty = true;
+    a->dirty = a->full = true;
   if (a->time_sensitive && a->st.n > 0)
-    a->dirty = true;
+    a->dirty = a->full = true;
   return 0;
 }
 
@@ -331,8 +358,9 @@ int admission_cycle(struct admission *a, struct db_conn *c,
     if (db_sched_state_spend(c, &a->cfg, &moved, err, errlen))
       goto fail;
     a->spend_at_ms = now_ms();
+    a->full = a->full || moved;
   }
-  if (db_sched_state_build(&a->st, &a->cfg, f.now_s, f.now_us, &run,
+  if (db_sched_state_build(&a->st, &a->cfg, f.now_s, f.now_us, !a->full, &run,
                            &a->next_backoff_us)) {
     snprintf(err, errlen, "out of memory");
     goto fail;
@@ -353,7 +381,9 @@ int admission_cycle(struct admission *a, struct db_conn *c,
   }
   a->dirty = false;
   /* the preemptors go first next cycle (scheduler/sched.c,
-   * preemptors_first()); memory is as built until the next feed */
+   * preemptors_first()); memory is as built until the next feed. An
+   * eviction frees quota: the next run is given every pending job. */
+  a->full = out.n_evictions > 0 || stats.admitted < out.n_admissions;
   for (i = 0; i < (size_t)run.in.n_pending; i++)
     a->st.jobs[run.pending_state[i]].preempting =
         out.reasons[i] == SCHED_PREEMPTING;
@@ -364,6 +394,8 @@ int admission_cycle(struct admission *a, struct db_conn *c,
   json_decref(window_cqs);
   window_cqs = NULL;
   record_cycle(a, &run, &out, &stats, f.now_us);
+  for (i = 0; i < (size_t)run.in.n_pending; i++)
+    a->st.jobs[run.pending_state[i]].fresh = false;
   r->ran = true;
   r->admitted = stats.admitted;
   r->evicted = stats.evicted;
@@ -464,6 +496,8 @@ int admission_reconcile(struct admission *a, struct db_conn *c, long *drift,
     a->dirty = true;
     a->positions_dirty = true;
   }
+  if (f.freeing || n)
+    a->full = true;
   *drift = n;
   return 0;
 }

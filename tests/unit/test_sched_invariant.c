@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "scheduler/sched.h"
+#include "tests/unit/rng.h"
 
 Suite *sched_invariant_suite(void);
 
@@ -53,26 +54,6 @@ Suite *sched_invariant_suite(void);
 #define MAX_JOBS 400
 #define CYCLES 20000
 #define WINDOW_FLAVOR 2 /* the flavor with a capacity window */
-
-struct rng {
-  uint64_t s;
-};
-
-/* splitmix64: small, fixed, good enough for a test. */
-static uint64_t next_u64(struct rng *r)
-{
-  uint64_t z = (r->s += 0x9e3779b97f4a7c15ULL);
-
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-/* Uniform in [0, n). */
-static int below(struct rng *r, int n)
-{
-  return (int)(next_u64(r) % (uint64_t)n);
-}
 
 static bool chance(struct rng *r, int percent)
 {
