@@ -16,7 +16,9 @@
  *             happens, whatever the backlog;
  *   +1,000  — NEW_ROUNDS times: 1,000 new pending jobs inserted (one
  *             statement, as submissions would), then the cycle that sees
- *             them (feed, scheduler on the whole backlog, 1,000 reasons
+ *             them (feed; the scheduler on the 1,000 new jobs, the
+ *             older ones left out as server/admission.c may when only
+ *             submissions and admissions happened since; 1,000 reasons
  *             written in one statement), the cycle after it (its own
  *             writes read back), and the publication of the new jobs'
  *             positions.
