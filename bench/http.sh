@@ -11,7 +11,12 @@
 #      vs    pgbench -c32 -j2 -M prepared: one INSERT per transaction of the
 #            same row into bench_jobs, a copy of the jobs table (columns,
 #            defaults, constraints and all its indexes) whose spec is a spec
-#            gpugate stored in the submit run. Goal ratio ≥ 0.7.
+#            gpugate stored in the submit run. Goal ratio ≥ 0.25 (issue
+#            10). Each side runs twice, A B B A (gpugate, pgbench, …,
+#            pgbench, gpugate), and the row divides the means, as the
+#            slurmrestd row does below: on this VM gpugate's two submit
+#            runs of one bench/http.sh run, minutes apart, made 4,220 and
+#            5,887 req/s at the same CPU per job (2026-11-26).
 #   get      GET /v1/teams/bench/jobs/{id}, wrk -t2 -c32, bench/wrk/get.lua
 #            cycling over every job the submit run created
 #      vs    pgbench -c32 -j2 -M prepared: SELECT * FROM jobs WHERE
@@ -57,8 +62,8 @@
 # within its 1-minute naptime — without them the planner still takes the
 # fresh jobs table for empty and the prepared reads scan it); pgbench
 # INSERT; get (gpugate); pgbench SELECT; slurmrestd (two submit runs,
-# read); submit (gpugate) again; the 100,000 pending jobs and the submit
-# run at 100k.
+# read); pgbench INSERT again; submit (gpugate) again; the 100,000 pending
+# jobs and the submit run at 100k.
 #
 # What limits the figures (2-core development machine, Debian 12; found
 # with BENCH_KEEP=1 and log_min_duration_statement on the kept cluster):
@@ -85,8 +90,11 @@
 #            fell with the cycles' statements (~280–340 µs in the same
 #            day's runs, 370–470 before). The rest is as above: the
 #            statement's executor set-up and index insertions (six at the
-#            insert, five more at the admission update), the team's
-#            foreign-key check (perf: ~7 % of PostgreSQL's CPU), commit.
+#            insert, five more at the admission update) and commit. The
+#            team's foreign-key check (perf: ~7 % of PostgreSQL's CPU; it
+#            locked the team's row FOR KEY SHARE at every insert, one
+#            MultiXact among concurrent submitters) is gone since
+#            migration 0017.
 #   get      one statement; verified tokens are cached (perf: libjwt gone,
 #            libcrypto 1.6 %); the kernel's socket and scheduler work of
 #            the two hops wrk → gpugate → PostgreSQL is ~47 %, libc ~25 %,
@@ -262,11 +270,14 @@ else
   bench_log "bench/slurm.sh failed: its rows show 0"
 fi
 
-# gpugate's second submit run: A B B A around slurmrestd's two
-bench_log "submit: gpugate again, after slurmrestd (${SECS} s)"
+# pgbench's second INSERT run and gpugate's second submit run: A B B A
+# around slurmrestd's two, and around pgbench's two
+bench_log "submit: pgbench INSERT again, then gpugate again (${SECS} s each)"
+submit_pg2="$(pgbench_tps -D spec="$spec" -f "$T/insert.sql")"
 submit_gg2="$(wrk_rps -s bench/wrk/submit.lua "$GG_URL/v1/teams/bench/jobs")"
 cpu_submit2="$(cat "$T/cpu.last")"
 submit_gg_mean=$(((submit_gg + submit_gg2) / 2))
+submit_pg_mean=$(((submit_pg + submit_pg2) / 2))
 
 # --- submit with 100,000 jobs pending ----------------------------------------
 # loaded with SQL into a stopped cluster queue (stop_policy Hold: admission
@@ -294,8 +305,11 @@ ratio_row() { # FIGURE GG BASE BASE_LABEL GOAL
     bench_row "$1" "$2 req/s" "- $4" "-" ">= $5" "NO"
     return
   fi
+  # met is decided on the exact ratio, not on the two decimals shown; a
+  # ratio that rounds up to its goal without reaching it shows three
   r="$(bench_calc "$2 / $3")"
-  bench_true "$r >= $5" && met=yes
+  bench_true "$2 / $3 >= $5" && met=yes
+  [[ "$met" == NO ]] && bench_true "$r >= $5" && r="$(awk "BEGIN { printf \"%.3f\", $2 / $3 }")"
   bench_row "$1" "$2 req/s" "$3 $4" "$r" ">= $5" "$met"
 }
 cores="$(nproc)"
@@ -303,7 +317,7 @@ bench_log "done; machine: $cores cores, $(. /etc/os-release && echo "$PRETTY_NAM
 echo
 echo "bench/http.sh: wrk/pgbench -c$CONNS, 2 client threads, ${SECS} s runs; $cores cores"
 bench_header
-ratio_row "submit (POST /v1/teams/T/jobs)" "$submit_gg" "$submit_pg" "tx/s pgbench INSERT" 0.25
+ratio_row "submit (means of 2)" "$submit_gg_mean" "$submit_pg_mean" "tx/s pgbench INSERT" 0.25
 ratio_row "get by id (GET /v1/teams/T/jobs/ID)" "$get_gg" "$get_pg" "tx/s pgbench SELECT" 0.7
 ratio_row "submit at $pending_now pending" "$submit_gg_100k" "$submit_gg_mean" "req/s submit at ~0 pending" 0.9
 ratio_row "submit vs slurmrestd (means of 2)" "$submit_gg_mean" "$slurm_submit" "req/s slurmrestd job submit" 2
@@ -314,7 +328,8 @@ met=NO
 bench_true "$rss_mib <= 64" && met=yes
 bench_row "gateway RSS, submit run (peak)" "$rss_mib MiB" "$(bench_calc "${rss_before:-0} / 1024") MiB before the run" "-" "<= 64 MiB" "$met"
 echo
-echo "submit runs, in order: gpugate $submit_gg; slurmrestd $slurm_runs; gpugate $submit_gg2 (req/s)"
+echo "submit runs, in order: gpugate $submit_gg; pgbench INSERT $submit_pg; slurmrestd $slurm_runs;" \
+  "pgbench INSERT $submit_pg2; gpugate $submit_gg2 (req/s, tx/s)"
 echo "CPU per request in the measured runs, µs (gpugate PostgreSQL):" \
   "submit $cpu_submit; submit again $cpu_submit2;" \
   "submit at 100k pending $cpu_submit_100k; get $cpu_get"
