@@ -10,7 +10,9 @@
 # under 1 ms of CPU, whatever the backlog.
 #
 # BENCH_KEEP=1 keeps the temp dir (PostgreSQL and its data) for inspection;
-# BENCH_PG_LOG_MS=N sets log_min_duration_statement (in its pg/log).
+# BENCH_PG_LOG_MS=N sets log_min_duration_statement (in its pg/log);
+# BENCH_ADM_WRAP runs bench_admission under a command, e.g.
+# BENCH_ADM_WRAP="perf record -o /tmp/perf.data --".
 set -euo pipefail
 BENCH_NAME="bench/admission.sh"
 # shellcheck source=bench/lib.sh
@@ -35,5 +37,5 @@ if [[ -n "${BENCH_PG_LOG_MS:-}" ]]; then # diagnosis: slow statements
   "${PSQL[@]}" -c "ALTER DATABASE gpugate SET log_min_duration_statement = $BENCH_PG_LOG_MS"
 fi
 bench_log "inserting ${BENCH_ADM_PENDING:-100000} pending jobs, then timing cycles"
-nice -n 10 "$BIN/bench_admission" "$PGURI"
+${BENCH_ADM_WRAP:-} nice -n 10 "$BIN/bench_admission" "$PGURI"
 echo "bench/admission.sh: $(nproc) cores, $(. /etc/os-release && echo "$PRETTY_NAME"); PostgreSQL on the same machine"

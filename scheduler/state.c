@@ -1,7 +1,8 @@
 /*
  * state.c — the admission leader's jobs in memory: a dense array of jobs
  * with an open-addressing index by id (linear probing, backward-shift
- * deletion), and the queue positions computed from it.
+ * deletion), and the queue positions computed from it, in an admission
+ * order kept from one computation to the next.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,7 @@ void sched_state_free(struct sched_state *st)
   free(st->slots);
   free(st->names);
   free(st->name_slots);
+  free(st->order);
   memset(st, 0, sizeof(*st));
 }
 
@@ -164,6 +166,15 @@ static char *dup_or_null(const char *s)
   return d;
 }
 
+/* a and b sort to the same place in admission order (their cluster
+ * queue, of one state, and priority, created_at, seq) */
+static bool same_order_key(const struct sched_state_job *a,
+                           const struct sched_state_job *b)
+{
+  return a->cq == b->cq && a->priority == b->priority &&
+         a->created_at == b->created_at && a->seq == b->seq;
+}
+
 int sched_state_put(struct sched_state *st, const struct sched_state_job *in)
 {
   int i = sched_state_find(st, in->id), s;
@@ -180,10 +191,14 @@ int sched_state_put(struct sched_state *st, const struct sched_state_job *in)
   }
   if (i >= 0) {
     dst = &st->jobs[i];
-    int32_t pq = dst->pos_queue, pc = dst->pos_cq;
+    int32_t pq = dst->pos_queue, pc = dst->pos_cq, ord = dst->ord;
     int64_t ag = dst->ahead_gpus;
     bool pre = dst->preempting && sched_state_pending(j);
     bool fresh = dst->fresh && sched_state_pending(j);
+    if (ord >= 0 && !same_order_key(dst, j)) {
+      st->order[ord] = -1; /* placed again by the next positions */
+      ord = -1;
+    }
     free(dst->locations);
     *dst = *j;
     dst->locations = locs;
@@ -192,6 +207,7 @@ int sched_state_put(struct sched_state *st, const struct sched_state_job *in)
     dst->ahead_gpus = ag;
     dst->preempting = pre;
     dst->fresh = fresh;
+    dst->ord = ord;
     return i;
   }
   if (st->n == st->cap) {
@@ -219,6 +235,7 @@ int sched_state_put(struct sched_state *st, const struct sched_state_job *in)
   dst->ahead_gpus = -1;
   dst->preempting = false;
   dst->fresh = sched_state_pending(j);
+  dst->ord = -1;
   s = slot_of(st, j->id);
   st->slots[s] = i + 1;
   return i;
@@ -253,18 +270,23 @@ void sched_state_remove(struct sched_state *st, const char *id)
     return;
   unslot(st, slot_of(st, id));
   free(st->jobs[i].locations);
+  if (st->jobs[i].ord >= 0)
+    st->order[st->jobs[i].ord] = -1;
   last = st->n - 1;
   if (i != last) {
     st->jobs[i] = st->jobs[last];
     st->slots[slot_of(st, st->jobs[i].id)] = i + 1;
+    if (st->jobs[i].ord >= 0)
+      st->order[st->jobs[i].ord] = i;
   }
   st->n--;
 }
 
 bool sched_state_pending(const struct sched_state_job *j)
 {
-  /* no other state starts with P: one byte decides for most jobs */
-  return j->state[0] == 'P' && !strcmp(j->state, "PENDING");
+  /* state is a char[16]: the eight bytes of "PENDING" and its NUL are one
+   * word to compare (strcmp was ~7 % of a publication's CPU) */
+  return !memcmp(j->state, "PENDING", 8);
 }
 
 static bool str_eq(const char *a, const char *b)
@@ -367,102 +389,269 @@ static int cmp_by_queue(const void *pa, const void *pb)
   return c ? c : cmp_order(a->j, b->j);
 }
 
-int sched_state_positions(const struct sched_state *st,
-                          struct sched_position **out, int *n)
-{
-  struct sort_key *keys = NULL;
-  struct sched_position *pos = NULL;
-  int *slot = NULL; /* state index → pos index */
-  int i, np = 0, rank = 0;
-  int64_t gpus = 0;
+/* ---- tallies by names ----------------------------------------------------
+ * A few groups (team queues, cluster queues) tallied over many jobs: an
+ * open-addressing table keyed by up to three name ids, over a dense array
+ * of the groups in the order first seen. */
 
-  *out = NULL;
-  *n = 0;
-  keys = calloc((size_t)st->n + 1, sizeof(*keys));
-  pos = calloc((size_t)st->n + 1, sizeof(*pos));
-  slot = calloc((size_t)st->n + 1, sizeof(*slot));
-  if (!keys || !pos || !slot) {
+struct tally {
+  int key[3];                          /* name ids, -1 when unused */
+  const struct sched_state_job *first; /* the group's first job seen */
+  int64_t v[2];
+};
+
+struct tallies {
+  struct tally *t; /* dense: 0..n-1 */
+  int n, cap;
+  int *slots; /* tally index + 1, 0 empty */
+  int n_slots;
+  int last; /* the group found last + 1: jobs of a group often come
+             * together */
+};
+
+static void tallies_free(struct tallies *ts)
+{
+  free(ts->t);
+  free(ts->slots);
+}
+
+static int tally_slot(const struct tallies *ts, const int key[3])
+{
+  int mask = ts->n_slots - 1;
+  uint32_t h = (uint32_t)key[0] * 0x9e3779b1u ^ (uint32_t)key[1] * 0x85ebca77u ^
+               (uint32_t)key[2] * 0xc2b2ae3du;
+  int s = (int)((h ^ (h >> 15)) & (uint32_t)mask);
+
+  while (ts->slots[s] &&
+         memcmp(ts->t[ts->slots[s] - 1].key, key, sizeof(int[3])) != 0)
+    s = (s + 1) & mask;
+  return s;
+}
+
+/* The group of key (added, with j as its first job, when new), or NULL
+ * when out of memory. */
+static struct tally *tally_of(struct tallies *ts, int a, int b, int c,
+                              const struct sched_state_job *j)
+{
+  const int key[3] = {a, b, c};
+  int s, i;
+
+  if (ts->last && !memcmp(ts->t[ts->last - 1].key, key, sizeof(key)))
+    return &ts->t[ts->last - 1];
+  if (ts->n_slots) {
+    s = tally_slot(ts, key);
+    if (ts->slots[s]) {
+      ts->last = ts->slots[s];
+      return &ts->t[ts->last - 1];
+    }
+  }
+  if (ts->n == ts->cap) {
+    int cap = ts->cap ? ts->cap * 2 : 16;
+    struct tally *t = realloc(ts->t, (size_t)cap * sizeof(*t));
+    if (!t)
+      return NULL;
+    ts->t = t;
+    ts->cap = cap;
+  }
+  if ((ts->n + 1) * 2 > ts->n_slots) {
+    int n_slots = ts->n_slots ? ts->n_slots * 2 : 32;
+    int *slots = calloc((size_t)n_slots, sizeof(*slots));
+    if (!slots)
+      return NULL;
+    free(ts->slots);
+    ts->slots = slots;
+    ts->n_slots = n_slots;
+    for (i = 0; i < ts->n; i++)
+      ts->slots[tally_slot(ts, ts->t[i].key)] = i + 1;
+  }
+  i = ts->n++;
+  memcpy(ts->t[i].key, key, sizeof(key));
+  ts->t[i].first = j;
+  ts->t[i].v[0] = ts->t[i].v[1] = 0;
+  ts->slots[tally_slot(ts, key)] = i + 1;
+  ts->last = i + 1;
+  return &ts->t[i];
+}
+
+/* ---- positions ------------------------------------------------------------
+ */
+
+/* Still in the order: present and pending. A job that left PENDING leaves
+ * the order, and comes back into it as an added one. */
+static bool keeps_place(struct sched_state *st, int k)
+{
+  if (k < 0)
+    return false;
+  if (sched_state_pending(&st->jobs[k]))
+    return true;
+  st->jobs[k].ord = -1;
+  return false;
+}
+
+/*
+ * st->order brought up to date: the jobs still in it, in the order they
+ * had, merged with the pending jobs not in it (sorted). *np: its length.
+ * Returns 0, or -1 when out of memory (st unchanged).
+ */
+static int update_order(struct sched_state *st, int *np)
+{
+  struct sort_key *add = malloc(((size_t)st->n + 1) * sizeof(*add));
+  int *next = NULL;
+  int i, k, na = 0, n = 0;
+
+  if (!add)
+    return -1;
+  for (i = 0; i < st->n; i++)
+    if (st->jobs[i].ord < 0 && sched_state_pending(&st->jobs[i])) {
+      add[na].j = &st->jobs[i];
+      add[na].idx = i;
+      na++;
+    }
+  qsort(add, (size_t)na, sizeof(*add), cmp_by_cq);
+  if (!(next =
+            malloc(((size_t)st->n_order + (size_t)na + 1) * sizeof(*next)))) {
+    free(add);
+    return -1;
+  }
+  for (i = 0, k = 0;;) {
+    while (i < st->n_order && !keeps_place(st, st->order[i]))
+      i++;
+    if (i == st->n_order && k == na)
+      break;
+    if (k == na || (i < st->n_order &&
+                    cmp_by_cq(&(struct sort_key){&st->jobs[st->order[i]], 0},
+                              &add[k]) <= 0))
+      next[n++] = st->order[i++];
+    else
+      next[n++] = add[k++].idx;
+  }
+  for (i = 0; i < n; i++)
+    st->jobs[next[i]].ord = i;
+  free(st->order);
+  st->order = next;
+  st->n_order = n;
+  *np = n;
+  free(add);
+  return 0;
+}
+
+/* pos[].pos_queue by sorting (a team queue whose jobs are in more than one
+ * cluster queue: its order interleaves theirs) */
+static int queue_positions_sorted(const struct sched_state *st,
+                                  struct sched_position *pos, int np)
+{
+  struct sort_key *keys = malloc(((size_t)np + 1) * sizeof(*keys));
+  int *slot = malloc(((size_t)st->n + 1) * sizeof(*slot));
+  int i, rank = 0;
+
+  if (!keys || !slot) {
     free(keys);
-    free(pos);
     free(slot);
     return -1;
   }
-  for (i = 0; i < st->n; i++)
-    if (sched_state_pending(&st->jobs[i])) {
-      keys[np].j = &st->jobs[i];
-      keys[np].idx = i;
-      np++;
-    }
-  qsort(keys, (size_t)np, sizeof(*keys), cmp_by_cq);
   for (i = 0; i < np; i++) {
-    if (i == 0 || name_cmp(keys[i].j->cq, keys[i - 1].j->cq) != 0) {
-      rank = 0;
-      gpus = 0;
-    }
-    pos[i].job = keys[i].idx;
-    pos[i].pos_cq = ++rank;
-    pos[i].ahead_gpus = gpus;
-    gpus += keys[i].j->request[SCHED_GPU];
-    slot[keys[i].idx] = i;
+    keys[i].j = &st->jobs[pos[i].job];
+    keys[i].idx = pos[i].job;
+    slot[pos[i].job] = i;
   }
   qsort(keys, (size_t)np, sizeof(*keys), cmp_by_queue);
   for (i = 0; i < np; i++) {
-    if (i == 0 || name_cmp(keys[i].j->team, keys[i - 1].j->team) != 0 ||
-        name_cmp(keys[i].j->queue, keys[i - 1].j->queue) != 0)
+    if (i == 0 || keys[i].j->team != keys[i - 1].j->team ||
+        keys[i].j->queue != keys[i - 1].j->queue)
       rank = 0;
     pos[slot[keys[i].idx]].pos_queue = ++rank;
   }
   free(keys);
   free(slot);
-  *out = pos;
-  *n = np;
   return 0;
 }
 
-static int cmp_triple(const void *pa, const void *pb)
+int sched_state_positions(struct sched_state *st, struct sched_position **out,
+                          int *n)
 {
-  const struct sort_key *a = pa, *b = pb;
-  int c = name_cmp(a->j->team, b->j->team);
+  struct tallies queues = {0};
+  struct sched_position *pos = NULL;
+  bool spread = false; /* a team queue in more than one cluster queue */
+  int i, np = 0, rank = 0;
+  int64_t gpus = 0;
+
+  *out = NULL;
+  *n = 0;
+  if (update_order(st, &np) || !(pos = malloc(((size_t)np + 1) * sizeof(*pos))))
+    goto oom;
+  for (i = 0; i < np; i++) {
+    const struct sched_state_job *j = &st->jobs[st->order[i]];
+    struct tally *q;
+    if (i == 0 || j->cq != st->jobs[st->order[i - 1]].cq) {
+      rank = 0;
+      gpus = 0;
+    }
+    pos[i].job = st->order[i];
+    pos[i].pos_cq = ++rank;
+    pos[i].ahead_gpus = gpus;
+    gpus += j->request[SCHED_GPU];
+    if (!(q = tally_of(&queues, j->team->id, j->queue->id, -1, j)))
+      goto oom;
+    spread |= q->first->cq != j->cq;
+    pos[i].pos_queue = (int32_t)++q->v[0];
+  }
+  if (spread && queue_positions_sorted(st, pos, np))
+    goto oom;
+  tallies_free(&queues);
+  *out = pos;
+  *n = np;
+  return 0;
+oom:
+  tallies_free(&queues);
+  free(pos);
+  return -1;
+}
+
+/* ---- counts ---------------------------------------------------------------
+ */
+
+static int cmp_count(const void *pa, const void *pb)
+{
+  const struct sched_count *a = pa, *b = pb;
+  int c = strcmp(a->team, b->team);
 
   if (!c)
-    c = name_cmp(a->j->queue, b->j->queue);
-  return c ? c : name_cmp(a->j->cq, b->j->cq);
+    c = strcmp(a->queue, b->queue);
+  return c ? c : strcmp(a->cq, b->cq);
 }
 
 int sched_state_counts(const struct sched_state *st, struct sched_count **out,
                        int *n)
 {
-  struct sort_key *keys = calloc((size_t)st->n + 1, sizeof(*keys));
-  struct sched_count *c = calloc((size_t)st->n + 1, sizeof(*c));
-  int i, nc = 0;
+  struct tallies g = {0};
+  struct sched_count *c;
+  int i;
 
   *out = NULL;
   *n = 0;
-  if (!keys || !c) {
-    free(keys);
-    free(c);
+  for (i = 0; i < st->n; i++) {
+    const struct sched_state_job *j = &st->jobs[i];
+    struct tally *t = tally_of(&g, j->team->id, j->queue->id, j->cq->id, j);
+    if (!t) {
+      tallies_free(&g);
+      return -1;
+    }
+    t->v[sched_state_pending(j) ? 0 : 1]++;
+  }
+  if (!(c = malloc(((size_t)g.n + 1) * sizeof(*c)))) {
+    tallies_free(&g);
     return -1;
   }
-  for (i = 0; i < st->n; i++) {
-    keys[i].j = &st->jobs[i];
-    keys[i].idx = i;
+  for (i = 0; i < g.n; i++) {
+    c[i].team = g.t[i].first->team->s;
+    c[i].queue = g.t[i].first->queue->s;
+    c[i].cq = g.t[i].first->cq->s;
+    c[i].pending = g.t[i].v[0];
+    c[i].admitted = g.t[i].v[1];
   }
-  qsort(keys, (size_t)st->n, sizeof(*keys), cmp_triple);
-  for (i = 0; i < st->n; i++) {
-    const struct sched_state_job *j = keys[i].j;
-    if (i == 0 || cmp_triple(&keys[i], &keys[i - 1]) != 0) {
-      c[nc].team = j->team->s;
-      c[nc].queue = j->queue->s;
-      c[nc].cq = j->cq->s;
-      nc++;
-    }
-    if (sched_state_pending(j))
-      c[nc - 1].pending++;
-    else
-      c[nc - 1].admitted++;
-  }
-  free(keys);
+  qsort(c, (size_t)g.n, sizeof(*c), cmp_count);
+  tallies_free(&g);
   *out = c;
-  *n = nc;
+  *n = g.n;
   return 0;
 }

@@ -63,6 +63,9 @@ struct sched_state_job {
   /* pending and not yet given to a cycle: set when put() adds a pending
    * job, kept while it stays pending; the caller clears it */
   bool fresh;
+  /* its entry in the state's admission order (below), -1 when none: kept
+   * by put() and remove(), not part of the job's identity */
+  int32_t ord;
 };
 
 struct sched_state {
@@ -74,6 +77,13 @@ struct sched_state {
   int n_names, cap_names;
   int *name_slots; /* open addressing: name id + 1, 0 empty */
   int n_name_slots;
+  /* The pending jobs in admission order (cluster queue, then priority
+   * desc, created_at, seq) as sched_state_positions() last sorted them:
+   * job indices, -1 for a job removed since or whose order key changed.
+   * The next call merges the jobs added since into it instead of sorting
+   * every pending job again. */
+  int *order;
+  int n_order;
 };
 
 void sched_state_init(struct sched_state *st);
@@ -132,9 +142,13 @@ struct sched_position {
  * in admission order (priority desc, created_at, seq). *out is a new
  * array of *n entries, ordered by cluster queue and position (caller
  * frees). Returns 0, or -1 when out of memory.
+ *
+ * Costs a pass over the jobs plus sorting the pending jobs that are not
+ * yet in the state's order (those added, pending again, or whose key
+ * changed since the last call), not all of them: the order is kept in st.
  */
-int sched_state_positions(const struct sched_state *st,
-                          struct sched_position **out, int *n);
+int sched_state_positions(struct sched_state *st, struct sched_position **out,
+                          int *n);
 
 /* Jobs per (team, queue, cluster queue): PENDING ones and the ones
  * holding quota. */
@@ -146,7 +160,8 @@ struct sched_count {
 /*
  * The counts of every (team, queue, cluster queue) with an active job, in
  * name order. *out is a new array of *n entries (caller frees; its names
- * are valid until the state changes). Returns 0, or -1 when out of memory.
+ * are valid until the state changes). One pass over the jobs, then a sort
+ * of the groups only. Returns 0, or -1 when out of memory.
  */
 int sched_state_counts(const struct sched_state *st, struct sched_count **out,
                        int *n);

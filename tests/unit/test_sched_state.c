@@ -121,15 +121,18 @@ static const char *const states[] = {"PENDING", "PENDING", "ADMITTED",
                                      "RUNNING", "EVICTING"};
 static const char *const locs[] = {NULL, "[]", "[\"us-central1\"]"};
 
-static struct sched_state_job random_job(uint64_t *s, int k)
+/* spread: a team queue's jobs in any cluster queue (its cluster queue
+ * changed while jobs were in it); otherwise the team queue decides it */
+static struct sched_state_job random_job(uint64_t *s, int k, bool spread)
 {
   char id[32], team[8], queue[8], cq[8];
   struct sched_state_job j;
+  int t = (int)(rnd(s) % 3), q = (int)(rnd(s) % 2);
 
   snprintf(id, sizeof(id), "j-%04d", k);
-  snprintf(team, sizeof(team), "t%d", (int)(rnd(s) % 3));
-  snprintf(queue, sizeof(queue), "q%d", (int)(rnd(s) % 2));
-  snprintf(cq, sizeof(cq), "cq%d", (int)(rnd(s) % 3));
+  snprintf(team, sizeof(team), "t%d", t);
+  snprintf(queue, sizeof(queue), "q%d", q);
+  snprintf(cq, sizeof(cq), "cq%d", spread ? (int)(rnd(s) % 3) : (t + q) % 3);
   j = mk(id, team, queue, cq, states[rnd(s) % 5], (int)(rnd(s) % 3) * 10,
          (int64_t)(rnd(s) % 50), k, (int64_t)(rnd(s) % 8));
   j.attempt = 1 + (int)(rnd(s) % 3);
@@ -165,12 +168,35 @@ static int ahead_of(const struct sched_state_job *m, const bool *live, int n,
   return count;
 }
 
+/* Brute force: the pending and holding jobs of the model in j's team
+ * queue and cluster queue. */
+static void count_of(const struct sched_state_job *m, const bool *live, int n,
+                     const char *team, const char *queue, const char *cq,
+                     int64_t *pending, int64_t *admitted)
+{
+  int i;
+
+  *pending = *admitted = 0;
+  for (i = 0; i < n; i++)
+    if (live[i] && !strcmp(m[i].team->s, team) &&
+        !strcmp(m[i].queue->s, queue) && !strcmp(m[i].cq->s, cq)) {
+      if (!strcmp(m[i].state, "PENDING"))
+        ++*pending;
+      else
+        ++*admitted;
+    }
+}
+
+/* _i: 0 with team queues spread over cluster queues, 1 without. Positions
+ * and counts are checked every few steps, so that the order the state
+ * keeps between two computations is merged into many times. */
 START_TEST(random_walk_equals_rebuild)
 {
   static struct sched_state_job model[MODEL_MAX];
   static bool live[MODEL_MAX];
   struct sched_state st;
-  uint64_t seed = 0x5eed10aull;
+  uint64_t seed = (uint64_t)(0x5eed10a + _i);
+  bool spread = _i == 0;
   int step, i, n_live = 0;
 
   memset(live, 0, sizeof(live));
@@ -180,7 +206,7 @@ START_TEST(random_walk_equals_rebuild)
     unsigned op = (unsigned)(rnd(&seed) % 10);
 
     if (op < 6) { /* a write: insert or new version */
-      model[k] = random_job(&seed, k);
+      model[k] = random_job(&seed, k, spread);
       n_live += !live[k];
       live[k] = true;
       ck_assert_int_ge(sched_state_put(&st, &model[k]), 0);
@@ -191,10 +217,11 @@ START_TEST(random_walk_equals_rebuild)
     }
     ck_assert_int_eq(st.n, n_live);
 
-    if (step % 97 == 0 || step == STEPS - 1) {
+    if (step % 13 == 0 || step == STEPS - 1) {
       struct sched_state fresh;
       struct sched_position *pos;
-      int n;
+      struct sched_count *cnt;
+      int n, n_pending = 0, n_groups = 0;
       sched_state_init(&fresh);
       for (i = MODEL_MAX - 1; i >= 0; i--) /* another order */
         if (live[i])
@@ -218,8 +245,33 @@ START_TEST(random_walk_equals_rebuild)
         ck_assert_int_eq(pos[i].pos_queue,
                          ahead_of(model, live, MODEL_MAX, j, false, &g2));
         ck_assert_int_eq(pos[i].ahead_gpus, g);
+        ck_assert(i == 0 || strcmp(st.jobs[pos[i - 1].job].cq->s, j->cq->s) <=
+                                0); /* by cluster queue */
       }
+      for (i = 0; i < MODEL_MAX; i++)
+        n_pending += live[i] && !strcmp(model[i].state, "PENDING");
+      ck_assert_int_eq(n, n_pending);
       free(pos);
+      ck_assert_int_eq(sched_state_counts(&st, &cnt, &n), 0);
+      for (i = 0; i < n; i++) {
+        int64_t p, a;
+        count_of(model, live, MODEL_MAX, cnt[i].team, cnt[i].queue, cnt[i].cq,
+                 &p, &a);
+        ck_assert_int_eq(cnt[i].pending, p);
+        ck_assert_int_eq(cnt[i].admitted, a);
+        ck_assert_int_gt(p + a, 0);
+        n_groups += (int)(p + a);
+        if (i > 0) { /* in name order, each group once */
+          int c = strcmp(cnt[i - 1].team, cnt[i].team);
+          if (!c)
+            c = strcmp(cnt[i - 1].queue, cnt[i].queue);
+          if (!c)
+            c = strcmp(cnt[i - 1].cq, cnt[i].cq);
+          ck_assert_int_lt(c, 0);
+        }
+      }
+      ck_assert_int_eq(n_groups, st.n); /* every job in one group */
+      free(cnt);
       sched_state_free(&fresh);
     }
   }
@@ -314,7 +366,7 @@ Suite *sched_state_suite(void)
   TCase *tc = tcase_create("state");
 
   tcase_add_test(tc, positions_table);
-  tcase_add_test(tc, random_walk_equals_rebuild);
+  tcase_add_loop_test(tc, random_walk_equals_rebuild, 0, 2);
   tcase_add_test(tc, names_interned);
   suite_add_tcase(s, tc);
   return s;
