@@ -293,9 +293,9 @@ static bool takes_only(const struct sched_state_job *held,
     return sched_state_pending(new_);
   if (sched_state_pending(held))
     return holding(new_);
-  if (!holding(held) || !holding(new_) ||
-      strcmp(held->cq->s, new_->cq->s) != 0 ||
-      strcmp(held->flavor->s, new_->flavor->s) != 0)
+  /* both jobs' names are the state's: equal names are equal pointers */
+  if (!holding(held) || !holding(new_) || held->cq != new_->cq ||
+      held->flavor != new_->flavor)
     return false;
   for (r = 0; r < SCHED_NRES; r++)
     if (held->request[r] != new_->request[r])
@@ -515,7 +515,7 @@ int db_sched_state_build(const struct sched_state *st,
   for (i = 0; price && i < cfg->in.n_cqs; i++)
     price[i] = db_sched_max_price(cfg, i);
   n_admitted = st->n - n_pending;
-  if (!empty || !price || !x || !run->pending_locations ||
+  if (!empty || !price || !run->pending_locations ||
       !ALLOC(run->teams, cfg->in.n_teams) ||
       !ALLOC(run->admitted, n_admitted) ||
       !ALLOC(run->admitted_ids, n_admitted) ||

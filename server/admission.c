@@ -161,7 +161,7 @@ static void record_cycle(const struct admission *a, const struct db_sched *s,
   int64_t(*use)[SCHED_MAX_FLAVORS][SCHED_NRES] =
       calloc((size_t)in->n_cqs + 1, sizeof(*use));
   double now = wall_seconds();
-  long *by_name = NULL;
+  int *cq_of = NULL; /* by name id: the name's cluster queue index */
   int i, k, r;
 
   for (i = 0; i < out->n_admissions; i++) {
@@ -197,29 +197,23 @@ static void record_cycle(const struct admission *a, const struct db_sched *s,
       pending[in->pending[i].cq * N_PENDING_REASONS +
               reason_index(db_sched_reason_name(out->reasons[i]))]++;
   /* from memory: jobs in backoff, and the old jobs a run left out (their
-   * reasons are as written, unchanged by the run); counted by CQ name, each
-   * name looked up once */
-  by_name =
-      calloc((size_t)a->st.n_names * N_PENDING_REASONS + 1, sizeof(*by_name));
-  if (!by_name)
+   * reasons are as written, unchanged by the run); each name's cluster
+   * queue looked up once */
+  cq_of = calloc((size_t)a->st.n_names + 1, sizeof(*cq_of));
+  if (!cq_of)
     goto out;
+  for (i = 0; i < a->st.n_names; i++)
+    cq_of[i] = db_sched_find((const char(*)[DB_NAME_LEN])s->cq_names, in->n_cqs,
+                             a->st.names[i]->s);
   for (i = 0; i < a->st.n; i++) {
     const struct sched_state_job *j = &a->st.jobs[i];
     bool backoff = j->backoff_until > now_us;
-    if (!sched_state_pending(j) || (!backoff && (!s->old_left_out || j->fresh)))
+    int cq = cq_of[j->cq->id];
+    if (!sched_state_pending(j) || cq < 0 ||
+        (!backoff && (!s->old_left_out || !s->old_left_out[cq] || j->fresh)))
       continue;
-    by_name[j->cq->id * N_PENDING_REASONS +
+    pending[cq * N_PENDING_REASONS +
             (backoff ? BACKOFF_REASON : reason_index(j->reason))]++;
-  }
-  for (i = 0; i < a->st.n_names; i++) {
-    int cq = db_sched_find((const char(*)[DB_NAME_LEN])s->cq_names, in->n_cqs,
-                           a->st.names[i]->s);
-    if (cq < 0)
-      continue;
-    for (k = 0; k < N_PENDING_REASONS; k++)
-      if (k == BACKOFF_REASON || (s->old_left_out && s->old_left_out[cq]))
-        pending[cq * N_PENDING_REASONS + k] +=
-            by_name[i * N_PENDING_REASONS + k];
   }
 
   for (i = 0; i < in->n_cqs; i++) {
@@ -241,7 +235,7 @@ static void record_cycle(const struct admission *a, const struct db_sched *s,
   g = NULL;
 out:
   metrics_gauges_free(g);
-  free(by_name);
+  free(cq_of);
   free(pending);
   free(use);
 }
