@@ -34,7 +34,8 @@ EMBED   := $(sort $(wildcard db/migrations/*.sql)) openapi/openapi.yaml openapi/
 
 UNIT_SRC  := $(wildcard tests/unit/*.c)
 INTEG_SRC := $(wildcard tests/integration/*.c)
-EMU_SRC   := $(wildcard tests/emulator/*.c)
+EMU_SRC   := $(filter-out tests/emulator/bq_%.c,$(wildcard tests/emulator/*.c))
+BQ_EMU_SRC := $(wildcard tests/emulator/bq_*.c)
 
 OBJ      := $(LIB_SRC:%.c=build/obj/%.o) build/obj/gen/embedded.o
 ASAN_OBJ := $(LIB_SRC:%.c=build/asan/%.o) build/asan/gen/embedded.o
@@ -85,6 +86,10 @@ build/integration_tests: $(INTEG_SRC:%.c=build/obj/%.o) $(OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
 
 build/batch_emulator: $(EMU_SRC:%.c=build/obj/%.o) $(OBJ)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# the BigQuery emulator (tests/emulator/bq_*.c): a binary of its own
+build/bigquery_emulator: $(BQ_EMU_SRC:%.c=build/obj/%.o)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # Benchmarks (not tests): `make bench` prints their figures.

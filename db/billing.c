@@ -804,11 +804,45 @@ static enum gg_code copy_rows(struct db_conn *c, struct db_billing_batch *b,
   return code;
 }
 
+/*
+ * A flush is a transaction of its own, or, when the caller has one open (a
+ * day of the BigQuery pull replaced as a whole), a savepoint in it: a
+ * conflict then retries the batch without losing the caller's work.
+ */
+static enum gg_code simple(struct db_conn *c, const char *sql)
+{
+  enum gg_code code;
+
+  PQclear(db_exec(c, sql, 0, NULL, &code));
+  return code;
+}
+
+static enum gg_code tx_begin(struct db_conn *c, bool nested)
+{
+  return nested ? simple(c, "SAVEPOINT billing_flush") : db_begin(c);
+}
+
+static enum gg_code tx_end(struct db_conn *c, bool nested, bool ok)
+{
+  if (!nested) {
+    if (ok)
+      return db_commit(c);
+    db_rollback(c);
+    return GG_OK;
+  }
+  if (ok)
+    return simple(c, "RELEASE SAVEPOINT billing_flush");
+  if (PQtransactionStatus(c->pg) != PQTRANS_IDLE)
+    PQclear(PQexec(c->pg, "ROLLBACK TO SAVEPOINT billing_flush"));
+  return GG_OK;
+}
+
 /* One attempt at storing the n rows of b->uniq: probing for known rows,
  * or assuming there are none. */
 static enum gg_code flush_once(struct db_conn *c, struct db_billing_batch *b,
                                size_t n, bool probe, long *inserted)
 {
+  bool nested = PQtransactionStatus(c->pg) == PQTRANS_INTRANS;
   const char *values[14];
   size_t off[14], i;
   int len[14], formats[14], a, rows;
@@ -823,7 +857,7 @@ static enum gg_code flush_once(struct db_conn *c, struct db_billing_batch *b,
     values[a] = b->params.p + off[a];
     formats[a] = 1;
   }
-  code = db_begin(c);
+  code = tx_begin(c, nested);
   if (code != GG_OK)
     return code;
   res = PQexecParams(c->pg, probe ? sql_probe : sql_assume, 14, NULL, values,
@@ -859,13 +893,13 @@ static enum gg_code flush_once(struct db_conn *c, struct db_billing_batch *b,
     if (code != GG_OK)
       goto out;
   }
-  code = db_commit(c);
+  code = tx_end(c, nested, true);
   if (code == GG_OK)
     *inserted = fresh;
 out:
   PQclear(res);
   if (code != GG_OK)
-    db_rollback(c);
+    tx_end(c, nested, false);
   return code;
 }
 

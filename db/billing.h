@@ -61,8 +61,9 @@ size_t db_billing_batch_bytes(const struct db_billing_batch *b);
  * billing_rows (or earlier in b) are skipped, the others inserted and their
  * sums added to cost_rollups. Sets *inserted to the rows inserted. b is
  * emptied whether or not it succeeds. Returns GG_OK, or the failure's code
- * (logged; the transaction is rolled back). c must not be inside a
- * transaction.
+ * (logged; the transaction is rolled back). When c is inside a
+ * transaction (the BigQuery pull replacing a day), the batch is a savepoint
+ * of it instead, and the caller commits.
  *
  * expect_new is a hint (say, when the previous batch had no known row):
  * the rows are then stored without looking each up first, and the batch is

@@ -454,6 +454,64 @@ static int load_cursor_key(struct config *cfg, char *err, size_t errlen)
   return 0;
 }
 
+/* The BigQuery pull: the table is project.dataset.table of letters,
+ * digits, '-', '_' (and ':' or '.' in a domain-scoped project), quoted
+ * with backticks in SQL, so nothing else may pass. */
+static int load_billing_pull(struct config *cfg, char *err, size_t errlen)
+{
+  const char *t = cfg->billing_bq_table, *p;
+  int dots = 0;
+
+  if (env_str("GPUGATE_BILLING_BIGQUERY_TABLE", "", cfg->billing_bq_table,
+              sizeof(cfg->billing_bq_table), err, errlen) ||
+      env_str("GPUGATE_BILLING_BIGQUERY_PROJECT", "", cfg->billing_bq_project,
+              sizeof(cfg->billing_bq_project), err, errlen) ||
+      env_str("GPUGATE_BILLING_BIGQUERY_LOCATION", "", cfg->billing_bq_location,
+              sizeof(cfg->billing_bq_location), err, errlen) ||
+      env_str("GPUGATE_BIGQUERY_ENDPOINT", "https://bigquery.googleapis.com",
+              cfg->bigquery_endpoint, sizeof(cfg->bigquery_endpoint), err,
+              errlen) ||
+      env_long("GPUGATE_BILLING_SYNC_INTERVAL_S", 21600, 0, 31L * 86400,
+               &cfg->billing_sync_interval_s, err, errlen) ||
+      env_long("GPUGATE_BILLING_REREAD_DAYS", 10, 0, 366,
+               &cfg->billing_reread_days, err, errlen))
+    return -1;
+  for (p = t; *p; p++) {
+    if (*p == '.')
+      dots++;
+    else if (!(*p >= 'a' && *p <= 'z') && !(*p >= 'A' && *p <= 'Z') &&
+             !(*p >= '0' && *p <= '9') && *p != '-' && *p != '_' && *p != ':')
+      break;
+  }
+  if (*t && (*p || dots < 2 || *t == '.' || p[-1] == '.' ||
+             strstr(t, "..") != NULL)) {
+    snprintf(err, errlen,
+             "GPUGATE_BILLING_BIGQUERY_TABLE: expected project.dataset.table, "
+             "got \"%.200s\"",
+             t);
+    return -1;
+  }
+  if (*t && !*cfg->billing_bq_project) {
+    /* the table's project: everything before the last two dots */
+    const char *last = strrchr(t, '.'), *q = last - 1;
+    while (q > t && *q != '.')
+      q--;
+    snprintf(cfg->billing_bq_project, sizeof(cfg->billing_bq_project), "%.*s",
+             (int)(q - t), t);
+  }
+  for (p = cfg->billing_bq_project; *p; p++)
+    if (!(*p >= 'a' && *p <= 'z') && !(*p >= 'A' && *p <= 'Z') &&
+        !(*p >= '0' && *p <= '9') && *p != '-' && *p != '_' && *p != ':' &&
+        *p != '.') {
+      snprintf(err, errlen,
+               "GPUGATE_BILLING_BIGQUERY_PROJECT: not a project ID: "
+               "\"%.128s\"",
+               cfg->billing_bq_project);
+      return -1;
+    }
+  return 0;
+}
+
 int config_load(struct config *cfg, char *err, size_t errlen)
 {
   static const char *const backends[] = {"none", "gcp", NULL};
@@ -594,6 +652,8 @@ int config_load(struct config *cfg, char *err, size_t errlen)
   if (parse_connections(cfg, err, errlen))
     return -1;
   if (load_cursor_key(cfg, err, errlen))
+    return -1;
+  if (load_billing_pull(cfg, err, errlen))
     return -1;
   return footprint_config(cfg, err, errlen);
 }

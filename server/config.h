@@ -90,6 +90,14 @@ struct config {
   long http_max_uploads_per_role; /* concurrent streamed uploads per role */
   char metrics_listen_host[64];   /* "" = /metrics on GPUGATE_LISTEN */
   unsigned short metrics_listen_port;
+
+  /* the BigQuery pull of the billing export (server/billing_sync.h) */
+  char billing_bq_table[512];   /* "project.dataset.table"; "" = no pull */
+  char billing_bq_project[128]; /* runs the query jobs (default: table's) */
+  char billing_bq_location[64]; /* "" = not given */
+  char bigquery_endpoint[512];
+  long billing_sync_interval_s; /* 0 = the leader does not pull */
+  long billing_reread_days;
 };
 
 /*

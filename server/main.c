@@ -15,8 +15,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "batch/auth.h"
 #include "db/db.h"
 #include "handlers/billing_ingest.h"
+#include "server/billing_sync.h"
 #include "server/auth.h"
 #include "server/config.h"
 #include "server/configwatch.h"
@@ -42,6 +44,8 @@ static int usage(void)
           "member|admin|finance|metrics [--ttl SECONDS]\n"
           "                     (--team is required for member)\n"
           "                     [--alg HS256|RS256|ES256 --key PEM --kid ID]\n"
+          "       gpugate ingest-billing FILE|-\n"
+          "       gpugate billing-sync\n"
           "       gpugate version\n");
   return 2;
 }
@@ -525,6 +529,54 @@ out:
   return rc;
 }
 
+/*
+ * gpugate billing-sync: one BigQuery pull of the billing export (the same
+ * as the leader's periodic one), a line per day read on stderr, the report
+ * on stdout. Exit 1 when it failed (the days replaced before stay).
+ */
+static int cmd_billing_sync(int argc, char **argv)
+{
+  struct config cfg;
+  struct db_conn conn;
+  struct batch_token_source *ts = NULL;
+  struct billing_sync_report rep;
+  char err[512];
+  int rc = 1;
+
+  (void)argv;
+  memset(&conn, 0, sizeof(conn));
+  if (argc != 2)
+    return usage();
+  if (load_config(&cfg) != 0)
+    return 1;
+  if (cfg.migrate_on_start && migrate(&cfg, 0) != 0)
+    goto out;
+  ts = batch_token_new(&cfg, err, sizeof(err));
+  if (!ts) {
+    fprintf(stderr, "gpugate billing-sync: %s\n", err);
+    goto out;
+  }
+  conn.pg = db_connect(cfg.database_url, err, sizeof(err));
+  if (!conn.pg) {
+    fprintf(stderr, "gpugate: GPUGATE_DATABASE_URL: cannot connect: %s\n", err);
+    goto out;
+  }
+  if (billing_sync_run(&cfg, &conn, ts, true, &rep, err, sizeof(err)) != 0) {
+    fprintf(stderr, "gpugate billing-sync: %s\n", err);
+    goto out;
+  }
+  printf("{\"days_in_window\": %ld, \"days_read\": %ld, \"rows_read\": %ld, "
+         "\"rows_rejected\": %ld, \"calls\": %ld}\n",
+         rep.days_remote, rep.days_read, rep.rows_read, rep.rows_rejected,
+         rep.calls);
+  rc = 0;
+out:
+  PQfinish(conn.pg);
+  batch_token_free(ts);
+  config_free(&cfg);
+  return rc;
+}
+
 int main(int argc, char **argv)
 {
   const char *cmd = argc > 1 ? argv[1] : "serve";
@@ -539,6 +591,8 @@ int main(int argc, char **argv)
     return cmd_token(argc, argv);
   if (!strcmp(cmd, "ingest-billing"))
     return cmd_ingest_billing(argc, argv);
+  if (!strcmp(cmd, "billing-sync"))
+    return cmd_billing_sync(argc, argv);
   if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
     printf("gpugate %s\n", GPUGATE_VERSION);
     return 0;

@@ -329,6 +329,24 @@ static struct family billing_rows = {
     NULL,
     0,
     0};
+static struct family billing_sync_success = {
+    "gpugate_billing_sync_last_success_timestamp_seconds",
+    "gauge",
+    "When the BigQuery pull of the billing export last succeeded (Unix "
+    "seconds), as this replica last saw it.",
+    false,
+    NULL,
+    0,
+    0};
+static struct family billing_rows_stored = {
+    "gpugate_billing_rows",
+    "gauge",
+    "Billing export rows loaded by the BigQuery pull, over the days it "
+    "holds.",
+    false,
+    NULL,
+    0,
+    0};
 static struct family state_drift = {
     "gpugate_admission_state_drift_total",
     "counter",
@@ -468,6 +486,18 @@ void metrics_billing_rows(long n)
     return;
   lb_init(&l);
   add(&billing_rows, &l, (double)n, false);
+}
+
+void metrics_billing_sync(double last_success_s, long rows)
+{
+  struct lbuf l;
+
+  lb_init(&l);
+  if (last_success_s > 0)
+    add(&billing_sync_success, &l, last_success_s, true);
+  lb_init(&l);
+  if (rows >= 0)
+    add(&billing_rows_stored, &l, (double)rows, true);
 }
 
 void metrics_admission_drift(long n)
@@ -938,6 +968,8 @@ static char *render(bool teams)
   family(&o, &batch_race_overlap);
   family(&o, &dispatch_backlog);
   family(&o, &billing_rows);
+  family(&o, &billing_sync_success);
+  family(&o, &billing_rows_stored);
   family(&o, &pubsub_pushes);
   if (teams)
     family(&o, &team_cost);
@@ -967,13 +999,14 @@ char *metrics_render_public(void)
 void metrics_reset(void)
 {
   struct family *all[] = {
-      &http_requests,      &pending_jobs,      &admitted_jobs,
-      &evicted_jobs,       &cq_usage,          &cq_nominal,
-      &cq_borrowing,       &batch_requests,    &dispatch_backlog,
-      &billing_rows,       &team_cost,         &pubsub_pushes,
-      &state_drift,        &conn_refused,      &conn_timed_out,
-      &conn_open,          &batch_orphans,     &batch_races,
-      &batch_race_winners, &batch_race_overlap};
+      &http_requests,      &pending_jobs,       &admitted_jobs,
+      &evicted_jobs,       &cq_usage,           &cq_nominal,
+      &cq_borrowing,       &batch_requests,     &dispatch_backlog,
+      &billing_rows,       &team_cost,          &pubsub_pushes,
+      &state_drift,        &conn_refused,       &conn_timed_out,
+      &conn_open,          &batch_orphans,      &batch_races,
+      &batch_race_winners, &batch_race_overlap, &billing_sync_success,
+      &billing_rows_stored};
   size_t i;
 
   pthread_mutex_lock(&lock);

@@ -43,6 +43,10 @@ void metrics_dispatch_backlog(long rows);
 /* Billing export rows stored (new rows only; n <= 0 is ignored). */
 void metrics_billing_rows(long n);
 
+/* The BigQuery pull: when it last succeeded (Unix seconds; 0: never, not
+ * set) and the rows it holds (-1: unknown, not set). */
+void metrics_billing_sync(double last_success_s, long rows);
+
 /* A reconciliation of the leader's admission state found n jobs different
  * from the database (0 records that one ran). */
 void metrics_admission_drift(long n);

@@ -72,7 +72,7 @@ summary() {
 }
 
 step deps deploy/install-deps.sh
-step build make -j2 all build/unit_tests build/integration_tests build/batch_emulator
+step build make -j2 all build/unit_tests build/integration_tests build/batch_emulator build/bigquery_emulator
 if [ ! -x build/gpugate ]; then summary; fi
 
 check_suite unit build/unit_tests

@@ -1,0 +1,61 @@
+/*
+ * bigquery.h — a BigQuery v2 REST client for the billing pull: one query
+ * through jobs.query (POST {endpoint}/bigquery/v2/projects/{p}/queries,
+ * standard SQL, named parameters, a requestId so that a retried POST is the
+ * same job) and its rows through getQueryResults (GET .../queries/{jobId},
+ * polled while jobComplete is false, then page by page with pageToken).
+ * Rows are handed to a callback one page at a time, so memory is one page
+ * whatever the result's size. 429, 5xx and transport failures are retried
+ * with exponential backoff; a 401 refetches the token once.
+ *
+ * OAuth tokens come from the same source as Cloud Batch (batch/auth.h);
+ * its scope, cloud-platform, covers BigQuery.
+ */
+#ifndef GPUGATE_BATCH_BIGQUERY_H
+#define GPUGATE_BATCH_BIGQUERY_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+struct batch_token_source;
+struct bq_client;
+
+#define BQ_PAGE_ROWS 2000 /* maxResults of every page */
+#define BQ_TRIES 6        /* attempts of one call on retryable failures */
+
+/*
+ * A client of endpoint (no trailing slash needed) running jobs in project
+ * at location ("" = none given). ts is borrowed (NULL: no Authorization).
+ * NULL when out of memory.
+ */
+struct bq_client *bq_client_new(const char *endpoint, const char *project,
+                                const char *location,
+                                struct batch_token_source *ts);
+void bq_client_free(struct bq_client *c); /* accepts NULL */
+
+/* First backoff in milliseconds (doubling per retry; default 200). */
+void bq_client_set_backoff_ms(struct bq_client *c, long ms);
+
+/*
+ * Called once per result row with its cells, the row's "f" array
+ * (borrowed: cells are {"v": value}). Return 0 to go on, -1 to stop the
+ * query (bq_query then fails with the callback's message in err).
+ */
+typedef int (*bq_row_fn)(void *ctx, json_t *cells, char *err, size_t errlen);
+
+/*
+ * Run sql with params (a JSON array of queryParameters, stolen; NULL: none)
+ * and feed every row to fn. Returns 0, or -1 with a one-line message in err
+ * naming the call and the HTTP status (never a token).
+ */
+int bq_query(struct bq_client *c, const char *sql, json_t *params, bq_row_fn fn,
+             void *ctx, char *err, size_t errlen);
+
+/* A named STRING or DATE parameter: {"name", "parameterType": {"type"},
+ * "parameterValue": {"value"}}, a new reference. */
+json_t *bq_param(const char *name, const char *type, const char *value);
+
+/* Calls made so far (every HTTP request, retries included). */
+long bq_client_calls(const struct bq_client *c);
+
+#endif

@@ -1,0 +1,229 @@
+/*
+ * billing_sync.c — the SQL of the BigQuery pull: per-day figures of what
+ * is stored, a day replaced in one transaction, the sync's outcome and the
+ * freshness report. See billing_sync.h.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "db/billing_sync.h"
+#include "db/db.h"
+#include "server/jsonx.h"
+
+enum gg_code db_billing_sync_days(struct db_conn *c, const char *from,
+                                  struct billing_day_figures **out, size_t *n)
+{
+  const char *params[1] = {from && *from ? from : NULL};
+  enum gg_code code;
+  PGresult *res = db_exec(
+      c,
+      "SELECT to_char(day, 'YYYY-MM-DD'), export_time, rows "
+      "FROM billing_sync_days WHERE $1::date IS NULL OR day >= $1::date "
+      "ORDER BY day",
+      1, params, &code);
+  int i, rows;
+
+  *out = NULL;
+  *n = 0;
+  if (!res)
+    return code;
+  rows = PQntuples(res);
+  *out = calloc((size_t)rows + 1, sizeof(**out));
+  if (!*out) {
+    PQclear(res);
+    return GG_INTERNAL;
+  }
+  for (i = 0; i < rows; i++) {
+    struct billing_day_figures *f = &(*out)[i];
+    snprintf(f->day, sizeof(f->day), "%s", PQgetvalue(res, i, 0));
+    snprintf(f->export_time, sizeof(f->export_time), "%s",
+             PQgetvalue(res, i, 1));
+    f->rows = strtol(PQgetvalue(res, i, 2), NULL, 10);
+  }
+  *n = (size_t)rows;
+  PQclear(res);
+  return GG_OK;
+}
+
+enum gg_code db_billing_sync_window(struct db_conn *c, long reread,
+                                    char day[11])
+{
+  char n[24];
+  const char *params[1] = {n};
+  enum gg_code code;
+  PGresult *res;
+
+  snprintf(n, sizeof(n), "%ld", reread);
+  res = db_exec(c,
+                "SELECT coalesce(to_char(max(day) - $1::int, 'YYYY-MM-DD'), "
+                "'') FROM billing_sync_days",
+                1, params, &code);
+
+  day[0] = '\0';
+  if (!res)
+    return code;
+  snprintf(day, 11, "%s", PQgetvalue(res, 0, 0));
+  PQclear(res);
+  return GG_OK;
+}
+
+enum gg_code db_billing_day_begin(struct db_conn *c, const char *day)
+{
+  const char *params[1] = {day};
+  enum gg_code code = db_begin(c);
+
+  if (code != GG_OK)
+    return code;
+  PQclear(db_exec(c, "DELETE FROM cost_rollups WHERE day = $1::date", 1, params,
+                  &code));
+  if (code == GG_OK)
+    PQclear(db_exec(c, "DELETE FROM billing_rows WHERE usage_day = $1::date", 1,
+                    params, &code));
+  if (code != GG_OK)
+    db_rollback(c);
+  return code;
+}
+
+enum gg_code db_billing_day_commit(struct db_conn *c,
+                                   const struct billing_day_figures *f)
+{
+  char rows[24];
+  const char *params[3] = {f->day, f->export_time, rows};
+  enum gg_code code;
+
+  snprintf(rows, sizeof(rows), "%ld", f->rows);
+  PQclear(db_exec(c,
+                  "INSERT INTO billing_sync_days (day, export_time, rows) "
+                  "VALUES ($1::date, $2, $3::bigint) ON CONFLICT (day) DO "
+                  "UPDATE SET export_time = excluded.export_time, "
+                  "rows = excluded.rows, loaded_at = now()",
+                  3, params, &code));
+  if (code == GG_OK)
+    code = db_commit(c);
+  if (code != GG_OK)
+    db_rollback(c);
+  return code;
+}
+
+void db_billing_day_abort(struct db_conn *c)
+{
+  db_rollback(c);
+}
+
+enum gg_code db_billing_sync_record(struct db_conn *c, bool ok,
+                                    const char *error, long days, long rows)
+{
+  char d[24], r[24];
+  const char *params[4] = {ok ? "ok" : "failed", error, d, r};
+  enum gg_code code;
+
+  snprintf(d, sizeof(d), "%ld", days);
+  snprintf(r, sizeof(r), "%ld", rows);
+  PQclear(db_exec(
+      c,
+      "UPDATE billing_sync_state SET last_sync_at = now(), last_outcome = $1, "
+      "last_error = $2, days_read = $3::int, rows_read = $4::bigint, "
+      "last_success_at = CASE WHEN $1 = 'ok' THEN now() "
+      "ELSE last_success_at END WHERE id = 1",
+      4, params, &code));
+  return code;
+}
+
+static json_t *text_or_null(const PGresult *res, int row, int col)
+{
+  return PQgetisnull(res, row, col) ? json_null()
+                                    : json_string(PQgetvalue(res, row, col));
+}
+
+enum gg_code db_billing_status(struct db_conn *c, int limit, json_t **out)
+{
+  char lim[16];
+  const char *params[1] = {lim};
+  enum gg_code code;
+  PGresult *st, *days;
+  json_t *o, *arr;
+  int i;
+
+  *out = NULL;
+  snprintf(lim, sizeof(lim), "%d", limit);
+  /* data_through: the end of the latest usage day loaded (its last hour) */
+  st = db_exec(c,
+               "SELECT to_char(s.last_sync_at AT TIME ZONE 'UTC', "
+               "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), s.last_outcome, "
+               "to_char(s.last_success_at AT TIME ZONE 'UTC', "
+               "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), s.last_error, "
+               "(SELECT to_char(max(day) + 1, 'YYYY-MM-DD\"T\"00:00:00\"Z\"') "
+               "FROM billing_sync_days), s.days_read, s.rows_read, "
+               "(SELECT coalesce(sum(rows), 0) FROM billing_sync_days) "
+               "FROM billing_sync_state s WHERE id = 1",
+               0, NULL, &code);
+  if (!st)
+    return code;
+  days = db_exec(c,
+                 "SELECT to_char(day, 'YYYY-MM-DD'), rows, export_time, "
+                 "to_char(loaded_at AT TIME ZONE 'UTC', "
+                 "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') FROM billing_sync_days "
+                 "ORDER BY day DESC LIMIT $1::int",
+                 1, params, &code);
+  if (!days || PQntuples(st) != 1) {
+    PQclear(st);
+    PQclear(days);
+    return days ? GG_INTERNAL : code;
+  }
+  arr = json_array();
+  for (i = 0; arr && i < PQntuples(days); i++)
+    json_array_append_new(
+        arr,
+        json_pack("{s:s, s:I, s:s, s:s}", "day", PQgetvalue(days, i, 0), "rows",
+                  (json_int_t)strtoll(PQgetvalue(days, i, 1), NULL, 10),
+                  "export_time", PQgetvalue(days, i, 2), "loaded_at",
+                  PQgetvalue(days, i, 3)));
+  o = json_object();
+  if (o && arr) {
+    json_object_set_new(o, "last_sync_at", text_or_null(st, 0, 0));
+    json_object_set_new(o, "last_outcome", json_string(PQgetvalue(st, 0, 1)));
+    json_object_set_new(o, "last_success_at", text_or_null(st, 0, 2));
+    json_object_set_new(o, "last_error", json_string(PQgetvalue(st, 0, 3)));
+    json_object_set_new(o, "data_through", text_or_null(st, 0, 4));
+    json_object_set_new(
+        o, "days_read",
+        json_integer((json_int_t)strtoll(PQgetvalue(st, 0, 5), NULL, 10)));
+    json_object_set_new(
+        o, "rows_read",
+        json_integer((json_int_t)strtoll(PQgetvalue(st, 0, 6), NULL, 10)));
+    json_object_set_new(
+        o, "rows",
+        json_integer((json_int_t)strtoll(PQgetvalue(st, 0, 7), NULL, 10)));
+    json_object_set_new(o, "days", arr);
+    *out = o;
+  } else {
+    json_decref(o);
+    json_decref(arr);
+  }
+  PQclear(st);
+  PQclear(days);
+  return *out ? GG_OK : GG_INTERNAL;
+}
+
+enum gg_code db_billing_last_success(struct db_conn *c, double *at, long *rows)
+{
+  enum gg_code code;
+  PGresult *res = db_exec(
+      c,
+      "SELECT coalesce(extract(epoch FROM last_success_at), 0)::float8, "
+      "(SELECT coalesce(sum(rows), 0) FROM billing_sync_days) "
+      "FROM billing_sync_state WHERE id = 1",
+      0, NULL, &code);
+
+  *at = 0;
+  *rows = -1;
+  if (!res)
+    return code;
+  if (PQntuples(res) == 1) {
+    *at = strtod(PQgetvalue(res, 0, 0), NULL);
+    *rows = strtol(PQgetvalue(res, 0, 1), NULL, 10);
+  }
+  PQclear(res);
+  return GG_OK;
+}

@@ -1,0 +1,354 @@
+/*
+ * billing_sync.c — the BigQuery pull of the billing export (see
+ * billing_sync.h).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "batch/bigquery.h"
+#include "db/billing.h"
+#include "db/billing_sync.h"
+#include "handlers/billing_ingest.h"
+#include "server/billing_sync.h"
+#include "server/config.h"
+#include "server/log.h"
+#include "server/metrics.h"
+
+static long backoff_ms = 200;
+
+void billing_sync_set_backoff_ms(long ms)
+{
+  backoff_ms = ms;
+}
+
+size_t billing_sync_plan(const struct billing_day_figures *remote, size_t nr,
+                         const struct billing_day_figures *stored, size_t ns,
+                         struct billing_day_plan *out)
+{
+  size_t i = 0, j = 0, n = 0;
+
+  while (i < nr || j < ns) {
+    int cmp = i == nr ? 1 : j == ns ? -1 : strcmp(remote[i].day, stored[j].day);
+    if (cmp < 0) { /* never loaded */
+      snprintf(out[n].day, sizeof(out[n].day), "%s", remote[i].day);
+      out[n++].remote = (long)i;
+      i++;
+    } else if (cmp > 0) { /* gone from the export */
+      if (stored[j].rows > 0) {
+        snprintf(out[n].day, sizeof(out[n].day), "%s", stored[j].day);
+        out[n++].remote = -1;
+      }
+      j++;
+    } else {
+      if (remote[i].rows != stored[j].rows ||
+          strcmp(remote[i].export_time, stored[j].export_time) != 0) {
+        snprintf(out[n].day, sizeof(out[n].day), "%s", remote[i].day);
+        out[n++].remote = (long)i;
+      }
+      i++;
+      j++;
+    }
+  }
+  return n;
+}
+
+/* ---- the queries -----------------------------------------------------------
+ *
+ * The leading comment names the shape (the emulator answers by it). Days
+ * and export times come back as strings so nothing is left to BigQuery's
+ * float rendering of TIMESTAMP; rows as TO_JSON_STRING of the export's row
+ * with cost and credit amounts cast to NUMERIC, which it writes as exact
+ * decimal numbers (at most 9 decimals), read by the NDJSON row parser.
+ */
+static const char sql_days[] =
+    "-- gpugate:billing-days\n"
+    "SELECT CAST(DATE(usage_start_time) AS STRING) AS day,"
+    " COUNT(*) AS row_count,"
+    " FORMAT_TIMESTAMP('%Y-%m-%dT%H:%M:%E6SZ', MAX(export_time), 'UTC')"
+    " AS export_time"
+    " FROM `%TABLE%`"
+    " WHERE @from_day = ''"
+    " OR DATE(usage_start_time) >= SAFE_CAST(@from_day AS DATE)"
+    " GROUP BY day ORDER BY day";
+
+static const char sql_rows[] =
+    "-- gpugate:billing-rows\n"
+    "SELECT TO_JSON_STRING(t) AS row FROM ("
+    "SELECT * REPLACE (CAST(cost AS NUMERIC) AS cost,"
+    " ARRAY(SELECT AS STRUCT c.* REPLACE (CAST(c.amount AS NUMERIC) AS amount)"
+    " FROM UNNEST(credits) AS c) AS credits)"
+    " FROM `%TABLE%`"
+    " WHERE DATE(usage_start_time) = CAST(@day AS DATE)) AS t";
+
+/* sql with %TABLE% replaced by table, into a new string. */
+static char *with_table(const char *sql, const char *table)
+{
+  const char *at = strstr(sql, "%TABLE%");
+  size_t n = strlen(sql) + strlen(table) + 1;
+  char *s = malloc(n);
+
+  if (!s || !at) {
+    free(s);
+    return NULL;
+  }
+  snprintf(s, n, "%.*s%s%s", (int)(at - sql), sql, table, at + 7);
+  return s;
+}
+
+/* ---- the per-day summary --------------------------------------------------
+ */
+
+struct days {
+  struct billing_day_figures *v;
+  size_t n, cap;
+};
+
+static const char *cell(json_t *cells, size_t i)
+{
+  return json_string_value(json_object_get(json_array_get(cells, i), "v"));
+}
+
+static int on_day(void *ctx, json_t *cells, char *err, size_t errlen)
+{
+  struct days *d = ctx;
+  const char *day = cell(cells, 0), *rows = cell(cells, 1),
+             *et = cell(cells, 2);
+  struct billing_day_figures *f;
+  char *end;
+
+  if (!day || !rows || !et || strlen(day) != 10 ||
+      strlen(et) >= BILLING_EXPORT_TIME_MAX) {
+    snprintf(err, errlen, "billing-days: a malformed row");
+    return -1;
+  }
+  if (d->n == d->cap) {
+    size_t cap = d->cap ? 2 * d->cap : 128;
+    struct billing_day_figures *g = realloc(d->v, cap * sizeof(*g));
+    if (!g) {
+      snprintf(err, errlen, "billing-days: out of memory");
+      return -1;
+    }
+    d->v = g;
+    d->cap = cap;
+  }
+  f = &d->v[d->n];
+  memcpy(f->day, day, 11);
+  snprintf(f->export_time, sizeof(f->export_time), "%s", et);
+  f->rows = strtol(rows, &end, 10);
+  if (*end || f->rows < 0) {
+    snprintf(err, errlen, "billing-days: row_count \"%.40s\"", rows);
+    return -1;
+  }
+  if (d->n > 0 && strcmp(d->v[d->n - 1].day, f->day) >= 0) {
+    snprintf(err, errlen, "billing-days: days out of order");
+    return -1;
+  }
+  d->n++;
+  return 0;
+}
+
+/* ---- one day's rows -------------------------------------------------------
+ */
+
+struct day_load {
+  struct db_conn *db;
+  struct billing_scratch *scratch;
+  struct db_billing_batch *batch;
+  long rows, rejected;
+  bool failed;
+};
+
+static int flush(struct day_load *l, char *err, size_t errlen)
+{
+  long inserted;
+  enum gg_code code;
+
+  if (db_billing_batch_rows(l->batch) == 0)
+    return 0;
+  code = db_billing_flush(l->db, l->batch, false, &inserted);
+  if (code != GG_OK) {
+    snprintf(err, errlen, "the database failed storing rows");
+    return -1;
+  }
+  metrics_billing_rows(inserted);
+  return 0;
+}
+
+static int on_row(void *ctx, json_t *cells, char *err, size_t errlen)
+{
+  struct day_load *l = ctx;
+  const char *text = cell(cells, 0);
+  struct billing_row row;
+  char why[256];
+
+  if (!text) {
+    snprintf(err, errlen, "billing-rows: a row without its JSON");
+    return -1;
+  }
+  if (billing_parse_row_with(l->scratch, text, strlen(text), &row, why,
+                             sizeof(why)) != 0) {
+    if (l->rejected++ == 0)
+      log_msg(LOG_WARN, "billing sync: a row rejected: %s", why);
+    return 0;
+  }
+  if (db_billing_batch_add(l->batch, &row.db) != 0) {
+    billing_row_clear(&row);
+    if (l->rejected++ == 0)
+      log_msg(LOG_WARN, "billing sync: a row rejected: malformed field");
+    return 0;
+  }
+  billing_row_clear(&row);
+  l->rows++;
+  if (db_billing_batch_rows(l->batch) >= BILLING_BATCH_ROWS ||
+      db_billing_batch_bytes(l->batch) >= BILLING_BATCH_BYTES)
+    return flush(l, err, errlen);
+  return 0;
+}
+
+/* Replace day p with the export's rows (none when p->remote < 0). */
+static int replace_day(struct bq_client *bq, const char *sql,
+                       struct day_load *l,
+                       const struct billing_day_figures *remote,
+                       const struct billing_day_plan *p, char *err,
+                       size_t errlen)
+{
+  struct billing_day_figures gone;
+  const struct billing_day_figures *f;
+  json_t *params;
+
+  if (db_billing_day_begin(l->db, p->day) != GG_OK) {
+    snprintf(err, errlen, "the database failed replacing %s", p->day);
+    return -1;
+  }
+  l->rows = 0;
+  if (p->remote >= 0) {
+    params = json_array();
+    json_array_append_new(params, bq_param("day", "STRING", p->day));
+    if (bq_query(bq, sql, params, on_row, l, err, errlen) != 0 ||
+        flush(l, err, errlen) != 0) {
+      db_billing_day_abort(l->db);
+      return -1;
+    }
+    f = &remote[p->remote];
+  } else {
+    memset(&gone, 0, sizeof(gone));
+    memcpy(gone.day, p->day, sizeof(gone.day));
+    f = &gone;
+  }
+  if (db_billing_day_commit(l->db, f) != GG_OK) {
+    snprintf(err, errlen, "the database failed committing %s", p->day);
+    return -1;
+  }
+  return 0;
+}
+
+static int sync_days(const struct config *cfg, struct bq_client *bq,
+                     struct db_conn *db, bool progress,
+                     struct billing_sync_report *rep, char *err, size_t errlen)
+{
+  char from[11] = "";
+  char *q_days = with_table(sql_days, cfg->billing_bq_table);
+  char *q_rows = with_table(sql_rows, cfg->billing_bq_table);
+  struct days remote = {NULL, 0, 0};
+  struct billing_day_figures *stored = NULL;
+  struct billing_day_plan *plan = NULL;
+  struct day_load l;
+  size_t ns = 0, np, i;
+  json_t *params;
+  int rc = -1;
+
+  memset(&l, 0, sizeof(l));
+  l.db = db;
+  l.scratch = billing_scratch_new();
+  l.batch = db_billing_batch_new();
+  if (!q_days || !q_rows || !l.scratch || !l.batch) {
+    snprintf(err, errlen, "out of memory");
+    goto out;
+  }
+  if (db_billing_sync_window(db, cfg->billing_reread_days, from) != GG_OK) {
+    snprintf(err, errlen, "the database failed");
+    goto out;
+  }
+  params = json_array();
+  json_array_append_new(params, bq_param("from_day", "STRING", from));
+  if (bq_query(bq, q_days, params, on_day, &remote, err, errlen) != 0)
+    goto out;
+  if (db_billing_sync_days(db, from, &stored, &ns) != GG_OK) {
+    snprintf(err, errlen, "the database failed");
+    goto out;
+  }
+  plan = calloc(remote.n + ns + 1, sizeof(*plan));
+  if (!plan) {
+    snprintf(err, errlen, "out of memory");
+    goto out;
+  }
+  np = billing_sync_plan(remote.v, remote.n, stored, ns, plan);
+  rep->days_remote = (long)remote.n;
+  if (progress)
+    fprintf(stderr, "%zu days in the export since %s, %zu to read\n", remote.n,
+            *from ? from : "the start", np);
+  for (i = 0; i < np; i++) {
+    if (replace_day(bq, q_rows, &l, remote.v, &plan[i], err, errlen) != 0)
+      goto out;
+    rep->days_read++;
+    rep->rows_read += l.rows;
+    if (progress)
+      fprintf(stderr, "%s: %ld rows (%zu of %zu)\n", plan[i].day, l.rows, i + 1,
+              np);
+  }
+  rc = 0;
+out:
+  rep->rows_rejected = l.rejected;
+  billing_scratch_free(l.scratch);
+  db_billing_batch_free(l.batch);
+  free(plan);
+  free(stored);
+  free(remote.v);
+  free(q_days);
+  free(q_rows);
+  return rc;
+}
+
+void billing_sync_publish(struct db_conn *db)
+{
+  double at;
+  long rows;
+
+  if (db_billing_last_success(db, &at, &rows) == GG_OK)
+    metrics_billing_sync(at, rows);
+}
+
+int billing_sync_run(const struct config *cfg, struct db_conn *db,
+                     struct batch_token_source *ts, bool progress,
+                     struct billing_sync_report *rep, char *err, size_t errlen)
+{
+  struct bq_client *bq;
+  int rc;
+
+  memset(rep, 0, sizeof(*rep));
+  if (!*cfg->billing_bq_table) {
+    snprintf(err, errlen, "GPUGATE_BILLING_BIGQUERY_TABLE is not set");
+    return -1;
+  }
+  bq = bq_client_new(cfg->bigquery_endpoint, cfg->billing_bq_project,
+                     cfg->billing_bq_location, ts);
+  if (!bq) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  bq_client_set_backoff_ms(bq, backoff_ms);
+  rc = sync_days(cfg, bq, db, progress, rep, err, errlen);
+  rep->calls = bq_client_calls(bq);
+  bq_client_free(bq);
+  if (rc != 0)
+    log_msg(LOG_WARN, "billing sync failed: %s", err);
+  if (db_billing_sync_record(db, rc == 0, rc == 0 ? "" : err, rep->days_read,
+                             rep->rows_read) != GG_OK &&
+      rc == 0) {
+    snprintf(err, errlen, "the database failed recording the sync");
+    rc = -1;
+  }
+  billing_sync_publish(db);
+  return rc;
+}

@@ -1,0 +1,603 @@
+/*
+ * bq_emulator.c — build/bigquery_emulator: a local stand-in for the two
+ * BigQuery v2 REST calls gpugate's billing pull makes, in BigQuery's JSON
+ * shapes (jobReference, jobComplete, schema.fields, rows[].f[].v,
+ * totalRows as a string, pageToken), over a generated billing export
+ * (bq_fixture.h). It runs no SQL: it recognises gpugate's two queries by
+ * their leading comment (-- gpugate:billing-days, -- gpugate:billing-rows)
+ * and their named parameters (@from_day, @day).
+ *
+ *   POST /bigquery/v2/projects/{p}/queries          jobs.query
+ *   GET  /bigquery/v2/projects/{p}/queries/{jobId}  getQueryResults
+ *        (maxResults, pageToken, location)
+ *
+ * Control endpoints (never faulted nor logged):
+ *   GET  /emulator/requests   the request log: [{"method", "call",
+ *        "shape", "day", "page_token", "status"}]
+ *   POST /emulator/faults     {"status": 503, "count": 1, "skip": 0,
+ *        "call": "query" | "results" | "any"}: the next count calls of that
+ *        kind, after skipping skip, answer status (a google.rpc.Status)
+ *   POST /emulator/revise     {"day": "YYYY-MM-DD"}: that day's costs
+ *        change and its export_time moves (one revision more)
+ *   POST /emulator/config     {"incomplete_polls": n, "page_rows": n}
+ *   GET  /emulator/totals?team=T   {"cost", "credits", "net"} exact
+ *        decimals of the whole fixture (all teams without team)
+ *
+ * Environment: BQ_EMU_LISTEN (127.0.0.1:0), BQ_EMU_PORT_FILE, BQ_EMU_DAYS
+ * (92), BQ_EMU_ROWS (rows per day, 24), BQ_EMU_START (2026-08-01),
+ * BQ_EMU_INCOMPLETE_POLLS (1: a job's replies say jobComplete false that
+ * many times first, jobs.query's included), BQ_EMU_PAGE_ROWS (page size cap,
+ * 1000). SIGTERM or SIGINT stops it; it also exits when its parent dies.
+ */
+#include <arpa/inet.h>
+#include <jansson.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "tests/emulator/bq_fixture.h"
+
+#define MAX_JOBS 4096
+#define BODY_MAX ((size_t)1 << 20)
+#define LOG_MAX 100000
+
+enum shape { SHAPE_DAYS, SHAPE_ROWS };
+
+struct job {
+  char id[40];
+  char request_id[80];
+  enum shape shape;
+  int day;   /* SHAPE_ROWS: the day; SHAPE_DAYS: the first day */
+  int polls; /* incomplete replies left */
+};
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static struct bq_fixture fix;
+static struct job jobs[MAX_JOBS];
+static int n_jobs;
+static long page_rows = 1000;
+static int incomplete_polls = 1;
+static json_t *req_log;
+static struct {
+  int status, count, skip;
+  char call[16];
+} fault;
+
+struct body {
+  char *p;
+  size_t len;
+  bool too_large;
+};
+
+/* ---- replies ----------------------------------------------------------- */
+
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned status,
+                             json_t *doc)
+{
+  char *text = json_dumps(doc, JSON_COMPACT);
+  struct MHD_Response *r;
+  enum MHD_Result ret;
+
+  json_decref(doc);
+  if (!text)
+    return MHD_NO;
+  r = MHD_create_response_from_buffer(strlen(text), text,
+                                      MHD_RESPMEM_MUST_FREE);
+  MHD_add_response_header(r, "Content-Type", "application/json");
+  ret = MHD_queue_response(c, status, r);
+  MHD_destroy_response(r);
+  return ret;
+}
+
+static const char *reason_of(int status)
+{
+  switch (status) {
+  case 400:
+    return "invalidQuery";
+  case 403:
+    return "accessDenied";
+  case 404:
+    return "notFound";
+  case 429:
+    return "rateLimitExceeded";
+  default:
+    return "backendError";
+  }
+}
+
+static const char *rpc_of(int status)
+{
+  switch (status) {
+  case 400:
+    return "INVALID_ARGUMENT";
+  case 403:
+    return "PERMISSION_DENIED";
+  case 404:
+    return "NOT_FOUND";
+  case 429:
+    return "RESOURCE_EXHAUSTED";
+  case 503:
+    return "UNAVAILABLE";
+  default:
+    return "INTERNAL";
+  }
+}
+
+static enum MHD_Result error_reply(struct MHD_Connection *c, int status,
+                                   const char *msg)
+{
+  return reply(c, (unsigned)status,
+               json_pack("{s:{s:i, s:s, s:[{s:s, s:s, s:s}], s:s}}", "error",
+                         "code", status, "message", msg, "errors", "message",
+                         msg, "domain", "global", "reason", reason_of(status),
+                         "status", rpc_of(status)));
+}
+
+/* ---- the request log and faults (under mu) ------------------------------ */
+
+static void log_call(const char *method, const char *call, const struct job *j,
+                     const char *token, int status)
+{
+  char day[11] = "";
+
+  if (json_array_size(req_log) >= LOG_MAX)
+    return;
+  if (j && j->shape == SHAPE_ROWS)
+    bq_fixture_day(&fix, j->day, day);
+  json_array_append_new(req_log,
+                        json_pack("{s:s, s:s, s:s, s:s, s:s, s:i}", "method",
+                                  method, "call", call, "shape",
+                                  !j                       ? ""
+                                  : j->shape == SHAPE_DAYS ? "billing-days"
+                                                           : "billing-rows",
+                                  "day", day, "page_token", token ? token : "",
+                                  "status", status));
+}
+
+/* The status of an injected fault for this call, or 0. */
+static int take_fault(const char *call)
+{
+  if (fault.count <= 0 ||
+      (strcmp(fault.call, "any") != 0 && strcmp(fault.call, call) != 0))
+    return 0;
+  if (fault.skip > 0) {
+    fault.skip--;
+    return 0;
+  }
+  fault.count--;
+  return fault.status;
+}
+
+/* ---- results ------------------------------------------------------------ */
+
+static json_t *schema_of(enum shape s)
+{
+  if (s == SHAPE_DAYS)
+    return json_pack("{s:[{s:s, s:s, s:s}, {s:s, s:s, s:s}, {s:s, s:s, s:s}]}",
+                     "fields", "name", "day", "type", "STRING", "mode",
+                     "NULLABLE", "name", "row_count", "type", "INTEGER", "mode",
+                     "NULLABLE", "name", "export_time", "type", "STRING",
+                     "mode", "NULLABLE");
+  return json_pack("{s:[{s:s, s:s, s:s}]}", "fields", "name", "row", "type",
+                   "STRING", "mode", "NULLABLE");
+}
+
+static long total_rows(const struct job *j)
+{
+  return j->shape == SHAPE_DAYS ? fix.days - j->day : fix.rows_per_day;
+}
+
+/* The page of j from offset, at most max rows, into doc. */
+static void add_page(json_t *doc, const struct job *j, long offset, long max)
+{
+  long total = total_rows(j), end, i;
+  json_t *rows = json_array();
+  char buf[4096];
+
+  if (max <= 0 || max > page_rows)
+    max = page_rows;
+  end = offset + max < total ? offset + max : total;
+  for (i = offset; i < end; i++) {
+    if (j->shape == SHAPE_DAYS) {
+      char day[11], et[40], n[24];
+      int d = j->day + (int)i;
+      bq_fixture_day(&fix, d, day);
+      bq_fixture_export_time(&fix, d, et);
+      snprintf(n, sizeof(n), "%ld", fix.rows_per_day);
+      json_array_append_new(rows, json_pack("{s:[{s:s}, {s:s}, {s:s}]}", "f",
+                                            "v", day, "v", n, "v", et));
+    } else {
+      bq_fixture_row(&fix, j->day, i, buf, sizeof(buf));
+      json_array_append_new(rows, json_pack("{s:[{s:s}]}", "f", "v", buf));
+    }
+  }
+  snprintf(buf, sizeof(buf), "%ld", total);
+  json_object_set_new(doc, "schema", schema_of(j->shape));
+  json_object_set_new(doc, "totalRows", json_string(buf));
+  if (json_array_size(rows) > 0)
+    json_object_set_new(doc, "rows", rows);
+  else
+    json_decref(rows);
+  if (end < total) {
+    snprintf(buf, sizeof(buf), "p%ld", end);
+    json_object_set_new(doc, "pageToken", json_string(buf));
+  }
+}
+
+static json_t *job_doc(const struct job *j, const char *kind)
+{
+  return json_pack("{s:s, s:{s:s, s:s, s:s}, s:s, s:b}", "kind", kind,
+                   "jobReference", "projectId", "billing-project", "jobId",
+                   j->id, "location", "US", "totalBytesProcessed", "0",
+                   "cacheHit", 0);
+}
+
+/* ---- jobs.query --------------------------------------------------------- */
+
+static const char *param(json_t *body, const char *name)
+{
+  json_t *p;
+  size_t i;
+
+  json_array_foreach (json_object_get(body, "queryParameters"), i, p) {
+    const char *n = json_string_value(json_object_get(p, "name"));
+    if (n && !strcmp(n, name))
+      return json_string_value(
+          json_object_get(json_object_get(p, "parameterValue"), "value"));
+  }
+  return NULL;
+}
+
+static enum MHD_Result on_query(struct MHD_Connection *c, const char *body,
+                                size_t len)
+{
+  json_t *doc = json_loadb(body ? body : "", len, 0, NULL);
+  const char *q = json_string_value(json_object_get(doc, "query"));
+  const char *rid = json_string_value(json_object_get(doc, "requestId"));
+  json_t *out;
+  struct job *j = NULL;
+  int i, st;
+
+  pthread_mutex_lock(&mu);
+  st = take_fault("query");
+  if (st) {
+    log_call("POST", "query", NULL, NULL, st);
+    pthread_mutex_unlock(&mu);
+    json_decref(doc);
+    return error_reply(c, st, "injected fault");
+  }
+  if (!q || json_is_true(json_object_get(doc, "useLegacySql"))) {
+    log_call("POST", "query", NULL, NULL, 400);
+    pthread_mutex_unlock(&mu);
+    json_decref(doc);
+    return error_reply(c, 400, "a standard SQL query is required");
+  }
+  /* a retried POST with the same requestId is the same job */
+  for (i = 0; rid && i < n_jobs; i++)
+    if (!strcmp(jobs[i].request_id, rid))
+      j = &jobs[i];
+  if (!j) {
+    struct job nj;
+    memset(&nj, 0, sizeof(nj));
+    if (strstr(q, "-- gpugate:billing-days")) {
+      const char *from = param(doc, "from_day");
+      nj.shape = SHAPE_DAYS;
+      nj.day = from && *from ? bq_fixture_day_index(&fix, from) : 0;
+      if (nj.day < 0) /* before or after the fixture */
+        nj.day = from && strcmp(from, "2000") < 0 ? 0 : fix.days;
+    } else if (strstr(q, "-- gpugate:billing-rows")) {
+      const char *day = param(doc, "day");
+      nj.shape = SHAPE_ROWS;
+      nj.day = day ? bq_fixture_day_index(&fix, day) : -1;
+    } else {
+      nj.day = -2;
+    }
+    if (nj.day < 0 || n_jobs == MAX_JOBS) {
+      log_call("POST", "query", NULL, NULL, 400);
+      pthread_mutex_unlock(&mu);
+      json_decref(doc);
+      return error_reply(c, 400,
+                         nj.day == -2 ? "Unrecognized query (the emulator "
+                                        "knows gpugate's billing queries)"
+                                      : "Query parameter out of range");
+    }
+    snprintf(nj.id, sizeof(nj.id), "job_emu%06d", n_jobs);
+    snprintf(nj.request_id, sizeof(nj.request_id), "%s", rid ? rid : "");
+    nj.polls = incomplete_polls;
+    jobs[n_jobs] = nj;
+    j = &jobs[n_jobs++];
+  }
+  out = job_doc(j, "bigquery#queryResponse");
+  if (j->polls > 0) {
+    j->polls--;
+    json_object_set_new(out, "jobComplete", json_false());
+  } else {
+    json_object_set_new(out, "jobComplete", json_true());
+    add_page(out, j, 0,
+             (long)json_integer_value(json_object_get(doc, "maxResults")));
+  }
+  log_call("POST", "query", j, NULL, 200);
+  pthread_mutex_unlock(&mu);
+  json_decref(doc);
+  return reply(c, 200, out);
+}
+
+/* ---- getQueryResults ---------------------------------------------------- */
+
+static enum MHD_Result on_results(struct MHD_Connection *c, const char *id)
+{
+  const char *token =
+      MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "pageToken");
+  const char *max =
+      MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "maxResults");
+  struct job *j = NULL;
+  json_t *out;
+  long offset = 0;
+  int i, st;
+
+  pthread_mutex_lock(&mu);
+  for (i = 0; i < n_jobs; i++)
+    if (!strcmp(jobs[i].id, id))
+      j = &jobs[i];
+  st = j ? take_fault("results") : 404;
+  if (st) {
+    log_call("GET", "results", j, token, st);
+    pthread_mutex_unlock(&mu);
+    return error_reply(c, st, st == 404 ? "Not found: Job" : "injected fault");
+  }
+  if (token) {
+    char *end;
+    offset = token[0] == 'p' ? strtol(token + 1, &end, 10) : -1;
+    if (offset < 0 || token[0] != 'p' || *end || offset > total_rows(j)) {
+      log_call("GET", "results", j, token, 400);
+      pthread_mutex_unlock(&mu);
+      return error_reply(c, 400, "Invalid page token");
+    }
+  }
+  out = job_doc(j, "bigquery#getQueryResultsResponse");
+  if (j->polls > 0) {
+    j->polls--;
+    json_object_set_new(out, "jobComplete", json_false());
+  } else {
+    json_object_set_new(out, "jobComplete", json_true());
+    add_page(out, j, offset, max ? strtol(max, NULL, 10) : 0);
+  }
+  log_call("GET", "results", j, token, 200);
+  pthread_mutex_unlock(&mu);
+  return reply(c, 200, out);
+}
+
+/* ---- control ------------------------------------------------------------ */
+
+static json_t *money(long long micros)
+{
+  char s[48];
+  long long a = micros < 0 ? -micros : micros;
+
+  snprintf(s, sizeof(s), "%s%lld.%06lld", micros < 0 ? "-" : "", a / 1000000,
+           a % 1000000);
+  return json_string(s);
+}
+
+static enum MHD_Result on_control(struct MHD_Connection *c, const char *method,
+                                  const char *url, const char *body, size_t len)
+{
+  json_t *doc = body ? json_loadb(body, len, 0, NULL) : NULL, *out = NULL;
+  unsigned status = 200;
+
+  pthread_mutex_lock(&mu);
+  if (!strcmp(url, "/emulator/requests") && !strcmp(method, "GET")) {
+    out = json_deep_copy(req_log);
+  } else if (!strcmp(url, "/emulator/requests") && !strcmp(method, "DELETE")) {
+    json_array_clear(req_log);
+    out = json_object();
+  } else if (!strcmp(url, "/emulator/faults") && !strcmp(method, "POST")) {
+    const char *call = json_string_value(json_object_get(doc, "call"));
+    fault.status = (int)json_integer_value(json_object_get(doc, "status"));
+    fault.count = (int)json_integer_value(json_object_get(doc, "count"));
+    fault.skip = (int)json_integer_value(json_object_get(doc, "skip"));
+    snprintf(fault.call, sizeof(fault.call), "%s", call ? call : "any");
+    out = json_object();
+  } else if (!strcmp(url, "/emulator/revise") && !strcmp(method, "POST")) {
+    const char *day = json_string_value(json_object_get(doc, "day"));
+    int d = day ? bq_fixture_day_index(&fix, day) : -1;
+    if (d < 0) {
+      status = 400;
+      out = json_pack("{s:s}", "error", "day: not in the fixture");
+    } else {
+      fix.revision[d]++;
+      out = json_pack("{s:i}", "revision", fix.revision[d]);
+    }
+  } else if (!strcmp(url, "/emulator/config") && !strcmp(method, "POST")) {
+    json_t *v;
+    if ((v = json_object_get(doc, "incomplete_polls")))
+      incomplete_polls = (int)json_integer_value(v);
+    if ((v = json_object_get(doc, "page_rows")) && json_integer_value(v) > 0)
+      page_rows = (long)json_integer_value(v);
+    out = json_object();
+  } else if (!strcmp(url, "/emulator/totals") && !strcmp(method, "GET")) {
+    const char *team =
+        MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "team");
+    long long cost, credits;
+    bq_fixture_totals(&fix, team, &cost, &credits);
+    out = json_pack("{s:o, s:o, s:o, s:I}", "cost", money(cost), "credits",
+                    money(credits), "net", money(cost + credits), "rows",
+                    (json_int_t)fix.days * fix.rows_per_day);
+  } else if (!strcmp(url, "/emulator/healthz")) {
+    out = json_pack("{s:s}", "status", "ok");
+  } else {
+    status = 404;
+    out = json_pack("{s:s}", "error", "no such control endpoint");
+  }
+  pthread_mutex_unlock(&mu);
+  json_decref(doc);
+  return reply(c, status, out);
+}
+
+/* ---- dispatch ----------------------------------------------------------- */
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
+                              const char *url, const char *method,
+                              const char *version, const char *upload,
+                              size_t *upload_size, void **con_cls)
+{
+  struct body *b = *con_cls;
+  const char *prefix = "/bigquery/v2/projects/", *rest, *slash;
+
+  (void)cls;
+  (void)version;
+  if (!b) {
+    b = calloc(1, sizeof(*b));
+    if (!b)
+      return MHD_NO;
+    *con_cls = b;
+    return MHD_YES;
+  }
+  if (*upload_size > 0) {
+    if (b->len + *upload_size > BODY_MAX) {
+      b->too_large = true;
+    } else {
+      char *g = realloc(b->p, b->len + *upload_size + 1);
+      if (!g)
+        return MHD_NO;
+      b->p = g;
+      memcpy(b->p + b->len, upload, *upload_size);
+      b->len += *upload_size;
+      b->p[b->len] = '\0';
+    }
+    *upload_size = 0;
+    return MHD_YES;
+  }
+  if (b->too_large)
+    return error_reply(c, 413, "request too large");
+  if (!strncmp(url, "/emulator/", 10))
+    return on_control(c, method, url, b->p, b->len);
+  if (strncmp(url, prefix, strlen(prefix)) != 0)
+    return error_reply(c, 404, "Not found");
+  rest = url + strlen(prefix);
+  slash = strchr(rest, '/');
+  if (!slash || strncmp(slash, "/queries", 8) != 0)
+    return error_reply(c, 404, "Not found");
+  if (!strcmp(slash, "/queries") && !strcmp(method, "POST"))
+    return on_query(c, b->p, b->len);
+  if (!strncmp(slash, "/queries/", 9) && slash[9] && !strcmp(method, "GET"))
+    return on_results(c, slash + 9);
+  return error_reply(c, 404, "Not found");
+}
+
+static void done(void *cls, struct MHD_Connection *c, void **con_cls,
+                 enum MHD_RequestTerminationCode toe)
+{
+  struct body *b = *con_cls;
+
+  (void)cls;
+  (void)c;
+  (void)toe;
+  if (b) {
+    free(b->p);
+    free(b);
+  }
+  *con_cls = NULL;
+}
+
+/* ---- main --------------------------------------------------------------- */
+
+static long env_long(const char *name, long def)
+{
+  const char *v = getenv(name);
+  return v && *v ? strtol(v, NULL, 10) : def;
+}
+
+int main(void)
+{
+  const char *listen = getenv("BQ_EMU_LISTEN"), *port_file,
+             *start = getenv("BQ_EMU_START");
+  char host[64] = "127.0.0.1";
+  unsigned short port = 0;
+  struct MHD_Daemon *d;
+  struct sockaddr_in addr;
+  const union MHD_DaemonInfo *info;
+  sigset_t set;
+  int sig, y = 2026, m = 8, dd = 1;
+
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (listen && *listen) {
+    const char *colon = strrchr(listen, ':');
+    if (colon && (size_t)(colon - listen) < sizeof(host)) {
+      snprintf(host, sizeof(host), "%.*s", (int)(colon - listen), listen);
+      port = (unsigned short)strtoul(colon + 1, NULL, 10);
+    }
+  }
+  if (start && sscanf(start, "%d-%d-%d", &y, &m, &dd) != 3) {
+    fprintf(stderr, "bigquery_emulator: BQ_EMU_START: expected YYYY-MM-DD\n");
+    return 1;
+  }
+  {
+    /* days_from_civil */
+    long yy = m <= 2 ? y - 1 : y;
+    long era = (yy >= 0 ? yy : yy - 399) / 400;
+    long yoe = yy - era * 400;
+    long doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + dd - 1;
+    long doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    fix.start = era * 146097 + doe - 719468;
+  }
+  fix.days = (int)env_long("BQ_EMU_DAYS", 92);
+  fix.rows_per_day = env_long("BQ_EMU_ROWS", 24);
+  incomplete_polls = (int)env_long("BQ_EMU_INCOMPLETE_POLLS", 1);
+  page_rows = env_long("BQ_EMU_PAGE_ROWS", 1000);
+  if (fix.days < 1 || fix.days > BQ_FIX_MAX_DAYS || fix.rows_per_day < 0 ||
+      page_rows < 1) {
+    fprintf(stderr, "bigquery_emulator: BQ_EMU_DAYS, BQ_EMU_ROWS or "
+                    "BQ_EMU_PAGE_ROWS out of range\n");
+    return 1;
+  }
+  req_log = json_array();
+  memset(&addr, 0, sizeof(addr));
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  if (inet_pton(AF_INET, host, &addr.sin_addr) != 1) {
+    fprintf(stderr, "bigquery_emulator: BQ_EMU_LISTEN: not an IPv4 address\n");
+    return 1;
+  }
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, NULL);
+  d = MHD_start_daemon(
+      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, port,
+      NULL, NULL, handle, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+      MHD_OPTION_NOTIFY_COMPLETED, done, NULL, MHD_OPTION_END);
+  if (!d) {
+    fprintf(stderr, "bigquery_emulator: cannot listen on %s:%u\n", host, port);
+    return 1;
+  }
+  info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+  port = info ? info->port : port;
+  port_file = getenv("BQ_EMU_PORT_FILE");
+  if (port_file && *port_file) {
+    char tmp[600];
+    FILE *f;
+    snprintf(tmp, sizeof(tmp), "%s.tmp", port_file);
+    f = fopen(tmp, "w");
+    if (!f || fprintf(f, "%u\n", port) < 0 || fclose(f) != 0 ||
+        rename(tmp, port_file) != 0) {
+      fprintf(stderr, "bigquery_emulator: cannot write %s\n", port_file);
+      MHD_stop_daemon(d);
+      return 1;
+    }
+  }
+  fprintf(stderr,
+          "bigquery_emulator: listening on %s:%u (%d days × %ld rows)\n", host,
+          port, fix.days, fix.rows_per_day);
+  sigwait(&set, &sig);
+  MHD_stop_daemon(d);
+  json_decref(req_log);
+  return 0;
+}

@@ -1,0 +1,49 @@
+/*
+ * bq_fixture.h — the BigQuery emulator's billing export: a deterministic
+ * table of days × rows per day, generated on demand (nothing is stored,
+ * so a million rows cost no memory), with per-day revisions that change
+ * every cost of the day and move its export_time, as Google's late
+ * corrections do.
+ *
+ * Row i of day d: team team-a, team-b or team-c by i % 4 (i % 4 == 3: no
+ * team label, "(unattributed)"), cost_type tax when i % 10 == 8,
+ * adjustment when i % 10 == 9, else regular; cost in whole micro-dollars
+ * (six decimals, exact); a credit of -cost/10 (rounded down to the
+ * micro-dollar) on every third row. Revision r adds r × 0.001 to every
+ * cost of the day and r hours to its export_time.
+ */
+#ifndef GPUGATE_BQ_FIXTURE_H
+#define GPUGATE_BQ_FIXTURE_H
+
+#include <stddef.h>
+
+#define BQ_FIX_MAX_DAYS 400
+
+struct bq_fixture {
+  int days;          /* usage days, from start on */
+  long rows_per_day; /* rows of every day */
+  long start;        /* days since 1970-01-01 of the first day */
+  int revision[BQ_FIX_MAX_DAYS];
+};
+
+/* "YYYY-MM-DD" of day d into out (11 bytes). */
+void bq_fixture_day(const struct bq_fixture *f, int d, char out[11]);
+
+/* The day index of "YYYY-MM-DD", or -1 outside the fixture. */
+int bq_fixture_day_index(const struct bq_fixture *f, const char *day);
+
+/* The day's MAX(export_time), "YYYY-MM-DDTHH:MM:SS.000000Z", into out
+ * (40 bytes). */
+void bq_fixture_export_time(const struct bq_fixture *f, int d, char out[40]);
+
+/* Row i of day d as the export's JSON (TO_JSON_STRING of the row, money
+ * cast to NUMERIC) into out (cap bytes); its length. */
+size_t bq_fixture_row(const struct bq_fixture *f, int d, long i, char *out,
+                      size_t cap);
+
+/* Σ cost and Σ credits of the whole fixture, in micro-dollars, for team
+ * (NULL: all teams; "(unattributed)" for rows without the label). */
+void bq_fixture_totals(const struct bq_fixture *f, const char *team,
+                       long long *cost, long long *credits);
+
+#endif
