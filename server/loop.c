@@ -25,6 +25,7 @@
 #include "db/sched.h"
 #include "server/admission.h"
 #include "server/log.h"
+#include "server/billing_pull.h"
 #include "server/loop.h"
 #include "server/metrics.h"
 
@@ -43,6 +44,7 @@ struct loop {
   struct admission *adm; /* the leader's admission state */
   long long reconciled_at_ms;
   long long published_at_ms; /* last round of queue positions */
+  struct billing_pull *pull; /* the leader's BigQuery pull; NULL: off */
 };
 
 static long long now_ms(void)
@@ -297,6 +299,7 @@ static void *run(void *arg)
     }
     if (again >= 0)
       refresh_team_costs(l);
+    billing_pull_tick(l->pull, l->leader);
     if (again < 0 && PQstatus(l->conn.pg) != CONNECTION_OK)
       disconnect(l);
     if (again <= 0)
@@ -322,7 +325,9 @@ struct loop *loop_start(const struct config *cfg)
     free(l);
     return NULL;
   }
+  l->pull = billing_pull_start(cfg);
   if (pthread_create(&l->thread, NULL, run, l) != 0) {
+    billing_pull_stop(l->pull);
     close(l->wake[0]);
     close(l->wake[1]);
     admission_free(l->adm);
@@ -341,6 +346,7 @@ void loop_stop(struct loop *l)
     /* the poll times out soon enough */
   }
   pthread_join(l->thread, NULL);
+  billing_pull_stop(l->pull);
   close(l->wake[0]);
   close(l->wake[1]);
   admission_free(l->adm);

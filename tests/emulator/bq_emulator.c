@@ -13,7 +13,8 @@
  *
  * Control endpoints (never faulted nor logged):
  *   GET  /emulator/requests   the request log: [{"method", "call",
- *        "shape", "day", "page_token", "status"}]
+ *        "shape", "day", "page_token", "status", "complete"}] (DELETE
+ *        empties it)
  *   POST /emulator/faults     {"status": 503, "count": 1, "skip": 0,
  *        "call": "query" | "results" | "any"}: the next count calls of that
  *        kind, after skipping skip, answer status (a google.rpc.Status)
@@ -143,7 +144,7 @@ static enum MHD_Result error_reply(struct MHD_Connection *c, int status,
 /* ---- the request log and faults (under mu) ------------------------------ */
 
 static void log_call(const char *method, const char *call, const struct job *j,
-                     const char *token, int status)
+                     const char *token, int status, bool complete)
 {
   char day[11] = "";
 
@@ -152,13 +153,13 @@ static void log_call(const char *method, const char *call, const struct job *j,
   if (j && j->shape == SHAPE_ROWS)
     bq_fixture_day(&fix, j->day, day);
   json_array_append_new(req_log,
-                        json_pack("{s:s, s:s, s:s, s:s, s:s, s:i}", "method",
-                                  method, "call", call, "shape",
+                        json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:b}",
+                                  "method", method, "call", call, "shape",
                                   !j                       ? ""
                                   : j->shape == SHAPE_DAYS ? "billing-days"
                                                            : "billing-rows",
                                   "day", day, "page_token", token ? token : "",
-                                  "status", status));
+                                  "status", status, "complete", complete));
 }
 
 /* The status of an injected fault for this call, or 0. */
@@ -268,13 +269,13 @@ static enum MHD_Result on_query(struct MHD_Connection *c, const char *body,
   pthread_mutex_lock(&mu);
   st = take_fault("query");
   if (st) {
-    log_call("POST", "query", NULL, NULL, st);
+    log_call("POST", "query", NULL, NULL, st, false);
     pthread_mutex_unlock(&mu);
     json_decref(doc);
     return error_reply(c, st, "injected fault");
   }
   if (!q || json_is_true(json_object_get(doc, "useLegacySql"))) {
-    log_call("POST", "query", NULL, NULL, 400);
+    log_call("POST", "query", NULL, NULL, 400, false);
     pthread_mutex_unlock(&mu);
     json_decref(doc);
     return error_reply(c, 400, "a standard SQL query is required");
@@ -300,7 +301,7 @@ static enum MHD_Result on_query(struct MHD_Connection *c, const char *body,
       nj.day = -2;
     }
     if (nj.day < 0 || n_jobs == MAX_JOBS) {
-      log_call("POST", "query", NULL, NULL, 400);
+      log_call("POST", "query", NULL, NULL, 400, false);
       pthread_mutex_unlock(&mu);
       json_decref(doc);
       return error_reply(c, 400,
@@ -323,7 +324,8 @@ static enum MHD_Result on_query(struct MHD_Connection *c, const char *body,
     add_page(out, j, 0,
              (long)json_integer_value(json_object_get(doc, "maxResults")));
   }
-  log_call("POST", "query", j, NULL, 200);
+  log_call("POST", "query", j, NULL, 200,
+           json_is_true(json_object_get(out, "jobComplete")));
   pthread_mutex_unlock(&mu);
   json_decref(doc);
   return reply(c, 200, out);
@@ -348,7 +350,7 @@ static enum MHD_Result on_results(struct MHD_Connection *c, const char *id)
       j = &jobs[i];
   st = j ? take_fault("results") : 404;
   if (st) {
-    log_call("GET", "results", j, token, st);
+    log_call("GET", "results", j, token, st, false);
     pthread_mutex_unlock(&mu);
     return error_reply(c, st, st == 404 ? "Not found: Job" : "injected fault");
   }
@@ -356,7 +358,7 @@ static enum MHD_Result on_results(struct MHD_Connection *c, const char *id)
     char *end;
     offset = token[0] == 'p' ? strtol(token + 1, &end, 10) : -1;
     if (offset < 0 || token[0] != 'p' || *end || offset > total_rows(j)) {
-      log_call("GET", "results", j, token, 400);
+      log_call("GET", "results", j, token, 400, false);
       pthread_mutex_unlock(&mu);
       return error_reply(c, 400, "Invalid page token");
     }
@@ -369,7 +371,8 @@ static enum MHD_Result on_results(struct MHD_Connection *c, const char *id)
     json_object_set_new(out, "jobComplete", json_true());
     add_page(out, j, offset, max ? strtol(max, NULL, 10) : 0);
   }
-  log_call("GET", "results", j, token, 200);
+  log_call("GET", "results", j, token, 200,
+           json_is_true(json_object_get(out, "jobComplete")));
   pthread_mutex_unlock(&mu);
   return reply(c, 200, out);
 }

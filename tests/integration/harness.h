@@ -64,6 +64,13 @@ int h_server_start(struct h_server *s, const char *db_url,
 int h_emulator_start(struct h_server *emu, const char *const *extra_env);
 
 /*
+ * Start build/bigquery_emulator on port 0 (it exits with the test
+ * process) with extra "BQ_EMU_...=value" entries (NULL-ended, may be
+ * NULL). Stop it with h_server_stop(). Returns 0 or -1.
+ */
+int h_bq_emulator_start(struct h_server *emu, const char *const *extra_env);
+
+/*
  * The environment entries that point gpugate at the emulator: backend gcp,
  * project test-project, its endpoint and its metadata server.
  */

@@ -1,0 +1,305 @@
+/*
+ * it_bigquery.c — the BigQuery pull of the billing export against
+ * build/bigquery_emulator (92 days × 24 rows, pages of 10 rows, every job
+ * answering jobComplete: false once): the first `gpugate billing-sync`
+ * loads every day and the cost report's totals equal the fixture's to the
+ * last decimal; a revision of day D-5 makes the next sync re-read exactly
+ * that day (the emulator's request log) and the totals follow it; a 503
+ * in the middle of a day's pages leaves the database as it was, and the
+ * next sync completes; GET /v1/billing/status reports it all; and with
+ * two replicas, each pointed at an emulator of its own, only the
+ * admission leader pulls.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/integration/harness.h"
+
+Suite *bigquery_suite(void);
+
+#define TABLE "billing-project.billing.gcp_billing_export_v1_0123"
+#define REVISED "2026-10-26" /* D-5: the fixture's last day is 2026-10-31 */
+
+static const char *const emu_env[] = {"BQ_EMU_DAYS=92", "BQ_EMU_ROWS=24",
+                                      "BQ_EMU_PAGE_ROWS=10",
+                                      "BQ_EMU_INCOMPLETE_POLLS=1", NULL};
+
+/* gpugate billing-sync against db_url and the emulator; its exit status,
+ * its output in out. */
+static int billing_sync(const char *db_url, const struct h_server *emu,
+                        char *out, size_t outlen)
+{
+  char db[600], endpoint[128];
+  const char *env[] = {db,
+                       "GPUGATE_JWT_HS256_SECRET_FILE=" H_SECRET_FILE,
+                       "GPUGATE_GCP_TOKEN_SOURCE=none",
+                       "GPUGATE_BILLING_BIGQUERY_TABLE=" TABLE,
+                       "GPUGATE_BILLING_BIGQUERY_LOCATION=US",
+                       endpoint,
+                       "GPUGATE_LOG_LEVEL=error",
+                       NULL};
+  const char *argv[] = {"build/gpugate", "billing-sync", NULL};
+
+  snprintf(db, sizeof(db), "GPUGATE_DATABASE_URL=%s", db_url);
+  snprintf(endpoint, sizeof(endpoint),
+           "GPUGATE_BIGQUERY_ENDPOINT=http://127.0.0.1:%u", emu->port);
+  return h_run(argv, env, 60000, NULL, out, outlen);
+}
+
+/* POST an emulator control endpoint. */
+static void emu_post(const struct h_server *emu, const char *path,
+                     const char *body)
+{
+  json_t *r = h_call(emu, "POST", path, NULL, body, 200);
+  json_decref(r);
+}
+
+/* The emulator's request log, emptied after. */
+static json_t *take_log(const struct h_server *emu)
+{
+  json_t *log = h_emu_get(emu, "/emulator/requests");
+  struct h_resp r;
+
+  ck_assert_int_eq(
+      h_request(emu, "DELETE", "/emulator/requests", NULL, NULL, NULL, &r), 0);
+  h_resp_free(&r);
+  return log;
+}
+
+/* Entries of log with call and shape (and day, when not NULL). */
+static int count(json_t *log, const char *call, const char *shape,
+                 const char *day)
+{
+  json_t *e;
+  size_t i;
+  int n = 0;
+
+  json_array_foreach (log, i, e) {
+    if (!strcmp(json_string_value(json_object_get(e, "call")), call) &&
+        !strcmp(json_string_value(json_object_get(e, "shape")), shape) &&
+        (!day || !strcmp(json_string_value(json_object_get(e, "day")), day)))
+      n++;
+  }
+  return n;
+}
+
+/* The report's USD totals as PostgreSQL's exact text: "cost credits net". */
+static void report_totals(const struct h_server *s, const char *tok, char *out,
+                          size_t len)
+{
+  struct h_resp r;
+  const char *t;
+
+  ck_assert_int_eq(h_request(s, "GET",
+                             "/v1/costs?from=2026-08-01&to=2026-10-31", tok,
+                             NULL, NULL, &r),
+                   0);
+  ck_assert_int_eq(r.status, 200);
+  /* the raw text: the numbers exactly as the server wrote them */
+  t = strstr(r.body, "\"totals\":[{\"currency\":\"USD\",");
+  ck_assert_ptr_nonnull(t);
+  snprintf(out, len, "%.*s", (int)strcspn(t, "}"), t);
+  h_resp_free(&r);
+}
+
+/* The fixture's totals in the report's form. */
+static void fixture_totals(const struct h_server *emu, char *out, size_t len)
+{
+  json_t *t = h_emu_get(emu, "/emulator/totals");
+  const char *cost = json_string_value(json_object_get(t, "cost"));
+  const char *credits = json_string_value(json_object_get(t, "credits"));
+  const char *net = json_string_value(json_object_get(t, "net"));
+  char c[3][48];
+  const char *v[3] = {cost, credits, net};
+  int i;
+
+  /* the report trims trailing zeros (trim_scale) */
+  for (i = 0; i < 3; i++) {
+    size_t n;
+    snprintf(c[i], sizeof(c[i]), "%s", v[i]);
+    n = strlen(c[i]);
+    while (n > 0 && c[i][n - 1] == '0')
+      c[i][--n] = '\0';
+    if (n > 0 && c[i][n - 1] == '.')
+      c[i][--n] = '\0';
+  }
+  snprintf(out, len,
+           "\"totals\":[{\"currency\":\"USD\",\"cost\":%s,\"credits\":%s,"
+           "\"net_cost\":%s",
+           c[0], c[1], c[2]);
+  json_decref(t);
+}
+
+START_TEST(test_sync_revise_fail)
+{
+  static const char *const srv_env[] = {"GPUGATE_BILLING_SYNC_INTERVAL_S=0",
+                                        NULL};
+  struct h_server emu, srv;
+  char db_url[512], out[4096], before[512], after[512], want[512];
+  char *fin = h_token(NULL, "finance", 3600);
+  char *member = h_token("team-a", "member", 3600);
+  json_t *log, *st;
+
+  ck_assert_int_eq(h_db_create("it_bigquery", db_url, sizeof(db_url)), 0);
+  ck_assert_int_eq(h_bq_emulator_start(&emu, emu_env), 0);
+  ck_assert_int_eq(h_server_start(&srv, db_url, srv_env), 0);
+
+  /* before any pull */
+  st = h_call(&srv, "GET", "/v1/billing/status", fin, NULL, 200);
+  ck_assert_str_eq(json_string_value(json_object_get(st, "last_outcome")),
+                   "never");
+  ck_assert(json_is_null(json_object_get(st, "data_through")));
+  json_decref(st);
+  json_decref(h_call(&srv, "GET", "/v1/billing/status", member, NULL, 403));
+
+  /* 1. the first sync loads all 92 days */
+  ck_assert_msg(billing_sync(db_url, &emu, out, sizeof(out)) == 0, "%s", out);
+  log = take_log(&emu);
+  ck_assert_int_eq(count(log, "query", "billing-days", NULL), 1);
+  ck_assert_int_eq(count(log, "query", "billing-rows", NULL), 92);
+  {
+    /* every job polled once (jobComplete false), then 3 pages of 10 rows */
+    json_t *e;
+    size_t i;
+    int incomplete = 0, paged = 0;
+    json_array_foreach (log, i, e) {
+      if (!json_is_true(json_object_get(e, "complete")))
+        incomplete++;
+      if (*json_string_value(json_object_get(e, "page_token")))
+        paged++;
+    }
+    ck_assert_int_eq(incomplete, 93); /* every jobs.query reply */
+    ck_assert_int_ge(paged, 92 * 2);  /* rows: pages 2 and 3 of each day */
+  }
+  json_decref(log);
+  fixture_totals(&emu, want, sizeof(want));
+  report_totals(&srv, fin, before, sizeof(before));
+  ck_assert_str_eq(before, want);
+  st = h_call(&srv, "GET", "/v1/billing/status", fin, NULL, 200);
+  ck_assert_str_eq(json_string_value(json_object_get(st, "last_outcome")),
+                   "ok");
+  ck_assert_str_eq(json_string_value(json_object_get(st, "data_through")),
+                   "2026-11-01T00:00:00Z");
+  ck_assert_uint_eq(json_array_size(json_object_get(st, "days")), 92);
+  ck_assert_int_eq(json_integer_value(json_object_get(st, "rows")), 92 * 24);
+  json_decref(st);
+
+  /* 2. nothing changed: nothing is read */
+  ck_assert_msg(billing_sync(db_url, &emu, out, sizeof(out)) == 0, "%s", out);
+  log = take_log(&emu);
+  ck_assert_int_eq(count(log, "query", "billing-rows", NULL), 0);
+  json_decref(log);
+
+  /* 3. a revision of D-5: exactly that day is re-read and replaced */
+  emu_post(&emu, "/emulator/revise", "{\"day\": \"" REVISED "\"}");
+  ck_assert_msg(billing_sync(db_url, &emu, out, sizeof(out)) == 0, "%s", out);
+  log = take_log(&emu);
+  ck_assert_int_eq(count(log, "query", "billing-rows", NULL), 1);
+  ck_assert_int_eq(count(log, "query", "billing-rows", REVISED), 1);
+  json_decref(log);
+  fixture_totals(&emu, want, sizeof(want));
+  report_totals(&srv, fin, after, sizeof(after));
+  ck_assert_str_eq(after, want);
+  ck_assert_str_ne(after, before);
+
+  /* 4. a 503 on the second page of the re-read day (every retry): the
+   * day is as before, the sync failed and says why */
+  emu_post(&emu, "/emulator/revise", "{\"day\": \"2026-10-27\"}");
+  /* results calls: the summary's poll and page 2, the day's poll, then
+   * its page 2 fails six times over */
+  emu_post(&emu, "/emulator/faults",
+           "{\"status\": 503, \"count\": 6, \"skip\": 3, \"call\": "
+           "\"results\"}");
+  ck_assert_int_ne(billing_sync(db_url, &emu, out, sizeof(out)), 0);
+  ck_assert_ptr_nonnull(strstr(out, "503"));
+  report_totals(&srv, fin, before, sizeof(before));
+  ck_assert_str_eq(before, after); /* as before the failed sync */
+  st = h_call(&srv, "GET", "/v1/billing/status", fin, NULL, 200);
+  ck_assert_str_eq(json_string_value(json_object_get(st, "last_outcome")),
+                   "failed");
+  ck_assert_ptr_nonnull(
+      strstr(json_string_value(json_object_get(st, "last_error")), "503"));
+  json_decref(st);
+  json_decref(take_log(&emu));
+
+  /* 5. the next sync completes: only the revised day again */
+  ck_assert_msg(billing_sync(db_url, &emu, out, sizeof(out)) == 0, "%s", out);
+  log = take_log(&emu);
+  ck_assert_int_eq(count(log, "query", "billing-rows", NULL), 1);
+  ck_assert_int_eq(count(log, "query", "billing-rows", "2026-10-27"), 1);
+  json_decref(log);
+  fixture_totals(&emu, want, sizeof(want));
+  report_totals(&srv, fin, after, sizeof(after));
+  ck_assert_str_eq(after, want);
+
+  h_server_stop(&srv);
+  h_server_stop(&emu);
+  free(fin);
+  free(member);
+}
+END_TEST
+
+START_TEST(test_only_the_leader_pulls)
+{
+  struct h_server emu[2], srv[2];
+  char db_url[512], endpoint[2][128];
+  char *fin = h_token(NULL, "finance", 3600);
+  const char *env[2][6];
+  json_t *st = NULL;
+  int i, tries, pulled[2];
+
+  ck_assert_int_eq(h_db_create("it_bigquery_leader", db_url, sizeof(db_url)),
+                   0);
+  for (i = 0; i < 2; i++) {
+    ck_assert_int_eq(h_bq_emulator_start(&emu[i], emu_env), 0);
+    snprintf(endpoint[i], sizeof(endpoint[i]),
+             "GPUGATE_BIGQUERY_ENDPOINT=http://127.0.0.1:%u", emu[i].port);
+    env[i][0] = endpoint[i];
+    env[i][1] = "GPUGATE_GCP_TOKEN_SOURCE=none";
+    env[i][2] = "GPUGATE_BILLING_BIGQUERY_TABLE=" TABLE;
+    env[i][3] = "GPUGATE_BILLING_SYNC_INTERVAL_S=1";
+    env[i][4] = "GPUGATE_ADMISSION_INTERVAL_MS=200";
+    env[i][5] = NULL;
+    ck_assert_int_eq(h_server_start(&srv[i], db_url, env[i]), 0);
+  }
+  /* the leader pulls at once, then every second */
+  for (tries = 0; tries < 100; tries++) {
+    json_decref(st);
+    st = h_call(&srv[0], "GET", "/v1/billing/status", fin, NULL, 200);
+    if (json_integer_value(json_object_get(st, "rows")) == 92 * 24)
+      break;
+    h_sleep_ms(100);
+  }
+  ck_assert_int_eq(json_integer_value(json_object_get(st, "rows")), 92 * 24);
+  json_decref(st);
+  h_sleep_ms(2500); /* time for more pulls, by either */
+  for (i = 0; i < 2; i++) {
+    json_t *log = h_emu_get(&emu[i], "/emulator/requests");
+    pulled[i] = count(log, "query", "billing-days", NULL);
+    json_decref(log);
+  }
+  ck_assert_msg((pulled[0] > 0) != (pulled[1] > 0),
+                "both or neither replica pulled: %d and %d", pulled[0],
+                pulled[1]);
+  ck_assert_int_ge(pulled[0] + pulled[1], 2); /* it keeps pulling */
+  for (i = 0; i < 2; i++) {
+    h_server_stop(&srv[i]);
+    h_server_stop(&emu[i]);
+  }
+  free(fin);
+}
+END_TEST
+
+Suite *bigquery_suite(void)
+{
+  Suite *s = suite_create("bigquery");
+  TCase *tc = tcase_create("pull");
+
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, test_sync_revise_fail);
+  tcase_add_test(tc, test_only_the_leader_pulls);
+  suite_add_tcase(s, tc);
+  return s;
+}

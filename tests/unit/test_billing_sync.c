@@ -1,0 +1,223 @@
+/*
+ * test_billing_sync.c — the BigQuery pull's pure parts, as tables: which
+ * usage days a sync re-reads given the export's per-day figures and the
+ * stored ones (billing_sync_plan), and the configuration of the pull
+ * (GPUGATE_BILLING_BIGQUERY_*, GPUGATE_BIGQUERY_ENDPOINT,
+ * GPUGATE_BILLING_SYNC_INTERVAL_S, GPUGATE_BILLING_REREAD_DAYS).
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/billing_sync.h"
+#include "server/config.h"
+
+Suite *billing_sync_suite(void);
+
+#define MAXD 6
+#define T1 "2026-10-02T04:00:00.000000Z"
+#define T2 "2026-10-02T05:00:00.000000Z"
+
+struct plan_case {
+  const char *name;
+  struct billing_day_figures remote[MAXD], stored[MAXD];
+  size_t nr, ns;
+  const char
+      *want; /* the days re-read, "day[-]" each ('-': gone), ' '-separated */
+};
+
+static const struct plan_case plan_cases[] = {
+    {"first sync: every day",
+     {{"2026-10-01", T1, 3}, {"2026-10-02", T1, 4}},
+     {{"", "", 0}},
+     2,
+     0,
+     "2026-10-01 2026-10-02"},
+    {"nothing changed",
+     {{"2026-10-01", T1, 3}, {"2026-10-02", T1, 4}},
+     {{"2026-10-01", T1, 3}, {"2026-10-02", T1, 4}},
+     2,
+     2,
+     ""},
+    {"export_time moved",
+     {{"2026-10-01", T1, 3}, {"2026-10-02", T2, 4}},
+     {{"2026-10-01", T1, 3}, {"2026-10-02", T1, 4}},
+     2,
+     2,
+     "2026-10-02"},
+    {"a late row, same export_time",
+     {{"2026-10-01", T1, 4}},
+     {{"2026-10-01", T1, 3}},
+     1,
+     1,
+     "2026-10-01"},
+    {"a row fewer",
+     {{"2026-10-01", T1, 2}},
+     {{"2026-10-01", T1, 3}},
+     1,
+     1,
+     "2026-10-01"},
+    {"a new day after the stored ones",
+     {{"2026-10-01", T1, 3}, {"2026-10-02", T1, 1}},
+     {{"2026-10-01", T1, 3}},
+     2,
+     1,
+     "2026-10-02"},
+    {"a new day between stored ones",
+     {{"2026-10-01", T1, 3}, {"2026-10-02", T1, 1}, {"2026-10-03", T1, 5}},
+     {{"2026-10-01", T1, 3}, {"2026-10-03", T1, 5}},
+     3,
+     2,
+     "2026-10-02"},
+    {"a day gone from the export",
+     {{"2026-10-01", T1, 3}, {"2026-10-03", T1, 5}},
+     {{"2026-10-01", T1, 3}, {"2026-10-02", T1, 2}, {"2026-10-03", T1, 5}},
+     2,
+     3,
+     "2026-10-02-"},
+    {"a day gone and already emptied",
+     {{"2026-10-01", T1, 3}},
+     {{"2026-10-01", T1, 3}, {"2026-10-02", "", 0}},
+     1,
+     2,
+     ""},
+    {"the export is empty",
+     {{"", "", 0}},
+     {{"2026-10-01", T1, 3}, {"2026-10-02", T1, 2}},
+     0,
+     2,
+     "2026-10-01- 2026-10-02-"},
+    {"both empty", {{"", "", 0}}, {{"", "", 0}}, 0, 0, ""},
+    {"every kind at once",
+     {{"2026-09-30", T1, 1},
+      {"2026-10-01", T2, 3},
+      {"2026-10-02", T1, 2},
+      {"2026-10-04", T1, 7}},
+     {{"2026-10-01", T1, 3}, {"2026-10-02", T1, 2}, {"2026-10-03", T1, 9}},
+     4,
+     3,
+     "2026-09-30 2026-10-01 2026-10-03- 2026-10-04"},
+};
+
+START_TEST(plan_table)
+{
+  const struct plan_case *c = &plan_cases[_i];
+  struct billing_day_plan out[2 * MAXD];
+  char got[256] = "";
+  size_t n, i;
+
+  n = billing_sync_plan(c->remote, c->nr, c->stored, c->ns, out);
+  for (i = 0; i < n; i++) {
+    size_t len = strlen(got);
+    ck_assert_uint_lt(len + 13, sizeof(got));
+    if (i)
+      got[len++] = ' ';
+    memcpy(got + len, out[i].day, 10);
+    len += 10;
+    if (out[i].remote < 0)
+      got[len++] = '-';
+    got[len] = '\0';
+    if (out[i].remote >= 0)
+      ck_assert_str_eq(c->remote[out[i].remote].day, out[i].day);
+  }
+  ck_assert_msg(!strcmp(got, c->want), "%s: got \"%s\", want \"%s\"", c->name,
+                got, c->want);
+}
+END_TEST
+
+/* ---- configuration ------------------------------------------------------ */
+
+static const char *const vars[] = {
+    "GPUGATE_BILLING_BIGQUERY_TABLE",    "GPUGATE_BILLING_BIGQUERY_PROJECT",
+    "GPUGATE_BILLING_BIGQUERY_LOCATION", "GPUGATE_BIGQUERY_ENDPOINT",
+    "GPUGATE_BILLING_SYNC_INTERVAL_S",   "GPUGATE_BILLING_REREAD_DAYS"};
+
+static void set(const char *table, const char *project, const char *interval,
+                const char *reread)
+{
+  const char *v[6] = {table, project, NULL, NULL, interval, reread};
+  size_t i;
+
+  for (i = 0; i < 6; i++)
+    if (v[i])
+      setenv(vars[i], v[i], 1);
+    else
+      unsetenv(vars[i]);
+}
+
+START_TEST(config_defaults)
+{
+  struct config cfg;
+  char err[256];
+
+  set(NULL, NULL, NULL, NULL);
+  ck_assert_msg(config_load(&cfg, err, sizeof(err)) == 0, "%s", err);
+  ck_assert_str_eq(cfg.billing_bq_table, "");
+  ck_assert_str_eq(cfg.bigquery_endpoint, "https://bigquery.googleapis.com");
+  ck_assert_int_eq(cfg.billing_sync_interval_s, 21600);
+  ck_assert_int_eq(cfg.billing_reread_days, 10);
+  config_free(&cfg);
+}
+END_TEST
+
+struct cfg_case {
+  const char *table, *project, *interval, *reread;
+  const char *want_project; /* NULL: refused, naming bad_var */
+  const char *bad_var;
+};
+
+static const struct cfg_case cfg_cases[] = {
+    {"proj.billing.export", NULL, NULL, NULL, "proj", NULL},
+    {"my-proj-1.billing_ds.gcp_billing_export_v1_01", NULL, "0", "0",
+     "my-proj-1", NULL},
+    {"example.com:proj.ds.t", NULL, NULL, NULL, "example.com:proj", NULL},
+    {"proj.billing.export", "runner-proj", "60", "366", "runner-proj", NULL},
+    {"proj.billing", NULL, NULL, NULL, NULL, "GPUGATE_BILLING_BIGQUERY_TABLE"},
+    {"proj.ds.t`; DROP", NULL, NULL, NULL, NULL,
+     "GPUGATE_BILLING_BIGQUERY_TABLE"},
+    {"proj..t", NULL, NULL, NULL, NULL, "GPUGATE_BILLING_BIGQUERY_TABLE"},
+    {".proj.ds.t", NULL, NULL, NULL, NULL, "GPUGATE_BILLING_BIGQUERY_TABLE"},
+    {"proj.ds.t.", NULL, NULL, NULL, NULL, "GPUGATE_BILLING_BIGQUERY_TABLE"},
+    {"proj.ds.t", "bad project", NULL, NULL, NULL,
+     "GPUGATE_BILLING_BIGQUERY_PROJECT"},
+    {NULL, NULL, "-1", NULL, NULL, "GPUGATE_BILLING_SYNC_INTERVAL_S"},
+    {NULL, NULL, "6h", NULL, NULL, "GPUGATE_BILLING_SYNC_INTERVAL_S"},
+    {NULL, NULL, NULL, "367", NULL, "GPUGATE_BILLING_REREAD_DAYS"},
+    {NULL, NULL, NULL, "-1", NULL, "GPUGATE_BILLING_REREAD_DAYS"},
+};
+
+START_TEST(config_table)
+{
+  const struct cfg_case *c = &cfg_cases[_i];
+  struct config cfg;
+  char err[256] = "";
+  int rc;
+
+  set(c->table, c->project, c->interval, c->reread);
+  rc = config_load(&cfg, err, sizeof(err));
+  if (c->want_project) {
+    ck_assert_msg(rc == 0, "case %d: %s", _i, err);
+    ck_assert_str_eq(cfg.billing_bq_project, c->want_project);
+  } else {
+    ck_assert_msg(rc == -1, "case %d: accepted", _i);
+    ck_assert_msg(strstr(err, c->bad_var) != NULL, "case %d: \"%s\"", _i, err);
+  }
+  config_free(&cfg);
+  set(NULL, NULL, NULL, NULL);
+}
+END_TEST
+
+Suite *billing_sync_suite(void)
+{
+  Suite *s = suite_create("billing_sync");
+  TCase *tc = tcase_create("billing_sync");
+
+  tcase_add_loop_test(tc, plan_table, 0,
+                      (int)(sizeof(plan_cases) / sizeof(plan_cases[0])));
+  tcase_add_test(tc, config_defaults);
+  tcase_add_loop_test(tc, config_table, 0,
+                      (int)(sizeof(cfg_cases) / sizeof(cfg_cases[0])));
+  suite_add_tcase(s, tc);
+  return s;
+}
