@@ -228,7 +228,7 @@ int bq_query(struct bq_client *c, const char *sql, json_t *params, bq_row_fn fn,
     return -1;
   }
   for (i = 0; i < 16; i++)
-    snprintf(request_id + 2 * i, 3, "%02x", rnd[i]);
+    snprintf(request_id + (size_t)i * 2, 3, "%02x", rnd[i]);
   body =
       json_pack("{s:s, s:b, s:s, s:o, s:s, s:i, s:i}", "query", sql,
                 "useLegacySql", 0, "parameterMode", "NAMED", "queryParameters",
