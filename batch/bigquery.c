@@ -133,6 +133,7 @@ static json_t *call(struct bq_client *c, const char *what, const char *method,
       headers = curl_slist_append(headers, auth);
     }
     headers = curl_slist_append(headers, "Content-Type: application/json");
+    headers = curl_slist_append(headers, "Expect:"); /* no 100-continue wait */
     req.method = method;
     req.url = url;
     req.headers = headers;

@@ -10,7 +10,11 @@
 #   floor   psql \copy of the same file into a one-column text table: the
 #           cost of just getting the bytes into PostgreSQL;
 #   new     build/gpugate ingest-billing FILE into empty tables;
-#   again   the same file once more: every row a duplicate.
+#   again   the same file once more: every row a duplicate;
+#   bq      `gpugate billing-sync` of BENCH_BQ_ROWS rows (default 1,000,000:
+#           100 days × 10,000) from build/bigquery_emulator (pages of
+#           10,000 rows) into empty tables, beside bq-floor, psql \copy of
+#           the very same rows (the emulator's dump) into a text table.
 #
 # and prints rows, seconds, rows/s, MB/s, the command's peak RSS and CPU
 # time (getrusage of the waited process, as /usr/bin/time -v reports them)
@@ -20,11 +24,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 rows=${BENCH_INGEST_ROWS:-1000000}
-make -s build/gpugate build/bench_ingest
+bq_rows=${BENCH_BQ_ROWS:-1000000}
+bq_days=100
+make -s build/gpugate build/bench_ingest build/bigquery_emulator
 
 work=$(mktemp -d /tmp/gpugate-bench.XXXXXX)
 chmod 755 "$work" # tests/pg.sh: the postgres user must reach the cluster
 cleanup() {
+  [ -z "${emu_pid:-}" ] || kill "$emu_pid" 2>/dev/null || true
   tests/pg.sh stop "$work/pg" >/dev/null 2>&1 || true
   rm -rf "$work"
 }
@@ -111,3 +118,42 @@ printf '%-31s %8s %7s %8s %6s %7s %7s %7s\n' "" rows seconds rows/s MB/s "RSS Mi
 row 'psql \copy, one text column' floor "$rows"
 row 'gpugate ingest-billing (new)' new "$inserted"
 row 'gpugate ingest-billing (again)' again "$dups"
+
+# ---- the BigQuery pull: the emulator's rows, pulled, against \copy of them
+per_day=$((bq_rows / bq_days))
+bq_rows=$((per_day * bq_days))
+export BQ_EMU_DAYS=$bq_days BQ_EMU_ROWS=$per_day BQ_EMU_PAGE_ROWS=10000 \
+  BQ_EMU_INCOMPLETE_POLLS=0
+echo "bench/ingest: BigQuery pull of $bq_rows rows: dumping them ..." >&2
+build/bigquery_emulator dump >"$work/bq.ndjson"
+bytes=$(stat -c %s "$work/bq.ndjson")
+rows=$bq_rows
+tests/pg.sh createdb "$work/pg" bq >/dev/null
+db="${uri%/*}/bq"
+psql=(psql "$db" -X -q -v ON_ERROR_STOP=1)
+GPUGATE_DATABASE_URL="$db" build/gpugate migrate >"$work/migrate-bq.log" 2>&1
+"${psql[@]}" -c "CREATE TABLE raw_lines (line text)"
+echo "bench/ingest: psql \\copy of them (floor) ..." >&2
+run bq-floor "${psql[@]}" -c "\\copy raw_lines FROM '$work/bq.ndjson' WITH (FORMAT csv, QUOTE E'\\x01', DELIMITER E'\\x02')"
+"${psql[@]}" -c "DROP TABLE raw_lines"
+rm -f "$work/bq.ndjson"
+BQ_EMU_PORT_FILE="$work/bq.port" build/bigquery_emulator 2>"$work/bq-emu.log" &
+emu_pid=$!
+for _ in $(seq 100); do [ -s "$work/bq.port" ] && break; sleep 0.05; done
+echo "bench/ingest: gpugate billing-sync from the emulator ..." >&2
+GPUGATE_DATABASE_URL="$db" GPUGATE_GCP_TOKEN_SOURCE=none \
+  GPUGATE_BILLING_BIGQUERY_TABLE=bench.billing.export \
+  GPUGATE_BIGQUERY_ENDPOINT="http://127.0.0.1:$(cat "$work/bq.port")" \
+  run bq build/gpugate billing-sync
+pulled=$(count bq rows_read)
+if [ "$pulled" -ne "$bq_rows" ]; then
+  echo "bench/ingest: the pull stored $pulled rows, not $bq_rows" >&2
+  exit 1
+fi
+row 'psql \copy of the pulled rows' bq-floor "$bq_rows"
+row 'gpugate billing-sync (BigQuery)' bq "$pulled"
+read -r floor_s _ <"$work/bq-floor.time"
+read -r bq_s bq_rss _ <"$work/bq.time"
+awk -v f="$floor_s" -v b="$bq_s" -v k="$bq_rss" 'BEGIN {
+  printf "BigQuery pull ÷ \\copy floor: %.2f (goal >= 0.8), peak RSS %.1f MiB (goal <= 64)\n",
+         f / b, k / 1024 }'

@@ -22,3 +22,6 @@ CREATE TABLE billing_sync_state (
     rows_read       bigint NOT NULL DEFAULT 0
 );
 INSERT INTO billing_sync_state (id) VALUES (1);
+
+-- a re-read day deletes that day's rows: found by their day, not by a scan
+CREATE INDEX billing_rows_usage_day ON billing_rows (usage_day);

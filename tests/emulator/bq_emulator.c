@@ -518,7 +518,25 @@ static long env_long(const char *name, long def)
   return v && *v ? strtol(v, NULL, 10) : def;
 }
 
-int main(void)
+/* `bigquery_emulator dump`: the fixture's rows as NDJSON on stdout (the
+ * rows a sync loads; bench/ingest.sh copies them for its floor). */
+static int dump(void)
+{
+  char buf[4096];
+  int d;
+  long i;
+
+  for (d = 0; d < fix.days; d++)
+    for (i = 0; i < fix.rows_per_day; i++) {
+      size_t n = bq_fixture_row(&fix, d, i, buf, sizeof(buf) - 1);
+      buf[n++] = '\n';
+      if (fwrite(buf, 1, n, stdout) != n)
+        return 1;
+    }
+  return fflush(stdout) == 0 ? 0 : 1;
+}
+
+int main(int argc, char **argv)
 {
   const char *listen = getenv("BQ_EMU_LISTEN"), *port_file,
              *start = getenv("BQ_EMU_START");
@@ -561,6 +579,8 @@ int main(void)
                     "BQ_EMU_PAGE_ROWS out of range\n");
     return 1;
   }
+  if (argc > 1)
+    return !strcmp(argv[1], "dump") ? dump() : 2;
   req_log = json_array();
   memset(&addr, 0, sizeof(addr));
   addr.sin_family = AF_INET;
