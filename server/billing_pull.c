@@ -3,6 +3,7 @@
  * billing_pull.h).
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,7 @@ struct billing_pull {
   pthread_mutex_t mu;
   pthread_cond_t cv;
   bool kicked, stop;
+  atomic_bool cancel;   /* set by stop: a sync in progress ends early */
   long long checked_ms; /* the last kick (loop thread only) */
 };
 
@@ -84,7 +86,7 @@ static void *run(void *arg)
       billing_sync_publish(&conn);
       if (due(&conn, p->cfg->billing_sync_interval_s)) {
         log_msg(LOG_INFO, "billing sync: pulling %s", p->cfg->billing_bq_table);
-        if (billing_sync_run(p->cfg, &conn, p->ts, false, &rep, err,
+        if (billing_sync_run(p->cfg, &conn, p->ts, false, &p->cancel, &rep, err,
                              sizeof(err)) == 0)
           log_msg(LOG_INFO,
                   "billing sync: %ld days in the window, %ld read, %ld rows",
@@ -116,6 +118,7 @@ struct billing_pull *billing_pull_start(const struct config *cfg)
     return NULL;
   }
   p->checked_ms = -CHECK_MS;
+  atomic_init(&p->cancel, false);
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->cv, NULL);
   if (pthread_create(&p->thread, NULL, run, p) != 0) {
@@ -148,6 +151,7 @@ void billing_pull_stop(struct billing_pull *p)
 {
   if (!p)
     return;
+  atomic_store(&p->cancel, true);
   pthread_mutex_lock(&p->mu);
   p->stop = true;
   pthread_cond_signal(&p->cv);

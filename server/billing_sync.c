@@ -153,6 +153,7 @@ static int on_day(void *ctx, json_t *cells, char *err, size_t errlen)
 
 struct day_load {
   struct db_conn *db;
+  const atomic_bool *cancel; /* NULL: none */
   struct billing_scratch *scratch;
   struct db_billing_batch *batch;
   long rows, rejected;
@@ -184,6 +185,10 @@ static int on_row(void *ctx, json_t *cells, char *err, size_t errlen)
 
   if (!text) {
     snprintf(err, errlen, "billing-rows: a row without its JSON");
+    return -1;
+  }
+  if (l->cancel && atomic_load(l->cancel)) {
+    snprintf(err, errlen, "stopped: the server is shutting down");
     return -1;
   }
   if (billing_parse_row_with(l->scratch, text, strlen(text), &row, why,
@@ -245,7 +250,8 @@ static int replace_day(struct bq_client *bq, const char *sql,
 
 static int sync_days(const struct config *cfg, struct bq_client *bq,
                      struct db_conn *db, bool progress,
-                     struct billing_sync_report *rep, char *err, size_t errlen)
+                     const atomic_bool *cancel, struct billing_sync_report *rep,
+                     char *err, size_t errlen)
 {
   char from[11] = "";
   char *q_days = with_table(sql_days, cfg->billing_bq_table);
@@ -260,6 +266,7 @@ static int sync_days(const struct config *cfg, struct bq_client *bq,
 
   memset(&l, 0, sizeof(l));
   l.db = db;
+  l.cancel = cancel;
   l.scratch = billing_scratch_new();
   l.batch = db_billing_batch_new();
   if (!q_days || !q_rows || !l.scratch || !l.batch) {
@@ -321,7 +328,8 @@ void billing_sync_publish(struct db_conn *db)
 
 int billing_sync_run(const struct config *cfg, struct db_conn *db,
                      struct batch_token_source *ts, bool progress,
-                     struct billing_sync_report *rep, char *err, size_t errlen)
+                     const atomic_bool *cancel, struct billing_sync_report *rep,
+                     char *err, size_t errlen)
 {
   struct bq_client *bq;
   int rc;
@@ -338,7 +346,7 @@ int billing_sync_run(const struct config *cfg, struct db_conn *db,
     return -1;
   }
   bq_client_set_backoff_ms(bq, backoff_ms);
-  rc = sync_days(cfg, bq, db, progress, rep, err, errlen);
+  rc = sync_days(cfg, bq, db, progress, cancel, rep, err, errlen);
   rep->calls = bq_client_calls(bq);
   bq_client_free(bq);
   if (rc != 0)

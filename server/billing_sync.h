@@ -18,6 +18,7 @@
 #ifndef GPUGATE_SERVER_BILLING_SYNC_H
 #define GPUGATE_SERVER_BILLING_SYNC_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -57,12 +58,15 @@ struct billing_sync_report {
 /*
  * One sync on db (a connection of the caller's, outside any transaction),
  * with tokens from ts (NULL: none). progress: a line per day on stderr.
- * Records the outcome in billing_sync_state. Returns 0, or -1 with a
- * one-line message in err (days replaced before the failure stay).
+ * cancel (NULL: none), once set, stops it at the next row (the day being
+ * read is rolled back). Records the outcome in billing_sync_state. Returns
+ * 0, or -1 with a one-line message in err (days replaced before the
+ * failure stay).
  */
 int billing_sync_run(const struct config *cfg, struct db_conn *db,
                      struct batch_token_source *ts, bool progress,
-                     struct billing_sync_report *rep, char *err, size_t errlen);
+                     const atomic_bool *cancel, struct billing_sync_report *rep,
+                     char *err, size_t errlen);
 
 /* Set the pull's gauges from the database (any replica may call it). */
 void billing_sync_publish(struct db_conn *db);

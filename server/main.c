@@ -561,7 +561,8 @@ static int cmd_billing_sync(int argc, char **argv)
     fprintf(stderr, "gpugate: GPUGATE_DATABASE_URL: cannot connect: %s\n", err);
     goto out;
   }
-  if (billing_sync_run(&cfg, &conn, ts, true, &rep, err, sizeof(err)) != 0) {
+  if (billing_sync_run(&cfg, &conn, ts, true, NULL, &rep, err, sizeof(err)) !=
+      0) {
     fprintf(stderr, "gpugate billing-sync: %s\n", err);
     goto out;
   }
