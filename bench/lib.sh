@@ -156,3 +156,42 @@ bench_row() {
 bench_calc() { awk "BEGIN { printf \"%.2f\", $1 }"; }
 # 1 when the awk condition holds
 bench_true() { awk "BEGIN { exit !($1) }"; }
+
+# CPU, in clock ticks (USER_HZ, user + system, every thread), used so far by
+# process PID and the children it has reaped (fields 14–17 of
+# /proc/PID/stat; the name in field 2 has no space for the processes
+# measured here). 0 when the process is gone.
+bench_proc_ticks() {
+  awk '{print $14 + $15 + $16 + $17}' "/proc/$1/stat" 2>/dev/null || echo 0
+}
+
+# PostgreSQL's CPU so far: the postmaster, its live children (backends,
+# WAL writer, autovacuum) and the children it has reaped — a pgbench run's
+# backends exit with it and are counted through the postmaster.
+bench_pg_ticks() {
+  local pm t p
+  pm="$(head -1 "$T/pg/data/postmaster.pid")"
+  t="$(bench_proc_ticks "$pm")"
+  for p in $(pgrep -P "$pm"); do
+    t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0)))
+  done
+  echo "$t"
+}
+
+# µs of CPU per request: bench_us_per TICKS_BEFORE TICKS_AFTER REQUESTS
+bench_us_per() {
+  awk -v b="$1" -v a="$2" -v n="$3" -v hz="$(getconf CLK_TCK)" \
+    'BEGIN { if (n > 0) printf "%.0f", (a - b) * 1e6 / hz / n; else print "-" }'
+}
+
+# CPU ticks of this shell's reaped children so far (bash's `times`, second
+# line: children's user and system time), for a client such as pgbench
+# that has exited by the time it could be read from /proc
+# (call it as a plain command, not in a pipe or $(…): those run in a
+# subshell with children of its own); prints nothing, sets BENCH_CHILD_TICKS
+bench_children_ticks() {
+  times >"$T/times"
+  BENCH_CHILD_TICKS="$(awk -v hz="$(getconf CLK_TCK)" 'NR == 2 {
+    split($1, u, /[ms]/); split($2, s, /[ms]/)
+    printf "%.0f", ((u[1] * 60 + u[2]) + (s[1] * 60 + s[2])) * hz }' "$T/times")"
+}
