@@ -526,27 +526,51 @@ int db_batch_retry(struct db_conn *c, const struct db_batch_op *op,
   return db_run(c, sql_retry, 4, params, NULL, err, errlen);
 }
 
+/* Batch refused a create for good. A raced copy drops its region only:
+ * the job fails when no copy of its attempt is left to try (the job row,
+ * locked first, orders the refusals of one job's copies). With a cancel
+ * pending, no Batch job exists and none will: the cancel is complete. */
+static const char sql_lock_attempt[] =
+    "SELECT 1 FROM jobs WHERE id = $1 AND attempt = $2::int FOR UPDATE";
+
+static const char sql_drop_copy[] =
+    "DELETE FROM batch_copies WHERE job_id = $1 AND attempt = $2::int "
+    "AND k = $3::int";
+
 static const char sql_rejected[] =
-    "UPDATE jobs SET state = 'FAILED', reason = 'BatchRejected', "
+    "WITH u AS (UPDATE jobs SET state = CASE WHEN cancel_requested "
+    "THEN 'CANCELLED' ELSE 'FAILED' END, reason = CASE WHEN cancel_requested "
+    "THEN 'CancelledByUser' ELSE 'BatchRejected' END, "
     "finished_at = now(), updated_at = now() "
-    "WHERE id = $1 AND attempt = $2::int AND state = 'ADMITTED'";
+    "WHERE id = $1 AND attempt = $2::int AND state = 'ADMITTED' "
+    "AND NOT EXISTS (SELECT 1 FROM batch_copies c WHERE c.job_id = $1 "
+    "AND c.attempt = $2::int) RETURNING id, team, attempt, state, reason) "
+    "INSERT INTO job_events (job_id, team, from_state, to_state, reason, "
+    "attempt, message) SELECT id, team, 'ADMITTED', state, reason, attempt, "
+    "$3 FROM u";
 
 int db_batch_give_up(struct db_conn *c, const struct db_batch_op *op,
                      const char *error, char *err, size_t errlen)
 {
-  char a[16];
-  const char *params[2] = {op->job_id, a};
-  int rows = 0;
+  char a[16], k[16], id[32];
+  const char *params[3] = {op->job_id, a, k};
+  int rows = 0, attempt, race_k = 0;
 
   snprintf(a, sizeof(a), "%d", op->attempt);
   if (take(c, op, err, errlen))
     return -1;
   if (!strcmp(op->op, "create")) {
-    if (db_run(c, sql_rejected, 2, params, &rows, err, errlen))
+    if (batch_job_id_parse(op->batch_job_id, id, sizeof(id), &attempt,
+                           &race_k) != 0)
+      race_k = 0;
+    snprintf(k, sizeof(k), "%d", race_k);
+    if (db_run(c, sql_lock_attempt, 2, params, NULL, err, errlen) ||
+        (race_k > 0 && db_run(c, sql_drop_copy, 3, params, NULL, err, errlen)))
       goto fail;
-    if (rows && (db_job_event(c, op->job_id, "ADMITTED", "FAILED",
-                              "BatchRejected", error, err, errlen) ||
-                 db_batch_wake(c, err, errlen)))
+    params[2] = error;
+    if (db_run(c, sql_rejected, 3, params, &rows, err, errlen))
+      goto fail;
+    if (rows && db_batch_wake(c, err, errlen))
       goto fail;
   }
   return commit(c, err, errlen);
