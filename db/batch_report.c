@@ -215,9 +215,11 @@ static int race_observe(struct db_conn *c, const char *id, int attempt, int k,
       goto fail;
   } else if (!winner[0] && !live) {
     /* no winner and this copy is gone: a cancel or an eviction that
-     * asked for it is complete (the other copies' cancels are queued) */
+     * asked for it is complete (the other copies' cancels are queued); a
+     * cancel wins over an eviction, as in batch_state_target() */
     if (cancel_requested &&
-        (!strcmp(state, "ADMITTED") || !strcmp(state, "QUEUED"))) {
+        (!strcmp(state, "ADMITTED") || !strcmp(state, "QUEUED") ||
+         !strcmp(state, "EVICTING"))) {
       params[1] = batch_state;
       if (db_run(c, sql_race_cancelled, 2, params, NULL, err, errlen) ||
           db_batch_wake(c, err, errlen))
