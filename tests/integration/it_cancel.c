@@ -22,6 +22,7 @@
 #include "db/budget.h"
 #include "db/jobs.h"
 #include "server/admission.h"
+#include "server/log.h"
 #include "tests/integration/harness.h"
 #include "tests/unit/rng.h"
 
@@ -344,10 +345,10 @@ END_TEST
  * 3. PostgreSQL: what the leader, the dispatcher and the sync call
  * ==================================================================== */
 
-#define N_WALK 3     /* random walks, one after the other */
+#define N_WALK 5     /* random walks, one after the other */
 #define WALK_JOBS 10 /* jobs each walk submits first */
-#define MAX_JOBS 24  /* and at most this many with the arrivals */
-#define STEPS 500
+#define MAX_JOBS 40  /* and at most this many with the arrivals */
+#define STEPS 1000
 #define LEADER_LOCK "7301002" /* server/loop.c LEADER_LOCK */
 
 static PGconn *leader_lock; /* held: gpugate serves the API only */
@@ -413,7 +414,9 @@ static bool terminal(const char *state)
  * The configuration of cancel.json with scarce quota (4 jobs of 2 GPUs per
  * cluster queue, so jobs wait and are preempted), a high priority class
  * that preempts, and a RESERVATION flavor whose capacity window opened
- * yesterday for 20 days. Written to a temp file (path).
+ * yesterday for 20 days; each walk n has its own copy of the queues
+ * ("race-<n>"), so that what one walk leaves holds no quota of another's.
+ * Written to a temp file (path).
  */
 static void scarce_config(char *path, size_t len)
 {
@@ -457,6 +460,28 @@ static void scarce_config(char *path, size_t len)
   json_object_set_new(
       json_object_get(json_object_get(cfg, "team_queues"), "team-x"), "resv",
       json_pack("{s:s}", "cluster_queue", "cq-resv"));
+  {
+    json_t *cqs = json_object_get(cfg, "cluster_queues"),
+           *tq = json_object_get(json_object_get(cfg, "team_queues"), "team-x"),
+           *copies = json_object(), *queues = json_object(), *v;
+    char key[64], q[64];
+    int n;
+    json_object_foreach (tq, name, v) {
+      const char *cq_name = h_str(v, "cluster_queue");
+      for (n = 0; n < N_WALK; n++) {
+        snprintf(key, sizeof(key), "%s-%d", cq_name, n);
+        json_object_set_new(copies, key,
+                            json_deep_copy(json_object_get(cqs, cq_name)));
+        snprintf(q, sizeof(q), "%s-%d", name, n);
+        json_object_set_new(queues, q,
+                            json_pack("{s:s}", "cluster_queue", key));
+      }
+    }
+    json_object_update(cqs, copies);
+    json_object_update(tq, queues);
+    json_decref(copies);
+    json_decref(queues);
+  }
   text = json_dumps(cfg, JSON_INDENT(1));
   ck_assert_ptr_nonnull(text);
   h_write_temp("cancel-config", text, path, len);
@@ -475,6 +500,7 @@ static void setup_db(const char *db)
   const char *env[] = {"GPUGATE_RATE_LIMIT_RPS=100000", NULL};
   PGresult *res;
 
+  log_set_level(LOG_WARN); /* the leader's cycles run in this process */
   scarce_config(cfg_path, sizeof(cfg_path));
   h_db_apply(db, cfg_path, db_url, sizeof(db_url));
   unlink(cfg_path);
@@ -681,7 +707,14 @@ static bool dispatch_one(struct walk *w, bool all_ok)
   if (rc == 0)
     return false;
   j = walk_job(w, op.job_id);
-  ck_assert_msg(j >= 0, "a row of another walk's job %s", op.job_id);
+  if (j < 0) {
+    /* an earlier walk's (one that failed): out of this one's way */
+    ck_assert_int_eq(db_batch_retry(w->c, &op, 86400000L, "another walk's",
+                                    w->err, sizeof(w->err)),
+                     0);
+    db_batch_op_free(&op);
+    return true;
+  }
   batch_job_name(PROJECT, op.region, op.batch_job_id, name, sizeof(name));
   if (!strcmp(op.op, "create")) {
     ck_assert_msg(!w->cancelled[j] || op.attempt <= w->cancel_attempt[j],
@@ -704,7 +737,8 @@ static bool dispatch_one(struct walk *w, bool all_ok)
     }
   } else {
     b = bjob_of(w, name);
-    if (!all_ok && roll < 25) {
+    if (!all_ok && roll < 50) {
+      /* Batch errors keep a cancel pending a while */
       rc = db_batch_retry(w->c, &op, 0, "HTTP 503", w->err, sizeof(w->err));
     } else if (!b) {
       /* 404: as the dispatcher, done and reported NOT_FOUND */
@@ -762,6 +796,22 @@ static void max_wait_passes(struct walk *w)
                 "flex expired: %s", w->err);
 }
 
+/* A backoff (after a Flex Start job waited in every location) runs out,
+ * so the leader may admit the job again. */
+static void backoff_ends(struct walk *w)
+{
+  const char *params[1] = {w->ids[below(&w->rng, w->n_jobs)]};
+  PGresult *res;
+
+  res = PQexecParams(w->c->pg,
+                     "UPDATE jobs SET backoff_until = now() "
+                     "WHERE id = $1 AND backoff_until > now()",
+                     1, NULL, params, NULL, NULL, 0);
+  ck_assert_msg(PQresultStatus(res) == PGRES_COMMAND_OK, "%s",
+                PQresultErrorMessage(res));
+  PQclear(res);
+}
+
 /* An administrator moves the end of the reservation's capacity window to
  * two minutes from now: the leader's next cycles evict its holders. */
 static void window_closes(struct walk *w)
@@ -777,13 +827,14 @@ static void window_closes(struct walk *w)
 static void job_arrives(struct walk *w)
 {
   static const char *const queues[3] = {"failover", "race", "resv"};
-  char name[32];
+  char name[32], queue[32];
 
   if (w->n_jobs == MAX_JOBS)
     return;
+
   snprintf(name, sizeof(name), "walk-%d", w->n);
-  submit(queues[below(&w->rng, 3)], below(&w->rng, 3) == 0, name,
-         w->ids[w->n_jobs++]);
+  snprintf(queue, sizeof(queue), "%s-%d", queues[below(&w->rng, 3)], w->n);
+  submit(queue, below(&w->rng, 3) == 0, name, w->ids[w->n_jobs++]);
 }
 
 /* The user cancels job j through the API's cancel (db_job_cancel). */
@@ -848,6 +899,32 @@ static void check_cancelled(struct walk *w, unsigned seed)
   }
 }
 
+/* What the walk went through, from its jobs' events: the moves it
+ * interleaved the cancels with. */
+static void coverage(struct walk *w)
+{
+  char name[32];
+  const char *params[1] = {name};
+  PGresult *res;
+  int i, cancelled = 0;
+
+  for (i = 0; i < w->n_jobs; i++)
+    cancelled += w->cancelled[i];
+  snprintf(name, sizeof(name), "walk-%d", w->n);
+  res = PQexecParams(
+      w->c->pg,
+      "SELECT string_agg(reason || ' ' || n, ', ' ORDER BY reason) FROM "
+      "(SELECT e.reason, count(*) AS n FROM job_events e JOIN jobs j "
+      "ON j.id = e.job_id WHERE j.name = $1 GROUP BY e.reason) x",
+      1, NULL, params, NULL, NULL, 0);
+  ck_assert(PQresultStatus(res) == PGRES_TUPLES_OK);
+  fprintf(stderr,
+          "cancel walk %d: %d jobs, %d cancelled, %d Batch jobs; "
+          "events: %s\n",
+          w->n, w->n_jobs, cancelled, w->nb, PQgetvalue(res, 0, 0));
+  PQclear(res);
+}
+
 static void run_walk(int n, unsigned seed)
 {
   struct walk *w = calloc(1, sizeof(*w));
@@ -866,15 +943,17 @@ static void run_walk(int n, unsigned seed)
 
   for (step = 0; step < STEPS; step++) {
     int r = below(&w->rng, 100);
-    if (r < 30)
+    if (r < 28)
       dispatch_one(w, false);
-    else if (r < 52)
+    else if (r < 48)
       batch_moves(w);
-    else if (r < 68)
+    else if (r < 66)
       leader_cycle(w->adm, w->c);
-    else if (r < 78)
+    else if (r < 83)
       max_wait_passes(w);
-    else if (r < 84)
+    else if (r < 88)
+      backoff_ends(w);
+    else if (r < 94)
       job_arrives(w);
     else if (r < 99)
       user_cancels(w, below(&w->rng, w->n_jobs));
@@ -895,12 +974,14 @@ static void run_walk(int n, unsigned seed)
       report(w, &w->b[i]);
     leader_cycle(w->adm, w->c);
     if (!any && unfinished(w) == 0 &&
-        h_db_int(w->c->pg, "SELECT count(*) FROM batch_ops") == 0)
+        h_db_int(w->c->pg, "SELECT count(*) FROM batch_ops "
+                           "WHERE next_at <= now()") == 0)
       break;
   }
   check_cancelled(w, seed);
   ck_assert_msg(rounds < 100, "walk %d: %d jobs never finished", n,
                 unfinished(w));
+  coverage(w);
   admission_free(w->adm);
   db_pool_free(w->pool);
   conn_close(w->c);
