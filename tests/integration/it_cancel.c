@@ -468,7 +468,7 @@ static void scarce_config(char *path, size_t len)
     int n;
     json_object_foreach (tq, name, v) {
       const char *cq_name = h_str(v, "cluster_queue");
-      for (n = 0; n < N_WALK; n++) {
+      for (n = 0; n <= N_WALK; n++) { /* and one for the scripts */
         snprintf(key, sizeof(key), "%s-%d", cq_name, n);
         json_object_set_new(copies, key,
                             json_deep_copy(json_object_get(cqs, cq_name)));
@@ -760,6 +760,44 @@ static bool dispatch_one(struct walk *w, bool all_ok)
   return true;
 }
 
+/*
+ * A dispatcher dies during its call: the row stays claimed until its lease
+ * runs out (leases_run_out()). A create may have reached Batch (its
+ * response lost); the next claim's call then counts Batch's
+ * ALREADY_EXISTS as success.
+ */
+static void dispatcher_dies(struct walk *w)
+{
+  struct db_batch_op op;
+  char name[256];
+  int rc, j;
+  struct bjob *b;
+
+  rc = db_batch_claim(w->c, NULL, 0, "walk-dead", 60, &op, w->err,
+                      sizeof(w->err));
+  ck_assert_msg(rc >= 0, "claim: %s", w->err);
+  if (rc == 0)
+    return;
+  j = walk_job(w, op.job_id);
+  if (j >= 0 && !strcmp(op.op, "create") && below(&w->rng, 2)) {
+    batch_job_name(PROJECT, op.region, op.batch_job_id, name, sizeof(name));
+    if (!bjob_of(w, name)) {
+      ck_assert_int_lt(w->nb, (int)(sizeof(w->b) / sizeof(w->b[0])));
+      b = &w->b[w->nb++];
+      snprintf(b->name, sizeof(b->name), "%s", name);
+      b->job = j;
+      snprintf(b->state, sizeof(b->state), "QUEUED");
+    }
+  }
+  db_batch_op_free(&op);
+}
+
+static void leases_run_out(struct walk *w)
+{
+  exec_ok(w->c, "UPDATE batch_ops SET claimed_until = now() - interval "
+                "'1 second' WHERE claimed_by = 'walk-dead'");
+}
+
 /* Batch moves one of its jobs on, and reports it. */
 static void batch_moves(struct walk *w)
 {
@@ -819,6 +857,16 @@ static void window_closes(struct walk *w)
   exec_ok(w->c, "UPDATE flavors SET spec = (spec::jsonb || "
                 "jsonb_build_object('available_until', to_char(now() AT TIME "
                 "ZONE 'UTC' + interval '2 minutes', "
+                "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')))::json "
+                "WHERE name = 'resv-window'");
+}
+
+/* The window ends 20 days from now again (an earlier walk closed it). */
+static void window_opens(struct walk *w)
+{
+  exec_ok(w->c, "UPDATE flavors SET spec = (spec::jsonb || "
+                "jsonb_build_object('available_until', to_char(now() AT TIME "
+                "ZONE 'UTC' + interval '20 days', "
                 "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')))::json "
                 "WHERE name = 'resv-window'");
 }
@@ -938,6 +986,7 @@ static void run_walk(int n, unsigned seed)
   db_pool_set_batch(w->pool, true);
   w->rng.s = seed;
   w->n = n;
+  window_opens(w);
   for (j = 0; j < WALK_JOBS; j++)
     job_arrives(w);
 
@@ -953,10 +1002,14 @@ static void run_walk(int n, unsigned seed)
       max_wait_passes(w);
     else if (r < 88)
       backoff_ends(w);
-    else if (r < 94)
+    else if (r < 92)
       job_arrives(w);
-    else if (r < 99)
+    else if (r < 96)
       user_cancels(w, below(&w->rng, w->n_jobs));
+    else if (r < 98)
+      dispatcher_dies(w);
+    else if (r < 99)
+      leases_run_out(w);
     else
       window_closes(w);
   }
@@ -965,6 +1018,7 @@ static void run_walk(int n, unsigned seed)
    * reports each of its jobs, and the leader runs, until nothing moves */
   for (j = 0; j < w->n_jobs; j++)
     user_cancels(w, j);
+  leases_run_out(w);
   for (rounds = 0; rounds < 100; rounds++) {
     bool any = false;
     int i;
@@ -987,6 +1041,121 @@ static void run_walk(int n, unsigned seed)
   conn_close(w->c);
   free(w);
 }
+
+/* A walk's state without steps, for the scripted cases (queues of walk
+ * n). */
+static struct walk *walk_new(int n)
+{
+  struct walk *w = calloc(1, sizeof(*w));
+
+  ck_assert_ptr_nonnull(w);
+  w->c = conn_open();
+  w->pool = db_pool_new(db_url, 2);
+  w->adm = admission_new(true, 600);
+  ck_assert(w->pool && w->adm);
+  db_pool_set_batch(w->pool, true);
+  w->n = n;
+  return w;
+}
+
+static void walk_free(struct walk *w)
+{
+  admission_free(w->adm);
+  db_pool_free(w->pool);
+  conn_close(w->c);
+  free(w);
+}
+
+static void submit_to(struct walk *w, const char *queue, bool high)
+{
+  char name[32], q[32];
+
+  snprintf(name, sizeof(name), "walk-%d", w->n);
+  snprintf(q, sizeof(q), "%s-%d", queue, w->n);
+  ck_assert_int_lt(w->n_jobs, MAX_JOBS);
+  submit(q, high, name, w->ids[w->n_jobs++]);
+}
+
+/* Every call succeeds and Batch reports each of its jobs, with the
+ * leader's cycles, until nothing is left to do. */
+static void drain(struct walk *w)
+{
+  int rounds, i;
+
+  leases_run_out(w);
+  for (rounds = 0; rounds < 50; rounds++) {
+    bool any = false;
+    while (dispatch_one(w, true))
+      any = true;
+    for (i = 0; i < w->nb; i++)
+      report(w, &w->b[i]);
+    leader_cycle(w->adm, w->c);
+    if (!any && h_db_int(w->c->pg, "SELECT count(*) FROM batch_ops "
+                                   "WHERE next_at <= now()") == 0)
+      break;
+  }
+}
+
+static void expect_state(struct walk *w, int j, const char *want)
+{
+  char st[32];
+
+  job_field(w->c, w->ids[j], "state", st, sizeof(st));
+  ck_assert_msg(!strcmp(st, want), "job %s is %s (attempt %d), not %s",
+                w->ids[j], st, job_attempt(w->c, w->ids[j]), want);
+}
+
+/*
+ * The cases a walk seldom meets, scripted:
+ * - a cancel while the create is at Batch (its dispatcher then dies, and
+ *   the lease runs out), then the capacity window closes: the eviction
+ *   would withdraw the create and requeue the job;
+ * - a raced job preempted (EVICTING), then cancelled: its copies' end
+ *   completes the cancel, not the eviction.
+ */
+START_TEST(evictions_wait_for_a_pending_cancel)
+{
+  struct walk *w = walk_new(N_WALK);
+  int j, victim = -1;
+
+  /* 1. the window */
+  window_opens(w);
+  submit_to(w, "resv", false);
+  leader_cycle(w->adm, w->c);
+  expect_state(w, 0, "ADMITTED");
+  dispatcher_dies(w); /* the create, lost with its dispatcher */
+  user_cancels(w, 0);
+  expect_state(w, 0, "ADMITTED"); /* its create may be at Batch */
+  leases_run_out(w);
+  window_closes(w);
+  leader_cycle(w->adm, w->c);
+  ck_assert_int_eq(job_attempt(w->c, w->ids[0]), 1);
+  drain(w);
+  check_cancelled(w, 0);
+
+  /* 2. preemption of a race */
+  for (j = 1; j <= 4; j++)
+    submit_to(w, "race", false);
+  leader_cycle(w->adm, w->c);
+  while (dispatch_one(w, true))
+    ;
+  for (j = 1; j <= 4; j++)
+    expect_state(w, j, "QUEUED");
+  submit_to(w, "race", true);
+  leader_cycle(w->adm, w->c);
+  for (j = 1; j <= 4; j++) {
+    char st[32];
+    job_field(w->c, w->ids[j], "state", st, sizeof(st));
+    if (!strcmp(st, "EVICTING"))
+      victim = j;
+  }
+  ck_assert_msg(victim > 0, "no race job was preempted");
+  user_cancels(w, victim);
+  drain(w);
+  check_cancelled(w, 0);
+  walk_free(w);
+}
+END_TEST
 
 START_TEST(cancel_wins_over_every_automatic_move)
 {
@@ -1118,6 +1287,7 @@ Suite *cancel_suite(void)
   tcase_add_unchecked_fixture(walk, setup_walk, teardown_db);
   tcase_set_timeout(walk, 120);
   tcase_add_loop_test(walk, cancel_wins_over_every_automatic_move, 0, N_WALK);
+  tcase_add_test(walk, evictions_wait_for_a_pending_cancel);
   suite_add_tcase(s, walk);
   return s;
 }
