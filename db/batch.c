@@ -195,14 +195,16 @@ int db_batch_request_cancel(struct db_conn *c, const char *job_id, char *err,
              : 0;
 }
 
-/* Back in the queue: same created_at (its place), the next attempt. */
+/* Back in the queue: same created_at (its place), the next attempt. Never
+ * a job whose cancel is pending: what Batch reports about it next makes it
+ * CANCELLED (batch_state_target), and a requeue would admit it again. */
 static const char sql_requeue[] =
     "UPDATE jobs SET state = 'PENDING', reason = NULL, "
     "attempt = attempt + 1, flavor = NULL, location = NULL, borrowed = NULL, "
     "admitted_at = NULL, run_started_at = NULL, estimated_cost_usd = NULL, "
     "batch_job_name = NULL, batch_state = NULL, queued_at = NULL, "
     "location_index = 0, updated_at = now() "
-    "WHERE id = $1 AND state = 'EVICTING'";
+    "WHERE id = $1 AND state = 'EVICTING' AND NOT cancel_requested";
 
 int db_batch_requeue(struct db_conn *c, const char *job_id, const char *reason,
                      const char *message, int *rows, char *err, size_t errlen)
@@ -497,13 +499,42 @@ int db_batch_done_create(struct db_conn *c, const struct db_batch_op *op,
   return 0;
 }
 
+/*
+ * The job's fate follows from what Batch reports next. Batch reports a
+ * raced copy that has not won to no sync (the sync follows the Batch job a
+ * job names, and lists only live copies), and with Pub/Sub off the copy's
+ * CANCELLATION_IN_PROGRESS would never arrive: a cancel or an eviction
+ * waiting for its copies would wait for ever. Batch took the cancel, so it
+ * is recorded as Batch reports it. (A loser beside a winner is left to the
+ * sync, which follows it while it overlaps.)
+ */
+static const char sql_no_winner[] =
+    "SELECT 1 FROM jobs WHERE id = $1 AND attempt = $2::int "
+    "AND batch_job_name IS NULL";
+
 int db_batch_done_cancel(struct db_conn *c, const struct db_batch_op *op,
                          bool gone, char *err, size_t errlen)
 {
-  (void)gone; /* the job's fate follows from what Batch reports next */
-  if (take(c, op, err, errlen))
+  char id[32], a[16];
+  const char *params[2] = {id, a};
+  int attempt, race_k = 0, rows = 0;
+
+  if (take(c, op, err, errlen) || commit(c, err, errlen))
     return -1;
-  return commit(c, err, errlen);
+  if (gone ||
+      batch_job_id_parse(op->batch_job_id, id, sizeof(id), &attempt, &race_k) !=
+          0 ||
+      race_k == 0)
+    return 0; /* a gone copy is reported NOT_FOUND by the caller */
+  snprintf(a, sizeof(a), "%d", attempt);
+  if (db_run(c, sql_no_winner, 2, params, &rows, err, errlen))
+    return -1;
+  if (rows == 0)
+    return 0;
+  return db_batch_observe(c, op->batch_job_id, "CANCELLATION_IN_PROGRESS", err,
+                          errlen) < 0
+             ? -1
+             : 0;
 }
 
 /* The delay counts from now, when the failure is known: not from the
@@ -526,27 +557,51 @@ int db_batch_retry(struct db_conn *c, const struct db_batch_op *op,
   return db_run(c, sql_retry, 4, params, NULL, err, errlen);
 }
 
+/* Batch refused a create for good. A raced copy drops its region only:
+ * the job fails when no copy of its attempt is left to try (the job row,
+ * locked first, orders the refusals of one job's copies). With a cancel
+ * pending, no Batch job exists and none will: the cancel is complete. */
+static const char sql_lock_attempt[] =
+    "SELECT 1 FROM jobs WHERE id = $1 AND attempt = $2::int FOR UPDATE";
+
+static const char sql_drop_copy[] =
+    "DELETE FROM batch_copies WHERE job_id = $1 AND attempt = $2::int "
+    "AND k = $3::int";
+
 static const char sql_rejected[] =
-    "UPDATE jobs SET state = 'FAILED', reason = 'BatchRejected', "
+    "WITH u AS (UPDATE jobs SET state = CASE WHEN cancel_requested "
+    "THEN 'CANCELLED' ELSE 'FAILED' END, reason = CASE WHEN cancel_requested "
+    "THEN 'CancelledByUser' ELSE 'BatchRejected' END, "
     "finished_at = now(), updated_at = now() "
-    "WHERE id = $1 AND attempt = $2::int AND state = 'ADMITTED'";
+    "WHERE id = $1 AND attempt = $2::int AND state = 'ADMITTED' "
+    "AND NOT EXISTS (SELECT 1 FROM batch_copies c WHERE c.job_id = $1 "
+    "AND c.attempt = $2::int) RETURNING id, team, attempt, state, reason) "
+    "INSERT INTO job_events (job_id, team, from_state, to_state, reason, "
+    "attempt, message) SELECT id, team, 'ADMITTED', state, reason, attempt, "
+    "$3 FROM u";
 
 int db_batch_give_up(struct db_conn *c, const struct db_batch_op *op,
                      const char *error, char *err, size_t errlen)
 {
-  char a[16];
-  const char *params[2] = {op->job_id, a};
-  int rows = 0;
+  char a[16], k[16], id[32];
+  const char *params[3] = {op->job_id, a, k};
+  int rows = 0, attempt, race_k = 0;
 
   snprintf(a, sizeof(a), "%d", op->attempt);
   if (take(c, op, err, errlen))
     return -1;
   if (!strcmp(op->op, "create")) {
-    if (db_run(c, sql_rejected, 2, params, &rows, err, errlen))
+    if (batch_job_id_parse(op->batch_job_id, id, sizeof(id), &attempt,
+                           &race_k) != 0)
+      race_k = 0;
+    snprintf(k, sizeof(k), "%d", race_k);
+    if (db_run(c, sql_lock_attempt, 2, params, NULL, err, errlen) ||
+        (race_k > 0 && db_run(c, sql_drop_copy, 3, params, NULL, err, errlen)))
       goto fail;
-    if (rows && (db_job_event(c, op->job_id, "ADMITTED", "FAILED",
-                              "BatchRejected", error, err, errlen) ||
-                 db_batch_wake(c, err, errlen)))
+    params[2] = error;
+    if (db_run(c, sql_rejected, 3, params, &rows, err, errlen))
+      goto fail;
+    if (rows && db_batch_wake(c, err, errlen))
       goto fail;
   }
   return commit(c, err, errlen);
@@ -683,12 +738,16 @@ json_t *db_batch_unseen(struct db_conn *c, const char *region, json_t *seen,
 
 /* ---- DWS: Flex Start that waited too long ------------------------------- */
 
+/* A job whose cancel is pending waits where it is for Batch to confirm:
+ * moved on, its next attempt would be created (failover) or admitted again
+ * (backoff) with nothing left to cancel it. */
 static const char sql_flex_expired[] =
     "SELECT j.id, j.location, j.location_index, j.spec->'locations', "
     "f.spec->'locations', j.batch_job_name, j.backoffs, "
     "coalesce(f.spec->>'multi_region', 'failover') = 'race' "
     "FROM jobs j JOIN flavors f ON f.name = j.flavor "
-    "WHERE j.state = 'QUEUED' AND coalesce(j.batch_state, 'QUEUED') = "
+    "WHERE j.state = 'QUEUED' AND NOT j.cancel_requested "
+    "AND coalesce(j.batch_state, 'QUEUED') = "
     "'QUEUED' AND f.spec->>'provisioning_model' = "
     "'FLEX_START' AND j.queued_at < now() - "
     "(f.spec->>'max_wait_s')::bigint * interval '1 second' "

@@ -112,6 +112,9 @@ int db_batch_done_cancel(struct db_conn *c, const struct db_batch_op *op,
                          bool gone, char *err, size_t errlen);
 int db_batch_retry(struct db_conn *c, const struct db_batch_op *op,
                    long delay_ms, const char *error, char *err, size_t errlen);
+/* Batch refused the call for good: a refused create fails the job (a raced
+ * copy drops its region only, and the job fails when no region is left;
+ * with a cancel pending the job is CANCELLED instead). */
 int db_batch_give_up(struct db_conn *c, const struct db_batch_op *op,
                      const char *error, char *err, size_t errlen);
 

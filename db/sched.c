@@ -351,10 +351,12 @@ const char *db_sched_reason_name(enum sched_pending_reason r)
   }
 }
 
+/* A job whose cancel is pending is not evicted: its quota comes back when
+ * Batch confirms the cancel, and an eviction could requeue it. */
 static const char sql_evict[] =
     "UPDATE jobs SET state = 'EVICTING', reason = $3, updated_at = now() "
     "WHERE id = $1 AND attempt = $2::int AND state IN ('ADMITTED', 'QUEUED', "
-    "'RUNNING') RETURNING state";
+    "'RUNNING') AND NOT cancel_requested RETURNING state";
 
 static const char sql_reasons[] =
     "UPDATE jobs SET reason = v.reason FROM unnest($1::text[], $2::text[]) "

@@ -229,7 +229,7 @@ static bool pipeline(struct emu_req *r)
   struct emu_config c;
 
   if (kind != EMU_CONTROL)
-    emu_fault_draw(kind == EMU_TOKEN, r->method, &f);
+    emu_fault_draw(kind == EMU_TOKEN, r->method, r->path, &f);
   switch (f.kind) {
   case EMU_FAULT_RESET:
     record(r, kind, 0, f.kind);
