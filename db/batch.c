@@ -254,17 +254,18 @@ static const char sql_claim[] =
     "WHERE a.pid = b.claimed_pid)) "
     "AND NOT EXISTS (SELECT 1 FROM batch_ops p WHERE p.job_id = b.job_id "
     "AND (p.next_at, p.id) < (b.next_at, b.id)) "
-    "ORDER BY next_at LIMIT 1 FOR UPDATE SKIP LOCKED), "
+    "ORDER BY next_at LIMIT $4::int FOR UPDATE SKIP LOCKED), "
     "c AS (UPDATE batch_ops b SET claimed_by = $2, "
     "claimed_pid = pg_backend_pid(), claimed_until = "
     "clock_timestamp() + $3::int * interval '1 second' FROM o "
     "WHERE b.id = o.id RETURNING b.id, b.job_id, b.attempt, b.op, b.region, "
-    "b.batch_job_id, b.request_id, b.tries) "
+    "b.batch_job_id, b.request_id, b.tries, b.created_at) "
     "SELECT c.id, c.job_id, c.attempt, c.op, c.region, c.batch_job_id, "
     "c.request_id, c.tries, j.team, j.queue, coalesce(j.flavor, ''), "
     "coalesce(t.spec->>'cost_center', ''), j.max_run_duration_s, j.spec, "
     "coalesce(f.spec, '{}'), j.state, j.attempt, "
-    "j.batch_job_name IS NOT NULL OR j.cancel_requested "
+    "j.batch_job_name IS NOT NULL OR j.cancel_requested, "
+    "extract(epoch FROM clock_timestamp() - c.created_at) "
     "FROM c JOIN jobs j ON j.id = c.job_id "
     "LEFT JOIN flavors f ON f.name = j.flavor "
     "LEFT JOIN teams t ON t.name = j.team";
@@ -316,81 +317,104 @@ static char *text_array(const char *const *items, size_t n)
   return out;
 }
 
-int db_batch_claim(struct db_conn *c, const char *const *skip_regions,
-                   size_t n_skip, const char *claimer, int lease_s,
-                   struct db_batch_op *op, char *err, size_t errlen)
+/* Row i of a claim into *op. Returns whether the row is stale: a create for
+ * an attempt that is no longer admitted has no purpose; nor has a raced
+ * copy's once a copy has won or the job is being cancelled (the job is
+ * QUEUED as soon as one copy exists). */
+static bool claimed_op(PGresult *res, int i, const char *claimer,
+                       struct db_batch_op *op)
 {
-  PGresult *res;
-  char id[32], lease[16], *skip = text_array(skip_regions, n_skip);
-  const char *params[2] = {id, claimer},
-             *claim_params[3] = {skip, claimer, lease};
-  int rc = -1, attempt, race_k;
+  char id[32];
+  int attempt, race_k;
 
   memset(op, 0, sizeof(*op));
+  op->id = strtoll(PQgetvalue(res, i, 0), NULL, 10);
+  snprintf(op->job_id, sizeof(op->job_id), "%s", PQgetvalue(res, i, 1));
+  op->attempt = (int)strtol(PQgetvalue(res, i, 2), NULL, 10);
+  snprintf(op->op, sizeof(op->op), "%s", PQgetvalue(res, i, 3));
+  snprintf(op->region, sizeof(op->region), "%s", PQgetvalue(res, i, 4));
+  snprintf(op->batch_job_id, sizeof(op->batch_job_id), "%s",
+           PQgetvalue(res, i, 5));
+  snprintf(op->request_id, sizeof(op->request_id), "%s", PQgetvalue(res, i, 6));
+  op->tries = (int)strtol(PQgetvalue(res, i, 7), NULL, 10);
+  snprintf(op->team, sizeof(op->team), "%s", PQgetvalue(res, i, 8));
+  snprintf(op->queue, sizeof(op->queue), "%s", PQgetvalue(res, i, 9));
+  snprintf(op->flavor, sizeof(op->flavor), "%s", PQgetvalue(res, i, 10));
+  snprintf(op->cost_center, sizeof(op->cost_center), "%s",
+           PQgetvalue(res, i, 11));
+  op->max_run_duration_s = strtoll(PQgetvalue(res, i, 12), NULL, 10);
+  op->job_spec = json_loads(PQgetvalue(res, i, 13), 0, NULL);
+  op->flavor_spec = json_loads(PQgetvalue(res, i, 14), 0, NULL);
+  op->age_s = strtod(PQgetvalue(res, i, 18), NULL);
+  snprintf(op->claimed_by, sizeof(op->claimed_by), "%s", claimer);
+  if (!strcmp(op->op, "create") &&
+      batch_job_id_parse(op->batch_job_id, id, sizeof(id), &attempt, &race_k) ==
+          0 &&
+      race_k > 0)
+    return (strcmp(PQgetvalue(res, i, 15), "ADMITTED") != 0 &&
+            strcmp(PQgetvalue(res, i, 15), "QUEUED") != 0) ||
+           strtol(PQgetvalue(res, i, 16), NULL, 10) != op->attempt ||
+           PQgetvalue(res, i, 17)[0] == 't';
+  return !strcmp(op->op, "create") &&
+         (strcmp(PQgetvalue(res, i, 15), "ADMITTED") != 0 ||
+          strtol(PQgetvalue(res, i, 16), NULL, 10) != op->attempt);
+}
+
+int db_batch_claim_many(struct db_conn *c, const char *const *skip_regions,
+                        size_t n_skip, const char *claimer, int lease_s,
+                        struct db_batch_op *ops, int max, char *err,
+                        size_t errlen)
+{
+  PGresult *res;
+  char id[32], lease[16], limit[16], *skip = text_array(skip_regions, n_skip);
+  const char *params[2] = {id, claimer},
+             *claim_params[4] = {skip, claimer, lease, limit};
+  int rc = -1, n = 0, rows, i;
+
   if (!skip) {
     snprintf(err, errlen, "out of memory");
     return -1;
   }
   snprintf(lease, sizeof(lease), "%d", lease_s);
-  /* one statement, so no transaction of its own: the lease is taken when
-   * it returns, and no transaction stays open across the Batch call */
-  for (;;) {
-    bool stale;
-    if (!(res = db_query(c, sql_claim, 3, claim_params, err, errlen)))
+  snprintf(limit, sizeof(limit), "%d", max > 0 ? max : 1);
+  /* one statement, so no transaction of its own: the leases are taken
+   * when it returns, and no transaction stays open across a Batch call */
+  while (n == 0) {
+    if (!(res = db_query(c, sql_claim, 4, claim_params, err, errlen)))
       goto out;
-    if (PQntuples(res) == 0) {
-      PQclear(res);
-      rc = 0;
-      goto out;
+    rows = PQntuples(res);
+    for (i = 0; i < rows; i++) {
+      if (!claimed_op(res, i, claimer, &ops[n])) {
+        n++;
+        continue;
+      }
+      /* stale, and ours by the lease just taken */
+      snprintf(id, sizeof(id), "%lld", (long long)ops[n].id);
+      db_batch_op_free(&ops[n]);
+      if (db_run(c, sql_drop_claimed, 2, params, NULL, err, errlen)) {
+        PQclear(res);
+        while (n > 0)
+          db_batch_op_free(&ops[--n]);
+        goto out;
+      }
     }
-    op->id = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
-    snprintf(op->job_id, sizeof(op->job_id), "%s", PQgetvalue(res, 0, 1));
-    op->attempt = (int)strtol(PQgetvalue(res, 0, 2), NULL, 10);
-    snprintf(op->op, sizeof(op->op), "%s", PQgetvalue(res, 0, 3));
-    snprintf(op->region, sizeof(op->region), "%s", PQgetvalue(res, 0, 4));
-    snprintf(op->batch_job_id, sizeof(op->batch_job_id), "%s",
-             PQgetvalue(res, 0, 5));
-    snprintf(op->request_id, sizeof(op->request_id), "%s",
-             PQgetvalue(res, 0, 6));
-    op->tries = (int)strtol(PQgetvalue(res, 0, 7), NULL, 10);
-    snprintf(op->team, sizeof(op->team), "%s", PQgetvalue(res, 0, 8));
-    snprintf(op->queue, sizeof(op->queue), "%s", PQgetvalue(res, 0, 9));
-    snprintf(op->flavor, sizeof(op->flavor), "%s", PQgetvalue(res, 0, 10));
-    snprintf(op->cost_center, sizeof(op->cost_center), "%s",
-             PQgetvalue(res, 0, 11));
-    op->max_run_duration_s = strtoll(PQgetvalue(res, 0, 12), NULL, 10);
-    op->job_spec = json_loads(PQgetvalue(res, 0, 13), 0, NULL);
-    op->flavor_spec = json_loads(PQgetvalue(res, 0, 14), 0, NULL);
-    snprintf(op->claimed_by, sizeof(op->claimed_by), "%s", claimer);
-    /* a create for an attempt that is no longer admitted has no purpose;
-     * nor has a raced copy's once a copy has won or the job is being
-     * cancelled (the job is QUEUED as soon as one copy exists) */
-    if (!strcmp(op->op, "create") &&
-        batch_job_id_parse(op->batch_job_id, id, sizeof(id), &attempt,
-                           &race_k) == 0 &&
-        race_k > 0)
-      stale = (strcmp(PQgetvalue(res, 0, 15), "ADMITTED") != 0 &&
-               strcmp(PQgetvalue(res, 0, 15), "QUEUED") != 0) ||
-              strtol(PQgetvalue(res, 0, 16), NULL, 10) != op->attempt ||
-              PQgetvalue(res, 0, 17)[0] == 't';
-    else
-      stale = !strcmp(op->op, "create") &&
-              (strcmp(PQgetvalue(res, 0, 15), "ADMITTED") != 0 ||
-               strtol(PQgetvalue(res, 0, 16), NULL, 10) != op->attempt);
     PQclear(res);
-    if (!stale) {
-      rc = 1;
-      goto out;
-    }
-    /* ours by the lease just taken */
-    snprintf(id, sizeof(id), "%lld", (long long)op->id);
-    db_batch_op_free(op);
-    if (db_run(c, sql_drop_claimed, 2, params, NULL, err, errlen))
-      goto out;
+    if (rows == 0)
+      break;
   }
+  rc = n;
 out:
   free(skip);
   return rc;
+}
+
+int db_batch_claim(struct db_conn *c, const char *const *skip_regions,
+                   size_t n_skip, const char *claimer, int lease_s,
+                   struct db_batch_op *op, char *err, size_t errlen)
+{
+  memset(op, 0, sizeof(*op));
+  return db_batch_claim_many(c, skip_regions, n_skip, claimer, lease_s, op, 1,
+                             err, errlen);
 }
 
 int db_batch_unclaim(struct db_conn *c, const struct db_batch_op *op, char *err,
@@ -664,8 +688,9 @@ json_t *db_batch_regions(struct db_conn *c, char *err, size_t errlen)
  * Why gpugate does not want each listed Batch job of its deployment: no
  * such gpugate job (or an attempt it never reached), an attempt already
  * superseded, a job already terminal, or a raced copy that lost. A job with an
- * outbox row for that attempt is being handled (a create in flight is adopted,
- * a cancel is on its way) and is never swept.
+ * outbox row for that attempt is being handled (a cancel is on its way) and is
+ * never swept; "pending" when the row is this Batch job's own create, whose
+ * outcome its dispatcher records (the sync leaves it alone).
  */
 static const char sql_orphans[] =
     "SELECT coalesce(json_agg(json_build_object('name', l.name, 'why', "
@@ -673,6 +698,9 @@ static const char sql_orphans[] =
     "text, attempt int, base text) LEFT JOIN jobs j ON j.id = l.id "
     "CROSS JOIN LATERAL (SELECT CASE "
     "WHEN j.id IS NULL THEN 'unknown' "
+    "WHEN EXISTS (SELECT 1 FROM batch_ops o WHERE o.job_id = j.id "
+    "AND o.attempt = l.attempt AND o.op = 'create' "
+    "AND o.batch_job_id = l.base) THEN 'pending' "
     "WHEN EXISTS (SELECT 1 FROM batch_ops o WHERE o.job_id = j.id "
     "AND o.attempt = l.attempt) THEN NULL "
     "WHEN j.state IN ('SUCCEEDED', 'FAILED', 'CANCELLED') THEN 'terminal' "

@@ -30,6 +30,8 @@ struct db_batch_op {
   char request_id[40];
   int tries;
   char claimed_by[96]; /* the lease holder: who may record the outcome */
+  double age_s;        /* seconds since the row was written, at the claim
+                          (a create's: since the admission or failover) */
   /* create only */
   char team[64];
   char queue[64];
@@ -93,6 +95,16 @@ int db_batch_claim(struct db_conn *c, const char *const *skip_regions,
                    size_t n_skip, const char *claimer, int lease_s,
                    struct db_batch_op *op, char *err, size_t errlen);
 void db_batch_op_free(struct db_batch_op *op);
+
+/*
+ * The same for up to max rows at once (rows of different jobs; a job's
+ * rows still go one at a time) into ops[0..n). Returns n (0 when nothing
+ * is due outside skip_regions), or -1 on error with nothing claimed.
+ */
+int db_batch_claim_many(struct db_conn *c, const char *const *skip_regions,
+                        size_t n_skip, const char *claimer, int lease_s,
+                        struct db_batch_op *ops, int max, char *err,
+                        size_t errlen);
 
 /*
  * Give a claimed row back untouched, before any call about it was made:
@@ -167,7 +179,9 @@ json_t *db_batch_unseen(struct db_conn *c, const char *region, json_t *seen,
  * not the current Batch job of an active gpugate job, with the gpugate id
  * and attempt their names carry. Returns a new array of {"name", "why"}
  * for those gpugate does not want (why: "unknown", "superseded",
- * "terminal"); the others are wanted (e.g. a create not yet recorded).
+ * "terminal", "race_loser") and for those whose own create is still in the
+ * outbox (why "pending": its dispatcher records the outcome); the others
+ * are wanted (e.g. a raced copy waiting for capacity).
  * NULL with err on failure.
  */
 json_t *db_batch_orphans(struct db_conn *c, json_t *listed, char *err,

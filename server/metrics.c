@@ -233,6 +233,20 @@ static struct histogram wait_seconds = {
     {0},
     0,
     0};
+/* admission to Batch create: a fraction of a second when dispatch keeps
+ * up, seconds to minutes with a backlog */
+static const double create_bounds[] = {0.05, 0.1, 0.25, 0.5, 1,   2.5, 5,
+                                       10,   30,  60,   300, 900, 3600};
+static struct histogram create_seconds = {
+    "gpugate_batch_admission_to_create_seconds",
+    "Time from a job's admission (or its Flex Start failover) to its Batch "
+    "job's creation recorded (this replica's creates; a race counts its "
+    "first copy).",
+    create_bounds,
+    NBOUNDS(create_bounds),
+    {0},
+    0,
+    0};
 static struct histogram cycle_seconds = {"gpugate_admission_cycle_seconds",
                                          "Admission cycle duration (leader "
                                          "only; failed cycles are not "
@@ -564,6 +578,13 @@ void metrics_evicted(const char *cluster_queue, const char *reason)
   lb_add(&l, "cluster_queue", cluster_queue);
   lb_add(&l, "reason", reason);
   add(&evicted_jobs, &l, 1, false);
+}
+
+void metrics_batch_admission_to_create(double seconds)
+{
+  pthread_mutex_lock(&lock);
+  observe(&create_seconds, seconds > 0 ? seconds : 0);
+  pthread_mutex_unlock(&lock);
 }
 
 void metrics_admission_wait(double seconds)
@@ -936,6 +957,7 @@ static char *render(bool teams)
   family(&o, &batch_races);
   family(&o, &batch_race_winners);
   family(&o, &batch_race_overlap);
+  histogram(&o, &create_seconds);
   family(&o, &dispatch_backlog);
   family(&o, &billing_rows);
   family(&o, &pubsub_pushes);
@@ -982,5 +1004,6 @@ void metrics_reset(void)
   histogram_clear(&http_seconds);
   histogram_clear(&wait_seconds);
   histogram_clear(&cycle_seconds);
+  histogram_clear(&create_seconds);
   pthread_mutex_unlock(&lock);
 }

@@ -37,6 +37,10 @@ void metrics_batch_orphan(const char *region, const char *why);
  * "overlap" (seconds a loser in region ran beside the winner). */
 void metrics_batch_race(const char *event, const char *region, double seconds);
 
+/* A job's Batch create recorded seconds after its admission (or the
+ * failover that asked for it). */
+void metrics_batch_admission_to_create(double seconds);
+
 /* Outbox rows waiting to be sent (-1: unknown, ignored). */
 void metrics_dispatch_backlog(long rows);
 
