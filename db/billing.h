@@ -32,7 +32,9 @@ struct db_billing_row {
   const char *currency;
   const char *usage_start; /* timestamptz text, e.g. "2026-08-01 10:00:00+00" */
   const char *usage_day;   /* "YYYY-MM-DD", the UTC day of usage_start */
-  const char *invoice_month; /* "YYYY-MM" or "" */
+  const char *invoice_month;   /* "YYYY-MM" or "" */
+  const char *cost_type;       /* regular, tax, adjustment, rounding_error */
+  const char *billing_account; /* billing_account_id, or "" */
   const char *cost;
   const char *credits;    /* Σ credits[].amount */
   const char *gpu_amount; /* GPU usage, in the unit gpu_divisor says */
