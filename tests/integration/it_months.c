@@ -4,7 +4,8 @@
  *
  *   rows of August and September 2025 of two teams are uploaded; finance
  *   closes August (409 the second time; members, bad and unfinished months
- *   refused, naming the field); late rows for August are uploaded; the
+ *   refused, naming the field); late rows for August are uploaded and
+ *   loaded by `gpugate ingest-billing` (both paths of the loader); the
  *   August reports (JSON, CSV, invoice basis, the team's, FOCUS) answer the
  *   same bytes as right after the close, and the late rows are September
  *   rows with charge_class Correction; /v1/costs/months keeps August's
