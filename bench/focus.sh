@@ -14,10 +14,11 @@
 set -euo pipefail
 BENCH_NAME=bench/focus.sh
 # shellcheck source=bench/lib.sh
-source "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib.sh"
 
 teams=${BENCH_FOCUS_TEAMS:-20}
 skus=${BENCH_FOCUS_SKUS:-40}
+# shellcheck disable=SC2119 # no binary but gpugate
 bench_setup
 export GPUGATE_BATCH_BACKEND=none
 
