@@ -7,7 +7,12 @@
  * is then written as the client reads it: a batch of rollups at a time
  * through focus_csv.h, deflated on the way when Accept-Encoding asks for
  * gzip. Memory is one batch and zlib's window, whatever the range.
+ *
+ * Each export holds a PostgreSQL connection of its own (not one of the
+ * request pool) until its body is sent, so at most MAX_EXPORTS run at once
+ * in a process; one more is answered 429 with Retry-After.
  */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +26,9 @@
 #include "server/problem.h"
 
 #define BATCH_ROWS 500 /* rollups written per refill */
+#define MAX_EXPORTS 4  /* exports streaming at once */
+
+static atomic_int exports; /* streaming now, in this process */
 
 struct focus_stream {
   struct db_focus *cur; /* owned */
@@ -37,6 +45,7 @@ static void stream_free(void *cls)
 
   if (!st)
     return;
+  atomic_fetch_sub(&exports, 1);
   db_focus_close(st->cur);
   csv_buf_free(&st->text);
   csv_buf_free(&st->out);
@@ -129,14 +138,24 @@ static enum gg_code stream_export(struct gg_req *req, const char *team)
   if (problem_nfields(req))
     return problem_fail(req, GG_BAD_REQUEST,
                         "The export's parameters are invalid; see errors.");
+  if (atomic_fetch_add(&exports, 1) >= MAX_EXPORTS) {
+    atomic_fetch_sub(&exports, 1);
+    req_add_header(req, "Retry-After", "5");
+    return problem_fail(req, GG_TOO_MANY_REQUESTS,
+                        "%d FOCUS exports are being sent already; try again "
+                        "when one has finished.",
+                        MAX_EXPORTS);
+  }
   st = calloc(1, sizeof(*st));
-  if (!st)
+  if (!st) {
+    atomic_fetch_sub(&exports, 1);
     return problem_fail(req, GG_INTERNAL, "Out of memory.");
+  }
   st->gzip = focus_wants_gzip(req_header(req, "Accept-Encoding"));
   if (st->gzip) {
     if (deflateInit2(&st->z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) !=
         Z_OK) {
-      free(st);
+      stream_free(st);
       return problem_fail(req, GG_INTERNAL, "Out of memory.");
     }
     st->z_on = true;

@@ -21,6 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -598,6 +601,90 @@ START_TEST(focus_scoping_and_gzip)
 }
 END_TEST
 
+/* Send a FOCUS request for the whole year on a socket of its own and do
+ * not read the answer: the export stays open while the body is larger
+ * than what the sockets hold. Returns the socket. */
+static int stalled_export(const char *token)
+{
+  struct sockaddr_in a;
+  char req[2048];
+  int fd = socket(AF_INET, SOCK_STREAM, 0), n, small = 4096;
+
+  ck_assert_int_ge(fd, 0);
+  setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+  memset(&a, 0, sizeof(a));
+  a.sin_family = AF_INET;
+  a.sin_port = htons(srv.port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+  n = snprintf(req, sizeof(req),
+               "GET /v1/costs/focus?from=2024-01-01&to=2024-12-31 HTTP/1.1\r\n"
+               "Host: gpugate\r\nAuthorization: Bearer %s\r\n\r\n",
+               token);
+  ck_assert_int_eq(send(fd, req, (size_t)n, 0), n);
+  return fd;
+}
+
+/* At most 4 exports stream at once (each holds a connection of its own);
+ * a fifth is 429 with Retry-After, and once they are gone exports work
+ * again. */
+START_TEST(focus_export_cap)
+{
+  PGconn *pg = h_db_connect(db_url);
+  PGresult *res;
+  struct h_resp r;
+  char ra[16];
+  int fds[4], i, status = 0;
+  long long t0;
+
+  /* a year of 2024 big enough to fill the sockets: ~50 MB of CSV */
+  res = PQexec(pg, "INSERT INTO cost_rollups (team, day, invoice_month, "
+                   "service, sku, flavor, location, currency, cost_type, "
+                   "billing_account, charge_class, month, report_day, cost, "
+                   "credits, gpu_hours, rows) SELECT 'team-a', d::date, "
+                   "to_char(d, 'YYYY-MM'), 'Compute Engine', 'SKU ' || k, "
+                   "'l4-spot', 'us-central1', 'USD', 'regular', 'A', '', "
+                   "to_char(d, 'YYYY-MM'), d::date, 1.5, -0.5, 1, 1 "
+                   "FROM generate_series('2024-01-01'::date, "
+                   "'2024-12-31'::date, '1 day') d, generate_series(1, 250) k");
+  ck_assert_msg(PQresultStatus(res) == PGRES_COMMAND_OK, "%s",
+                PQerrorMessage(pg));
+  PQclear(res);
+  PQfinish(pg);
+  for (i = 0; i < 4; i++)
+    fds[i] = stalled_export(finance);
+  /* the four have started streaming: a fifth is refused */
+  for (t0 = h_now_ms(); h_now_ms() - t0 < 10000; h_sleep_ms(100)) {
+    ck_assert_int_eq(h_request(&srv, "GET",
+                               "/v1/costs/focus?from=2025-08-01&to=2025-08-31",
+                               finance, NULL, NULL, &r),
+                     0);
+    status = (int)r.status;
+    if (status == 429)
+      break;
+    h_resp_free(&r);
+  }
+  ck_assert_msg(status == 429, "a fifth export: %d", status);
+  ck_assert(h_is_problem(&r, 429, NULL));
+  ck_assert(h_header(&r, "Retry-After", ra, sizeof(ra)) && !strcmp(ra, "5"));
+  h_resp_free(&r);
+  for (i = 0; i < 4; i++)
+    close(fds[i]);
+  /* the server notices the clients are gone; exports work again */
+  for (t0 = h_now_ms(); h_now_ms() - t0 < 20000; h_sleep_ms(200)) {
+    ck_assert_int_eq(h_request(&srv, "GET",
+                               "/v1/costs/focus?from=2025-08-01&to=2025-08-31",
+                               finance, NULL, NULL, &r),
+                     0);
+    status = (int)r.status;
+    h_resp_free(&r);
+    if (status == 200)
+      break;
+  }
+  ck_assert_int_eq(status, 200);
+}
+END_TEST
+
 Suite *months_suite(void)
 {
   Suite *s = suite_create("months");
@@ -611,6 +698,7 @@ Suite *months_suite(void)
   tcase_add_checked_fixture(fx, setup, teardown);
   tcase_set_timeout(fx, 120);
   tcase_add_test(fx, focus_scoping_and_gzip);
+  tcase_add_test(fx, focus_export_cap);
   suite_add_tcase(s, fx);
   return s;
 }
