@@ -24,6 +24,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -379,7 +380,7 @@ static void same_bytes(char **before)
 
   for (i = 0; frozen[i]; i++) {
     char *now = get(frozen[i], finance, NULL, &len);
-    ck_assert_msg(!strcmp(now, before[i]), "%s changed:\n%s\n---\n%s",
+    ck_assert_msg(!strcmp(now, before[i]), "%s changed:\n%.400s\n---\n%.400s",
                   frozen[i], before[i], now);
     free(now);
     free(before[i]);
@@ -685,6 +686,83 @@ START_TEST(focus_export_cap)
 }
 END_TEST
 
+/* The net of the costs report of range for team-a (one currency, no
+ * corrections split: every row of the team summed). */
+static double team_a_net(const char *range)
+{
+  char path[256];
+  json_t *rep, *r;
+  double net = 0;
+  size_t i;
+
+  snprintf(path, sizeof(path), "/v1/costs?%s", range);
+  rep = get_json(path, finance);
+  json_array_foreach (json_object_get(rep, "rows"), i, r)
+    if (!strcmp(h_str(r, "team"), "team-a"))
+      net += json_number_value(json_object_get(r, "net_cost"));
+  json_decref(rep);
+  return net;
+}
+
+/* A close while an upload is being stored, batch after batch: each row
+ * is either in August (stored before the close) or a September correction
+ * (after), never lost nor counted twice, and the report taken right after
+ * the close is the report ever after. 20,000 rows of 0.25 each: 5,000. */
+START_TEST(close_during_upload)
+{
+  enum { ROWS = 20000 };
+  const char *hdr[] = {NDJSON, NULL};
+  char *body = malloc((size_t)ROWS * 700), *after_close, *final;
+  size_t n = 0, len;
+  double aug, sep;
+  pid_t child;
+  int i, st;
+  long long t0;
+
+  ck_assert_ptr_nonnull(body);
+  for (i = 0; i < ROWS; i++) {
+    char start[32];
+    snprintf(start, sizeof(start), "2025-08-%02dT%02d:%02d:%02dZ", 1 + i % 31,
+             i / 31 % 24, i / 744 % 60, i % 60);
+    row(body + n, 700, "team-a", start, "202508", "regular", "0.25", NULL,
+        "Nvidia L4 GPU running in Americas");
+    n += strlen(body + n);
+  }
+  child = fork();
+  ck_assert_int_ge(child, 0);
+  if (child == 0) {
+    struct h_resp r;
+    int ok = h_request(&srv, "POST", "/v1/billing/export-rows", finance, body,
+                       hdr, &r) == 0 &&
+             r.status == 200 &&
+             json_integer_value(json_object_get(r.json, "inserted")) == ROWS;
+    _exit(ok ? 0 : 1);
+  }
+  /* close once the first batches are stored, while the rest are not */
+  for (t0 = h_now_ms(); team_a_net(AUG) <= 0 && h_now_ms() - t0 < 30000;)
+    h_sleep_ms(20);
+  post_close("2025-08", finance, 200, NULL);
+  after_close = get("/v1/costs?" AUG "&group_by=day", finance, NULL, &len);
+  ck_assert_int_eq(waitpid(child, &st, 0), child);
+  ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the upload failed");
+  final = get("/v1/costs?" AUG "&group_by=day", finance, NULL, &len);
+  ck_assert_msg(!strcmp(final, after_close),
+                "the August report moved after the close: %.200s ... became "
+                "%.200s ...",
+                after_close, final);
+  aug = team_a_net(AUG);
+  sep = team_a_net(SEP);
+  ck_assert_msg(aug > 0 && aug + sep > 4999.995 && aug + sep < 5000.005,
+                "August %.2f + September corrections %.2f, want 5000", aug,
+                sep);
+  fprintf(stderr, "close during upload: %.2f in August, %.2f corrections\n",
+          aug, sep);
+  free(after_close);
+  free(final);
+  free(body);
+}
+END_TEST
+
 Suite *months_suite(void)
 {
   Suite *s = suite_create("months");
@@ -694,6 +772,7 @@ Suite *months_suite(void)
   tcase_add_checked_fixture(tc, setup, teardown);
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, close_and_corrections);
+  tcase_add_test(tc, close_during_upload);
   suite_add_tcase(s, tc);
   tcase_add_checked_fixture(fx, setup, teardown);
   tcase_set_timeout(fx, 120);
