@@ -15,7 +15,8 @@
 # and prints rows, seconds, rows/s, MB/s, the command's peak RSS and CPU
 # time (getrusage of the waited process, as /usr/bin/time -v reports them)
 # and the CPU time the whole cluster used meanwhile. The cluster and the
-# file are removed at the end.
+# file are removed at the end. Then bench/focus.sh times the FOCUS export
+# of a year of rollups.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -111,3 +112,6 @@ printf '%-31s %8s %7s %8s %6s %7s %7s %7s\n' "" rows seconds rows/s MB/s "RSS Mi
 row 'psql \copy, one text column' floor "$rows"
 row 'gpugate ingest-billing (new)' new "$inserted"
 row 'gpugate ingest-billing (again)' again "$dups"
+
+# the FOCUS export of a year of rollups (a cluster and a server of its own)
+bench/focus.sh

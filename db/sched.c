@@ -37,7 +37,7 @@ static const char sql_teams[] =
     "(t.spec->>'monthly_budget_usd')::float8, coalesce(b.net, 0)::float8 "
     "FROM teams t LEFT JOIN (SELECT team, sum(cost + credits) net "
     "FROM cost_rollups WHERE currency = 'USD' "
-    "AND day >= date_trunc('month', now() AT TIME ZONE 'UTC')::date "
+    "AND report_day >= date_trunc('month', now() AT TIME ZONE 'UTC')::date "
     "GROUP BY team) b ON b.team = t.name ORDER BY t.name COLLATE \"C\"";
 
 /* whole seconds elapsed: a window never opens early by a rounding */
@@ -685,7 +685,7 @@ static const char sql_team_costs[] =
     "ELSE r.team END AS team, r.cost + r.credits AS net "
     "FROM cost_rollups r LEFT JOIN teams t ON t.name = r.team "
     "WHERE r.currency = 'USD' "
-    "AND r.day >= date_trunc('month', now() AT TIME ZONE 'UTC')::date) "
+    "AND r.report_day >= date_trunc('month', now() AT TIME ZONE 'UTC')::date) "
     "SELECT team, net FROM (SELECT t.name AS team, "
     "coalesce(sum(m.net), 0)::float8 AS net FROM teams t "
     "LEFT JOIN m ON m.team = t.name GROUP BY t.name "

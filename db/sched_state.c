@@ -871,7 +871,7 @@ out:
 static const char sql_spend[] =
     "SELECT team, sum(cost + credits)::float8 FROM cost_rollups "
     "WHERE currency = 'USD' "
-    "AND day >= date_trunc('month', now() AT TIME ZONE 'UTC')::date "
+    "AND report_day >= date_trunc('month', now() AT TIME ZONE 'UTC')::date "
     "GROUP BY team";
 
 int db_sched_state_spend(struct db_conn *c, struct db_sched *cfg, bool *moved,

@@ -380,6 +380,58 @@ static void log_access(struct gg_req *req, unsigned status)
   json_decref(f);
 }
 
+/* The state of a streamed reply, owned by its MHD response. */
+struct streamed {
+  req_stream_read read;
+  void *cls;
+  void (*cls_free)(void *cls);
+};
+
+static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+  struct streamed *st = cls;
+  long n;
+
+  (void)pos;
+  n = st->read(st->cls, buf, max);
+  if (n > 0)
+    return (ssize_t)n;
+  return n == 0 ? MHD_CONTENT_READER_END_OF_STREAM
+                : MHD_CONTENT_READER_END_WITH_ERROR;
+}
+
+static void stream_free(void *cls)
+{
+  struct streamed *st = cls;
+
+  if (st->cls_free)
+    st->cls_free(st->cls);
+  free(st);
+}
+
+/* A response streaming req's reply_read, which it takes over; NULL when
+ * out of memory (req keeps it then). */
+static struct MHD_Response *stream_response(struct gg_req *req)
+{
+  struct streamed *st = malloc(sizeof(*st));
+  struct MHD_Response *resp;
+
+  if (!st)
+    return NULL;
+  st->read = req->reply_read;
+  st->cls = req->reply_read_cls;
+  st->cls_free = req->reply_read_free;
+  resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, (size_t)64 * 1024,
+                                           stream_reader, st, stream_free);
+  if (!resp) {
+    free(st);
+    return NULL;
+  }
+  req->reply_read_cls = NULL;
+  req->reply_read = NULL;
+  return resp;
+}
+
 static enum MHD_Result send_reply(struct http_server *s, struct gg_req *req,
                                   struct MHD_Connection *conn)
 {
@@ -390,6 +442,15 @@ static enum MHD_Result send_reply(struct http_server *s, struct gg_req *req,
   const char *ctype = NULL;
   enum MHD_Result ret;
 
+  if (req->code == GG_OK && req->reply_read) {
+    status = req->status ? req->status : 200;
+    resp = stream_response(req);
+    if (!resp)
+      return MHD_NO;
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                            req->reply_content_type);
+    goto send;
+  }
   if (req->code != GG_OK) {
     json_t *p = problem_build(req->code, req->detail, req->errors, req->path,
                               req->request_id);
@@ -428,6 +489,7 @@ static enum MHD_Result send_reply(struct http_server *s, struct gg_req *req,
   }
   if (ctype)
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+send:
   add_common_headers(s, req, resp);
   if (req->code == GG_UNAUTHORIZED)
     MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,

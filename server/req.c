@@ -41,6 +41,10 @@ void req_cleanup(struct gg_req *req)
   req->reply = NULL;
   free(req->reply_text);
   req->reply_text = NULL;
+  if (req->reply_read_cls && req->reply_read_free)
+    req->reply_read_free(req->reply_read_cls);
+  req->reply_read_cls = NULL;
+  req->reply_read = NULL;
   for (i = 0; i < req->n_hdrs; i++)
     free(req->hdr_values[i]);
   req->n_hdrs = 0;
@@ -70,6 +74,19 @@ const char *req_header(const struct gg_req *req, const char *name)
   if (!req->conn)
     return NULL;
   return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+}
+
+void req_reply_stream(struct gg_req *req, unsigned status,
+                      const char *content_type, req_stream_read read, void *cls,
+                      void (*cls_free)(void *cls))
+{
+  if (req->reply_read_cls && req->reply_read_free)
+    req->reply_read_free(req->reply_read_cls);
+  req->status = status;
+  req->reply_content_type = content_type;
+  req->reply_read = read;
+  req->reply_read_cls = cls;
+  req->reply_read_free = cls_free;
 }
 
 void req_reply(struct gg_req *req, unsigned status, json_t *body)
