@@ -51,7 +51,9 @@ void h_db_apply(const char *name, const char *config, char *url, size_t urllen);
 /*
  * Start build/gpugate serve on port 0 against db_url with the test JWT
  * configuration, plus extra "NAME=value" environment entries (NULL-ended,
- * may be NULL). Waits until /healthz answers. Returns 0 or -1.
+ * may be NULL; a GPUGATE_LISTEN among them replaces 127.0.0.1:0, and the
+ * h_request() helpers then reach the server only if it also listens
+ * there). Waits until its port file is written. Returns 0 or -1.
  */
 int h_server_start(struct h_server *s, const char *db_url,
                    const char *const *extra_env);
