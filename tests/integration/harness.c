@@ -689,6 +689,19 @@ void h_write_temp(const char *what, const char *text, char *path,
   ck_assert_int_eq(fclose(f), 0);
 }
 
+double h_sample(const char *text, const char *series)
+{
+  const char *p = text;
+  size_t len = strlen(series);
+
+  while ((p = strstr(p, series)) != NULL) {
+    if ((p == text || p[-1] == '\n') && p[len] == ' ')
+      return strtod(p + len + 1, NULL);
+    p++;
+  }
+  return -1;
+}
+
 int h_log_count(const struct h_server *s, const char *needle)
 {
   char *text = h_slurp(s->log, NULL);

@@ -190,6 +190,10 @@ char *h_slurp(const char *path, size_t *len);
 void h_write_temp(const char *what, const char *text, char *path,
                   size_t pathlen);
 
+/* The value of the exact sample line "series value" in a /metrics text,
+ * -1 if absent. */
+double h_sample(const char *text, const char *series);
+
 /* Occurrences of needle in the log of s (0 when there is none yet). */
 int h_log_count(const struct h_server *s, const char *needle);
 

@@ -174,21 +174,6 @@ static int held_post(const char *from, const char *xff, const char *token,
   return fd;
 }
 
-/* The value of the exact sample "series" in a /metrics text, -1 if
- * absent. */
-static double sample(const char *text, const char *series)
-{
-  const char *p = text;
-  size_t len = strlen(series);
-
-  while ((p = strstr(p, series)) != NULL) {
-    if ((p == text || p[-1] == '\n') && p[len] == ' ')
-      return strtod(p + len + 1, NULL);
-    p++;
-  }
-  return -1;
-}
-
 #define RPS 5 /* per client: burst 10 */
 #define CAP 3 /* connections (or proxied requests) per client */
 
@@ -259,12 +244,12 @@ START_TEST(proxied_connection_cap)
                    0);
   ck_assert_int_eq(r.status, 200);
   ck_assert_double_ge(
-      sample(r.body, "gpugate_http_connections_refused_total{reason=\"per_"
-                     "client_proxied\"}"),
+      h_sample(r.body, "gpugate_http_connections_refused_total{reason=\"per_"
+                       "client_proxied\"}"),
       1);
   ck_assert_double_ge(
-      sample(r.body,
-             "gpugate_http_connections_refused_total{reason=\"per_client\"}"),
+      h_sample(r.body,
+               "gpugate_http_connections_refused_total{reason=\"per_client\"}"),
       1);
   h_resp_free(&r);
   free(member);
