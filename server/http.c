@@ -13,11 +13,9 @@
  * without reading the body. Connection caps and the header and body
  * deadlines are server/connlimit.c's.
  *
- * Each request's client is its peer, or — when the peer is a trusted
- * proxy (GPUGATE_HTTP_TRUSTED_PROXIES) — the last untrusted hop of its
- * forwarded header (server/clientaddr.c). That address is what the
- * per-client request rate, the per-client cap on requests in flight
- * through a proxy, and the access log's "client" use.
+ * Each request's client (its peer, or behind a trusted proxy the client
+ * the proxy names) and that client's limits are server/httpclient.c's;
+ * the access log names it.
  *
  * Threading: a pool of libmicrohttpd worker threads (epoll); a handler
  * blocks its worker on PostgreSQL, so the database pool has as many
@@ -40,10 +38,10 @@
 #include <zlib.h>
 
 #include "db/db.h"
-#include "server/clientaddr.h"
 #include "server/connlimit.h"
 #include "server/etag.h"
 #include "server/http.h"
+#include "server/httpclient.h"
 #include "server/log.h"
 #include "server/metrics.h"
 #include "server/problem.h"
@@ -542,102 +540,6 @@ static enum MHD_Result early_reply(struct http_server *s, struct gg_req *req,
   return send_reply(s, req, conn);
 }
 
-/* The last CLIENTADDR_MAX_HOPS lines of one header, in order. */
-struct header_lines {
-  const char *name;
-  const char *ring[CLIENTADDR_MAX_HOPS];
-  size_t count; /* lines seen */
-};
-
-static enum MHD_Result collect_line(void *cls, enum MHD_ValueKind kind,
-                                    const char *key, const char *value)
-{
-  struct header_lines *h = cls;
-
-  (void)kind;
-  if (key && value && !strcasecmp(key, h->name))
-    h->ring[h->count++ % CLIENTADDR_MAX_HOPS] = value;
-  return MHD_YES;
-}
-
-/*
- * Who sent the request: into req->client (and its text), the peer's
- * address, or when the peer is a trusted proxy the client its forwarded
- * header names (the header's lines are read only then).
- */
-static void identify_client(struct http_server *s, struct gg_req *req,
-                            struct MHD_Connection *conn)
-{
-  const union MHD_ConnectionInfo *ci =
-      MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-  const struct sockaddr *sa = ci ? ci->client_addr : NULL;
-  struct header_lines h;
-  const char *lines[CLIENTADDR_MAX_HOPS];
-  struct clientaddr peer;
-  size_t n, i;
-
-  if (!sa || clientaddr_from_sockaddr(sa,
-                                      sa->sa_family == AF_INET6
-                                          ? sizeof(struct sockaddr_in6)
-                                          : sizeof(struct sockaddr_in),
-                                      &peer) != 0)
-    return; /* not an IP peer: no client address */
-  req->client = peer;
-  if (clientaddr_in_nets(&peer, s->cfg->trusted_proxies,
-                         s->cfg->n_trusted_proxies)) {
-    memset(&h, 0, sizeof(h));
-    h.name = s->cfg->forwarded_header == CLIENTADDR_FORWARDED
-                 ? "Forwarded"
-                 : "X-Forwarded-For";
-    MHD_get_connection_values(conn, MHD_HEADER_KIND, collect_line, &h);
-    n = h.count < CLIENTADDR_MAX_HOPS ? h.count : CLIENTADDR_MAX_HOPS;
-    for (i = 0; i < n; i++) /* oldest first */
-      lines[i] = h.ring[(h.count - n + i) % CLIENTADDR_MAX_HOPS];
-    clientaddr_resolve(s->cfg->trusted_proxies, s->cfg->n_trusted_proxies,
-                       &peer, (enum clientaddr_header)s->cfg->forwarded_header,
-                       lines, n, h.count > n, &req->client);
-    clientaddr_format(&peer, req->peer_text);
-  }
-  clientaddr_format(&req->client, req->client_text);
-}
-
-/*
- * The client's limits, before anything else of the request: its request
- * rate, and — through a trusted proxy, whose connections the per-client
- * cap did not count — one of its per-client slots until the reply is
- * sent. False (with the problem recorded) to refuse.
- */
-static bool admit_client(struct http_server *s, struct gg_req *req,
-                         struct MHD_Connection *conn)
-{
-  long retry = 1;
-
-  if (!req->client_text[0])
-    return true;
-  if (!ratelimit_take(s->client_limiter, req->client_text, now_us(), &retry)) {
-    char v[24];
-    snprintf(v, sizeof(v), "%ld", retry);
-    req_add_header(req, MHD_HTTP_HEADER_RETRY_AFTER, v);
-    problem_fail(req, GG_TOO_MANY_REQUESTS,
-                 "Client %s is over its request rate "
-                 "(GPUGATE_RATE_LIMIT_PER_CLIENT_RPS); retry after %ld s.",
-                 req->client_text, retry);
-    return false;
-  }
-  if (!req->peer_text[0])
-    return true; /* a direct connection: counted as it was accepted */
-  if (!connlimit_request_take(conn, &req->client)) {
-    req_add_header(req, MHD_HTTP_HEADER_RETRY_AFTER, "1");
-    problem_fail(req, GG_TOO_MANY_REQUESTS,
-                 "Client %s has %ld requests in progress already "
-                 "(GPUGATE_HTTP_MAX_CONNECTIONS_PER_CLIENT); retry after 1 s.",
-                 req->client_text, s->cfg->http_max_connections_per_client);
-    return false;
-  }
-  req->client_slot = true;
-  return true;
-}
-
 /*
  * The first call of a request: its headers are in, none of its body has
  * been read. Route, authenticate and authorise here; then refuse an
@@ -650,7 +552,8 @@ static enum MHD_Result begin(struct http_server *s, struct gg_req *req,
 
   if (!connlimit_phase(conn, CONNLIMIT_BODY, s->cfg->http_body_timeout_s))
     return MHD_NO; /* the header deadline passed: close */
-  if (!admit_client(s, req, conn) || !admit(s, req))
+  if (!httpclient_admit(s->cfg, s->client_limiter, req, now_us()) ||
+      !admit(s, req))
     return early_reply(s, req, conn);
   if (req->route->chunk) {
     unsigned role = (unsigned)req->principal.role;
@@ -724,7 +627,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
     req->method = method;
     snprintf(req->path, sizeof(req->path), "%s", url);
     set_request_id(req);
-    identify_client(s, req, conn);
+    httpclient_identify(s->cfg, req);
     *con_cls = req;
     if (!strcmp(method, "OPTIONS"))
       return connlimit_phase(conn, CONNLIMIT_BODY, s->cfg->http_body_timeout_s)
@@ -779,8 +682,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     connlimit_phase(conn, CONNLIMIT_IDLE, 0); /* until the next request */
   if (!req)
     return;
-  if (req->client_slot)
-    connlimit_request_release(conn);
+  httpclient_release(req);
   if (req->upload_role)
     connlimit_upload_release(s->limits, req->upload_role);
   req_cleanup(req);
