@@ -18,7 +18,9 @@
  *                 X-Forwarded-For it sends; the access log names each.
  *   ipv6_listener GPUGATE_LISTEN=[::1]:0 serves, logs the client ::1 and
  *                 applies the per-client cap as connections are accepted;
- *                 [::] takes IPv4 clients too; a bare IPv6 listen address
+ *                 [::] takes IPv4 clients too; an IPv6 proxy's Forwarded
+ *                 header names the client (and its X-Forwarded-For is not
+ *                 read then); a bare IPv6 listen address
  *                 or a bad trusted network stops start-up naming the
  *                 variable.
  */
@@ -304,7 +306,9 @@ START_TEST(ipv6_listener)
 {
   const char *env6[] = {"GPUGATE_LISTEN=[::1]:0",
                         "GPUGATE_HTTP_MAX_CONNECTIONS_PER_CLIENT=3", NULL};
-  const char *env_any[] = {"GPUGATE_LISTEN=[::]:0", NULL};
+  const char *env_any[] = {"GPUGATE_LISTEN=[::]:0",
+                           "GPUGATE_HTTP_TRUSTED_PROXIES=::1",
+                           "GPUGATE_HTTP_FORWARDED_HEADER=Forwarded", NULL};
   char out[8192], dbenv[600];
   int held[CAP + 1], i;
   long status;
@@ -336,9 +340,19 @@ START_TEST(ipv6_listener)
   ck_assert_int_eq(h_request(&srv, "GET", "/healthz", NULL, NULL, NULL, &r), 0);
   ck_assert_int_eq(r.status, 200);
   h_resp_free(&r);
-  ck_assert_int_eq(healthz("::1", NULL, out, sizeof(out)), 200);
   ck_assert_int_ge(h_log_count(&srv, "\"client\":\"127.0.0.1\"}"), 1);
-  ck_assert_int_ge(h_log_count(&srv, "\"client\":\"::1\"}"), 1);
+  /* an IPv6 proxy writing Forwarded: its X-Forwarded-For is not read */
+  ck_assert_int_eq(request_from("::1", "GET", "/healthz",
+                                "Forwarded: for=198.51.100.1, "
+                                "for=\"[2001:db8::7]:4711\";proto=https\r\n",
+                                out, sizeof(out)),
+                   200);
+  ck_assert_int_eq(healthz("::1", "203.0.113.1", out, sizeof(out)), 200);
+  ck_assert_int_eq(
+      h_log_count(&srv, "\"client\":\"2001:db8::7\",\"peer\":\"::1\"}"), 1);
+  ck_assert_int_eq(h_log_count(&srv, "\"client\":\"::1\",\"peer\":\"::1\"}"),
+                   1);
+  ck_assert_int_eq(h_log_count(&srv, "203.0.113.1"), 0);
   h_server_stop(&srv);
 
   /* bad values stop start-up with one line naming the variable */
