@@ -9,6 +9,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "server/clientaddr.h"
+
 #define CONFIG_MAX_KEYS 8
 #define CONFIG_MAX_ORIGINS 16
 
@@ -90,6 +92,12 @@ struct config {
   long http_max_uploads_per_role; /* concurrent streamed uploads per role */
   char metrics_listen_host[64];   /* "" = /metrics on GPUGATE_LISTEN */
   unsigned short metrics_listen_port;
+
+  /* clients behind a load balancer (server/clientaddr.h) */
+  struct clientaddr_net trusted_proxies[CLIENTADDR_MAX_NETS];
+  int n_trusted_proxies;          /* 0: every peer is its own client */
+  int forwarded_header;           /* enum clientaddr_header */
+  long rate_limit_per_client_rps; /* per client address; 0 = off */
 };
 
 /*

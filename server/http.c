@@ -13,6 +13,10 @@
  * without reading the body. Connection caps and the header and body
  * deadlines are server/connlimit.c's.
  *
+ * Each request's client (its peer, or behind a trusted proxy the client
+ * the proxy names) and that client's limits are server/httpclient.c's;
+ * the access log names it.
+ *
  * Threading: a pool of libmicrohttpd worker threads (epoll); a handler
  * blocks its worker on PostgreSQL, so the database pool has as many
  * connections as there are workers. Slow clients cost no worker: a
@@ -37,6 +41,7 @@
 #include "server/connlimit.h"
 #include "server/etag.h"
 #include "server/http.h"
+#include "server/httpclient.h"
 #include "server/log.h"
 #include "server/metrics.h"
 #include "server/problem.h"
@@ -48,7 +53,8 @@ struct http_server {
   const struct config *cfg;
   const struct auth_ctx *auth;
   struct db_pool *pool;
-  struct ratelimit *limiter;
+  struct ratelimit *limiter;        /* per team (or role) */
+  struct ratelimit *client_limiter; /* per client address */
   struct connlimit *limits;
   unsigned short port;
   bool metrics_only;           /* the GPUGATE_METRICS_LISTEN listener */
@@ -376,6 +382,10 @@ static void log_access(struct gg_req *req, unsigned status)
                 (double)(now_us() - req->started_us) / 1000.0);
   if (f && req->team_for_log[0])
     json_object_set_new(f, "team", json_string(req->team_for_log));
+  if (f && req->client_text[0])
+    json_object_set_new(f, "client", json_string(req->client_text));
+  if (f && req->peer_text[0])
+    json_object_set_new(f, "peer", json_string(req->peer_text));
   log_json(level, "request", f);
   json_decref(f);
 }
@@ -604,7 +614,8 @@ static enum MHD_Result begin(struct http_server *s, struct gg_req *req,
 
   if (!connlimit_phase(conn, CONNLIMIT_BODY, s->cfg->http_body_timeout_s))
     return MHD_NO; /* the header deadline passed: close */
-  if (!admit(s, req))
+  if (!httpclient_admit(s->cfg, s->client_limiter, req, now_us()) ||
+      !admit(s, req))
     return early_reply(s, req, conn);
   if (req->route->chunk) {
     unsigned role = (unsigned)req->principal.role;
@@ -678,6 +689,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
     req->method = method;
     snprintf(req->path, sizeof(req->path), "%s", url);
     set_request_id(req);
+    httpclient_identify(s->cfg, req);
     *con_cls = req;
     if (!strcmp(method, "OPTIONS"))
       return connlimit_phase(conn, CONNLIMIT_BODY, s->cfg->http_body_timeout_s)
@@ -732,6 +744,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     connlimit_phase(conn, CONNLIMIT_IDLE, 0); /* until the next request */
   if (!req)
     return;
+  httpclient_release(req);
   if (req->upload_role)
     connlimit_upload_release(s->limits, req->upload_role);
   req_cleanup(req);
@@ -739,33 +752,59 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
   *con_cls = NULL;
 }
 
-/* The IPv4 address of host ("localhost" or dotted quad) into addr. */
-static int ipv4_addr(const char *host, unsigned short port,
-                     struct sockaddr_in *addr)
+/*
+ * The address of host — "localhost", an IPv4 dotted quad, or an IPv6
+ * address in brackets ("[::1]") — and port into *addr, with the
+ * libmicrohttpd flags it needs in *flags: IPv6, and both families on one
+ * socket for "[::]". Returns 0, or -1 when host is none of these.
+ */
+static int listen_addr(const char *host, unsigned short port,
+                       struct sockaddr_storage *addr, unsigned *flags)
 {
+  struct sockaddr_in *in4 = (struct sockaddr_in *)(void *)addr;
+  struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)(void *)addr;
+  size_t len = strlen(host);
+
   memset(addr, 0, sizeof(*addr));
-  addr->sin_family = AF_INET;
-  addr->sin_port = htons(port);
-  if (!strcmp(host, "localhost")) {
-    addr->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  *flags = 0;
+  if (len > 2 && host[0] == '[' && host[len - 1] == ']') {
+    char inner[CLIENTADDR_TEXT];
+    if (len - 2 >= sizeof(inner))
+      return -1;
+    memcpy(inner, host + 1, len - 2);
+    inner[len - 2] = '\0';
+    in6->sin6_family = AF_INET6;
+    in6->sin6_port = htons(port);
+    if (inet_pton(AF_INET6, inner, &in6->sin6_addr) != 1)
+      return -1;
+    *flags = IN6_IS_ADDR_UNSPECIFIED(&in6->sin6_addr) ? MHD_USE_DUAL_STACK
+                                                      : MHD_USE_IPv6;
     return 0;
   }
-  return inet_pton(AF_INET, host, &addr->sin_addr) == 1 ? 0 : -1;
+  in4->sin_family = AF_INET;
+  in4->sin_port = htons(port);
+  if (!strcmp(host, "localhost")) {
+    in4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return 0;
+  }
+  return inet_pton(AF_INET, host, &in4->sin_addr) == 1 ? 0 : -1;
 }
 
-/* A libmicrohttpd daemon for s on addr with threads workers; its own
- * connection limit stays above the shared cap, which connlimit enforces. */
+/* A libmicrohttpd daemon for s on addr (with the address's flags) with
+ * threads workers; its own connection limit stays above the shared cap,
+ * which connlimit enforces. */
 static struct MHD_Daemon *start_daemon(struct http_server *s,
-                                       struct sockaddr_in *addr,
-                                       unsigned threads, long total)
+                                       struct sockaddr_storage *addr,
+                                       unsigned flags, unsigned threads,
+                                       long total)
 {
   unsigned long mhd_limit = (unsigned long)total * (threads + 1u) + 16u;
 
   if (mhd_limit > 0x7fffffffUL)
     mhd_limit = 0x7fffffffUL;
   return MHD_start_daemon(
-      MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG, 0,
-      connlimit_accept, s->limits, on_request, s, MHD_OPTION_SOCK_ADDR,
+      MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG | flags,
+      0, connlimit_accept, s->limits, on_request, s, MHD_OPTION_SOCK_ADDR,
       (struct sockaddr *)addr, MHD_OPTION_THREAD_POOL_SIZE, threads,
       /* a second longer than connlimit's idle deadline, which comes first:
        * this one is for clients that do not read their reply */
@@ -793,7 +832,8 @@ struct http_server *http_start(const struct config *cfg,
                                struct db_pool *pool, char *err, size_t errlen)
 {
   struct http_server *s = calloc(1, sizeof(*s));
-  struct sockaddr_in addr;
+  struct sockaddr_storage addr;
+  unsigned flags;
   struct connlimit_cfg lc;
   long total, nofile = connlimit_raise_nofile();
 
@@ -818,23 +858,38 @@ struct http_server *http_start(const struct config *cfg,
   lc.header_timeout_s = cfg->http_header_timeout_s;
   lc.idle_timeout_s = cfg->http_timeout_s;
   lc.max_uploads_per_role = cfg->http_max_uploads_per_role;
+  lc.trusted = cfg->trusted_proxies;
+  lc.n_trusted = cfg->n_trusted_proxies;
+  if (cfg->n_trusted_proxies > 0)
+    log_msg(LOG_INFO,
+            "http: %d trusted proxy networks; behind them the client is the "
+            "last untrusted hop of %s",
+            cfg->n_trusted_proxies,
+            cfg->forwarded_header == CLIENTADDR_FORWARDED ? "Forwarded"
+                                                          : "X-Forwarded-For");
   s->limits = connlimit_new(&lc);
   s->limiter = ratelimit_new(cfg->rate_limit_rps, 2 * cfg->rate_limit_rps);
-  if (!s->limiter || !s->limits) {
+  s->client_limiter = ratelimit_new(cfg->rate_limit_per_client_rps,
+                                    2 * cfg->rate_limit_per_client_rps);
+  if (!s->limiter || !s->client_limiter || !s->limits) {
     snprintf(err, errlen, "out of memory");
     goto fail;
   }
-  if (ipv4_addr(cfg->listen_host, cfg->listen_port, &addr) != 0) {
-    snprintf(err, errlen, "GPUGATE_LISTEN: \"%s\" is not an IPv4 address",
+  if (listen_addr(cfg->listen_host, cfg->listen_port, &addr, &flags) != 0) {
+    snprintf(err, errlen,
+             "GPUGATE_LISTEN: \"%s\" is not an IPv4 address or an IPv6 "
+             "address in brackets ([::1]:8080)",
              cfg->listen_host);
     goto fail;
   }
   if (cfg->metrics_listen_host[0]) {
-    struct sockaddr_in maddr;
-    if (ipv4_addr(cfg->metrics_listen_host, cfg->metrics_listen_port, &maddr) !=
-        0) {
+    struct sockaddr_storage maddr;
+    unsigned mflags;
+    if (listen_addr(cfg->metrics_listen_host, cfg->metrics_listen_port, &maddr,
+                    &mflags) != 0) {
       snprintf(err, errlen,
-               "GPUGATE_METRICS_LISTEN: \"%s\" is not an IPv4 address",
+               "GPUGATE_METRICS_LISTEN: \"%s\" is not an IPv4 address or an "
+               "IPv6 address in brackets ([::1]:9090)",
                cfg->metrics_listen_host);
       goto fail;
     }
@@ -846,7 +901,7 @@ struct http_server *http_start(const struct config *cfg,
     *s->metrics = *s;
     s->metrics->metrics = NULL;
     s->metrics->metrics_only = true;
-    s->metrics->daemon = start_daemon(s->metrics, &maddr, 1, total);
+    s->metrics->daemon = start_daemon(s->metrics, &maddr, mflags, 1, total);
     if (!s->metrics->daemon) {
       snprintf(err, errlen, "GPUGATE_METRICS_LISTEN: cannot listen on %s:%u",
                cfg->metrics_listen_host, cfg->metrics_listen_port);
@@ -854,7 +909,7 @@ struct http_server *http_start(const struct config *cfg,
     }
     s->metrics->port = bound_port(s->metrics->daemon, cfg->metrics_listen_port);
   }
-  s->daemon = start_daemon(s, &addr, (unsigned)cfg->http_threads, total);
+  s->daemon = start_daemon(s, &addr, flags, (unsigned)cfg->http_threads, total);
   if (!s->daemon) {
     snprintf(err, errlen, "GPUGATE_LISTEN: cannot listen on %s:%u",
              cfg->listen_host, cfg->listen_port);
@@ -897,5 +952,6 @@ void http_stop(struct http_server *s)
   }
   connlimit_free(s->limits);
   ratelimit_free(s->limiter);
+  ratelimit_free(s->client_limiter);
   free(s);
 }

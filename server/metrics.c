@@ -378,7 +378,9 @@ static struct family conn_refused = {
     "gpugate_http_connections_refused_total",
     "counter",
     "Connections closed as soon as accepted: over the per-client cap "
-    "(reason=\"per_client\") or the total cap (reason=\"total\").",
+    "(reason=\"per_client\") or the total cap (reason=\"total\"); and "
+    "requests through a trusted proxy answered 429 over their client's cap "
+    "(reason=\"per_client_proxied\").",
     false,
     NULL,
     0,

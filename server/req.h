@@ -109,6 +109,13 @@ struct gg_req {
   /* bookkeeping for the access log */
   long long started_us;
   char team_for_log[64];
+
+  /* who sent it (server/clientaddr.h): the peer, or the client a trusted
+   * proxy's forwarded header names */
+  struct clientaddr client;
+  char client_text[CLIENTADDR_TEXT];
+  char peer_text[CLIENTADDR_TEXT]; /* "" unless a trusted proxy's */
+  bool client_slot; /* holds a per-client slot (connlimit_request_take) */
 };
 
 /* The value of path parameter name, or NULL. Borrowed from req. */
