@@ -9,6 +9,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "server/config_oidc.h"
+
 #define CONFIG_MAX_KEYS 8
 #define CONFIG_MAX_ORIGINS 16
 
@@ -90,6 +92,8 @@ struct config {
   long http_max_uploads_per_role; /* concurrent streamed uploads per role */
   char metrics_listen_host[64];   /* "" = /metrics on GPUGATE_LISTEN */
   unsigned short metrics_listen_port;
+
+  struct config_oidc oidc; /* the organisation's OpenID Provider */
 };
 
 /*

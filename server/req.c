@@ -129,6 +129,15 @@ struct db_conn *req_db(struct gg_req *req)
   return req->db;
 }
 
+const char *req_actor(const struct gg_req *req)
+{
+  const struct auth_principal *p = &req->principal;
+
+  if (p->email[0])
+    return p->email;
+  return p->subject[0] ? p->subject : NULL;
+}
+
 bool req_is_member(const struct gg_req *req)
 {
   return req->principal.role == AUTH_ROLE_MEMBER;

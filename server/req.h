@@ -133,6 +133,10 @@ void req_add_header(struct gg_req *req, const char *name, const char *value);
  */
 struct db_conn *req_db(struct gg_req *req);
 
+/* Who the caller is for events and logs: the verified email of a provider
+ * token, else its sub; NULL without a principal. Borrowed from req. */
+const char *req_actor(const struct gg_req *req);
+
 /* True when the caller is a member of a team (not admin or finance). */
 bool req_is_member(const struct gg_req *req);
 

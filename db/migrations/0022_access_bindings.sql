@@ -1,0 +1,25 @@
+-- 0022: access bindings (SPEC §9): which principals of the organisation's
+-- OpenID Provider get which role, stored like every administrator object
+-- (validated spec, version for ETags). Every replica caches them and
+-- reloads on the `gpugate_config` notification sent here at commit, so a
+-- request never reads this table.
+
+CREATE TABLE access_bindings (
+    name        text PRIMARY KEY,
+    spec        json NOT NULL,
+    version     bigint NOT NULL DEFAULT 1,
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    updated_at  timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE FUNCTION access_bindings_changed() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('gpugate_config', 'access_bindings');
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER access_bindings_changed
+    AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON access_bindings
+    FOR EACH STATEMENT EXECUTE FUNCTION access_bindings_changed();
