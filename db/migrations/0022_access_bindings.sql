@@ -1,4 +1,4 @@
--- 0022: access bindings (SPEC §9): which principals of the organisation's
+-- 0022: access bindings and event actors (SPEC §9): which principals of the organisation's
 -- OpenID Provider get which role, stored like every administrator object
 -- (validated spec, version for ETags). Every replica caches them and
 -- reloads on the `gpugate_config` notification sent here at commit, so a
@@ -23,3 +23,8 @@ $$;
 CREATE TRIGGER access_bindings_changed
     AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON access_bindings
     FOR EACH STATEMENT EXECUTE FUNCTION access_bindings_changed();
+
+-- Who caused a job's event: the verified email of whoever submitted or
+-- cancelled it, else its `sub` (gpugate's own tokens: "<team>:<role>");
+-- NULL for the system's own moves.
+ALTER TABLE job_events ADD COLUMN actor text;

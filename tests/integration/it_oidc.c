@@ -562,6 +562,48 @@ START_TEST(outage_and_rotation)
 }
 END_TEST
 
+/* Job events carry who caused them: the verified email, else sub; null
+ * for the system's own moves. */
+START_TEST(events_name_their_actor)
+{
+  char *ci = token_of("ci-trainer", NULL), *bot = token_of("team-a-bot", NULL);
+  char id[32], path[128];
+  json_t *ev, *items, *e;
+  size_t i;
+  int saw_system = 0;
+
+  h_submit_typical(&srv, "team-b", ci, "lp", "by-ci", "default", id);
+  snprintf(path, sizeof(path), "/v1/teams/team-b/jobs/%s/cancel", id);
+  json_decref(h_call(&srv, "POST", path, ci, NULL, 200));
+  snprintf(path, sizeof(path), "/v1/teams/team-b/jobs/%s/events", id);
+  ev = h_call(&srv, "GET", path, ci, NULL, 200);
+  items = json_object_get(ev, "items");
+  json_array_foreach (items, i, e) {
+    const char *reason = h_str(e, "reason");
+    if (!strcmp(reason, "Submitted") || !strcmp(reason, "CancelledByUser"))
+      ck_assert_str_eq(h_str(e, "actor"),
+                       "trainer-ci@proj.iam.gserviceaccount.com");
+    else {
+      ck_assert(json_is_null(json_object_get(e, "actor")));
+      saw_system++;
+    }
+  }
+  ck_assert_uint_ge(json_array_size(items), 2);
+  json_decref(ev);
+  /* no email: the sub */
+  h_submit_typical(&srv, "team-a", bot, "lp", "by-bot", "default", id);
+  snprintf(path, sizeof(path), "/v1/teams/team-a/jobs/%s/events", id);
+  ev = h_call(&srv, "GET", path, bot, NULL, 200);
+  ck_assert_str_eq(
+      h_str(json_array_get(json_object_get(ev, "items"), 0), "actor"),
+      "team-a-bot");
+  json_decref(ev);
+  (void)saw_system;
+  free(ci);
+  free(bot);
+}
+END_TEST
+
 Suite *oidc_suite(void)
 {
   Suite *s = suite_create("oidc");
@@ -571,6 +613,7 @@ Suite *oidc_suite(void)
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, bindings_decide);
   tcase_add_test(tc, bindings_managed);
+  tcase_add_test(tc, events_name_their_actor);
   tcase_add_test(tc, forgeries_refused);
   tcase_add_test(tc, random_kids_bounded);
   tcase_add_test(tc, outage_and_rotation);
