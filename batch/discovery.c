@@ -73,6 +73,13 @@ int discovery_parse(const char *issuer, const char *json, size_t len,
     snprintf(err, errlen, "the discovery document has an unusable endpoint");
     goto out;
   }
+  {
+    json_t *sc; /* borrowed */
+    size_t i;
+    json_array_foreach (json_object_get(doc, "scopes_supported"), i, sc)
+      if (json_is_string(sc) && !strcmp(json_string_value(sc), "groups"))
+        out->groups_scope = true;
+  }
   rc = 0;
 out:
   json_decref(doc);
@@ -80,10 +87,10 @@ out:
 }
 
 struct slot {
-  char issuer[256];
-  struct discovery_doc doc;
   time_t fetched_at; /* 0: nothing cached */
   time_t last_try;
+  char issuer[256];
+  struct discovery_doc doc;
   bool fetching;
 };
 

@@ -8,6 +8,7 @@
 #ifndef GPUGATE_DISCOVERY_H
 #define GPUGATE_DISCOVERY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <time.h>
 
@@ -16,6 +17,7 @@ struct discovery_doc {
   char jwks_uri[512];
   char authorization_endpoint[512];
   char token_endpoint[512];
+  bool groups_scope; /* scopes_supported lists "groups" */
 };
 
 /*

@@ -32,14 +32,14 @@ enum gg_code whoami_get(struct gg_req *req)
                           auth_role_name(p->grants[i].role), "team",
                           p->grants[i].team[0] ? json_string(p->grants[i].team)
                                                : json_null()));
-  out =
-      json_pack("{s:o, s:o, s:o, s:o, s:I, s:s, s:o, s:s, s:s}", "issuer",
-                p->issuer[0] ? json_string(p->issuer) : json_null(), "subject",
-                p->subject[0] ? json_string(p->subject) : json_null(), "email",
-                p->email[0] ? json_string(p->email) : json_null(), "grants",
-                grants, "exp", (json_int_t)p->exp, "via", "token", "team",
-                p->team[0] ? json_string(p->team) : json_null(), "role",
-                auth_role_name(p->role), "expires_at", when);
+  out = json_pack(
+      "{s:o, s:o, s:o, s:o, s:I, s:s, s:o, s:s, s:s}", "issuer",
+      p->issuer[0] ? json_string(p->issuer) : json_null(), "subject",
+      p->subject[0] ? json_string(p->subject) : json_null(), "email",
+      p->email[0] ? json_string(p->email) : json_null(), "grants", grants,
+      "exp", (json_int_t)p->exp, "via", p->session ? "session" : "token",
+      "team", p->team[0] ? json_string(p->team) : json_null(), "role",
+      auth_role_name(p->role), "expires_at", when);
   if (!out)
     return problem_fail(req, GG_INTERNAL, "The answer could not be built.");
   req_reply(req, 200, out);

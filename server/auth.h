@@ -46,6 +46,7 @@ struct auth_principal {
   char issuer[256];    /* "iss" claim, "" if absent */
   char email[256];     /* the verified email of a provider token, else "" */
   bool provider;       /* a token of the organisation's OpenID Provider */
+  bool session;        /* from the console's session cookie, not a token */
   /* everything the principal may do: gpugate's own tokens carry one grant
    * (team, role); a provider token's come from the access bindings */
   struct auth_grant grants[AUTH_MAX_GRANTS];

@@ -143,6 +143,68 @@ static const char *env(const char *name, const char *dflt)
   return v && *v ? v : dflt;
 }
 
+/* The console's confidential client: all of it or none. */
+static int load_client(struct config_oidc *o, char *err, size_t errlen)
+{
+  const char *url = env("GPUGATE_PUBLIC_URL", "");
+  const char *id = env("GPUGATE_OIDC_CLIENT_ID", "");
+  const char *path = env("GPUGATE_OIDC_CLIENT_SECRET_FILE", "");
+  const char *v = env("GPUGATE_SESSION_TTL_S", "43200");
+  size_t n;
+  char *end;
+  FILE *f;
+
+  o->session_ttl_s = strtol(v, &end, 10);
+  if (*end || end == v || o->session_ttl_s < 60 ||
+      o->session_ttl_s > 31L * 86400) {
+    snprintf(err, errlen,
+             "GPUGATE_SESSION_TTL_S: expected seconds in [60, 2678400]");
+    return -1;
+  }
+  if ((strncmp(url, "https://", 8) != 0 && strncmp(url, "http://", 7) != 0 &&
+       url[0]) ||
+      strlen(url) >= sizeof(o->public_url)) {
+    snprintf(err, errlen, "GPUGATE_PUBLIC_URL: expected an http(s) URL");
+    return -1;
+  }
+  n = strlen(url);
+  while (n && url[n - 1] == '/')
+    n--;
+  memcpy(o->public_url, url, n);
+  o->public_url[n] = '\0';
+  if (!id[0])
+    return 0;
+  if (strlen(id) >= sizeof(o->client_id)) {
+    snprintf(err, errlen, "GPUGATE_OIDC_CLIENT_ID: too long");
+    return -1;
+  }
+  if (!o->n_issuers || !o->public_url[0]) {
+    snprintf(err, errlen,
+             "GPUGATE_OIDC_CLIENT_ID: console sign-in needs "
+             "GPUGATE_OIDC_ISSUERS and GPUGATE_PUBLIC_URL");
+    return -1;
+  }
+  snprintf(o->client_id, sizeof(o->client_id), "%s", id);
+  f = path[0] ? fopen(path, "r") : NULL;
+  n = f ? fread(o->client_secret, 1, sizeof(o->client_secret) - 1, f) : 0;
+  if (f && !feof(f))
+    n = 0; /* longer than the buffer */
+  if (f)
+    fclose(f);
+  o->client_secret[n] = '\0';
+  while (n &&
+         (o->client_secret[n - 1] == '\n' || o->client_secret[n - 1] == '\r'))
+    o->client_secret[--n] = '\0';
+  if (n == 0) {
+    snprintf(err, errlen,
+             "GPUGATE_OIDC_CLIENT_SECRET_FILE: missing, empty or over %zu "
+             "bytes (required with GPUGATE_OIDC_CLIENT_ID)",
+             sizeof(o->client_secret) - 1);
+    return -1;
+  }
+  return 0;
+}
+
 int config_oidc_load(struct config_oidc *o, const char *own_issuer, char *err,
                      size_t errlen)
 {
@@ -192,5 +254,5 @@ int config_oidc_load(struct config_oidc *o, const char *own_issuer, char *err,
     return -1;
   }
   snprintf(o->groups_claim, sizeof(o->groups_claim), "%s", v);
-  return 0;
+  return load_client(o, err, errlen);
 }

@@ -21,12 +21,20 @@ struct config_oidc {
   char required_claim[CONFIG_OIDC_MAX][64];
   char required_value[CONFIG_OIDC_MAX][192];
   int n_required;
+
+  /* console single sign-on at the first issuer (off without client_id) */
+  char public_url[256];    /* the console's external URL, no trailing / */
+  char client_id[256];     /* "" = no sign-in */
+  char client_secret[512]; /* from GPUGATE_OIDC_CLIENT_SECRET_FILE */
+  long session_ttl_s;      /* console session lifetime */
 };
 
 /*
  * Fill *o from GPUGATE_OIDC_ISSUERS, GPUGATE_OIDC_AUDIENCES,
  * GPUGATE_OIDC_ALGS, GPUGATE_OIDC_JWKS_COOLDOWN_S,
- * GPUGATE_OIDC_GROUPS_CLAIM and GPUGATE_OIDC_REQUIRED_CLAIMS. own_issuer
+ * GPUGATE_OIDC_GROUPS_CLAIM, GPUGATE_OIDC_REQUIRED_CLAIMS and, for the
+ * console's sign-in, GPUGATE_PUBLIC_URL, GPUGATE_OIDC_CLIENT_ID,
+ * GPUGATE_OIDC_CLIENT_SECRET_FILE and GPUGATE_SESSION_TTL_S. own_issuer
  * is gpugate's own GPUGATE_JWT_ISSUER, which no provider may share.
  * Returns 0, or -1 with a one-line message naming the variable in err.
  */

@@ -42,6 +42,7 @@
 #include "server/problem.h"
 #include "server/ratelimit.h"
 #include "server/router.h"
+#include "server/session.h"
 
 struct http_server {
   struct MHD_Daemon *daemon;
@@ -173,22 +174,30 @@ static const char *who(const struct auth_principal *p)
 static enum gg_code authenticate(struct http_server *s, struct gg_req *req)
 {
   const char *hdr = req_header(req, "Authorization");
+  const char *sid = req_cookie(req, SESSION_COOKIE);
   const char *team = NULL;
   const struct auth_grant *g;
   bool other_team = false;
+  enum gg_code code;
   char why[128];
 
-  if (!hdr || strncasecmp(hdr, "Bearer ", 7) != 0)
+  if (!hdr && sid) {
+    /* the console's session (a bearer token, when sent, takes precedence) */
+    if ((code = session_authenticate(req, sid)) != GG_OK)
+      return code;
+  } else if (!hdr || strncasecmp(hdr, "Bearer ", 7) != 0) {
     return problem_fail(req, GG_UNAUTHORIZED,
                         "A bearer token is required in the Authorization "
                         "header.");
-  hdr += 7;
-  while (*hdr == ' ')
-    hdr++;
-  if (auth_verify(s->auth, hdr, time(NULL), &req->principal, why,
-                  sizeof(why)) != 0)
-    return problem_fail(req, GG_UNAUTHORIZED,
-                        "The bearer token is invalid: %s.", why);
+  } else {
+    hdr += 7;
+    while (*hdr == ' ')
+      hdr++;
+    if (auth_verify(s->auth, hdr, time(NULL), &req->principal, why,
+                    sizeof(why)) != 0)
+      return problem_fail(req, GG_UNAUTHORIZED,
+                          "The bearer token is invalid: %s.", why);
+  }
   if (req->principal.n_grants == 0)
     return problem_fail(req, GG_FORBIDDEN,
                         "The token of \"%.200s\" (issuer \"%.200s\") is "

@@ -16,7 +16,8 @@
 
 struct idp {
   struct config_oidc cfg;
-  struct oidc_policy policy; /* strings borrowed from cfg */
+  struct oidc_policy policy;  /* strings borrowed from cfg */
+  struct oidc_policy console; /* ID tokens of the console's sign-in */
 };
 
 struct idp *idp_new(const struct config_oidc *o, long leeway_s)
@@ -39,6 +40,12 @@ struct idp *idp_new(const struct config_oidc *o, long leeway_s)
   p->policy.algs = p->cfg.algs;
   p->policy.leeway_s = leeway_s;
   p->policy.access_tokens = true;
+  /* the console's sign-in: the first issuer's ID tokens for its client */
+  p->console = p->policy;
+  p->console.n_issuers = 1;
+  p->console.audiences[0] = p->cfg.client_id;
+  p->console.n_audiences = 1;
+  p->console.access_tokens = false;
   return p;
 }
 
@@ -119,17 +126,27 @@ static bool copy_claim(const json_t *c, const char *name, char *dst,
   return true;
 }
 
-int idp_verify(const struct idp *p, const char *token, time_t now,
-               struct auth_principal *out, const char **reason)
+void idp_bind(struct auth_principal *p, const char *const *groups, size_t n)
 {
-  struct bindings_identity id = {0};
-  const char *groups[IDP_MAX_GROUPS];
-  json_t *claims = NULL; /* new */
-  int rc = -1;
+  struct bindings_identity id = {p->issuer, p->subject,
+                                 p->email[0] ? p->email : NULL, groups, n};
 
-  if (oidc_verify(token, &p->policy, now, key_for, (void *)p, &claims,
-                  reason) != 0)
-    return -1;
+  p->n_grants =
+      bindings_grants(&id, p->grants, AUTH_MAX_GRANTS, &p->bindings_gen);
+  p->role = AUTH_ROLE_NONE;
+  p->team[0] = '\0';
+  if (p->n_grants > 0) {
+    p->role = p->grants[0].role;
+    memcpy(p->team, p->grants[0].team, sizeof(p->team));
+  }
+}
+
+/* The principal of verified claims (borrowed) into *out; its groups into
+ * groups[0..*n) (borrowed from claims). */
+static int principal_of(const struct idp *p, const json_t *claims,
+                        struct auth_principal *out, const char **groups,
+                        size_t *n, const char **reason)
+{
   memset(out, 0, sizeof(*out));
   out->provider = true;
   out->exp = (long long)json_integer_value(json_object_get(claims, "exp"));
@@ -137,23 +154,66 @@ int idp_verify(const struct idp *p, const char *token, time_t now,
       !copy_claim(claims, "sub", out->subject, sizeof(out->subject)) ||
       !out->subject[0]) {
     *reason = "missing or invalid sub claim";
-    goto out;
+    return -1;
   }
   /* an email counts only when the provider says it verified it */
   if (json_is_true(json_object_get(claims, "email_verified")) &&
       !copy_claim(claims, "email", out->email, sizeof(out->email)))
     out->email[0] = '\0';
-  id.issuer = out->issuer;
-  id.subject = out->subject;
-  id.email = out->email[0] ? out->email : NULL;
-  id.groups = groups;
-  id.n_groups = idp_groups(claims, p->cfg.groups_claim, groups, IDP_MAX_GROUPS);
-  out->n_grants =
-      bindings_grants(&id, out->grants, AUTH_MAX_GRANTS, &out->bindings_gen);
-  if (out->n_grants > 0) {
-    out->role = out->grants[0].role;
-    memcpy(out->team, out->grants[0].team, sizeof(out->team));
+  *n = idp_groups(claims, p->cfg.groups_claim, groups, IDP_MAX_GROUPS);
+  return 0;
+}
+
+int idp_verify(const struct idp *p, const char *token, time_t now,
+               struct auth_principal *out, const char **reason)
+{
+  const char *groups[IDP_MAX_GROUPS];
+  json_t *claims = NULL; /* new */
+  size_t n = 0;
+  int rc = -1;
+
+  if (oidc_verify(token, &p->policy, now, key_for, (void *)p, &claims,
+                  reason) != 0)
+    return -1;
+  if (principal_of(p, claims, out, groups, &n, reason) == 0) {
+    idp_bind(out, groups, n);
+    *reason = NULL;
+    rc = 0;
   }
+  json_decref(claims);
+  return rc;
+}
+
+int idp_verify_id_token(const struct idp *p, const char *token,
+                        const char *nonce, time_t now,
+                        struct auth_principal *out, json_t **groups,
+                        const char **reason)
+{
+  const char *g[IDP_MAX_GROUPS];
+  json_t *claims = NULL; /* new */
+  const char *got;
+  size_t n = 0, i;
+  int rc = -1;
+
+  *groups = NULL;
+  if (!p->cfg.client_id[0]) {
+    *reason = "console sign-in is not configured";
+    return -1;
+  }
+  if (oidc_verify(token, &p->console, now, key_for, (void *)p, &claims,
+                  reason) != 0)
+    return -1;
+  got = json_string_value(json_object_get(claims, "nonce"));
+  if (!got || !nonce || strcmp(got, nonce) != 0) {
+    *reason = "nonce does not match the sign-in";
+    goto out;
+  }
+  if (principal_of(p, claims, out, g, &n, reason) != 0)
+    goto out;
+  *groups = json_array();
+  for (i = 0; i < n; i++)
+    json_array_append_new(*groups, json_string(g[i]));
+  idp_bind(out, g, n);
   *reason = NULL;
   rc = 0;
 out:

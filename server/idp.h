@@ -38,6 +38,25 @@ int idp_verify(const struct idp *p, const char *token, time_t now,
                struct auth_principal *out, const char **reason);
 
 /*
+ * Verify the ID token (borrowed) of a console sign-in at now: issued by
+ * the first issuer for the console's client (aud = client_id), carrying
+ * nonce, and the required claims. Fills *out as idp_verify does and
+ * *groups with the token's groups (a new array of strings). Returns 0, or
+ * -1 with *reason.
+ */
+int idp_verify_id_token(const struct idp *p, const char *token,
+                        const char *nonce, time_t now,
+                        struct auth_principal *out, json_t **groups,
+                        const char **reason);
+
+/*
+ * The grants of the identity in p (issuer, subject, email) with groups
+ * (borrowed, n of them) from the access bindings, into p->grants; the
+ * role and team in effect become the first grant's.
+ */
+void idp_bind(struct auth_principal *p, const char *const *groups, size_t n);
+
+/*
  * The groups of claims (borrowed) at the dotted path (e.g. "groups",
  * "realm_access.roles"): strings of an array, or a lone string, into
  * out[0..max) (borrowed from claims). Returns how many. Pure.

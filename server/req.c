@@ -72,6 +72,13 @@ const char *req_header(const struct gg_req *req, const char *name)
   return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
 }
 
+const char *req_cookie(const struct gg_req *req, const char *name)
+{
+  if (!req->conn)
+    return NULL;
+  return MHD_lookup_connection_value(req->conn, MHD_COOKIE_KIND, name);
+}
+
 void req_reply(struct gg_req *req, unsigned status, json_t *body)
 {
   json_decref(req->reply);

@@ -109,6 +109,9 @@ const char *req_query(const struct gg_req *req, const char *name);
 /* A request header or NULL. Borrowed from libmicrohttpd. */
 const char *req_header(const struct gg_req *req, const char *name);
 
+/* A cookie of the request or NULL. Borrowed from libmicrohttpd. */
+const char *req_cookie(const struct gg_req *req, const char *name);
+
 /* Set a 2xx reply; steals body (may be NULL for an empty body). */
 void req_reply(struct gg_req *req, unsigned status, json_t *body);
 

@@ -12,6 +12,7 @@
  * one thing: issuer, audience, expiry, hd, or key.
  */
 #include <check.h>
+#include <curl/curl.h>
 #include <fcntl.h>
 #include <jose/jose.h>
 #include <jose/openssl.h>
@@ -39,6 +40,7 @@ Suite *oidc_suite(void);
 static struct h_server srv, idp;
 static pid_t idp_pid;
 static char db_url[512], issuer[128], keys_file[64], bindings_file[64];
+static char secret_file[64];
 
 /* ---- the provider process ---- */
 
@@ -57,11 +59,16 @@ static pid_t provider_start(const char *keys, unsigned short port,
   pid = fork();
   ck_assert_int_ge(pid, 0);
   if (pid == 0) {
-    int null = open("/dev/null", O_WRONLY);
+    char log[64];
+    int fd;
+    /* its log, kept: /tmp/gpugate-oidc-provider-<port>.log */
+    snprintf(log, sizeof(log), "/tmp/gpugate-oidc-provider-%d.log",
+             (int)getppid());
+    fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     dup2(fds[1], 1);
-    if (null >= 0)
-      dup2(null, 2);
+    if (fd >= 0)
+      dup2(fd, 2);
     close(fds[0]);
     execlp("node", "node", "tests/oidc/provider.mjs", "--keys", keys, "--port",
            port_arg, (char *)NULL);
@@ -222,7 +229,7 @@ static const char bindings[] =
 
 static void setup(void)
 {
-  char env_iss[200], path[64], sub_binding[512], out[2048];
+  char env_iss[200], env_secret[128], path[64], sub_binding[512], out[2048];
   const char *env[12], *apply[] = {"apply", path, NULL};
   const char *apply2[] = {"apply", bindings_file, NULL};
   int n = 0;
@@ -248,6 +255,13 @@ static void setup(void)
   ck_assert_msg(h_gpugate(db_url, apply, out, sizeof(out)) == 0,
                 "apply subject binding: %s", out);
   unlink(path);
+  h_write_temp("oidc-client", "console-secret-0123456789abcdef\n", secret_file,
+               sizeof(secret_file));
+  snprintf(env_secret, sizeof(env_secret), "GPUGATE_OIDC_CLIENT_SECRET_FILE=%s",
+           secret_file);
+  env[n++] = env_secret;
+  env[n++] = "GPUGATE_OIDC_CLIENT_ID=gpugate-console";
+  env[n++] = "GPUGATE_PUBLIC_URL=https://gpugate.test";
   snprintf(env_iss, sizeof(env_iss), "GPUGATE_OIDC_ISSUERS=%s", issuer);
   env[n++] = env_iss;
   env[n++] = "GPUGATE_OIDC_AUDIENCES=gpugate";
@@ -265,6 +279,7 @@ static void teardown(void)
   provider_stop(idp_pid);
   unlink(keys_file);
   unlink(bindings_file);
+  unlink(secret_file);
 }
 
 /* ---- the cases ---- */
@@ -604,6 +619,147 @@ START_TEST(events_name_their_actor)
 }
 END_TEST
 
+/* ---- console sign-in, driven as a browser would ---- */
+
+/* One request of the browser at the provider (cookies kept in c): GET
+ * url, or POST form when non-NULL; the redirect it answers (new string). */
+static char *browse(CURL *c, const char *url, const char *form)
+{
+  char *next = NULL;
+  long status = 0;
+
+  curl_easy_setopt(c, CURLOPT_URL, url);
+  curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+  if (form)
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, form);
+  ck_assert_int_eq(curl_easy_perform(c), CURLE_OK);
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+  curl_easy_getinfo(c, CURLINFO_REDIRECT_URL, &next);
+  ck_assert_msg(status / 100 == 3 && next, "%s answered %ld, no redirect", url,
+                status);
+  return strdup(next);
+}
+
+static size_t discard(char *p, size_t size, size_t n, void *ud)
+{
+  (void)p;
+  (void)ud;
+  return size * n;
+}
+
+/* The Cookie header of the session in the Set-Cookie of r, into out. */
+static void session_cookie(const struct h_resp *r, char *out, size_t len)
+{
+  char set[512];
+  const char *v = h_header(r, "Set-Cookie", set, sizeof(set));
+
+  ck_assert_ptr_nonnull(v);
+  ck_assert_msg(strstr(v, "__Host-gpugate_session=") == v, "%s", v);
+  ck_assert_msg(strstr(v, "HttpOnly") && strstr(v, "Secure") &&
+                    strstr(v, "SameSite=Strict") && strstr(v, "Path=/"),
+                "cookie attributes: %s", v);
+  snprintf(out, len, "Cookie: %.*s", (int)strcspn(v, ";"), v);
+}
+
+/* The whole sign-in: gpugate's /auth/login, the provider's login and
+ * consent pages (devInteractions, user bob: groups ml-team-a and
+ * ml-team-b), gpugate's /auth/callback; then the session at work, its
+ * CSRF header, one use per state, and logout. */
+START_TEST(console_sign_in)
+{
+  CURL *c = curl_easy_init();
+  char cookie[256], *url, *next, cb[1024];
+  const char *with[3] = {cookie, "X-GPUGate-CSRF: 1", NULL};
+  const char *without[2] = {cookie, NULL};
+  struct h_resp r;
+  char loc[2048];
+  int hops;
+
+  ck_assert_int_eq(h_request(&srv, "GET", "/auth/login", NULL, NULL, NULL, &r),
+                   0);
+  ck_assert_int_eq(r.status, 302);
+  url = strdup(h_header(&r, "Location", loc, sizeof(loc)));
+  h_resp_free(&r);
+  ck_assert_msg(!strncmp(url, issuer, strlen(issuer)) &&
+                    strstr(url, "code_challenge_method=S256") &&
+                    strstr(url, "&state=") && strstr(url, "&nonce=") &&
+                    strstr(url, "redirect_uri=https%3A%2F%2Fgpugate.test"),
+                "%s", url);
+
+  /* at the provider, with its cookies, until it sends the browser back */
+  curl_easy_setopt(c, CURLOPT_COOKIEFILE, "");
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
+  for (hops = 0; hops < 10 && strncmp(url, "https://gpugate.test/", 21);
+       hops++) {
+    const char *form = NULL;
+    if (strstr(url, "/interaction/"))
+      form =
+          hops < 3 ? "prompt=login&login=bob&password=any" : "prompt=consent";
+    if (form) {
+      /* the page first, as a browser shows it; then its form */
+      curl_easy_setopt(c, CURLOPT_URL, url);
+      curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+      ck_assert_int_eq(curl_easy_perform(c), CURLE_OK);
+    }
+    next = browse(c, url, form);
+    free(url);
+    url = next;
+  }
+  curl_easy_cleanup(c);
+  ck_assert_msg(strstr(url, "/auth/callback?code="), "ended at %s", url);
+  snprintf(cb, sizeof(cb), "%s", url + strlen("https://gpugate.test"));
+  free(url);
+
+  /* back at gpugate: a session, a cookie, and a redirect to the console */
+  ck_assert_int_eq(h_request(&srv, "GET", cb, NULL, NULL, NULL, &r), 0);
+  ck_assert_msg(r.status == 302, "%ld %s", r.status, r.body);
+  ck_assert_str_eq(h_header(&r, "Location", loc, sizeof(loc)), "/");
+  session_cookie(&r, cookie, sizeof(cookie));
+  h_resp_free(&r);
+
+  /* the session at work, with the CSRF header only */
+  ck_assert_int_eq(h_request(&srv, "GET", "/v1/whoami", NULL, NULL, with, &r),
+                   0);
+  ck_assert_msg(r.status == 200, "%ld %s", r.status, r.body);
+  ck_assert_str_eq(h_str(r.json, "via"), "session");
+  ck_assert_str_eq(h_str(r.json, "email"), "bob@example.com");
+  ck_assert_str_eq(h_str(r.json, "subject"), "bob");
+  ck_assert_uint_eq(json_array_size(json_object_get(r.json, "grants")), 2);
+  h_resp_free(&r);
+  ck_assert_int_eq(
+      h_request(&srv, "GET", "/v1/teams/team-b/jobs", NULL, NULL, with, &r), 0);
+  ck_assert_int_eq(r.status, 200);
+  h_resp_free(&r);
+  ck_assert_int_eq(
+      h_request(&srv, "GET", "/v1/teams/team-b/jobs", NULL, NULL, without, &r),
+      0);
+  ck_assert_msg(r.status == 403 && strstr(r.body, "X-GPUGate-CSRF"), "%ld %s",
+                r.status, r.body);
+  h_resp_free(&r);
+
+  /* a state is used once */
+  ck_assert_int_eq(h_request(&srv, "GET", cb, NULL, NULL, NULL, &r), 0);
+  ck_assert_msg(h_is_problem(&r, 400, "state"), "%ld %s", r.status, r.body);
+  h_resp_free(&r);
+
+  /* logout: refused without the header (a cross-site form), then done */
+  ck_assert_int_eq(
+      h_request(&srv, "POST", "/auth/logout", NULL, NULL, without, &r), 0);
+  ck_assert_int_eq(r.status, 403);
+  h_resp_free(&r);
+  ck_assert_int_eq(
+      h_request(&srv, "POST", "/auth/logout", NULL, NULL, with, &r), 0);
+  ck_assert_int_eq(r.status, 204);
+  ck_assert_ptr_nonnull(
+      strstr(h_header(&r, "Set-Cookie", loc, sizeof(loc)), "Max-Age=0"));
+  h_resp_free(&r);
+  ck_assert_int_eq(h_request(&srv, "GET", "/v1/whoami", NULL, NULL, with, &r),
+                   0);
+  ck_assert_int_eq(r.status, 401);
+  h_resp_free(&r);
+}
+END_TEST
+
 Suite *oidc_suite(void)
 {
   Suite *s = suite_create("oidc");
@@ -615,6 +771,7 @@ Suite *oidc_suite(void)
   tcase_add_test(tc, bindings_managed);
   tcase_add_test(tc, events_name_their_actor);
   tcase_add_test(tc, forgeries_refused);
+  tcase_add_test(tc, console_sign_in);
   tcase_add_test(tc, random_kids_bounded);
   tcase_add_test(tc, outage_and_rotation);
   suite_add_tcase(s, tc);

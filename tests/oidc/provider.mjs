@@ -74,6 +74,11 @@ const resources = {
   'https://other.test/api': { audience: 'other-api', alg: 'RS256' },
 };
 
+// stdout carries the port line only (its reader may close it): everything
+// else the provider says goes to stderr
+process.stdout.on('error', () => {});
+console.log = console.info = console.warn = console.error;
+
 const port = Number(arg('port', '0'));
 let jwksFetches = 0;
 let handler = null;
@@ -93,9 +98,10 @@ server.listen(port, '127.0.0.1', () => {
     {
       client_id: 'gpugate-console',
       client_secret: 'console-secret-0123456789abcdef',
-      redirect_uris: [arg('redirect', 'http://127.0.0.1:1/auth/callback')],
+      redirect_uris: [arg('redirect', 'https://gpugate.test/auth/callback')],
       grant_types: ['authorization_code'],
       response_types: ['code'],
+      token_endpoint_auth_method: 'client_secret_post',
       scope: 'openid email profile groups',
     },
     ...Object.keys(machines).map((id) => ({
@@ -134,7 +140,9 @@ server.listen(port, '127.0.0.1', () => {
       const m = token.kind === 'ClientCredentials' && machines[token.clientId];
       return m ? { ...m } : undefined;
     },
-    idTokenSigningAlgValues: ['RS256', 'ES256'],
+    // ID tokens carry the scopes' claims (email, groups), as Okta's and
+    // Entra's do, rather than only via userinfo
+    conformIdTokenClaims: false,
   });
   provider.proxy = false;
   handler = provider.callback();
