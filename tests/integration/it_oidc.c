@@ -227,12 +227,33 @@ static const char bindings[] =
     " \"finance\": {\"subjects\": [{\"kind\": \"email\", \"name\": "
     "\"auditor@example.com\"}], \"role\": \"finance\"}}}";
 
+/* A gpugate replica on the suite's database, trusting the provider. */
+static int start_gpugate(struct h_server *s)
+{
+  char env_iss[200], env_secret[128];
+  const char *env[12];
+  int n = 0;
+
+  snprintf(env_secret, sizeof(env_secret), "GPUGATE_OIDC_CLIENT_SECRET_FILE=%s",
+           secret_file);
+  env[n++] = env_secret;
+  env[n++] = "GPUGATE_OIDC_CLIENT_ID=gpugate-console";
+  env[n++] = "GPUGATE_PUBLIC_URL=https://gpugate.test";
+  snprintf(env_iss, sizeof(env_iss), "GPUGATE_OIDC_ISSUERS=%s", issuer);
+  env[n++] = env_iss;
+  env[n++] = "GPUGATE_OIDC_AUDIENCES=gpugate";
+  env[n++] = "GPUGATE_OIDC_REQUIRED_CLAIMS=hd=example.com";
+  env[n++] = "GPUGATE_OIDC_JWKS_COOLDOWN_S=2";
+  env[n++] = "GPUGATE_RATE_LIMIT_RPS=100000";
+  env[n] = NULL;
+  return h_server_start(s, db_url, env);
+}
+
 static void setup(void)
 {
-  char env_iss[200], env_secret[128], path[64], sub_binding[512], out[2048];
-  const char *env[12], *apply[] = {"apply", path, NULL};
+  char path[64], sub_binding[512], out[2048];
+  const char *apply[] = {"apply", path, NULL};
   const char *apply2[] = {"apply", bindings_file, NULL};
-  int n = 0;
 
   snprintf(keys_file, sizeof(keys_file), "/tmp/gpugate-oidc-keys-%d.json",
            (int)getpid());
@@ -257,20 +278,8 @@ static void setup(void)
   unlink(path);
   h_write_temp("oidc-client", "console-secret-0123456789abcdef\n", secret_file,
                sizeof(secret_file));
-  snprintf(env_secret, sizeof(env_secret), "GPUGATE_OIDC_CLIENT_SECRET_FILE=%s",
-           secret_file);
-  env[n++] = env_secret;
-  env[n++] = "GPUGATE_OIDC_CLIENT_ID=gpugate-console";
-  env[n++] = "GPUGATE_PUBLIC_URL=https://gpugate.test";
-  snprintf(env_iss, sizeof(env_iss), "GPUGATE_OIDC_ISSUERS=%s", issuer);
-  env[n++] = env_iss;
-  env[n++] = "GPUGATE_OIDC_AUDIENCES=gpugate";
-  env[n++] = "GPUGATE_OIDC_REQUIRED_CLAIMS=hd=example.com";
-  env[n++] = "GPUGATE_OIDC_JWKS_COOLDOWN_S=2";
-  env[n++] = "GPUGATE_RATE_LIMIT_RPS=100000";
-  env[n] = NULL;
-  ck_assert_msg(h_server_start(&srv, db_url, env) == 0,
-                "gpugate did not start; see %s", srv.log);
+  ck_assert_msg(start_gpugate(&srv) == 0, "gpugate did not start; see %s",
+                srv.log);
 }
 
 static void teardown(void)
@@ -437,6 +446,59 @@ START_TEST(bindings_managed)
   ck_assert_int_eq(status_of("/v1/teams/team-d/jobs", nobody), 403);
   ck_assert_msg(h_log_count(&srv, "access binding \\\"nobody-d\\\" by") >= 2,
                 "administrator changes are logged with their actor");
+  free(platform);
+  free(nobody);
+}
+END_TEST
+
+/* The status of GET path with token at replica s. */
+static long status_at(const struct h_server *s, const char *path,
+                      const char *token)
+{
+  struct h_resp r;
+  long st;
+
+  ck_assert_int_eq(h_request(s, "GET", path, token, NULL, NULL, &r), 0);
+  st = r.status;
+  h_resp_free(&r);
+  return st;
+}
+
+/* Wait (at most 10 s) until GET path with token answers want at s. */
+static void eventually(const struct h_server *s, const char *path,
+                       const char *token, long want)
+{
+  long long end = h_now_ms() + 10000;
+  long st;
+
+  while ((st = status_at(s, path, token)) != want && h_now_ms() < end)
+    h_sleep_ms(20);
+  ck_assert_msg(st == want, "%s: %ld after 10 s, want %ld", path, st, want);
+}
+
+/* A binding changed through one replica reaches another by the change's
+ * notification, with no restart and no query per request. */
+START_TEST(bindings_reach_every_replica)
+{
+  char *platform = token_of("platform", NULL);
+  char *nobody = token_of("nobody", NULL);
+  struct h_server other;
+
+  ck_assert_msg(start_gpugate(&other) == 0,
+                "the second replica did not "
+                "start; see %s",
+                other.log);
+  ck_assert_int_eq(status_at(&other, "/v1/teams/team-d/jobs", nobody), 403);
+  json_decref(h_call(&srv, "PUT", "/v1/access-bindings/nobody-d", platform,
+                     "{\"subjects\": [{\"kind\": \"email\", \"name\": "
+                     "\"nobody@example.com\"}], \"role\": \"member\", "
+                     "\"team\": \"team-d\"}",
+                     201));
+  eventually(&other, "/v1/teams/team-d/jobs", nobody, 200);
+  json_decref(h_call(&srv, "DELETE", "/v1/access-bindings/nobody-d", platform,
+                     NULL, 204));
+  eventually(&other, "/v1/teams/team-d/jobs", nobody, 403);
+  h_server_stop(&other);
   free(platform);
   free(nobody);
 }
@@ -769,6 +831,7 @@ Suite *oidc_suite(void)
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, bindings_decide);
   tcase_add_test(tc, bindings_managed);
+  tcase_add_test(tc, bindings_reach_every_replica);
   tcase_add_test(tc, events_name_their_actor);
   tcase_add_test(tc, forgeries_refused);
   tcase_add_test(tc, console_sign_in);

@@ -1,12 +1,14 @@
 /*
- * test_bindings.c — access bindings matched as tables: which grants a
- * provider principal (issuer, sub, verified email, groups) gets from a set
- * of bindings, and the groups found at a dotted claim path.
+ * test_bindings.c — the provider side as tables: which grants a provider
+ * principal (issuer, sub, verified email, groups) gets from a set of
+ * access bindings, the groups found at a dotted claim path, and which
+ * discovery documents are accepted for an issuer.
  */
 #include <check.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "batch/discovery.h"
 #include "server/bindings.h"
 #include "server/idp.h"
 
@@ -139,6 +141,55 @@ START_TEST(groups_at_path)
 }
 END_TEST
 
+static const struct {
+  const char *issuer, *doc;
+  const char *jwks; /* NULL: refused */
+  bool groups_scope;
+} discovery_cases[] = {
+    {IDP,
+     "{\"issuer\": \"" IDP "\", \"jwks_uri\": \"" IDP "/keys\", "
+     "\"authorization_endpoint\": \"" IDP "/auth\", \"token_endpoint\": "
+     "\"" IDP "/token\", \"scopes_supported\": [\"openid\", \"groups\"]}",
+     IDP "/keys", true},
+    {IDP, "{\"issuer\": \"" IDP "\", \"jwks_uri\": \"" IDP "/keys\"}",
+     IDP "/keys", false},
+    /* the trailing slash counts (coreos/go-oidc #203) */
+    {IDP "/", "{\"issuer\": \"" IDP "\", \"jwks_uri\": \"" IDP "/k\"}", NULL,
+     false},
+    {IDP, "{\"issuer\": \"" IDP "/\", \"jwks_uri\": \"" IDP "/k\"}", NULL,
+     false},
+    {IDP, "{\"issuer\": \"https://evil.example\", \"jwks_uri\": \"" IDP "/k\"}",
+     NULL, false},
+    {IDP, "{\"issuer\": \"" IDP "\"}", NULL, false},
+    {IDP, "{\"issuer\": \"" IDP "\", \"jwks_uri\": \"file:///etc/k\"}", NULL,
+     false},
+    {IDP, "{\"issuer\": \"" IDP "\", \"jwks_uri\": 7}", NULL, false},
+    {IDP,
+     "{\"issuer\": \"" IDP "\", \"jwks_uri\": \"" IDP "/k\", "
+     "\"token_endpoint\": \"javascript:x\"}",
+     NULL, false},
+    {IDP, "[]", NULL, false},
+    {IDP, "{\"issuer\": \"" IDP "\", \"issuer\": \"" IDP "\"}", NULL, false},
+};
+
+START_TEST(discovery_documents)
+{
+  struct discovery_doc d;
+  char err[128] = "";
+  int rc =
+      discovery_parse(discovery_cases[_i].issuer, discovery_cases[_i].doc,
+                      strlen(discovery_cases[_i].doc), &d, err, sizeof(err));
+
+  if (discovery_cases[_i].jwks) {
+    ck_assert_msg(rc == 0, "case %d refused: %s", _i, err);
+    ck_assert_str_eq(d.jwks_uri, discovery_cases[_i].jwks);
+    ck_assert_int_eq(d.groups_scope, discovery_cases[_i].groups_scope);
+  } else {
+    ck_assert_msg(rc == -1 && err[0], "case %d accepted", _i);
+  }
+}
+END_TEST
+
 Suite *bindings_suite(void)
 {
   Suite *s = suite_create("bindings");
@@ -147,6 +198,7 @@ Suite *bindings_suite(void)
   tcase_add_loop_test(tc, grants_table, 0, N_OF(cases));
   tcase_add_test(tc, reload_replaces);
   tcase_add_loop_test(tc, groups_at_path, 0, N_OF(group_cases));
+  tcase_add_loop_test(tc, discovery_documents, 0, N_OF(discovery_cases));
   suite_add_tcase(s, tc);
   return s;
 }
