@@ -10,7 +10,10 @@
 #include "db/db.h"
 #include "db/sessions.h"
 
+/* sign-ins never finished go with the next one started (an index range) */
 static const char sql_flow_put[] =
+    "WITH old AS (DELETE FROM auth_flows WHERE created_at < now() - "
+    "make_interval(secs => $4::int)) "
     "INSERT INTO auth_flows (state, nonce, code_verifier) VALUES ($1, $2, $3)";
 
 /* the old ones go with it: a flow is never needed after its TTL */
@@ -20,7 +23,9 @@ static const char sql_flow_take[] =
     "DELETE FROM auth_flows WHERE state = $1 AND created_at >= now() - "
     "make_interval(secs => $2::int) RETURNING nonce, code_verifier";
 
+/* expired sessions go with each new one (an index range) */
 static const char sql_session_put[] =
+    "WITH old AS (DELETE FROM sessions WHERE expires_at < now()) "
     "INSERT INTO sessions (id_hash, issuer, subject, email, groups, "
     "expires_at) VALUES ($1, $2, $3, NULLIF($4, ''), $5::json, now() + "
     "make_interval(secs => $6::int))";
@@ -54,9 +59,11 @@ static enum gg_code run(struct gg_req *req, const char *sql, int n,
 enum gg_code db_flow_put(struct gg_req *req, const char *state,
                          const char *nonce, const char *verifier)
 {
-  const char *params[3] = {state, nonce, verifier};
+  char ttl[16];
+  const char *params[4] = {state, nonce, verifier, ttl};
 
-  return run(req, sql_flow_put, 3, params, NULL);
+  snprintf(ttl, sizeof(ttl), "%d", DB_FLOW_TTL_S);
+  return run(req, sql_flow_put, 4, params, NULL);
 }
 
 enum gg_code db_flow_take(struct gg_req *req, const char *state, char *nonce,

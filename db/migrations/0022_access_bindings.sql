@@ -42,6 +42,8 @@ CREATE TABLE auth_flows (
     created_at     timestamptz NOT NULL DEFAULT now()
 );
 
+CREATE INDEX auth_flows_created ON auth_flows (created_at);
+
 CREATE TABLE sessions (
     id_hash     text PRIMARY KEY,
     issuer      text NOT NULL,
