@@ -6,11 +6,11 @@
  */
 #include <string.h>
 
-#include "db/bindings.h"
 #include "db/db.h"
 #include "handlers/admin.h"
 #include "handlers/handlers.h"
 #include "server/bindings.h"
+#include "server/log.h"
 #include "server/problem.h"
 
 static const char *const kinds[] = {"group", "email", "subject", NULL};
@@ -94,13 +94,11 @@ enum gg_code access_bindings_get(struct gg_req *req)
 static enum gg_code reload(struct gg_req *req, enum gg_code code)
 {
   struct db_conn *db;
-  json_t *all = NULL;
   char err[256];
 
-  if (code != GG_OK || !(db = req_db(req)))
-    return code;
-  if (db_bindings_read(db->pg, &all, err, sizeof(err)) == 0)
-    bindings_set(all);
+  if (code == GG_OK && (db = req_db(req)) &&
+      bindings_reload(db->pg, err, sizeof(err)) != 0)
+    log_msg(LOG_WARN, "access bindings: %s", err);
   return code;
 }
 

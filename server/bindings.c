@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "db/bindings.h"
 #include "server/bindings.h"
 
 enum subject_kind { SUBJ_GROUP, SUBJ_EMAIL, SUBJ_SUBJECT };
@@ -26,6 +27,7 @@ struct binding {
 };
 
 static pthread_rwlock_t lock = PTHREAD_RWLOCK_INITIALIZER;
+static pthread_mutex_t reload_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct binding *table; /* owned */
 static size_t n_table;
 static unsigned long generation = 1;
@@ -116,6 +118,19 @@ void bindings_set(json_t *all)
   generation++;
   pthread_rwlock_unlock(&lock);
   free_table(old, n_old);
+}
+
+int bindings_reload(PGconn *pg, char *err, size_t errlen)
+{
+  json_t *all = NULL;
+  int rc;
+
+  pthread_mutex_lock(&reload_mu);
+  rc = db_bindings_read(pg, &all, err, errlen);
+  if (rc == 0)
+    bindings_set(all);
+  pthread_mutex_unlock(&reload_mu);
+  return rc;
 }
 
 static bool subject_matches(const struct subject *s,

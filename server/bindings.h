@@ -12,6 +12,7 @@
 #define GPUGATE_BINDINGS_H
 
 #include <jansson.h>
+#include <libpq-fe.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -34,6 +35,15 @@ struct bindings_identity {
 /* Replace the cache with all (an array of {"name", spec...} as
  * db_bindings_read gives; stolen). */
 void bindings_set(json_t *all);
+
+/*
+ * Read every binding on pg (a connection the caller holds) and replace the
+ * cache with them. Reloads are serialised, read and replace together, so
+ * of two reloads (the configuration watch's and a change's own) the later
+ * read — which sees every change the earlier one saw — is the one left.
+ * Returns 0, or -1 with err filled (the cache is kept).
+ */
+int bindings_reload(PGconn *pg, char *err, size_t errlen);
 
 /*
  * The union of the grants of every binding matching id, deduplicated, in

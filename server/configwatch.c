@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "db/bindings.h"
 #include "db/db.h"
 #include "db/targets.h"
 #include "server/bindings.h"
@@ -30,14 +29,10 @@ struct configwatch {
  * on the watch's own session: requests never query them. */
 static void load_bindings(struct configwatch *w)
 {
-  json_t *all = NULL;
   char err[256];
 
-  if (db_bindings_read(w->pg, &all, err, sizeof(err)) != 0) {
+  if (bindings_reload(w->pg, err, sizeof(err)) != 0)
     log_msg(LOG_WARN, "configuration watch: %s", err);
-    return;
-  }
-  bindings_set(all);
 }
 
 /* Connect, LISTEN and load what the notifications keep current; false
