@@ -108,6 +108,7 @@ bench: build/bench_sched build/bench_ingest build/gpugate build/batch_emulator b
 	bench/admission.sh
 	bench/ingest.sh
 	bench/http.sh
+	bench/oidc.sh
 	bench/kueue.sh
 	bench/race.sh
 
