@@ -799,6 +799,27 @@ START_TEST(console_sign_in)
                 r.status, r.body);
   h_resp_free(&r);
 
+  /* sessions expire (GPUGATE_SESSION_TTL_S): past expires_at, 401 */
+  {
+    PGconn *pg = h_db_connect(db_url);
+    ck_assert_int_eq(PQstatus(pg), CONNECTION_OK);
+    h_db_int(pg, "WITH s AS (UPDATE sessions SET expires_at = now() - "
+                 "interval '1 s' RETURNING 1) SELECT count(*) FROM s");
+    ck_assert_int_eq(h_request(&srv, "GET", "/v1/whoami", NULL, NULL, with, &r),
+                     0);
+    ck_assert_int_eq(r.status, 401);
+    h_resp_free(&r);
+    ck_assert_int_eq(h_db_int(pg, "WITH s AS (UPDATE sessions SET "
+                                  "expires_at = now() + interval '1 h' "
+                                  "RETURNING 1) SELECT count(*) FROM s"),
+                     1);
+    PQfinish(pg);
+  }
+  ck_assert_int_eq(h_request(&srv, "GET", "/v1/whoami", NULL, NULL, with, &r),
+                   0);
+  ck_assert_int_eq(r.status, 200);
+  h_resp_free(&r);
+
   /* a state is used once */
   ck_assert_int_eq(h_request(&srv, "GET", cb, NULL, NULL, NULL, &r), 0);
   ck_assert_msg(h_is_problem(&r, 400, "state"), "%ld %s", r.status, r.body);
