@@ -54,6 +54,10 @@ static pid_t provider_start(const char *keys, unsigned short port,
   pid_t pid;
   long long end = h_now_ms() + 20000;
 
+  ck_assert_msg(
+      access("deploy/tools/node_modules/oidc-provider/package.json", R_OK) == 0,
+      "oidc-provider is not installed: npm ci --prefix deploy/tools "
+      "(deploy/install-deps.sh does it)");
   snprintf(port_arg, sizeof(port_arg), "%u", port);
   ck_assert_int_eq(pipe(fds), 0);
   pid = fork();
