@@ -12,7 +12,7 @@
 #   make fuzz       every libFuzzer harness for FUZZ_SECONDS each (tests/fuzz)
 
 CC      ?= cc
-PKGS    := libmicrohttpd jansson libpq libjwt libcurl
+PKGS    := libmicrohttpd jansson libpq libjwt libcurl jose
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
@@ -109,6 +109,7 @@ bench: build/bench_sched build/bench_ingest build/gpugate build/batch_emulator b
 	bench/admission.sh
 	bench/ingest.sh
 	bench/http.sh
+	bench/oidc.sh
 	bench/kueue.sh
 	bench/race.sh
 

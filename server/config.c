@@ -626,6 +626,8 @@ int config_load(struct config *cfg, char *err, size_t errlen)
     return -1;
   if (load_cursor_key(cfg, err, errlen))
     return -1;
+  if (config_oidc_load(&cfg->oidc, cfg->jwt_issuer, err, errlen))
+    return -1;
   return footprint_config(cfg, err, errlen);
 }
 

@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "server/clientaddr.h"
+#include "server/config_oidc.h"
 
 #define CONFIG_MAX_KEYS 8
 #define CONFIG_MAX_ORIGINS 16
@@ -98,6 +99,7 @@ struct config {
   int n_trusted_proxies;          /* 0: every peer is its own client */
   int forwarded_header;           /* enum clientaddr_header */
   long rate_limit_per_client_rps; /* per client address; 0 = off */
+  struct config_oidc oidc; /* the organisation's OpenID Provider */
 };
 
 /*

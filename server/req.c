@@ -89,6 +89,13 @@ void req_reply_stream(struct gg_req *req, unsigned status,
   req->reply_read_free = cls_free;
 }
 
+const char *req_cookie(const struct gg_req *req, const char *name)
+{
+  if (!req->conn)
+    return NULL;
+  return MHD_lookup_connection_value(req->conn, MHD_COOKIE_KIND, name);
+}
+
 void req_reply(struct gg_req *req, unsigned status, json_t *body)
 {
   json_decref(req->reply);
@@ -144,6 +151,15 @@ struct db_conn *req_db(struct gg_req *req)
   if (!req->db && req->pool)
     req->db = db_acquire(req->pool, 5000);
   return req->db;
+}
+
+const char *req_actor(const struct gg_req *req)
+{
+  const struct auth_principal *p = &req->principal;
+
+  if (p->email[0])
+    return p->email;
+  return p->subject[0] ? p->subject : NULL;
 }
 
 bool req_is_member(const struct gg_req *req)

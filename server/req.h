@@ -127,6 +127,9 @@ const char *req_query(const struct gg_req *req, const char *name);
 /* A request header or NULL. Borrowed from libmicrohttpd. */
 const char *req_header(const struct gg_req *req, const char *name);
 
+/* A cookie of the request or NULL. Borrowed from libmicrohttpd. */
+const char *req_cookie(const struct gg_req *req, const char *name);
+
 /* Set a 2xx reply; steals body (may be NULL for an empty body). */
 void req_reply(struct gg_req *req, unsigned status, json_t *body);
 
@@ -159,6 +162,10 @@ void req_add_header(struct gg_req *req, const char *name, const char *value);
  * unreachable: the caller returns problem_fail(req, GG_UNAVAILABLE, ...).
  */
 struct db_conn *req_db(struct gg_req *req);
+
+/* Who the caller is for events and logs: the verified email of a provider
+ * token, else its sub; NULL without a principal. Borrowed from req. */
+const char *req_actor(const struct gg_req *req);
 
 /* True when the caller is a member of a team (not admin or finance). */
 bool req_is_member(const struct gg_req *req);

@@ -431,6 +431,38 @@ static const struct {
     {{"GPUGATE_DB_POOL_SIZE=257"}, "GPUGATE_DB_POOL_SIZE"},
     {{"GPUGATE_HTTP_TIMEOUT_S=0"}, "GPUGATE_HTTP_TIMEOUT_S"},
     {{"GPUGATE_PORT_FILE=" X256 X256}, "GPUGATE_PORT_FILE"},
+    {{"GPUGATE_OIDC_ISSUERS=idp.example.com", "GPUGATE_OIDC_AUDIENCES=a"},
+     "GPUGATE_OIDC_ISSUERS"},
+    {{"GPUGATE_OIDC_ISSUERS=https://a,,https://b", "GPUGATE_OIDC_AUDIENCES=a"},
+     "GPUGATE_OIDC_ISSUERS"},
+    {{"GPUGATE_OIDC_ISSUERS=https://1,https://2,https://3,https://4,https://"
+      "5,https://6,https://7,https://8,https://9",
+      "GPUGATE_OIDC_AUDIENCES=a"},
+     "GPUGATE_OIDC_ISSUERS"},
+    {{"GPUGATE_OIDC_ISSUERS=https://idp.example.com"},
+     "GPUGATE_OIDC_AUDIENCES"},
+    {{"GPUGATE_OIDC_ISSUERS=gpugate", "GPUGATE_OIDC_AUDIENCES=a"},
+     "GPUGATE_OIDC_ISSUERS"},
+    {{"GPUGATE_JWT_ISSUER=https://idp.example.com",
+      "GPUGATE_OIDC_ISSUERS=https://idp.example.com"},
+     "GPUGATE_OIDC_ISSUERS"}, /* gpugate's own issuer */
+    {{"GPUGATE_OIDC_ALGS=none"}, "GPUGATE_OIDC_ALGS"},
+    {{"GPUGATE_OIDC_ALGS=RS256,HS256"}, "GPUGATE_OIDC_ALGS"},
+    {{"GPUGATE_OIDC_ALGS=rs256"}, "GPUGATE_OIDC_ALGS"},
+    {{"GPUGATE_OIDC_ALGS=PS256"}, "GPUGATE_OIDC_ALGS"},
+    {{"GPUGATE_OIDC_JWKS_COOLDOWN_S=0"}, "GPUGATE_OIDC_JWKS_COOLDOWN_S"},
+    {{"GPUGATE_OIDC_JWKS_COOLDOWN_S=30s"}, "GPUGATE_OIDC_JWKS_COOLDOWN_S"},
+    {{"GPUGATE_OIDC_REQUIRED_CLAIMS=hd"}, "GPUGATE_OIDC_REQUIRED_CLAIMS"},
+    {{"GPUGATE_OIDC_REQUIRED_CLAIMS==example.com"},
+     "GPUGATE_OIDC_REQUIRED_CLAIMS"},
+    {{"GPUGATE_OIDC_REQUIRED_CLAIMS=hd="}, "GPUGATE_OIDC_REQUIRED_CLAIMS"},
+    {{"GPUGATE_OIDC_GROUPS_CLAIM=realm_access..roles"},
+     "GPUGATE_OIDC_GROUPS_CLAIM"},
+    {{"GPUGATE_OIDC_GROUPS_CLAIM=groups."}, "GPUGATE_OIDC_GROUPS_CLAIM"},
+    {{"GPUGATE_OIDC_GROUPS_CLAIM=$.groups[*]"}, "GPUGATE_OIDC_GROUPS_CLAIM"},
+    {{"GPUGATE_OIDC_CLIENT_ID=gpugate"}, "GPUGATE_OIDC_CLIENT_ID"},
+    {{"GPUGATE_SESSION_TTL_S=59"}, "GPUGATE_SESSION_TTL_S"},
+    {{"GPUGATE_PUBLIC_URL=gpugate.example.com"}, "GPUGATE_PUBLIC_URL"},
 };
 
 START_TEST(bad)
@@ -450,6 +482,46 @@ START_TEST(bad)
                 bad_cases[_i].env[0], err, bad_cases[_i].var);
   ck_assert_msg(strchr(err, '\n') == NULL, "case %d: \"%s\"", _i, err);
   config_free(&cfg);
+}
+END_TEST
+
+/* GPUGATE_OIDC_*: off by default; several issuers and audiences, the
+ * algorithms, cooldown, groups claim and required claims as given. */
+START_TEST(oidc_settings)
+{
+  struct config cfg;
+  char err[256] = "";
+
+  clear_env();
+  ck_assert_int_eq(config_load(&cfg, err, sizeof(err)), 0);
+  ck_assert_int_eq(cfg.oidc.n_issuers, 0);
+  ck_assert_uint_eq(cfg.oidc.algs, 3); /* RS256 | ES256 */
+  ck_assert_int_eq(cfg.oidc.jwks_cooldown_s, 30);
+  ck_assert_str_eq(cfg.oidc.groups_claim, "groups");
+  config_free(&cfg);
+  set_env("GPUGATE_OIDC_ISSUERS=https://idp.example.com/, "
+          "https://accounts.google.com");
+  set_env("GPUGATE_OIDC_AUDIENCES=gpugate,api://gpugate");
+  set_env("GPUGATE_OIDC_ALGS=ES256");
+  set_env("GPUGATE_OIDC_JWKS_COOLDOWN_S=5");
+  set_env("GPUGATE_OIDC_GROUPS_CLAIM=realm_access.roles");
+  set_env("GPUGATE_OIDC_REQUIRED_CLAIMS=hd=example.com,tid=a=b");
+  ck_assert_msg(config_load(&cfg, err, sizeof(err)) == 0, "%s", err);
+  ck_assert_int_eq(cfg.oidc.n_issuers, 2);
+  ck_assert_str_eq(cfg.oidc.issuers[0], "https://idp.example.com/");
+  ck_assert_str_eq(cfg.oidc.issuers[1], "https://accounts.google.com");
+  ck_assert_int_eq(cfg.oidc.n_audiences, 2);
+  ck_assert_str_eq(cfg.oidc.audiences[1], "api://gpugate");
+  ck_assert_uint_eq(cfg.oidc.algs, 2); /* ES256 */
+  ck_assert_int_eq(cfg.oidc.jwks_cooldown_s, 5);
+  ck_assert_str_eq(cfg.oidc.groups_claim, "realm_access.roles");
+  ck_assert_int_eq(cfg.oidc.n_required, 2);
+  ck_assert_str_eq(cfg.oidc.required_claim[0], "hd");
+  ck_assert_str_eq(cfg.oidc.required_value[0], "example.com");
+  ck_assert_str_eq(cfg.oidc.required_claim[1], "tid");
+  ck_assert_str_eq(cfg.oidc.required_value[1], "a=b");
+  config_free(&cfg);
+  clear_env();
 }
 END_TEST
 
@@ -1044,6 +1116,7 @@ Suite *config_suite(void)
   tcase_add_loop_test(tc, bad, 0, N_OF(bad_cases));
   tcase_add_test(tc, error_bounded);
   tcase_add_test(tc, capacity_window_grace);
+  tcase_add_test(tc, oidc_settings);
   tcase_add_test(tc, read_file);
   tcase_add_loop_test(tc, footprint, 0, N_OF(footprint_cases));
   suite_add_tcase(s, tc);
