@@ -564,9 +564,16 @@ int db_batch_retry(struct db_conn *c, const struct db_batch_op *op,
 static const char sql_lock_attempt[] =
     "SELECT 1 FROM jobs WHERE id = $1 AND attempt = $2::int FOR UPDATE";
 
+/* The refusal may answer a retry of a create that reached Batch, its
+ * answer lost: the dropped copy is cancelled all the same (404 when Batch
+ * has none), since nothing would follow or cancel it later. */
 static const char sql_drop_copy[] =
-    "DELETE FROM batch_copies WHERE job_id = $1 AND attempt = $2::int "
-    "AND k = $3::int";
+    "WITH d AS (DELETE FROM batch_copies WHERE job_id = $1 "
+    "AND attempt = $2::int AND k = $3::int "
+    "RETURNING job_id, attempt, region, batch_job_id) "
+    "INSERT INTO batch_ops (job_id, attempt, op, region, batch_job_id) "
+    "SELECT job_id, attempt, 'cancel', region, batch_job_id FROM d "
+    "ON CONFLICT DO NOTHING";
 
 static const char sql_rejected[] =
     "WITH u AS (UPDATE jobs SET state = CASE WHEN cancel_requested "
