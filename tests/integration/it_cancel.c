@@ -996,6 +996,21 @@ static void walk_free(struct walk *w)
   free(w);
 }
 
+/* Only the outbox rows of the walk's job j are due. */
+static void only(struct walk *w, int j)
+{
+  const char *params[1] = {w->ids[j]};
+  PGresult *res = PQexecParams(
+      w->c->pg,
+      "UPDATE batch_ops SET next_at = CASE WHEN job_id = $1 THEN now() "
+      "ELSE now() + interval '1 day' END",
+      1, NULL, params, NULL, NULL, 0);
+
+  ck_assert_msg(PQresultStatus(res) == PGRES_COMMAND_OK, "%s",
+                PQresultErrorMessage(res));
+  PQclear(res);
+}
+
 /* Every call succeeds and Batch reports each of its jobs, with the
  * leader's cycles, until nothing is left to do. */
 static void drain(struct walk *w)
@@ -1116,6 +1131,78 @@ START_TEST(evictions_wait_for_a_pending_cancel)
   }
   ck_assert_msg(victim > 0, "no race job was preempted");
   user_cancels(w, victim);
+  drain(w);
+  check_cancelled(w, 0);
+  walk_free(w);
+}
+END_TEST
+
+/*
+ * Migration 0018 on what the old Flex Start step left: a job backed off
+ * to PENDING with its cancel pending, a job whose next attempt runs with
+ * its cancel pending and nothing left to cancel it, and a raced job
+ * admitted again whose creates were dropped. Applied again (as on an
+ * upgrade), it completes each cancel; the dispatcher and Batch do the
+ * rest.
+ */
+START_TEST(migration_0018_completes_pending_cancels)
+{
+  struct walk *w = walk_new(N_WALK);
+  const char *migrate[] = {"migrate", NULL};
+  struct db_batch_op op;
+  char sql[256], out[4096], name[256];
+  int j;
+
+  submit("failover", false, "backed-off", w->ids[0]);
+  submit("failover", false, "moved-on", w->ids[1]);
+  submit("race", false, "admitted-again", w->ids[2]);
+  w->n_jobs = 3;
+  leader_cycle(w->adm, w->c);
+  /* the failover job's create (its next attempt's, as the old code made) */
+  only(w, 1);
+  ck_assert_int_eq(
+      db_batch_claim(w->c, NULL, 0, "walk", 60, &op, w->err, sizeof(w->err)),
+      1);
+  batch_job_name(PROJECT, op.region, op.batch_job_id, name, sizeof(name));
+  batch_creates(w, name, 1);
+  ck_assert_int_eq(
+      db_batch_done_create(w->c, &op, name, w->err, sizeof(w->err)), 0);
+  db_batch_op_free(&op);
+  snprintf(sql, sizeof(sql),
+           "UPDATE jobs SET state = 'PENDING', flavor = NULL, location = "
+           "NULL, reason = 'Backoff' WHERE id = '%s'",
+           w->ids[0]);
+  exec_ok(w->c, sql);
+  exec_ok(w->c, "DELETE FROM batch_ops"); /* the race's creates, dropped */
+  for (j = 0; j < 3; j++) {
+    snprintf(sql, sizeof(sql),
+             "UPDATE jobs SET cancel_requested = true WHERE id = '%s'",
+             w->ids[j]);
+    exec_ok(w->c, sql);
+    w->cancelled[j] = true;
+    w->cancel_attempt[j] = 1;
+  }
+
+  exec_ok(w->c, "DELETE FROM schema_migrations WHERE version = 18");
+  ck_assert_msg(h_gpugate(db_url, migrate, out, sizeof(out)) == 0,
+                "migrate: %s", out);
+  expect_state(w, 0, "CANCELLED");
+  snprintf(sql, sizeof(sql),
+           "SELECT count(*) FROM job_events WHERE job_id = '%s' AND "
+           "from_state = 'PENDING' AND to_state = 'CANCELLED'",
+           w->ids[0]);
+  ck_assert_int_eq(h_db_int(w->c->pg, sql), 1);
+  snprintf(sql, sizeof(sql),
+           "SELECT count(*) FROM batch_ops WHERE job_id = '%s' AND op = "
+           "'cancel'",
+           w->ids[1]);
+  ck_assert_int_eq(h_db_int(w->c->pg, sql), 1);
+  snprintf(sql, sizeof(sql),
+           "SELECT count(*) FROM batch_ops WHERE job_id = '%s' AND op = "
+           "'cancel'",
+           w->ids[2]);
+  ck_assert_int_eq(h_db_int(w->c->pg, sql), 3);
+
   drain(w);
   check_cancelled(w, 0);
   walk_free(w);
@@ -1247,6 +1334,7 @@ Suite *cancel_suite(void)
   tcase_set_timeout(stale, 60);
   tcase_add_test(stale, stale_report_does_not_move_the_next_attempt);
   tcase_add_test(stale, budget_leases_are_exact);
+  tcase_add_test(stale, migration_0018_completes_pending_cancels);
   suite_add_tcase(s, stale);
 
   tcase_add_unchecked_fixture(walk, setup_walk, teardown_db);
