@@ -500,13 +500,13 @@ int db_batch_done_create(struct db_conn *c, const struct db_batch_op *op,
 }
 
 /*
- * The job's fate follows from what Batch reports next. Batch reports a
- * raced copy that has not won to no sync (the sync follows the Batch job a
- * job names, and lists only live copies), and with Pub/Sub off the copy's
- * CANCELLATION_IN_PROGRESS would never arrive: a cancel or an eviction
- * waiting for its copies would wait for ever. Batch took the cancel, so it
- * is recorded as Batch reports it. (A loser beside a winner is left to the
- * sync, which follows it while it overlaps.)
+ * The job's fate follows from what Batch reports next. No sync reports a
+ * raced copy that has not won (the sync follows the Batch job a job names,
+ * and adopts only live copies), so with Pub/Sub off the copy's
+ * CANCELLATION_IN_PROGRESS would never arrive and a cancel or an eviction
+ * waiting for its copies would wait for ever: once Batch took the cancel,
+ * it is recorded as Batch reports it. (A loser beside a winner is left to
+ * the sync, which follows it while it overlaps.)
  */
 static const char sql_no_winner[] =
     "SELECT 1 FROM jobs WHERE id = $1 AND attempt = $2::int "
