@@ -524,13 +524,13 @@ int db_batch_done_create(struct db_conn *c, const struct db_batch_op *op,
 }
 
 /*
- * The job's fate follows from what Batch reports next. Batch reports a
- * raced copy that has not won to no sync (the sync follows the Batch job a
- * job names, and lists only live copies), and with Pub/Sub off the copy's
- * CANCELLATION_IN_PROGRESS would never arrive: a cancel or an eviction
- * waiting for its copies would wait for ever. Batch took the cancel, so it
- * is recorded as Batch reports it. (A loser beside a winner is left to the
- * sync, which follows it while it overlaps.)
+ * The job's fate follows from what Batch reports next. No sync reports a
+ * raced copy that has not won (the sync follows the Batch job a job names,
+ * and adopts only live copies), so with Pub/Sub off the copy's
+ * CANCELLATION_IN_PROGRESS would never arrive and a cancel or an eviction
+ * waiting for its copies would wait for ever: once Batch took the cancel,
+ * it is recorded as Batch reports it. (A loser beside a winner is left to
+ * the sync, which follows it while it overlaps.)
  */
 static const char sql_no_winner[] =
     "SELECT 1 FROM jobs WHERE id = $1 AND attempt = $2::int "
@@ -588,9 +588,16 @@ int db_batch_retry(struct db_conn *c, const struct db_batch_op *op,
 static const char sql_lock_attempt[] =
     "SELECT 1 FROM jobs WHERE id = $1 AND attempt = $2::int FOR UPDATE";
 
+/* The refusal may answer a retry of a create that reached Batch, its
+ * answer lost: the dropped copy is cancelled all the same (404 when Batch
+ * has none), since nothing would follow or cancel it later. */
 static const char sql_drop_copy[] =
-    "DELETE FROM batch_copies WHERE job_id = $1 AND attempt = $2::int "
-    "AND k = $3::int";
+    "WITH d AS (DELETE FROM batch_copies WHERE job_id = $1 "
+    "AND attempt = $2::int AND k = $3::int "
+    "RETURNING job_id, attempt, region, batch_job_id) "
+    "INSERT INTO batch_ops (job_id, attempt, op, region, batch_job_id) "
+    "SELECT job_id, attempt, 'cancel', region, batch_job_id FROM d "
+    "ON CONFLICT DO NOTHING";
 
 static const char sql_rejected[] =
     "WITH u AS (UPDATE jobs SET state = CASE WHEN cancel_requested "

@@ -120,6 +120,9 @@ int db_batch_unclaim(struct db_conn *c, const struct db_batch_op *op, char *err,
  */
 int db_batch_done_create(struct db_conn *c, const struct db_batch_op *op,
                          const char *batch_job_name, char *err, size_t errlen);
+/* A cancel Batch took (gone false) of a raced copy that has not won is
+ * recorded at once as Batch reports it (CANCELLATION_IN_PROGRESS), in a
+ * second transaction: no sync follows such a copy. */
 int db_batch_done_cancel(struct db_conn *c, const struct db_batch_op *op,
                          bool gone, char *err, size_t errlen);
 int db_batch_retry(struct db_conn *c, const struct db_batch_op *op,

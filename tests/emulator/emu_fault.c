@@ -63,6 +63,32 @@ static int integer(json_t *v, const char *name, long long min, long long max,
   return 0;
 }
 
+/* v (NULL: unchanged) as at most max strings of fewer than width bytes
+ * each into out (max rows of width), *n of them; else -1 with bad in err. */
+static int strings(json_t *v, const char *bad, char *out, size_t max,
+                   size_t width, size_t *n, char *err, size_t errlen)
+{
+  json_t *e;
+  size_t i;
+
+  if (!v)
+    return 0;
+  if (!json_is_array(v) || json_array_size(v) > max) {
+    snprintf(err, errlen, "%s", bad);
+    return -1;
+  }
+  json_array_foreach (v, i, e) {
+    const char *m = json_string_value(e);
+    if (!m || !*m || strlen(m) >= width) {
+      snprintf(err, errlen, "%s", bad);
+      return -1;
+    }
+    snprintf(out + *n * width, width, "%s", m);
+    (*n)++;
+  }
+  return 0;
+}
+
 int emu_fault_configure(const json_t *spec, char *err, size_t errlen)
 {
   struct settings s = {.codes = {503},
@@ -130,34 +156,13 @@ int emu_fault_configure(const json_t *spec, char *err, size_t errlen)
       s.codes[s.n_codes++] = (unsigned)json_integer_value(e);
     }
   }
-  if (methods) {
-    if (!json_is_array(methods) || json_array_size(methods) > MAX_METHODS) {
-      snprintf(err, errlen, "methods must be an array of HTTP methods");
-      return -1;
-    }
-    json_array_foreach (methods, i, e) {
-      const char *m = json_string_value(e);
-      if (!m || !*m || strlen(m) >= sizeof(s.methods[0])) {
-        snprintf(err, errlen, "methods must be an array of HTTP methods");
-        return -1;
-      }
-      snprintf(s.methods[s.n_methods++], sizeof(s.methods[0]), "%s", m);
-    }
-  }
-  if (regions) {
-    if (!json_is_array(regions) || json_array_size(regions) > MAX_REGIONS) {
-      snprintf(err, errlen, "regions must be an array of Batch locations");
-      return -1;
-    }
-    json_array_foreach (regions, i, e) {
-      const char *g = json_string_value(e);
-      if (!g || !*g || strlen(g) >= sizeof(s.regions[0])) {
-        snprintf(err, errlen, "regions must be an array of Batch locations");
-        return -1;
-      }
-      snprintf(s.regions[s.n_regions++], sizeof(s.regions[0]), "%s", g);
-    }
-  }
+  if (strings(methods, "methods must be an array of HTTP methods",
+              &s.methods[0][0], MAX_METHODS, sizeof(s.methods[0]), &s.n_methods,
+              err, errlen) ||
+      strings(regions, "regions must be an array of Batch locations",
+              &s.regions[0][0], MAX_REGIONS, sizeof(s.regions[0]), &s.n_regions,
+              err, errlen))
+    return -1;
   pthread_mutex_lock(&mu);
   cur = s;
   memset(injected, 0, sizeof(injected));

@@ -677,6 +677,21 @@ static struct bjob *bjob_of(struct walk *w, const char *name)
   return NULL;
 }
 
+/* Batch creates name for job j (once: a repeated create is
+ * ALREADY_EXISTS). */
+static void batch_creates(struct walk *w, const char *name, int j)
+{
+  struct bjob *b;
+
+  if (bjob_of(w, name))
+    return;
+  ck_assert_int_lt(w->nb, (int)(sizeof(w->b) / sizeof(w->b[0])));
+  b = &w->b[w->nb++];
+  snprintf(b->name, sizeof(b->name), "%s", name);
+  b->job = j;
+  snprintf(b->state, sizeof(b->state), "QUEUED");
+}
+
 static bool live(const char *state)
 {
   return !strcmp(state, "QUEUED") || !strcmp(state, "RUNNING");
@@ -726,13 +741,7 @@ static bool dispatch_one(struct walk *w, bool all_ok)
     } else if (!all_ok && roll < 26) {
       rc = db_batch_give_up(w->c, &op, "HTTP 400", w->err, sizeof(w->err));
     } else {
-      if (!bjob_of(w, name)) {
-        ck_assert_int_lt(w->nb, (int)(sizeof(w->b) / sizeof(w->b[0])));
-        b = &w->b[w->nb++];
-        snprintf(b->name, sizeof(b->name), "%s", name);
-        b->job = j;
-        snprintf(b->state, sizeof(b->state), "QUEUED");
-      }
+      batch_creates(w, name, j);
       rc = db_batch_done_create(w->c, &op, name, w->err, sizeof(w->err));
     }
   } else {
@@ -771,7 +780,6 @@ static void dispatcher_dies(struct walk *w)
   struct db_batch_op op;
   char name[256];
   int rc, j;
-  struct bjob *b;
 
   rc = db_batch_claim(w->c, NULL, 0, "walk-dead", 60, &op, w->err,
                       sizeof(w->err));
@@ -781,13 +789,7 @@ static void dispatcher_dies(struct walk *w)
   j = walk_job(w, op.job_id);
   if (j >= 0 && !strcmp(op.op, "create") && below(&w->rng, 2)) {
     batch_job_name(PROJECT, op.region, op.batch_job_id, name, sizeof(name));
-    if (!bjob_of(w, name)) {
-      ck_assert_int_lt(w->nb, (int)(sizeof(w->b) / sizeof(w->b[0])));
-      b = &w->b[w->nb++];
-      snprintf(b->name, sizeof(b->name), "%s", name);
-      b->job = j;
-      snprintf(b->state, sizeof(b->state), "QUEUED");
-    }
+    batch_creates(w, name, j);
   }
   db_batch_op_free(&op);
 }
@@ -816,16 +818,29 @@ static void batch_moves(struct walk *w)
   report(w, b);
 }
 
-/* max_wait_s passes for one job (its wait is moved back an hour), and the
- * sync's Flex Start step runs. */
-static void max_wait_passes(struct walk *w)
+/* Run sql with $1 the id of one of the walk's jobs, picked at random. */
+static void on_a_job(struct walk *w, const char *sql)
 {
   const char *params[1] = {w->ids[below(&w->rng, w->n_jobs)]};
+  PGresult *res = PQexecParams(w->c->pg, sql, 1, NULL, params, NULL, NULL, 0);
+
+  ck_assert_msg(PQresultStatus(res) == PGRES_COMMAND_OK, "%s: %s", sql,
+                PQresultErrorMessage(res));
+  PQclear(res);
+}
+
+/* max_wait_s passes (the waits of the walk's jobs move back an hour), and
+ * the sync's Flex Start step runs. */
+static void max_wait_passes(struct walk *w)
+{
+  char name[32];
+  const char *params[1] = {name};
   PGresult *res;
 
+  snprintf(name, sizeof(name), "walk-%d", w->n);
   res = PQexecParams(w->c->pg,
                      "UPDATE jobs SET queued_at = queued_at - interval "
-                     "'1 hour' WHERE id = $1 AND queued_at IS NOT NULL",
+                     "'1 hour' WHERE name = $1 AND queued_at IS NOT NULL",
                      1, NULL, params, NULL, NULL, 0);
   ck_assert_msg(PQresultStatus(res) == PGRES_COMMAND_OK, "%s",
                 PQresultErrorMessage(res));
@@ -838,51 +853,46 @@ static void max_wait_passes(struct walk *w)
  * so the leader may admit the job again. */
 static void backoff_ends(struct walk *w)
 {
-  const char *params[1] = {w->ids[below(&w->rng, w->n_jobs)]};
-  PGresult *res;
+  on_a_job(w, "UPDATE jobs SET backoff_until = now() "
+              "WHERE id = $1 AND backoff_until > now()");
+}
 
-  res = PQexecParams(w->c->pg,
-                     "UPDATE jobs SET backoff_until = now() "
-                     "WHERE id = $1 AND backoff_until > now()",
-                     1, NULL, params, NULL, NULL, 0);
+/* An administrator moves the end of the reservation's capacity window
+ * (from now, an interval): two minutes, and the leader's next cycles
+ * evict its holders; 20 days, and it admits to it again. */
+static void window_ends_in(struct walk *w, const char *interval)
+{
+  const char *params[1] = {interval};
+  PGresult *res = PQexecParams(
+      w->c->pg,
+      "UPDATE flavors SET spec = (spec::jsonb || jsonb_build_object("
+      "'available_until', to_char(now() AT TIME ZONE 'UTC' + $1::interval, "
+      "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')))::json WHERE name = 'resv-window'",
+      1, NULL, params, NULL, NULL, 0);
+
   ck_assert_msg(PQresultStatus(res) == PGRES_COMMAND_OK, "%s",
                 PQresultErrorMessage(res));
   PQclear(res);
 }
 
-/* An administrator moves the end of the reservation's capacity window to
- * two minutes from now: the leader's next cycles evict its holders. */
-static void window_closes(struct walk *w)
+/* A job arrives in the walk's queue (a fresh copy of queue). */
+static void submit_to(struct walk *w, const char *queue, bool high)
 {
-  exec_ok(w->c, "UPDATE flavors SET spec = (spec::jsonb || "
-                "jsonb_build_object('available_until', to_char(now() AT TIME "
-                "ZONE 'UTC' + interval '2 minutes', "
-                "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')))::json "
-                "WHERE name = 'resv-window'");
-}
+  char name[32], q[32];
 
-/* The window ends 20 days from now again (an earlier walk closed it). */
-static void window_opens(struct walk *w)
-{
-  exec_ok(w->c, "UPDATE flavors SET spec = (spec::jsonb || "
-                "jsonb_build_object('available_until', to_char(now() AT TIME "
-                "ZONE 'UTC' + interval '20 days', "
-                "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')))::json "
-                "WHERE name = 'resv-window'");
+  snprintf(name, sizeof(name), "walk-%d", w->n);
+  snprintf(q, sizeof(q), "%s-%d", queue, w->n);
+  ck_assert_int_lt(w->n_jobs, MAX_JOBS);
+  submit(q, high, name, w->ids[w->n_jobs++]);
 }
 
 /* A job arrives (one in three of high priority, which preempts). */
 static void job_arrives(struct walk *w)
 {
   static const char *const queues[3] = {"failover", "race", "resv"};
-  char name[32], queue[32];
 
-  if (w->n_jobs == MAX_JOBS)
-    return;
-
-  snprintf(name, sizeof(name), "walk-%d", w->n);
-  snprintf(queue, sizeof(queue), "%s-%d", queues[below(&w->rng, 3)], w->n);
-  submit(queue, below(&w->rng, 3) == 0, name, w->ids[w->n_jobs++]);
+  if (w->n_jobs < MAX_JOBS)
+    submit_to(w, queues[below(&w->rng, 3)], below(&w->rng, 3) == 0);
 }
 
 /* The user cancels job j through the API's cancel (db_job_cancel). */
@@ -973,77 +983,7 @@ static void coverage(struct walk *w)
   PQclear(res);
 }
 
-static void run_walk(int n, unsigned seed)
-{
-  struct walk *w = calloc(1, sizeof(*w));
-  int step, j, rounds;
-
-  ck_assert_ptr_nonnull(w);
-  w->c = conn_open();
-  w->pool = db_pool_new(db_url, 2);
-  w->adm = admission_new(true, 600);
-  ck_assert(w->pool && w->adm);
-  db_pool_set_batch(w->pool, true);
-  w->rng.s = seed;
-  w->n = n;
-  window_opens(w);
-  for (j = 0; j < WALK_JOBS; j++)
-    job_arrives(w);
-
-  for (step = 0; step < STEPS; step++) {
-    int r = below(&w->rng, 100);
-    if (r < 28)
-      dispatch_one(w, false);
-    else if (r < 48)
-      batch_moves(w);
-    else if (r < 66)
-      leader_cycle(w->adm, w->c);
-    else if (r < 83)
-      max_wait_passes(w);
-    else if (r < 88)
-      backoff_ends(w);
-    else if (r < 92)
-      job_arrives(w);
-    else if (r < 96)
-      user_cancels(w, below(&w->rng, w->n_jobs));
-    else if (r < 98)
-      dispatcher_dies(w);
-    else if (r < 99)
-      leases_run_out(w);
-    else
-      window_closes(w);
-  }
-
-  /* the user cancels whatever is left; then Batch answers every call and
-   * reports each of its jobs, and the leader runs, until nothing moves */
-  for (j = 0; j < w->n_jobs; j++)
-    user_cancels(w, j);
-  leases_run_out(w);
-  for (rounds = 0; rounds < 100; rounds++) {
-    bool any = false;
-    int i;
-    while (dispatch_one(w, true))
-      any = true;
-    for (i = 0; i < w->nb; i++)
-      report(w, &w->b[i]);
-    leader_cycle(w->adm, w->c);
-    if (!any && unfinished(w) == 0 &&
-        h_db_int(w->c->pg, "SELECT count(*) FROM batch_ops "
-                           "WHERE next_at <= now()") == 0)
-      break;
-  }
-  check_cancelled(w, seed);
-  ck_assert_msg(rounds < 100, "walk %d: %d jobs never finished", n,
-                unfinished(w));
-  coverage(w);
-  admission_free(w->adm);
-  db_pool_free(w->pool);
-  conn_close(w->c);
-  free(w);
-}
-
-/* A walk's state without steps, for the scripted cases (queues of walk
- * n). */
+/* Walk n's state (its queues are the n-th copies), before any step. */
 static struct walk *walk_new(int n)
 {
   struct walk *w = calloc(1, sizeof(*w));
@@ -1066,14 +1006,19 @@ static void walk_free(struct walk *w)
   free(w);
 }
 
-static void submit_to(struct walk *w, const char *queue, bool high)
+/* Only the outbox rows of the walk's job j are due. */
+static void only(struct walk *w, int j)
 {
-  char name[32], q[32];
+  const char *params[1] = {w->ids[j]};
+  PGresult *res = PQexecParams(
+      w->c->pg,
+      "UPDATE batch_ops SET next_at = CASE WHEN job_id = $1 THEN now() "
+      "ELSE now() + interval '1 day' END",
+      1, NULL, params, NULL, NULL, 0);
 
-  snprintf(name, sizeof(name), "walk-%d", w->n);
-  snprintf(q, sizeof(q), "%s-%d", queue, w->n);
-  ck_assert_int_lt(w->n_jobs, MAX_JOBS);
-  submit(q, high, name, w->ids[w->n_jobs++]);
+  ck_assert_msg(PQresultStatus(res) == PGRES_COMMAND_OK, "%s",
+                PQresultErrorMessage(res));
+  PQclear(res);
 }
 
 /* Every call succeeds and Batch reports each of its jobs, with the
@@ -1094,6 +1039,51 @@ static void drain(struct walk *w)
                                    "WHERE next_at <= now()") == 0)
       break;
   }
+}
+
+static void run_walk(int n, unsigned seed)
+{
+  struct walk *w = walk_new(n);
+  int step, j;
+
+  w->rng.s = seed;
+  window_ends_in(w, "20 days");
+  for (j = 0; j < WALK_JOBS; j++)
+    job_arrives(w);
+
+  for (step = 0; step < STEPS; step++) {
+    int r = below(&w->rng, 100);
+    if (r < 28)
+      dispatch_one(w, false);
+    else if (r < 48)
+      batch_moves(w);
+    else if (r < 70)
+      leader_cycle(w->adm, w->c);
+    else if (r < 78)
+      max_wait_passes(w);
+    else if (r < 88)
+      backoff_ends(w);
+    else if (r < 92)
+      job_arrives(w);
+    else if (r < 96)
+      user_cancels(w, below(&w->rng, w->n_jobs));
+    else if (r < 98)
+      dispatcher_dies(w);
+    else if (r < 99)
+      leases_run_out(w);
+    else
+      window_ends_in(w, "2 minutes");
+  }
+
+  /* the user cancels whatever is left, and everything settles */
+  for (j = 0; j < w->n_jobs; j++)
+    user_cancels(w, j);
+  drain(w);
+  check_cancelled(w, seed);
+  ck_assert_msg(unfinished(w) == 0, "walk %d: %d jobs never finished", n,
+                unfinished(w));
+  coverage(w);
+  walk_free(w);
 }
 
 static void expect_state(struct walk *w, int j, const char *want)
@@ -1119,15 +1109,16 @@ START_TEST(evictions_wait_for_a_pending_cancel)
   int j, victim = -1;
 
   /* 1. the window */
-  window_opens(w);
+  window_ends_in(w, "20 days");
   submit_to(w, "resv", false);
   leader_cycle(w->adm, w->c);
   expect_state(w, 0, "ADMITTED");
+  only(w, 0);
   dispatcher_dies(w); /* the create, lost with its dispatcher */
   user_cancels(w, 0);
   expect_state(w, 0, "ADMITTED"); /* its create may be at Batch */
   leases_run_out(w);
-  window_closes(w);
+  window_ends_in(w, "2 minutes");
   leader_cycle(w->adm, w->c);
   ck_assert_int_eq(job_attempt(w->c, w->ids[0]), 1);
   drain(w);
@@ -1151,6 +1142,78 @@ START_TEST(evictions_wait_for_a_pending_cancel)
   }
   ck_assert_msg(victim > 0, "no race job was preempted");
   user_cancels(w, victim);
+  drain(w);
+  check_cancelled(w, 0);
+  walk_free(w);
+}
+END_TEST
+
+/*
+ * Migration 0018 on what the old Flex Start step left: a job backed off
+ * to PENDING with its cancel pending, a job whose next attempt runs with
+ * its cancel pending and nothing left to cancel it, and a raced job
+ * admitted again whose creates were dropped. Applied again (as on an
+ * upgrade), it completes each cancel; the dispatcher and Batch do the
+ * rest.
+ */
+START_TEST(migration_0018_completes_pending_cancels)
+{
+  struct walk *w = walk_new(N_WALK);
+  const char *migrate[] = {"migrate", NULL};
+  struct db_batch_op op;
+  char sql[256], out[4096], name[256];
+  int j;
+
+  submit("failover", false, "backed-off", w->ids[0]);
+  submit("failover", false, "moved-on", w->ids[1]);
+  submit("race", false, "admitted-again", w->ids[2]);
+  w->n_jobs = 3;
+  leader_cycle(w->adm, w->c);
+  /* the failover job's create (its next attempt's, as the old code made) */
+  only(w, 1);
+  ck_assert_int_eq(
+      db_batch_claim(w->c, NULL, 0, "walk", 60, &op, w->err, sizeof(w->err)),
+      1);
+  batch_job_name(PROJECT, op.region, op.batch_job_id, name, sizeof(name));
+  batch_creates(w, name, 1);
+  ck_assert_int_eq(
+      db_batch_done_create(w->c, &op, name, w->err, sizeof(w->err)), 0);
+  db_batch_op_free(&op);
+  snprintf(sql, sizeof(sql),
+           "UPDATE jobs SET state = 'PENDING', flavor = NULL, location = "
+           "NULL, reason = 'Backoff' WHERE id = '%s'",
+           w->ids[0]);
+  exec_ok(w->c, sql);
+  exec_ok(w->c, "DELETE FROM batch_ops"); /* the race's creates, dropped */
+  for (j = 0; j < 3; j++) {
+    snprintf(sql, sizeof(sql),
+             "UPDATE jobs SET cancel_requested = true WHERE id = '%s'",
+             w->ids[j]);
+    exec_ok(w->c, sql);
+    w->cancelled[j] = true;
+    w->cancel_attempt[j] = 1;
+  }
+
+  exec_ok(w->c, "DELETE FROM schema_migrations WHERE version = 18");
+  ck_assert_msg(h_gpugate(db_url, migrate, out, sizeof(out)) == 0,
+                "migrate: %s", out);
+  expect_state(w, 0, "CANCELLED");
+  snprintf(sql, sizeof(sql),
+           "SELECT count(*) FROM job_events WHERE job_id = '%s' AND "
+           "from_state = 'PENDING' AND to_state = 'CANCELLED'",
+           w->ids[0]);
+  ck_assert_int_eq(h_db_int(w->c->pg, sql), 1);
+  snprintf(sql, sizeof(sql),
+           "SELECT count(*) FROM batch_ops WHERE job_id = '%s' AND op = "
+           "'cancel'",
+           w->ids[1]);
+  ck_assert_int_eq(h_db_int(w->c->pg, sql), 1);
+  snprintf(sql, sizeof(sql),
+           "SELECT count(*) FROM batch_ops WHERE job_id = '%s' AND op = "
+           "'cancel'",
+           w->ids[2]);
+  ck_assert_int_eq(h_db_int(w->c->pg, sql), 3);
+
   drain(w);
   check_cancelled(w, 0);
   walk_free(w);
@@ -1282,6 +1345,7 @@ Suite *cancel_suite(void)
   tcase_set_timeout(stale, 60);
   tcase_add_test(stale, stale_report_does_not_move_the_next_attempt);
   tcase_add_test(stale, budget_leases_are_exact);
+  tcase_add_test(stale, migration_0018_completes_pending_cancels);
   suite_add_tcase(s, stale);
 
   tcase_add_unchecked_fixture(walk, setup_walk, teardown_db);
