@@ -116,7 +116,17 @@ bool budget_take(struct budget *b, struct db_conn *c, const char *region,
   now = now_us();
   s->tokens = granted;
   s->valid_until_us = now + BUDGET_VALID_MS * 1000LL;
-  s->empty_until_us = granted == 0 ? now + *wait_ms * 1000LL : 0;
+  /* Short of a whole lease, the shared bucket is spent: once these
+   * tokens are, come back when a whole lease has refilled rather than for
+   * each token as it drips in. A lease is one round trip whatever it
+   * holds, and meanwhile the claims go to the regions that have tokens
+   * (a region that always had one would keep the others' rows waiting). */
+  s->empty_until_us =
+      granted < b->lease
+          ? now + (long long)(1e6 * (b->lease - granted) / b->rate)
+          : 0;
+  if (granted == 0 && s->empty_until_us < now + *wait_ms * 1000LL)
+    s->empty_until_us = now + *wait_ms * 1000LL;
   if (s->tokens > 0) {
     s->tokens--;
     ok = true;
@@ -135,7 +145,7 @@ size_t budget_exhausted(struct budget *b, char (*regions)[BUDGET_REGION_MAX],
   pthread_mutex_lock(&b->mu);
   for (i = 0; i < b->n && n < max; i++) {
     const struct slot *s = &b->slots[i];
-    if (now >= s->empty_until_us)
+    if (now >= s->empty_until_us || (s->tokens > 0 && now < s->valid_until_us))
       continue;
     snprintf(regions[n++], BUDGET_REGION_MAX, "%s", s->region);
     if (!next || s->empty_until_us < next)
