@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1192,6 +1193,89 @@ START_TEST(dispatch_keeps_many_calls_in_flight)
 }
 END_TEST
 
+/* A stop while creates are under way: they end and are recorded. */
+#define DRAIN_JOBS 20
+
+static void setup_drain(void)
+{
+  const char *emu_env[] = {"EMU_LATENCY_MS=create:800", "EMU_RUN_MS=600000",
+                           NULL};
+
+  start_all("it_dispatch_drain", "tests/fixtures/dispatch-latency.json",
+            emu_env, 300, NULL);
+  tok = h_token("team-x", "member", 3600);
+}
+
+START_TEST(stop_records_the_calls_under_way)
+{
+  char id[32], body[512], sql[400];
+  char *admin = h_token(NULL, "admin", 3600);
+  json_t *health, *jobs, *j;
+  long long under_way = 0, end, created;
+  PGconn *pg;
+  size_t i;
+  int k;
+
+  for (k = 0; k < DRAIN_JOBS; k++) {
+    snprintf(body, sizeof(body),
+             "{\"name\": \"drain-%d\", \"queue\": \"lat\", \"task_count\": "
+             "1, \"task\": {\"image\": \"us-docker.pkg.dev/p/r/trainer:1.2\", "
+             "\"cpu_milli\": 1000, \"memory_mib\": 1024}}",
+             k);
+    submit("team-x", tok, body, id);
+  }
+  json_decref(
+      h_call(&srv, "PUT", "/v1/cluster-queues/cq-lat", admin,
+             "{\"stop_policy\": \"None\", \"flavors\": [{\"name\": "
+             "\"lat-cpu\", \"resources\": {\"cpu_milli\": {\"nominal\": "
+             "1000000}, \"memory_mib\": {\"nominal\": 10000000}}}]}",
+             200));
+  free(admin);
+  /* each create takes 0.8 s at Batch: stop while several are under way */
+  end = h_now_ms() + 20000;
+  while (under_way < 4) {
+    ck_assert_msg(h_now_ms() < end, "no creates under way after 20 s");
+    health = h_call(&emu, "GET", "/emulator/healthz", NULL, NULL, 200);
+    under_way = json_integer_value(
+        json_object_get(json_object_get(health, "inFlight"), "create"));
+    json_decref(health);
+    if (under_way < 4)
+      h_sleep_ms(20);
+  }
+  ck_assert_msg(h_server_kill(&srv, SIGTERM) == 0,
+                "gpugate did not stop within 10 s; see %s", srv.log);
+
+  /* every Batch job a create made is recorded: the job names it, with
+   * one BatchJobCreated event; the rows whose calls were not made wait,
+   * unclaimed, for the next dispatcher */
+  pg = h_db_connect(db_url);
+  ck_assert_int_eq(PQstatus(pg), CONNECTION_OK);
+  jobs = h_emu_get(&emu, "/emulator/jobs");
+  created = (long long)json_array_size(json_object_get(jobs, "jobs"));
+  ck_assert_msg(created >= under_way, "%lld Batch jobs, %lld were under way",
+                created, under_way);
+  json_array_foreach (json_object_get(jobs, "jobs"), i, j) {
+    snprintf(sql, sizeof(sql),
+             "SELECT count(*) FROM jobs WHERE batch_job_name = '%.200s' AND "
+             "state IN ('QUEUED', 'RUNNING')",
+             h_str(j, "name"));
+    ck_assert_msg(h_db_int(pg, sql) == 1, "%s was created but not recorded",
+                  h_str(j, "name"));
+  }
+  ck_assert_int_eq(h_db_int(pg, "SELECT count(*) FROM job_events WHERE "
+                                "reason = 'BatchJobCreated'"),
+                   created);
+  ck_assert_int_eq(
+      h_db_int(pg, "SELECT count(*) FROM batch_ops WHERE claimed_by IS NOT "
+                   "NULL"),
+      0);
+  ck_assert_int_eq(h_db_int(pg, "SELECT count(*) FROM batch_ops"),
+                   DRAIN_JOBS - created);
+  json_decref(jobs);
+  PQfinish(pg);
+}
+END_TEST
+
 Suite *dispatch_suite(void)
 {
   Suite *s = suite_create("dispatch");
@@ -1200,6 +1284,7 @@ Suite *dispatch_suite(void)
   TCase *dws = tcase_create("dws");
   TCase *push = tcase_create("push");
   TCase *latency = tcase_create("latency");
+  TCase *drain = tcase_create("drain");
 
   tcase_add_unchecked_fixture(body, setup_models, teardown);
   tcase_set_timeout(body, 120);
@@ -1225,5 +1310,10 @@ Suite *dispatch_suite(void)
   tcase_set_timeout(latency, 120);
   tcase_add_test(latency, dispatch_keeps_many_calls_in_flight);
   suite_add_tcase(s, latency);
+
+  tcase_add_unchecked_fixture(drain, setup_drain, teardown);
+  tcase_set_timeout(drain, 120);
+  tcase_add_test(drain, stop_records_the_calls_under_way);
+  suite_add_tcase(s, drain);
   return s;
 }
