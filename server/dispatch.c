@@ -417,6 +417,8 @@ static void fill(struct dispatcher *t, long *wait_ms)
      * needed (a status report would otherwise adopt it first) */
     dispatch_wait(w, 0);
     take_ended(t);
+    if (atomic_load(&d->stop))
+      return;
     want = dispatch_flow_room(d->flow);
     if (want <= 0)
       return; /* the next ended call wakes the thread */
