@@ -1116,6 +1116,22 @@ START_TEST(dispatch_keeps_many_calls_in_flight)
   r = h_call(&emu, "GET", "/emulator/config", NULL, NULL, 200);
   ck_assert_str_eq(h_str(r, "EMU_LATENCY_MS"), LAT_SPEC);
   json_decref(r);
+  /* a bad spec is refused, naming the item, and changes nothing */
+  ck_assert_int_eq(h_request_raw(&emu, "POST", "/emulator/config", NULL,
+                                 "{\"EMU_LATENCY_MS\": \"create:300/100\"}",
+                                 strlen("{\"EMU_LATENCY_MS\": "
+                                        "\"create:300/100\"}"),
+                                 NULL, &m),
+                   0);
+  ck_assert_int_eq(m.status, 400);
+  ck_assert_msg(str_is(json_object_get(m.json, "error"), "message",
+                       "EMU_LATENCY_MS: \"create:300/100\": the p99 is "
+                       "below the median"),
+                "%s", m.body ? m.body : "");
+  h_resp_free(&m);
+  r = h_call(&emu, "GET", "/emulator/config", NULL, NULL, 200);
+  ck_assert_str_eq(h_str(r, "EMU_LATENCY_MS"), LAT_SPEC);
+  json_decref(r);
   t0 = h_now_ms();
   submit_held_then_release("lat", LAT_JOBS, ids);
   /* a user's cancel, while the job's create may be under way, wins */
