@@ -156,6 +156,10 @@ start_stack() {
 }
 
 stop_stack() {
+  local ticks
+  # gpugate's CPU (user + system) over the part, for comparing runs
+  ticks="$(awk '{print $14 + $15}' "/proc/$GG_PID/stat" 2>/dev/null || echo '')"
+  [[ -n "$ticks" ]] && bench_log "gpugate CPU: $(bench_calc "$ticks / $(getconf CLK_TCK)") s"
   kill -TERM "$GG_PID" 2>/dev/null || true
   wait "$GG_PID" 2>/dev/null || true
   kill -TERM "$EMU_PID" 2>/dev/null || true

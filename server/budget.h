@@ -38,6 +38,16 @@ bool budget_take(struct budget *b, struct db_conn *c, const char *region,
                  long *wait_ms);
 
 /*
+ * Make sure that, when the bucket allows, want (at most a lease) tokens of
+ * region are held, leasing the missing ones in one round trip: a caller
+ * about to spend several, e.g. on the rows of one claim, leases what it
+ * will spend rather than a whole lease that may lapse unspent. Tokens are
+ * still taken one by one with budget_take().
+ */
+void budget_prefetch(struct budget *b, struct db_conn *c, const char *region,
+                     int want);
+
+/*
  * The regions that have no leased token left and whose shared bucket,
  * when last leased from, held less than a whole lease: until a whole
  * lease has refilled there, a claim skips them. Up to max names into

@@ -396,6 +396,23 @@ static bool launch(struct dispatcher *t, struct db_batch_op *op)
   return true;
 }
 
+/* Lease, per region, the tokens the claimed rows ops[0..n) need, in one
+ * round trip each (rather than a whole lease that may lapse unspent). */
+static void prefetch(struct dispatcher *t, const struct db_batch_op *ops, int n)
+{
+  int i, j, count;
+
+  for (i = 0; i < n; i++) {
+    for (j = 0; j < i && strcmp(ops[j].region, ops[i].region) != 0; j++)
+      ;
+    if (j < i)
+      continue; /* counted with its region's first row */
+    for (count = 0, j = i; j < n; j++)
+      count += !strcmp(ops[j].region, ops[i].region);
+    budget_prefetch(t->w.d->mutations, &t->w.conn, ops[i].region, count);
+  }
+}
+
 /*
  * Record the ended calls, then claim due rows and start their calls while
  * the replica may have more in flight. *wait_ms: how long the thread may
@@ -444,6 +461,7 @@ static void fill(struct dispatcher *t, long *wait_ms)
         metrics_dispatch_backlog(db_batch_backlog(&w->conn));
       return;
     }
+    prefetch(t, ops, got);
     n_back = 0;
     for (i = 0; i < got; i++)
       if (!launch(t, &ops[i]))
