@@ -111,6 +111,7 @@ bench: build/bench_sched build/bench_ingest build/gpugate build/batch_emulator b
 	bench/http.sh
 	bench/oidc.sh
 	bench/kueue.sh
+	BENCH_BATCH_LATENCY=0 bench/kueue.sh
 	bench/race.sh
 
 # ASan + UBSan build of the unit tests.

@@ -563,7 +563,8 @@ int batch_client_delete(struct batch_client *c, const char *name,
 
 /* ------------------------------------------------- many calls at once */
 
-#define IDLE_HANDLES 64 /* easy handles kept for reuse */
+#define IDLE_HANDLES 64       /* easy handles kept for reuse */
+#define MULTI_CONNECTIONS 256 /* connections a multi handle keeps open */
 
 struct batch_multi {
   struct batch_client *c; /* borrowed */
@@ -587,6 +588,9 @@ struct batch_multi *batch_multi_new(struct batch_client *c)
     free(m);
     return NULL;
   }
+  /* keep a connection per call that may be under way (HTTP/1.1), so a
+   * lull does not close connections the next burst opens again */
+  curl_multi_setopt(m->multi, CURLMOPT_MAXCONNECTS, (long)MULTI_CONNECTIONS);
   return m;
 }
 

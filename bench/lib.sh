@@ -120,15 +120,48 @@ bench_start_gpugate() {
   GG_URL="http://127.0.0.1:$(bench_wait_port "$T/gpugate.port" "$GG_PID" gpugate)"
 }
 
-# Start the Batch emulator with the current EMU_* environment; sets
-# EMU_PID and EMU_URL.
+# A real Batch's latency per call, median/p99 in ms (the emulator's
+# EMU_LATENCY_MS): on by default, BENCH_BATCH_LATENCY=0 for an emulator
+# that answers at once, or another spec (tests/emulator/emu_latency.h).
+BENCH_LATENCY_DEFAULT="create:300/1500,get:80/400,list:150/800,cancel:250/1200,delete:250/1200"
+if [[ "${BENCH_BATCH_LATENCY-}" == 0 ]]; then
+  BENCH_LATENCY=""
+else
+  BENCH_LATENCY="${BENCH_BATCH_LATENCY:-$BENCH_LATENCY_DEFAULT}"
+fi
+# "create 300 ms" or "0 ms", for the tables
+bench_latency_label() {
+  local m
+  m="$(sed -n 's/.*create:\([0-9]*\).*/\1/p' <<<"$BENCH_LATENCY")"
+  if [[ -n "$m" && "$m" != 0 ]]; then echo "create ${m} ms"; else echo "0 ms"; fi
+}
+
+# Start the Batch emulator with the current EMU_* environment (and the
+# latency model, BENCH_LATENCY, unless EMU_LATENCY_MS is set); sets EMU_PID
+# and EMU_URL.
 bench_start_emulator() {
   rm -f "$T/emu.port"
   EMU_LISTEN=127.0.0.1:0 EMU_PORT_FILE="$T/emu.port" EMU_EXIT_WITH_PARENT=true \
+    EMU_LATENCY_MS="${EMU_LATENCY_MS-$BENCH_LATENCY}" \
     EMU_LOG_LEVEL=warn "$BIN/batch_emulator" 2>>"$T/emulator.log" &
   EMU_PID=$!
   BENCH_PIDS+=("$EMU_PID")
   EMU_URL="http://127.0.0.1:$(bench_wait_port "$T/emu.port" "$EMU_PID" "the emulator")"
+}
+
+# Admission to Batch create per job on the database PSQL names: from the
+# latest admission of the attempt to its BatchJobCreated event. Prints
+# "p50 p99 count" (seconds).
+bench_admission_to_create() {
+  "${PSQL[@]}" -F ' ' -c "
+    SELECT coalesce(round(percentile_cont(0.5) WITHIN GROUP (ORDER BY d)::numeric, 3), 0),
+           coalesce(round(percentile_cont(0.99) WITHIN GROUP (ORDER BY d)::numeric, 3), 0),
+           count(*)
+    FROM (SELECT extract(epoch FROM c.at - (SELECT max(a.at) FROM job_events a
+                 WHERE a.job_id = c.job_id AND a.attempt = c.attempt
+                 AND a.to_state = 'ADMITTED' AND a.id < c.id)) AS d
+          FROM job_events c WHERE c.reason = 'BatchJobCreated') x
+    WHERE d IS NOT NULL"
 }
 
 bench_token() {

@@ -75,13 +75,18 @@ static const char sql_request_copies[] =
     "ORDER BY c.job_id, c.k "
     "ON CONFLICT DO NOTHING";
 
+/* The rows go in round-robin over their regions: rows queued together are
+ * claimed in the order they went in, and a region whose rows all came
+ * after another's would wait for that region's budget as well as its own. */
 static const char sql_request_create[] =
     "INSERT INTO batch_ops (job_id, attempt, op, region, batch_job_id) "
     "SELECT id, attempt, 'create', location, "
     "'gpugate-' || id || '-a' || attempt FROM jobs "
     "WHERE id = ANY($1::text[]) AND NOT EXISTS (SELECT 1 FROM batch_copies c "
     "WHERE c.job_id = jobs.id "
-    "AND c.attempt = jobs.attempt) ON CONFLICT DO NOTHING";
+    "AND c.attempt = jobs.attempt) "
+    "ORDER BY row_number() OVER (PARTITION BY location ORDER BY id), location "
+    "ON CONFLICT DO NOTHING";
 
 /* A create under a live lease may be at Batch right now: it is not
  * withdrawn, and the caller asks for a cancel, which goes out after it. */
@@ -415,6 +420,37 @@ int db_batch_claim(struct db_conn *c, const char *const *skip_regions,
   memset(op, 0, sizeof(*op));
   return db_batch_claim_many(c, skip_regions, n_skip, claimer, lease_s, op, 1,
                              err, errlen);
+}
+
+static const char sql_release_many[] =
+    "UPDATE batch_ops SET claimed_by = NULL, claimed_pid = NULL, "
+    "claimed_until = NULL "
+    "WHERE id = ANY($1::bigint[]) AND claimed_by = $2";
+
+int db_batch_unclaim_many(struct db_conn *c, const struct db_batch_op *ops,
+                          size_t n, char *err, size_t errlen)
+{
+  char *ids;
+  const char *params[2];
+  size_t i, len = 0, cap = 2 + n * 21;
+  int rc;
+
+  if (n == 0)
+    return 0;
+  if (!(ids = malloc(cap))) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  ids[len++] = '{';
+  for (i = 0; i < n; i++)
+    len += (size_t)snprintf(ids + len, cap - len, "%s%lld", i ? "," : "",
+                            (long long)ops[i].id);
+  snprintf(ids + len, cap - len, "}");
+  params[0] = ids;
+  params[1] = ops[0].claimed_by; /* one claimer's rows */
+  rc = db_run(c, sql_release_many, 2, params, NULL, err, errlen);
+  free(ids);
+  return rc;
 }
 
 int db_batch_unclaim(struct db_conn *c, const struct db_batch_op *op, char *err,

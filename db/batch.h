@@ -114,6 +114,10 @@ int db_batch_claim_many(struct db_conn *c, const char *const *skip_regions,
 int db_batch_unclaim(struct db_conn *c, const struct db_batch_op *op, char *err,
                      size_t errlen);
 
+/* The same for ops[0..n), rows one claimer took, in one statement. */
+int db_batch_unclaim_many(struct db_conn *c, const struct db_batch_op *ops,
+                          size_t n, char *err, size_t errlen);
+
 /*
  * Outcomes of a claimed row, each in a transaction of its own that first
  * takes the row out of the outbox if the lease is still op's.

@@ -348,34 +348,36 @@ static void take_ended(struct dispatcher *t)
   }
 }
 
-static void give_back(struct dispatcher *t, struct db_batch_op *op)
+/* Give the rows ops[0..n) back at once (their calls were not made), and
+ * free them. */
+static void give_back(struct dispatcher *t, struct db_batch_op *ops, size_t n)
 {
   char err[256];
+  size_t i;
 
-  if (db_batch_unclaim(&t->w.conn, op, err, sizeof(err)))
-    log_msg(LOG_WARN, "dispatch: releasing %s: %s", op->job_id, err);
-  db_batch_op_free(op);
+  if (n && db_batch_unclaim_many(&t->w.conn, ops, n, err, sizeof(err)))
+    log_msg(LOG_WARN, "dispatch: giving back %zu rows: %s", n, err);
+  for (i = 0; i < n; i++)
+    db_batch_op_free(&ops[i]);
 }
 
-/* Start the first call of a claimed row (op is taken over), or give the
- * row back when its region has no slot or no token now. */
-static void launch(struct dispatcher *t, struct db_batch_op *op)
+/* Start the first call of a claimed row (op is taken over: true), or
+ * leave it to be given back (false) when its region has no slot or no
+ * token now. */
+static bool launch(struct dispatcher *t, struct db_batch_op *op)
 {
   struct dispatch_worker *w = &t->w;
   struct flight *f;
   long wait_ms;
 
-  if (!dispatch_flow_acquire(w->d->flow, op->region)) {
-    give_back(t, op);
-    return;
-  }
+  if (!dispatch_flow_acquire(w->d->flow, op->region))
+    return false;
   /* the region's budget spent (by this replica or another): the row goes
    * back, and the next claim skips the region until it refills */
   if (!budget_take(w->d->mutations, &w->conn, op->region, &wait_ms) ||
       !(f = calloc(1, sizeof(*f)))) {
     dispatch_flow_release(w->d->flow, op->region);
-    give_back(t, op);
-    return;
+    return false;
   }
   f->op = *op; /* the spec references move with it */
   memset(op, 0, sizeof(*op));
@@ -390,6 +392,24 @@ static void launch(struct dispatcher *t, struct db_batch_op *op)
     batch_job_name(batch_client_project(w->batch), f->op.region,
                    f->op.batch_job_id, f->name, sizeof(f->name));
     start_named(t, f, STEP_CANCEL);
+  }
+  return true;
+}
+
+/* Lease, per region, the tokens the claimed rows ops[0..n) need, in one
+ * round trip each (rather than a whole lease that may lapse unspent). */
+static void prefetch(struct dispatcher *t, const struct db_batch_op *ops, int n)
+{
+  int i, j, count;
+
+  for (i = 0; i < n; i++) {
+    for (j = 0; j < i && strcmp(ops[j].region, ops[i].region) != 0; j++)
+      ;
+    if (j < i)
+      continue; /* counted with its region's first row */
+    for (count = 0, j = i; j < n; j++)
+      count += !strcmp(ops[j].region, ops[i].region);
+    budget_prefetch(t->w.d->mutations, &t->w.conn, ops[i].region, count);
   }
 }
 
@@ -406,7 +426,7 @@ static void fill(struct dispatcher *t, long *wait_ms)
   const char *skip[MAX_SKIP];
   struct db_batch_op ops[CLAIM_MAX];
   int round, got, i, want;
-  size_t n_spent, n_full, j;
+  size_t n_spent, n_full, n_back, j;
   long refill_ms;
 
   for (round = 0; round < CLAIM_ROUNDS; round++) {
@@ -414,6 +434,8 @@ static void fill(struct dispatcher *t, long *wait_ms)
      * needed (a status report would otherwise adopt it first) */
     dispatch_wait(w, 0);
     take_ended(t);
+    if (atomic_load(&d->stop))
+      return;
     want = dispatch_flow_room(d->flow);
     if (want <= 0)
       return; /* the next ended call wakes the thread */
@@ -439,8 +461,12 @@ static void fill(struct dispatcher *t, long *wait_ms)
         metrics_dispatch_backlog(db_batch_backlog(&w->conn));
       return;
     }
+    prefetch(t, ops, got);
+    n_back = 0;
     for (i = 0; i < got; i++)
-      launch(t, &ops[i]);
+      if (!launch(t, &ops[i]))
+        ops[n_back++] = ops[i]; /* moved down: launched ones are taken */
+    give_back(t, ops, n_back);
     if (got < want)
       return;
   }
