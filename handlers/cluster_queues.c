@@ -9,6 +9,7 @@
 #include "db/window.h"
 #include "handlers/admin.h"
 #include "handlers/cluster_queues.h"
+#include "handlers/fairshare_fields.h"
 #include "handlers/handlers.h"
 #include "server/problem.h"
 
@@ -112,6 +113,7 @@ static const struct v_field fields[] = {
      .type = V_ENUM,
      .choices = stops,
      .dflt = "\"None\""},
+    FAIRSHARE_CQ_FIELD,
     {.key = NULL}};
 
 static void check(struct gg_req *req, json_t *spec)
@@ -120,6 +122,7 @@ static void check(struct gg_req *req, json_t *spec)
   json_t *flavors = json_object_get(spec, "flavors"), *fl;
   size_t i, j;
 
+  fairshare_check_cq(req, spec);
   json_array_foreach (flavors, i, fl) {
     const char *name = json_string_value(json_object_get(fl, "name"));
     json_t *res = json_object_get(fl, "resources"), *q;

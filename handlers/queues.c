@@ -4,6 +4,7 @@
  */
 #include "db/queue_status.h"
 #include "handlers/admin.h"
+#include "handlers/fairshare_fields.h"
 #include "handlers/handlers.h"
 
 static const struct v_field fields[] = {
@@ -14,6 +15,7 @@ static const struct v_field fields[] = {
      .min = 0,
      .max = 256,
      .dflt = "null"},
+    FAIRSHARE_TQ_FIELD,
     {.key = NULL}};
 
 /* Pending and admitted counts of the queue's jobs. */
@@ -29,8 +31,8 @@ static enum gg_code decorate(struct gg_req *req, json_t *obj)
   return code;
 }
 
-static const struct admin_kind kind = {DB_TEAM_QUEUE, "queue", "team",
-                                       fields,        NULL,    decorate};
+static const struct admin_kind kind = {
+    DB_TEAM_QUEUE, "queue", "team", fields, fairshare_check_tq, decorate};
 
 enum gg_code queues_list(struct gg_req *req)
 {
