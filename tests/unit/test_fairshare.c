@@ -18,6 +18,331 @@
 #include "server/req.h"
 #include "tests/unit/rng.h"
 
+/* ------------------------------------------------- ordering in the cycle */
+
+/*
+ * One cycle on a small world: cluster queues with one GPU flavor each
+ * (nominal, in cohort 0 or none), team queues with scores, admitted and
+ * pending 1-GPU jobs. The expected outcome is the admitted pending jobs in
+ * decision order and the evicted admitted ones, by name.
+ */
+struct w_cq {
+  int nominal, cohort; /* cohort -1: none */
+  bool fs;             /* usage_fair_sharing set */
+  enum sched_precedence prec;
+  bool preempt; /* within_cluster_queue LowerPriority */
+};
+struct w_tq {
+  int cq;
+  double weight, score;
+};
+struct w_job {
+  const char *name; /* NULL ends the list */
+  int tq;           /* its team queue; its CQ is the team queue's */
+  int prio;
+  int64_t created; /* admitted jobs: admitted_at */
+};
+
+#define MAX_W 32
+
+static const struct {
+  const char *what;
+  struct w_cq cqs[3];
+  int n_cqs;
+  struct w_tq tqs[3];
+  int n_tqs;
+  struct w_job admitted[4];
+  struct w_job pending[MAX_W];
+  const char *want_admitted;
+  const char *want_evicted;
+} order_cases[] = {
+    {"usage: the lower score first, whatever the arrival",
+     {{1, -1, true, SCHED_PRECEDENCE_USAGE, false}},
+     1,
+     {{0, 1, 100}, {0, 1, 0}},
+     2,
+     {{NULL, 0, 0, 0}},
+     {{"a1", 0, 0, 1}, {"b1", 1, 0, 2}, {NULL, 0, 0, 0}},
+     "b1",
+     ""},
+    {"usage: score before priority (Kueue's order)",
+     {{1, -1, true, SCHED_PRECEDENCE_USAGE, false}},
+     1,
+     {{0, 1, 100}, {0, 1, 0}},
+     2,
+     {{NULL, 0, 0, 0}},
+     {{"a1", 0, 10, 1}, {"b1", 1, 0, 2}, {NULL, 0, 0, 0}},
+     "b1",
+     ""},
+    {"priority: priority before score",
+     {{1, -1, true, SCHED_PRECEDENCE_PRIORITY, false}},
+     1,
+     {{0, 1, 100}, {0, 1, 0}},
+     2,
+     {{NULL, 0, 0, 0}},
+     {{"a1", 0, 10, 1}, {"b1", 1, 0, 2}, {NULL, 0, 0, 0}},
+     "a1",
+     ""},
+    {"priority: equal priority, the score decides",
+     {{1, -1, true, SCHED_PRECEDENCE_PRIORITY, false}},
+     1,
+     {{0, 1, 100}, {0, 1, 0}},
+     2,
+     {{NULL, 0, 0, 0}},
+     {{"a1", 0, 5, 1}, {"b1", 1, 5, 2}, {NULL, 0, 0, 0}},
+     "b1",
+     ""},
+    {"scores within 1e-9 tie: creation decides",
+     {{1, -1, true, SCHED_PRECEDENCE_USAGE, false}},
+     1,
+     {{0, 1, 100.00000001}, {0, 1, 100}},
+     2,
+     {{NULL, 0, 0, 0}},
+     {{"a1", 0, 0, 1}, {"b1", 1, 0, 2}, {NULL, 0, 0, 0}},
+     "a1",
+     ""},
+    {"scores 1e-8 apart do not tie",
+     {{1, -1, true, SCHED_PRECEDENCE_USAGE, false}},
+     1,
+     {{0, 1, 100.000001}, {0, 1, 100}},
+     2,
+     {{NULL, 0, 0, 0}},
+     {{"a1", 0, 0, 1}, {"b1", 1, 0, 2}, {NULL, 0, 0, 0}},
+     "b1",
+     ""},
+    {"the weight divides the usage",
+     {{1, -1, true, SCHED_PRECEDENCE_USAGE, false}},
+     1,
+     {{0, 4, 30}, {0, 1, 40}}, /* scores as given: a's 30 < b's 40 */
+     2,
+     {{NULL, 0, 0, 0}},
+     {{"b1", 1, 0, 1}, {"a1", 0, 0, 2}, {NULL, 0, 0, 0}},
+     "a1",
+     ""},
+    {"a burst is charged at admission: the newcomer alternates",
+     {{4, -1, true, SCHED_PRECEDENCE_USAGE, false}},
+     1,
+     {{0, 1, 0}, {0, 1, 0}},
+     2,
+     {{NULL, 0, 0, 0}},
+     {{"a1", 0, 0, 1},
+      {"a2", 0, 0, 2},
+      {"a3", 0, 0, 3},
+      {"a4", 0, 0, 4},
+      {"a5", 0, 0, 5},
+      {"a6", 0, 0, 6},
+      {"b1", 1, 0, 20},
+      {"b2", 1, 0, 21},
+      {"b3", 1, 0, 22},
+      {NULL, 0, 0, 0}},
+     "a1,b1,a2,b2",
+     ""},
+    {"the charge is divided by the weight too",
+     {{3, -1, true, SCHED_PRECEDENCE_USAGE, false}},
+     1,
+     {{0, 2, 0}, {0, 1, 0}},
+     2,
+     {{NULL, 0, 0, 0}},
+     {{"a1", 0, 0, 1},
+      {"a2", 0, 0, 2},
+      {"a3", 0, 0, 3},
+      {"b1", 1, 0, 20},
+      {"b2", 1, 0, 21},
+      {NULL, 0, 0, 0}},
+     "a1,b1,a2", /* a at 30 < b at 60 */
+     ""},
+    {"off: arrival order, scores ignored",
+     {{2, -1, false, SCHED_PRECEDENCE_USAGE, false}},
+     1,
+     {{0, 1, 1000}, {0, 1, 0}},
+     2,
+     {{NULL, 0, 0, 0}},
+     {{"a1", 0, 0, 1}, {"a2", 0, 0, 2}, {"b1", 1, 0, 3}, {NULL, 0, 0, 0}},
+     "a1,a2",
+     ""},
+    {"priority still orders within a team queue",
+     {{1, -1, true, SCHED_PRECEDENCE_USAGE, false}},
+     1,
+     {{0, 1, 0}},
+     1,
+     {{NULL, 0, 0, 0}},
+     {{"a1", 0, 0, 1}, {"a2", 0, 9, 2}, {NULL, 0, 0, 0}},
+     "a2",
+     ""},
+    {"victims of equal priority: the highest score first",
+     {{2, -1, true, SCHED_PRECEDENCE_USAGE, true}},
+     1,
+     {{0, 1, 10}, {0, 1, 500}, {0, 1, 0}},
+     3,
+     /* without the score, the most recently admitted (v1) would go */
+     {{"v1", 0, 0, 200}, {"v2", 1, 0, 100}, {NULL, 0, 0, 0}},
+     {{"p1", 2, 10, 300}, {NULL, 0, 0, 0}},
+     "",
+     "v2"},
+    {"victims: priority still before the score",
+     {{2, -1, true, SCHED_PRECEDENCE_USAGE, true}},
+     1,
+     {{0, 1, 10}, {0, 1, 500}, {0, 1, 0}},
+     3,
+     {{"v1", 0, 0, 200}, {"v2", 1, 5, 100}, {NULL, 0, 0, 0}},
+     {{"p1", 2, 10, 300}, {NULL, 0, 0, 0}},
+     "",
+     "v1"},
+    {"cohort of usage CQs: the borrower with less usage first (#9734)",
+     {{0, 0, true, SCHED_PRECEDENCE_USAGE, false},
+      {0, 0, true, SCHED_PRECEDENCE_USAGE, false},
+      {1, 0, true, SCHED_PRECEDENCE_USAGE, false}},
+     3,
+     {{0, 1, 500}, {1, 1, 10}},
+     2,
+     {{NULL, 0, 0, 0}},
+     {{"x1", 0, 0, 1}, {"y1", 1, 0, 2}, {NULL, 0, 0, 0}},
+     "y1",
+     ""},
+    {"cohort with a CQ not by usage: the instantaneous share as before",
+     {{0, 0, true, SCHED_PRECEDENCE_USAGE, false},
+      {0, 0, true, SCHED_PRECEDENCE_USAGE, false},
+      {1, 0, false, SCHED_PRECEDENCE_USAGE, false}},
+     3,
+     {{0, 1, 500}, {1, 1, 10}},
+     2,
+     {{NULL, 0, 0, 0}},
+     {{"x1", 0, 0, 1}, {"y1", 1, 0, 2}, {NULL, 0, 0, 0}},
+     "x1",
+     ""},
+};
+
+static void names_of(char *out, size_t n, const int *idx, int k,
+                     const struct w_job *jobs)
+{
+  size_t used = 0;
+  int i;
+
+  out[0] = '\0';
+  for (i = 0; i < k; i++) {
+    int w =
+        snprintf(out + used, n - used, "%s%s", i ? "," : "", jobs[idx[i]].name);
+    ck_assert(w > 0 && (size_t)w < n - used);
+    used += (size_t)w;
+  }
+}
+
+START_TEST(order)
+{
+  const __typeof__(order_cases[0]) *oc = &order_cases[_i];
+  struct sched_cq cqs[3];
+  struct sched_tq tqs[3];
+  struct sched_job adm[4], pend[MAX_W];
+  struct sched_input in;
+  struct sched_output out;
+  int na = 0, np = 0, i, idx[MAX_W];
+  char got[256];
+
+  memset(cqs, 0, sizeof(cqs));
+  memset(&in, 0, sizeof(in));
+  for (i = 0; i < oc->n_cqs; i++) {
+    cqs[i].cohort = oc->cqs[i].cohort;
+    cqs[i].weight = 1;
+    cqs[i].within =
+        oc->cqs[i].preempt ? SCHED_WITHIN_LOWER_PRIORITY : SCHED_WITHIN_NEVER;
+    cqs[i].usage_fs = oc->cqs[i].fs;
+    cqs[i].precedence = oc->cqs[i].prec;
+    cqs[i].fs_weights[SCHED_GPU] = 1;
+    cqs[i].n_flavors = 1;
+    cqs[i].flavors[0].flavor = 0;
+    cqs[i].flavors[0].quota[SCHED_GPU] = (struct sched_quota){
+        oc->cqs[i].nominal, SCHED_UNLIMITED, SCHED_UNLIMITED};
+    cqs[i].flavors[0].quota[SCHED_CPU] =
+        (struct sched_quota){0, SCHED_UNLIMITED, SCHED_UNLIMITED};
+    cqs[i].flavors[0].quota[SCHED_MEM] =
+        (struct sched_quota){0, SCHED_UNLIMITED, SCHED_UNLIMITED};
+  }
+  for (i = 0; i < oc->n_tqs; i++)
+    tqs[i] =
+        (struct sched_tq){oc->tqs[i].cq, oc->tqs[i].weight, oc->tqs[i].score};
+  for (; oc->admitted[na].name; na++) {
+    const struct w_job *w = &oc->admitted[na];
+    memset(&adm[na], 0, sizeof(adm[na]));
+    adm[na].cq = oc->tqs[w->tq].cq;
+    adm[na].tq = w->tq;
+    adm[na].team = -1;
+    adm[na].priority = w->prio;
+    adm[na].created_at = w->created;
+    adm[na].admitted_at = w->created;
+    adm[na].seq = na + 1;
+    adm[na].request[SCHED_GPU] = 1;
+  }
+  for (; oc->pending[np].name; np++) {
+    const struct w_job *w = &oc->pending[np];
+    memset(&pend[np], 0, sizeof(pend[np]));
+    pend[np].cq = oc->tqs[w->tq].cq;
+    pend[np].tq = w->tq;
+    pend[np].team = -1;
+    pend[np].priority = w->prio;
+    pend[np].can_preempt = true;
+    pend[np].created_at = w->created;
+    pend[np].seq = 100 + np;
+    pend[np].request[SCHED_GPU] = 1;
+  }
+  in.now = 1000;
+  in.n_flavors = 1;
+  in.n_cohorts = 1;
+  in.cqs = cqs;
+  in.n_cqs = oc->n_cqs;
+  in.admitted = adm;
+  in.n_admitted = na;
+  in.pending = pend;
+  in.n_pending = np;
+  in.tqs = tqs;
+  in.n_tqs = oc->n_tqs;
+  ck_assert_int_eq(sched_cycle(&in, &out), 0);
+  for (i = 0; i < out.n_admissions; i++)
+    idx[i] = out.admissions[i].job;
+  names_of(got, sizeof(got), idx, out.n_admissions, oc->pending);
+  ck_assert_msg(!strcmp(got, oc->want_admitted),
+                "case \"%s\": admitted \"%s\", want \"%s\"", oc->what, got,
+                oc->want_admitted);
+  for (i = 0; i < out.n_evictions; i++)
+    idx[i] = out.evictions[i].job;
+  names_of(got, sizeof(got), idx, out.n_evictions, oc->admitted);
+  ck_assert_msg(!strcmp(got, oc->want_evicted),
+                "case \"%s\": evicted \"%s\", want \"%s\"", oc->what, got,
+                oc->want_evicted);
+  sched_output_free(&out);
+}
+END_TEST
+
+/* Bad fair-share input is refused, not guessed at. */
+START_TEST(order_invalid)
+{
+  struct sched_cq cq;
+  struct sched_tq tq = {0, 0, 0}; /* weight 0 */
+  struct sched_input in;
+  struct sched_output out;
+
+  memset(&cq, 0, sizeof(cq));
+  memset(&in, 0, sizeof(in));
+  cq.cohort = -1;
+  cq.usage_fs = true;
+  in.cqs = &cq;
+  in.n_cqs = 1;
+  in.tqs = &tq;
+  in.n_tqs = 1;
+  ck_assert_int_eq(sched_cycle(&in, &out), -1);
+  tq.weight = 1;
+  tq.score = -1;
+  ck_assert_int_eq(sched_cycle(&in, &out), -1);
+  tq.score = NAN;
+  ck_assert_int_eq(sched_cycle(&in, &out), -1);
+  tq.score = 0;
+  tq.cq = 1;
+  ck_assert_int_eq(sched_cycle(&in, &out), -1);
+  tq.cq = 0;
+  ck_assert_int_eq(sched_cycle(&in, &out), 0);
+  sched_output_free(&out);
+}
+END_TEST
+
 Suite *fairshare_suite(void);
 
 #define N_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
@@ -450,6 +775,8 @@ Suite *fairshare_suite(void)
   tcase_add_loop_test(tc, score, 0, N_OF(score_cases));
   tcase_add_loop_test(tc, cmp, 0, N_OF(cmp_cases));
   tcase_add_loop_test(tc, property, 0, 20);
+  tcase_add_loop_test(tc, order, 0, N_OF(order_cases));
+  tcase_add_test(tc, order_invalid);
   suite_add_tcase(s, tc);
   return s;
 }
