@@ -5,6 +5,7 @@
  */
 #include <string.h>
 
+#include "db/fairshare.h"
 #include "db/queue_status.h"
 #include "db/window.h"
 #include "handlers/admin.h"
@@ -249,8 +250,27 @@ enum gg_code cluster_queues_status(struct gg_req *req, json_t *obj)
   return decorate(req, obj);
 }
 
-static const struct admin_kind kind = {DB_CLUSTER_QUEUE, "name", NULL,
-                                       fields,           check,  decorate};
+/* The administrator's view adds, with usage_fair_sharing, every team
+ * queue's fair-sharing score and rank (a member's view of the queue,
+ * cluster_queues_status(), does not: other teams' usage is theirs). */
+static enum gg_code decorate_admin(struct gg_req *req, json_t *obj)
+{
+  enum gg_code code = decorate(req, obj);
+  json_t *fs = NULL;
+
+  if (code != GG_OK ||
+      !json_is_object(json_object_get(obj, "usage_fair_sharing")))
+    return code;
+  code = db_fs_cluster_queue(
+      req, json_string_value(json_object_get(obj, "name")), &fs);
+  if (code == GG_OK && json_is_array(fs))
+    json_object_set(json_object_get(obj, "status"), "fair_sharing", fs);
+  json_decref(fs);
+  return code;
+}
+
+static const struct admin_kind kind = {
+    DB_CLUSTER_QUEUE, "name", NULL, fields, check, decorate_admin};
 
 enum gg_code cluster_queues_list(struct gg_req *req)
 {
