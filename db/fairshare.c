@@ -52,8 +52,8 @@ int db_fs_load(struct db_conn *c, struct db_fs_row **rows, int *n, char *err,
     struct db_fs_row *row = k ? &out[k - 1] : NULL;
     if (r < 0)
       continue;
-    if (!row || strcmp(row->team, PQgetvalue(res, i, 0)) ||
-        strcmp(row->queue, PQgetvalue(res, i, 1))) {
+    if (!row || strcmp(row->team, PQgetvalue(res, i, 0)) != 0 ||
+        strcmp(row->queue, PQgetvalue(res, i, 1)) != 0) {
       row = &out[k++];
       snprintf(row->team, sizeof(row->team), "%s", PQgetvalue(res, i, 0));
       snprintf(row->queue, sizeof(row->queue), "%s", PQgetvalue(res, i, 1));
@@ -184,9 +184,9 @@ static json_t *status_of(PGresult *res)
     bool next =
         i == PQntuples(res) ||
         (cur && (strcmp(json_string_value(json_object_get(cur, "team")),
-                        PQgetvalue(res, i, 0)) ||
+                        PQgetvalue(res, i, 0)) != 0 ||
                  strcmp(json_string_value(json_object_get(cur, "queue")),
-                        PQgetvalue(res, i, 1))));
+                        PQgetvalue(res, i, 1)) != 0));
     if (cur && next) {
       double weight = json_number_value(json_object_get(cur, "weight"));
       json_object_set_new(cur, "usage",
@@ -295,4 +295,40 @@ enum gg_code db_fs_cluster_queue(struct gg_req *req, const char *cq,
   json_decref(list);
   *out = sorted ? sorted : json_array();
   return GG_OK;
+}
+
+static const char sql_queue_cq[] =
+    "SELECT cluster_queue FROM team_queues WHERE team = $1 AND name = $2";
+
+enum gg_code db_fs_job(struct gg_req *req, const char *team, const char *queue,
+                       json_t **out)
+{
+  struct db_conn *db = req_db(req);
+  const char *params[2] = {team, queue};
+  PGresult *res;
+  json_t *list = NULL, *e;
+  enum gg_code code;
+  size_t i;
+
+  *out = json_null();
+  if (!db)
+    return db_fail(req, GG_UNAVAILABLE);
+  if (!(res = db_req_exec(req, db, sql_queue_cq, 2, params)))
+    return req->code;
+  if (PQntuples(res) != 1) {
+    PQclear(res);
+    return GG_OK;
+  }
+  code = db_fs_cluster_queue(req, PQgetvalue(res, 0, 0), &list);
+  PQclear(res);
+  json_array_foreach (list, i, e)
+    if (!strcmp(json_string_value(json_object_get(e, "team")), team) &&
+        !strcmp(json_string_value(json_object_get(e, "queue")), queue)) {
+      json_decref(*out);
+      *out = json_pack("{s:O, s:O}", "score", json_object_get(e, "score"),
+                       "rank", json_object_get(e, "rank"));
+      break;
+    }
+  json_decref(list);
+  return code;
 }

@@ -239,6 +239,7 @@ static void record_cycle(const struct admission *a, const struct db_sched *s,
                                                   : (double)q->borrowing_limit);
       }
   }
+  admission_fs_gauges(a->fs, s, g);
   metrics_publish_queues(g);
   g = NULL;
 out:

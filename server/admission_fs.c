@@ -12,8 +12,9 @@
 #include "db/fairshare.h"
 #include "scheduler/fairshare.h"
 #include "server/admission_fs.h"
+#include "server/metrics.h"
 
-#define SAVE_MS 5000 /* a running job's accrual is written this often */
+#define SAVE_US 5000000LL /* a running job's accrual is written this often */
 #define US 1000000LL
 
 struct account {
@@ -242,7 +243,7 @@ int admission_fs_update(struct admission_fs *b, struct db_conn *c,
     moved += b->n_acc > 0;
   }
   if (b->n_acc > 0 &&
-      (moved > 0 || (accruing(b) && now_us - b->saved_us >= SAVE_MS * 1000)))
+      (moved > 0 || (accruing(b) && now_us - b->saved_us >= SAVE_US)))
     return save(b, c, now_us, err, errlen);
   return 0;
 }
@@ -259,4 +260,14 @@ void admission_fs_scores(struct admission_fs *b, struct db_sched *cfg,
     fs_advance(&a->u, a->half_life_s, now_us);
     t->score = fs_score(a->u.u, cfg->cqs[t->cq].fs_weights, t->weight);
   }
+}
+
+void admission_fs_gauges(const struct admission_fs *b,
+                         const struct db_sched *cfg, struct metrics_gauges *g)
+{
+  int i;
+
+  for (i = 0; i < b->n_acc && i < cfg->in.n_tqs; i++)
+    metrics_gauge_fair_share(g, b->acc[i].team, b->acc[i].queue, b->acc[i].u.u,
+                             cfg->tqs[i].score);
 }

@@ -43,4 +43,10 @@ int admission_fs_update(struct admission_fs *b, struct db_conn *c,
 void admission_fs_scores(struct admission_fs *b, struct db_sched *cfg,
                          int64_t now_us);
 
+struct metrics_gauges;
+
+/* Every account's usage and score (as last computed) into g. */
+void admission_fs_gauges(const struct admission_fs *b,
+                         const struct db_sched *cfg, struct metrics_gauges *g);
+
 #endif

@@ -225,6 +225,21 @@ START_TEST(history_beats_arrival)
     h_sleep_ms(50);
   }
   ck_assert_msg(!left_pending("team-a", a1), "a1 admitted with b1 (1 GPU)");
+  /* a1 waits for quota in a queue ordered by usage: its status says where
+   * its team queue stands (team-c, which used nothing, ranks first) */
+  {
+    char path[160];
+    json_t *j, *fsj;
+    h_sleep_ms(300);
+    snprintf(path, sizeof(path), "/v1/teams/team-a/jobs/%.31s", a1);
+    j = h_call(&srv, "GET", path, tok_a, NULL, 200);
+    fsj = json_object_get(j, "fair_share");
+    ck_assert_str_eq(h_str(j, "reason"), "InsufficientQuota");
+    ck_assert_msg(json_is_object(fsj), "a1 has no fair_share");
+    ck_assert_int_ge(json_integer_value(json_object_get(fsj, "rank")), 2);
+    ck_assert(json_number_value(json_object_get(fsj, "score")) > 0);
+    json_decref(j);
+  }
 
   /* status: team-b's queue holds its minimum charge, team-a's more */
   h_sleep_ms(300);
@@ -244,6 +259,23 @@ START_TEST(history_beats_arrival)
   ck_assert_int_eq(
       json_integer_value(json_object_get(json_array_get(list, 0), "rank")), 1);
   json_decref(cq);
+  /* the private metrics page has every team queue's usage and score */
+  {
+    struct h_resp r;
+    char *scraper = h_token(NULL, "metrics", 3600);
+    ck_assert_int_eq(
+        h_request(&srv, "GET", "/metrics", scraper, NULL, NULL, &r), 0);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_msg(
+        strstr(r.body, "gpugate_team_queue_fair_share_score{team=\"team-b\","
+                       "queue=\"q\"}") &&
+            strstr(r.body,
+                   "gpugate_team_queue_fair_share_usage{team=\"team-a\","
+                   "queue=\"q\",resource=\"gpu\"}"),
+        "fair-share series missing from /metrics");
+    h_resp_free(&r);
+    free(scraper);
+  }
   /* a member's view of its cluster queues carries no other team's usage */
   cq = h_call(&srv, "GET", "/v1/teams/team-a/cluster-queues", tok_a, NULL, 200);
   ck_assert_ptr_null(strstr(json_dumps(cq, 0), "\"fair_sharing\""));
