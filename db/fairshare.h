@@ -57,7 +57,7 @@ enum gg_code db_fs_cluster_queue(struct gg_req *req, const char *cq,
  * (team, queue) among its cluster queue's team queues, or JSON null when
  * that cluster queue does not order by usage. *out new reference.
  */
-enum gg_code db_fs_job(struct gg_req *req, const char *team,
-                       const char *queue, json_t **out);
+enum gg_code db_fs_job(struct gg_req *req, const char *team, const char *queue,
+                       json_t **out);
 
 #endif
