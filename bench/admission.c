@@ -191,8 +191,7 @@ static void rows(struct run *t, const char *suffix)
   snprintf(what[1], sizeof(what[1]), "+1,000 new: the cycle that sees them%s",
            suffix);
   snprintf(what[2], sizeof(what[2]), "+1,000 new: the cycle after%s", suffix);
-  snprintf(what[3], sizeof(what[3]), "+1,000 new: publish positions%s",
-           suffix);
+  snprintf(what[3], sizeof(what[3]), "+1,000 new: publish positions%s", suffix);
   row(what[0], t->wall, t->cpu, IDLE_CYCLES);
   row(what[1], t->nw, t->nc, NEW_ROUNDS);
   row(what[2], t->fw, t->fc, NEW_ROUNDS);
@@ -249,12 +248,12 @@ int main(int argc, char **argv)
          pending, admission_jobs(a));
   printf("%-52s %5s %9s %9s %9s %9s %9s\n", "ms", "n", "wall p50", "wall p99",
          "wall max", "CPU p50", "CPU p99");
-  printf("%-52s %5d %9.1f %9s %9s %9.1f %9s\n",
-         "load: first cycle (full read)", 1, load_w, "-", "-", load_c, "-");
+  printf("%-52s %5d %9.1f %9s %9s %9.1f %9s\n", "load: first cycle (full read)",
+         1, load_w, "-", "-", load_c, "-");
   printf("%-52s %5d %9.1f %9s %9s %9s %9s\n", "load: until settled", 1,
          settle_w, "-", "-", "-", "-");
-  printf("%-52s %5d %9.1f %9s %9s %9.1f %9s\n",
-         "load: publish all positions", 1, pub_w, "-", "-", pub_c, "-");
+  printf("%-52s %5d %9.1f %9s %9s %9.1f %9s\n", "load: publish all positions",
+         1, pub_w, "-", "-", pub_c, "-");
   rows(&off, "");
   rows(&on, ", fair share on");
   off_c = pct(off.nc, NEW_ROUNDS, 0.5);
