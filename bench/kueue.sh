@@ -118,7 +118,9 @@
 # BENCH_KEEP=1 keeps the temp dir (logs, PostgreSQL) for inspection;
 # BENCH_PG_LOG_MS=N sets log_min_duration_statement (in its pg/log);
 # BENCH_PG_STATEMENTS=1 prints the costliest statements at the end;
-# KUEUE_SKIP_DISPATCH=1 / KUEUE_SKIP_SHAPE=1 run only one part.
+# KUEUE_SKIP_DISPATCH=1 / KUEUE_SKIP_SHAPE=1 run only one part;
+# KUEUE_SKIP_FAIR_SHARE=1 skips the shape's second run, with every cluster
+# queue's usage_fair_sharing on (fair share over time; its own row).
 set -euo pipefail
 BENCH_NAME=bench/kueue.sh
 # shellcheck source=bench/lib.sh
@@ -270,7 +272,15 @@ if [[ -z "${KUEUE_SKIP_DISPATCH:-}" ]]; then
 fi
 
 # --- 2. Kueue baseline shape -------------------------------------------------
-if [[ -z "${KUEUE_SKIP_SHAPE:-}" ]]; then
+# The Kueue baseline shape in database $1; $2 = 1 sets usage_fair_sharing
+# (fair share over time, half-life 60 s, CPU weighted) on every cluster
+# queue, so that the borrowers of each cohort are ranked by decayed usage.
+kueue_shape() {
+  local db="$1" fs="$2" fs_json="" label=""
+  if ((fs)); then
+    fs_json=', "usage_fair_sharing": {"half_life_s": 60, "resource_weights": {"gpu": 0, "cpu": 1, "memory": 0}}'
+    label=", usage fair sharing on"
+  fi
   regions_json="$(printf '"%s",' "${REGIONS[@]}")"
   {
     echo '{"priority_classes": {'
@@ -287,8 +297,8 @@ if [[ -z "${KUEUE_SKIP_SHAPE:-}" ]]; then
     for c in 0 1 2 3 4; do
       for q in 0 1 2 3 4 5; do
         ((c + q)) && echo ','
-        printf '"c%d-q%d": {"cohort": "cohort-%d", "preemption": {"within_cluster_queue": "LowerPriority", "reclaim_within_cohort": "Any"}, "flavors": [{"name": "cpu", "resources": {"cpu_milli": {"nominal": 20000, "borrowing_limit": 100000}, "memory_mib": {"nominal": 1000000000}}}]}' \
-          "$c" "$q" "$c"
+        printf '"c%d-q%d": {"cohort": "cohort-%d", "preemption": {"within_cluster_queue": "LowerPriority", "reclaim_within_cohort": "Any"}, "flavors": [{"name": "cpu", "resources": {"cpu_milli": {"nominal": 20000, "borrowing_limit": 100000}, "memory_mib": {"nominal": 1000000000}}}]%s}' \
+          "$c" "$q" "$c" "$fs_json"
       done
     done
     echo '}, "teams": {"kueue": {"display_name": "Kueue shape", "cost_center": "bench"}},'
@@ -300,14 +310,14 @@ if [[ -z "${KUEUE_SKIP_SHAPE:-}" ]]; then
       done
     done
     echo '}}}'
-  } >"$T/kueue.json"
+  } >"$T/$db.json"
   GPUGATE_ADMISSION_RECONCILE_S=10 EMU_PROJECT="$PROJECT" EMU_START_MS=0 \
-    EMU_CANCEL_MS=0 EMU_DELETE_MS=0 start_stack kueue
-  bench_log "Kueue baseline: 15,000 jobs, arrivals over $(bench_calc "60 * $SCALE") s (scale $SCALE)"
+    EMU_CANCEL_MS=0 EMU_DELETE_MS=0 start_stack "$db"
+  bench_log "Kueue baseline$label: 15,000 jobs, arrivals over $(bench_calc "60 * $SCALE") s (scale $SCALE)"
   DRV_TOKEN="$(bench_token kueue member)" DRV_SCALE="$SCALE" DRV_REGIONS="$(
     IFS=,
     echo "${REGIONS[*]}"
-  )" DRV_CONCURRENCY=32 "$BIN/bench_driver" kueue "$GG_URL" kueue >"$T/kueue.out" &
+  )" DRV_CONCURRENCY=32 "$BIN/bench_driver" kueue "$GG_URL" kueue >"$T/$db.out" &
   DRV_PID=$!
   BENCH_PIDS+=("$DRV_PID")
   start_s="$(date +%s)"
@@ -333,11 +343,11 @@ if [[ -z "${KUEUE_SKIP_SHAPE:-}" ]]; then
     sleep 1
   done
   wait "$DRV_PID" || true
-  first="$(awk -F= '$1 == "first_submit_unix" {print $2}' "$T/kueue.out")"
-  floor="$(awk -F= '$1 == "floor_s" {print $2}' "$T/kueue.out")"
-  kok="$(awk -F= '$1 == "ok" {print $2}' "$T/kueue.out")"
-  late50="$(awk -F= '$1 == "late_p50_ms" {print $2}' "$T/kueue.out")"
-  late99="$(awk -F= '$1 == "late_p99_ms" {print $2}' "$T/kueue.out")"
+  first="$(awk -F= '$1 == "first_submit_unix" {print $2}' "$T/$db.out")"
+  floor="$(awk -F= '$1 == "floor_s" {print $2}' "$T/$db.out")"
+  kok="$(awk -F= '$1 == "ok" {print $2}' "$T/$db.out")"
+  late50="$(awk -F= '$1 == "late_p50_ms" {print $2}' "$T/$db.out")"
+  late99="$(awk -F= '$1 == "late_p99_ms" {print $2}' "$T/$db.out")"
   read -r succeeded finished last evictions < <("${PSQL[@]}" -F ' ' -c "
     SELECT count(*) FILTER (WHERE state = 'SUCCEEDED'),
            count(*) FILTER (WHERE state IN ('SUCCEEDED', 'FAILED', 'CANCELLED')),
@@ -357,7 +367,7 @@ if [[ -z "${KUEUE_SKIP_SHAPE:-}" ]]; then
   goal=1.6 # issue 10; issue 22: 1.8 with a real Batch's latency
   [[ -n "$BENCH_LATENCY" ]] && goal=1.8
   ((finished == 15000)) && bench_true "$wall / $floor <= $goal" && met=yes
-  what="Kueue baseline, 15,000 jobs"
+  what="Kueue baseline, 15,000 jobs$label"
   ((finished == 15000)) || what="Kueue baseline: $finished of 15,000 done"
   [[ "$SCALE" == 1 ]] || what="$what, x$SCALE"
   add_row "$what" "$(bench_calc "$wall / 1") s wall" \
@@ -373,6 +383,11 @@ if [[ -z "${KUEUE_SKIP_SHAPE:-}" ]]; then
   add_row "  admission state drift (reconciled/10 s)" "${drift:-?}" \
     "$reconciled drifted jobs logged" "-" "0" \
     "$([[ "${drift:-}" == 0 ]] && echo yes || echo NO)"
+}
+
+if [[ -z "${KUEUE_SKIP_SHAPE:-}" ]]; then
+  kueue_shape kueue 0
+  [[ -n "${KUEUE_SKIP_FAIR_SHARE:-}" ]] || kueue_shape kueuefs 1
 fi
 
 bench_log "done; machine: $(nproc) cores, $(. /etc/os-release && echo "$PRETTY_NAME"), $(uname -r)"

@@ -363,6 +363,26 @@ static struct family pubsub_pushes = {
     NULL,
     0,
     0};
+static struct family fs_usage = {
+    "gpugate_team_queue_fair_share_usage",
+    "gauge",
+    "Fair share over time: a team queue's decayed usage per resource (gpu "
+    "in GPU-seconds, cpu in CPU-seconds, memory in GiB-seconds), for the "
+    "cluster queues with usage_fair_sharing (leader only, after each "
+    "admission run).",
+    false,
+    NULL,
+    0,
+    0};
+static struct family fs_score = {
+    "gpugate_team_queue_fair_share_score",
+    "gauge",
+    "Fair share over time: a team queue's score (resource-weighted usage / "
+    "fair_sharing_weight; lower goes first) (leader only).",
+    false,
+    NULL,
+    0,
+    0};
 static struct family team_cost = {
     "gpugate_team_month_net_cost_usd",
     "gauge",
@@ -601,6 +621,7 @@ void metrics_admission_wait(double seconds)
 
 struct metrics_gauges {
   struct family pending, usage, nominal, borrowing, team_cost;
+  struct family fs_usage, fs_score;
 };
 
 struct metrics_gauges *metrics_gauges_new(void)
@@ -617,6 +638,8 @@ void metrics_gauges_free(struct metrics_gauges *g)
   family_clear(&g->nominal);
   family_clear(&g->borrowing);
   family_clear(&g->team_cost);
+  family_clear(&g->fs_usage);
+  family_clear(&g->fs_score);
   free(g);
 }
 
@@ -674,6 +697,29 @@ void metrics_gauge_team_cost(struct metrics_gauges *g, const char *team,
   put_gauge(&g->team_cost, &l, usd);
 }
 
+void metrics_gauge_fair_share(struct metrics_gauges *g, const char *team,
+                              const char *queue, const double usage[3],
+                              double score)
+{
+  static const char *const res[3] = {"gpu", "cpu", "memory"};
+  struct lbuf l;
+  int r;
+
+  if (!g)
+    return;
+  for (r = 0; r < 3; r++) {
+    lb_init(&l);
+    lb_add(&l, "team", team);
+    lb_add(&l, "queue", queue);
+    lb_add(&l, "resource", res[r]);
+    put_gauge(&g->fs_usage, &l, usage[r]);
+  }
+  lb_init(&l);
+  lb_add(&l, "team", team);
+  lb_add(&l, "queue", queue);
+  put_gauge(&g->fs_score, &l, score);
+}
+
 /* Exchange the series of a (published) and b (g's). */
 static void swap_series(struct family *a, struct family *b)
 {
@@ -698,12 +744,16 @@ void metrics_publish_queues(struct metrics_gauges *g)
   swap_series(&cq_usage, g ? &g->usage : &empty.usage);
   swap_series(&cq_nominal, g ? &g->nominal : &empty.nominal);
   swap_series(&cq_borrowing, g ? &g->borrowing : &empty.borrowing);
+  swap_series(&fs_usage, g ? &g->fs_usage : &empty.fs_usage);
+  swap_series(&fs_score, g ? &g->fs_score : &empty.fs_score);
   pthread_mutex_unlock(&lock);
   /* the previous series are freed outside the lock */
   family_clear(&empty.pending);
   family_clear(&empty.usage);
   family_clear(&empty.nominal);
   family_clear(&empty.borrowing);
+  family_clear(&empty.fs_usage);
+  family_clear(&empty.fs_score);
   metrics_gauges_free(g);
 }
 
@@ -953,6 +1003,8 @@ static char *render(bool teams)
     family(&o, &cq_usage);
     family(&o, &cq_nominal);
     family(&o, &cq_borrowing);
+    family(&o, &fs_usage);
+    family(&o, &fs_score);
   }
   family(&o, &batch_requests);
   family(&o, &batch_orphans);
@@ -990,14 +1042,17 @@ char *metrics_render_public(void)
 
 void metrics_reset(void)
 {
-  struct family *all[] = {
-      &http_requests,      &pending_jobs,      &admitted_jobs,
-      &evicted_jobs,       &cq_usage,          &cq_nominal,
-      &cq_borrowing,       &batch_requests,    &dispatch_backlog,
-      &billing_rows,       &team_cost,         &pubsub_pushes,
-      &state_drift,        &conn_refused,      &conn_timed_out,
-      &conn_open,          &batch_orphans,     &batch_races,
-      &batch_race_winners, &batch_race_overlap};
+  struct family *all[] = {&http_requests,      &pending_jobs,
+                          &admitted_jobs,      &evicted_jobs,
+                          &cq_usage,           &cq_nominal,
+                          &cq_borrowing,       &batch_requests,
+                          &dispatch_backlog,   &billing_rows,
+                          &team_cost,          &pubsub_pushes,
+                          &state_drift,        &conn_refused,
+                          &conn_timed_out,     &conn_open,
+                          &batch_orphans,      &batch_races,
+                          &batch_race_winners, &batch_race_overlap,
+                          &fs_usage,           &fs_score};
   size_t i;
 
   pthread_mutex_lock(&lock);

@@ -88,6 +88,11 @@ void metrics_gauge_pending(struct metrics_gauges *g, const char *cluster_queue,
 void metrics_gauge_quota(struct metrics_gauges *g, const char *cluster_queue,
                          const char *flavor, const char *resource, double usage,
                          double nominal, double borrowing_limit);
+/* Fair share over time: a team queue's usage (gpu, cpu, memory) and
+ * score (private page). */
+void metrics_gauge_fair_share(struct metrics_gauges *g, const char *team,
+                              const char *queue, const double usage[3],
+                              double score);
 void metrics_gauge_team_cost(struct metrics_gauges *g, const char *team,
                              double usd);
 
