@@ -42,8 +42,8 @@ enum gg_code costs_months_list(struct gg_req *req)
 enum gg_code costs_month_close(struct gg_req *req)
 {
   const char *month = req_param(req, "month");
-  const char *by =
-      req->principal.subject[0] ? req->principal.subject : "(finance token)";
+  const char *actor = req_actor(req); /* verified email, else subject */
+  const char *by = actor ? actor : "(finance token)";
   char now_month[32];
   time_t now = time(NULL);
   struct tm tm;
