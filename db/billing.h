@@ -64,10 +64,10 @@ size_t db_billing_batch_bytes(const struct db_billing_batch *b);
  * sums added to cost_rollups — a row late for a closed month as a
  * correction in the first open month (db/months.h), decided under a SHARE
  * lock on month_closes that a month close waits for — and
- * billing_freshness raised to their latest usage_start. Sets *inserted to the rows inserted. b is
- * emptied whether or not it succeeds. Returns GG_OK, or the failure's code
- * (logged; the transaction is rolled back). c must not be inside a
- * transaction.
+ * billing_freshness raised to their latest usage_start. Sets *inserted to the
+ * rows inserted. b is emptied whether or not it succeeds. Returns GG_OK, or the
+ * failure's code (logged; the transaction is rolled back). c must not be inside
+ * a transaction.
  *
  * expect_new is a hint (say, when the previous batch had no known row):
  * the rows are then stored without looking each up first, and the batch is

@@ -99,7 +99,7 @@ struct config {
   int n_trusted_proxies;          /* 0: every peer is its own client */
   int forwarded_header;           /* enum clientaddr_header */
   long rate_limit_per_client_rps; /* per client address; 0 = off */
-  struct config_oidc oidc; /* the organisation's OpenID Provider */
+  struct config_oidc oidc;        /* the organisation's OpenID Provider */
 };
 
 /*
