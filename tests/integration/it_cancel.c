@@ -370,14 +370,21 @@ static void conn_close(struct db_conn *c)
 }
 
 /* Run sql (no parameters); fails the test on error. */
-static void exec_ok(struct db_conn *c, const char *sql)
+/* sql with its values as $n parameters (n of them; none: a plain exec) */
+static void exec_params(struct db_conn *c, const char *sql, int n,
+                        const char *const *params)
 {
-  PGresult *res = PQexec(c->pg, sql);
+  PGresult *res = PQexecParams(c->pg, sql, n, NULL, params, NULL, NULL, 0);
 
   ck_assert_msg(PQresultStatus(res) == PGRES_COMMAND_OK ||
                     PQresultStatus(res) == PGRES_TUPLES_OK,
                 "%s: %s", sql, PQresultErrorMessage(res));
   PQclear(res);
+}
+
+static void exec_ok(struct db_conn *c, const char *sql)
+{
+  exec_params(c, sql, 0, NULL);
 }
 
 /* One value of the job as text; out gets it. */
@@ -583,7 +590,7 @@ START_TEST(stale_report_does_not_move_the_next_attempt)
   struct admission *adm = admission_new(true, 600);
   struct db_batch_op op;
   struct observe_arg a;
-  char err[256], a1[256], a2[256], sql[512], st[32], id[32];
+  char err[256], a1[256], a2[256], st[32], id[32];
   pthread_t t;
   int rc;
 
@@ -604,21 +611,19 @@ START_TEST(stale_report_does_not_move_the_next_attempt)
    * on (its row locked) to attempt 2, waiting in europe-west4 in the same
    * state, as a Flex Start failover and the create of a2 leave it */
   exec_ok(c, "BEGIN");
-  snprintf(sql, sizeof(sql), "SELECT 1 FROM jobs WHERE id = '%s' FOR UPDATE",
-           id);
-  exec_ok(c, sql);
+  exec_params(c, "SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE", 1,
+              (const char *const[]){id});
   a = (struct observe_arg){c2, a1, "FAILED", 0, ""};
   ck_assert_int_eq(pthread_create(&t, NULL, observe_thread, &a), 0);
   wait_blocked(c, c2);
   snprintf(a2, sizeof(a2),
            "projects/" PROJECT "/locations/europe-west4/jobs/gpugate-%s-a2",
            id);
-  snprintf(sql, sizeof(sql),
-           "UPDATE jobs SET attempt = 2, location = 'europe-west4', "
-           "location_index = 1, batch_job_name = '%s', batch_state = "
-           "'QUEUED', queued_at = now() WHERE id = '%s'",
-           a2, id);
-  exec_ok(c, sql);
+  exec_params(c,
+              "UPDATE jobs SET attempt = 2, location = 'europe-west4', "
+              "location_index = 1, batch_job_name = $1, batch_state = "
+              "'QUEUED', queued_at = now() WHERE id = $2",
+              2, (const char *const[]){a2, id});
   exec_ok(c, "COMMIT");
   pthread_join(t, NULL);
   ck_assert_msg(a.rc >= 0, "observe: %s", a.err);
