@@ -12,7 +12,7 @@
 #   make fuzz       every libFuzzer harness for FUZZ_SECONDS each (tests/fuzz)
 
 CC      ?= cc
-PKGS    := libmicrohttpd jansson libpq libjwt libcurl
+PKGS    := libmicrohttpd jansson libpq libjwt libcurl jose
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
@@ -79,7 +79,8 @@ build/obj/%.o: %.c
 build/gpugate: build/obj/server/main.o $(OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-build/unit_tests: $(UNIT_SRC:%.c=build/obj/%.o) $(OBJ)
+# the emulator's latency model is a pure module with unit tests of its own
+build/unit_tests: $(UNIT_SRC:%.c=build/obj/%.o) build/obj/tests/emulator/emu_latency.o $(OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
 
 build/integration_tests: $(INTEG_SRC:%.c=build/obj/%.o) $(OBJ)
@@ -113,7 +114,9 @@ bench: build/bench_sched build/bench_ingest build/gpugate build/batch_emulator b
 	bench/admission.sh
 	bench/ingest.sh
 	bench/http.sh
+	bench/oidc.sh
 	bench/kueue.sh
+	BENCH_BATCH_LATENCY=0 bench/kueue.sh
 	bench/race.sh
 
 # ASan + UBSan build of the unit tests.
@@ -122,7 +125,7 @@ build/asan/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(WARN) -pthread -MMD -MP $(ASAN_FLAGS) -c -o $@ $<
 
-build/asan/unit_tests: $(UNIT_SRC:%.c=build/asan/%.o) $(ASAN_OBJ)
+build/asan/unit_tests: $(UNIT_SRC:%.c=build/asan/%.o) build/asan/tests/emulator/emu_latency.o $(ASAN_OBJ)
 	$(CC) $(ASAN_FLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
 
 asan: build/asan/unit_tests

@@ -8,10 +8,17 @@
  * retries on its own — the dispatcher's outbox schedules retries (with
  * batch_backoff_ms()) — except that a GET whose connection was reset is
  * repeated once at once. Nothing here logs.
+ *
+ * batch_client_create() and the others wait for their answer. A
+ * batch_multi runs many calls at once on one libcurl multi handle (HTTP/1.1
+ * connections kept open for reuse, or HTTP/2 streams on one connection to
+ * an https endpoint): start calls, poll, take the ended ones with their
+ * results, which are exactly what the waiting form would have returned.
  */
 #ifndef GPUGATE_BATCH_CLIENT_H
 #define GPUGATE_BATCH_CLIENT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <jansson.h>
@@ -103,6 +110,58 @@ int batch_client_cancel(struct batch_client *c, const char *name,
 /* DELETE {endpoint}/v1/{name}: r->json is the Operation. */
 int batch_client_delete(struct batch_client *c, const char *name,
                         struct batch_result *r);
+
+/* ---- many calls at once ---- */
+
+#define BATCH_MULTI_MAX_FDS 4 /* other descriptors batch_multi_poll watches */
+
+/* Calls in flight on one libcurl multi handle: one thread's at a time. */
+struct batch_multi;
+
+/* A multi for the calls of c (borrowed: it must outlive the multi); NULL
+ * when out of memory. */
+struct batch_multi *batch_multi_new(struct batch_client *c);
+
+/* Abort every call under way, drop the ended ones not taken, free. The
+ * tags are the caller's to free. Accepts NULL. */
+void batch_multi_free(struct batch_multi *m);
+
+/*
+ * Start one call, as the waiting form of the same name would make it,
+ * with tag (the caller's, handed back when it ends). Strings and body are
+ * copied. Returns 0: the call will end exactly once (at once, when it
+ * cannot even be sent: bad name, no token); -1 when out of memory, with
+ * nothing started.
+ */
+int batch_multi_create(struct batch_multi *m, const char *region,
+                       const char *job_id, const char *request_id, json_t *body,
+                       void *tag);
+int batch_multi_get(struct batch_multi *m, const char *name, void *tag);
+int batch_multi_list(struct batch_multi *m, const char *region,
+                     const char *filter, int page_size, const char *page_token,
+                     void *tag);
+int batch_multi_cancel(struct batch_multi *m, const char *name, void *tag);
+int batch_multi_delete(struct batch_multi *m, const char *name, void *tag);
+
+/*
+ * Move the calls along: wait up to timeout_ms (0 when an ended call is
+ * waiting to be taken) for transfer activity or for one of the n_fds
+ * (at most BATCH_MULTI_MAX_FDS) descriptors fds to become readable;
+ * ready[i] says which did. Returns 0, or -1 when polling failed.
+ */
+int batch_multi_poll(struct batch_multi *m, const int *fds, bool *ready,
+                     unsigned n_fds, int timeout_ms);
+
+/*
+ * Take one ended call: true with its tag, its return value in *rc and its
+ * result in *r (as the waiting form's: release with batch_result_clear());
+ * false when none has ended.
+ */
+bool batch_multi_next(struct batch_multi *m, void **tag, int *rc,
+                      struct batch_result *r);
+
+/* Calls started and not yet taken. */
+size_t batch_multi_count(const struct batch_multi *m);
 
 /* Release r->json and zero *r; accepts a zeroed struct. */
 void batch_result_clear(struct batch_result *r);

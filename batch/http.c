@@ -10,34 +10,28 @@
 
 #include "batch/http.h"
 
-struct sink {
-  struct batch_http_resp *resp;
-  size_t cap; /* allocated */
-  size_t max;
-};
-
 static size_t on_body(char *data, size_t size, size_t nmemb, void *userp)
 {
-  struct sink *s = userp;
-  struct batch_http_resp *r = s->resp;
+  struct batch_http_xfer *x = userp;
+  struct batch_http_resp *r = &x->resp;
   size_t n = size * nmemb;
 
-  if (n > s->max - r->len) {
+  if (n > x->max - r->len) {
     r->too_large = true;
     return 0; /* CURLE_WRITE_ERROR: abort the transfer */
   }
-  if (r->len + n + 1 > s->cap) {
-    size_t cap = s->cap ? s->cap : 4096;
+  if (r->len + n + 1 > x->cap) {
+    size_t cap = x->cap ? x->cap : 4096;
     char *p;
     while (cap < r->len + n + 1)
       cap *= 2;
-    if (cap > s->max + 1)
-      cap = s->max + 1;
+    if (cap > x->max + 1)
+      cap = x->max + 1;
     p = realloc(r->body, cap);
     if (!p)
       return 0;
     r->body = p;
-    s->cap = cap;
+    x->cap = cap;
   }
   memcpy(r->body + r->len, data, n);
   r->len += n;
@@ -71,16 +65,14 @@ static size_t on_header(char *data, size_t size, size_t nitems, void *userp)
   return n;
 }
 
-int batch_http_perform(CURL *h, const struct batch_http_req *req,
-                       struct batch_http_resp *resp)
+int batch_http_setup(CURL *h, const struct batch_http_req *req,
+                     struct batch_http_xfer *x)
 {
-  struct sink sink;
+  struct batch_http_resp *resp = &x->resp;
   CURLcode rc;
 
-  memset(resp, 0, sizeof(*resp));
-  memset(&sink, 0, sizeof(sink));
-  sink.resp = resp;
-  sink.max = req->max_response ? req->max_response : BATCH_HTTP_MAX_RESPONSE;
+  memset(x, 0, sizeof(*x));
+  x->max = req->max_response ? req->max_response : BATCH_HTTP_MAX_RESPONSE;
 
   curl_easy_reset(h);
   rc = curl_easy_setopt(h, CURLOPT_URL, req->url);
@@ -97,7 +89,7 @@ int batch_http_perform(CURL *h, const struct batch_http_req *req,
                           req->total_ms > 0 ? req->total_ms
                                             : BATCH_HTTP_TOTAL_MS);
   if (rc == CURLE_OK)
-    rc = curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)sink.max);
+    rc = curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)x->max);
   if (rc == CURLE_OK)
     rc = curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
   if (rc == CURLE_OK)
@@ -107,13 +99,16 @@ int batch_http_perform(CURL *h, const struct batch_http_req *req,
   if (rc == CURLE_OK)
     rc = curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
   if (rc == CURLE_OK)
-    rc = curl_easy_setopt(h, CURLOPT_WRITEDATA, &sink);
+    rc = curl_easy_setopt(h, CURLOPT_WRITEDATA, x);
   if (rc == CURLE_OK)
     rc = curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
   if (rc == CURLE_OK)
     rc = curl_easy_setopt(h, CURLOPT_HEADERDATA, resp);
   if (rc == CURLE_OK && req->headers)
     rc = curl_easy_setopt(h, CURLOPT_HTTPHEADER, req->headers);
+  /* several calls at once to an HTTP/2 host share one connection */
+  if (rc == CURLE_OK && !strncmp(req->url, "https://", 8))
+    rc = curl_easy_setopt(h, CURLOPT_PIPEWAIT, 1L);
   if (rc == CURLE_OK && !strcmp(req->method, "POST")) {
     rc = curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE,
                           (curl_off_t)(req->body ? req->body_len : 0));
@@ -122,20 +117,42 @@ int batch_http_perform(CURL *h, const struct batch_http_req *req,
   } else if (rc == CURLE_OK && strcmp(req->method, "GET") != 0) {
     rc = curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, req->method);
   }
-  if (rc == CURLE_OK)
-    rc = curl_easy_perform(h);
-  resp->code = rc;
+  if (rc != CURLE_OK) {
+    batch_http_finish(h, rc, x);
+    return -1;
+  }
+  return 0;
+}
+
+int batch_http_finish(CURL *h, CURLcode code, struct batch_http_xfer *x)
+{
+  struct batch_http_resp *resp = &x->resp;
+
+  resp->code = code;
+  resp->status = 0;
   curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp->status);
-  /* the error buffer lives in resp: detach it before resp goes away */
+  /* the error buffer lives in x: detach it before x goes away */
   curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL);
-  if (rc == CURLE_FILESIZE_EXCEEDED)
+  if (code == CURLE_FILESIZE_EXCEEDED)
     resp->too_large = true;
-  if (rc != CURLE_OK || resp->too_large) {
+  if (code != CURLE_OK || resp->too_large) {
     if (!resp->too_large)
       resp->status = 0;
     return -1;
   }
   return 0;
+}
+
+int batch_http_perform(CURL *h, const struct batch_http_req *req,
+                       struct batch_http_resp *resp)
+{
+  struct batch_http_xfer x;
+  int rc = -1;
+
+  if (batch_http_setup(h, req, &x) == 0)
+    rc = batch_http_finish(h, curl_easy_perform(h), &x);
+  *resp = x.resp;
+  return rc;
 }
 
 void batch_http_resp_free(struct batch_http_resp *resp)

@@ -45,6 +45,32 @@ struct batch_http_resp {
 };
 
 /*
+ * One transfer's state from its setup to its end, for a transfer run by a
+ * libcurl multi handle: curl writes into it, so it must not move
+ * meanwhile. resp is the outcome (owned: free with batch_http_resp_free()).
+ */
+struct batch_http_xfer {
+  struct batch_http_resp resp;
+  size_t cap; /* of resp.body */
+  size_t max; /* the response-size cap */
+};
+
+/*
+ * Reset h and set every option of req on it, writing into *x (zeroed
+ * first); req and its strings must outlive the transfer. Returns 0, or -1
+ * (an option refused: x->resp filled as by batch_http_finish()).
+ */
+int batch_http_setup(CURL *h, const struct batch_http_req *req,
+                     struct batch_http_xfer *x);
+
+/*
+ * Complete x after h's transfer ended with code: the HTTP status, the
+ * error buffer detached. Returns 0 when an HTTP response arrived (any
+ * status), -1 on a transport failure or an oversize body.
+ */
+int batch_http_finish(CURL *h, CURLcode code, struct batch_http_xfer *x);
+
+/*
  * Perform req on h (reset first, so no option leaks from a previous call).
  * Fills *resp (zeroed first). Returns 0 when an HTTP response arrived (any
  * status), -1 on a transport failure (resp->code says which) or when the

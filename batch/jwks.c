@@ -1,12 +1,13 @@
 /*
- * jwks.c — the public keys that sign Pub/Sub push tokens: a JSON Web Key
- * Set (Google's https://www.googleapis.com/oauth2/v3/certs by default)
- * fetched with libcurl, turned into PEM public keys that libjwt 1.10
- * accepts, and cached for as long as the response's Cache-Control max-age
- * allows. A token signed with a kid the cache does not hold (Google rotated
- * its keys) triggers a refetch, at most one per JWKS_REFETCH_MIN_S so that
- * forged tokens cannot make gpugate hammer the key server. When a refetch
- * fails the keys already held stay in use.
+ * jwks.c — the one key-set cache (see jwks.h): JWK sets fetched with
+ * libcurl, keys checked through latchset/jose and pinned to one algorithm,
+ * cached per Cache-Control max-age (clamped to [10 s, 1 day]; 5 min when
+ * the response says nothing).
+ *
+ * Locking: one mutex guards the slots; it is never held across a fetch.
+ * A slot's `fetching` flag makes its fetch single-flight, and `done`
+ * wakes the callers that wait for a fetch in flight (only those whose kid
+ * the cache does not hold). A failed fetch keeps the keys already held.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -15,17 +16,13 @@
 #include <strings.h>
 
 #include <curl/curl.h>
-#include <openssl/bio.h>
-#include <openssl/bn.h>
-#include <openssl/core_names.h>
+#include <jose/jose.h>
+#include <jose/openssl.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
-#include <openssl/param_build.h>
-#include <openssl/pem.h>
 
 #include "batch/http.h"
 #include "batch/jwks.h"
-#include "server/b64url.h"
 #include "server/log.h"
 
 #define JWKS_MAX_RESPONSE ((size_t)256 * 1024)
@@ -33,68 +30,67 @@
 #define JWKS_DEFAULT_MAX_AGE_S 300
 #define JWKS_MAX_MAX_AGE_S 86400
 #define JWKS_MIN_MAX_AGE_S 10
+#define RSA_MIN_BITS 2048
+#define RSA_MAX_BITS 8192
 
-/* An RSA public key from its modulus and exponent as PEM (new, malloc'd). */
-static char *rsa_pem(const char *n64, const char *e64, char *err, size_t errlen)
+enum jwks_alg jwks_alg_parse(const char *name)
 {
-  unsigned char nb[1100], eb[16];
-  size_t nlen = 0, elen = 0;
-  BIGNUM *n = NULL, *e = NULL;
-  OSSL_PARAM_BLD *bld = NULL;
-  OSSL_PARAM *params = NULL;
-  EVP_PKEY_CTX *ctx = NULL;
-  EVP_PKEY *pkey = NULL;
-  BIO *bio = NULL;
-  char *data, *pem = NULL;
-  long len;
+  if (name && !strcmp(name, "RS256"))
+    return JWKS_ALG_RS256;
+  if (name && !strcmp(name, "ES256"))
+    return JWKS_ALG_ES256;
+  return JWKS_ALG_NONE;
+}
+
+const char *jwks_alg_name(enum jwks_alg alg)
+{
+  switch (alg) {
+  case JWKS_ALG_RS256:
+    return "RS256";
+  case JWKS_ALG_ES256:
+    return "ES256";
+  case JWKS_ALG_NONE:
+  default:
+    return "";
+  }
+}
+
+/*
+ * The algorithm the public key jwk (borrowed) verifies, decided by what
+ * jose makes of it: RS256 for RSA of RSA_MIN_BITS..RSA_MAX_BITS, ES256 for
+ * EC P-256; JWKS_ALG_NONE (with why) otherwise.
+ */
+static enum jwks_alg key_alg(const json_t *jwk, const char **why)
+{
+  EVP_PKEY *pkey = jose_openssl_jwk_to_EVP_PKEY(NULL, jwk);
+  enum jwks_alg alg = JWKS_ALG_NONE;
+  char group[64];
   int bits;
 
-  if (b64url_decode(n64, strlen(n64), nb, sizeof(nb), &nlen) || nlen == 0 ||
-      b64url_decode(e64, strlen(e64), eb, sizeof(eb), &elen) || elen == 0 ||
-      elen > 8) {
-    snprintf(err, errlen, "n or e is not base64url of a plausible size");
+  *why = "not a public key jose can read";
+  if (!pkey)
     goto out;
+  switch (EVP_PKEY_get_base_id(pkey)) {
+  case EVP_PKEY_RSA:
+    bits = EVP_PKEY_get_bits(pkey);
+    *why = "RSA key size out of range";
+    if (bits >= RSA_MIN_BITS && bits <= RSA_MAX_BITS)
+      alg = JWKS_ALG_RS256;
+    break;
+  case EVP_PKEY_EC:
+    *why = "EC key not on P-256";
+    if (EVP_PKEY_get_group_name(pkey, group, sizeof(group), NULL) == 1 &&
+        !strcmp(group, "prime256v1"))
+      alg = JWKS_ALG_ES256;
+    break;
+  default:
+    *why = "neither RSA nor EC";
+    break;
   }
-  n = BN_bin2bn(nb, (int)nlen, NULL);
-  e = BN_bin2bn(eb, (int)elen, NULL);
-  bld = OSSL_PARAM_BLD_new();
-  if (!n || !e || !bld ||
-      !OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_N, n) ||
-      !OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_E, e) ||
-      !(params = OSSL_PARAM_BLD_to_param(bld)) ||
-      !(ctx = EVP_PKEY_CTX_new_from_name(NULL, "RSA", NULL)) ||
-      EVP_PKEY_fromdata_init(ctx) <= 0 ||
-      EVP_PKEY_fromdata(ctx, &pkey, EVP_PKEY_PUBLIC_KEY, params) <= 0) {
-    snprintf(err, errlen, "not an RSA public key");
-    goto out;
-  }
-  bits = EVP_PKEY_get_bits(pkey);
-  if (bits < 2048 || bits > 8192 || !BN_is_odd(e) || BN_is_one(e)) {
-    snprintf(err, errlen, "RSA key of %d bits or exponent unfit", bits);
-    goto out;
-  }
-  bio = BIO_new(BIO_s_mem());
-  if (!bio || !PEM_write_bio_PUBKEY(bio, pkey)) {
-    snprintf(err, errlen, "out of memory");
-    goto out;
-  }
-  len = BIO_get_mem_data(bio, &data);
-  if (len <= 0 || !(pem = malloc((size_t)len + 1))) {
-    snprintf(err, errlen, "out of memory");
-    goto out;
-  }
-  memcpy(pem, data, (size_t)len);
-  pem[len] = '\0';
 out:
-  BIO_free(bio);
   EVP_PKEY_free(pkey);
-  EVP_PKEY_CTX_free(ctx);
-  OSSL_PARAM_free(params);
-  OSSL_PARAM_BLD_free(bld);
-  BN_free(n);
-  BN_free(e);
   ERR_clear_error();
-  return pem;
+  return alg;
 }
 
 void jwks_set_free(struct jwks_set *s)
@@ -104,8 +100,48 @@ void jwks_set_free(struct jwks_set *s)
   if (!s)
     return;
   for (i = 0; i < s->n; i++)
-    free(s->keys[i].pem);
+    json_decref(s->keys[i].jwk);
   memset(s, 0, sizeof(*s));
+}
+
+/* Add the JWK k (borrowed) to out when it is a usable signing key. */
+static void add_key(struct jwks_set *out, const json_t *k)
+{
+  const char *kty = json_string_value(json_object_get(k, "kty"));
+  const char *alg = json_string_value(json_object_get(k, "alg"));
+  const char *use = json_string_value(json_object_get(k, "use"));
+  const char *kid = json_string_value(json_object_get(k, "kid"));
+  const char *why = NULL;
+  enum jwks_alg pinned;
+  json_t *pub; /* new */
+  int i;
+
+  if (!kty || (use && strcmp(use, "sig") != 0) || !kid || !*kid ||
+      strlen(kid) >= sizeof(out->keys[0].kid))
+    return; /* not a signing key we could name */
+  for (i = 0; i < out->n; i++)
+    if (!strcmp(out->keys[i].kid, kid))
+      return; /* the first of a repeated kid wins */
+  pinned = key_alg(k, &why);
+  if (pinned == JWKS_ALG_NONE) {
+    log_msg(LOG_WARN, "jwks: key \"%.64s\" skipped: %s", kid, why);
+    return;
+  }
+  if (alg && jwks_alg_parse(alg) != pinned)
+    return; /* RS512, PS256, …: not an algorithm gpugate verifies */
+  pub = json_deep_copy(k);
+  if (!pub || !jose_jwk_pub(NULL, pub) ||
+      json_object_set_new(pub, "alg", json_string(jwks_alg_name(pinned)))) {
+    json_decref(pub);
+    return;
+  }
+  /* jose honours key_ops; certificates play no part in verifying */
+  json_object_del(pub, "key_ops");
+  json_object_del(pub, "x5c");
+  snprintf(out->keys[out->n].kid, sizeof(out->keys[0].kid), "%s", kid);
+  out->keys[out->n].alg = pinned;
+  out->keys[out->n].jwk = pub;
+  out->n++;
 }
 
 int jwks_parse(const char *json, size_t len, struct jwks_set *out, char *err,
@@ -123,33 +159,14 @@ int jwks_parse(const char *json, size_t len, struct jwks_set *out, char *err,
     return -1;
   }
   json_array_foreach (keys, i, k) {
-    const char *kty = json_string_value(json_object_get(k, "kty"));
-    const char *alg = json_string_value(json_object_get(k, "alg"));
-    const char *use = json_string_value(json_object_get(k, "use"));
-    const char *kid = json_string_value(json_object_get(k, "kid"));
-    const char *n = json_string_value(json_object_get(k, "n"));
-    const char *e = json_string_value(json_object_get(k, "e"));
-    char why[128];
-    char *pem;
-
     if (out->n == JWKS_MAX_KEYS)
       break;
-    if (!kty || strcmp(kty, "RSA") != 0 || (alg && strcmp(alg, "RS256") != 0) ||
-        (use && strcmp(use, "sig") != 0) || !kid || !*kid ||
-        strlen(kid) >= sizeof(out->keys[0].kid) || !n || !e)
-      continue; /* not a key that can sign RS256 tokens for us */
-    pem = rsa_pem(n, e, why, sizeof(why));
-    if (!pem) {
-      log_msg(LOG_WARN, "jwks: key \"%s\" skipped: %s", kid, why);
-      continue;
-    }
-    snprintf(out->keys[out->n].kid, sizeof(out->keys[0].kid), "%s", kid);
-    out->keys[out->n].pem = pem;
-    out->n++;
+    if (json_is_object(k))
+      add_key(out, k);
   }
   json_decref(doc);
   if (out->n == 0) {
-    snprintf(err, errlen, "the JWK set holds no usable RS256 key");
+    snprintf(err, errlen, "the JWK set holds no usable RS256 or ES256 key");
     return -1;
   }
   return 0;
@@ -178,33 +195,49 @@ long jwks_max_age(const char *cache_control)
 
 /* ---- the process's cache ---------------------------------------------- */
 
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static struct {
+struct slot {
   char url[512];
   struct jwks_set set;
   time_t expires;    /* refetch at or after */
-  time_t last_fetch; /* last attempt, for the refetch rate limit */
-  bool fetched;
-} cache;
+  time_t last_fetch; /* last attempt, for the cooldown */
+  time_t last_used;  /* for replacing the least recently used slot */
+  unsigned long fetches;
+  bool fetched;  /* set holds a fetched set (possibly stale) */
+  bool fetching; /* a fetch is in flight, outside the lock */
+};
 
-/* Fetch the set at url into cache (mu held). */
-static int fetch(const char *url, time_t now, char *err, size_t errlen)
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t done = PTHREAD_COND_INITIALIZER;
+static struct slot slots[JWKS_MAX_SETS];
+static unsigned long epoch; /* bumped by jwks_reset: stale fetches drop */
+
+/*
+ * Fetch the set at url (no lock held): a new set in *out and its max-age
+ * in *age. no_cache asks caches on the way for a fresh copy (a refetch for
+ * an unknown kid). Returns 0, or -1 with err filled.
+ */
+static int fetch(const char *url, bool no_cache, struct jwks_set *out,
+                 long *age, char *err, size_t errlen)
 {
+  struct curl_slist *hdrs = NULL;
   struct batch_http_req rq = {.method = "GET",
                               .url = url,
                               .total_ms = JWKS_TOTAL_MS,
                               .max_response = JWKS_MAX_RESPONSE};
-  struct batch_http_resp rs;
-  struct jwks_set set = {0};
+  struct batch_http_resp rs = {0};
   struct curl_header *h = NULL;
   CURL *c = curl_easy_init();
-  long age = -1;
   int rc = -1;
 
-  cache.last_fetch = now;
+  *age = -1;
+  memset(out, 0, sizeof(*out));
   if (!c) {
     snprintf(err, errlen, "no curl handle");
     return -1;
+  }
+  if (no_cache) {
+    hdrs = curl_slist_append(NULL, "Cache-Control: no-cache");
+    rq.headers = hdrs;
   }
   if (batch_http_perform(c, &rq, &rs) != 0) {
     snprintf(err, errlen, "fetch failed: %.200s",
@@ -219,81 +252,188 @@ static int fetch(const char *url, time_t now, char *err, size_t errlen)
   }
   if (curl_easy_header(c, "Cache-Control", 0, CURLH_HEADER, -1, &h) ==
       CURLHE_OK)
-    age = jwks_max_age(h->value);
-  if (jwks_parse(rs.body ? rs.body : "", rs.len, &set, err, errlen) != 0)
+    *age = jwks_max_age(h->value);
+  if (jwks_parse(rs.body ? rs.body : "", rs.len, out, err, errlen) != 0)
     goto out;
-  if (age < 0)
-    age = JWKS_DEFAULT_MAX_AGE_S;
-  if (age < JWKS_MIN_MAX_AGE_S)
-    age = JWKS_MIN_MAX_AGE_S;
-  if (age > JWKS_MAX_MAX_AGE_S)
-    age = JWKS_MAX_MAX_AGE_S;
-  jwks_set_free(&cache.set);
-  cache.set = set;
-  memset(&set, 0, sizeof(set)); /* now the cache's */
-  cache.expires = now + age;
-  cache.fetched = true;
+  if (*age < 0)
+    *age = JWKS_DEFAULT_MAX_AGE_S;
+  if (*age < JWKS_MIN_MAX_AGE_S)
+    *age = JWKS_MIN_MAX_AGE_S;
+  if (*age > JWKS_MAX_MAX_AGE_S)
+    *age = JWKS_MAX_MAX_AGE_S;
   rc = 0;
 out:
-  jwks_set_free(&set);
   batch_http_resp_free(&rs);
+  curl_slist_free_all(hdrs);
   curl_easy_cleanup(c);
   return rc;
 }
 
-static const char *find(const char *kid)
+/* The slot of url, taken over from the least recently used one when new
+ * (mu held). NULL when every slot is busy fetching. */
+static struct slot *slot_for(const char *url, time_t now)
+{
+  struct slot *s, *lru = NULL;
+  int i;
+
+  for (i = 0; i < JWKS_MAX_SETS; i++) {
+    s = &slots[i];
+    if (s->url[0] && !strcmp(s->url, url)) {
+      s->last_used = now;
+      return s;
+    }
+    if (!s->fetching &&
+        (!lru || !s->url[0] || (lru->url[0] && s->last_used < lru->last_used)))
+      lru = s;
+  }
+  if (!lru || strlen(url) >= sizeof(lru->url))
+    return NULL;
+  jwks_set_free(&lru->set);
+  memset(lru, 0, sizeof(*lru));
+  snprintf(lru->url, sizeof(lru->url), "%s", url);
+  lru->last_used = now;
+  return lru;
+}
+
+static const struct jwks_key *find(const struct slot *s, const char *kid)
 {
   int i;
 
-  for (i = 0; i < cache.set.n; i++)
-    if (!strcmp(cache.set.keys[i].kid, kid))
-      return cache.set.keys[i].pem;
+  for (i = 0; i < s->set.n; i++)
+    if (!strcmp(s->set.keys[i].kid, kid))
+      return &s->set.keys[i];
   return NULL;
 }
 
-/* Whether a fetch is allowed now: one per JWKS_REFETCH_MIN_S (mu held). */
-static bool may_fetch(time_t now)
+/* Whether the cooldown allows a fetch of s now (mu held). */
+static bool may_fetch(const struct slot *s, time_t now, long cooldown_s)
 {
-  return cache.last_fetch == 0 || now < cache.last_fetch ||
-         now - cache.last_fetch >= JWKS_REFETCH_MIN_S;
+  return s->last_fetch == 0 || now < s->last_fetch ||
+         now - s->last_fetch >= cooldown_s;
 }
 
-char *jwks_key_pem(const char *url, const char *kid, time_t now, char *err,
-                   size_t errlen)
+/*
+ * Run one fetch for s with mu held on entry and exit, released meanwhile.
+ * The slot is found again by URL afterwards (it may have been replaced).
+ */
+static void refresh(struct slot *s, bool no_cache, time_t now)
 {
-  const char *pem;
-  char *copy = NULL;
-  char why[256] = "";
+  char url[sizeof(s->url)], why[256] = "";
+  struct jwks_set set = {0};
+  unsigned long my_epoch = epoch;
+  long age = 0;
+  int rc, i;
+
+  s->fetching = true;
+  s->last_fetch = now;
+  s->fetches++;
+  snprintf(url, sizeof(url), "%s", s->url);
+  pthread_mutex_unlock(&mu);
+  rc = fetch(url, no_cache, &set, &age, why, sizeof(why));
+  pthread_mutex_lock(&mu);
+  if (rc != 0)
+    log_msg(LOG_WARN, "jwks: %s: %s", url, why);
+  for (i = 0; i < JWKS_MAX_SETS; i++) {
+    s = &slots[i];
+    if (!s->fetching || strcmp(s->url, url) != 0)
+      continue;
+    s->fetching = false;
+    if (rc == 0 && my_epoch == epoch) {
+      jwks_set_free(&s->set);
+      s->set = set;
+      memset(&set, 0, sizeof(set)); /* now the slot's */
+      s->expires = now + age;
+      s->fetched = true;
+    }
+    break;
+  }
+  jwks_set_free(&set);
+  pthread_cond_broadcast(&done);
+}
+
+json_t *jwks_key(const char *url, const char *kid, long cooldown_s, time_t now,
+                 enum jwks_alg *alg, char *err, size_t errlen)
+{
+  const struct jwks_key *k;
+  struct slot *s;
+  json_t *jwk = NULL;
+  bool waited = false;
+
+  if (cooldown_s <= 0)
+    cooldown_s = JWKS_COOLDOWN_S;
+  pthread_mutex_lock(&mu);
+  for (;;) {
+    bool stale;
+
+    s = slot_for(url, now);
+    if (!s) {
+      snprintf(err, errlen, "too many key sets in use");
+      goto out;
+    }
+    k = find(s, kid);
+    stale = !s->fetched || now >= s->expires;
+    if ((stale || !k) && !s->fetching && may_fetch(s, now, cooldown_s)) {
+      /* the set is due or the keys may have rotated: this caller fetches,
+       * asking past caches only when an unknown kid is the reason */
+      refresh(s, !k && s->fetched, now);
+      s = slot_for(url, now);
+      k = s ? find(s, kid) : NULL;
+      break;
+    }
+    if (!k && s->fetching && !waited) {
+      /* someone else's fetch may bring this kid: wait for it, once */
+      waited = true;
+      while (s->fetching && !strcmp(s->url, url))
+        pthread_cond_wait(&done, &mu);
+      continue;
+    }
+    break;
+  }
+  if (!k) {
+    snprintf(err, errlen, "%s",
+             s && s->set.n ? "unknown key id" : "no signing keys available");
+    goto out;
+  }
+  jwk = json_deep_copy(k->jwk);
+  if (!jwk) {
+    snprintf(err, errlen, "out of memory");
+    goto out;
+  }
+  *alg = k->alg;
+out:
+  pthread_mutex_unlock(&mu);
+  return jwk;
+}
+
+unsigned long jwks_fetches(const char *url)
+{
+  unsigned long n = 0;
+  int i;
 
   pthread_mutex_lock(&mu);
-  if (strcmp(cache.url, url) != 0) {
-    jwks_set_free(&cache.set);
-    memset(&cache, 0, sizeof(cache));
-    snprintf(cache.url, sizeof(cache.url), "%s", url);
-  }
-  if ((!cache.fetched || now >= cache.expires) && may_fetch(now) &&
-      fetch(url, now, why, sizeof(why)) != 0)
-    log_msg(LOG_WARN, "jwks: %s", why);
-  pem = find(kid);
-  if (!pem && may_fetch(now)) {
-    /* an unknown kid: the keys may have rotated */
-    if (fetch(url, now, why, sizeof(why)) != 0)
-      log_msg(LOG_WARN, "jwks: %s", why);
-    pem = find(kid);
-  }
-  if (pem)
-    copy = strdup(pem);
-  else
-    snprintf(err, errlen, "%s",
-             cache.set.n ? "unknown key id" : "no signing keys available");
+  for (i = 0; i < JWKS_MAX_SETS; i++)
+    if (slots[i].url[0] && !strcmp(slots[i].url, url))
+      n = slots[i].fetches;
   pthread_mutex_unlock(&mu);
-  return copy;
+  return n;
 }
 
 void jwks_reset(void)
 {
+  int i;
+
   pthread_mutex_lock(&mu);
-  jwks_set_free(&cache.set);
-  memset(&cache, 0, sizeof(cache));
+  epoch++;
+  for (i = 0; i < JWKS_MAX_SETS; i++) {
+    jwks_set_free(&slots[i].set);
+    if (slots[i].fetching) {
+      /* its fetcher still finds the slot by URL and clears the flag; the
+       * epoch keeps the old set it brings out */
+      slots[i].fetched = false;
+      slots[i].expires = slots[i].last_fetch = 0;
+      continue;
+    }
+    memset(&slots[i], 0, sizeof(slots[i]));
+  }
   pthread_mutex_unlock(&mu);
 }

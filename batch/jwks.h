@@ -1,8 +1,18 @@
 /*
- * jwks.h — JSON Web Key Sets: the RSA keys that sign Google's OIDC tokens
- * (Pub/Sub push authentication), fetched from a URL, converted to PEM for
- * libjwt and cached per Cache-Control max-age, with a rate-limited refetch
- * when a token names a key id the cache does not hold.
+ * jwks.h — JSON Web Key Sets: the one key-set cache of the process, for
+ * every issuer whose tokens gpugate verifies with published keys (Google's
+ * keys for Pub/Sub push, the organisation's OpenID Provider's keys).
+ *
+ * Keys go through latchset/jose (jose_openssl_jwk_to_EVP_PKEY), never a
+ * hand-written conversion: RSA keys of 2048 to 8192 bits for RS256 and EC
+ * P-256 keys for ES256. Each key's algorithm is pinned when the set is
+ * parsed (the JWK's "alg", else the only one its type allows), so a token's
+ * header can never choose how its key is used.
+ *
+ * Sets are cached per URL for their Cache-Control max-age; a kid the cache
+ * does not hold refetches at most once per cooldown. A fetch runs outside
+ * the cache's lock and only one runs per set at a time (single flight):
+ * callers whose kid is cached are answered from the cache meanwhile.
  */
 #ifndef GPUGATE_JWKS_H
 #define GPUGATE_JWKS_H
@@ -14,12 +24,22 @@
 #include <jansson.h>
 
 #define JWKS_MAX_KEYS 16
-/* Fewest seconds between two fetches of the key set. */
-#define JWKS_REFETCH_MIN_S 30
+/* Distinct key-set URLs cached at once (least recently used replaced). */
+#define JWKS_MAX_SETS 8
+/* Default fewest seconds between two fetches of one key set. */
+#define JWKS_COOLDOWN_S 30
+
+/* The signature algorithms a published key may be pinned to. */
+enum jwks_alg {
+  JWKS_ALG_NONE = 0,
+  JWKS_ALG_RS256 = 1 << 0,
+  JWKS_ALG_ES256 = 1 << 1,
+};
 
 struct jwks_key {
   char kid[128];
-  char *pem; /* owned: SubjectPublicKeyInfo PEM */
+  enum jwks_alg alg; /* pinned: the only algorithm this key verifies */
+  json_t *jwk;       /* owned: the public JWK, "alg" set to the pinned one */
 };
 
 struct jwks_set {
@@ -27,12 +47,17 @@ struct jwks_set {
   int n;
 };
 
+/* "RS256" | "ES256" → its bit; JWKS_ALG_NONE for anything else ("none",
+ * HMACs included). */
+enum jwks_alg jwks_alg_parse(const char *name);
+const char *jwks_alg_name(enum jwks_alg alg); /* "" for none */
+
 /*
- * Parse a JWK set (json: len bytes, borrowed) into *out: every RSA key
- * with a kid, usable for RS256 signatures ("alg" absent or RS256, "use"
- * absent or sig), 2048 to 8192 bits; other keys are skipped. Returns 0, or
- * -1 with a message in err when none is usable. Pure; free with
- * jwks_set_free().
+ * Parse a JWK set (json: len bytes, borrowed) into *out: every signing key
+ * with a kid that jose turns into an RSA key of 2048..8192 bits or an EC
+ * P-256 key ("use" absent or sig; "alg" absent or the one its type allows);
+ * others are skipped. Returns 0, or -1 with a message in err when none is
+ * usable. Pure; free with jwks_set_free().
  */
 int jwks_parse(const char *json, size_t len, struct jwks_set *out, char *err,
                size_t errlen);
@@ -48,16 +73,23 @@ void jwks_set_free(struct jwks_set *s);
 long jwks_max_age(const char *cache_control);
 
 /*
- * The PEM public key for kid from the set at url, fetched or refetched as
- * the cache requires (now is the caller's clock). Returns a new string
- * (free() it), or NULL with a reason in err (unknown key id, key server
- * unreachable). Thread-safe; one set (the last url asked for) is cached
- * per process. Performs outbound HTTP while holding the cache's lock.
+ * The public JWK for kid in the set at url (a new reference; its "alg" is
+ * the key's pinned algorithm, also stored in *alg), fetched or refetched as
+ * the cache requires: when the set is missing or past its max-age, or kid
+ * is unknown, at most one fetch per cooldown_s (<= 0: JWKS_COOLDOWN_S).
+ * now is the caller's clock. A caller whose kid is unknown while another
+ * caller's fetch of the set is in flight waits for that fetch rather than
+ * starting its own; a caller whose kid is cached never waits for a fetch.
+ * Returns NULL with a reason in err (unknown key id, key server
+ * unreachable). Thread-safe.
  */
-char *jwks_key_pem(const char *url, const char *kid, time_t now, char *err,
-                   size_t errlen);
+json_t *jwks_key(const char *url, const char *kid, long cooldown_s, time_t now,
+                 enum jwks_alg *alg, char *err, size_t errlen);
 
-/* Forget the cached set (tests). Thread-safe. */
+/* Fetches of url's set attempted since the process started (tests). */
+unsigned long jwks_fetches(const char *url);
+
+/* Forget every cached set (tests). Thread-safe. */
 void jwks_reset(void);
 
 #endif

@@ -30,7 +30,8 @@ cat >"$T/config.json" <<'JSON'
      "memory_mib": {"nominal": 1000000000}}}]}},
  "teams": {"bench": {"display_name": "Bench", "cost_center": "bench",
                      "monthly_budget_usd": 1000000, "budget_policy": "none"}},
- "team_queues": {"bench": {"q": {"cluster_queue": "cq"}}}}
+ "team_queues": {"bench": {"q": {"cluster_queue": "cq"},
+                           "q2": {"cluster_queue": "cq", "fair_sharing_weight": 2}}}}
 JSON
 "$BIN/gpugate" apply "$T/config.json" >/dev/null
 if [[ -n "${BENCH_PG_LOG_MS:-}" ]]; then # diagnosis: slow statements

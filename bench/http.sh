@@ -31,6 +31,18 @@
 #            cheapest requests are the most sensitive to other load).
 #   RSS      the gateway's peak resident set (VmHWM, and the largest VmRSS
 #            sampled every 100 ms) after the submit run. Goal ≤ 64 MiB.
+#            It grows with the jobs the run leaves active, not with the
+#            requests: the replica is also the admission leader, whose
+#            in-memory state (server/admission.c, scheduler/state.c) holds
+#            every PENDING and ADMITTED job, and with no Batch backend every
+#            submitted job stays ADMITTED. Measured 2026-11-26 with a second
+#            replica serving the submissions and the first leading: after
+#            15,000, 30,000 and 46,000 submitted jobs the serving replica
+#            stayed at 12.7 MiB (peak 14.7) while the leader grew 22.3 →
+#            27.0 → 33.5 MiB, ~0.36 KiB per active job (the job's 240-byte
+#            entry, its id, the hash index and order slots, malloc's
+#            overhead), and the single-replica RSS of a run is 12 MiB plus
+#            that per job (34 MiB after ~45,000 jobs on 2026-11-24).
 #   slurm    bench/slurm.sh in the same run: slurmrestd 22.05 (JWT auth,
 #            one-node cluster on loopback) submitting a held 2-task batch
 #            job and reading jobs back by id, wrk -t2 -c32. Goals: submit
@@ -46,10 +58,20 @@
 #            with stop_policy Hold, then the submit run again into the
 #            main queue. Goal: ÷ the mean of the two submit runs at ~0
 #            pending ≥ 0.9.
-#   CPU      after the table: the CPU the gateway and PostgreSQL's
-#            processes spent per request in each measured run (from
-#            /proc, user + system), so that a run on a busy machine shows
-#            whether the work per request moved or only the time.
+#   CPU      the CPU each side's processes spent per request in the
+#            measured runs, from /proc (user + system, every thread, and
+#            the children a process reaped): gpugate + PostgreSQL (the
+#            postmaster and all its backends, the WAL writer, autovacuum)
+#            against slurmrestd + slurmctld (slurmd and munged are printed
+#            too; they do nothing for a held job and no slurmdbd runs:
+#            AccountingStorageType=accounting_storage/none), and against
+#            pgbench + PostgreSQL. Goals (issue 22): per submit ≤ 0.5 ×
+#            slurmrestd + slurmctld (the means of each side's two runs), per
+#            read ≤ 0.2 ×. Work per request moves much less than requests/s
+#            between runs on a shared VM: a run on a busy machine shows
+#            whether the work per request moved or only the time (though a
+#            loaded machine raises the work too: cache misses, more context
+#            switches, smaller batches in the leader's cycles).
 #
 # Each measured run lasts BENCH_SECONDS (default 10) after a 2 s warm-up of
 # the same load. gpugate runs with GPUGATE_RATE_LIMIT_RPS=0 (off),
@@ -149,22 +171,12 @@ HELLO_PID=$!
 BENCH_PIDS+=("$HELLO_PID")
 HELLO_URL="http://127.0.0.1:$(bench_wait_port "$T/hello.port" "$HELLO_PID" bench_hello)"
 
-# CPU ticks (USER_HZ) used so far by the gateway, and by PostgreSQL's
-# processes (the postmaster's children: backends, WAL writer, autovacuum)
-cpu_ticks() {
-  local pm gg pg=0 p
-  pm="$(head -1 "$T/pg/data/postmaster.pid")"
-  gg="$(awk '{print $14 + $15}' "/proc/$GG_PID/stat")"
-  for p in $(pgrep -P "$pm"); do
-    pg=$((pg + $(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0)))
-  done
-  echo "$gg $pg"
-}
+# CPU ticks (USER_HZ) used so far by the gateway, and by PostgreSQL
+cpu_ticks() { echo "$(bench_proc_ticks "$GG_PID") $(bench_pg_ticks)"; }
 
 # wrk: run (warm-up, then measured); print requests/s; non-2xx fail the run.
 # The CPU the gateway and PostgreSQL spent per request in the measured run
-# goes to $T/cpu.last as "gpugate_us postgres_us" (exited backends are not
-# counted: the gateway's pooled connections outlive the run).
+# goes to $T/cpu.last as "gpugate_us postgres_us".
 wrk_rps() {
   local out non2xx before after n
   wrk -t2 -c"$CONNS" -d2s "$@" >/dev/null 2>&1 || true
@@ -173,10 +185,9 @@ wrk_rps() {
     bench_die "wrk failed: $(cat "$T/wrk.err")"
   after="$(cpu_ticks)"
   n="$(awk '/requests in/ {print $1}' <<<"$out")"
-  awk -v b="$before" -v a="$after" -v n="${n:-0}" -v hz="$(getconf CLK_TCK)" 'BEGIN {
-    split(b, x, " "); split(a, y, " ")
-    if (n > 0) printf "%.0f %.0f\n", (y[1] - x[1]) * 1e6 / hz / n, (y[2] - x[2]) * 1e6 / hz / n
-    else print "- -" }' >"$T/cpu.last"
+  read -r b_gg b_pg <<<"$before"
+  read -r a_gg a_pg <<<"$after"
+  echo "$(bench_us_per "$b_gg" "$a_gg" "${n:-0}") $(bench_us_per "$b_pg" "$a_pg" "${n:-0}")" >"$T/cpu.last"
   echo "$out" >>"$T/wrk.log"
   non2xx="$(awk '/Non-2xx or 3xx responses:/ {print $NF}' <<<"$out")"
   if [[ -n "$non2xx" && "$non2xx" != 0 ]] || grep -q 'HTTP' "$T/wrk.err"; then
@@ -186,13 +197,25 @@ wrk_rps() {
   awk '/^Requests\/sec:/ {printf "%.0f", $2}' <<<"$out"
 }
 
-# pgbench: warm-up, then measured; print transactions/s.
+# pgbench: warm-up, then measured; print transactions/s. The CPU pgbench
+# and PostgreSQL spent per transaction in the measured run goes to
+# $T/cpu.last as "pgbench_us postgres_us" (pgbench's from this shell's
+# reaped children, the backends' through the postmaster).
 pgbench_tps() {
-  local out args=(-n -M prepared -c "$CONNS" -j 2 "$@")
+  local out n b_cl b_pg a_cl a_pg args=(-n -M prepared -c "$CONNS" -j 2 "$@")
   pgbench "${args[@]}" -T 2 "$PGURI" >/dev/null 2>&1 || true
-  out="$(pgbench "${args[@]}" -T "$SECS" "$PGURI" 2>&1)" ||
-    bench_die "pgbench failed: $out"
+  bench_children_ticks
+  b_cl=$BENCH_CHILD_TICKS
+  b_pg="$(bench_pg_ticks)"
+  pgbench "${args[@]}" -T "$SECS" "$PGURI" >"$T/pgbench.out" 2>&1 ||
+    bench_die "pgbench failed: $(cat "$T/pgbench.out")"
+  a_pg="$(bench_pg_ticks)"
+  bench_children_ticks
+  a_cl=$BENCH_CHILD_TICKS
+  out="$(cat "$T/pgbench.out")"
   echo "$out" >>"$T/pgbench.log"
+  n="$(awk '/^number of transactions actually processed:/ {print $NF}' <<<"$out")"
+  echo "$(bench_us_per "$b_cl" "$a_cl" "${n:-0}") $(bench_us_per "$b_pg" "$a_pg" "${n:-0}")" >"$T/cpu.last"
   awk '/^tps = / {printf "%.0f", $3}' <<<"$out"
 }
 
@@ -245,6 +268,7 @@ INSERT INTO bench_jobs (id, team, queue, cluster_queue, name, priority_class, pr
 EOF
 # the spec travels as a parameter, as gpugate sends it
 submit_pg="$(pgbench_tps -D spec="$spec" -f "$T/insert.sql")"
+cpu_pg_submit="$(cat "$T/cpu.last")"
 
 bench_log "get by id: gpugate over the $jobs_made submitted jobs, then pgbench SELECT (${SECS} s each)"
 "${PSQL[@]}" -c "SELECT '/v1/teams/bench/jobs/' || id FROM jobs ORDER BY seq" >"$T/paths"
@@ -257,15 +281,24 @@ cat >"$T/select.sql" <<EOF
 SELECT * FROM jobs WHERE team = 'bench' AND seq = :n;
 EOF
 get_pg="$(pgbench_tps -f "$T/select.sql")"
+cpu_pg_get="$(cat "$T/cpu.last")"
 
 # --- the peer: slurmrestd on a one-node Slurm cluster, same wrk load -------
 bench_log "slurmrestd: submit and read by id (bench/slurm.sh, ${SECS} s each)"
 slurm_submit=0
 slurm_read=0
 slurm_runs="-"
+slurm_cpu_submit="-"
+slurm_cpu_submit2="-"
+slurm_cpu_read="-"
+slurm_field() { sed -n "s/.*\b$1=\([0-9,]*\).*/\1/p" "$T/slurm.out"; }
 if bench/slurm.sh "$T/slurm.out" && [[ -s "$T/slurm.out" ]]; then
-  read -r slurm_submit slurm_read < <(sed 's/submit=\([0-9]*\) read=\([0-9]*\).*/\1 \2/' "$T/slurm.out")
-  slurm_runs="$(sed -n 's/.*runs=\([0-9,]*\).*/\1/p' "$T/slurm.out")"
+  slurm_submit="$(slurm_field submit)"
+  slurm_read="$(slurm_field read)"
+  slurm_runs="$(slurm_field runs)"
+  slurm_cpu_submit="$(slurm_field cpu_submit)"
+  slurm_cpu_submit2="$(slurm_field cpu_submit2)"
+  slurm_cpu_read="$(slurm_field cpu_read)"
 else
   bench_log "bench/slurm.sh failed: its rows show 0"
 fi
@@ -274,6 +307,7 @@ fi
 # around slurmrestd's two, and around pgbench's two
 bench_log "submit: pgbench INSERT again, then gpugate again (${SECS} s each)"
 submit_pg2="$(pgbench_tps -D spec="$spec" -f "$T/insert.sql")"
+cpu_pg_submit2="$(cat "$T/cpu.last")"
 submit_gg2="$(wrk_rps -s bench/wrk/submit.lua "$GG_URL/v1/teams/bench/jobs")"
 cpu_submit2="$(cat "$T/cpu.last")"
 submit_gg_mean=$(((submit_gg + submit_gg2) / 2))
@@ -323,13 +357,47 @@ ratio_row "submit at $pending_now pending" "$submit_gg_100k" "$submit_gg_mean" "
 ratio_row "submit vs slurmrestd (means of 2)" "$submit_gg_mean" "$slurm_submit" "req/s slurmrestd job submit" 2
 ratio_row "get by id vs slurmrestd" "$get_gg" "$slurm_read" "req/s slurmrestd job read" 5
 ratio_row "/healthz" "$healthz_gg" "$healthz_hello" "req/s MHD hello" 0.8
+# CPU per request, both sides' servers (and pgbench, the client that is its
+# own server's only work): lower is better, so the goal is a ceiling
+cpu_row() { # FIGURE GG_US BASE_US BASE_LABEL GOAL
+  local r met=NO
+  if [[ -z "$3" || "$3" == 0 || "$3" == - || -z "$2" || "$2" == - ]]; then
+    bench_row "$1" "${2:--} µs" "- $4" "-" "${5:+<= }${5:--}" "${5:+NO}"
+    return
+  fi
+  r="$(bench_calc "$2 / $3")"
+  if [[ -z "$5" ]]; then
+    met=-
+  else
+    bench_true "$2 / $3 <= $5" && met=yes
+    [[ "$met" == NO ]] && bench_true "$r <= $5" && r="$(awk "BEGIN { printf \"%.3f\", $2 / $3 }")"
+  fi
+  bench_row "$1" "$2 µs" "$3 µs $4" "$r" "${5:+<= }${5:--}" "$met"
+}
+sum2() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || a == "" || b == "") print "-"; else print a + b }'; }
+# "x y" → x + y; "a,b,c,d" → a + b (slurmrestd + slurmctld)
+pair_sum() { read -r x y <<<"$1"; sum2 "$x" "$y"; }
+slurm_pair() { awk -F, '{ if (NF < 2) print "-"; else print $1 + $2 }' <<<"$1"; }
+mean2() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-") print "-"; else printf "%.0f", (a + b) / 2 }'; }
+gg_cpu_submit="$(mean2 "$(pair_sum "$cpu_submit")" "$(pair_sum "$cpu_submit2")")"
+gg_cpu_get="$(pair_sum "$cpu_get")"
+cpu_row "CPU per submit vs slurmrestd+slurmctld" "$gg_cpu_submit" \
+  "$(mean2 "$(slurm_pair "$slurm_cpu_submit")" "$(slurm_pair "$slurm_cpu_submit2")")" "slurmrestd+slurmctld" 0.5
+cpu_row "CPU per read vs slurmrestd+slurmctld" "$gg_cpu_get" "$(slurm_pair "$slurm_cpu_read")" "slurmrestd+slurmctld" 0.2
+cpu_row "CPU per submit vs pgbench+PostgreSQL" "$gg_cpu_submit" \
+  "$(mean2 "$(pair_sum "$cpu_pg_submit")" "$(pair_sum "$cpu_pg_submit2")")" "pgbench+PostgreSQL INSERT" ""
+cpu_row "CPU per read vs pgbench+PostgreSQL" "$gg_cpu_get" "$(pair_sum "$cpu_pg_get")" "pgbench+PostgreSQL SELECT" ""
 rss_mib="$(bench_calc "(${rss_hwm:-0} > ${rss_max:-0} ? ${rss_hwm:-0} : ${rss_max:-0}) / 1024")"
 met=NO
 bench_true "$rss_mib <= 64" && met=yes
-bench_row "gateway RSS, submit run (peak)" "$rss_mib MiB" "$(bench_calc "${rss_before:-0} / 1024") MiB before the run" "-" "<= 64 MiB" "$met"
+bench_row "gateway RSS, submit run (peak)" "$rss_mib MiB" "$(bench_calc "${rss_before:-0} / 1024") MiB before; $jobs_made jobs after" "-" "<= 64 MiB" "$met"
 echo
 echo "submit runs, in order: gpugate $submit_gg; pgbench INSERT $submit_pg; slurmrestd $slurm_runs;" \
   "pgbench INSERT $submit_pg2; gpugate $submit_gg2 (req/s, tx/s)"
 echo "CPU per request in the measured runs, µs (gpugate PostgreSQL):" \
   "submit $cpu_submit; submit again $cpu_submit2;" \
   "submit at 100k pending $cpu_submit_100k; get $cpu_get"
+echo "CPU per transaction, µs (pgbench PostgreSQL): INSERT $cpu_pg_submit; INSERT again $cpu_pg_submit2;" \
+  "SELECT $cpu_pg_get"
+echo "CPU per request, µs (slurmrestd,slurmctld,slurmd,munged): submit $slurm_cpu_submit;" \
+  "submit again $slurm_cpu_submit2; read $slurm_cpu_read"

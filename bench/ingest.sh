@@ -19,7 +19,8 @@
 # and prints rows, seconds, rows/s, MB/s, the command's peak RSS and CPU
 # time (getrusage of the waited process, as /usr/bin/time -v reports them)
 # and the CPU time the whole cluster used meanwhile. The cluster and the
-# file are removed at the end.
+# file are removed at the end. Then bench/focus.sh times the FOCUS export
+# of a year of rollups.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -157,3 +158,6 @@ read -r bq_s bq_rss _ <"$work/bq.time"
 awk -v f="$floor_s" -v b="$bq_s" -v k="$bq_rss" 'BEGIN {
   printf "BigQuery pull ÷ \\copy floor: %.2f (goal >= 0.8), peak RSS %.1f MiB (goal <= 64)\n",
          f / b, k / 1024 }'
+
+# the FOCUS export of a year of rollups (a cluster and a server of its own)
+bench/focus.sh

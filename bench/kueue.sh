@@ -5,11 +5,12 @@
 # (`make bench` runs it; it prints figures and asserts nothing).
 #
 # 1. Dispatch rate. Four regions (us-central1, us-east4, europe-west4,
-#    asia-east1), a flavor and a cluster queue with ample quota per region.
-#    DISPATCH_JOBS (2,000) 1-CPU jobs, round-robin over the regions, each
-#    running an hour (EMU_RUN_MS), are submitted (build/bench_driver burst,
-#    32 connections) while the queues are held (stop_policy Hold); then the
-#    queues are released, the next admission cycle admits every job, and
+#    asia-east1), one flavor over them and one cluster queue with ample
+#    quota. DISPATCH_JOBS (2,000) 1-CPU jobs, round-robin over the regions
+#    (each names its region), each running an hour (EMU_RUN_MS), are
+#    submitted (build/bench_driver burst, 32 connections) while the queue
+#    is held (stop_policy Hold); then the queue is released, the next
+#    admission cycle admits every job, and
 #    only the dispatcher paces the creates, without submits competing for
 #    the machine. From the emulator's request log (GET /emulator/requests):
 #    per region, successful creates per second from its first to its last
@@ -117,7 +118,9 @@
 # BENCH_KEEP=1 keeps the temp dir (logs, PostgreSQL) for inspection;
 # BENCH_PG_LOG_MS=N sets log_min_duration_statement (in its pg/log);
 # BENCH_PG_STATEMENTS=1 prints the costliest statements at the end;
-# KUEUE_SKIP_DISPATCH=1 / KUEUE_SKIP_SHAPE=1 run only one part.
+# KUEUE_SKIP_DISPATCH=1 / KUEUE_SKIP_SHAPE=1 run only one part;
+# KUEUE_SKIP_FAIR_SHARE=1 skips the shape's second run, with every cluster
+# queue's usage_fair_sharing on (fair share over time; its own row).
 set -euo pipefail
 BENCH_NAME=bench/kueue.sh
 # shellcheck source=bench/lib.sh
@@ -155,6 +158,10 @@ start_stack() {
 }
 
 stop_stack() {
+  local ticks
+  # gpugate's CPU (user + system) over the part, for comparing runs
+  ticks="$(awk '{print $14 + $15}' "/proc/$GG_PID/stat" 2>/dev/null || echo '')"
+  [[ -n "$ticks" ]] && bench_log "gpugate CPU: $(bench_calc "$ticks / $(getconf CLK_TCK)") s"
   kill -TERM "$GG_PID" 2>/dev/null || true
   wait "$GG_PID" 2>/dev/null || true
   kill -TERM "$EMU_PID" 2>/dev/null || true
@@ -177,29 +184,23 @@ rows=()
 add_row() { rows+=("$(bench_row "$@")"); }
 
 # --- 1. dispatch rate --------------------------------------------------------
-# Administrator objects of the dispatch part; $1: the queues' stop_policy.
+# Administrator objects of the dispatch part; $1: the queue's stop_policy.
+# One flavor over the four regions and one cluster queue, each job naming
+# its region (`locations`): releasing the queue is one change, so one
+# admission cycle admits every job (a queue per region, released one by
+# one by `gpugate apply`, admitted each region's jobs a cycle later than
+# the one before, 0.2-0.7 s apart on a busy machine, and that showed in
+# the dispatch rate).
 dispatch_objects() {
-  local i
+  local regions_json
+  regions_json="$(printf '"%s",' "${REGIONS[@]}")"
   echo '{"priority_classes": {"default": {"value": 10, "preemption_policy": "Never", "default": true}},'
-  echo ' "flavors": {'
-  for i in "${!REGIONS[@]}"; do
-    ((i)) && echo ','
-    printf '"cpu-%s": {"provisioning_model": "STANDARD", "machine_type": "n2-standard-4", "gpus_per_vm": 0, "locations": ["%s"]}' \
-      "${REGIONS[i]}" "${REGIONS[i]}"
-  done
-  echo '}, "cluster_queues": {'
-  for i in "${!REGIONS[@]}"; do
-    ((i)) && echo ','
-    printf '"cq-%s": {"stop_policy": "%s", "flavors": [{"name": "cpu-%s", "resources": {"cpu_milli": {"nominal": 1000000000}, "memory_mib": {"nominal": 1000000000}}}]}' \
-      "${REGIONS[i]}" "$1" "${REGIONS[i]}"
-  done
-  echo '}, "teams": {"disp": {"display_name": "Dispatch bench", "cost_center": "bench"}},'
-  echo ' "team_queues": {"disp": {'
-  for i in "${!REGIONS[@]}"; do
-    ((i)) && echo ','
-    printf '"%s": {"cluster_queue": "cq-%s"}' "${REGIONS[i]}" "${REGIONS[i]}"
-  done
-  echo '}}}'
+  printf ' "flavors": {"cpu-4": {"provisioning_model": "STANDARD", "machine_type": "n2-standard-4", "gpus_per_vm": 0, "locations": [%s]}},\n' \
+    "${regions_json%,}"
+  printf ' "cluster_queues": {"cq-dispatch": {"stop_policy": "%s", "flavors": [{"name": "cpu-4", "resources": {"cpu_milli": {"nominal": 1000000000}, "memory_mib": {"nominal": 1000000000}}}]}},\n' \
+    "$1"
+  echo ' "teams": {"disp": {"display_name": "Dispatch bench", "cost_center": "bench"}},'
+  echo ' "team_queues": {"disp": {"dispatch": {"cluster_queue": "cq-dispatch"}}}}'
 }
 
 if [[ -z "${KUEUE_SKIP_DISPATCH:-}" ]]; then
@@ -207,7 +208,7 @@ if [[ -z "${KUEUE_SKIP_DISPATCH:-}" ]]; then
   dispatch_objects None >"$T/dispatch-release.json"
   EMU_PROJECT="$PROJECT" EMU_RUN_MS=3600000 start_stack dispatch
   bench_log "dispatch: $DISPATCH_JOBS jobs over ${#REGIONS[@]} regions"
-  DRV_TOKEN="$(bench_token disp member)" DRV_QUEUES="$(
+  DRV_TOKEN="$(bench_token disp member)" DRV_QUEUES=dispatch DRV_REGIONS="$(
     IFS=,
     echo "${REGIONS[*]}"
   )" DRV_CONCURRENCY=32 "$BIN/bench_driver" burst "$GG_URL" disp "$DISPATCH_JOBS" \
@@ -224,6 +225,9 @@ if [[ -z "${KUEUE_SKIP_DISPATCH:-}" ]]; then
   done
   creates_tsv >"$T/creates.tsv"
   n429="$(curl -fsS "$EMU_URL/emulator/requests" | jq '[.requests[] | select(.status == 429)] | length')"
+  a2c="$(bench_admission_to_create)"
+  inflight="$(curl -fsS "$EMU_URL/emulator/healthz" | jq -r '.maxInFlight.create')"
+  bench_log "dispatch: at most $inflight creates under way at once (emulator)"
   # the leader reconciled its in-memory state every 10 s of the run
   drift="$(curl -fsS "$GG_URL/metrics" | awk '$1 == "gpugate_admission_state_drift_total" { print $2 }')"
   reconciled="$(grep -c 'admission state drift repaired' "$T/gpugate.log" || true)"
@@ -263,10 +267,20 @@ if [[ -z "${KUEUE_SKIP_DISPATCH:-}" ]]; then
   met=NO
   ((n429 == 0)) && met=yes
   add_row "dispatch: 429s from the emulator" "$n429" "$total_creates creates, 4 regions" "-" "0" "$met"
+  add_row "dispatch: admission → create p50/p99" "$(awk '{printf "%.2f / %.2f s", $1, $2}' <<<"$a2c")" \
+    "all admitted at once: the budget's queue" "-" "-" "-"
 fi
 
 # --- 2. Kueue baseline shape -------------------------------------------------
-if [[ -z "${KUEUE_SKIP_SHAPE:-}" ]]; then
+# The Kueue baseline shape in database $1; $2 = 1 sets usage_fair_sharing
+# (fair share over time, half-life 60 s, CPU weighted) on every cluster
+# queue, so that the borrowers of each cohort are ranked by decayed usage.
+kueue_shape() {
+  local db="$1" fs="$2" fs_json="" label=""
+  if ((fs)); then
+    fs_json=', "usage_fair_sharing": {"half_life_s": 60, "resource_weights": {"gpu": 0, "cpu": 1, "memory": 0}}'
+    label=", usage fair sharing on"
+  fi
   regions_json="$(printf '"%s",' "${REGIONS[@]}")"
   {
     echo '{"priority_classes": {'
@@ -283,8 +297,8 @@ if [[ -z "${KUEUE_SKIP_SHAPE:-}" ]]; then
     for c in 0 1 2 3 4; do
       for q in 0 1 2 3 4 5; do
         ((c + q)) && echo ','
-        printf '"c%d-q%d": {"cohort": "cohort-%d", "preemption": {"within_cluster_queue": "LowerPriority", "reclaim_within_cohort": "Any"}, "flavors": [{"name": "cpu", "resources": {"cpu_milli": {"nominal": 20000, "borrowing_limit": 100000}, "memory_mib": {"nominal": 1000000000}}}]}' \
-          "$c" "$q" "$c"
+        printf '"c%d-q%d": {"cohort": "cohort-%d", "preemption": {"within_cluster_queue": "LowerPriority", "reclaim_within_cohort": "Any"}, "flavors": [{"name": "cpu", "resources": {"cpu_milli": {"nominal": 20000, "borrowing_limit": 100000}, "memory_mib": {"nominal": 1000000000}}}]%s}' \
+          "$c" "$q" "$c" "$fs_json"
       done
     done
     echo '}, "teams": {"kueue": {"display_name": "Kueue shape", "cost_center": "bench"}},'
@@ -296,14 +310,14 @@ if [[ -z "${KUEUE_SKIP_SHAPE:-}" ]]; then
       done
     done
     echo '}}}'
-  } >"$T/kueue.json"
+  } >"$T/$db.json"
   GPUGATE_ADMISSION_RECONCILE_S=10 EMU_PROJECT="$PROJECT" EMU_START_MS=0 \
-    EMU_CANCEL_MS=0 EMU_DELETE_MS=0 start_stack kueue
-  bench_log "Kueue baseline: 15,000 jobs, arrivals over $(bench_calc "60 * $SCALE") s (scale $SCALE)"
+    EMU_CANCEL_MS=0 EMU_DELETE_MS=0 start_stack "$db"
+  bench_log "Kueue baseline$label: 15,000 jobs, arrivals over $(bench_calc "60 * $SCALE") s (scale $SCALE)"
   DRV_TOKEN="$(bench_token kueue member)" DRV_SCALE="$SCALE" DRV_REGIONS="$(
     IFS=,
     echo "${REGIONS[*]}"
-  )" DRV_CONCURRENCY=32 "$BIN/bench_driver" kueue "$GG_URL" kueue >"$T/kueue.out" &
+  )" DRV_CONCURRENCY=32 "$BIN/bench_driver" kueue "$GG_URL" kueue >"$T/$db.out" &
   DRV_PID=$!
   BENCH_PIDS+=("$DRV_PID")
   start_s="$(date +%s)"
@@ -329,11 +343,11 @@ if [[ -z "${KUEUE_SKIP_SHAPE:-}" ]]; then
     sleep 1
   done
   wait "$DRV_PID" || true
-  first="$(awk -F= '$1 == "first_submit_unix" {print $2}' "$T/kueue.out")"
-  floor="$(awk -F= '$1 == "floor_s" {print $2}' "$T/kueue.out")"
-  kok="$(awk -F= '$1 == "ok" {print $2}' "$T/kueue.out")"
-  late50="$(awk -F= '$1 == "late_p50_ms" {print $2}' "$T/kueue.out")"
-  late99="$(awk -F= '$1 == "late_p99_ms" {print $2}' "$T/kueue.out")"
+  first="$(awk -F= '$1 == "first_submit_unix" {print $2}' "$T/$db.out")"
+  floor="$(awk -F= '$1 == "floor_s" {print $2}' "$T/$db.out")"
+  kok="$(awk -F= '$1 == "ok" {print $2}' "$T/$db.out")"
+  late50="$(awk -F= '$1 == "late_p50_ms" {print $2}' "$T/$db.out")"
+  late99="$(awk -F= '$1 == "late_p99_ms" {print $2}' "$T/$db.out")"
   read -r succeeded finished last evictions < <("${PSQL[@]}" -F ' ' -c "
     SELECT count(*) FILTER (WHERE state = 'SUCCEEDED'),
            count(*) FILTER (WHERE state IN ('SUCCEEDED', 'FAILED', 'CANCELLED')),
@@ -341,6 +355,7 @@ if [[ -z "${KUEUE_SKIP_SHAPE:-}" ]]; then
            (SELECT count(*) FROM job_events WHERE to_state = 'EVICTING')
     FROM jobs")
   dup="$(curl -fsS "$EMU_URL/emulator/jobs" | jq '[.creates | to_entries[] | select(.value > 1)] | length' || echo '?')"
+  a2c="$(bench_admission_to_create)"
   n429="$(curl -fsS "$EMU_URL/emulator/requests" | jq '[.requests[] | select(.status == 429)] | length')"
   # the leader reconciled its in-memory state every 10 s of the run
   drift="$(curl -fsS "$GG_URL/metrics" | awk '$1 == "gpugate_admission_state_drift_total" { print $2 }')"
@@ -349,25 +364,34 @@ if [[ -z "${KUEUE_SKIP_SHAPE:-}" ]]; then
   wall="$(bench_calc "$last - $first")"
   ratio="$(bench_calc "$wall / $floor")"
   met=NO
-  ((finished == 15000)) && bench_true "$wall / $floor <= 1.6" && met=yes
-  what="Kueue baseline, 15,000 jobs"
+  goal=1.6 # issue 10; issue 22: 1.8 with a real Batch's latency
+  [[ -n "$BENCH_LATENCY" ]] && goal=1.8
+  ((finished == 15000)) && bench_true "$wall / $floor <= $goal" && met=yes
+  what="Kueue baseline, 15,000 jobs$label"
   ((finished == 15000)) || what="Kueue baseline: $finished of 15,000 done"
   [[ "$SCALE" == 1 ]] || what="$what, x$SCALE"
   add_row "$what" "$(bench_calc "$wall / 1") s wall" \
-    "floor $(bench_calc "$floor / 1") s; Kueue CI ~351 s = 5.3x" "$ratio" "<= 1.6" "$met"
+    "floor $(bench_calc "$floor / 1") s; Kueue CI ~351 s = 5.3x" "$ratio" "<= $goal" "$met"
   add_row "  submit lag behind arrivals, p50/p99" \
     "$(bench_calc "$late50 / 1000") / $(bench_calc "$late99 / 1000") s" \
     "$kok submitted, arrivals over $(bench_calc "60 * $SCALE / 1") s" "-" "-" "-"
   add_row "  succeeded / preemptions" "$succeeded / $evictions" "-" "-" "-" "-"
+  add_row "  admission → create p50/p99" "$(awk '{printf "%.2f / %.2f s", $1, $2}' <<<"$a2c")" \
+    "$(awk '{print $3}' <<<"$a2c") creates" "-" "-" "-"
   add_row "  429s / jobs created twice" "$n429 / $dup" "-" "-" "0 / 0" \
     "$( ((n429 == 0)) && [[ "$dup" == 0 ]] && echo yes || echo NO)"
   add_row "  admission state drift (reconciled/10 s)" "${drift:-?}" \
     "$reconciled drifted jobs logged" "-" "0" \
     "$([[ "${drift:-}" == 0 ]] && echo yes || echo NO)"
+}
+
+if [[ -z "${KUEUE_SKIP_SHAPE:-}" ]]; then
+  kueue_shape kueue 0
+  [[ -n "${KUEUE_SKIP_FAIR_SHARE:-}" ]] || kueue_shape kueuefs 1
 fi
 
 bench_log "done; machine: $(nproc) cores, $(. /etc/os-release && echo "$PRETTY_NAME"), $(uname -r)"
 echo
-echo "bench/kueue.sh: gpugate + Batch emulator, 4 regions; $(nproc) cores"
+echo "bench/kueue.sh: gpugate + Batch emulator, 4 regions; Batch latency $(bench_latency_label) (${BENCH_LATENCY:-none}); $(nproc) cores"
 bench_header
 printf '%s\n' "${rows[@]}"

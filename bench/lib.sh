@@ -120,15 +120,48 @@ bench_start_gpugate() {
   GG_URL="http://127.0.0.1:$(bench_wait_port "$T/gpugate.port" "$GG_PID" gpugate)"
 }
 
-# Start the Batch emulator with the current EMU_* environment; sets
-# EMU_PID and EMU_URL.
+# A real Batch's latency per call, median/p99 in ms (the emulator's
+# EMU_LATENCY_MS): on by default, BENCH_BATCH_LATENCY=0 for an emulator
+# that answers at once, or another spec (tests/emulator/emu_latency.h).
+BENCH_LATENCY_DEFAULT="create:300/1500,get:80/400,list:150/800,cancel:250/1200,delete:250/1200"
+if [[ "${BENCH_BATCH_LATENCY-}" == 0 ]]; then
+  BENCH_LATENCY=""
+else
+  BENCH_LATENCY="${BENCH_BATCH_LATENCY:-$BENCH_LATENCY_DEFAULT}"
+fi
+# "create 300 ms" or "0 ms", for the tables
+bench_latency_label() {
+  local m
+  m="$(sed -n 's/.*create:\([0-9]*\).*/\1/p' <<<"$BENCH_LATENCY")"
+  if [[ -n "$m" && "$m" != 0 ]]; then echo "create ${m} ms"; else echo "0 ms"; fi
+}
+
+# Start the Batch emulator with the current EMU_* environment (and the
+# latency model, BENCH_LATENCY, unless EMU_LATENCY_MS is set); sets EMU_PID
+# and EMU_URL.
 bench_start_emulator() {
   rm -f "$T/emu.port"
   EMU_LISTEN=127.0.0.1:0 EMU_PORT_FILE="$T/emu.port" EMU_EXIT_WITH_PARENT=true \
+    EMU_LATENCY_MS="${EMU_LATENCY_MS-$BENCH_LATENCY}" \
     EMU_LOG_LEVEL=warn "$BIN/batch_emulator" 2>>"$T/emulator.log" &
   EMU_PID=$!
   BENCH_PIDS+=("$EMU_PID")
   EMU_URL="http://127.0.0.1:$(bench_wait_port "$T/emu.port" "$EMU_PID" "the emulator")"
+}
+
+# Admission to Batch create per job on the database PSQL names: from the
+# latest admission of the attempt to its BatchJobCreated event. Prints
+# "p50 p99 count" (seconds).
+bench_admission_to_create() {
+  "${PSQL[@]}" -F ' ' -c "
+    SELECT coalesce(round(percentile_cont(0.5) WITHIN GROUP (ORDER BY d)::numeric, 3), 0),
+           coalesce(round(percentile_cont(0.99) WITHIN GROUP (ORDER BY d)::numeric, 3), 0),
+           count(*)
+    FROM (SELECT extract(epoch FROM c.at - (SELECT max(a.at) FROM job_events a
+                 WHERE a.job_id = c.job_id AND a.attempt = c.attempt
+                 AND a.to_state = 'ADMITTED' AND a.id < c.id)) AS d
+          FROM job_events c WHERE c.reason = 'BatchJobCreated') x
+    WHERE d IS NOT NULL"
 }
 
 bench_token() {
@@ -156,3 +189,42 @@ bench_row() {
 bench_calc() { awk "BEGIN { printf \"%.2f\", $1 }"; }
 # 1 when the awk condition holds
 bench_true() { awk "BEGIN { exit !($1) }"; }
+
+# CPU, in clock ticks (USER_HZ, user + system, every thread), used so far by
+# process PID and the children it has reaped (fields 14–17 of
+# /proc/PID/stat; the name in field 2 has no space for the processes
+# measured here). 0 when the process is gone.
+bench_proc_ticks() {
+  awk '{print $14 + $15 + $16 + $17}' "/proc/$1/stat" 2>/dev/null || echo 0
+}
+
+# PostgreSQL's CPU so far: the postmaster, its live children (backends,
+# WAL writer, autovacuum) and the children it has reaped — a pgbench run's
+# backends exit with it and are counted through the postmaster.
+bench_pg_ticks() {
+  local pm t p
+  pm="$(head -1 "$T/pg/data/postmaster.pid")"
+  t="$(bench_proc_ticks "$pm")"
+  for p in $(pgrep -P "$pm"); do
+    t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0)))
+  done
+  echo "$t"
+}
+
+# µs of CPU per request: bench_us_per TICKS_BEFORE TICKS_AFTER REQUESTS
+bench_us_per() {
+  awk -v b="$1" -v a="$2" -v n="$3" -v hz="$(getconf CLK_TCK)" \
+    'BEGIN { if (n > 0) printf "%.0f", (a - b) * 1e6 / hz / n; else print "-" }'
+}
+
+# CPU ticks of this shell's reaped children so far (bash's `times`, second
+# line: children's user and system time), for a client such as pgbench
+# that has exited by the time it could be read from /proc
+# (call it as a plain command, not in a pipe or $(…): those run in a
+# subshell with children of its own); prints nothing, sets BENCH_CHILD_TICKS
+bench_children_ticks() {
+  times >"$T/times"
+  BENCH_CHILD_TICKS="$(awk -v hz="$(getconf CLK_TCK)" 'NR == 2 {
+    split($1, u, /[ms]/); split($2, s, /[ms]/)
+    printf "%.0f", ((u[1] * 60 + u[2]) + (s[1] * 60 + s[2])) * hz }' "$T/times")"
+}

@@ -25,6 +25,9 @@
 #    quota: 6,000, which the emulator enforces, so a breach would show as
 #    429s) and the number of 429s.
 #
+# The emulator answers with a real Batch's latency (bench/lib.sh;
+# BENCH_BATCH_LATENCY=0 for none).
+#
 # Usage: make build/gpugate build/batch_emulator && bench/race.sh
 set -euo pipefail
 
@@ -202,6 +205,8 @@ curl -fsS "$EMU_URL/emulator/requests" |
     "\(.path | capture("/locations/(?<r>[^/]+)/").r)\t\(.status)\t\(.atMs)"' >"$T/mutations.tsv"
 stop_stack
 
+echo
+echo "bench/race.sh: Batch latency $(bench_latency_label) (${BENCH_LATENCY:-none}); $(nproc) cores"
 bench_header
 bench_row "submit→RUNNING, failover: mean/p50/max" "$fo_mean / $fo_p50 / $fo_max s" \
   "$TRIALS trials, seed $SEED, cap ${CAP_S} s" "-" "-" "-"

@@ -20,9 +20,14 @@
 # packages (slurmctld slurmd slurmrestd munge slurm-wlm-jwt-plugin) are
 # installed from Debian when missing.
 #
+# Each measured run also records the CPU (from /proc: user + system, all
+# threads) that slurmrestd, slurmctld, slurmd and munged spent per request.
+#
 # Usage: bench/slurm.sh [OUT]   — OUT gets "submit=N read=N jobs=N
-# runs=N,N" (requests/s: submit is the mean of the two runs); without OUT
-# the figures are printed. BENCH_SECONDS as in http.sh.
+# runs=N,N cpu_submit=R,C,D,M cpu_submit2=R,C,D,M cpu_read=R,C,D,M"
+# (requests/s: submit is the mean of the two runs; CPU in µs per request of
+# slurmrestd, slurmctld, slurmd, munged); without OUT the figures are
+# printed. BENCH_SECONDS as in http.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 NAME=bench/slurm.sh
@@ -132,10 +137,13 @@ export SLURM_CONF="$S/slurm.conf"
 munged --force --key-file="$S/munge/munge.key" --socket="$S/munge/munge.sock" \
   --pid-file="$S/munge/munged.pid" --log-file="$S/munge/munged.log" \
   --seed-file="$S/munge/munged.seed" --foreground 2>>"$S/munge/munged.log" &
+MUNGED_PID=$!
 PIDS+=($!)
 slurmctld -D -i -f "$SLURM_CONF" 2>>"$S/slurmctld.err" &
+CTLD_PID=$!
 PIDS+=($!)
 slurmd -D -N localhost -f "$SLURM_CONF" 2>>"$S/slurmd.err" &
+SLURMD_PID=$!
 PIDS+=($!)
 
 # slurmctld answers, and the node is up
@@ -154,6 +162,7 @@ chmod 644 "$SLURM_CONF"
 setpriv --reuid=slurm --regid=slurm --clear-groups -- \
   env SLURM_CONF="$SLURM_CONF" SLURM_JWT=daemon slurmrestd -a rest_auth/jwt -s openapi/v0.0.38 \
   -t 8 "127.0.0.1:$REST_PORT" 2>>"$S/slurmrestd.log" &
+REST_PID=$! # setpriv execs slurmrestd: the same process
 PIDS+=($!)
 URL="http://127.0.0.1:$REST_PORT"
 for ((i = 0; ; i++)); do
@@ -170,11 +179,30 @@ one="$(curl -sS -X POST -H "X-SLURM-USER-NAME: $JOB_USER" -H "X-SLURM-USER-TOKEN
   "$URL/slurm/v0.0.38/job/submit")"
 jq -e '.job_id > 0' >/dev/null <<<"$one" || die "slurmrestd refused the job: $one"
 
+# CPU ticks (USER_HZ, user + system, all threads) used so far by each of
+# slurmrestd, slurmctld, slurmd and munged
+ticks() {
+  local p
+  for p in "$REST_PID" "$CTLD_PID" "$SLURMD_PID" "$MUNGED_PID"; do
+    awk '{printf "%d ", $14 + $15 + $16 + $17}' "/proc/$p/stat" 2>/dev/null || printf '0 '
+  done
+}
+
+# wrk: warm-up, then measured; prints requests/s. The CPU each daemon spent
+# per request in the measured run goes to $S/cpu.last as "slurmrestd
+# slurmctld slurmd munged" (µs).
 wrk_rps() {
-  local out
+  local out before after n
   wrk -t2 -c"$CONNS" -d2s "$@" >/dev/null 2>&1 || true
+  before="$(ticks)"
   out="$(wrk -t2 -c"$CONNS" -d"${SECS}s" --latency "$@" 2>"$S/wrk.err")" ||
     die "wrk failed: $(cat "$S/wrk.err")"
+  after="$(ticks)"
+  n="$(awk '/requests in/ {print $1}' <<<"$out")"
+  awk -v b="$before" -v a="$after" -v n="${n:-0}" -v hz="$(getconf CLK_TCK)" 'BEGIN {
+    k = split(b, x, " "); split(a, y, " ")
+    for (i = 1; i <= k; i++) printf("%s%.0f", (i > 1 ? "," : ""), (n > 0 ? (y[i] - x[i]) * 1e6 / hz / n : 0))
+    print "" }' >"$S/cpu.last"
   echo "$out" >>"$S/wrk.log"
   if grep -q 'HTTP' "$S/wrk.err"; then
     log "wrk $*: failed responses:"
@@ -185,15 +213,20 @@ wrk_rps() {
 
 log "submit: slurmrestd, two runs (${SECS} s each)"
 submit1="$(wrk_rps -s bench/wrk/slurm-submit.lua "$URL/slurm/v0.0.38/job/submit")"
+cpu_submit1="$(cat "$S/cpu.last")"
 submit2="$(wrk_rps -s bench/wrk/slurm-submit.lua "$URL/slurm/v0.0.38/job/submit")"
+cpu_submit2="$(cat "$S/cpu.last")"
 submit=$(((submit1 + submit2) / 2))
 njobs="$(squeue -h -t all -o %i | wc -l)"
 log "read by id: slurmrestd over the $njobs submitted jobs (${SECS} s)"
 squeue -h -t all -o %i | sed 's|^|/slurm/v0.0.38/job/|' >"$S/paths"
 read="$(BENCH_PATHS="$S/paths" wrk_rps -s bench/wrk/slurm-get.lua "$URL")"
+cpu_read="$(cat "$S/cpu.last")"
 
 if [[ -n "$OUT" ]]; then
-  echo "submit=$submit read=$read jobs=$njobs runs=$submit1,$submit2" >"$OUT"
+  echo "submit=$submit read=$read jobs=$njobs runs=$submit1,$submit2" \
+    "cpu_submit=$cpu_submit1 cpu_submit2=$cpu_submit2 cpu_read=$cpu_read" >"$OUT"
 else
   echo "slurmrestd 22.05 (v0.0.38, JWT), wrk -t2 -c$CONNS, ${SECS} s: submit $submit req/s ($submit1, $submit2), read by id $read req/s ($njobs jobs)"
+  echo "CPU per request, µs (slurmrestd,slurmctld,slurmd,munged): submit $cpu_submit1 and $cpu_submit2; read $cpu_read"
 fi

@@ -166,6 +166,17 @@ static const struct kind kinds[DB_KIND_COUNT] = {
                     "WHERE name = $3::json->>'cluster_queue')",
             .in_use = "jobs still use it",
         },
+    [DB_ACCESS_BINDING] =
+        {
+            .name = "access binding",
+            BY_NAME("access_bindings"),
+            SPEC_ONLY("access_bindings"),
+            .refs = "SELECT 'team', format('team \"%s\" does not exist', "
+                    "$2::json->>'team') "
+                    "WHERE $2::json->>'team' IS NOT NULL AND NOT EXISTS "
+                    "(SELECT 1 FROM teams WHERE name = $2::json->>'team')",
+            .in_use = "",
+        },
 };
 
 /* A configuration change may let jobs in: wake the admission loop. */

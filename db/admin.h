@@ -1,6 +1,6 @@
 /*
  * admin.h — storage of the administrator's objects (flavors, cohorts,
- * cluster queues, priority classes, teams, team queues).
+ * cluster queues, priority classes, teams, team queues, access bindings).
  *
  * Every kind is stored the same way — a validated spec plus a version for
  * ETags — so one set of functions serves all of them, driven by a table of
@@ -22,6 +22,7 @@ enum db_kind {
   DB_PRIORITY_CLASS,
   DB_TEAM,
   DB_TEAM_QUEUE,
+  DB_ACCESS_BINDING,
   DB_KIND_COUNT
 };
 

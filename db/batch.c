@@ -75,13 +75,18 @@ static const char sql_request_copies[] =
     "ORDER BY c.job_id, c.k "
     "ON CONFLICT DO NOTHING";
 
+/* The rows go in round-robin over their regions: rows queued together are
+ * claimed in the order they went in, and a region whose rows all came
+ * after another's would wait for that region's budget as well as its own. */
 static const char sql_request_create[] =
     "INSERT INTO batch_ops (job_id, attempt, op, region, batch_job_id) "
     "SELECT id, attempt, 'create', location, "
     "'gpugate-' || id || '-a' || attempt FROM jobs "
     "WHERE id = ANY($1::text[]) AND NOT EXISTS (SELECT 1 FROM batch_copies c "
     "WHERE c.job_id = jobs.id "
-    "AND c.attempt = jobs.attempt) ON CONFLICT DO NOTHING";
+    "AND c.attempt = jobs.attempt) "
+    "ORDER BY row_number() OVER (PARTITION BY location ORDER BY id), location "
+    "ON CONFLICT DO NOTHING";
 
 /* A create under a live lease may be at Batch right now: it is not
  * withdrawn, and the caller asks for a cancel, which goes out after it. */
@@ -195,14 +200,16 @@ int db_batch_request_cancel(struct db_conn *c, const char *job_id, char *err,
              : 0;
 }
 
-/* Back in the queue: same created_at (its place), the next attempt. */
+/* Back in the queue: same created_at (its place), the next attempt. Never
+ * a job whose cancel is pending: what Batch reports about it next makes it
+ * CANCELLED (batch_state_target), and a requeue would admit it again. */
 static const char sql_requeue[] =
     "UPDATE jobs SET state = 'PENDING', reason = NULL, "
     "attempt = attempt + 1, flavor = NULL, location = NULL, borrowed = NULL, "
     "admitted_at = NULL, run_started_at = NULL, estimated_cost_usd = NULL, "
     "batch_job_name = NULL, batch_state = NULL, queued_at = NULL, "
     "location_index = 0, updated_at = now() "
-    "WHERE id = $1 AND state = 'EVICTING'";
+    "WHERE id = $1 AND state = 'EVICTING' AND NOT cancel_requested";
 
 int db_batch_requeue(struct db_conn *c, const char *job_id, const char *reason,
                      const char *message, int *rows, char *err, size_t errlen)
@@ -252,17 +259,18 @@ static const char sql_claim[] =
     "WHERE a.pid = b.claimed_pid)) "
     "AND NOT EXISTS (SELECT 1 FROM batch_ops p WHERE p.job_id = b.job_id "
     "AND (p.next_at, p.id) < (b.next_at, b.id)) "
-    "ORDER BY next_at LIMIT 1 FOR UPDATE SKIP LOCKED), "
+    "ORDER BY next_at LIMIT $4::int FOR UPDATE SKIP LOCKED), "
     "c AS (UPDATE batch_ops b SET claimed_by = $2, "
     "claimed_pid = pg_backend_pid(), claimed_until = "
     "clock_timestamp() + $3::int * interval '1 second' FROM o "
     "WHERE b.id = o.id RETURNING b.id, b.job_id, b.attempt, b.op, b.region, "
-    "b.batch_job_id, b.request_id, b.tries) "
+    "b.batch_job_id, b.request_id, b.tries, b.created_at) "
     "SELECT c.id, c.job_id, c.attempt, c.op, c.region, c.batch_job_id, "
     "c.request_id, c.tries, j.team, j.queue, coalesce(j.flavor, ''), "
     "coalesce(t.spec->>'cost_center', ''), j.max_run_duration_s, j.spec, "
     "coalesce(f.spec, '{}'), j.state, j.attempt, "
-    "j.batch_job_name IS NOT NULL OR j.cancel_requested "
+    "j.batch_job_name IS NOT NULL OR j.cancel_requested, "
+    "extract(epoch FROM clock_timestamp() - c.created_at) "
     "FROM c JOIN jobs j ON j.id = c.job_id "
     "LEFT JOIN flavors f ON f.name = j.flavor "
     "LEFT JOIN teams t ON t.name = j.team";
@@ -314,80 +322,134 @@ static char *text_array(const char *const *items, size_t n)
   return out;
 }
 
-int db_batch_claim(struct db_conn *c, const char *const *skip_regions,
-                   size_t n_skip, const char *claimer, int lease_s,
-                   struct db_batch_op *op, char *err, size_t errlen)
+/* Row i of a claim into *op. Returns whether the row is stale: a create for
+ * an attempt that is no longer admitted has no purpose; nor has a raced
+ * copy's once a copy has won or the job is being cancelled (the job is
+ * QUEUED as soon as one copy exists). */
+static bool claimed_op(PGresult *res, int i, const char *claimer,
+                       struct db_batch_op *op)
 {
-  PGresult *res;
-  char id[32], lease[16], *skip = text_array(skip_regions, n_skip);
-  const char *params[2] = {id, claimer},
-             *claim_params[3] = {skip, claimer, lease};
-  int rc = -1, attempt, race_k;
+  char id[32];
+  int attempt, race_k;
 
   memset(op, 0, sizeof(*op));
+  op->id = strtoll(PQgetvalue(res, i, 0), NULL, 10);
+  snprintf(op->job_id, sizeof(op->job_id), "%s", PQgetvalue(res, i, 1));
+  op->attempt = (int)strtol(PQgetvalue(res, i, 2), NULL, 10);
+  snprintf(op->op, sizeof(op->op), "%s", PQgetvalue(res, i, 3));
+  snprintf(op->region, sizeof(op->region), "%s", PQgetvalue(res, i, 4));
+  snprintf(op->batch_job_id, sizeof(op->batch_job_id), "%s",
+           PQgetvalue(res, i, 5));
+  snprintf(op->request_id, sizeof(op->request_id), "%s", PQgetvalue(res, i, 6));
+  op->tries = (int)strtol(PQgetvalue(res, i, 7), NULL, 10);
+  snprintf(op->team, sizeof(op->team), "%s", PQgetvalue(res, i, 8));
+  snprintf(op->queue, sizeof(op->queue), "%s", PQgetvalue(res, i, 9));
+  snprintf(op->flavor, sizeof(op->flavor), "%s", PQgetvalue(res, i, 10));
+  snprintf(op->cost_center, sizeof(op->cost_center), "%s",
+           PQgetvalue(res, i, 11));
+  op->max_run_duration_s = strtoll(PQgetvalue(res, i, 12), NULL, 10);
+  op->job_spec = json_loads(PQgetvalue(res, i, 13), 0, NULL);
+  op->flavor_spec = json_loads(PQgetvalue(res, i, 14), 0, NULL);
+  op->age_s = strtod(PQgetvalue(res, i, 18), NULL);
+  snprintf(op->claimed_by, sizeof(op->claimed_by), "%s", claimer);
+  if (!strcmp(op->op, "create") &&
+      batch_job_id_parse(op->batch_job_id, id, sizeof(id), &attempt, &race_k) ==
+          0 &&
+      race_k > 0)
+    return (strcmp(PQgetvalue(res, i, 15), "ADMITTED") != 0 &&
+            strcmp(PQgetvalue(res, i, 15), "QUEUED") != 0) ||
+           strtol(PQgetvalue(res, i, 16), NULL, 10) != op->attempt ||
+           PQgetvalue(res, i, 17)[0] == 't';
+  return !strcmp(op->op, "create") &&
+         (strcmp(PQgetvalue(res, i, 15), "ADMITTED") != 0 ||
+          strtol(PQgetvalue(res, i, 16), NULL, 10) != op->attempt);
+}
+
+int db_batch_claim_many(struct db_conn *c, const char *const *skip_regions,
+                        size_t n_skip, const char *claimer, int lease_s,
+                        struct db_batch_op *ops, int max, char *err,
+                        size_t errlen)
+{
+  PGresult *res;
+  char id[32], lease[16], limit[16], *skip = text_array(skip_regions, n_skip);
+  const char *params[2] = {id, claimer},
+             *claim_params[4] = {skip, claimer, lease, limit};
+  int rc = -1, n = 0, rows, i;
+
   if (!skip) {
     snprintf(err, errlen, "out of memory");
     return -1;
   }
   snprintf(lease, sizeof(lease), "%d", lease_s);
-  /* one statement, so no transaction of its own: the lease is taken when
-   * it returns, and no transaction stays open across the Batch call */
-  for (;;) {
-    bool stale;
-    if (!(res = db_query(c, sql_claim, 3, claim_params, err, errlen)))
+  snprintf(limit, sizeof(limit), "%d", max > 0 ? max : 1);
+  /* one statement, so no transaction of its own: the leases are taken
+   * when it returns, and no transaction stays open across a Batch call */
+  while (n == 0) {
+    if (!(res = db_query(c, sql_claim, 4, claim_params, err, errlen)))
       goto out;
-    if (PQntuples(res) == 0) {
-      PQclear(res);
-      rc = 0;
-      goto out;
+    rows = PQntuples(res);
+    for (i = 0; i < rows; i++) {
+      if (!claimed_op(res, i, claimer, &ops[n])) {
+        n++;
+        continue;
+      }
+      /* stale, and ours by the lease just taken */
+      snprintf(id, sizeof(id), "%lld", (long long)ops[n].id);
+      db_batch_op_free(&ops[n]);
+      if (db_run(c, sql_drop_claimed, 2, params, NULL, err, errlen)) {
+        PQclear(res);
+        while (n > 0)
+          db_batch_op_free(&ops[--n]);
+        goto out;
+      }
     }
-    op->id = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
-    snprintf(op->job_id, sizeof(op->job_id), "%s", PQgetvalue(res, 0, 1));
-    op->attempt = (int)strtol(PQgetvalue(res, 0, 2), NULL, 10);
-    snprintf(op->op, sizeof(op->op), "%s", PQgetvalue(res, 0, 3));
-    snprintf(op->region, sizeof(op->region), "%s", PQgetvalue(res, 0, 4));
-    snprintf(op->batch_job_id, sizeof(op->batch_job_id), "%s",
-             PQgetvalue(res, 0, 5));
-    snprintf(op->request_id, sizeof(op->request_id), "%s",
-             PQgetvalue(res, 0, 6));
-    op->tries = (int)strtol(PQgetvalue(res, 0, 7), NULL, 10);
-    snprintf(op->team, sizeof(op->team), "%s", PQgetvalue(res, 0, 8));
-    snprintf(op->queue, sizeof(op->queue), "%s", PQgetvalue(res, 0, 9));
-    snprintf(op->flavor, sizeof(op->flavor), "%s", PQgetvalue(res, 0, 10));
-    snprintf(op->cost_center, sizeof(op->cost_center), "%s",
-             PQgetvalue(res, 0, 11));
-    op->max_run_duration_s = strtoll(PQgetvalue(res, 0, 12), NULL, 10);
-    op->job_spec = json_loads(PQgetvalue(res, 0, 13), 0, NULL);
-    op->flavor_spec = json_loads(PQgetvalue(res, 0, 14), 0, NULL);
-    snprintf(op->claimed_by, sizeof(op->claimed_by), "%s", claimer);
-    /* a create for an attempt that is no longer admitted has no purpose;
-     * nor has a raced copy's once a copy has won or the job is being
-     * cancelled (the job is QUEUED as soon as one copy exists) */
-    if (!strcmp(op->op, "create") &&
-        batch_job_id_parse(op->batch_job_id, id, sizeof(id), &attempt,
-                           &race_k) == 0 &&
-        race_k > 0)
-      stale = (strcmp(PQgetvalue(res, 0, 15), "ADMITTED") != 0 &&
-               strcmp(PQgetvalue(res, 0, 15), "QUEUED") != 0) ||
-              strtol(PQgetvalue(res, 0, 16), NULL, 10) != op->attempt ||
-              PQgetvalue(res, 0, 17)[0] == 't';
-    else
-      stale = !strcmp(op->op, "create") &&
-              (strcmp(PQgetvalue(res, 0, 15), "ADMITTED") != 0 ||
-               strtol(PQgetvalue(res, 0, 16), NULL, 10) != op->attempt);
     PQclear(res);
-    if (!stale) {
-      rc = 1;
-      goto out;
-    }
-    /* ours by the lease just taken */
-    snprintf(id, sizeof(id), "%lld", (long long)op->id);
-    db_batch_op_free(op);
-    if (db_run(c, sql_drop_claimed, 2, params, NULL, err, errlen))
-      goto out;
+    if (rows == 0)
+      break;
   }
+  rc = n;
 out:
   free(skip);
+  return rc;
+}
+
+int db_batch_claim(struct db_conn *c, const char *const *skip_regions,
+                   size_t n_skip, const char *claimer, int lease_s,
+                   struct db_batch_op *op, char *err, size_t errlen)
+{
+  memset(op, 0, sizeof(*op));
+  return db_batch_claim_many(c, skip_regions, n_skip, claimer, lease_s, op, 1,
+                             err, errlen);
+}
+
+static const char sql_release_many[] =
+    "UPDATE batch_ops SET claimed_by = NULL, claimed_pid = NULL, "
+    "claimed_until = NULL "
+    "WHERE id = ANY($1::bigint[]) AND claimed_by = $2";
+
+int db_batch_unclaim_many(struct db_conn *c, const struct db_batch_op *ops,
+                          size_t n, char *err, size_t errlen)
+{
+  char *ids;
+  const char *params[2];
+  size_t i, len = 0, cap = 2 + n * 21;
+  int rc;
+
+  if (n == 0)
+    return 0;
+  if (!(ids = malloc(cap))) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  ids[len++] = '{';
+  for (i = 0; i < n; i++)
+    len += (size_t)snprintf(ids + len, cap - len, "%s%lld", i ? "," : "",
+                            (long long)ops[i].id);
+  snprintf(ids + len, cap - len, "}");
+  params[0] = ids;
+  params[1] = ops[0].claimed_by; /* one claimer's rows */
+  rc = db_run(c, sql_release_many, 2, params, NULL, err, errlen);
+  free(ids);
   return rc;
 }
 
@@ -497,13 +559,42 @@ int db_batch_done_create(struct db_conn *c, const struct db_batch_op *op,
   return 0;
 }
 
+/*
+ * The job's fate follows from what Batch reports next. No sync reports a
+ * raced copy that has not won (the sync follows the Batch job a job names,
+ * and adopts only live copies), so with Pub/Sub off the copy's
+ * CANCELLATION_IN_PROGRESS would never arrive and a cancel or an eviction
+ * waiting for its copies would wait for ever: once Batch took the cancel,
+ * it is recorded as Batch reports it. (A loser beside a winner is left to
+ * the sync, which follows it while it overlaps.)
+ */
+static const char sql_no_winner[] =
+    "SELECT 1 FROM jobs WHERE id = $1 AND attempt = $2::int "
+    "AND batch_job_name IS NULL";
+
 int db_batch_done_cancel(struct db_conn *c, const struct db_batch_op *op,
                          bool gone, char *err, size_t errlen)
 {
-  (void)gone; /* the job's fate follows from what Batch reports next */
-  if (take(c, op, err, errlen))
+  char id[32], a[16];
+  const char *params[2] = {id, a};
+  int attempt, race_k = 0, rows = 0;
+
+  if (take(c, op, err, errlen) || commit(c, err, errlen))
     return -1;
-  return commit(c, err, errlen);
+  if (gone ||
+      batch_job_id_parse(op->batch_job_id, id, sizeof(id), &attempt, &race_k) !=
+          0 ||
+      race_k == 0)
+    return 0; /* a gone copy is reported NOT_FOUND by the caller */
+  snprintf(a, sizeof(a), "%d", attempt);
+  if (db_run(c, sql_no_winner, 2, params, &rows, err, errlen))
+    return -1;
+  if (rows == 0)
+    return 0;
+  return db_batch_observe(c, op->batch_job_id, "CANCELLATION_IN_PROGRESS", err,
+                          errlen) < 0
+             ? -1
+             : 0;
 }
 
 /* The delay counts from now, when the failure is known: not from the
@@ -526,27 +617,58 @@ int db_batch_retry(struct db_conn *c, const struct db_batch_op *op,
   return db_run(c, sql_retry, 4, params, NULL, err, errlen);
 }
 
+/* Batch refused a create for good. A raced copy drops its region only:
+ * the job fails when no copy of its attempt is left to try (the job row,
+ * locked first, orders the refusals of one job's copies). With a cancel
+ * pending, no Batch job exists and none will: the cancel is complete. */
+static const char sql_lock_attempt[] =
+    "SELECT 1 FROM jobs WHERE id = $1 AND attempt = $2::int FOR UPDATE";
+
+/* The refusal may answer a retry of a create that reached Batch, its
+ * answer lost: the dropped copy is cancelled all the same (404 when Batch
+ * has none), since nothing would follow or cancel it later. */
+static const char sql_drop_copy[] =
+    "WITH d AS (DELETE FROM batch_copies WHERE job_id = $1 "
+    "AND attempt = $2::int AND k = $3::int "
+    "RETURNING job_id, attempt, region, batch_job_id) "
+    "INSERT INTO batch_ops (job_id, attempt, op, region, batch_job_id) "
+    "SELECT job_id, attempt, 'cancel', region, batch_job_id FROM d "
+    "ON CONFLICT DO NOTHING";
+
 static const char sql_rejected[] =
-    "UPDATE jobs SET state = 'FAILED', reason = 'BatchRejected', "
+    "WITH u AS (UPDATE jobs SET state = CASE WHEN cancel_requested "
+    "THEN 'CANCELLED' ELSE 'FAILED' END, reason = CASE WHEN cancel_requested "
+    "THEN 'CancelledByUser' ELSE 'BatchRejected' END, "
     "finished_at = now(), updated_at = now() "
-    "WHERE id = $1 AND attempt = $2::int AND state = 'ADMITTED'";
+    "WHERE id = $1 AND attempt = $2::int AND state = 'ADMITTED' "
+    "AND NOT EXISTS (SELECT 1 FROM batch_copies c WHERE c.job_id = $1 "
+    "AND c.attempt = $2::int) RETURNING id, team, attempt, state, reason) "
+    "INSERT INTO job_events (job_id, team, from_state, to_state, reason, "
+    "attempt, message) SELECT id, team, 'ADMITTED', state, reason, attempt, "
+    "$3 FROM u";
 
 int db_batch_give_up(struct db_conn *c, const struct db_batch_op *op,
                      const char *error, char *err, size_t errlen)
 {
-  char a[16];
-  const char *params[2] = {op->job_id, a};
-  int rows = 0;
+  char a[16], k[16], id[32];
+  const char *params[3] = {op->job_id, a, k};
+  int rows = 0, attempt, race_k = 0;
 
   snprintf(a, sizeof(a), "%d", op->attempt);
   if (take(c, op, err, errlen))
     return -1;
   if (!strcmp(op->op, "create")) {
-    if (db_run(c, sql_rejected, 2, params, &rows, err, errlen))
+    if (batch_job_id_parse(op->batch_job_id, id, sizeof(id), &attempt,
+                           &race_k) != 0)
+      race_k = 0;
+    snprintf(k, sizeof(k), "%d", race_k);
+    if (db_run(c, sql_lock_attempt, 2, params, NULL, err, errlen) ||
+        (race_k > 0 && db_run(c, sql_drop_copy, 3, params, NULL, err, errlen)))
       goto fail;
-    if (rows && (db_job_event(c, op->job_id, "ADMITTED", "FAILED",
-                              "BatchRejected", error, err, errlen) ||
-                 db_batch_wake(c, err, errlen)))
+    params[2] = error;
+    if (db_run(c, sql_rejected, 3, params, &rows, err, errlen))
+      goto fail;
+    if (rows && db_batch_wake(c, err, errlen))
       goto fail;
   }
   return commit(c, err, errlen);
@@ -609,8 +731,9 @@ json_t *db_batch_regions(struct db_conn *c, char *err, size_t errlen)
  * Why gpugate does not want each listed Batch job of its deployment: no
  * such gpugate job (or an attempt it never reached), an attempt already
  * superseded, a job already terminal, or a raced copy that lost. A job with an
- * outbox row for that attempt is being handled (a create in flight is adopted,
- * a cancel is on its way) and is never swept.
+ * outbox row for that attempt is being handled (a cancel is on its way) and is
+ * never swept; "pending" when the row is this Batch job's own create, whose
+ * outcome its dispatcher records (the sync leaves it alone).
  */
 static const char sql_orphans[] =
     "SELECT coalesce(json_agg(json_build_object('name', l.name, 'why', "
@@ -618,6 +741,9 @@ static const char sql_orphans[] =
     "text, attempt int, base text) LEFT JOIN jobs j ON j.id = l.id "
     "CROSS JOIN LATERAL (SELECT CASE "
     "WHEN j.id IS NULL THEN 'unknown' "
+    "WHEN EXISTS (SELECT 1 FROM batch_ops o WHERE o.job_id = j.id "
+    "AND o.attempt = l.attempt AND o.op = 'create' "
+    "AND o.batch_job_id = l.base) THEN 'pending' "
     "WHEN EXISTS (SELECT 1 FROM batch_ops o WHERE o.job_id = j.id "
     "AND o.attempt = l.attempt) THEN NULL "
     "WHEN j.state IN ('SUCCEEDED', 'FAILED', 'CANCELLED') THEN 'terminal' "
@@ -683,12 +809,16 @@ json_t *db_batch_unseen(struct db_conn *c, const char *region, json_t *seen,
 
 /* ---- DWS: Flex Start that waited too long ------------------------------- */
 
+/* A job whose cancel is pending waits where it is for Batch to confirm:
+ * moved on, its next attempt would be created (failover) or admitted again
+ * (backoff) with nothing left to cancel it. */
 static const char sql_flex_expired[] =
     "SELECT j.id, j.location, j.location_index, j.spec->'locations', "
     "f.spec->'locations', j.batch_job_name, j.backoffs, "
     "coalesce(f.spec->>'multi_region', 'failover') = 'race' "
     "FROM jobs j JOIN flavors f ON f.name = j.flavor "
-    "WHERE j.state = 'QUEUED' AND coalesce(j.batch_state, 'QUEUED') = "
+    "WHERE j.state = 'QUEUED' AND NOT j.cancel_requested "
+    "AND coalesce(j.batch_state, 'QUEUED') = "
     "'QUEUED' AND f.spec->>'provisioning_model' = "
     "'FLEX_START' AND j.queued_at < now() - "
     "(f.spec->>'max_wait_s')::bigint * interval '1 second' "

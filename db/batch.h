@@ -30,6 +30,8 @@ struct db_batch_op {
   char request_id[40];
   int tries;
   char claimed_by[96]; /* the lease holder: who may record the outcome */
+  double age_s;        /* seconds since the row was written, at the claim
+                          (a create's: since the admission or failover) */
   /* create only */
   char team[64];
   char queue[64];
@@ -95,6 +97,16 @@ int db_batch_claim(struct db_conn *c, const char *const *skip_regions,
 void db_batch_op_free(struct db_batch_op *op);
 
 /*
+ * The same for up to max rows at once (rows of different jobs; a job's
+ * rows still go one at a time) into ops[0..n). Returns n (0 when nothing
+ * is due outside skip_regions), or -1 on error with nothing claimed.
+ */
+int db_batch_claim_many(struct db_conn *c, const char *const *skip_regions,
+                        size_t n_skip, const char *claimer, int lease_s,
+                        struct db_batch_op *ops, int max, char *err,
+                        size_t errlen);
+
+/*
  * Give a claimed row back untouched, before any call about it was made:
  * any dispatcher may claim it again at once. *op stays filled (free it as
  * usual). 0, or -1 with err (the lease then runs out by itself).
@@ -102,16 +114,26 @@ void db_batch_op_free(struct db_batch_op *op);
 int db_batch_unclaim(struct db_conn *c, const struct db_batch_op *op, char *err,
                      size_t errlen);
 
+/* The same for ops[0..n), rows one claimer took, in one statement. */
+int db_batch_unclaim_many(struct db_conn *c, const struct db_batch_op *ops,
+                          size_t n, char *err, size_t errlen);
+
 /*
  * Outcomes of a claimed row, each in a transaction of its own that first
  * takes the row out of the outbox if the lease is still op's.
  */
 int db_batch_done_create(struct db_conn *c, const struct db_batch_op *op,
                          const char *batch_job_name, char *err, size_t errlen);
+/* A cancel Batch took (gone false) of a raced copy that has not won is
+ * recorded at once as Batch reports it (CANCELLATION_IN_PROGRESS), in a
+ * second transaction: no sync follows such a copy. */
 int db_batch_done_cancel(struct db_conn *c, const struct db_batch_op *op,
                          bool gone, char *err, size_t errlen);
 int db_batch_retry(struct db_conn *c, const struct db_batch_op *op,
                    long delay_ms, const char *error, char *err, size_t errlen);
+/* Batch refused the call for good: a refused create fails the job (a raced
+ * copy drops its region only, and the job fails when no region is left;
+ * with a cancel pending the job is CANCELLED instead). */
 int db_batch_give_up(struct db_conn *c, const struct db_batch_op *op,
                      const char *error, char *err, size_t errlen);
 
@@ -164,7 +186,9 @@ json_t *db_batch_unseen(struct db_conn *c, const char *region, json_t *seen,
  * not the current Batch job of an active gpugate job, with the gpugate id
  * and attempt their names carry. Returns a new array of {"name", "why"}
  * for those gpugate does not want (why: "unknown", "superseded",
- * "terminal"); the others are wanted (e.g. a create not yet recorded).
+ * "terminal", "race_loser") and for those whose own create is still in the
+ * outbox (why "pending": its dispatcher records the outcome); the others
+ * are wanted (e.g. a raced copy waiting for capacity).
  * NULL with err on failure.
  */
 json_t *db_batch_orphans(struct db_conn *c, json_t *listed, char *err,

@@ -215,9 +215,11 @@ static int race_observe(struct db_conn *c, const char *id, int attempt, int k,
       goto fail;
   } else if (!winner[0] && !live) {
     /* no winner and this copy is gone: a cancel or an eviction that
-     * asked for it is complete (the other copies' cancels are queued) */
+     * asked for it is complete (the other copies' cancels are queued); a
+     * cancel wins over an eviction, as in batch_state_target() */
     if (cancel_requested &&
-        (!strcmp(state, "ADMITTED") || !strcmp(state, "QUEUED"))) {
+        (!strcmp(state, "ADMITTED") || !strcmp(state, "QUEUED") ||
+         !strcmp(state, "EVICTING"))) {
       params[1] = batch_state;
       if (db_run(c, sql_race_cancelled, 2, params, NULL, err, errlen) ||
           db_batch_wake(c, err, errlen))
@@ -249,10 +251,12 @@ fail:
 /*
  * Most reports are decided without a lock and written in one statement:
  * the job as it was read (sql_observe_peek) decides the move, and the
- * write is guarded by what decided it (state, cancel_requested), so a job
- * that moved meanwhile matches nothing and is decided again under its row
- * lock. The event, and for a final state the leader's wake-up, are in the
- * same statement.
+ * write is guarded by what decided it (its Batch job, state,
+ * cancel_requested), so a job that moved meanwhile matches nothing and is
+ * decided again under its row lock. The Batch job name carries the
+ * attempt: a report about attempt N-1 read just before the job moved on
+ * to attempt N, in the same state, must not move attempt N. The event, and for
+ * a final state the leader's wake-up, are in the same statement.
  */
 static const char sql_observe_peek[] =
     "SELECT id, state, cancel_requested, batch_state IS NOT DISTINCT FROM $2 "
@@ -260,9 +264,10 @@ static const char sql_observe_peek[] =
 
 static const char sql_observe_note[] =
     "UPDATE jobs SET batch_state = $2 WHERE id = $1 AND state = $3 "
-    "AND cancel_requested = $4::boolean AND batch_state IS DISTINCT FROM $2";
+    "AND cancel_requested = $4::boolean AND batch_job_name = $5 "
+    "AND batch_state IS DISTINCT FROM $2";
 
-/* $6: the move is to a final state, with reason $7 */
+/* $6: the move is to a final state, with reason $7; $10 the Batch job */
 static const char sql_observe_move[] =
     "WITH u AS (UPDATE jobs SET state = $3, batch_state = $4, "
     "reason = CASE WHEN $6::boolean THEN nullif($7, '') ELSE reason END, "
@@ -271,7 +276,7 @@ static const char sql_observe_move[] =
     "finished_at = CASE WHEN $6::boolean THEN now() ELSE finished_at END, "
     "updated_at = now() "
     "WHERE id = $1 AND state = $2 AND cancel_requested = $5::boolean "
-    "RETURNING id, team, attempt), "
+    "AND batch_job_name = $10 RETURNING id, team, attempt), "
     "e AS (INSERT INTO job_events (job_id, team, from_state, to_state, "
     "reason, attempt, message) SELECT id, team, $2, $3, $8, attempt, $9 "
     "FROM u) "
@@ -280,11 +285,11 @@ static const char sql_observe_move[] =
 
 /*
  * Write what next_state() decided for job id (read as state and
- * cancel_requested): no move (to NULL) records Batch's state; a move is
- * written with its event and, for a final state, the leader's wake-up.
- * Guarded by what decided it, so under the row lock it always applies;
- * without it *rows is 0 when the job moved meanwhile (or, for no move,
- * already had that Batch state). 0 or -1.
+ * cancel_requested, with batch_job_name as its Batch job): no move (to NULL)
+ * records Batch's state; a move is written with its event and, for a final
+ * state, the leader's wake-up. Guarded by what decided it, so under the row
+ * lock it always applies; without it *rows is 0 when the job moved meanwhile
+ * (or, for no move, already had that Batch state). 0 or -1.
  */
 static int write_decision(struct db_conn *c, const char *id, const char *state,
                           bool cancel_requested, const char *to,
@@ -292,7 +297,7 @@ static int write_decision(struct db_conn *c, const char *id, const char *state,
                           const char *batch_state, int *rows, char *err,
                           size_t errlen)
 {
-  const char *params[9];
+  const char *params[10];
   char msg[160];
 
   params[0] = id;
@@ -300,7 +305,8 @@ static int write_decision(struct db_conn *c, const char *id, const char *state,
     params[1] = batch_state;
     params[2] = state;
     params[3] = cancel_requested ? "t" : "f";
-    return db_run(c, sql_observe_note, 4, params, rows, err, errlen);
+    params[4] = batch_job_name;
+    return db_run(c, sql_observe_note, 5, params, rows, err, errlen);
   }
   snprintf(msg, sizeof(msg), "Batch reports %s for %s", batch_state,
            batch_job_name);
@@ -313,7 +319,8 @@ static int write_decision(struct db_conn *c, const char *id, const char *state,
   params[6] = reason ? reason : "";
   params[7] = reason ? reason : batch_state;
   params[8] = msg;
-  return db_run(c, sql_observe_move, 9, params, rows, err, errlen);
+  params[9] = batch_job_name;
+  return db_run(c, sql_observe_move, 10, params, rows, err, errlen);
 }
 
 /* 0 or 1 as db_batch_observe(), -1, or 2: decide under the row lock. */

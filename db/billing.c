@@ -3,8 +3,11 @@
  *
  * A batch keeps each row as its tuple of a binary COPY into billing_rows,
  * plus its hash, its amounts as text and the index of its rollup key (team
- * × day × invoice month × service × sku × flavor × location × currency)
- * among the batch's distinct keys. Flushing it is one transaction of two
+ * × day × invoice month × service × sku × flavor × location × currency ×
+ * cost type × billing account) among the batch's distinct keys. Where a
+ * key is reported (its month, and whether it is a correction of a closed
+ * month: db/months.h) is decided at the flush, from the closed months read
+ * in its transaction. Flushing it is one transaction of two
  * statements:
  *
  *   1. one statement, given the batch as arrays (binary parameters), finds
@@ -36,6 +39,7 @@
 
 #include "db/billing.h"
 #include "db/db.h"
+#include "db/months.h"
 #include "server/log.h"
 
 #define COPY_PIECE ((size_t)256 * 1024) /* bytes per PQputCopyData */
@@ -49,7 +53,8 @@
 #define OID_DATE 1082
 #define OID_NUMERIC 1700
 
-#define N_KEY_FIELDS 8 /* the rollup key */
+#define N_KEY_FIELDS 10 /* the rollup key as the batch has it */
+#define N_ARRAYS 20     /* the statement's array parameters, and one scalar */
 
 struct brow {
   unsigned char hash[DB_BILLING_HASH_LEN];
@@ -82,17 +87,23 @@ struct db_billing_batch {
   int *uniq;         /* a flush: the rows, each hash once, in batch order */
   int *seen;         /* a flush: open addressing over hashes, index + 1 */
   size_t cap_uniq, cap_seen;
+  int64_t latest_us;            /* the latest usage_start in the batch */
+  char (*closed)[DB_MONTH_LEN]; /* a flush: the closed months */
+  size_t n_closed, cap_closed;
 };
 
 /* ---- the statement ---------------------------------------------------- */
 
 /*
  * The statement before the COPY, in two forms. Both take the batch as
- * arrays: $1 hashes, $2 rollup key (1-based, into $7..$14), $3 cost, $4
- * credits, $5 GPU amount, $6 its divisor; $7..$14 the distinct rollup
- * keys. Both add the sums of the rows they take for new to cost_rollups,
- * in key order, and return (ordinal, known, GPU-hours) for the rows known
- * already and, for the new ones, those whose GPU-hours PostgreSQL divided.
+ * arrays: $1 hashes, $2 rollup key (1-based, into $7..$19), $3 cost, $4
+ * credits, $5 GPU amount, $6 its divisor; $7..$16 the distinct rollup
+ * keys, $17..$19 where each is reported (month, charge class, report day:
+ * see db_month_attribute); $20 the batch's latest usage_start. Both add
+ * the sums of the rows they take for new to cost_rollups, in key order,
+ * raise billing_freshness, and return (ordinal, known, GPU-hours) for the
+ * rows known already and, for the new ones, those whose GPU-hours
+ * PostgreSQL divided.
  *
  * sql_probe looks every hash up in billing_rows first (an index probe per
  * row); sql_assume takes every row for new, for batches expected to be new
@@ -115,19 +126,30 @@ struct db_billing_batch {
   " FROM new WHERE NOT known GROUP BY k),"                                     \
   " up AS ("                                                                   \
   " INSERT INTO cost_rollups AS r (team, day, invoice_month, service, sku,"    \
-  "  flavor, location, currency, cost, credits, gpu_hours, rows)"              \
+  "  flavor, location, currency, cost_type, billing_account, month,"           \
+  "  charge_class, report_day, cost, credits, gpu_hours, rows)"                \
   " SELECT g.team, g.day, g.invoice_month, g.service, g.sku, g.flavor,"        \
-  "  g.location, g.currency, s.cost, s.credits, s.gpu_hours, s.n"              \
+  "  g.location, g.currency, g.cost_type, g.account, g.month, g.class,"        \
+  "  g.report_day, s.cost, s.credits, s.gpu_hours, s.n"                        \
   " FROM sums s JOIN unnest($7::text[], $8::date[], $9::text[],"               \
-  "  $10::text[], $11::text[], $12::text[], $13::text[], $14::text[])"         \
+  "  $10::text[], $11::text[], $12::text[], $13::text[], $14::text[],"         \
+  "  $15::text[], $16::text[], $17::text[], $18::text[], $19::date[])"         \
   "  WITH ORDINALITY AS g(team, day, invoice_month, service, sku, flavor,"     \
-  "  location, currency, k) ON g.k = s.k"                                      \
-  " ORDER BY 1, 2, 3, 4, 5, 6, 7, 8"                                           \
+  "  location, currency, cost_type, account, month, class, report_day, k)"     \
+  "  ON g.k = s.k"                                                             \
+  " ORDER BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12"                            \
   " ON CONFLICT (team, day, invoice_month, service, sku, flavor, location,"    \
-  "  currency) DO UPDATE SET cost = r.cost + excluded.cost,"                   \
+  "  currency, cost_type, billing_account, charge_class, month)"               \
+  "  DO UPDATE SET cost = r.cost + excluded.cost,"                             \
   "  credits = r.credits + excluded.credits,"                                  \
   "  gpu_hours = r.gpu_hours + excluded.gpu_hours,"                            \
-  "  rows = r.rows + excluded.rows)"                                           \
+  "  rows = r.rows + excluded.rows),"                                          \
+  " fresh AS ("                                                                \
+  " INSERT INTO billing_freshness AS f (latest_usage_start)"                   \
+  " SELECT $20::timestamptz WHERE EXISTS (SELECT 1 FROM sums)"                 \
+  " ON CONFLICT (id) DO UPDATE"                                                \
+  "  SET latest_usage_start = excluded.latest_usage_start"                     \
+  "  WHERE f.latest_usage_start < excluded.latest_usage_start)"                \
   " SELECT i, known,"                                                          \
   "  CASE WHEN divisor = 3600 AND NOT known THEN gpu_hours::text END"          \
   " FROM new WHERE known OR divisor = 3600"
@@ -415,6 +437,7 @@ void db_billing_batch_free(struct db_billing_batch *b)
   free(b->params.p);
   free(b->uniq);
   free(b->seen);
+  free(b->closed);
   free(b);
 }
 
@@ -477,9 +500,17 @@ static int rehash(struct db_billing_batch *b)
 /* The index of r's rollup key in b, added if new; -1 on failure. */
 static int key_of(struct db_billing_batch *b, const struct db_billing_row *r)
 {
-  const char *fields[N_KEY_FIELDS] = {
-      r->team, r->usage_day, r->invoice_month, r->service,
-      r->sku,  r->flavor,    r->location,      r->currency};
+  const char *fields[N_KEY_FIELDS] = {r->team,
+                                      r->usage_day,
+                                      r->invoice_month,
+                                      r->service,
+                                      r->sku,
+                                      r->flavor,
+                                      r->location,
+                                      r->currency,
+                                      r->cost_type ? r->cost_type : "regular",
+                                      r->billing_account ? r->billing_account
+                                                         : ""};
   size_t start = b->keys.len, n, i;
   int k;
 
@@ -586,6 +617,8 @@ int db_billing_batch_add(struct db_billing_batch *b,
   }
   if ((row->key = key_of(b, r)) < 0)
     goto bad;
+  if (b->n == 0 || us > b->latest_us)
+    b->latest_us = us;
   memcpy(row->hash, r->hash, DB_BILLING_HASH_LEN);
   row->tuple = tuple;
   row->tuple_len = b->tuples.len - tuple;
@@ -661,22 +694,50 @@ static const char *amount(const struct db_billing_batch *b,
   return a;
 }
 
-/* The statement's 14 arrays over the n rows of b->uniq, into b->params;
- * their offsets in off[], lengths in len[]. */
-static int build_params(struct db_billing_batch *b, size_t n, size_t off[14],
-                        int len[14])
+/* Where key k is reported, from its day and invoice month and the closed
+ * months read by the flush: month, charge class and report day (text). */
+static int key_report(const struct db_billing_batch *b, int k,
+                      char month[DB_MONTH_LEN], const char **charge_class,
+                      char report_day[16])
 {
-  static const uint32_t oid[14] = {
+  char day[16], invoice[16];
+  size_t dlen, ilen;
+  const char *d = key_field(b, k, 1, &dlen), *inv = key_field(b, k, 2, &ilen);
+  bool correction;
+
+  if (dlen >= sizeof(day) || ilen >= sizeof(invoice))
+    return -1;
+  snprintf(day, sizeof(day), "%.*s", (int)dlen, d);
+  snprintf(invoice, sizeof(invoice), "%.*s", (int)ilen, inv);
+  if (db_month_attribute(day, invoice, (const char(*)[DB_MONTH_LEN])b->closed,
+                         b->n_closed, month, &correction) != 0)
+    return -1;
+  *charge_class = correction ? "Correction" : "";
+  if (correction)
+    snprintf(report_day, 16, "%s-01", month);
+  else
+    memcpy(report_day, day, sizeof(day));
+  return 0;
+}
+
+/* The statement's N_ARRAYS parameters over the n rows of b->uniq, into
+ * b->params: 19 arrays and the latest usage_start; their offsets in off[],
+ * lengths in len[]. */
+static int build_params(struct db_billing_batch *b, size_t n,
+                        size_t off[N_ARRAYS], int len[N_ARRAYS])
+{
+  static const uint32_t oid[N_ARRAYS - 1] = {
       OID_BYTEA, OID_INT4, OID_NUMERIC, OID_NUMERIC, OID_NUMERIC,
       OID_INT4,  OID_TEXT, OID_DATE,    OID_TEXT,    OID_TEXT,
-      OID_TEXT,  OID_TEXT, OID_TEXT,    OID_TEXT};
+      OID_TEXT,  OID_TEXT, OID_TEXT,    OID_TEXT,    OID_TEXT,
+      OID_TEXT,  OID_TEXT, OID_TEXT,    OID_DATE};
   struct buf *p = &b->params;
-  unsigned char raw[4];
+  unsigned char raw[8];
   size_t i;
   int a, k;
 
   p->len = 0;
-  for (a = 0; a < 14; a++) {
+  for (a = 0; a < N_ARRAYS - 1; a++) {
     off[a] = p->len;
     if (array_start(p, oid[a], a < 6 ? n : (size_t)b->n_keys) != 0)
       return -1;
@@ -695,12 +756,20 @@ static int build_params(struct db_billing_batch *b, size_t n, size_t off[14],
         return -1;
     }
     for (k = 0; a >= 6 && k < b->n_keys; k++) {
+      char month[DB_MONTH_LEN], rday[16], day[16];
+      const char *f, *cls;
       size_t flen;
-      const char *f = key_field(b, k, a - 6, &flen);
+      int32_t days;
       int rc;
-      if (a == 7) { /* the day: text in the key, a date here */
-        char day[16];
-        int32_t days;
+      if (a >= 6 + N_KEY_FIELDS) { /* where the key is reported */
+        if (key_report(b, k, month, &cls, rday) != 0)
+          return -1;
+        f = a == 16 ? month : a == 17 ? cls : rday;
+        flen = strlen(f);
+      } else {
+        f = key_field(b, k, a - 6, &flen);
+      }
+      if (a == 7 || a == 18) { /* a day: text in the key, a date here */
         snprintf(day, sizeof(day), "%.*s", (int)flen, f);
         if (db_date_binary(day, &days) != 0)
           return -1;
@@ -716,7 +785,52 @@ static int build_params(struct db_billing_batch *b, size_t n, size_t off[14],
       return -1;
     len[a] = (int)(p->len - off[a]);
   }
+  off[a] = p->len; /* the latest usage_start: timestamptz, binary */
+  if (reserve(p, 8) != 0)
+    return -1;
+  put_be64((unsigned char *)p->p + p->len, (uint64_t)b->latest_us);
+  p->len += 8;
+  len[a] = 8;
   return 0;
+}
+
+/*
+ * Inside the flush's transaction: wait for a month close under way (and
+ * keep one from starting until commit: SHARE conflicts with the close's
+ * insert), then read the closed months into b->closed, ascending.
+ */
+static enum gg_code read_closed(struct db_conn *c, struct db_billing_batch *b)
+{
+  PGresult *res = PQexec(c->pg, "LOCK TABLE month_closes IN SHARE MODE; "
+                                "SELECT month FROM month_closes "
+                                "ORDER BY month COLLATE \"C\"");
+  enum gg_code code = GG_OK;
+  int i, rows;
+
+  b->n_closed = 0;
+  if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+    code = db_code_of(res, c->pg);
+    if (code != GG_CONFLICT)
+      log_failure("closed months", c->pg, res);
+    PQclear(res);
+    return code;
+  }
+  rows = PQntuples(res);
+  if ((size_t)rows > b->cap_closed) {
+    char(*grown)[DB_MONTH_LEN] =
+        realloc(b->closed, (size_t)rows * sizeof(*grown));
+    if (!grown) {
+      PQclear(res);
+      return GG_INTERNAL;
+    }
+    b->closed = grown;
+    b->cap_closed = (size_t)rows;
+  }
+  for (i = 0; i < rows; i++)
+    snprintf(b->closed[i], DB_MONTH_LEN, "%s", PQgetvalue(res, i, 0));
+  b->n_closed = (size_t)rows;
+  PQclear(res);
+  return GG_OK;
 }
 
 /* Send data[0..n) as COPY data, in pieces. */
@@ -843,25 +957,30 @@ static enum gg_code flush_once(struct db_conn *c, struct db_billing_batch *b,
                                size_t n, bool probe, long *inserted)
 {
   bool nested = PQtransactionStatus(c->pg) == PQTRANS_INTRANS;
-  const char *values[14];
-  size_t off[14], i;
-  int len[14], formats[14], a, rows;
+  const char *values[N_ARRAYS];
+  size_t off[N_ARRAYS], i;
+  int len[N_ARRAYS], formats[N_ARRAYS], a, rows;
   long fresh = (long)n;
   enum gg_code code;
   PGresult *res = NULL;
 
   *inserted = 0;
-  if (build_params(b, n, off, len) != 0)
-    return GG_INTERNAL;
-  for (a = 0; a < 14; a++) {
-    values[a] = b->params.p + off[a];
-    formats[a] = 1;
-  }
   code = tx_begin(c, nested);
   if (code != GG_OK)
     return code;
-  res = PQexecParams(c->pg, probe ? sql_probe : sql_assume, 14, NULL, values,
-                     len, formats, 0);
+  code = read_closed(c, b);
+  if (code != GG_OK)
+    goto out;
+  if (build_params(b, n, off, len) != 0) {
+    code = GG_INTERNAL;
+    goto out;
+  }
+  for (a = 0; a < N_ARRAYS; a++) {
+    values[a] = b->params.p + off[a];
+    formats[a] = 1;
+  }
+  res = PQexecParams(c->pg, probe ? sql_probe : sql_assume, N_ARRAYS, NULL,
+                     values, len, formats, 0);
   if (PQresultStatus(res) != PGRES_TUPLES_OK) {
     code = db_code_of(res, c->pg);
     if (code != GG_CONFLICT)

@@ -32,7 +32,9 @@ struct db_billing_row {
   const char *currency;
   const char *usage_start; /* timestamptz text, e.g. "2026-08-01 10:00:00+00" */
   const char *usage_day;   /* "YYYY-MM-DD", the UTC day of usage_start */
-  const char *invoice_month; /* "YYYY-MM" or "" */
+  const char *invoice_month;   /* "YYYY-MM" or "" */
+  const char *cost_type;       /* regular, tax, adjustment, rounding_error */
+  const char *billing_account; /* billing_account_id, or "" */
   const char *cost;
   const char *credits;    /* Σ credits[].amount */
   const char *gpu_amount; /* GPU usage, in the unit gpu_divisor says */
@@ -59,9 +61,12 @@ size_t db_billing_batch_bytes(const struct db_billing_batch *b);
 /*
  * Store b's rows in one transaction: rows whose hash is already in
  * billing_rows (or earlier in b) are skipped, the others inserted and their
- * sums added to cost_rollups. Sets *inserted to the rows inserted. b is
- * emptied whether or not it succeeds. Returns GG_OK, or the failure's code
- * (logged; the transaction is rolled back). When c is inside a
+ * sums added to cost_rollups — a row late for a closed month as a
+ * correction in the first open month (db/months.h), decided under a SHARE
+ * lock on month_closes that a month close waits for — and
+ * billing_freshness raised to their latest usage_start. Sets *inserted to the
+ * rows inserted. b is emptied whether or not it succeeds. Returns GG_OK, or the
+ * failure's code (logged; the transaction is rolled back). When c is inside a
  * transaction (the BigQuery pull replacing a day), the batch is a savepoint
  * of it instead, and the caller commits.
  *

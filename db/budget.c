@@ -2,11 +2,13 @@
  * budget.c (db) — leases from the per-region Batch mutation bucket.
  *
  * The bucket refills continuously at rate up to burst; a lease takes the
- * whole tokens it may and leaves the fraction. The refill is computed from
- * the time the row lock was taken or later (clock_timestamp(), never an
- * earlier transaction start), so concurrent leases never count the same
- * interval twice: over any interval of T seconds the deployment is
- * granted at most burst + rate × T tokens.
+ * whole tokens it may and leaves the fraction. Each lease reads the clock
+ * once (clock_timestamp(), never an earlier transaction start) and refills
+ * from the row's stamp up to that time only, moving the stamp no further:
+ * a lease that read its time before a concurrent one committed a later
+ * stamp refills nothing, and leaves that interval to the next. No interval
+ * is counted twice and the tokens never go below zero: over any interval
+ * of T seconds the deployment is granted at most burst + rate × T tokens.
  */
 #include <math.h>
 #include <stdio.h>
@@ -19,17 +21,21 @@ static const char sql_init[] =
     "VALUES ($1, $2::float8, clock_timestamp()) "
     "ON CONFLICT (region) DO NOTHING";
 
-/* $2 want, $3 rate, $4 burst. The refill expression appears twice: an
- * UPDATE cannot name its target in a LATERAL subquery. */
+/* $2 want, $3 rate, $4 burst. The clock is read once per statement (n.t):
+ * read per expression, the tokens left, the grant and the refill stamp
+ * each saw another time, and the bucket could go below zero. The refill
+ * expression appears twice: an UPDATE cannot name its target in a LATERAL
+ * subquery. */
 #define AVAIL                                                                  \
   "least($4::float8, tokens + $3::float8 * greatest(0, extract(epoch FROM "    \
-  "clock_timestamp() - refilled_at)))"
+  "n.t - refilled_at)))"
 static const char sql_lease[] =
+    "WITH n AS (SELECT clock_timestamp() AS t) "
     "UPDATE batch_budget SET "
     "last_grant = floor(least($2::float8, " AVAIL ")), "
     "tokens = " AVAIL " - floor(least($2::float8, " AVAIL ")), "
-    "refilled_at = greatest(refilled_at, clock_timestamp()) "
-    "WHERE region = $1 RETURNING last_grant, tokens";
+    "refilled_at = greatest(refilled_at, n.t) "
+    "FROM n WHERE region = $1 RETURNING last_grant, tokens";
 
 int db_budget_lease(struct db_conn *c, const char *region, int want,
                     double rate, long burst, int *granted, long *wait_ms,

@@ -27,37 +27,42 @@ const char *const db_cost_dim_names[DB_COST_NDIMS] = {
 /*
  * $1 from, $2 to (dates, inclusive); $3 team or NULL for all; $4..$9 group
  * by day, month, service, sku, flavor, location; $10 month_basis=invoice:
- * the month is then the invoice month where the export gave one (else the
- * usage month), and rows are selected by that month between the months of
- * from and to. Columns: 0 grouping (1 = a currency total), 1 team, 2..7
- * the dimensions, 8 currency, 9 cost, 10 credits, 11 net, 12 GPU-hours.
+ * the month is then the invoice month a rollup counts in (its own, or for
+ * a correction the open month it was posted to), and rows are selected by
+ * that month between the months of from and to; else by the report day (a
+ * correction's is the first day of its month: a closed month's rows never
+ * change). Columns: 0 grouping (1 = a currency total), 1 team, 2..7 the
+ * dimensions, 8 currency, 9 cost, 10 credits, 11 net, 12 GPU-hours,
+ * 13 charge class (NULL, or "Correction").
  */
 static const char sql_report[] =
     "WITH r AS (SELECT team, "
-    "CASE WHEN $4::boolean THEN to_char(day, 'YYYY-MM-DD') END AS k_day, "
-    "CASE WHEN $5::boolean THEN month END AS k_month, "
+    "CASE WHEN $4::boolean THEN to_char(report_day, 'YYYY-MM-DD') END "
+    "AS k_day, "
+    "CASE WHEN $5::boolean THEN k_month END AS k_month, "
     "CASE WHEN $6::boolean THEN service END AS k_service, "
     "CASE WHEN $7::boolean THEN sku END AS k_sku, "
     "CASE WHEN $8::boolean THEN flavor END AS k_flavor, "
     "CASE WHEN $9::boolean THEN location END AS k_location, "
-    "currency, cost, credits, gpu_hours "
-    "FROM (SELECT team, day, service, sku, flavor, location, currency, cost, "
-    "credits, gpu_hours, CASE WHEN $10::boolean AND invoice_month <> '' "
-    "THEN invoice_month ELSE to_char(day, 'YYYY-MM') END AS month "
+    "nullif(charge_class, '') AS k_class, currency, cost, credits, gpu_hours "
+    "FROM (SELECT team, report_day, service, sku, flavor, location, "
+    "charge_class, currency, cost, credits, gpu_hours, "
+    "CASE WHEN $10::boolean THEN month "
+    "ELSE to_char(report_day, 'YYYY-MM') END AS k_month "
     "FROM cost_rollups WHERE ($3::text IS NULL OR team = $3) "
-    "AND ($10::boolean OR day BETWEEN $1::date AND $2::date)) c "
-    "WHERE NOT $10::boolean OR month BETWEEN to_char($1::date, 'YYYY-MM') "
-    "AND to_char($2::date, 'YYYY-MM')) "
+    "AND CASE WHEN $10::boolean THEN month BETWEEN "
+    "to_char($1::date, 'YYYY-MM') AND to_char($2::date, 'YYYY-MM') "
+    "ELSE report_day BETWEEN $1::date AND $2::date END) c) "
     "SELECT grouping(team), team, k_day, k_month, k_service, k_sku, "
     "k_flavor, k_location, currency, "
     "trim_scale(round(sum(cost), 6)), trim_scale(round(sum(credits), 6)), "
     "trim_scale(round(sum(cost + credits), 6)), "
-    "trim_scale(round(sum(gpu_hours), 6)) FROM r "
+    "trim_scale(round(sum(gpu_hours), 6)), k_class FROM r "
     "GROUP BY GROUPING SETS ((team, k_day, k_month, k_service, k_sku, "
-    "k_flavor, k_location, currency), (currency)) "
+    "k_flavor, k_location, k_class, currency), (currency)) "
     "ORDER BY 1, team COLLATE \"C\", k_day, k_month, "
     "k_service COLLATE \"C\", k_sku COLLATE \"C\", k_flavor COLLATE \"C\", "
-    "k_location COLLATE \"C\", currency COLLATE \"C\"";
+    "k_location COLLATE \"C\", k_class NULLS FIRST, currency COLLATE \"C\"";
 
 /*
  * $1 team. Month-to-date is the current UTC month, in USD; the forecast
@@ -78,7 +83,7 @@ static const char sql_budget[] =
     "- interval '1 day') AS days, "
     "(SELECT coalesce(sum(r.cost + r.credits), 0) FROM cost_rollups r "
     "WHERE r.team = t.name AND r.currency = 'USD' "
-    "AND r.day >= date_trunc('month', u.ts)::date) AS mtd, "
+    "AND r.report_day >= date_trunc('month', u.ts)::date) AS mtd, "
     "(SELECT coalesce(sum(j.estimated_cost_usd), 0) FROM jobs j "
     "WHERE j.team = t.name "
     "AND j.state IN ('ADMITTED', 'QUEUED', 'RUNNING', 'EVICTING')) "
@@ -100,7 +105,7 @@ static const char sql_savings[] =
     "CASE WHEN r.currency = 'USD' THEN r.gpu_hours * "
     "(f.spec->>'on_demand_price_per_gpu_hour_usd')::numeric END AS od "
     "FROM cost_rollups r JOIN flavors f ON f.name = r.flavor "
-    "WHERE r.day BETWEEN $1::date AND $2::date "
+    "WHERE r.report_day BETWEEN $1::date AND $2::date "
     "AND ($3::text IS NULL OR r.team = $3) "
     "AND f.spec->>'provisioning_model' IN ('SPOT', 'FLEX_START')) "
     "SELECT grouping(team), team, flavor, model, currency, "
@@ -129,9 +134,9 @@ static const char sql_estimates[] =
     "WHERE j.admitted_at >= $1::date::timestamp AT TIME ZONE 'UTC' "
     "AND j.admitted_at < ($2::date + 1)::timestamp AT TIME ZONE 'UTC' "
     "AND ($3::text IS NULL OR j.team = $3) GROUP BY 1, 2), "
-    "b AS (SELECT team, to_char(day, 'YYYY-MM') AS month, "
+    "b AS (SELECT team, to_char(report_day, 'YYYY-MM') AS month, "
     "sum(cost + credits) AS billed FROM cost_rollups "
-    "WHERE day BETWEEN $1::date AND $2::date AND currency = 'USD' "
+    "WHERE report_day BETWEEN $1::date AND $2::date AND currency = 'USD' "
     "AND ($3::text IS NULL OR team = $3) GROUP BY 1, 2), "
     "m AS (SELECT coalesce(e.team, b.team) AS team, "
     "coalesce(e.month, b.month) AS month, coalesce(e.jobs, 0) AS jobs, "
@@ -250,11 +255,11 @@ static void base_params(const struct db_cost_query *q, const char **params)
 }
 
 /* The report's columns after team and the dimensions; totals: all but
- * the last. */
+ * the first and the last. */
 static const struct col_def report_cols[] = {
-    {"currency", 8, DB_COST_TEXT},           {"cost", 9, DB_COST_NUMBER},
-    {"credits", 10, DB_COST_NUMBER},         {"net_cost", 11, DB_COST_NUMBER},
-    {"usage_gpu_hours", 12, DB_COST_NUMBER},
+    {"charge_class", 13, DB_COST_TEXT}, {"currency", 8, DB_COST_TEXT},
+    {"cost", 9, DB_COST_NUMBER},        {"credits", 10, DB_COST_NUMBER},
+    {"net_cost", 11, DB_COST_NUMBER},   {"usage_gpu_hours", 12, DB_COST_NUMBER},
 };
 
 enum gg_code db_costs_report(struct gg_req *req, const struct db_cost_query *q,
@@ -273,7 +278,7 @@ enum gg_code db_costs_report(struct gg_req *req, const struct db_cost_query *q,
     if (q->dims[d])
       col(&fr, 2 + d, db_cost_dim_names[d], DB_COST_TEXT);
   cols(&fr, report_cols, n);
-  cols(&ft, report_cols, n - 1);
+  cols(&ft, report_cols + 1, n - 2);
 
   base_params(q, params);
   for (d = 0; d < DB_COST_NDIMS; d++)

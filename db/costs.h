@@ -64,8 +64,10 @@ struct db_cost_query {
 };
 
 /*
- * Costs per team, the requested dimensions and currency, in that order,
- * with cost, credits, net_cost and usage_gpu_hours (into rows); and per
+ * Costs per team, the requested dimensions, charge class (null, or
+ * "Correction" for rows posted here for a closed month) and currency, in
+ * that order, with cost, credits, net_cost and usage_gpu_hours (into
+ * rows), selected by report day (or invoice month); and per
  * currency cost, credits and net_cost (into totals). Both tables are
  * filled by this call (the caller frees them with db_cost_table_free, also
  * on failure). Errors are recorded on req.

@@ -14,7 +14,7 @@
 
 struct db_pool;
 
-#define DB_MAX_PARAMS 16
+#define DB_MAX_PARAMS 24
 #define DB_PREPARED_MAX 128
 
 struct db_conn {

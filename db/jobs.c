@@ -320,12 +320,13 @@ static const char sql_notify[] = "SELECT pg_notify('gpugate_admission', $1)";
  * A whole submission in one statement: the configuration version check
  * (ok: no row when the target was validated against a superseded
  * configuration — nothing is written), the Idempotency-Key claim (key
- * $15, request hash $16; sql_submit_key only), the job and its first
- * event. With a key, the job is written only when the key is new or was
- * taken over; a submission without one is a statement without the claim,
- * whose unused upsert would otherwise still be set up on every execution. The
- * admission loop's wake-up is not here: a NOTIFY serialises committing
- * transactions (server/waker.h).
+ * $16, request hash $17; sql_submit_key only), the job and its first
+ * event, whose actor is $15 (who submitted it: verified email or sub). With a
+ * key, the job is written only when the key is new or was taken over; a
+ * submission without one is a statement without the claim, whose unused upsert
+ * would otherwise still be set up on every execution. The admission loop's
+ * wake-up is not here: a NOTIFY serialises committing transactions
+ * (server/waker.h).
  *
  * The claim is one upsert, so that taking over an expired key is atomic:
  * a DELETE of the old row in the same statement as the INSERT would not
@@ -355,8 +356,8 @@ static const char sql_notify[] = "SELECT pg_notify('gpugate_admission', $1)";
   "FROM ok, (SELECT CAST($9 AS bigint[]) AS r) x WHERE " cond " "              \
   "RETURNING *), "                                                             \
   "e AS (INSERT INTO job_events (job_id, team, from_state, to_state, "         \
-  "reason, attempt, message) SELECT id, team, NULL, 'PENDING', "               \
-  "'Submitted', 1, 'submitted to queue ' || queue FROM j) "                    \
+  "reason, attempt, message, actor) SELECT id, team, NULL, 'PENDING', "        \
+  "'Submitted', 1, 'submitted to queue ' || queue, $15 FROM j) "               \
   "SELECT " JOB_COLUMNS_SPEC("NULL::bigint", "NULL::bigint", "NULL::bigint",  \
                             "NULL::json") ", "
 /* the job holds no flavor yet (f: none), and the caller has its spec */
@@ -368,7 +369,7 @@ static const char sql_submit_key[] =
     SUBMIT_OK
     "c AS (INSERT INTO idempotency_keys AS k (team, key, request_hash, "
     "status, location, response, created_at) "
-    "SELECT $2, $15, $16, NULL::int, NULL, NULL, now() FROM ok "
+    "SELECT $2, $16, $17, NULL::int, NULL, NULL, now() FROM ok "
     "ON CONFLICT (team, key) DO UPDATE SET "
     IDEM_KEEP("request_hash") ", " IDEM_KEEP("status") ", "
     IDEM_KEEP("location") ", " IDEM_KEEP("response") ", "
@@ -428,7 +429,7 @@ enum gg_code db_job_submit(struct gg_req *req, const struct db_job_new *j,
   char id[32], prio[16], request[80], maxrun[24], version[24], location[160];
   char *spec = NULL, *labels = NULL, *locations = NULL, *body = NULL;
   json_t *locs = json_object_get(j->spec, "locations");
-  const char *params[16];
+  const char *params[17];
   PGresult *res[DB_PIPELINE_MAX] = {NULL};
   PGresult *row; /* borrowed: the submission's result */
   enum gg_code code;
@@ -466,14 +467,15 @@ enum gg_code db_job_submit(struct gg_req *req, const struct db_job_new *j,
   params[11] = spec;
   params[12] = version;
   params[13] = locations; /* as (spec -> 'locations')::text: the same dump */
-  params[14] = idem_key;
-  params[15] = idem_hash;
+  params[14] = req_actor(req);
+  params[15] = idem_key;
+  params[16] = idem_hash;
 
   /* round trip 1: the submission; with a key, inside a transaction that
    * stays open until its response is recorded */
   {
-    struct db_stmt st[2] = {{"BEGIN", 0, none}, {sql_submit_key, 16, params}};
-    struct db_stmt plain = {sql_submit, 14, params};
+    struct db_stmt st[2] = {{"BEGIN", 0, none}, {sql_submit_key, 17, params}};
+    struct db_stmt plain = {sql_submit, 15, params};
     code = in_tx ? db_pipeline(db, 2, st, res)
                  : db_pipeline(db, 1, &plain, res + 1);
   }
@@ -601,7 +603,7 @@ static const char sql_exists[] =
 
 static const char sql_events[] = "SELECT id, " TS(
     "at") ", from_state, to_state, reason, attempt, "
-          "message FROM job_events WHERE team = $1 AND job_id = $2 "
+          "message, actor FROM job_events WHERE team = $1 AND job_id = $2 "
           "AND id > $3::bigint ORDER BY id LIMIT $4::int";
 
 enum gg_code db_job_events(struct gg_req *req, const char *team, const char *id,
@@ -633,11 +635,12 @@ enum gg_code db_job_events(struct gg_req *req, const char *team, const char *id,
   for (i = 0; i < rows && i < limit; i++)
     json_array_append_new(
         *items,
-        json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}", "at",
+        json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "at",
                   text_or_null(res, i, 1), "from", text_or_null(res, i, 2),
                   "to", text_or_null(res, i, 3), "reason",
                   text_or_null(res, i, 4), "attempt", int_or_null(res, i, 5),
-                  "message", text_or_null(res, i, 6)));
+                  "message", text_or_null(res, i, 6), "actor",
+                  text_or_null(res, i, 7)));
   if (rows > limit)
     *next = strtoll(PQgetvalue(res, limit - 1, 0), NULL, 10);
   PQclear(res);
@@ -703,8 +706,8 @@ static const char sql_cancel_requested[] =
 
 static const char sql_event_cancel[] =
     "INSERT INTO job_events (job_id, team, from_state, to_state, reason, "
-    "attempt, message) SELECT id, team, $3, 'CANCELLED', 'CancelledByUser', "
-    "attempt, 'cancelled through the API' FROM jobs "
+    "attempt, message, actor) SELECT id, team, $3, 'CANCELLED', "
+    "'CancelledByUser', attempt, 'cancelled through the API', $4 FROM jobs "
     "WHERE team = $1 AND id = $2";
 
 static bool finished(const char *state)
@@ -717,7 +720,7 @@ enum gg_code db_job_cancel(struct gg_req *req, const char *team, const char *id,
                            json_t **out)
 {
   struct db_conn *db = req_db(req);
-  const char *params[3] = {team, id, NULL};
+  const char *params[4] = {team, id, NULL, req_actor(req)};
   bool batch = db_pool_batch(req->pool);
   char state[16], err[256];
   PGresult *res = NULL;
@@ -770,7 +773,7 @@ enum gg_code db_job_cancel(struct gg_req *req, const char *team, const char *id,
     if (!(res = db_req_exec(req, db, sql_cancel, 2, params)))
       goto fail;
     PQclear(res);
-    if (!(res = db_req_exec(req, db, sql_event_cancel, 3, params)))
+    if (!(res = db_req_exec(req, db, sql_event_cancel, 4, params)))
       goto fail;
     PQclear(res);
     params[0] = "cancel";

@@ -238,6 +238,7 @@ static void replan_if_due(struct db_conn *c)
 }
 
 static const Oid text_oids[DB_MAX_PARAMS] = {25, 25, 25, 25, 25, 25, 25, 25,
+                                             25, 25, 25, 25, 25, 25, 25, 25,
                                              25, 25, 25, 25, 25, 25, 25, 25};
 
 /*

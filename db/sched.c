@@ -37,8 +37,16 @@ static const char sql_teams[] =
     "(t.spec->>'monthly_budget_usd')::float8, coalesce(b.net, 0)::float8 "
     "FROM teams t LEFT JOIN (SELECT team, sum(cost + credits) net "
     "FROM cost_rollups WHERE currency = 'USD' "
-    "AND day >= date_trunc('month', now() AT TIME ZONE 'UTC')::date "
+    "AND report_day >= date_trunc('month', now() AT TIME ZONE 'UTC')::date "
     "GROUP BY team) b ON b.team = t.name ORDER BY t.name COLLATE \"C\"";
+
+/* the team queues of the cluster queues that order by usage */
+static const char sql_tqs[] =
+    "SELECT q.team, q.name, q.cluster_queue, "
+    "coalesce((q.spec->>'fair_sharing_weight')::float8, 1) "
+    "FROM team_queues q JOIN cluster_queues c ON c.name = q.cluster_queue "
+    "WHERE json_typeof(c.spec->'usage_fair_sharing') = 'object' "
+    "ORDER BY q.team COLLATE \"C\", q.name COLLATE \"C\"";
 
 /* whole seconds elapsed: a window never opens early by a rounding */
 static const char sql_now[] = "SELECT floor(extract(epoch FROM now()))::bigint";
@@ -152,6 +160,19 @@ static void parse_cq(struct db_sched *s, json_t *spec, int cohort,
                : !strcmp(sp, "HoldAndDrain") ? SCHED_STOP_DRAIN
                                              : SCHED_STOP_NONE;
   }
+  {
+    json_t *u = json_object_get(spec, "usage_fair_sharing");
+    json_t *w = json_object_get(u, "resource_weights");
+    cq->usage_fs = json_is_object(u);
+    cq->precedence = !strcmp(str(u, "precedence"), "priority")
+                         ? SCHED_PRECEDENCE_PRIORITY
+                         : SCHED_PRECEDENCE_USAGE;
+    cq->fs_weights[SCHED_GPU] =
+        json_object_get(w, "gpu") ? json_number_value(json_object_get(w, "gpu"))
+                                  : 1;
+    cq->fs_weights[SCHED_CPU] = json_number_value(json_object_get(w, "cpu"));
+    cq->fs_weights[SCHED_MEM] = json_number_value(json_object_get(w, "memory"));
+  }
   json_array_foreach (json_object_get(spec, "flavors"), i, fl) {
     struct sched_cq_flavor *f;
     int idx = find((const char(*)[DB_NAME_LEN])s->flavor_names, s->in.n_flavors,
@@ -264,7 +285,8 @@ int db_sched_load_config(struct db_conn *c, struct db_sched *s, char *err,
       goto fail;
     }
     n = PQntuples(cq);
-    if (!ALLOC(s->cq_names, n) || !ALLOC(s->cqs, n)) {
+    if (!ALLOC(s->cq_names, n) || !ALLOC(s->cqs, n) ||
+        !ALLOC(s->fs_half_life, n)) {
       free(cohorts);
       PQclear(cq);
       goto oom;
@@ -278,6 +300,13 @@ int db_sched_load_config(struct db_conn *c, struct db_sched *s, char *err,
                               s->in.n_cohorts, PQgetvalue(cq, i, 1));
       snprintf(s->cq_names[i], DB_NAME_LEN, "%s", PQgetvalue(cq, i, 0));
       parse_cq(s, spec, cohort, &s->cqs[i]);
+      s->fs_half_life[i] =
+          s->cqs[i].usage_fs
+              ? json_number_value(json_object_get(
+                    json_object_get(spec, "usage_fair_sharing"), "half_life_s"))
+              : 0;
+      if (!(s->fs_half_life[i] > 0))
+        s->cqs[i].usage_fs = false; /* validation refuses it; be safe */
       json_decref(spec);
     }
     free(cohorts);
@@ -298,6 +327,31 @@ int db_sched_load_config(struct db_conn *c, struct db_sched *s, char *err,
   }
   s->in.n_teams = n;
   PQclear(res);
+
+  if (!(res = db_query(c, sql_tqs, 0, NULL, err, errlen)))
+    goto fail;
+  n = PQntuples(res);
+  if (!ALLOC(s->tq_team, n) || !ALLOC(s->tq_queue, n) || !ALLOC(s->tqs, n))
+    goto oom;
+  s->in.n_tqs = 0;
+  for (i = 0; i < n; i++) {
+    int cq = find((const char(*)[DB_NAME_LEN])s->cq_names, s->in.n_cqs,
+                  PQgetvalue(res, i, 2));
+    struct sched_tq *t = &s->tqs[s->in.n_tqs];
+    if (cq < 0 || !s->cqs[cq].usage_fs)
+      continue;
+    snprintf(s->tq_team[s->in.n_tqs], DB_NAME_LEN, "%s", PQgetvalue(res, i, 0));
+    snprintf(s->tq_queue[s->in.n_tqs], DB_NAME_LEN, "%s",
+             PQgetvalue(res, i, 1));
+    t->cq = cq;
+    t->weight = strtod(PQgetvalue(res, i, 3), NULL);
+    if (!(t->weight > 0))
+      t->weight = 1;
+    t->score = 0;
+    s->in.n_tqs++;
+  }
+  PQclear(res);
+  s->in.tqs = s->tqs;
   s->in.cqs = s->cqs;
   s->in.teams = s->teams;
   return 0;
@@ -317,6 +371,10 @@ void db_sched_free(struct db_sched *s)
   free(s->cqs);
   free(s->team_names);
   free(s->teams);
+  free(s->fs_half_life);
+  free(s->tq_team);
+  free(s->tq_queue);
+  free(s->tqs);
   free(s->admitted);
   free(s->admitted_ids);
   free(s->admitted_attempt);
@@ -351,10 +409,12 @@ const char *db_sched_reason_name(enum sched_pending_reason r)
   }
 }
 
+/* A job whose cancel is pending is not evicted: its quota comes back when
+ * Batch confirms the cancel, and an eviction could requeue it. */
 static const char sql_evict[] =
     "UPDATE jobs SET state = 'EVICTING', reason = $3, updated_at = now() "
     "WHERE id = $1 AND attempt = $2::int AND state IN ('ADMITTED', 'QUEUED', "
-    "'RUNNING') RETURNING state";
+    "'RUNNING') AND NOT cancel_requested RETURNING state";
 
 static const char sql_reasons[] =
     "UPDATE jobs SET reason = v.reason FROM unnest($1::text[], $2::text[]) "
@@ -683,7 +743,7 @@ static const char sql_team_costs[] =
     "ELSE r.team END AS team, r.cost + r.credits AS net "
     "FROM cost_rollups r LEFT JOIN teams t ON t.name = r.team "
     "WHERE r.currency = 'USD' "
-    "AND r.day >= date_trunc('month', now() AT TIME ZONE 'UTC')::date) "
+    "AND r.report_day >= date_trunc('month', now() AT TIME ZONE 'UTC')::date) "
     "SELECT team, net FROM (SELECT t.name AS team, "
     "coalesce(sum(m.net), 0)::float8 AS net FROM teams t "
     "LEFT JOIN m ON m.team = t.name GROUP BY t.name "

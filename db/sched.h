@@ -37,6 +37,13 @@ struct db_sched {
    * db_sched_state_build() may (its runs only; NULL: none left out) */
   bool *old_left_out;
   json_t *pending_locations; /* array (per pending job) of arrays */
+  /* fair share over time (configuration): per cluster queue its
+   * usage_fair_sharing half-life (0: off); the team queues of the CQs
+   * that set it (in.tqs: their scores are the caller's to fill) */
+  double *fs_half_life;
+  char (*tq_team)[DB_NAME_LEN];
+  char (*tq_queue)[DB_NAME_LEN];
+  struct sched_tq *tqs;
 };
 
 struct db_sched_stats {

@@ -427,6 +427,70 @@ static struct name_index *index_names(const struct sched_state *st,
   return x;
 }
 
+/*
+ * Team queues by the state's name ids (fair share over time): tq_first
+ * [queue name id] is the first team queue of that name (-1 none), tq_next
+ * chains the others, tq_team their team name ids. Built once per cycle
+ * from the names (a few), so a job's team queue costs a short chain walk
+ * of integer compares. NULL arrays when no cluster queue orders by usage.
+ */
+struct tq_index {
+  int *first, *next, *team;
+};
+
+static void tq_index_free(struct tq_index *t)
+{
+  free(t->first);
+  free(t->next);
+  free(t->team);
+}
+
+static int tq_index_of(const struct sched_state *st, const struct db_sched *cfg,
+                       struct tq_index *t)
+{
+  int i, k, n = cfg->in.n_tqs;
+
+  memset(t, 0, sizeof(*t));
+  if (n == 0)
+    return 0;
+  t->first = malloc(((size_t)st->n_names + 1) * sizeof(int));
+  t->next = malloc((size_t)n * sizeof(int));
+  t->team = malloc((size_t)n * sizeof(int));
+  if (!t->first || !t->next || !t->team)
+    return -1;
+  for (i = 0; i < st->n_names; i++)
+    t->first[i] = -1;
+  for (k = n - 1; k >= 0; k--) {
+    int q = -1;
+    t->team[k] = -1;
+    t->next[k] = -1;
+    for (i = 0; i < st->n_names; i++) {
+      if (!strcmp(st->names[i]->s, cfg->tq_queue[k]))
+        q = i;
+      if (!strcmp(st->names[i]->s, cfg->tq_team[k]))
+        t->team[k] = i;
+    }
+    if (q >= 0 && t->team[k] >= 0) {
+      t->next[k] = t->first[q];
+      t->first[q] = k;
+    }
+  }
+  return 0;
+}
+
+/* Job j's team queue index into cfg->tqs, or -1. */
+static int tq_find(const struct tq_index *t, const struct sched_state_job *j)
+{
+  int k;
+
+  if (!t->first)
+    return -1;
+  for (k = t->first[j->queue->id]; k >= 0; k = t->next[k])
+    if (t->team[k] == j->team->id)
+      return k;
+  return -1;
+}
+
 /* The scheduler's view of job j (indices into cfg), or -1 when its
  * cluster queue is unknown (deleted meanwhile). */
 static int sched_job_of(const struct name_index *x,
@@ -444,6 +508,7 @@ static int sched_job_of(const struct name_index *x,
   for (r = 0; r < SCHED_NRES; r++)
     sj->request[r] = j->request[r];
   sj->flavor = -1;
+  sj->tq = -1;
   return sj->cq < 0 ? -1 : 0;
 }
 
@@ -486,6 +551,7 @@ int db_sched_state_build(const struct sched_state *st,
   json_t *empty = json_array();
   double *price = calloc((size_t)cfg->in.n_cqs + 1, sizeof(*price));
   struct name_index *x = index_names(st, cfg);
+  struct tq_index tqx;
   int i, na = 0, np = 0, n_pending = 0, n_admitted;
 
   *run = *cfg; /* the configuration, borrowed */
@@ -507,7 +573,8 @@ int db_sched_state_build(const struct sched_state *st,
   /* each side's arrays sized by its own jobs: with most jobs admitted, a
    * pending side as large as the whole state was most of a cycle's
    * memory */
-  if (!x || (taken_only && !(run->old_left_out = leave_out(st, cfg, x))))
+  if (tq_index_of(st, cfg, &tqx) || !x ||
+      (taken_only && !(run->old_left_out = leave_out(st, cfg, x))))
     goto oom;
   for (i = 0; i < st->n; i++)
     n_pending += sched_state_pending(&st->jobs[i]);
@@ -541,6 +608,8 @@ int db_sched_state_build(const struct sched_state *st,
       /* as db_sched_load: the estimate counts even when the flavor or
        * CQ is gone */
       sched_job_of(x, j, sj);
+      if (sj->cq >= 0 && cfg->cqs[sj->cq].usage_fs)
+        sj->tq = tq_find(&tqx, j);
       if (sj->team >= 0)
         run->teams[sj->team].spent += j->estimated_cost;
       if (sj->cq < 0)
@@ -567,6 +636,8 @@ int db_sched_state_build(const struct sched_state *st,
     sj = &run->pending[np];
     if (sched_job_of(x, j, sj))
       continue;
+    if (cfg->cqs[sj->cq].usage_fs)
+      sj->tq = tq_find(&tqx, j);
     memcpy(run->pending_ids[np], j->id, sizeof(j->id));
     run->pending_attempt[np] = j->attempt;
     memcpy(run->pending_reason[np], j->reason, sizeof(j->reason));
@@ -595,11 +666,13 @@ int db_sched_state_build(const struct sched_state *st,
   json_decref(empty);
   free(price);
   free(x);
+  tq_index_free(&tqx);
   return 0;
 oom:
   json_decref(empty);
   free(price);
   free(x);
+  tq_index_free(&tqx);
   db_sched_state_run_free(run);
   return -1;
 }
@@ -871,7 +944,7 @@ out:
 static const char sql_spend[] =
     "SELECT team, sum(cost + credits)::float8 FROM cost_rollups "
     "WHERE currency = 'USD' "
-    "AND day >= date_trunc('month', now() AT TIME ZONE 'UTC')::date "
+    "AND report_day >= date_trunc('month', now() AT TIME ZONE 'UTC')::date "
     "GROUP BY team";
 
 int db_sched_state_spend(struct db_conn *c, struct db_sched *cfg, bool *moved,

@@ -25,17 +25,20 @@ static const char sql_windows[] =
     "WHERE spec->>'available_until' IS NOT NULL ORDER BY name";
 
 /* The holders whose run may last past the end ($2, epoch seconds): not
- * started yet (now + the whole run), or started + max run. */
+ * started yet (now + the whole run), or started + max run. A job whose
+ * cancel is pending is left to it (it would be requeued). */
 static const char sql_victims[] =
     "SELECT id, attempt, cluster_queue FROM jobs "
     "WHERE flavor = $1 AND state IN ('ADMITTED', 'QUEUED', 'RUNNING') "
-    "AND floor(extract(epoch FROM coalesce(run_started_at, now())))::bigint "
+    "AND NOT cancel_requested AND floor(extract(epoch FROM "
+    "coalesce(run_started_at, now())))::bigint "
     "+ max_run_duration_s > $2::bigint "
     "ORDER BY seq LIMIT " STR(DB_WINDOW_EVICT_BATCH);
 
 static const char sql_evict[] =
     "WITH o AS (SELECT state FROM jobs WHERE id = $1 AND attempt = $2::int "
-    "AND state IN ('ADMITTED', 'QUEUED', 'RUNNING') FOR UPDATE) "
+    "AND state IN ('ADMITTED', 'QUEUED', 'RUNNING') AND NOT cancel_requested "
+    "FOR UPDATE) "
     "UPDATE jobs SET state = 'EVICTING', reason = '" DB_WINDOW_REASON "', "
     "updated_at = now() FROM o WHERE id = $1 AND attempt = $2::int "
     "AND jobs.state IN ('ADMITTED', 'QUEUED', 'RUNNING') RETURNING o.state";

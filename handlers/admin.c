@@ -6,7 +6,24 @@
 #include <string.h>
 
 #include "handlers/admin.h"
+#include "server/log.h"
 #include "server/problem.h"
+
+/* Every administrator change through the API is logged with who made it
+ * (`gpugate apply` prints its own summary). */
+static void log_change(struct gg_req *req, const struct admin_kind *k,
+                       const char *what)
+{
+  const char *actor = req_actor(req);
+  const char *team = k->team_param ? req_param(req, k->team_param) : NULL;
+
+  if (!req->conn)
+    return;
+  log_msg(LOG_INFO, "admin: %s %s \"%s%s%s\" by %s", what,
+          db_kind_name(k->kind), team ? team : "", team ? "/" : "",
+          req_param(req, k->name_param),
+          actor ? actor : auth_role_name(req->principal.role));
+}
 
 static void set_etag(struct gg_req *req, long long version)
 {
@@ -190,6 +207,7 @@ enum gg_code admin_put(struct gg_req *req, const struct admin_kind *k)
     return code;
   }
   set_etag(req, version);
+  log_change(req, k, created ? "created" : "put");
   if (created) {
     char loc[600];
     snprintf(loc, sizeof(loc), "%s", req->path);
@@ -212,6 +230,7 @@ enum gg_code admin_delete(struct gg_req *req, const struct admin_kind *k)
                          req_param(req, k->name_param), &m);
   if (code != GG_OK)
     return code;
+  log_change(req, k, "deleted");
   req_reply(req, 204, NULL);
   return GG_OK;
 }

@@ -35,6 +35,8 @@ enum {
   T_LOCATION,
   T_INVOICE,
   T_USAGE,
+  T_COST_TYPE,
+  T_ACCOUNT,
   T_N
 };
 
@@ -49,6 +51,8 @@ static const struct billing_key top_keys[T_N] = {
     [T_LOCATION] = {"location", 8},
     [T_INVOICE] = {"invoice", 7},
     [T_USAGE] = {"usage", 5},
+    [T_COST_TYPE] = {"cost_type", 9},
+    [T_ACCOUNT] = {"billing_account_id", 18},
 };
 
 static enum billing_kind kind(struct billing_doc *d, billing_val v)
@@ -269,6 +273,47 @@ static int read_invoice(struct billing_doc *d, billing_val inv,
   return 0;
 }
 
+const char *const billing_cost_types[] = {"regular", "tax", "adjustment",
+                                          "rounding_error", NULL};
+
+/* cost_type: one of billing_cost_types; "regular" when absent. A type
+ * the export may add later is refused rather than summed into none of the
+ * month's totals (the line is reported, nothing is stored half). */
+static int read_cost_type(struct billing_doc *d, billing_val v,
+                          struct db_billing_row *db, char *err, size_t errlen)
+{
+  const char *s;
+  int i;
+
+  db->cost_type = "regular";
+  if (absent(d, v))
+    return 0;
+  s = str(d, v);
+  for (i = 0; s && billing_cost_types[i]; i++)
+    if (!strcmp(s, billing_cost_types[i])) {
+      db->cost_type = billing_cost_types[i];
+      return 0;
+    }
+  return fail(err, errlen,
+              "cost_type: must be regular, tax, adjustment or rounding_error");
+}
+
+/* billing_account_id: a string, "" when absent. */
+static int read_account(struct billing_doc *d, billing_val v,
+                        struct db_billing_row *db, char *err, size_t errlen)
+{
+  db->billing_account = "";
+  if (absent(d, v))
+    return 0;
+  db->billing_account = str(d, v);
+  if (!db->billing_account)
+    return fail(err, errlen, "billing_account_id: not a string");
+  if (strlen(db->billing_account) > BILLING_NAME_MAX)
+    return fail(err, errlen, "billing_account_id: longer than %d bytes",
+                BILLING_NAME_MAX);
+  return 0;
+}
+
 /* GPU-hours of GPU SKUs: usage in pricing units when those are hours,
  * else seconds of usage / 3600 (divided in SQL, exactly). */
 static int read_usage(struct billing_doc *d, billing_val usage, billing_val sku,
@@ -322,7 +367,9 @@ int billing_fields_read(struct billing_doc *d, struct db_billing_row *db,
       read_labels(d, top[T_LABELS], db, err, errlen) ||
       read_location(d, top[T_LOCATION], db, t, err, errlen) ||
       read_invoice(d, top[T_INVOICE], t, err, errlen) ||
-      read_usage(d, top[T_USAGE], top[T_SKU], db, t, err, errlen))
+      read_usage(d, top[T_USAGE], top[T_SKU], db, t, err, errlen) ||
+      read_cost_type(d, top[T_COST_TYPE], db, err, errlen) ||
+      read_account(d, top[T_ACCOUNT], db, err, errlen))
     return -1;
   db->currency = t->currency;
   db->usage_start = t->usage_start;

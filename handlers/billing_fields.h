@@ -26,6 +26,9 @@
 #define BILLING_NAME_MAX 256
 #define BILLING_UNATTRIBUTED "(unattributed)"
 
+/* The cost_type values a row may carry, NULL-terminated. */
+extern const char *const billing_cost_types[];
+
 /* A value of a document; BILLING_NONE: absent. */
 typedef uintptr_t billing_val;
 #define BILLING_NONE ((billing_val)0)

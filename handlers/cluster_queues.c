@@ -5,10 +5,12 @@
  */
 #include <string.h>
 
+#include "db/fairshare.h"
 #include "db/queue_status.h"
 #include "db/window.h"
 #include "handlers/admin.h"
 #include "handlers/cluster_queues.h"
+#include "handlers/fairshare_fields.h"
 #include "handlers/handlers.h"
 #include "server/problem.h"
 
@@ -112,6 +114,7 @@ static const struct v_field fields[] = {
      .type = V_ENUM,
      .choices = stops,
      .dflt = "\"None\""},
+    FAIRSHARE_CQ_FIELD,
     {.key = NULL}};
 
 static void check(struct gg_req *req, json_t *spec)
@@ -120,6 +123,7 @@ static void check(struct gg_req *req, json_t *spec)
   json_t *flavors = json_object_get(spec, "flavors"), *fl;
   size_t i, j;
 
+  fairshare_check_cq(req, spec);
   json_array_foreach (flavors, i, fl) {
     const char *name = json_string_value(json_object_get(fl, "name"));
     json_t *res = json_object_get(fl, "resources"), *q;
@@ -246,8 +250,27 @@ enum gg_code cluster_queues_status(struct gg_req *req, json_t *obj)
   return decorate(req, obj);
 }
 
-static const struct admin_kind kind = {DB_CLUSTER_QUEUE, "name", NULL,
-                                       fields,           check,  decorate};
+/* The administrator's view adds, with usage_fair_sharing, every team
+ * queue's fair-sharing score and rank (a member's view of the queue,
+ * cluster_queues_status(), does not: other teams' usage is theirs). */
+static enum gg_code decorate_admin(struct gg_req *req, json_t *obj)
+{
+  enum gg_code code = decorate(req, obj);
+  json_t *fs = NULL;
+
+  if (code != GG_OK ||
+      !json_is_object(json_object_get(obj, "usage_fair_sharing")))
+    return code;
+  code = db_fs_cluster_queue(
+      req, json_string_value(json_object_get(obj, "name")), &fs);
+  if (code == GG_OK && json_is_array(fs))
+    json_object_set(json_object_get(obj, "status"), "fair_sharing", fs);
+  json_decref(fs);
+  return code;
+}
+
+static const struct admin_kind kind = {
+    DB_CLUSTER_QUEUE, "name", NULL, fields, check, decorate_admin};
 
 enum gg_code cluster_queues_list(struct gg_req *req)
 {

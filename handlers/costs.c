@@ -17,7 +17,9 @@
 #include <strings.h>
 
 #include "db/costs.h"
+#include "db/month_close.h"
 #include "handlers/costs.h"
+#include "handlers/csv.h"
 #include "handlers/handlers.h"
 #include "handlers/validate.h"
 #include "server/jsonx.h"
@@ -189,82 +191,27 @@ enum costs_format costs_accept(const char *accept)
   return qc > qj ? COSTS_CSV : COSTS_JSON;
 }
 
-/* A growing text buffer; after a failed allocation it stays failed. */
-struct buf {
-  char *data;
-  size_t len, cap;
-  bool failed;
-};
-
-static void put(struct buf *b, const char *s, size_t n)
-{
-  if (b->failed)
-    return;
-  if (b->len + n + 1 > b->cap) {
-    size_t cap = b->cap ? b->cap : 4096;
-    char *p;
-    while (cap < b->len + n + 1)
-      cap *= 2;
-    p = realloc(b->data, cap);
-    if (!p) {
-      b->failed = true;
-      return;
-    }
-    b->data = p;
-    b->cap = cap;
-  }
-  memcpy(b->data + b->len, s, n);
-  b->len += n;
-  b->data[b->len] = '\0';
-}
-
-/*
- * One field; formula (a text cell) says a leading = + - @ TAB CR would be
- * taken for a formula by a spreadsheet: it gets a ' in front, inside
- * quotes.
- */
-static void put_field(struct buf *b, const char *s, bool text)
-{
-  const char *q;
-  bool formula = text && *s && strchr("=+-@\t\r", *s);
-
-  if (!formula && !s[strcspn(s, ",\"\r\n")]) {
-    put(b, s, strlen(s));
-    return;
-  }
-  put(b, "\"", 1);
-  if (formula)
-    put(b, "'", 1);
-  while ((q = strchr(s, '"'))) {
-    put(b, s, (size_t)(q - s) + 1);
-    put(b, "\"", 1);
-    s = q + 1;
-  }
-  put(b, s, strlen(s));
-  put(b, "\"", 1);
-}
-
 char *costs_csv(const struct db_cost_table *t, size_t *len)
 {
-  struct buf b = {NULL, 0, 0, false};
+  struct csv_buf b = {NULL, 0, 0, false};
   json_t *row;
   size_t i;
   int c;
 
   for (c = 0; c < t->ncols; c++) {
     if (c)
-      put(&b, ",", 1);
-    put_field(&b, t->cols[c], true);
+      csv_put(&b, ",", 1);
+    csv_field(&b, t->cols[c], true);
   }
-  put(&b, "\r\n", 2);
+  csv_put(&b, "\r\n", 2);
   json_array_foreach (t->rows, i, row) {
     for (c = 0; c < t->ncols; c++) {
       const char *s = json_string_value(json_array_get(row, (size_t)c));
       if (c)
-        put(&b, ",", 1);
-      put_field(&b, s ? s : "", t->kind[c] == DB_COST_TEXT);
+        csv_put(&b, ",", 1);
+      csv_field(&b, s ? s : "", t->kind[c] == DB_COST_TEXT);
     }
-    put(&b, "\r\n", 2);
+    csv_put(&b, "\r\n", 2);
   }
   if (b.failed) {
     free(b.data);
@@ -322,6 +269,22 @@ static void check_date(struct gg_req *req, const char *name, const char *s,
     *ok = true;
 }
 
+void costs_range(struct gg_req *req, const char **from, const char **to)
+{
+  long f = 0, t = 0;
+  bool f_ok, t_ok;
+
+  *from = req_query(req, "from");
+  *to = req_query(req, "to");
+  check_date(req, "from", *from, &f, &f_ok);
+  check_date(req, "to", *to, &t, &t_ok);
+  if (f_ok && t_ok && t < f)
+    problem_field(req, "to", "must not be before from (\"%s\")", *from);
+  else if (f_ok && t_ok && t - f > MAX_SPAN_DAYS)
+    problem_field(req, "to", "must be at most %d days after from (\"%s\")",
+                  MAX_SPAN_DAYS, *from);
+}
+
 /*
  * Read from, to, the format and, for the main reports (grouped), group_by
  * and month_basis. Records every bad parameter and fails the request:
@@ -333,19 +296,9 @@ static bool read_query(struct gg_req *req, bool grouped,
 {
   const char *format = req_query(req, "format");
   const char *basis = req_query(req, "month_basis");
-  long from = 0, to = 0;
-  bool from_ok, to_ok;
 
   memset(q, 0, sizeof(*q));
-  q->from = req_query(req, "from");
-  q->to = req_query(req, "to");
-  check_date(req, "from", q->from, &from, &from_ok);
-  check_date(req, "to", q->to, &to, &to_ok);
-  if (from_ok && to_ok && to < from)
-    problem_field(req, "to", "must not be before from (\"%s\")", q->from);
-  else if (from_ok && to_ok && to - from > MAX_SPAN_DAYS)
-    problem_field(req, "to", "must be at most %d days after from (\"%s\")",
-                  MAX_SPAN_DAYS, q->from);
+  costs_range(req, &q->from, &q->to);
   if (grouped && !costs_group_by(req_query(req, "group_by"), q->dims))
     problem_field(req, "group_by",
                   "must be a comma-separated list of day, month, service, "
@@ -405,10 +358,25 @@ static enum gg_code reply_json(struct gg_req *req,
 {
   json_t *out = json_pack("{s:s, s:s}", "from", q->from, "to", q->to);
   json_t *r = costs_json_rows(rows), *t = costs_json_rows(totals);
+  json_t *through = NULL, *months = NULL;
   enum gg_code code;
   char *text;
   size_t len = 0;
 
+  if (db_costs_freshness(req, q->from, q->to, &through, &months) != GG_OK) {
+    json_decref(out);
+    json_decref(r);
+    json_decref(t);
+    json_decref(extra);
+    return req->code;
+  }
+  if (out) {
+    json_object_set_new(out, "data_through", through);
+    json_object_set_new(out, "months", months);
+  } else {
+    json_decref(through);
+    json_decref(months);
+  }
   if (out && extra)
     json_object_update(out, extra);
   json_decref(extra);

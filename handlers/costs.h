@@ -63,4 +63,12 @@ char *costs_csv(const struct db_cost_table *t, size_t *len);
  */
 json_t *costs_json_rows(const struct db_cost_table *t);
 
+/*
+ * The query's from and to (borrowed from req): each a date YYYY-MM-DD, to
+ * not before from and at most three years after it. Each bad one is
+ * recorded with problem_field(); the caller fails the request when
+ * problem_nfields(req) says so.
+ */
+void costs_range(struct gg_req *req, const char **from, const char **to);
+
 #endif

@@ -46,11 +46,15 @@ static bool secret_ok(const char *want, const char *given)
   return CRYPTO_memcmp(want, given, n) == 0;
 }
 
-static char *jwks_key(const char *kid, void *ud, char *err, size_t errlen)
+/* Google's keys, whichever of its two spellings the token's iss uses. */
+static json_t *google_key(const char *iss, const char *kid, void *ud,
+                          enum jwks_alg *alg, char *err, size_t errlen)
 {
   const struct config *cfg = ud;
 
-  return jwks_key_pem(cfg->pubsub_jwks_url, kid, time(NULL), err, errlen);
+  (void)iss;
+  return jwks_key(cfg->pubsub_jwks_url, kid, JWKS_COOLDOWN_S, time(NULL), alg,
+                  err, errlen);
 }
 
 /* Whether the push is authenticated; the reason for the log otherwise. */
@@ -58,7 +62,13 @@ static bool authenticated(struct gg_req *req, const char **why)
 {
   const struct config *cfg = req->cfg;
   const char *auth = req_header(req, "Authorization");
-  struct oidc_want want;
+  struct oidc_policy want = {
+      .issuers = {"https://accounts.google.com", "accounts.google.com"},
+      .n_issuers = 2,
+      .n_audiences = 1,
+      .algs = JWKS_ALG_RS256,
+      .max_lifetime_s = 7200, /* Google's push tokens live one hour */
+  };
 
   if (!cfg) {
     *why = "not configured";
@@ -73,11 +83,11 @@ static bool authenticated(struct gg_req *req, const char **why)
       *why = "OIDC push authentication is not configured";
       return false;
     }
-    want.audience = cfg->pubsub_audience;
+    want.audiences[0] = cfg->pubsub_audience;
     want.email = cfg->pubsub_service_account;
     want.leeway_s = cfg->jwt_leeway_s;
-    return oidc_verify(auth + 7, &want, time(NULL), jwks_key, (void *)cfg,
-                       why) == 0;
+    return oidc_verify(auth + 7, &want, time(NULL), google_key, (void *)cfg,
+                       NULL, why) == 0;
   }
   if (secret_ok(cfg->pubsub_push_secret, req_query(req, "token")))
     return true;

@@ -2,8 +2,10 @@
  * queues.c — /v1/teams/{team}/queues: a team's named queues, each pointing
  * at one cluster queue. Members read their own team's queues.
  */
+#include "db/fairshare.h"
 #include "db/queue_status.h"
 #include "handlers/admin.h"
+#include "handlers/fairshare_fields.h"
 #include "handlers/handlers.h"
 
 static const struct v_field fields[] = {
@@ -14,6 +16,7 @@ static const struct v_field fields[] = {
      .min = 0,
      .max = 256,
      .dflt = "null"},
+    FAIRSHARE_TQ_FIELD,
     {.key = NULL}};
 
 /* Pending and admitted counts of the queue's jobs. */
@@ -24,13 +27,23 @@ static enum gg_code decorate(struct gg_req *req, json_t *obj)
       db_job_counts(req, json_string_value(json_object_get(obj, "team")),
                     json_string_value(json_object_get(obj, "name")), &counts);
 
-  if (code == GG_OK)
-    json_object_set_new(obj, "status", counts);
+  if (code != GG_OK)
+    return code;
+  json_object_set_new(obj, "status", counts);
+  /* fair share over time: only when its cluster queue sets it */
+  {
+    json_t *fs = NULL;
+    code = db_fs_queue(req, json_string_value(json_object_get(obj, "team")),
+                       json_string_value(json_object_get(obj, "name")), &fs);
+    if (code == GG_OK && json_is_object(fs))
+      json_object_set(obj, "fair_sharing", fs);
+    json_decref(fs);
+  }
   return code;
 }
 
-static const struct admin_kind kind = {DB_TEAM_QUEUE, "queue", "team",
-                                       fields,        NULL,    decorate};
+static const struct admin_kind kind = {
+    DB_TEAM_QUEUE, "queue", "team", fields, fairshare_check_tq, decorate};
 
 enum gg_code queues_list(struct gg_req *req)
 {

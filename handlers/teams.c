@@ -1,6 +1,6 @@
 /*
  * teams.c — /v1/teams: who owns queues and pays for them. Members see
- * only their own team.
+ * only their own teams.
  */
 #include <string.h>
 
@@ -65,21 +65,31 @@ static const struct admin_kind kind = {DB_TEAM, "team", NULL,
 
 enum gg_code teams_list(struct gg_req *req)
 {
+  const struct auth_principal *p = &req->principal;
   json_t *team = NULL, *items;
   enum gg_code code;
+  int i;
 
   if (!req_is_member(req))
     return admin_list(req, &kind);
-  /* a member's list is its own team, if it has been created */
-  code = db_admin_get(req, DB_TEAM, NULL, req->principal.team, &team, NULL);
-  if (code == GG_NOT_FOUND)
-    problem_clear(req);
-  else if (code != GG_OK) {
-    return code;
-  }
+  /* a member's list is its own teams (a provider principal may be a
+   * member of several), those that have been created */
   items = json_array();
-  if (team)
+  for (i = 0; i < p->n_grants; i++) {
+    if (p->grants[i].role != AUTH_ROLE_MEMBER)
+      continue;
+    code = db_admin_get(req, DB_TEAM, NULL, p->grants[i].team, &team, NULL);
+    if (code == GG_NOT_FOUND) {
+      problem_clear(req);
+      continue;
+    }
+    if (code != GG_OK) {
+      json_decref(items);
+      return code;
+    }
     json_array_append_new(items, team);
+    team = NULL;
+  }
   req_reply(req, 200, json_pack("{s:o, s:n}", "items", items, "next_cursor"));
   return GG_OK;
 }

@@ -45,6 +45,8 @@ enum sched_reclaim {
 enum sched_when_borrow { SCHED_BORROW = 0, SCHED_BORROW_TRY_NEXT };
 enum sched_when_preempt { SCHED_PREEMPT_TRY_NEXT = 0, SCHED_PREEMPT };
 enum sched_stop { SCHED_STOP_NONE = 0, SCHED_STOP_HOLD, SCHED_STOP_DRAIN };
+/* usage_fair_sharing's precedence: score before priority, or after it */
+enum sched_precedence { SCHED_PRECEDENCE_USAGE = 0, SCHED_PRECEDENCE_PRIORITY };
 
 struct sched_cq {
   int cohort; /* cohort index, or -1 for none */
@@ -56,6 +58,13 @@ struct sched_cq {
   double weight;         /* fair_sharing_weight, ≥ 0 */
   int64_t min_runtime_s; /* its jobs are not preempted younger */
   enum sched_stop stop;
+  /* fair share over time (usage_fair_sharing): its pending jobs are
+   * ordered by their team queue's score (sched_tq); an admission adds its
+   * minimum charge (FS_MIN_CHARGE_S of the request, weighted by
+   * fs_weights per GPU, CPU and GiB) to the score at once */
+  bool usage_fs;
+  enum sched_precedence precedence;
+  double fs_weights[SCHED_NRES];
   int n_flavors;
   struct sched_cq_flavor flavors[SCHED_MAX_FLAVORS]; /* in order */
 };
@@ -67,8 +76,17 @@ struct sched_team {
   double spent;  /* month-to-date net + estimates of admitted jobs */
 };
 
+/* A team queue of a cluster queue with usage_fs. */
+struct sched_tq {
+  int cq;        /* its cluster queue */
+  double weight; /* fair_sharing_weight, > 0 */
+  double score;  /* Σ weight_r × usage_r ÷ weight, ≥ 0, as of now */
+};
+
 struct sched_job {
   int cq;   /* cluster queue index */
+  int tq;   /* team queue index into sched_input.tqs; read only when its
+               CQ has usage_fs and tqs[tq].cq is that CQ (else: none) */
   int team; /* team index, or -1 */
   int32_t priority;
   bool can_preempt;            /* class policy PreemptLowerPriority */
@@ -128,6 +146,8 @@ struct sched_input {
   int n_admitted;
   const struct sched_job *pending;
   int n_pending;
+  const struct sched_tq *tqs; /* fair share over time (may be NULL) */
+  int n_tqs;
 };
 
 struct sched_output {

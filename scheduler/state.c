@@ -27,6 +27,7 @@ void sched_state_free(struct sched_state *st)
   free(st->names);
   free(st->name_slots);
   free(st->order);
+  free(st->qlog);
   memset(st, 0, sizeof(*st));
 }
 
@@ -175,6 +176,55 @@ static bool same_order_key(const struct sched_state_job *a,
          a->created_at == b->created_at && a->seq == b->seq;
 }
 
+/* Room for two more quota events (a stop and a start). */
+static int qlog_room(struct sched_state *st)
+{
+  struct sched_quota_event *q;
+  int cap;
+
+  if (!st->log_quota || st->n_qlog + 2 <= st->cap_qlog)
+    return 0;
+  cap = st->cap_qlog ? st->cap_qlog * 2 : 64;
+  if (!(q = realloc(st->qlog, (size_t)cap * sizeof(*q))))
+    return -1;
+  st->qlog = q;
+  st->cap_qlog = cap;
+  return 0;
+}
+
+/* Log job j's start or stop (the room was made by qlog_room()). */
+static void qlog_add(struct sched_state *st, const struct sched_state_job *j,
+                     bool start)
+{
+  struct sched_quota_event *e;
+
+  if (!st->log_quota || st->n_qlog >= st->cap_qlog)
+    return;
+  e = &st->qlog[st->n_qlog++];
+  e->start = start;
+  e->seq = j->seq;
+  e->team = j->team;
+  e->queue = j->queue;
+  memcpy(e->request, j->request, sizeof(e->request));
+  e->admitted_at = j->admitted_at;
+}
+
+/* A job's quota events between its held version old (NULL: none) and new_
+ * (NULL: removed); both the state's. */
+static void qlog_change(struct sched_state *st,
+                        const struct sched_state_job *old,
+                        const struct sched_state_job *new_)
+{
+  bool was = old && !sched_state_pending(old);
+  bool is = new_ && !sched_state_pending(new_);
+  bool again = was && is && old->attempt != new_->attempt;
+
+  if (was && (!is || again))
+    qlog_add(st, old, false);
+  if (is && (!was || again))
+    qlog_add(st, new_, true);
+}
+
 int sched_state_put(struct sched_state *st, const struct sched_state_job *in)
 {
   int i = sched_state_find(st, in->id), s;
@@ -182,7 +232,8 @@ int sched_state_put(struct sched_state *st, const struct sched_state_job *in)
   struct sched_state_job *dst, copy = *in;
   const struct sched_state_job *j = &copy;
 
-  if ((in->locations && !locs) || !(copy.team = own_name(st, in->team)) ||
+  if ((in->locations && !locs) || qlog_room(st) ||
+      !(copy.team = own_name(st, in->team)) ||
       !(copy.queue = own_name(st, in->queue)) ||
       !(copy.cq = own_name(st, in->cq)) ||
       !(copy.flavor = own_name(st, in->flavor))) {
@@ -199,6 +250,7 @@ int sched_state_put(struct sched_state *st, const struct sched_state_job *in)
       st->order[ord] = -1; /* placed again by the next positions */
       ord = -1;
     }
+    qlog_change(st, dst, j);
     free(dst->locations);
     *dst = *j;
     dst->locations = locs;
@@ -226,6 +278,7 @@ int sched_state_put(struct sched_state *st, const struct sched_state_job *in)
     free(locs);
     return -1;
   }
+  qlog_change(st, NULL, j);
   i = st->n++;
   dst = &st->jobs[i];
   *dst = *j;
@@ -268,6 +321,8 @@ void sched_state_remove(struct sched_state *st, const char *id)
 
   if (i < 0)
     return;
+  if (!qlog_room(st)) /* out of memory: the event is lost, the job not */
+    qlog_change(st, &st->jobs[i], NULL);
   unslot(st, slot_of(st, id));
   free(st->jobs[i].locations);
   if (st->jobs[i].ord >= 0)

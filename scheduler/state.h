@@ -68,6 +68,15 @@ struct sched_state_job {
   int32_t ord;
 };
 
+/* A job started or stopped holding quota (see sched_state.log_quota). */
+struct sched_quota_event {
+  bool start; /* started (admitted), else stopped (released) */
+  int64_t seq;
+  const struct sched_name *team, *queue; /* the state's */
+  int64_t request[SCHED_NRES];
+  int64_t admitted_at; /* s */
+};
+
 struct sched_state {
   struct sched_state_job *jobs; /* dense: 0..n-1 */
   int n, cap;
@@ -84,6 +93,14 @@ struct sched_state {
    * every pending job again. */
   int *order;
   int n_order;
+  /* With log_quota set, put() and remove() append an event to qlog each
+   * time a job starts or stops holding quota (a job that holds it is not
+   * PENDING; a new attempt of a held job is a stop and a start): the
+   * leader's fair share over time accrues from them and drains the log
+   * (n_qlog = 0). Off by default; sched_state_free() clears it. */
+  bool log_quota;
+  struct sched_quota_event *qlog;
+  int n_qlog, cap_qlog;
 };
 
 void sched_state_init(struct sched_state *st);

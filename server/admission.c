@@ -21,6 +21,7 @@
 #include "scheduler/sched.h"
 #include "scheduler/state.h"
 #include "server/admission.h"
+#include "server/admission_fs.h"
 #include "server/log.h"
 #include "server/metrics.h"
 
@@ -46,7 +47,8 @@ struct admission {
   bool time_sensitive;     /* a CQ has min_runtime_before_preemption_s */
   int64_t next_backoff_us; /* earliest backoff end seen by the last run */
   long long spend_at_ms;
-  char *counts_last; /* the queue counts published last (NULL: none) */
+  char *counts_last;       /* the queue counts published last (NULL: none) */
+  struct admission_fs *fs; /* fair share over time */
 };
 
 static long long now_ms(void)
@@ -67,6 +69,10 @@ struct admission *admission_new(bool batch, long window_grace_s)
   a->window_grace_s = window_grace_s;
   a->full = true;
   sched_state_init(&a->st);
+  if (!(a->fs = admission_fs_new())) {
+    free(a);
+    return NULL;
+  }
   return a;
 }
 
@@ -85,6 +91,7 @@ void admission_reset(struct admission *a)
   a->next_backoff_us = 0;
   free(a->counts_last);
   a->counts_last = NULL;
+  admission_fs_reset(a->fs);
 }
 
 void admission_free(struct admission *a)
@@ -92,6 +99,7 @@ void admission_free(struct admission *a)
   if (!a)
     return;
   admission_reset(a);
+  admission_fs_free(a->fs);
   free(a);
 }
 
@@ -231,6 +239,7 @@ static void record_cycle(const struct admission *a, const struct db_sched *s,
                                                   : (double)q->borrowing_limit);
       }
   }
+  admission_fs_gauges(a->fs, s, g);
   metrics_publish_queues(g);
   g = NULL;
 out:
@@ -264,11 +273,13 @@ static bool time_matters(const struct db_sched *cfg)
 static int refresh(struct admission *a, struct db_conn *c, struct db_feed *f,
                    char *err, size_t errlen)
 {
-  bool moved = false;
+  bool moved = false, resync = false;
 
   if (!a->loaded) {
     if (db_sched_state_load(c, &a->st, f, err, errlen))
       return -1;
+    a->st.log_quota = true; /* fair share over time accrues from it */
+    resync = true;
     a->loaded = true;
     a->dirty = true;
     a->positions_dirty = true;
@@ -292,6 +303,7 @@ static int refresh(struct admission *a, struct db_conn *c, struct db_feed *f,
     a->cfg_loaded = true;
     a->cfg_version = f->config_version;
     a->time_sensitive = time_matters(&a->cfg);
+    resync = true;
     a->spend_at_ms = now_ms();
     a->dirty = true;
     a->full = true;
@@ -306,7 +318,8 @@ static int refresh(struct admission *a, struct db_conn *c, struct db_feed *f,
     a->dirty = a->full = true;
   if (a->time_sensitive && a->st.n > 0)
     a->dirty = a->full = true;
-  return 0;
+  return admission_fs_update(a->fs, c, &a->cfg, &a->st, resync, f->now_us, err,
+                             errlen);
 }
 
 int admission_cycle(struct admission *a, struct db_conn *c,
@@ -354,6 +367,7 @@ int admission_cycle(struct admission *a, struct db_conn *c,
     a->spend_at_ms = now_ms();
     a->full = a->full || moved;
   }
+  admission_fs_scores(a->fs, &a->cfg, f.now_us);
   if (db_sched_state_build(&a->st, &a->cfg, f.now_s, f.now_us, !a->full, &run,
                            &a->next_backoff_us)) {
     snprintf(err, errlen, "out of memory");

@@ -32,6 +32,8 @@
 
 #include "server/auth.h"
 #include "server/b64url.h"
+#include "server/bindings.h"
+#include "server/idp.h"
 #include "server/tokencache.h"
 
 #define HS256_MIN_SECRET 32 /* bytes, RFC 7518 §3.2 */
@@ -65,6 +67,7 @@ struct auth_ctx {
   long max_lifetime_s;
   /* verified tokens; internally synchronised, so a may stay const */
   struct tokencache *cache;
+  struct idp *idp; /* the organisation's OpenID Provider, or NULL */
 };
 
 /* The algorithms gpugate accepts, by JOSE name, libjwt id and config bit. */
@@ -332,6 +335,11 @@ struct auth_ctx *auth_new(const struct config *cfg, char *err, size_t errlen)
     snprintf(err, errlen, "auth: out of memory");
     goto out;
   }
+  if (cfg->oidc.n_issuers > 0 &&
+      !(a->idp = idp_new(&cfg->oidc, cfg->jwt_leeway_s))) {
+    snprintf(err, errlen, "auth: out of memory");
+    goto out;
+  }
 
   ret = a;
   a = NULL;
@@ -350,6 +358,7 @@ void auth_free(struct auth_ctx *a)
   for (i = 0; i < a->n_keys; i++)
     free(a->keys[i].pem);
   tokencache_free(a->cache);
+  idp_free(a->idp);
   if (a->secret)
     OPENSSL_cleanse(a->secret, (size_t)a->secret_len);
   free(a->secret);
@@ -562,6 +571,9 @@ static int check_claims(const struct auth_ctx *a, const json_t *payload,
 
   memset(p, 0, sizeof(*p));
   p->exp = exp;
+  v = json_object_get(payload, "iss");
+  if (json_is_string(v) && strlen(json_string_value(v)) < sizeof(p->issuer))
+    memcpy(p->issuer, json_string_value(v), strlen(json_string_value(v)) + 1);
   v = json_object_get(payload, "role");
   p->role = json_is_string(v) ? auth_role_parse(json_string_value(v))
                               : AUTH_ROLE_NONE;
@@ -597,6 +609,10 @@ static int check_claims(const struct auth_ctx *a, const json_t *payload,
     }
     memcpy(p->subject, s, n + 1);
   }
+  /* gpugate's own token grants exactly what it says */
+  p->grants[0].role = p->role;
+  memcpy(p->grants[0].team, p->team, sizeof(p->team));
+  p->n_grants = 1;
   return 0;
 }
 
@@ -659,7 +675,10 @@ int auth_verify(const struct auth_ctx *a, const char *token, time_t now,
   }
   /* a token that passed every check before passes them now, up to exp */
   keyed = a->cache && !tokencache_key(a->cache, token, len, ckey);
-  if (keyed && tokencache_get(a->cache, ckey, now, out))
+  /* a provider token's grants stand only while the bindings they were
+   * drawn from do; after a change it is verified (and bound) again */
+  if (keyed && tokencache_get(a->cache, ckey, now, out) &&
+      (!out->provider || out->bindings_gen == bindings_generation()))
     return 0;
   reason = "malformed token";
   if (split_token(token, len, &dot1, &dot2))
@@ -679,6 +698,14 @@ int auth_verify(const struct auth_ctx *a, const char *token, time_t now,
     reason = "malformed token payload";
     goto out;
   }
+  if (a->idp &&
+      idp_trusts(a->idp, json_string_value(json_object_get(payload, "iss")))) {
+    /* the organisation's provider: its own verifier, no libjwt */
+    if (idp_verify(a->idp, token, now, &p, &reason) != 0)
+      goto out;
+    exp = p.exp;
+    goto verified;
+  }
   if (check_header(a, header, &alg_i, &kid, &reason))
     goto out;
   if ((algs[alg_i].jwt == JWT_ALG_HS256 && slen != HS256_SIG_LEN) ||
@@ -690,9 +717,12 @@ int auth_verify(const struct auth_ctx *a, const char *token, time_t now,
     goto out;
   if (check_claims(a, payload, now, &p, &reason))
     goto out;
+  if (time_claim(payload, "exp", &exp) != 1)
+    goto out;
+verified:
   *out = p;
   rc = 0;
-  if (keyed && time_claim(payload, "exp", &exp) == 1)
+  if (keyed)
     tokencache_put(a->cache, ckey, now, exp, &p);
 out:
   if (rc && why && whylen)

@@ -31,15 +31,28 @@ void budget_free(struct budget *b);
  * Take one token for a mutation in region, leasing a few from the shared
  * bucket through c (no transaction open) when none is held. Returns true
  * with a token; false when the deployment's budget is spent (then
- * *wait_ms says when to look again) or the database failed.
+ * *wait_ms says when to look again: when a whole lease has refilled) or
+ * the database failed.
  */
 bool budget_take(struct budget *b, struct db_conn *c, const char *region,
                  long *wait_ms);
 
 /*
- * The regions whose shared bucket was found empty and has not refilled
- * yet: up to max names into regions; *next_ms (ms from now) until the
- * first refills, 0 when none. Returns the count.
+ * Make sure that, when the bucket allows, want (at most a lease) tokens of
+ * region are held, leasing the missing ones in one round trip: a caller
+ * about to spend several, e.g. on the rows of one claim, leases what it
+ * will spend rather than a whole lease that may lapse unspent. Tokens are
+ * still taken one by one with budget_take().
+ */
+void budget_prefetch(struct budget *b, struct db_conn *c, const char *region,
+                     int want);
+
+/*
+ * The regions that have no leased token left and whose shared bucket,
+ * when last leased from, held less than a whole lease: until a whole
+ * lease has refilled there, a claim skips them. Up to max names into
+ * regions; *next_ms (ms from now) until the first refills, 0 when none.
+ * Returns the count.
  */
 size_t budget_exhausted(struct budget *b, char (*regions)[BUDGET_REGION_MAX],
                         size_t max, long *next_ms);

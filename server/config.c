@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include <openssl/crypto.h>
@@ -212,6 +213,36 @@ static int parse_connections(struct config *cfg, char *err, size_t errlen)
   return parse_hostport("GPUGATE_METRICS_LISTEN", "", cfg->metrics_listen_host,
                         sizeof(cfg->metrics_listen_host),
                         &cfg->metrics_listen_port, err, errlen);
+}
+
+/*
+ * Clients behind a load balancer: the proxies whose forwarded header names
+ * the client (GPUGATE_HTTP_TRUSTED_PROXIES, which header they write) and
+ * the request rate per client address.
+ */
+static int parse_proxies(struct config *cfg, char *err, size_t errlen)
+{
+  const char *nets = getenv("GPUGATE_HTTP_TRUSTED_PROXIES");
+  const char *hdr = env_or("GPUGATE_HTTP_FORWARDED_HEADER", "X-Forwarded-For");
+
+  if (nets && *nets &&
+      clientaddr_parse_nets("GPUGATE_HTTP_TRUSTED_PROXIES", nets,
+                            cfg->trusted_proxies, CLIENTADDR_MAX_NETS,
+                            &cfg->n_trusted_proxies, err, errlen) != 0)
+    return -1;
+  if (!strcasecmp(hdr, "X-Forwarded-For"))
+    cfg->forwarded_header = CLIENTADDR_X_FORWARDED_FOR;
+  else if (!strcasecmp(hdr, "Forwarded"))
+    cfg->forwarded_header = CLIENTADDR_FORWARDED;
+  else {
+    snprintf(err, errlen,
+             "GPUGATE_HTTP_FORWARDED_HEADER: expected X-Forwarded-For or "
+             "Forwarded, got \"%.64s\"",
+             hdr);
+    return -1;
+  }
+  return env_long("GPUGATE_RATE_LIMIT_PER_CLIENT_RPS", 0, 0, 1000000,
+                  &cfg->rate_limit_per_client_rps, err, errlen);
 }
 
 static int parse_algorithms(struct config *cfg, char *err, size_t errlen)
@@ -649,9 +680,11 @@ int config_load(struct config *cfg, char *err, size_t errlen)
   if (env_str("GPUGATE_PORT_FILE", "", cfg->port_file, sizeof(cfg->port_file),
               err, errlen))
     return -1;
-  if (parse_connections(cfg, err, errlen))
+  if (parse_connections(cfg, err, errlen) || parse_proxies(cfg, err, errlen))
     return -1;
   if (load_cursor_key(cfg, err, errlen))
+    return -1;
+  if (config_oidc_load(&cfg->oidc, cfg->jwt_issuer, err, errlen))
     return -1;
   if (load_billing_pull(cfg, err, errlen))
     return -1;

@@ -9,6 +9,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "server/clientaddr.h"
+#include "server/config_oidc.h"
+
 #define CONFIG_MAX_KEYS 8
 #define CONFIG_MAX_ORIGINS 16
 
@@ -90,6 +93,13 @@ struct config {
   long http_max_uploads_per_role; /* concurrent streamed uploads per role */
   char metrics_listen_host[64];   /* "" = /metrics on GPUGATE_LISTEN */
   unsigned short metrics_listen_port;
+
+  /* clients behind a load balancer (server/clientaddr.h) */
+  struct clientaddr_net trusted_proxies[CLIENTADDR_MAX_NETS];
+  int n_trusted_proxies;          /* 0: every peer is its own client */
+  int forwarded_header;           /* enum clientaddr_header */
+  long rate_limit_per_client_rps; /* per client address; 0 = off */
+  struct config_oidc oidc;        /* the organisation's OpenID Provider */
 
   /* the BigQuery pull of the billing export (server/billing_sync.h) */
   char billing_bq_table[512];   /* "project.dataset.table"; "" = no pull */

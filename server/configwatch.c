@@ -11,6 +11,7 @@
 
 #include "db/db.h"
 #include "db/targets.h"
+#include "server/bindings.h"
 #include "server/configwatch.h"
 #include "server/log.h"
 
@@ -23,6 +24,33 @@ struct configwatch {
   int wake[2]; /* pipe: configwatch_stop() wakes the poll */
   PGconn *pg;  /* own session: LISTEN lives as long as it */
 };
+
+/* Reload the access bindings into this replica's cache (server/bindings.c)
+ * on the watch's own session: requests never query them. */
+static void load_bindings(struct configwatch *w)
+{
+  char err[256];
+
+  if (bindings_reload(w->pg, err, sizeof(err)) != 0)
+    log_msg(LOG_WARN, "configuration watch: %s", err);
+}
+
+/* Connect, LISTEN and load what the notifications keep current; false
+ * (err filled, no connection) on failure. */
+static bool connect_watch(struct configwatch *w, char *err, size_t errlen)
+{
+  w->pg = db_connect(w->cfg->direct_database_url, err, errlen);
+  if (w->pg && db_targets_listen(w->pg, err, errlen) != 0) {
+    PQfinish(w->pg);
+    w->pg = NULL;
+  }
+  if (!w->pg)
+    return false;
+  /* changes made while nobody listened */
+  db_targets_flush();
+  load_bindings(w);
+  return true;
+}
 
 /* Wait up to ms for a notification or a stop; false when the connection
  * broke. */
@@ -54,8 +82,10 @@ static bool wait_for(struct configwatch *w, int ms)
     changed = true;
     PQfreemem(note);
   }
-  if (changed)
+  if (changed) {
     db_targets_flush();
+    load_bindings(w);
+  }
   return true;
 }
 
@@ -65,19 +95,10 @@ static void *run(void *arg)
   char err[256];
 
   while (!atomic_load(&w->stop)) {
-    if (!w->pg) {
-      w->pg = db_connect(w->cfg->direct_database_url, err, sizeof(err));
-      if (w->pg && db_targets_listen(w->pg, err, sizeof(err)) != 0) {
-        PQfinish(w->pg);
-        w->pg = NULL;
-      }
-      if (!w->pg) {
-        log_msg(LOG_WARN, "configuration watch: %s", err);
-        wait_for(w, RETRY_MS);
-        continue;
-      }
-      /* changes made while nobody listened */
-      db_targets_flush();
+    if (!w->pg && !connect_watch(w, err, sizeof(err))) {
+      log_msg(LOG_WARN, "configuration watch: %s", err);
+      wait_for(w, RETRY_MS);
+      continue;
     }
     if (!wait_for(w, 60000)) {
       log_msg(LOG_WARN, "configuration watch: connection lost");
@@ -94,6 +115,7 @@ static void *run(void *arg)
 struct configwatch *configwatch_start(const struct config *cfg)
 {
   struct configwatch *w = calloc(1, sizeof(*w));
+  char err[256];
 
   if (!w)
     return NULL;
@@ -103,6 +125,10 @@ struct configwatch *configwatch_start(const struct config *cfg)
     free(w);
     return NULL;
   }
+  /* the access bindings are in place before the first request; when the
+   * database is not reachable yet, the thread keeps trying */
+  if (!connect_watch(w, err, sizeof(err)))
+    log_msg(LOG_WARN, "configuration watch: %s", err);
   if (pthread_create(&w->thread, NULL, run, w) != 0) {
     close(w->wake[0]);
     close(w->wake[1]);

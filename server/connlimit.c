@@ -10,6 +10,11 @@
  * the slot back. The "closed" notification comes before libmicrohttpd
  * closes the socket, and removes the connection under the mutex, so the
  * sweeper never shuts down a descriptor number that was reused.
+ *
+ * A connection from a trusted proxy reserves a total slot only; its
+ * requests take per-client slots on the forwarded address
+ * (connlimit_request_take), given back when the request ends or the
+ * connection closes, whichever comes first.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -28,11 +33,10 @@
 #define SWEEP_MS 100
 #define ROLE_SLOTS 32
 
-/* Connections from one client address. */
+/* Connections (and proxied requests) from one client address. */
 struct client {
   struct client *next; /* bucket chain */
-  unsigned char addr[16];
-  int family;
+  struct clientaddr addr;
   long count;
 };
 
@@ -40,7 +44,9 @@ struct client {
 struct entry {
   struct entry *prev, *next; /* the open list */
   struct connlimit *cl;
-  struct client *client; /* holds one of its slots; NULL: none */
+  bool counted;           /* holds a total slot */
+  struct client *client;  /* holds one of its slots; NULL: none */
+  struct client *request; /* the current proxied request's; NULL: none */
   int fd;
   enum connlimit_phase phase;
   long long deadline_ms; /* 0: none */
@@ -59,7 +65,8 @@ struct connlimit {
   long uploads[ROLE_SLOTS];
 };
 
-/* A slot reserved by this thread's last accept, not yet claimed. */
+/* A slot reserved by this thread's last accept, not yet claimed: a total
+ * slot in reserved_by, with one of reserved's (NULL for a trusted proxy). */
 static _Thread_local struct client *reserved;
 static _Thread_local struct connlimit *reserved_by;
 
@@ -113,72 +120,75 @@ long connlimit_raise_nofile(void)
   return (long)rl.rlim_cur;
 }
 
-/* The address bytes that identify a client (IPv4 or IPv6). */
-static int client_key(const struct sockaddr *addr, socklen_t len,
-                      unsigned char out[16])
+/* The address that identifies a client (IPv4 or IPv6; IPv4-mapped
+ * addresses as IPv4); another family counts as one client. */
+static void client_key(const struct sockaddr *addr, socklen_t len,
+                       struct clientaddr *out)
 {
-  memset(out, 0, 16);
-  if (addr->sa_family == AF_INET && len >= sizeof(struct sockaddr_in)) {
-    memcpy(out, &((const struct sockaddr_in *)(const void *)addr)->sin_addr, 4);
-    return AF_INET;
-  }
-  if (addr->sa_family == AF_INET6 && len >= sizeof(struct sockaddr_in6)) {
-    memcpy(out, &((const struct sockaddr_in6 *)(const void *)addr)->sin6_addr,
-           16);
-    return AF_INET6;
-  }
-  return addr->sa_family;
+  if (clientaddr_from_sockaddr(addr, len, out) != 0)
+    out->family = addr ? addr->sa_family : 0;
 }
 
-static unsigned bucket_of(const unsigned char key[16], int family)
+static unsigned bucket_of(const struct clientaddr *key)
 {
-  uint32_t h = 2166136261u ^ (uint32_t)family;
+  uint32_t h = 2166136261u ^ (uint32_t)key->family;
   int i;
 
   for (i = 0; i < 16; i++)
-    h = (h ^ key[i]) * 16777619u;
+    h = (h ^ key->bytes[i]) * 16777619u;
   return h % BUCKETS;
 }
 
 /* The client's counter, or NULL. Under mu. */
 static struct client *client_find(struct connlimit *cl,
-                                  const unsigned char key[16], int family)
+                                  const struct clientaddr *key)
 {
   struct client *c;
 
-  for (c = cl->buckets[bucket_of(key, family)]; c; c = c->next)
-    if (c->family == family && !memcmp(c->addr, key, 16))
+  for (c = cl->buckets[bucket_of(key)]; c; c = c->next)
+    if (clientaddr_equal(&c->addr, key))
       return c;
   return NULL;
 }
 
-/* A new counter at 0 for the client; NULL when out of memory. Under mu. */
-static struct client *client_new(struct connlimit *cl,
-                                 const unsigned char key[16], int family)
+/*
+ * One more slot of key's: its counter (new at 1 when it had none); NULL
+ * when key holds the per-client cap (*refused "per_client") or memory ran
+ * out (*refused "total": as good as full). Under mu.
+ */
+static struct client *client_take(struct connlimit *cl,
+                                  const struct clientaddr *key,
+                                  const char **refused)
 {
-  unsigned b = bucket_of(key, family);
-  struct client *c = calloc(1, sizeof(*c));
+  struct client *c = client_find(cl, key);
 
-  if (!c)
+  if (c && cl->cfg.per_client > 0 && c->count >= cl->cfg.per_client) {
+    *refused = "per_client";
     return NULL;
-  memcpy(c->addr, key, 16);
-  c->family = family;
-  c->next = cl->buckets[b];
-  cl->buckets[b] = c;
+  }
+  if (!c) {
+    unsigned b = bucket_of(key);
+    c = calloc(1, sizeof(*c));
+    if (!c) {
+      *refused = "total";
+      return NULL;
+    }
+    c->addr = *key;
+    c->next = cl->buckets[b];
+    cl->buckets[b] = c;
+  }
+  c->count++;
   return c;
 }
 
 /* Give back one of c's slots; forget c at 0. Under mu. */
 static void client_put(struct connlimit *cl, struct client *c)
 {
-  unsigned b;
   struct client **pp;
 
-  cl->total--;
   if (--c->count > 0)
     return;
-  b = bucket_of(c->addr, c->family);
-  for (pp = &cl->buckets[b]; *pp; pp = &(*pp)->next)
+  for (pp = &cl->buckets[bucket_of(&c->addr)]; *pp; pp = &(*pp)->next)
     if (*pp == c) {
       *pp = c->next;
       break;
@@ -186,15 +196,23 @@ static void client_put(struct connlimit *cl, struct client *c)
   free(c);
 }
 
+/* Give back a connection's slots: the total one and its client's. */
+static void slot_put(struct connlimit *cl, struct client *c)
+{
+  cl->total--;
+  if (c)
+    client_put(cl, c);
+}
+
 /* A slot this thread reserved for an accept that never started. */
 static void drop_stale_reservation(void)
 {
   struct connlimit *cl = reserved_by;
 
-  if (!reserved || !cl)
+  if (!cl)
     return;
   pthread_mutex_lock(&cl->mu);
-  client_put(cl, reserved);
+  slot_put(cl, reserved);
   pthread_mutex_unlock(&cl->mu);
   reserved = NULL;
   reserved_by = NULL;
@@ -204,24 +222,19 @@ enum MHD_Result connlimit_accept(void *cls, const struct sockaddr *addr,
                                  socklen_t addrlen)
 {
   struct connlimit *cl = cls;
-  unsigned char key[16];
-  int family = client_key(addr, addrlen, key);
+  struct clientaddr key;
   const char *refused = NULL;
   struct client *c = NULL;
 
+  client_key(addr, addrlen, &key);
   drop_stale_reservation();
   pthread_mutex_lock(&cl->mu);
-  if (cl->total >= cl->cfg.max_connections) {
+  if (cl->total >= cl->cfg.max_connections)
     refused = "total";
-  } else {
-    c = client_find(cl, key, family);
-    if (c && cl->cfg.per_client > 0 && c->count >= cl->cfg.per_client)
-      refused = "per_client";
-    else if (!c && (c = client_new(cl, key, family)) == NULL)
-      refused = "total"; /* out of memory: as good as full */
-  }
+  else if (!clientaddr_in_nets(&key, cl->cfg.trusted, cl->cfg.n_trusted))
+    c = client_take(cl, &key, &refused);
+  /* else a trusted proxy: its requests count per client instead */
   if (!refused) {
-    c->count++;
     cl->total++;
     reserved = c;
     reserved_by = cl;
@@ -249,14 +262,16 @@ void connlimit_notify(void *cls, struct MHD_Connection *conn,
     *socket_context = e;
     pthread_mutex_lock(&cl->mu);
     if (!e) {
-      if (reserved_by == cl && reserved)
-        client_put(cl, reserved);
+      if (reserved_by == cl)
+        slot_put(cl, reserved);
       reserved = NULL;
+      reserved_by = NULL;
       pthread_mutex_unlock(&cl->mu);
       return;
     }
     e->cl = cl;
-    e->client = reserved_by == cl ? reserved : NULL;
+    e->counted = reserved_by == cl;
+    e->client = e->counted ? reserved : NULL;
     reserved = NULL;
     reserved_by = NULL;
     e->fd = fd ? fd->connect_fd : -1;
@@ -281,8 +296,10 @@ void connlimit_notify(void *cls, struct MHD_Connection *conn,
     cl->open = e->next;
   if (e->next)
     e->next->prev = e->prev;
-  if (e->client)
-    client_put(cl, e->client);
+  if (e->counted)
+    slot_put(cl, e->client);
+  if (e->request)
+    client_put(cl, e->request);
   open_now = cl->total;
   pthread_mutex_unlock(&cl->mu);
   free(e);
@@ -334,6 +351,39 @@ bool connlimit_phase(struct MHD_Connection *conn, enum connlimit_phase phase,
   e->deadline_ms = timeout_s > 0 ? now + timeout_s * 1000LL : 0;
   pthread_mutex_unlock(&e->cl->mu);
   return ok;
+}
+
+bool connlimit_request_take(struct MHD_Connection *conn,
+                            const struct clientaddr *client)
+{
+  struct entry *e = entry_of(conn);
+  const char *refused = NULL;
+
+  if (!e)
+    return true;
+  pthread_mutex_lock(&e->cl->mu);
+  if (e->request) /* a request that ended without its completion call */
+    client_put(e->cl, e->request);
+  e->request = client_take(e->cl, client, &refused);
+  pthread_mutex_unlock(&e->cl->mu);
+  if (refused && !strcmp(refused, "per_client")) {
+    metrics_conn_refused("per_client_proxied");
+    return false;
+  }
+  return true; /* out of memory: not counted rather than refused */
+}
+
+void connlimit_request_release(struct MHD_Connection *conn)
+{
+  struct entry *e = entry_of(conn);
+
+  if (!e)
+    return;
+  pthread_mutex_lock(&e->cl->mu);
+  if (e->request)
+    client_put(e->cl, e->request);
+  e->request = NULL;
+  pthread_mutex_unlock(&e->cl->mu);
 }
 
 static const char *phase_name(enum connlimit_phase p);

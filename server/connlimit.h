@@ -12,6 +12,16 @@
  * trickles one byte at a time gains nothing. A sweeper thread closes
  * (shutdown(2)) connections past their deadline; libmicrohttpd then sees
  * the end of the stream and cleans up as for a client that went away.
+ *
+ * Behind a load balancer every connection comes from a proxy. A peer inside
+ * the trusted proxies' networks (GPUGATE_HTTP_TRUSTED_PROXIES) is therefore
+ * not held to the per-client cap as it connects — only to the total cap —
+ * and each of its requests is counted instead, once its headers name the
+ * client (server/clientaddr.h): from the end of the headers to the end of
+ * the reply the request holds one of that client address's slots, the same
+ * slots its direct connections hold. A proxy keeps a request in flight on
+ * one upstream connection, so a client's requests in flight through it are
+ * the connections it holds; idle pooled connections belong to no client.
  */
 #ifndef GPUGATE_CONNLIMIT_H
 #define GPUGATE_CONNLIMIT_H
@@ -19,6 +29,8 @@
 #include <microhttpd.h>
 #include <stdbool.h>
 #include <sys/socket.h>
+
+#include "server/clientaddr.h"
 
 /* Descriptors kept back from the fd limit for everything that is not an
  * HTTP connection: listeners, worker wake-up pipes and epoll sets, the
@@ -31,6 +43,10 @@ struct connlimit_cfg {
   long header_timeout_s; /* > 0 */
   long idle_timeout_s;   /* > 0: a kept-alive connection's next request line */
   long max_uploads_per_role; /* > 0 */
+  /* peers whose connections count per request, on the forwarded client
+   * (borrowed; n_trusted 0: none) */
+  const struct clientaddr_net *trusted;
+  int n_trusted;
 };
 
 /* Where a connection is: what its deadline is for. */
@@ -93,6 +109,20 @@ bool connlimit_phase(struct MHD_Connection *conn, enum connlimit_phase phase,
 /* The connection's current deadline has passed (counted as timed out the
  * first time it is seen; the caller closes the connection). */
 bool connlimit_expired(struct MHD_Connection *conn);
+
+/*
+ * Count conn's current request against client's per-client cap: for a
+ * connection from a trusted proxy, whose connections were accepted without
+ * it. Returns false (and takes nothing) when client holds the cap already;
+ * true otherwise, also when there is no cap or conn is unknown. The slot
+ * is given back by connlimit_request_release() or when conn closes.
+ * Thread-safe.
+ */
+bool connlimit_request_take(struct MHD_Connection *conn,
+                            const struct clientaddr *client);
+
+/* Give back the slot conn's request took, if any. Thread-safe. */
+void connlimit_request_release(struct MHD_Connection *conn);
 
 /*
  * Take one of role_bit's upload slots (role_bit a single bit < 32); false

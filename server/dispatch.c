@@ -1,126 +1,104 @@
 /*
  * dispatch.c — the Cloud Batch side of every replica: the dispatcher
- * workers that empty the outbox, and the status sync that brings Batch's
- * job states back. Both are safe on all replicas at once: dispatchers claim
- * rows with FOR UPDATE SKIP LOCKED and every state change is conditional
- * on the job's current state.
+ * threads that empty the outbox, with many Batch calls in flight at once,
+ * and (server/dispatch_sync.c) the status sync that brings Batch's job
+ * states back. Both are safe on all replicas at once: dispatchers claim
+ * rows with FOR UPDATE SKIP LOCKED and a lease, and every state change is
+ * conditional on the job's current state.
+ *
+ * A real Batch answers a create in a few hundred milliseconds, so one call
+ * at a time per thread cannot spend a region's budget (100 mutations a
+ * second needs ~40 calls under way at 400 ms each). Each dispatcher thread
+ * owns a database connection and a libcurl multi handle (batch/client.c's
+ * batch_multi) and loops:
+ *
+ *   1. while the replica may start more calls (server/dispatch_flow.c:
+ *      per region about rate × observed latency × 1.5, at least 4, and at
+ *      most 256 for the replica), claim up to CLAIM_MAX due rows in one
+ *      statement (db_batch_claim_many), skipping the regions whose budget
+ *      is spent or whose calls are at their limit;
+ *   2. for each row, take its region's slot and a budget token, and start
+ *      its call on the multi handle; a row that gets neither goes back at
+ *      once (db_batch_unclaim): a row is never held while waiting for a
+ *      token;
+ *   3. wait (curl_multi_poll) for a transfer to end, a NOTIFY on
+ *      gpugate_dispatch or a stop;
+ *   4. record each ended call's outcome on the thread's connection, in
+ *      its own transaction, or start the row's next call (a cancel Batch
+ *      refused: read the job, then delete it, with a token of its own).
  *
  * Batch mutations draw on one budget per region for the whole deployment
  * (server/budget.c: tokens leased a few at a time from a bucket row in
- * PostgreSQL), shared by the dispatcher workers and the sweep of every
- * replica. A worker never waits for a token while holding a row: its claim
- * skips the regions whose bucket is empty, and a row it claimed without
- * getting a token goes back untouched. So one region's spent budget does
- * not hold up the others', and DISPATCH_WORKERS calls can be in flight at
- * once.
+ * PostgreSQL), shared by the dispatchers and the sweep of every replica,
+ * so the rate stays exact whatever the number of calls in flight. A create
+ * is recorded exactly once as before: its Batch job id is deterministic
+ * and its request id fixed per row, so a call repeated after a lost answer
+ * or a crash gets the same job back (409 ALREADY_EXISTS counts as
+ * success), and recording it is conditional on the job still waiting for
+ * it. A job's rows go out one at a time (the claim's order), so a user's
+ * cancel follows the create it cancels and wins over it.
+ *
+ * On stop, no row is claimed any more and the calls under way have
+ * DRAIN_MS to end and be recorded; rows whose calls are still running
+ * then are given back (their calls are harmless to repeat).
  */
-#include <errno.h>
-#include <poll.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "batch/auth.h"
 #include "batch/client.h"
 #include "batch/job.h"
 #include "db/batch.h"
-#include "db/db.h"
 #include "server/dispatch.h"
+#include "server/dispatch_worker.h"
 #include "server/log.h"
 #include "server/metrics.h"
-#include "server/budget.h"
 
-/* calls in flight per replica: an operation (claim, call, record) takes a
- * few ms, so four workers do several hundred a second, more than four
- * regions' budgets */
-#define DISPATCH_WORKERS 4
-#define MAX_SKIP 64 /* regions with a spent budget a claim can skip */
+#define DISPATCH_WORKERS 4 /* database connections claiming and recording */
+#define MAX_SKIP 128       /* regions a claim can skip */
+#define CLAIM_MAX 32       /* rows one claim takes at most */
+#define CLAIM_ROUNDS 4     /* claims between two looks at ended calls */
 #define IDLE_MS 500
-#define FLEX_CHECK_MS 1000
-#define SYNC_PAGE 500
-#define UNSEEN_GRACE_S 30
-/* A claim's lease: far longer than the calls of one operation can take
- * (token fetch and up to three Batch calls, 15 s each at most), so a live
- * dispatcher never loses its row; after a crash the row waits this long. */
+#define DRAIN_MS 5000
+/* A claim's lease: far longer than the calls of one row can take (up to
+ * three Batch calls, 15 s each at most, and their recording), so a live
+ * dispatcher never loses its row; after a crash the row waits this long,
+ * or not at all once PostgreSQL has ended the dead dispatcher's session. */
 #define LEASE_S 120
 
-struct worker {
-  struct dispatch *d;
-  pthread_t thread;
-  struct db_conn conn;
-  struct batch_client *batch;
-  bool listening;
-  unsigned rng;     /* retry jitter (batch_backoff_ms) */
-  char claimer[96]; /* this worker's name on the leases it takes */
+/* What a row's call under way is doing. */
+enum step {
+  STEP_CREATE,
+  STEP_CANCEL,
+  STEP_CANCEL_READ, /* Batch refused the cancel: has the job ended? */
+  STEP_DELETE       /* … it has not: delete it */
+};
+
+/* One claimed row with a call under way. */
+struct flight {
+  struct db_batch_op op;
+  enum step step;
+  char name[512]; /* the Batch job's full name (cancel, read, delete) */
+  long long claimed_us;
+  struct flight *prev, *next;
+};
+
+struct dispatcher {
+  struct dispatch_worker w; /* first: the thread gets &w */
+  struct flight *flights;
 };
 
 struct dispatch {
-  const struct config *cfg;
-  atomic_bool stop;
-  int wake[2];
-  struct budget *mutations;          /* per region, the deployment's */
-  struct batch_token_source *tokens; /* shared by every worker's client */
-  struct worker dispatchers[DISPATCH_WORKERS];
-  struct worker sync;
+  struct dispatch_shared shared;
+  struct dispatcher dispatchers[DISPATCH_WORKERS];
+  struct dispatch_worker sync;
 };
 
-static long long now_us(void)
-{
-  struct timespec ts;
-
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (long long)ts.tv_sec * 1000000LL + ts.tv_nsec / 1000;
-}
-
-static int connect_db(struct worker *w, const char *listen)
-{
-  char err[256];
-
-  if (w->conn.pg && PQstatus(w->conn.pg) == CONNECTION_OK)
-    return 0;
-  PQfinish(w->conn.pg);
-  w->conn.pg = db_connect(w->d->cfg->direct_database_url, err, sizeof(err));
-  w->conn.n_prepared = 0;
-  w->listening = false;
-  if (!w->conn.pg)
-    return -1;
-  if (listen) {
-    PGresult *res = PQexec(w->conn.pg, listen);
-    w->listening = PQresultStatus(res) == PGRES_COMMAND_OK;
-    PQclear(res);
-  }
-  return 0;
-}
-
-/* Wait up to ms for a NOTIFY on the worker's connection or a stop. */
-static void wait_for(struct worker *w, long ms)
-{
-  struct pollfd fds[2];
-  nfds_t n = 1;
-  PGnotify *note;
-  char drain[16];
-
-  fds[0].fd = w->d->wake[0];
-  fds[0].events = POLLIN;
-  if (w->conn.pg && w->listening) {
-    fds[1].fd = PQsocket(w->conn.pg);
-    fds[1].events = POLLIN;
-    n = 2;
-  }
-  if (poll(fds, n, (int)ms) < 0 && errno != EINTR)
-    return;
-  if ((fds[0].revents & POLLIN) && read(w->d->wake[0], drain, 1) < 0) {
-    /* the stop flag is what matters */
-  }
-  if (n == 2 && (fds[1].revents & POLLIN) && PQconsumeInput(w->conn.pg))
-    while ((note = PQnotifies(w->conn.pg)) != NULL)
-      PQfreemem(note);
-}
+static const char *const step_call[] = {"create", "cancel", "get", "delete"};
+static const enum dispatch_method step_method[] = {
+    DISPATCH_CREATE, DISPATCH_CANCEL, DISPATCH_GET, DISPATCH_DELETE};
 
 static void log_op(int level, const char *what, const struct db_batch_op *op,
                    const struct batch_result *r)
@@ -136,25 +114,61 @@ static void log_op(int level, const char *what, const struct db_batch_op *op,
   json_decref(f);
 }
 
-static int record_failure(struct worker *w, const struct db_batch_op *op,
-                          const struct batch_result *r, char *err,
-                          size_t errlen)
+static void not_recorded(const struct db_batch_op *op, const char *err)
 {
+  log_msg(LOG_WARN, "dispatch: %s of %s not recorded: %s", op->op, op->job_id,
+          err);
+}
+
+static void record_failure(struct dispatcher *t, const struct db_batch_op *op,
+                           const struct batch_result *r)
+{
+  struct dispatch_worker *w = &t->w;
+  char err[256];
+  int rc;
+
   if (r->error.retryable) {
     long delay = batch_backoff_ms(op->tries, r->error.retry_after_ms, &w->rng);
     log_op(LOG_WARN, "batch call failed; will retry", op, r);
-    return db_batch_retry(&w->conn, op, delay, r->error.message, err, errlen);
+    rc =
+        db_batch_retry(&w->conn, op, delay, r->error.message, err, sizeof(err));
+  } else {
+    log_op(LOG_ERROR, "batch call rejected", op, r);
+    rc = db_batch_give_up(&w->conn, op, r->error.message, err, sizeof(err));
   }
-  log_op(LOG_ERROR, "batch call rejected", op, r);
-  return db_batch_give_up(&w->conn, op, r->error.message, err, errlen);
+  if (rc)
+    not_recorded(op, err);
 }
 
-static int do_create(struct worker *w, const struct db_batch_op *op, char *err,
-                     size_t errlen)
+/* A call could not be started (out of memory): try the row again later. */
+static void not_started(struct dispatcher *t, const struct db_batch_op *op)
 {
-  struct batch_job_input in;
   struct batch_result r;
-  char name[512];
+
+  memset(&r, 0, sizeof(r));
+  batch_error_transport(&r.error, "UNAVAILABLE", "out of memory", true);
+  record_failure(t, op, &r);
+}
+
+/* The row's calls are over: its slot goes back. */
+static void land(struct dispatcher *t, struct flight *f)
+{
+  dispatch_flow_release(t->w.d->flow, f->op.region);
+  if (f->prev)
+    f->prev->next = f->next;
+  else
+    t->flights = f->next;
+  if (f->next)
+    f->next->prev = f->prev;
+  db_batch_op_free(&f->op);
+  free(f);
+}
+
+static void start_create(struct dispatcher *t, struct flight *f)
+{
+  const struct config *cfg = t->w.d->cfg;
+  const struct db_batch_op *op = &f->op;
+  struct batch_job_input in;
   json_t *body;
   int rc;
 
@@ -169,487 +183,377 @@ static int do_create(struct worker *w, const struct db_batch_op *op, char *err,
   in.flavor_spec = op->flavor_spec;
   in.job_spec = op->job_spec;
   in.max_run_duration_s = (long)op->max_run_duration_s;
-  in.pubsub_topic = w->d->cfg->batch_pubsub_topic;
-  in.service_account = w->d->cfg->batch_service_account;
-  in.deployment = w->d->cfg->deployment;
+  in.pubsub_topic = cfg->batch_pubsub_topic;
+  in.service_account = cfg->batch_service_account;
+  in.deployment = cfg->deployment;
   body = batch_job_body(&in);
   if (!body) {
+    struct batch_result r;
     memset(&r, 0, sizeof(r));
     snprintf(r.error.message, sizeof(r.error.message),
              "the job could not be expressed as a Batch job");
-    return record_failure(w, op, &r, err, errlen);
+    record_failure(t, op, &r);
+    land(t, f);
+    return;
   }
-  rc = batch_client_create(w->batch, op->region, op->batch_job_id,
-                           op->request_id, body, &r);
+  f->step = STEP_CREATE;
+  rc = batch_multi_create(t->w.multi, op->region, op->batch_job_id,
+                          op->request_id, body, f);
   json_decref(body);
-  metrics_batch_call("create", r.http_status);
   if (rc != 0) {
-    rc = record_failure(w, op, &r, err, errlen);
-  } else {
-    const char *given = json_string_value(json_object_get(r.json, "name"));
+    not_started(t, op);
+    land(t, f);
+  }
+}
+
+/* Start f's call for step on name (get, cancel or delete). */
+static void start_named(struct dispatcher *t, struct flight *f, enum step step)
+{
+  struct batch_multi *m = t->w.multi;
+  int rc;
+
+  f->step = step;
+  rc = step == STEP_CANCEL        ? batch_multi_cancel(m, f->name, f)
+       : step == STEP_CANCEL_READ ? batch_multi_get(m, f->name, f)
+                                  : batch_multi_delete(m, f->name, f);
+  if (rc != 0) {
+    not_started(t, &f->op);
+    land(t, f);
+  }
+}
+
+static void created(struct dispatcher *t, struct flight *f, int rc,
+                    const struct batch_result *r)
+{
+  struct dispatch_worker *w = &t->w;
+  const struct db_batch_op *op = &f->op;
+  char name[512], err[256], id[32];
+  int attempt, k;
+
+  if (rc != 0) {
+    record_failure(t, op, r);
+    return;
+  }
+  {
+    const char *given = json_string_value(json_object_get(r->json, "name"));
     if (given)
       snprintf(name, sizeof(name), "%s", given);
     else
       batch_job_name(batch_client_project(w->batch), op->region,
                      op->batch_job_id, name, sizeof(name));
-    rc = db_batch_done_create(&w->conn, op, name, err, errlen);
-    {
-      char id[32];
-      int attempt, k;
-      if (rc == 0 &&
-          batch_job_id_parse(op->batch_job_id, id, sizeof(id), &attempt, &k) ==
-              0 &&
-          k == 1)
-        metrics_batch_race("started", NULL, 0);
-    }
   }
-  batch_result_clear(&r);
-  return rc;
+  if (db_batch_done_create(&w->conn, op, name, err, sizeof(err)) != 0) {
+    not_recorded(op, err);
+    return;
+  }
+  if (batch_job_id_parse(op->batch_job_id, id, sizeof(id), &attempt, &k) != 0)
+    k = 0;
+  if (k == 1)
+    metrics_batch_race("started", NULL, 0);
+  /* a race's later copies are not the job's creation */
+  if (k <= 1)
+    metrics_batch_admission_to_create(
+        op->age_s + (double)(dispatch_now_us() - f->claimed_us) / 1e6);
 }
 
-static int do_cancel(struct worker *w, const struct db_batch_op *op, char *err,
-                     size_t errlen)
+/* The cancel (or the delete after it) ended well, or Batch has no such
+ * job: the row is done. */
+static void cancel_done(struct dispatcher *t, struct flight *f, bool gone)
+{
+  char err[256];
+
+  if (db_batch_done_cancel(&t->w.conn, &f->op, gone, err, sizeof(err)) != 0 ||
+      /* Batch has no such job: an eviction waiting for it completes now */
+      (gone && db_batch_observe(&t->w.conn, f->name, "NOT_FOUND", err,
+                                sizeof(err)) < 0))
+    not_recorded(&f->op, err);
+}
+
+/* Batch refused the cancel; r is what reading the job gave. If it has just
+ * finished, its outcome stands (a job that succeeded is not run again);
+ * otherwise it is deleted, with a token of its own. Returns true when the
+ * delete was started. */
+static bool after_refused_cancel(struct dispatcher *t, struct flight *f, int rc,
+                                 const struct batch_result *r)
+{
+  struct dispatch_worker *w = &t->w;
+  const char *state = rc == 0
+                          ? json_string_value(json_object_get(
+                                json_object_get(r->json, "status"), "state"))
+                          : NULL;
+  char err[256];
+  long wait_ms;
+
+  if (state && (!strcmp(state, "SUCCEEDED") || !strcmp(state, "FAILED") ||
+                !strcmp(state, "CANCELLED"))) {
+    if (db_batch_done_cancel(&w->conn, &f->op, false, err, sizeof(err)) != 0 ||
+        db_batch_observe(&w->conn, f->name, state, err, sizeof(err)) < 0)
+      not_recorded(&f->op, err);
+    return false;
+  }
+  if (!budget_take(w->d->mutations, &w->conn, f->op.region, &wait_ms)) {
+    /* the delete is a mutation too: try the row again later */
+    if (db_batch_retry(&w->conn, &f->op, wait_ms, "mutation budget spent", err,
+                       sizeof(err)) != 0)
+      not_recorded(&f->op, err);
+    return false;
+  }
+  start_named(t, f, STEP_DELETE);
+  return true;
+}
+
+/* f's call ended with rc and r: record the outcome, or start the next call
+ * of the row. */
+static void ended(struct dispatcher *t, struct flight *f, int rc,
+                  const struct batch_result *r)
+{
+  /* an answer, or a timeout, says how long Batch takes; a call that never
+   * left (no token, bad name) or found no server says nothing */
+  if (r->http_status > 0 || !strcmp(r->error.status, "DEADLINE_EXCEEDED"))
+    dispatch_flow_observe(t->w.d->flow, f->op.region, step_method[f->step],
+                          r->elapsed_ms);
+  metrics_batch_call(step_call[f->step], r->http_status);
+  switch (f->step) {
+  case STEP_CREATE:
+    created(t, f, rc, r);
+    break;
+  case STEP_CANCEL:
+  case STEP_DELETE:
+    if (rc == 0 || r->error.not_found) {
+      cancel_done(t, f, rc != 0);
+    } else if (f->step == STEP_CANCEL && !r->error.retryable) {
+      start_named(t, f, STEP_CANCEL_READ);
+      return;
+    } else {
+      record_failure(t, &f->op, r);
+    }
+    break;
+  case STEP_CANCEL_READ:
+    if (after_refused_cancel(t, f, rc, r))
+      return;
+    break;
+  }
+  land(t, f);
+}
+
+static void take_ended(struct dispatcher *t)
 {
   struct batch_result r;
-  char name[512];
+  void *tag;
   int rc;
 
-  batch_job_name(batch_client_project(w->batch), op->region, op->batch_job_id,
-                 name, sizeof(name));
-  rc = batch_client_cancel(w->batch, name, &r);
-  metrics_batch_call("cancel", r.http_status);
-  if (rc != 0 && !r.error.retryable && !r.error.not_found) {
-    /* Batch will not cancel it: if it has just finished, its outcome
-     * stands (a job that succeeded is not run again); otherwise delete */
-    const char *state;
+  while (batch_multi_next(t->w.multi, &tag, &rc, &r)) {
+    ended(t, tag, rc, &r);
     batch_result_clear(&r);
-    rc = batch_client_get(w->batch, name, &r);
-    metrics_batch_call("get", r.http_status);
-    state = rc == 0 ? json_string_value(json_object_get(
-                          json_object_get(r.json, "status"), "state"))
-                    : NULL;
-    if (state && (!strcmp(state, "SUCCEEDED") || !strcmp(state, "FAILED") ||
-                  !strcmp(state, "CANCELLED"))) {
-      char st[32];
-      snprintf(st, sizeof(st), "%s", state);
-      batch_result_clear(&r);
-      if (db_batch_done_cancel(&w->conn, op, false, err, errlen))
-        return -1;
-      return db_batch_observe(&w->conn, name, st, err, errlen) < 0 ? -1 : 0;
-    }
-    batch_result_clear(&r);
-    {
-      long wait_ms;
-      if (!budget_take(w->d->mutations, &w->conn, op->region, &wait_ms)) {
-        /* the delete is a mutation too: try the row again later */
-        if (db_batch_retry(&w->conn, op, wait_ms, "mutation budget spent", err,
-                           errlen))
-          return -1;
-        return 0;
-      }
-    }
-    rc = batch_client_delete(w->batch, name, &r);
-    metrics_batch_call("delete", r.http_status);
   }
-  if (rc == 0 || r.error.not_found) {
-    bool gone = rc != 0;
-    batch_result_clear(&r);
-    if (db_batch_done_cancel(&w->conn, op, gone, err, errlen))
-      return -1;
-    /* Batch has no such job: an eviction waiting for it completes now */
-    return gone && db_batch_observe(&w->conn, name, "NOT_FOUND", err, errlen) <
-                       0
-               ? -1
-               : 0;
+}
+
+/* Give the rows ops[0..n) back at once (their calls were not made), and
+ * free them. */
+static void give_back(struct dispatcher *t, struct db_batch_op *ops, size_t n)
+{
+  char err[256];
+  size_t i;
+
+  if (n && db_batch_unclaim_many(&t->w.conn, ops, n, err, sizeof(err)))
+    log_msg(LOG_WARN, "dispatch: giving back %zu rows: %s", n, err);
+  for (i = 0; i < n; i++)
+    db_batch_op_free(&ops[i]);
+}
+
+/* Start the first call of a claimed row (op is taken over: true), or
+ * leave it to be given back (false) when its region has no slot or no
+ * token now. */
+static bool launch(struct dispatcher *t, struct db_batch_op *op)
+{
+  struct dispatch_worker *w = &t->w;
+  struct flight *f;
+  long wait_ms;
+
+  if (!dispatch_flow_acquire(w->d->flow, op->region))
+    return false;
+  /* the region's budget spent (by this replica or another): the row goes
+   * back, and the next claim skips the region until it refills */
+  if (!budget_take(w->d->mutations, &w->conn, op->region, &wait_ms) ||
+      !(f = calloc(1, sizeof(*f)))) {
+    dispatch_flow_release(w->d->flow, op->region);
+    return false;
   }
-  rc = record_failure(w, op, &r, err, errlen);
-  batch_result_clear(&r);
-  return rc;
+  f->op = *op; /* the spec references move with it */
+  memset(op, 0, sizeof(*op));
+  f->claimed_us = dispatch_now_us();
+  f->next = t->flights;
+  if (t->flights)
+    t->flights->prev = f;
+  t->flights = f;
+  if (!strcmp(f->op.op, "create")) {
+    start_create(t, f);
+  } else {
+    batch_job_name(batch_client_project(w->batch), f->op.region,
+                   f->op.batch_job_id, f->name, sizeof(f->name));
+    start_named(t, f, STEP_CANCEL);
+  }
+  return true;
+}
+
+/* Lease, per region, the tokens the claimed rows ops[0..n) need, in one
+ * round trip each (rather than a whole lease that may lapse unspent). */
+static void prefetch(struct dispatcher *t, const struct db_batch_op *ops, int n)
+{
+  int i, j, count;
+
+  for (i = 0; i < n; i++) {
+    for (j = 0; j < i && strcmp(ops[j].region, ops[i].region) != 0; j++)
+      ;
+    if (j < i)
+      continue; /* counted with its region's first row */
+    for (count = 0, j = i; j < n; j++)
+      count += !strcmp(ops[j].region, ops[i].region);
+    budget_prefetch(t->w.d->mutations, &t->w.conn, ops[i].region, count);
+  }
 }
 
 /*
- * Claim a due row of a region whose bucket has a token now. Returns like
- * db_batch_claim(); *refill_ms is how long until the first skipped region
- * has a token again, 0 when none was skipped.
+ * Record the ended calls, then claim due rows and start their calls while
+ * the replica may have more in flight. *wait_ms: how long the thread may
+ * wait before looking again.
  */
-static int claim(struct worker *w, struct db_batch_op *op, long *refill_ms,
-                 char *err, size_t errlen)
+static void fill(struct dispatcher *t, long *wait_ms)
 {
-  char spent[MAX_SKIP][BUDGET_REGION_MAX];
+  struct dispatch_worker *w = &t->w;
+  struct dispatch_shared *d = w->d;
+  char spent[MAX_SKIP][BUDGET_REGION_MAX], err[256];
   const char *skip[MAX_SKIP];
-  size_t i, n;
+  struct db_batch_op ops[CLAIM_MAX];
+  int round, got, i, want;
+  size_t n_spent, n_full, n_back, j;
+  long refill_ms;
 
-  n = budget_exhausted(w->d->mutations, spent, MAX_SKIP, refill_ms);
-  for (i = 0; i < n; i++)
-    skip[i] = spent[i];
-  return db_batch_claim(&w->conn, skip, n, w->claimer, LEASE_S, op, err,
-                        errlen);
+  for (round = 0; round < CLAIM_ROUNDS; round++) {
+    /* the outcomes first: a Batch job waits unrecorded no longer than
+     * needed (a status report would otherwise adopt it first) */
+    dispatch_wait(w, 0);
+    take_ended(t);
+    if (atomic_load(&d->stop))
+      return;
+    want = dispatch_flow_room(d->flow);
+    if (want <= 0)
+      return; /* the next ended call wakes the thread */
+    if (want > CLAIM_MAX)
+      want = CLAIM_MAX;
+    n_spent = budget_exhausted(d->mutations, spent, MAX_SKIP / 2, &refill_ms);
+    n_full = dispatch_flow_full(d->flow, spent + n_spent, MAX_SKIP / 2);
+    for (j = 0; j < n_spent + n_full; j++)
+      skip[j] = spent[j];
+    got = db_batch_claim_many(&w->conn, skip, n_spent + n_full, w->claimer,
+                              LEASE_S, ops, want, err, sizeof(err));
+    if (got < 0) {
+      log_msg(LOG_WARN, "dispatch: claim failed: %s", err);
+      *wait_ms = 1000;
+      return;
+    }
+    if (got == 0) {
+      /* rows may be waiting for a spent budget: look again when it has
+       * refilled (or sooner, on a NOTIFY or an ended call) */
+      if (refill_ms > 0 && refill_ms < *wait_ms)
+        *wait_ms = refill_ms;
+      if (n_spent + n_full == 0 && !t->flights)
+        metrics_dispatch_backlog(db_batch_backlog(&w->conn));
+      return;
+    }
+    prefetch(t, ops, got);
+    n_back = 0;
+    for (i = 0; i < got; i++)
+      if (!launch(t, &ops[i]))
+        ops[n_back++] = ops[i]; /* moved down: launched ones are taken */
+    give_back(t, ops, n_back);
+    if (got < want)
+      return;
+  }
+  *wait_ms = 0; /* more may be due: look at once, after the ended calls */
+}
+
+/* Stopping with calls still under way after DRAIN_MS: their rows go back. */
+static void abandon(struct dispatcher *t)
+{
+  while (t->flights) {
+    struct flight *f = t->flights;
+    char err[256];
+    if (db_batch_unclaim(&t->w.conn, &f->op, err, sizeof(err)))
+      log_msg(LOG_WARN, "dispatch: releasing %s: %s", f->op.job_id, err);
+    land(t, f);
+  }
 }
 
 static void *dispatcher(void *arg)
 {
-  struct worker *w = arg;
-  struct dispatch *d = w->d;
-  char err[256];
+  struct dispatcher *t = arg;
+  struct dispatch_worker *w = &t->w;
+  long long drain_until = 0;
 
-  while (!atomic_load(&d->stop)) {
-    struct db_batch_op op;
-    long refill_ms, retry;
-    int got;
+  for (;;) {
+    long wait_ms = IDLE_MS;
 
-    if (connect_db(w, "LISTEN gpugate_dispatch") != 0) {
-      wait_for(w, 1000);
-      continue;
+    if (atomic_load(&w->d->stop)) {
+      if (!t->flights)
+        break;
+      if (!drain_until) {
+        drain_until = dispatch_now_us() + DRAIN_MS * 1000LL;
+      } else if (dispatch_now_us() >= drain_until) {
+        abandon(t);
+        break;
+      }
+      wait_ms = 100;
+    } else if (dispatch_connect(w, "LISTEN gpugate_dispatch") != 0) {
+      wait_ms = 1000; /* the calls under way go on meanwhile */
+    } else {
+      fill(t, &wait_ms);
     }
-    got = claim(w, &op, &refill_ms, err, sizeof(err));
-    if (got == 0 && refill_ms > 0) {
-      /* rows may be waiting for a spent budget: look again when it has
-       * refilled (or sooner, on a NOTIFY) */
-      wait_for(w, refill_ms);
-      continue;
-    }
-    if (got <= 0) {
-      if (got < 0)
-        log_msg(LOG_WARN, "dispatch: claim failed: %s", err);
-      metrics_dispatch_backlog(db_batch_backlog(&w->conn));
-      wait_for(w, IDLE_MS);
-      continue;
-    }
-    if (!budget_take(d->mutations, &w->conn, op.region, &retry)) {
-      /* the region's budget is spent (by this replica or another): the
-       * row goes back, and the next claim skips the region */
-      if (db_batch_unclaim(&w->conn, &op, err, sizeof(err)))
-        log_msg(LOG_WARN, "dispatch: releasing %s: %s", op.job_id, err);
-    } else if ((!strcmp(op.op, "create")
-                    ? do_create(w, &op, err, sizeof(err))
-                    : do_cancel(w, &op, err, sizeof(err))) != 0) {
-      log_msg(LOG_WARN, "dispatch: %s of %s not recorded: %s", op.op, op.job_id,
-              err);
-    }
-    db_batch_op_free(&op);
+    dispatch_wait(w, wait_ms);
+    take_ended(t);
   }
   return NULL;
-}
-
-static bool live(const char *batch_state)
-{
-  return !strcmp(batch_state, "QUEUED") || !strcmp(batch_state, "SCHEDULED") ||
-         !strcmp(batch_state, "RUNNING");
-}
-
-/*
- * Cancel a Batch job gpugate does not want (deleted if Batch refuses the
- * cancel of a job that is still live), within the region's mutation
- * budget. Returns false when the budget is spent (the next sync retries).
- */
-static bool sweep(struct worker *w, const char *region, const char *name,
-                  const char *why)
-{
-  struct batch_result r;
-  long retry;
-  int rc;
-
-  /* the list the sweep works from may be a moment old: a cancel of
-   * gpugate's own (a race's losers, a failover's attempt) that landed
-   * since leaves nothing to sweep (a read; no mutation budget) */
-  rc = batch_client_get(w->batch, name, &r);
-  metrics_batch_call("get", r.http_status);
-  if (rc == 0 || r.error.not_found) {
-    const char *st = rc == 0 ? json_string_value(json_object_get(
-                                   json_object_get(r.json, "status"), "state"))
-                             : NULL;
-    if (!st || !live(st)) {
-      batch_result_clear(&r);
-      return true;
-    }
-  }
-  batch_result_clear(&r);
-  if (!budget_take(w->d->mutations, &w->conn, region, &retry))
-    return false;
-  rc = batch_client_cancel(w->batch, name, &r);
-  metrics_batch_call("cancel", r.http_status);
-  if (rc != 0 && !r.error.retryable && !r.error.not_found) {
-    const char *st;
-    batch_result_clear(&r);
-    rc = batch_client_get(w->batch, name, &r);
-    metrics_batch_call("get", r.http_status);
-    st = rc == 0 ? json_string_value(json_object_get(
-                       json_object_get(r.json, "status"), "state"))
-                 : NULL;
-    if (st && !live(st)) {
-      batch_result_clear(&r); /* it ended meanwhile: leave its record */
-      return true;
-    }
-    batch_result_clear(&r);
-    if (!budget_take(w->d->mutations, &w->conn, region, &retry))
-      return false;
-    rc = batch_client_delete(w->batch, name, &r);
-    metrics_batch_call("delete", r.http_status);
-  }
-  if (rc == 0 || r.error.not_found) {
-    json_t *f = json_pack("{s:s, s:s, s:s}", "batch_job", name, "region",
-                          region, "why", why);
-    log_json(LOG_WARN, "sync: swept a Batch job gpugate does not want", f);
-    json_decref(f);
-    metrics_batch_orphan(region, why);
-  } else {
-    log_msg(LOG_WARN, "sync: sweeping %s failed: %s", name, r.error.message);
-  }
-  batch_result_clear(&r);
-  return true;
-}
-
-/*
- * A listed Batch job of this deployment, live, that is no active job's
- * current Batch job: a candidate for the sweep (name, the gpugate id and
- * attempt its name carries, null when it carries none).
- */
-static const char *base_of(const char *name)
-{
-  const char *slash = strrchr(name, '/');
-
-  return slash ? slash + 1 : name;
-}
-
-static void add_candidate(json_t *cands, json_t *states, const char *name,
-                          const char *state)
-{
-  char id[32];
-  int attempt, k;
-
-  if (batch_job_id_parse(name, id, sizeof(id), &attempt, &k) == 0)
-    json_array_append_new(cands, json_pack("{s:s, s:s, s:i, s:s}", "name", name,
-                                           "id", id, "attempt", attempt, "base",
-                                           base_of(name)));
-  else
-    json_array_append_new(cands,
-                          json_pack("{s:s, s:n, s:n, s:s}", "name", name, "id",
-                                    "attempt", "base", base_of(name)));
-  json_object_set_new(states, name, json_string(state));
-}
-
-/* Sweep the candidates gpugate does not want; adopt the others. */
-static void settle_candidates(struct worker *w, const char *region,
-                              json_t *cands, json_t *states)
-{
-  char err[256];
-  json_t *orphans, *o;
-  const char *name;
-  size_t i;
-  bool budget = true;
-
-  if (json_array_size(cands) == 0)
-    return;
-  orphans = db_batch_orphans(&w->conn, cands, err, sizeof(err));
-  if (!orphans) {
-    log_msg(LOG_WARN, "sync: %s: %s", region, err);
-    return;
-  }
-  json_array_foreach (orphans, i, o) {
-    name = json_string_value(json_object_get(o, "name"));
-    if (budget && name)
-      budget =
-          sweep(w, region, name, json_string_value(json_object_get(o, "why")));
-    if (name)
-      json_object_del(states, name);
-  }
-  json_decref(orphans);
-  /* wanted: a create whose result is not recorded yet takes its name */
-  {
-    json_t *st;
-    json_object_foreach (states, name, st) {
-      if (db_batch_observe(&w->conn, name, json_string_value(st), err,
-                           sizeof(err)) < 0)
-        log_msg(LOG_WARN, "sync: %s: %s", name, err);
-    }
-  }
-}
-
-/* List one region's gpugate Batch jobs, apply their states, and sweep the
- * ones of this deployment that gpugate does not want. */
-static int sync_region(struct worker *w, const char *region)
-{
-  char token[1024] = "", err[256];
-  json_t *seen = json_array(), *job, *unseen, *known = NULL;
-  json_t *cands = json_array(), *states = json_object(), *overlapping = NULL;
-  const char *deployment = w->d->cfg->deployment;
-  size_t i;
-  int rc = -1;
-
-  /* only jobs we wait on, and only when Batch reports something new: a
-   * region keeps many finished jobs that need no transaction each */
-  known = db_batch_active(&w->conn, region, err, sizeof(err));
-  overlapping = db_batch_overlapping(&w->conn, region, err, sizeof(err));
-  if (!known || !overlapping) {
-    log_msg(LOG_WARN, "sync: %s: %s", region, err);
-    goto out;
-  }
-  do {
-    struct batch_result r;
-    if (batch_client_list(w->batch, region, "labels.gpugate-team:*", SYNC_PAGE,
-                          token, &r) != 0) {
-      metrics_batch_call("list", r.http_status);
-      log_msg(LOG_WARN, "sync: listing %s failed: %s", region, r.error.message);
-      batch_result_clear(&r);
-      goto out;
-    }
-    metrics_batch_call("list", r.http_status);
-    json_array_foreach (json_object_get(r.json, "jobs"), i, job) {
-      const char *name = json_string_value(json_object_get(job, "name"));
-      const char *state = json_string_value(
-          json_object_get(json_object_get(job, "status"), "state"));
-      const char *dep = json_string_value(json_object_get(
-          json_object_get(job, "labels"), "gpugate-deployment"));
-      if (!name || !state)
-        continue;
-      json_array_append_new(seen, json_string(name));
-      if (!json_object_get(known, name)) {
-        /* another deployment's jobs, and jobs from before the label, are
-         * never touched */
-        if (dep && !strcmp(dep, deployment) && live(state))
-          add_candidate(cands, states, name, state);
-        else if (json_object_get(overlapping, base_of(name)) &&
-                 db_batch_observe(&w->conn, name, state, err, sizeof(err)) < 0)
-          /* a race loser that ran beside its winner has stopped */
-          log_msg(LOG_WARN, "sync: %s: %s", name, err);
-        continue;
-      }
-      if (!strcmp(json_string_value(json_object_get(known, name)), state))
-        continue;
-      if (db_batch_observe(&w->conn, name, state, err, sizeof(err)) < 0)
-        log_msg(LOG_WARN, "sync: %s: %s", name, err);
-    }
-    snprintf(token, sizeof(token), "%s",
-             json_string_value(json_object_get(r.json, "nextPageToken"))
-                 ? json_string_value(json_object_get(r.json, "nextPageToken"))
-                 : "");
-    batch_result_clear(&r);
-  } while (token[0] && !atomic_load(&w->d->stop));
-
-  settle_candidates(w, region, cands, states);
-
-  /* jobs Batch no longer has, that we did not cancel, are lost */
-  unseen =
-      db_batch_unseen(&w->conn, region, seen, UNSEEN_GRACE_S, err, sizeof(err));
-  json_array_foreach (unseen, i, job) {
-    if (db_batch_observe(&w->conn, json_string_value(job), "NOT_FOUND", err,
-                         sizeof(err)) < 0)
-      log_msg(LOG_WARN, "sync: %s: %s", json_string_value(job), err);
-  }
-  json_decref(unseen);
-  rc = 0;
-out:
-  json_decref(known);
-  json_decref(overlapping);
-  json_decref(seen);
-  json_decref(cands);
-  json_decref(states);
-  return rc;
-}
-
-static void *syncer(void *arg)
-{
-  struct worker *w = arg;
-  struct dispatch *d = w->d;
-  long long next_sync = 0;
-  char err[256];
-
-  while (!atomic_load(&d->stop)) {
-    json_t *regions, *region;
-    size_t i;
-
-    if (connect_db(w, NULL) != 0) {
-      wait_for(w, 1000);
-      continue;
-    }
-    if (db_batch_flex_expired(&w->conn, err, sizeof(err)) < 0)
-      log_msg(LOG_WARN, "dws: %s", err);
-    if (now_us() >= next_sync) {
-      bool first = next_sync == 0;
-      next_sync = now_us() + d->cfg->sync_interval_ms * 1000LL;
-      /* at start-up, at once the regions with active jobs; from the
-       * next period on, every region a flavor uses, for the sweep */
-      regions = first ? db_batch_regions(&w->conn, err, sizeof(err))
-                      : db_batch_all_regions(&w->conn, err, sizeof(err));
-      json_array_foreach (regions, i, region) {
-        sync_region(w, json_string_value(region));
-      }
-      json_decref(regions);
-    }
-    wait_for(w, FLEX_CHECK_MS);
-  }
-  return NULL;
-}
-
-/* Start fn on w with its own Batch client (a client is one thread's). */
-static int start_worker(struct dispatch *d, struct worker *w,
-                        void *(*fn)(void *), char *err, size_t errlen)
-{
-  char host[64] = "";
-
-  w->d = d;
-  w->rng = (unsigned)now_us() ^ (unsigned)(uintptr_t)w;
-  if (gethostname(host, sizeof(host) - 1) != 0)
-    snprintf(host, sizeof(host), "gpugate");
-  snprintf(w->claimer, sizeof(w->claimer), "%.63s/%ld/%p/%lld", host,
-           (long)getpid(), (void *)w, now_us());
-  w->batch = batch_client_new_shared(d->cfg, d->tokens, err, errlen);
-  if (!w->batch)
-    return -1;
-  if (pthread_create(&w->thread, NULL, fn, w) != 0) {
-    snprintf(err, errlen, "cannot start a thread");
-    batch_client_free(w->batch);
-    w->batch = NULL;
-    return -1;
-  }
-  return 0;
-}
-
-static void stop_worker(struct worker *w)
-{
-  if (!w->batch)
-    return;
-  pthread_join(w->thread, NULL);
-  batch_client_free(w->batch);
-  PQfinish(w->conn.pg);
-  w->conn.pg = NULL;
 }
 
 struct dispatch *dispatch_start(const struct config *cfg, char *err,
                                 size_t errlen)
 {
   struct dispatch *d = calloc(1, sizeof(*d));
+  struct dispatch_shared *s;
   size_t i;
 
   if (!d) {
     snprintf(err, errlen, "out of memory");
     return NULL;
   }
+  s = &d->shared;
+  s->wake[0] = s->wake[1] = -1;
   batch_global_init();
   db_batch_race_hook = metrics_batch_race;
-  d->cfg = cfg;
-  atomic_init(&d->stop, false);
+  s->cfg = cfg;
+  atomic_init(&s->stop, false);
   /* the deployment's budget: Batch's quota is 6,000 a minute per region */
-  d->mutations = budget_new((double)cfg->batch_mutations_per_s,
+  s->mutations = budget_new((double)cfg->batch_mutations_per_s,
                             cfg->batch_mutations_burst);
-  if (!d->mutations || pipe(d->wake) != 0) {
+  s->flow = dispatch_flow_new((double)cfg->batch_mutations_per_s);
+  if (!s->mutations || !s->flow || pipe(s->wake) != 0) {
     snprintf(err, errlen, "out of memory");
-    budget_free(d->mutations);
-    free(d);
+    dispatch_stop(d);
     return NULL;
   }
   /* one cached token for the process, not one fetch per worker */
-  d->tokens = batch_token_new(cfg, err, errlen);
-  if (!d->tokens) {
+  s->tokens = batch_token_new(cfg, err, errlen);
+  if (!s->tokens) {
     dispatch_stop(d);
     return NULL;
   }
   for (i = 0; i < DISPATCH_WORKERS; i++)
-    if (start_worker(d, &d->dispatchers[i], dispatcher, err, errlen) != 0) {
+    if (dispatch_worker_start(s, &d->dispatchers[i].w, dispatcher, err,
+                              errlen) != 0) {
       dispatch_stop(d);
       return NULL;
     }
-  if (start_worker(d, &d->sync, syncer, err, errlen) != 0) {
+  if (dispatch_worker_start(s, &d->sync, dispatch_sync_run, err, errlen) != 0) {
     dispatch_stop(d);
     return NULL;
   }
@@ -658,23 +562,28 @@ struct dispatch *dispatch_start(const struct config *cfg, char *err,
 
 void dispatch_stop(struct dispatch *d)
 {
-  static const char bytes[DISPATCH_WORKERS + 1] = {0};
+  static const char bytes[64] = {0};
+  struct dispatch_shared *s;
   size_t i;
 
   if (!d)
     return;
-  atomic_store(&d->stop, true);
-  /* one byte per worker: each poll wakes, and a worker reads at most one
-   * before it sees the stop */
-  if (write(d->wake[1], bytes, sizeof(bytes)) < 0) {
-    /* the workers' polls time out soon enough */
+  s = &d->shared;
+  atomic_store(&s->stop, true);
+  /* a byte for each waiting thread (a thread reads one, then sees the
+   * stop and no longer looks at the pipe) */
+  if (s->wake[1] >= 0 && write(s->wake[1], bytes, sizeof(bytes)) < 0) {
+    /* the workers' waits time out soon enough */
   }
   for (i = 0; i < DISPATCH_WORKERS; i++)
-    stop_worker(&d->dispatchers[i]);
-  stop_worker(&d->sync);
-  close(d->wake[0]);
-  close(d->wake[1]);
-  budget_free(d->mutations);
-  batch_token_free(d->tokens); /* after the clients that borrow it */
+    dispatch_worker_stop(&d->dispatchers[i].w);
+  dispatch_worker_stop(&d->sync);
+  if (s->wake[0] >= 0) {
+    close(s->wake[0]);
+    close(s->wake[1]);
+  }
+  budget_free(s->mutations);
+  dispatch_flow_free(s->flow);
+  batch_token_free(s->tokens); /* after the clients that borrow it */
   free(d);
 }

@@ -13,6 +13,10 @@
  * without reading the body. Connection caps and the header and body
  * deadlines are server/connlimit.c's.
  *
+ * Each request's client (its peer, or behind a trusted proxy the client
+ * the proxy names) and that client's limits are server/httpclient.c's;
+ * the access log names it.
+ *
  * Threading: a pool of libmicrohttpd worker threads (epoll); a handler
  * blocks its worker on PostgreSQL, so the database pool has as many
  * connections as there are workers. Slow clients cost no worker: a
@@ -37,18 +41,21 @@
 #include "server/connlimit.h"
 #include "server/etag.h"
 #include "server/http.h"
+#include "server/httpclient.h"
 #include "server/log.h"
 #include "server/metrics.h"
 #include "server/problem.h"
 #include "server/ratelimit.h"
 #include "server/router.h"
+#include "server/session.h"
 
 struct http_server {
   struct MHD_Daemon *daemon;
   const struct config *cfg;
   const struct auth_ctx *auth;
   struct db_pool *pool;
-  struct ratelimit *limiter;
+  struct ratelimit *limiter;        /* per team (or role) */
+  struct ratelimit *client_limiter; /* per client address */
   struct connlimit *limits;
   unsigned short port;
   bool metrics_only;           /* the GPUGATE_METRICS_LISTEN listener */
@@ -129,22 +136,89 @@ static int json_content_type(const char *ct)
   return strcasecmp(p, "charset=utf-8") == 0;
 }
 
+/*
+ * The grant of p that lets it call route r (for team, the route's {team},
+ * or NULL): one whose role the route allows and, for a member, of that
+ * team. Roles that reach every team come first (admin, then finance, then
+ * metrics), so a principal holding several grants acts with the widest.
+ * NULL when none does; *other_team tells whether a member grant of
+ * another team would have.
+ */
+static const struct auth_grant *grant_for(const struct auth_principal *p,
+                                          const struct route *r,
+                                          const char *team, bool *other_team)
+{
+  static const enum auth_role order[] = {AUTH_ROLE_ADMIN, AUTH_ROLE_FINANCE,
+                                         AUTH_ROLE_METRICS, AUTH_ROLE_MEMBER};
+  size_t o;
+  int i;
+
+  *other_team = false;
+  for (o = 0; o < sizeof(order) / sizeof(order[0]); o++) {
+    if (!(r->roles & (unsigned)order[o]))
+      continue;
+    for (i = 0; i < p->n_grants; i++) {
+      const struct auth_grant *g = &p->grants[i];
+      if (g->role != order[o])
+        continue;
+      if (g->role == AUTH_ROLE_MEMBER && team && strcmp(g->team, team) != 0) {
+        *other_team = true;
+        continue;
+      }
+      return g;
+    }
+  }
+  return NULL;
+}
+
+/* The caller's name for messages and logs: verified email, else sub. */
+static const char *who(const struct auth_principal *p)
+{
+  return p->email[0] ? p->email : p->subject[0] ? p->subject : "the caller";
+}
+
 static enum gg_code authenticate(struct http_server *s, struct gg_req *req)
 {
   const char *hdr = req_header(req, "Authorization");
+  const char *sid = req_cookie(req, SESSION_COOKIE);
+  const char *team = NULL;
+  const struct auth_grant *g;
+  bool other_team = false;
+  enum gg_code code;
   char why[128];
 
-  if (!hdr || strncasecmp(hdr, "Bearer ", 7) != 0)
+  if (!hdr && sid) {
+    /* the console's session (a bearer token, when sent, takes precedence) */
+    if ((code = session_authenticate(req, sid)) != GG_OK)
+      return code;
+  } else if (!hdr || strncasecmp(hdr, "Bearer ", 7) != 0) {
     return problem_fail(req, GG_UNAUTHORIZED,
                         "A bearer token is required in the Authorization "
                         "header.");
-  hdr += 7;
-  while (*hdr == ' ')
-    hdr++;
-  if (auth_verify(s->auth, hdr, time(NULL), &req->principal, why,
-                  sizeof(why)) != 0)
-    return problem_fail(req, GG_UNAUTHORIZED,
-                        "The bearer token is invalid: %s.", why);
+  } else {
+    hdr += 7;
+    while (*hdr == ' ')
+      hdr++;
+    if (auth_verify(s->auth, hdr, time(NULL), &req->principal, why,
+                    sizeof(why)) != 0)
+      return problem_fail(req, GG_UNAUTHORIZED,
+                          "The bearer token is invalid: %s.", why);
+  }
+  if (req->principal.n_grants == 0)
+    return problem_fail(req, GG_FORBIDDEN,
+                        "The token of \"%.200s\" (issuer \"%.200s\") is "
+                        "valid but matches no access binding: ask an "
+                        "administrator to bind its group, email or "
+                        "subject to a role.",
+                        who(&req->principal), req->principal.issuer);
+  if (req->route->team_param >= 0)
+    team = req->param_values[req->route->team_param];
+  g = grant_for(&req->principal, req->route, team, &other_team);
+  if (g) {
+    /* the grant in effect: what handlers read as the caller's role */
+    req->principal.role = g->role;
+    memcpy(req->principal.team, g->team, sizeof(req->principal.team));
+  }
   snprintf(req->team_for_log, sizeof(req->team_for_log), "%s",
            req->principal.team);
   {
@@ -165,16 +239,13 @@ static enum gg_code authenticate(struct http_server *s, struct gg_req *req)
                           key, retry);
     }
   }
-  if (!(req->route->roles & (unsigned)req->principal.role))
+  /* members see only their own teams; others' objects do not exist */
+  if (!g && other_team)
+    return problem_fail(req, GG_NOT_FOUND, "Team \"%s\" was not found.", team);
+  if (!g)
     return problem_fail(req, GG_FORBIDDEN, "Role \"%s\" may not call %s %s.",
                         auth_role_name(req->principal.role), req->method,
                         req->route->pattern);
-  /* members see only their own team; others' objects do not exist */
-  if (req->route->team_param >= 0 && req_is_member(req) &&
-      strcmp(req->param_values[req->route->team_param], req->principal.team) !=
-          0)
-    return problem_fail(req, GG_NOT_FOUND, "Team \"%s\" was not found.",
-                        req->param_values[req->route->team_param]);
   return GG_OK;
 }
 
@@ -376,8 +447,64 @@ static void log_access(struct gg_req *req, unsigned status)
                 (double)(now_us() - req->started_us) / 1000.0);
   if (f && req->team_for_log[0])
     json_object_set_new(f, "team", json_string(req->team_for_log));
+  if (f && req->client_text[0])
+    json_object_set_new(f, "client", json_string(req->client_text));
+  if (f && req->peer_text[0])
+    json_object_set_new(f, "peer", json_string(req->peer_text));
   log_json(level, "request", f);
   json_decref(f);
+}
+
+/* The state of a streamed reply, owned by its MHD response. */
+struct streamed {
+  req_stream_read read;
+  void *cls;
+  void (*cls_free)(void *cls);
+};
+
+static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+  struct streamed *st = cls;
+  long n;
+
+  (void)pos;
+  n = st->read(st->cls, buf, max);
+  if (n > 0)
+    return (ssize_t)n;
+  return n == 0 ? MHD_CONTENT_READER_END_OF_STREAM
+                : MHD_CONTENT_READER_END_WITH_ERROR;
+}
+
+static void stream_free(void *cls)
+{
+  struct streamed *st = cls;
+
+  if (st->cls_free)
+    st->cls_free(st->cls);
+  free(st);
+}
+
+/* A response streaming req's reply_read, which it takes over; NULL when
+ * out of memory (req keeps it then). */
+static struct MHD_Response *stream_response(struct gg_req *req)
+{
+  struct streamed *st = malloc(sizeof(*st));
+  struct MHD_Response *resp;
+
+  if (!st)
+    return NULL;
+  st->read = req->reply_read;
+  st->cls = req->reply_read_cls;
+  st->cls_free = req->reply_read_free;
+  resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, (size_t)64 * 1024,
+                                           stream_reader, st, stream_free);
+  if (!resp) {
+    free(st);
+    return NULL;
+  }
+  req->reply_read_cls = NULL;
+  req->reply_read = NULL;
+  return resp;
 }
 
 static enum MHD_Result send_reply(struct http_server *s, struct gg_req *req,
@@ -390,6 +517,15 @@ static enum MHD_Result send_reply(struct http_server *s, struct gg_req *req,
   const char *ctype = NULL;
   enum MHD_Result ret;
 
+  if (req->code == GG_OK && req->reply_read) {
+    status = req->status ? req->status : 200;
+    resp = stream_response(req);
+    if (!resp)
+      return MHD_NO;
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                            req->reply_content_type);
+    goto send;
+  }
   if (req->code != GG_OK) {
     json_t *p = problem_build(req->code, req->detail, req->errors, req->path,
                               req->request_id);
@@ -428,6 +564,7 @@ static enum MHD_Result send_reply(struct http_server *s, struct gg_req *req,
   }
   if (ctype)
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+send:
   add_common_headers(s, req, resp);
   if (req->code == GG_UNAUTHORIZED)
     MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
@@ -542,7 +679,8 @@ static enum MHD_Result begin(struct http_server *s, struct gg_req *req,
 
   if (!connlimit_phase(conn, CONNLIMIT_BODY, s->cfg->http_body_timeout_s))
     return MHD_NO; /* the header deadline passed: close */
-  if (!admit(s, req))
+  if (!httpclient_admit(s->cfg, s->client_limiter, req, now_us()) ||
+      !admit(s, req))
     return early_reply(s, req, conn);
   if (req->route->chunk) {
     unsigned role = (unsigned)req->principal.role;
@@ -616,6 +754,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
     req->method = method;
     snprintf(req->path, sizeof(req->path), "%s", url);
     set_request_id(req);
+    httpclient_identify(s->cfg, req);
     *con_cls = req;
     if (!strcmp(method, "OPTIONS"))
       return connlimit_phase(conn, CONNLIMIT_BODY, s->cfg->http_body_timeout_s)
@@ -670,6 +809,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     connlimit_phase(conn, CONNLIMIT_IDLE, 0); /* until the next request */
   if (!req)
     return;
+  httpclient_release(req);
   if (req->upload_role)
     connlimit_upload_release(s->limits, req->upload_role);
   req_cleanup(req);
@@ -677,33 +817,59 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
   *con_cls = NULL;
 }
 
-/* The IPv4 address of host ("localhost" or dotted quad) into addr. */
-static int ipv4_addr(const char *host, unsigned short port,
-                     struct sockaddr_in *addr)
+/*
+ * The address of host — "localhost", an IPv4 dotted quad, or an IPv6
+ * address in brackets ("[::1]") — and port into *addr, with the
+ * libmicrohttpd flags it needs in *flags: IPv6, and both families on one
+ * socket for "[::]". Returns 0, or -1 when host is none of these.
+ */
+static int listen_addr(const char *host, unsigned short port,
+                       struct sockaddr_storage *addr, unsigned *flags)
 {
+  struct sockaddr_in *in4 = (struct sockaddr_in *)(void *)addr;
+  struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)(void *)addr;
+  size_t len = strlen(host);
+
   memset(addr, 0, sizeof(*addr));
-  addr->sin_family = AF_INET;
-  addr->sin_port = htons(port);
-  if (!strcmp(host, "localhost")) {
-    addr->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  *flags = 0;
+  if (len > 2 && host[0] == '[' && host[len - 1] == ']') {
+    char inner[CLIENTADDR_TEXT];
+    if (len - 2 >= sizeof(inner))
+      return -1;
+    memcpy(inner, host + 1, len - 2);
+    inner[len - 2] = '\0';
+    in6->sin6_family = AF_INET6;
+    in6->sin6_port = htons(port);
+    if (inet_pton(AF_INET6, inner, &in6->sin6_addr) != 1)
+      return -1;
+    *flags = IN6_IS_ADDR_UNSPECIFIED(&in6->sin6_addr) ? MHD_USE_DUAL_STACK
+                                                      : MHD_USE_IPv6;
     return 0;
   }
-  return inet_pton(AF_INET, host, &addr->sin_addr) == 1 ? 0 : -1;
+  in4->sin_family = AF_INET;
+  in4->sin_port = htons(port);
+  if (!strcmp(host, "localhost")) {
+    in4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return 0;
+  }
+  return inet_pton(AF_INET, host, &in4->sin_addr) == 1 ? 0 : -1;
 }
 
-/* A libmicrohttpd daemon for s on addr with threads workers; its own
- * connection limit stays above the shared cap, which connlimit enforces. */
+/* A libmicrohttpd daemon for s on addr (with the address's flags) with
+ * threads workers; its own connection limit stays above the shared cap,
+ * which connlimit enforces. */
 static struct MHD_Daemon *start_daemon(struct http_server *s,
-                                       struct sockaddr_in *addr,
-                                       unsigned threads, long total)
+                                       struct sockaddr_storage *addr,
+                                       unsigned flags, unsigned threads,
+                                       long total)
 {
   unsigned long mhd_limit = (unsigned long)total * (threads + 1u) + 16u;
 
   if (mhd_limit > 0x7fffffffUL)
     mhd_limit = 0x7fffffffUL;
   return MHD_start_daemon(
-      MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG, 0,
-      connlimit_accept, s->limits, on_request, s, MHD_OPTION_SOCK_ADDR,
+      MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG | flags,
+      0, connlimit_accept, s->limits, on_request, s, MHD_OPTION_SOCK_ADDR,
       (struct sockaddr *)addr, MHD_OPTION_THREAD_POOL_SIZE, threads,
       /* a second longer than connlimit's idle deadline, which comes first:
        * this one is for clients that do not read their reply */
@@ -731,7 +897,8 @@ struct http_server *http_start(const struct config *cfg,
                                struct db_pool *pool, char *err, size_t errlen)
 {
   struct http_server *s = calloc(1, sizeof(*s));
-  struct sockaddr_in addr;
+  struct sockaddr_storage addr;
+  unsigned flags;
   struct connlimit_cfg lc;
   long total, nofile = connlimit_raise_nofile();
 
@@ -756,23 +923,38 @@ struct http_server *http_start(const struct config *cfg,
   lc.header_timeout_s = cfg->http_header_timeout_s;
   lc.idle_timeout_s = cfg->http_timeout_s;
   lc.max_uploads_per_role = cfg->http_max_uploads_per_role;
+  lc.trusted = cfg->trusted_proxies;
+  lc.n_trusted = cfg->n_trusted_proxies;
+  if (cfg->n_trusted_proxies > 0)
+    log_msg(LOG_INFO,
+            "http: %d trusted proxy networks; behind them the client is the "
+            "last untrusted hop of %s",
+            cfg->n_trusted_proxies,
+            cfg->forwarded_header == CLIENTADDR_FORWARDED ? "Forwarded"
+                                                          : "X-Forwarded-For");
   s->limits = connlimit_new(&lc);
   s->limiter = ratelimit_new(cfg->rate_limit_rps, 2 * cfg->rate_limit_rps);
-  if (!s->limiter || !s->limits) {
+  s->client_limiter = ratelimit_new(cfg->rate_limit_per_client_rps,
+                                    2 * cfg->rate_limit_per_client_rps);
+  if (!s->limiter || !s->client_limiter || !s->limits) {
     snprintf(err, errlen, "out of memory");
     goto fail;
   }
-  if (ipv4_addr(cfg->listen_host, cfg->listen_port, &addr) != 0) {
-    snprintf(err, errlen, "GPUGATE_LISTEN: \"%s\" is not an IPv4 address",
+  if (listen_addr(cfg->listen_host, cfg->listen_port, &addr, &flags) != 0) {
+    snprintf(err, errlen,
+             "GPUGATE_LISTEN: \"%s\" is not an IPv4 address or an IPv6 "
+             "address in brackets ([::1]:8080)",
              cfg->listen_host);
     goto fail;
   }
   if (cfg->metrics_listen_host[0]) {
-    struct sockaddr_in maddr;
-    if (ipv4_addr(cfg->metrics_listen_host, cfg->metrics_listen_port, &maddr) !=
-        0) {
+    struct sockaddr_storage maddr;
+    unsigned mflags;
+    if (listen_addr(cfg->metrics_listen_host, cfg->metrics_listen_port, &maddr,
+                    &mflags) != 0) {
       snprintf(err, errlen,
-               "GPUGATE_METRICS_LISTEN: \"%s\" is not an IPv4 address",
+               "GPUGATE_METRICS_LISTEN: \"%s\" is not an IPv4 address or an "
+               "IPv6 address in brackets ([::1]:9090)",
                cfg->metrics_listen_host);
       goto fail;
     }
@@ -784,7 +966,7 @@ struct http_server *http_start(const struct config *cfg,
     *s->metrics = *s;
     s->metrics->metrics = NULL;
     s->metrics->metrics_only = true;
-    s->metrics->daemon = start_daemon(s->metrics, &maddr, 1, total);
+    s->metrics->daemon = start_daemon(s->metrics, &maddr, mflags, 1, total);
     if (!s->metrics->daemon) {
       snprintf(err, errlen, "GPUGATE_METRICS_LISTEN: cannot listen on %s:%u",
                cfg->metrics_listen_host, cfg->metrics_listen_port);
@@ -792,7 +974,7 @@ struct http_server *http_start(const struct config *cfg,
     }
     s->metrics->port = bound_port(s->metrics->daemon, cfg->metrics_listen_port);
   }
-  s->daemon = start_daemon(s, &addr, (unsigned)cfg->http_threads, total);
+  s->daemon = start_daemon(s, &addr, flags, (unsigned)cfg->http_threads, total);
   if (!s->daemon) {
     snprintf(err, errlen, "GPUGATE_LISTEN: cannot listen on %s:%u",
              cfg->listen_host, cfg->listen_port);
@@ -835,5 +1017,6 @@ void http_stop(struct http_server *s)
   }
   connlimit_free(s->limits);
   ratelimit_free(s->limiter);
+  ratelimit_free(s->client_limiter);
   free(s);
 }

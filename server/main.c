@@ -275,6 +275,7 @@ static const struct {
     {"cluster_queues", "/v1/cluster-queues/"},
     {"teams", "/v1/teams/"},
     {"team_queues", NULL},
+    {"access_bindings", "/v1/access-bindings/"},
 };
 
 static int apply_file(struct db_pool *pool, json_t *doc)

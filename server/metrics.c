@@ -233,6 +233,20 @@ static struct histogram wait_seconds = {
     {0},
     0,
     0};
+/* admission to Batch create: a fraction of a second when dispatch keeps
+ * up, seconds to minutes with a backlog */
+static const double create_bounds[] = {0.05, 0.1, 0.25, 0.5, 1,   2.5, 5,
+                                       10,   30,  60,   300, 900, 3600};
+static struct histogram create_seconds = {
+    "gpugate_batch_admission_to_create_seconds",
+    "Time from a job's admission (or its Flex Start failover) to its Batch "
+    "job's creation recorded (this replica's creates; a race counts its "
+    "first copy).",
+    create_bounds,
+    NBOUNDS(create_bounds),
+    {0},
+    0,
+    0};
 static struct histogram cycle_seconds = {"gpugate_admission_cycle_seconds",
                                          "Admission cycle duration (leader "
                                          "only; failed cycles are not "
@@ -367,6 +381,26 @@ static struct family pubsub_pushes = {
     NULL,
     0,
     0};
+static struct family fs_usage = {
+    "gpugate_team_queue_fair_share_usage",
+    "gauge",
+    "Fair share over time: a team queue's decayed usage per resource (gpu "
+    "in GPU-seconds, cpu in CPU-seconds, memory in GiB-seconds), for the "
+    "cluster queues with usage_fair_sharing (leader only, after each "
+    "admission run).",
+    false,
+    NULL,
+    0,
+    0};
+static struct family fs_score = {
+    "gpugate_team_queue_fair_share_score",
+    "gauge",
+    "Fair share over time: a team queue's score (resource-weighted usage / "
+    "fair_sharing_weight; lower goes first) (leader only).",
+    false,
+    NULL,
+    0,
+    0};
 static struct family team_cost = {
     "gpugate_team_month_net_cost_usd",
     "gauge",
@@ -382,7 +416,9 @@ static struct family conn_refused = {
     "gpugate_http_connections_refused_total",
     "counter",
     "Connections closed as soon as accepted: over the per-client cap "
-    "(reason=\"per_client\") or the total cap (reason=\"total\").",
+    "(reason=\"per_client\") or the total cap (reason=\"total\"); and "
+    "requests through a trusted proxy answered 429 over their client's cap "
+    "(reason=\"per_client_proxied\").",
     false,
     NULL,
     0,
@@ -596,6 +632,13 @@ void metrics_evicted(const char *cluster_queue, const char *reason)
   add(&evicted_jobs, &l, 1, false);
 }
 
+void metrics_batch_admission_to_create(double seconds)
+{
+  pthread_mutex_lock(&lock);
+  observe(&create_seconds, seconds > 0 ? seconds : 0);
+  pthread_mutex_unlock(&lock);
+}
+
 void metrics_admission_wait(double seconds)
 {
   pthread_mutex_lock(&lock);
@@ -608,6 +651,7 @@ void metrics_admission_wait(double seconds)
 
 struct metrics_gauges {
   struct family pending, usage, nominal, borrowing, team_cost;
+  struct family fs_usage, fs_score;
 };
 
 struct metrics_gauges *metrics_gauges_new(void)
@@ -624,6 +668,8 @@ void metrics_gauges_free(struct metrics_gauges *g)
   family_clear(&g->nominal);
   family_clear(&g->borrowing);
   family_clear(&g->team_cost);
+  family_clear(&g->fs_usage);
+  family_clear(&g->fs_score);
   free(g);
 }
 
@@ -681,6 +727,29 @@ void metrics_gauge_team_cost(struct metrics_gauges *g, const char *team,
   put_gauge(&g->team_cost, &l, usd);
 }
 
+void metrics_gauge_fair_share(struct metrics_gauges *g, const char *team,
+                              const char *queue, const double usage[3],
+                              double score)
+{
+  static const char *const res[3] = {"gpu", "cpu", "memory"};
+  struct lbuf l;
+  int r;
+
+  if (!g)
+    return;
+  for (r = 0; r < 3; r++) {
+    lb_init(&l);
+    lb_add(&l, "team", team);
+    lb_add(&l, "queue", queue);
+    lb_add(&l, "resource", res[r]);
+    put_gauge(&g->fs_usage, &l, usage[r]);
+  }
+  lb_init(&l);
+  lb_add(&l, "team", team);
+  lb_add(&l, "queue", queue);
+  put_gauge(&g->fs_score, &l, score);
+}
+
 /* Exchange the series of a (published) and b (g's). */
 static void swap_series(struct family *a, struct family *b)
 {
@@ -705,12 +774,16 @@ void metrics_publish_queues(struct metrics_gauges *g)
   swap_series(&cq_usage, g ? &g->usage : &empty.usage);
   swap_series(&cq_nominal, g ? &g->nominal : &empty.nominal);
   swap_series(&cq_borrowing, g ? &g->borrowing : &empty.borrowing);
+  swap_series(&fs_usage, g ? &g->fs_usage : &empty.fs_usage);
+  swap_series(&fs_score, g ? &g->fs_score : &empty.fs_score);
   pthread_mutex_unlock(&lock);
   /* the previous series are freed outside the lock */
   family_clear(&empty.pending);
   family_clear(&empty.usage);
   family_clear(&empty.nominal);
   family_clear(&empty.borrowing);
+  family_clear(&empty.fs_usage);
+  family_clear(&empty.fs_score);
   metrics_gauges_free(g);
 }
 
@@ -960,12 +1033,15 @@ static char *render(bool teams)
     family(&o, &cq_usage);
     family(&o, &cq_nominal);
     family(&o, &cq_borrowing);
+    family(&o, &fs_usage);
+    family(&o, &fs_score);
   }
   family(&o, &batch_requests);
   family(&o, &batch_orphans);
   family(&o, &batch_races);
   family(&o, &batch_race_winners);
   family(&o, &batch_race_overlap);
+  histogram(&o, &create_seconds);
   family(&o, &dispatch_backlog);
   family(&o, &billing_rows);
   family(&o, &billing_sync_success);
@@ -998,15 +1074,30 @@ char *metrics_render_public(void)
 
 void metrics_reset(void)
 {
-  struct family *all[] = {
-      &http_requests,      &pending_jobs,       &admitted_jobs,
-      &evicted_jobs,       &cq_usage,           &cq_nominal,
-      &cq_borrowing,       &batch_requests,     &dispatch_backlog,
-      &billing_rows,       &team_cost,          &pubsub_pushes,
-      &state_drift,        &conn_refused,       &conn_timed_out,
-      &conn_open,          &batch_orphans,      &batch_races,
-      &batch_race_winners, &batch_race_overlap, &billing_sync_success,
-      &billing_rows_stored};
+  struct family *all[] = {&http_requests,
+                          &pending_jobs,
+                          &admitted_jobs,
+                          &evicted_jobs,
+                          &cq_usage,
+                          &cq_nominal,
+                          &cq_borrowing,
+                          &batch_requests,
+                          &dispatch_backlog,
+                          &billing_rows,
+                          &team_cost,
+                          &pubsub_pushes,
+                          &state_drift,
+                          &conn_refused,
+                          &conn_timed_out,
+                          &conn_open,
+                          &batch_orphans,
+                          &batch_races,
+                          &batch_race_winners,
+                          &batch_race_overlap,
+                          &fs_usage,
+                          &fs_score,
+                          &billing_sync_success,
+                          &billing_rows_stored};
   size_t i;
 
   pthread_mutex_lock(&lock);
@@ -1015,5 +1106,6 @@ void metrics_reset(void)
   histogram_clear(&http_seconds);
   histogram_clear(&wait_seconds);
   histogram_clear(&cycle_seconds);
+  histogram_clear(&create_seconds);
   pthread_mutex_unlock(&lock);
 }

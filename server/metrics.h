@@ -37,6 +37,10 @@ void metrics_batch_orphan(const char *region, const char *why);
  * "overlap" (seconds a loser in region ran beside the winner). */
 void metrics_batch_race(const char *event, const char *region, double seconds);
 
+/* A job's Batch create recorded seconds after its admission (or the
+ * failover that asked for it). */
+void metrics_batch_admission_to_create(double seconds);
+
 /* Outbox rows waiting to be sent (-1: unknown, ignored). */
 void metrics_dispatch_backlog(long rows);
 
@@ -88,6 +92,11 @@ void metrics_gauge_pending(struct metrics_gauges *g, const char *cluster_queue,
 void metrics_gauge_quota(struct metrics_gauges *g, const char *cluster_queue,
                          const char *flavor, const char *resource, double usage,
                          double nominal, double borrowing_limit);
+/* Fair share over time: a team queue's usage (gpu, cpu, memory) and
+ * score (private page). */
+void metrics_gauge_fair_share(struct metrics_gauges *g, const char *team,
+                              const char *queue, const double usage[3],
+                              double score);
 void metrics_gauge_team_cost(struct metrics_gauges *g, const char *team,
                              double usd);
 

@@ -1,24 +1,24 @@
 /*
- * oidc.c — Google OIDC ID tokens checked the way Google documents for
- * authenticated Pub/Sub push (cloud.google.com/pubsub/docs/authenticate-
- * push-subscriptions): signature by one of Google's keys, then iss, aud,
- * email, email_verified, exp and iat.
- *
- * As in server/auth.c, libjwt 1.10 only ever decodes with a key: the
- * header is read here first, alg must be RS256 and the kid picks the key;
- * after jwt_decode() the alg must still be RS256. Claims are read here from
- * the payload, decoded strictly (duplicate keys refused), never through
- * libjwt, so both read the same token.
+ * oidc.c — tokens signed with an issuer's published keys, checked in one
+ * order for every configuration: shape and strict decoding (canonical
+ * base64url, no duplicate JSON keys), header (alg on the policy's list,
+ * typ, no crit or b64, a kid), a trusted iss picking the key set, the key
+ * pinned to the header's alg, the signature (latchset/jose, which reads
+ * the same bytes as this file), then the claims against the caller's
+ * clock. libjwt is not used here: it takes the algorithm from the token's
+ * header and refuses typ at+jwt.
  */
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
-#include <jansson.h>
-#include <jwt.h>
+#include <jose/jws.h>
 #include <openssl/err.h>
 
 #include "server/b64url.h"
 #include "server/oidc.h"
+
+#define TIME_CLAIM_MAX 253402300799LL /* 9999-12-31T23:59:59Z */
 
 /* Decode the base64url part s[0..n) as JSON (new reference) or NULL. */
 static json_t *part_json(const char *s, size_t n)
@@ -31,93 +31,190 @@ static json_t *part_json(const char *s, size_t n)
   return json_loadb((const char *)buf, o, JSON_REJECT_DUPLICATES, NULL);
 }
 
-static bool is_int(const json_t *v, long long *out)
+/* A NumericDate claim: 1 present and sane, 0 absent, -1 otherwise. */
+static int time_claim(const json_t *c, const char *name, long long *out)
 {
+  const json_t *v = json_object_get(c, name); /* borrowed */
+
+  if (!v)
+    return 0;
   if (!json_is_integer(v))
-    return false;
+    return -1;
   *out = (long long)json_integer_value(v);
-  return true;
+  return *out >= 0 && *out <= TIME_CLAIM_MAX ? 1 : -1;
 }
 
-static bool aud_ok(const json_t *aud, const char *want)
+static bool listed(const char *s, const char *const *list, int n)
 {
-  size_t i;
-  json_t *v;
+  int i;
 
-  if (json_is_string(aud))
-    return !strcmp(json_string_value(aud), want);
-  if (!json_is_array(aud))
-    return false;
-  json_array_foreach (aud, i, v)
-    if (json_is_string(v) && !strcmp(json_string_value(v), want))
+  for (i = 0; s && i < n; i++)
+    if (!strcmp(s, list[i]))
       return true;
   return false;
 }
 
-static int check_claims(const json_t *c, const struct oidc_want *w, time_t now,
-                        const char **reason)
+static bool aud_ok(const json_t *aud, const struct oidc_policy *p)
 {
-  const char *iss = json_string_value(json_object_get(c, "iss"));
-  const char *email = json_string_value(json_object_get(c, "email"));
-  long long exp, iat, nbf;
+  size_t i;
+  json_t *v; /* borrowed */
 
-  if (!iss || (strcmp(iss, "https://accounts.google.com") != 0 &&
-               strcmp(iss, "accounts.google.com") != 0)) {
-    *reason = "issuer is not google";
-    return -1;
-  }
-  if (!aud_ok(json_object_get(c, "aud"), w->audience)) {
-    *reason = "wrong audience";
-    return -1;
-  }
-  if (!email || strcmp(email, w->email) != 0) {
-    *reason = "wrong service account";
-    return -1;
-  }
-  if (!json_is_true(json_object_get(c, "email_verified"))) {
-    *reason = "email not verified";
-    return -1;
-  }
-  if (!is_int(json_object_get(c, "exp"), &exp) ||
-      !is_int(json_object_get(c, "iat"), &iat)) {
+  if (json_is_string(aud))
+    return listed(json_string_value(aud), p->audiences, p->n_audiences);
+  if (!json_is_array(aud))
+    return false;
+  json_array_foreach (aud, i, v)
+    if (listed(json_string_value(v), p->audiences, p->n_audiences))
+      return true;
+  return false;
+}
+
+/* The claim c[name] equals want: a string, or a boolean spelt true/false. */
+static bool claim_is(const json_t *c, const char *name, const char *want)
+{
+  const json_t *v = json_object_get(c, name); /* borrowed */
+
+  if (json_is_string(v))
+    return !strcmp(json_string_value(v), want);
+  if (json_is_boolean(v))
+    return !strcmp(want, json_is_true(v) ? "true" : "false");
+  return false;
+}
+
+static int check_times(const json_t *c, const struct oidc_policy *p, time_t now,
+                       const char **reason)
+{
+  long long exp = 0, iat = 0, nbf = 0, t = (long long)now;
+  int has_nbf;
+
+  if (time_claim(c, "exp", &exp) != 1 || time_claim(c, "iat", &iat) != 1) {
     *reason = "exp or iat missing";
     return -1;
   }
-  if ((long long)now >= exp + w->leeway_s) {
+  has_nbf = time_claim(c, "nbf", &nbf);
+  if (t >= exp + p->leeway_s) {
     *reason = "token expired";
     return -1;
   }
-  if (iat > (long long)now + w->leeway_s) {
+  if (iat > t + p->leeway_s) {
     *reason = "token issued in the future";
     return -1;
   }
-  if (exp - iat > OIDC_MAX_LIFETIME_S || exp <= iat) {
+  if (exp <= iat || (p->max_lifetime_s > 0 && exp - iat > p->max_lifetime_s)) {
     *reason = "token lifetime out of range";
     return -1;
   }
-  if (json_object_get(c, "nbf") && (!is_int(json_object_get(c, "nbf"), &nbf) ||
-                                    nbf > (long long)now + w->leeway_s)) {
+  if (has_nbf < 0 || (has_nbf && nbf > t + p->leeway_s)) {
     *reason = "token not yet valid";
     return -1;
   }
   return 0;
 }
 
-int oidc_verify(const char *token, const struct oidc_want *want, time_t now,
-                oidc_key_fn key_for, void *ud, const char **reason)
+static int check_claims(const json_t *c, const struct oidc_policy *p,
+                        time_t now, const char **reason)
 {
-  const char *dot1, *dot2;
-  json_t *header = NULL, *claims = NULL; /* new */
-  const json_t *v;                       /* borrowed */
-  jwt_t *jwt = NULL;
-  char *pem = NULL, why[160];
-  size_t n;
+  const char *email = json_string_value(json_object_get(c, "email"));
+  int i;
+
+  if (!aud_ok(json_object_get(c, "aud"), p)) {
+    *reason = "wrong audience";
+    return -1;
+  }
+  if (check_times(c, p, now, reason))
+    return -1;
+  if (p->email && (!email || strcmp(email, p->email) != 0)) {
+    *reason = "wrong service account";
+    return -1;
+  }
+  if (p->email && !json_is_true(json_object_get(c, "email_verified"))) {
+    *reason = "email not verified";
+    return -1;
+  }
+  for (i = 0; i < p->n_required; i++)
+    if (!claim_is(c, p->required[i].claim, p->required[i].value)) {
+      *reason = "a required claim does not hold";
+      return -1;
+    }
+  return 0;
+}
+
+/* The header's typ is acceptable: absent, JWT, or at+jwt when allowed. */
+static bool typ_ok(const json_t *typ, const struct oidc_policy *p)
+{
+  const char *s = json_string_value(typ);
+
+  if (!typ)
+    return true;
+  if (!s)
+    return false;
+  if (!strcasecmp(s, "JWT"))
+    return true;
+  return p->access_tokens &&
+         (!strcasecmp(s, "at+jwt") || !strcasecmp(s, "application/at+jwt"));
+}
+
+static int check_header(const json_t *h, const struct oidc_policy *p,
+                        enum jwks_alg *alg, const char **kid,
+                        const char **reason)
+{
+  *alg = jwks_alg_parse(json_string_value(json_object_get(h, "alg")));
+  if (*alg == JWKS_ALG_NONE || !(p->algs & (unsigned)*alg)) {
+    *reason = "algorithm not allowed";
+    return -1;
+  }
+  if (!typ_ok(json_object_get(h, "typ"), p)) {
+    *reason = "unsupported token type";
+    return -1;
+  }
+  if (json_object_get(h, "crit") || json_object_get(h, "b64")) {
+    *reason = "unsupported critical header";
+    return -1;
+  }
+  *kid = json_string_value(json_object_get(h, "kid"));
+  if (!*kid || !**kid) {
+    *reason = "no key id";
+    return -1;
+  }
+  return 0;
+}
+
+/* jose verifies the compact JWS token (parts split at dot1, dot2) with jwk. */
+static bool signature_ok(const char *token, const char *dot1, const char *dot2,
+                         const json_t *jwk)
+{
+  json_t *jws; /* new */
+  bool ok;
+
+  jws = json_pack("{s:s%, s:s%, s:s}", "protected", token,
+                  (size_t)(dot1 - token), "payload", dot1 + 1,
+                  (size_t)(dot2 - dot1 - 1), "signature", dot2 + 1);
+  ok = jws && jose_jws_ver(NULL, jws, NULL, jwk, false);
+  json_decref(jws);
+  ERR_clear_error();
+  return ok;
+}
+
+int oidc_verify(const char *token, const struct oidc_policy *p, time_t now,
+                oidc_key_fn key_for, void *ud, json_t **claims_out,
+                const char **reason)
+{
+  const char *dot1, *dot2, *kid = NULL, *iss;
+  json_t *header = NULL, *claims = NULL, *jwk = NULL; /* new */
+  enum jwks_alg alg = JWKS_ALG_NONE, pinned = JWKS_ALG_NONE;
+  char why[160];
+  size_t n, i;
   int rc = -1;
 
   *reason = "malformed token";
+  if (claims_out)
+    *claims_out = NULL;
   if (!token || (n = strlen(token)) == 0 || n > OIDC_TOKEN_MAX ||
-      !want->audience || !want->audience[0] || !want->email || !want->email[0])
+      p->n_issuers == 0 || p->n_audiences == 0)
     goto out;
+  for (i = 0; i < n; i++)
+    if (token[i] != '.' && b64url_value(token[i]) < 0)
+      goto out;
   dot1 = strchr(token, '.');
   dot2 = dot1 ? strchr(dot1 + 1, '.') : NULL;
   if (!dot1 || !dot2 || strchr(dot2 + 1, '.') || dot2[1] == '\0')
@@ -126,40 +223,36 @@ int oidc_verify(const char *token, const struct oidc_want *want, time_t now,
   claims = part_json(dot1 + 1, (size_t)(dot2 - dot1 - 1));
   if (!json_is_object(header) || !json_is_object(claims))
     goto out;
-  v = json_object_get(header, "alg");
-  if (!json_is_string(v) || strcmp(json_string_value(v), "RS256") != 0) {
-    *reason = "algorithm not RS256";
+  if (check_header(header, p, &alg, &kid, reason))
+    goto out;
+  iss = json_string_value(json_object_get(claims, "iss"));
+  if (!listed(iss, p->issuers, p->n_issuers)) {
+    *reason = "issuer not trusted";
     goto out;
   }
-  if (json_object_get(header, "crit")) {
-    *reason = "unsupported critical header";
-    goto out;
-  }
-  v = json_object_get(header, "kid");
-  if (!json_is_string(v) || !json_string_value(v)[0]) {
-    *reason = "no key id";
-    goto out;
-  }
-  pem = key_for(json_string_value(v), ud, why, sizeof(why));
-  if (!pem) {
+  jwk = key_for(iss, kid, ud, &pinned, why, sizeof(why));
+  if (!jwk) {
     *reason = "signing key unknown or unavailable";
     goto out;
   }
-  if (jwt_decode(&jwt, token, (const unsigned char *)pem, (int)strlen(pem)) !=
-          0 ||
-      !jwt || jwt_get_alg(jwt) != JWT_ALG_RS256) {
+  if (pinned != alg) {
+    *reason = "algorithm does not match the key";
+    goto out;
+  }
+  if (!signature_ok(token, dot1, dot2, jwk)) {
     *reason = "bad signature";
     goto out;
   }
-  if (check_claims(claims, want, now, reason) != 0)
+  if (check_claims(claims, p, now, reason) != 0)
     goto out;
   *reason = NULL;
+  if (claims_out) {
+    *claims_out = claims;
+    claims = NULL;
+  }
   rc = 0;
 out:
-  if (jwt)
-    jwt_free(jwt);
-  ERR_clear_error();
-  free(pem);
+  json_decref(jwk);
   json_decref(header);
   json_decref(claims);
   return rc;

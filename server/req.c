@@ -41,6 +41,10 @@ void req_cleanup(struct gg_req *req)
   req->reply = NULL;
   free(req->reply_text);
   req->reply_text = NULL;
+  if (req->reply_read_cls && req->reply_read_free)
+    req->reply_read_free(req->reply_read_cls);
+  req->reply_read_cls = NULL;
+  req->reply_read = NULL;
   for (i = 0; i < req->n_hdrs; i++)
     free(req->hdr_values[i]);
   req->n_hdrs = 0;
@@ -70,6 +74,26 @@ const char *req_header(const struct gg_req *req, const char *name)
   if (!req->conn)
     return NULL;
   return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+}
+
+void req_reply_stream(struct gg_req *req, unsigned status,
+                      const char *content_type, req_stream_read read, void *cls,
+                      void (*cls_free)(void *cls))
+{
+  if (req->reply_read_cls && req->reply_read_free)
+    req->reply_read_free(req->reply_read_cls);
+  req->status = status;
+  req->reply_content_type = content_type;
+  req->reply_read = read;
+  req->reply_read_cls = cls;
+  req->reply_read_free = cls_free;
+}
+
+const char *req_cookie(const struct gg_req *req, const char *name)
+{
+  if (!req->conn)
+    return NULL;
+  return MHD_lookup_connection_value(req->conn, MHD_COOKIE_KIND, name);
 }
 
 void req_reply(struct gg_req *req, unsigned status, json_t *body)
@@ -127,6 +151,15 @@ struct db_conn *req_db(struct gg_req *req)
   if (!req->db && req->pool)
     req->db = db_acquire(req->pool, 5000);
   return req->db;
+}
+
+const char *req_actor(const struct gg_req *req)
+{
+  const struct auth_principal *p = &req->principal;
+
+  if (p->email[0])
+    return p->email;
+  return p->subject[0] ? p->subject : NULL;
 }
 
 bool req_is_member(const struct gg_req *req)

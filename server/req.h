@@ -51,6 +51,14 @@ struct route;
 struct db_conn;
 struct db_pool;
 
+/*
+ * A streamed reply body's source: writes up to max bytes into buf and
+ * returns how many (> 0), 0 at the end of the body, or -1 on a failure
+ * (the connection is then closed, so the client sees a truncated body).
+ * Called on the server's thread after the handler has returned.
+ */
+typedef long (*req_stream_read)(void *cls, char *buf, size_t max);
+
 struct gg_req {
   /* filled by the server before the handler runs */
   const struct route *route;
@@ -86,6 +94,9 @@ struct gg_req {
   size_t reply_text_len;
   bool reply_text_json; /* reply_text is JSON: ETag and 304 as for reply */
   const char *reply_content_type; /* static string */
+  req_stream_read reply_read;     /* a streamed body, when set */
+  void *reply_read_cls;           /* owned until handed to the server */
+  void (*reply_read_free)(void *cls);
   const char *hdr_names[REQ_MAX_HEADERS];
   char *hdr_values[REQ_MAX_HEADERS]; /* owned */
   int n_hdrs;
@@ -98,6 +109,13 @@ struct gg_req {
   /* bookkeeping for the access log */
   long long started_us;
   char team_for_log[64];
+
+  /* who sent it (server/clientaddr.h): the peer, or the client a trusted
+   * proxy's forwarded header names */
+  struct clientaddr client;
+  char client_text[CLIENTADDR_TEXT];
+  char peer_text[CLIENTADDR_TEXT]; /* "" unless a trusted proxy's */
+  bool client_slot; /* holds a per-client slot (connlimit_request_take) */
 };
 
 /* The value of path parameter name, or NULL. Borrowed from req. */
@@ -108,6 +126,9 @@ const char *req_query(const struct gg_req *req, const char *name);
 
 /* A request header or NULL. Borrowed from libmicrohttpd. */
 const char *req_header(const struct gg_req *req, const char *name);
+
+/* A cookie of the request or NULL. Borrowed from libmicrohttpd. */
+const char *req_cookie(const struct gg_req *req, const char *name);
 
 /* Set a 2xx reply; steals body (may be NULL for an empty body). */
 void req_reply(struct gg_req *req, unsigned status, json_t *body);
@@ -123,6 +144,15 @@ enum gg_code req_reply_text(struct gg_req *req, unsigned status,
 void req_reply_json_text(struct gg_req *req, unsigned status, char *text,
                          size_t len);
 
+/*
+ * Set a 2xx reply whose body is streamed from read (see req_stream_read)
+ * in chunked transfer encoding; cls is stolen and released with cls_free
+ * once the body is sent or the request ends.
+ */
+void req_reply_stream(struct gg_req *req, unsigned status,
+                      const char *content_type, req_stream_read read, void *cls,
+                      void (*cls_free)(void *cls));
+
 /* Add a response header; value is copied. */
 void req_add_header(struct gg_req *req, const char *name, const char *value);
 
@@ -132,6 +162,10 @@ void req_add_header(struct gg_req *req, const char *name, const char *value);
  * unreachable: the caller returns problem_fail(req, GG_UNAVAILABLE, ...).
  */
 struct db_conn *req_db(struct gg_req *req);
+
+/* Who the caller is for events and logs: the verified email of a provider
+ * token, else its sub; NULL without a principal. Borrowed from req. */
+const char *req_actor(const struct gg_req *req);
 
 /* True when the caller is a member of a team (not admin or finance). */
 bool req_is_member(const struct gg_req *req);

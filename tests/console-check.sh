@@ -51,7 +51,8 @@ abort() {
 command -v chromium >/dev/null 2>&1 || abort "chromium is not installed (deploy/install-deps.sh installs it)"
 command -v node >/dev/null 2>&1 || abort "node is not installed"
 [[ -x build/gpugate && -x build/batch_emulator ]] || abort "build/gpugate or build/batch_emulator is missing (run make)"
-[[ -f deploy/tools/node_modules/playwright-core/package.json ]] ||
+[[ -f deploy/tools/node_modules/playwright-core/package.json &&
+  -f deploy/tools/node_modules/oidc-provider/package.json ]] ||
   npm ci --prefix deploy/tools --no-audit --no-fund >/dev/null 2>&1 ||
   abort "npm ci in deploy/tools failed"
 

@@ -1,15 +1,18 @@
 /*
  * api.js — the console's only way to the server: fetch on /v1 with the
  * user's bearer token (kept in this tab's sessionStorage, never in a
- * cookie, a URL or a log), problem+json errors as ApiError, 401 → signed
- * out, and conditional GETs (If-None-Match) so that polling an unchanged
- * list costs a 304.
+ * cookie, a URL or a log) or, after a sign-in at the organisation's
+ * provider, the server's HttpOnly session cookie (never readable here)
+ * with the X-GPUGate-CSRF header the server requires of it; problem+json
+ * errors as ApiError, 401 → signed out, and conditional GETs
+ * (If-None-Match) so that polling an unchanged list costs a 304.
  */
 
 const KEY = 'gpugate.token';
 const etags = new Map(); /* path → {etag, data} */
 const MAX_CACHED = 200;
 let onSignedOut = () => {};
+let session = false; /* the session cookie authenticated /v1/whoami */
 
 export class ApiError extends Error {
   constructor(status, problem) {
@@ -28,11 +31,37 @@ export function setToken(t) {
   sessionStorage.setItem(KEY, t.trim());
 }
 
-/* Forget the token and everything fetched with it. */
+/* Whether the console's session (not a token) signs the requests. */
+export function inSession() {
+  return session && !token();
+}
+
+/* Forget the token or session and everything fetched with it. */
 export function signOut(reason) {
   sessionStorage.removeItem(KEY);
+  session = false;
   etags.clear();
   onSignedOut(reason);
+}
+
+/* End the session on the server (every replica), then here. */
+export async function logout() {
+  if (inSession()) {
+    try {
+      await fetch('/auth/logout', { method: 'POST', headers: { 'X-GPUGate-CSRF': '1' }, credentials: 'same-origin', cache: 'no-store' });
+    } catch { /* signed out here all the same */ }
+  }
+  signOut('You signed out.');
+}
+
+/* /v1/whoami by the session cookie, if there is a live one: the answer,
+ * or null (not signed in, or the session matches no access binding: then
+ * the problem is in reason). */
+export async function probeSession() {
+  const r = await fetch('/v1/whoami', { headers: headers({}), cache: 'no-store', credentials: 'same-origin' });
+  if (!r.ok) return { me: null, problem: r.status === 403 ? await problemOf(r) : null };
+  session = true;
+  return { me: await r.json(), problem: null };
 }
 
 export function whenSignedOut(f) {
@@ -51,7 +80,13 @@ function headers(extra) {
   const t = token();
   const h = { Accept: 'application/json', ...extra };
   if (t) h.Authorization = `Bearer ${t}`;
+  else h['X-GPUGate-CSRF'] = '1'; /* the session cookie's requests */
   return h;
+}
+
+/* The session cookie goes only with requests a token does not sign. */
+function credentials() {
+  return token() ? 'omit' : 'same-origin';
 }
 
 /*
@@ -61,7 +96,7 @@ function headers(extra) {
 export async function get(path) {
   const cached = etags.get(path);
   const h = headers(cached ? { 'If-None-Match': cached.etag } : {});
-  const r = await fetch(path, { headers: h, cache: 'no-store', credentials: 'omit' });
+  const r = await fetch(path, { headers: h, cache: 'no-store', credentials: credentials() });
   if (r.status === 304 && cached) return cached.data;
   if (r.status === 401) {
     signOut('Your session has ended (the server no longer accepts the token). Sign in again.');
@@ -96,7 +131,7 @@ export async function post(path, body, extraHeaders = {}) {
   const h = headers(extraHeaders);
   if (body !== undefined) h['Content-Type'] = 'application/json';
   const r = await fetch(path, {
-    method: 'POST', headers: h, cache: 'no-store', credentials: 'omit',
+    method: 'POST', headers: h, cache: 'no-store', credentials: credentials(),
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   if (r.status === 401) {
@@ -109,7 +144,7 @@ export async function post(path, body, extraHeaders = {}) {
 
 /* GET path as CSV text (Accept: text/csv). */
 export async function getCsv(path) {
-  const r = await fetch(path, { headers: headers({ Accept: 'text/csv' }), cache: 'no-store', credentials: 'omit' });
+  const r = await fetch(path, { headers: headers({ Accept: 'text/csv' }), cache: 'no-store', credentials: credentials() });
   if (r.status === 401) {
     signOut('Your session has ended. Sign in again.');
     throw new ApiError(401, await problemOf(r));

@@ -1,8 +1,10 @@
 /*
- * app.js — the console's shell: signing in (a token from the URL fragment
- * #token=…, read once and removed from the address bar, or pasted), who
- * you are, the navigation for your role, and a hash router that renders
- * one view at a time into <main>. Views live in their own modules; each
+ * app.js — the console's shell: signing in (with the organisation's
+ * provider when the server offers it — the server keeps the session — or
+ * a token from the URL fragment #token=…, read once and removed from the
+ * address bar, or pasted), who you are, a team switcher for people in
+ * several teams, the navigation for your role, and a hash router that
+ * renders one view at a time into <main>. Views live in their own modules; each
  * marks its root data-ready once its data is on screen.
  */
 import * as api from './api.js';
@@ -16,7 +18,7 @@ import * as costs from './costs.js';
 const main = document.getElementById('main');
 const nav = document.getElementById('nav');
 const who = document.getElementById('who');
-let me = null; /* /v1/whoami of the current token */
+let me = null; /* /v1/whoami of the current token or session */
 let expiryTimer = null;
 let generation = 0; /* bumped on every navigation: stale work stops */
 let signInMessage = '';
@@ -52,15 +54,33 @@ function takeFragmentToken() {
   }
 }
 
+/* The teams the caller is a member of (a provider's principal may have
+ * several). */
+function memberTeams() {
+  return (me.grants || []).filter((g) => g.role === 'member' && g.team).map((g) => g.team);
+}
+
+function teamSwitcher() {
+  const teams = memberTeams();
+  if (me.role !== 'member' || teams.length < 2) return null;
+  const select = h('select', {
+    id: 'team-switch',
+    onchange: () => { me.team = select.value; route(); },
+  }, teams.map((t) => h('option', { value: t, selected: t === me.team ? '' : null }, t)));
+  return h('span.team-switch', {}, h('label', { for: 'team-switch' }, 'Team '), select);
+}
+
 function renderWho() {
   clear(who);
   if (!me) return;
   const exp = new Date(me.exp * 1000);
-  put(who, 
-    h('span.who-id', { 'data-role': me.role }, me.team ? `${me.team} · ${me.role}` : me.role),
+  const name = me.via === 'session' ? (me.email || me.subject) : null;
+  put(who,
+    name ? h('span.who-name', { 'data-who': name }, `${name} · `) : null,
+    teamSwitcher() || h('span.who-id', { 'data-role': me.role }, me.team ? `${me.team} · ${me.role}` : me.role),
     h('span.muted', {}, ` · until ${when(exp.toISOString())}`),
     ' ',
-    h('button.link', { type: 'button', onclick: () => api.signOut('You signed out.') }, 'Sign out'),
+    h('button.link', { type: 'button', onclick: () => api.logout() }, 'Sign out'),
   );
 }
 
@@ -78,7 +98,8 @@ function armExpiry() {
   clearTimeout(expiryTimer);
   if (!me) return;
   const ms = me.exp * 1000 - Date.now();
-  const msg = `Your token expired at ${when(new Date(me.exp * 1000).toISOString())}. Sign in again.`;
+  const what = me.via === 'session' ? 'session' : 'token';
+  const msg = `Your ${what} expired at ${when(new Date(me.exp * 1000).toISOString())}. Sign in again.`;
   if (ms <= 0) {
     api.signOut(msg);
     return;
@@ -113,9 +134,13 @@ function signInView() {
     'Paste a gpugate JWT (for example from `gpugate token --team team-a --role member`), or open a link ending in #token=…. ',
     'It is kept in this tab only (sessionStorage) and sent only to this server.'),
   h('button', { type: 'submit' }, 'Sign in'));
+  /* the server names the provider it offers sign-in with, if any */
+  const provider = document.querySelector('meta[name="gpugate-sign-in"]');
   put(clear(main), h('section', { 'data-view': 'signin', 'data-ready': '1' },
     h('h1', {}, 'Sign in to gpugate'),
     signInMessage ? h('p.notice', { role: 'status' }, signInMessage) : null,
+    provider ? h('p', {}, h('a.button', { href: '/auth/login', id: 'sso' }, `Sign in with ${provider.content}`)) : null,
+    provider ? h('p.muted', {}, 'Or, with a gpugate token:') : null,
     form));
   document.title = 'Sign in · gpugate console';
 }
@@ -124,15 +149,24 @@ async function route() {
   takeFragmentToken();
   const gen = ++generation;
   const { path, params } = parseHash();
-  if (!api.token()) {
-    signInView();
-    return;
+  if (!api.token() && !api.inSession()) {
+    /* a session the server keeps (the cookie is not readable here) */
+    let probe = { me: null, problem: null };
+    try { probe = await api.probeSession(); } catch { /* offline: sign in */ }
+    if (gen !== generation) return;
+    if (!probe.me) {
+      if (probe.problem) signInMessage = probe.problem.detail || probe.problem.title;
+      signInView();
+      return;
+    }
+    me = probe.me;
+    armExpiry();
   }
   try {
     if (!me) {
       me = await api.get('/v1/whoami');
       armExpiry();
-      if (!api.token()) return; /* expired on arrival */
+      if (!api.token() && !api.inSession()) return; /* expired on arrival */
     }
   } catch (err) {
     if (err.status !== 401) {
@@ -156,7 +190,7 @@ async function route() {
     main,
     params,
     args: match.slice(1),
-    alive: () => gen === generation && !!api.token(),
+    alive: () => gen === generation && (!!api.token() || api.inSession()),
     /* run f now and every ms while this view is shown and the tab visible */
     poll(f, ms) {
       const tick = async () => {
@@ -186,7 +220,7 @@ api.whenSignedOut((reason) => {
 });
 
 window.addEventListener('hashchange', () => {
-  if (location.hash === '#/signin' && !api.token()) return;
+  if (location.hash === '#/signin' && !api.token() && !api.inSession()) return;
   route();
 });
 route();

@@ -3,7 +3,11 @@
  * committed estimates of admitted jobs, forecast), a daily spend chart for
  * a chosen range grouped by team, flavor or SKU, the savings of spot and
  * Flex Start against on-demand, and CSV downloads of exactly the queries
- * on screen. Every figure is the API's; money is shown with its currency.
+ * on screen. How fresh the figures are (data_through) and which months of
+ * the range are closed; the invoice months with their state, where finance
+ * closes a month (after a confirmation); FOCUS 1.2 downloads (every team
+ * for finance and admin, the member's team for members). Every figure is
+ * the API's; money is shown with its currency.
  */
 import * as api from './api.js';
 import { h, put, clear, money, num, tableBox, utcDay, monthStart } from './dom.js';
@@ -36,6 +40,75 @@ async function downloadCsv(path, filename, status) {
 function csvButton(label, path, filename) {
   const status = h('span.muted', { role: 'status' });
   return h('span.csv', {}, h('button.secondary', { type: 'button', 'data-csv': path, onclick: () => downloadCsv(path, filename, status) }, label), ' ', status);
+}
+
+/* How fresh the report is, and the state of each month it covers. */
+function freshness(report) {
+  const through = report.data_through;
+  return h('p.freshness', { 'data-through': through || '' },
+    through ? `Billing data through ${through.slice(0, 10)} ${through.slice(11, 16)} UTC` : 'No billing data loaded yet',
+    (report.months || []).length ? ' · ' : '',
+    (report.months || []).map((m, i) => h('span', {},
+      i ? ', ' : '',
+      `${m.month} `,
+      h(`span.chip.month-${m.closed ? 'closed' : 'open'}`, { 'data-month': m.month, 'data-closed': String(m.closed) }, m.closed ? 'closed' : 'open'))));
+}
+
+/* The month before this one (UTC), YYYY-MM. */
+function lastMonth() {
+  const d = new Date();
+  d.setUTCDate(1);
+  d.setUTCMonth(d.getUTCMonth() - 1);
+  return d.toISOString().slice(0, 7);
+}
+
+/*
+ * The invoice months (GET /v1/costs/months) and, for finance, closing one:
+ * "Close…" asks first, in the page (no browser dialog), then posts and
+ * redraws. The last month is listed even without costs, so that it can be
+ * closed; the current month cannot be (it has not ended).
+ */
+function monthsSection(list, canClose, onClosed) {
+  const box = h('div.months');
+  const thisMonth = utcDay().slice(0, 7);
+  const months = [...list.months];
+  if (!months.some((m) => m.month === lastMonth())) {
+    months.push({ month: lastMonth(), state: 'open', closed_at: null, closed_by: null, totals: [] });
+    months.sort((a, b) => (a.month < b.month ? -1 : 1));
+  }
+  let confirming = null;
+  const draw = (err) => {
+    put(clear(box), tableBox('Invoice months', h('table.data.months', {},
+      h('thead', {}, h('tr', {}, ['Month', 'State', 'Total', 'Corrections posted here', canClose ? 'Close' : null].filter(Boolean).map((c) => h('th', { scope: 'col' }, c)))),
+      h('tbody', {}, months.slice().reverse().map((m) => h('tr', { 'data-month': m.month },
+        h('th', { scope: 'row' }, m.month),
+        h('td', {}, h(`span.chip.month-${m.state}`, { 'data-state': m.state }, m.state),
+          m.closed_by ? h('small', {}, ` by ${m.closed_by} at ${m.closed_at}`) : null),
+        h('td.num', {}, m.totals.map((t) => money(t.total, t.currency)).join(' + ') || money(0)),
+        h('td.num', {}, m.totals.map((t) => money(t.corrections, t.currency)).join(' + ') || money(0)),
+        canClose ? h('td', {}, m.state === 'open' && m.month < thisMonth ? (confirming === m.month
+          ? h('span.confirm', {},
+            `Close ${m.month}? Its reports will no longer change; rows that arrive later for it become corrections in the first open month. `,
+            h('button.danger', {
+              type: 'button',
+              'data-confirm-close': m.month,
+              onclick: async () => {
+                try {
+                  await api.post(`/v1/costs/months/${m.month}/close`);
+                  onClosed();
+                } catch (e) {
+                  confirming = null;
+                  draw(e);
+                }
+              },
+            }, 'Yes, close it'),
+            ' ',
+            h('button.secondary', { type: 'button', onclick: () => { confirming = null; draw(); } }, 'Keep it open'))
+          : h('button.secondary', { type: 'button', 'data-close': m.month, onclick: () => { confirming = m.month; draw(); } }, `Close ${m.month}…`)) : '') : null))))),
+    err ? problemBox(err) : null);
+  };
+  draw();
+  return box;
 }
 
 /* A stacked bar per day, one colour per series. */
@@ -84,7 +157,7 @@ function detailTable(rows, key) {
   return tableBox('Daily costs', h('table.data', {},
     h('thead', {}, h('tr', {}, cols.map((c) => h('th', { scope: 'col' }, c)))),
     h('tbody', {}, rows.length ? rows.map((r) => h('tr', {},
-      h('td', {}, r.day || ''),
+      h('td', {}, r.day || '', r.charge_class ? h('span.badge.warn', { 'data-correction': '1' }, ' correction') : null),
       h('td', {}, key === 'team' ? r.team : (r[key] || '(none)') + (key !== 'team' && r.team ? ` · ${r.team}` : '')),
       h('td', {}, r.currency),
       h('td.num', {}, money(r.cost, r.currency)),
@@ -152,7 +225,9 @@ export async function render(ctx) {
   if (member) {
     const path = `/v1/teams/${me.team}/costs?${qs({ from, to, group_by: groupBy })}`;
     const [report, month] = await Promise.all([api.get(path), api.get(`/v1/teams/${me.team}/costs?${monthQ}`)]);
+    const focusPath = `/v1/teams/${me.team}/costs/focus?${qs({ from, to })}`;
     put(section, 
+      freshness(report),
       h('h2', {}, 'Budget this month'),
       tableBox('Budget', h('table.data', {}, h('thead', {}, h('tr', {}, ['Team', 'Budget'].map((c) => h('th', { scope: 'col' }, c)))),
         h('tbody', {}, h('tr', { 'data-team': me.team }, h('th', { scope: 'row' }, me.team), budgetCell(month.budget))))),
@@ -160,6 +235,7 @@ export async function render(ctx) {
       chart(report.rows, by, from, to),
       totalsList(report.totals),
       csvButton('Download CSV', path, `costs-${me.team}-${from}-${to}.csv`),
+      csvButton('Download FOCUS', focusPath, `focus-${me.team}-${from}-${to}.csv`),
       detailTable(report.rows, by));
     section.dataset.ready = '1';
     return;
@@ -168,11 +244,13 @@ export async function render(ctx) {
   const teamsPath = `/v1/costs?${qs({ from, to })}`;
   const dailyPath = `/v1/costs?${qs({ from, to, group_by: groupBy })}`;
   const savingsPath = `/v1/costs/savings?${qs({ from, to })}`;
-  const [teams, perTeam, daily, savings] = await Promise.all([
+  const focusPath = `/v1/costs/focus?${qs({ from, to })}`;
+  const [teams, perTeam, daily, savings, months] = await Promise.all([
     api.getAll('/v1/teams?limit=500', 5),
     api.get(teamsPath),
     api.get(dailyPath),
     api.get(savingsPath).catch((err) => ({ error: err })),
+    api.get('/v1/costs/months').catch((err) => ({ error: err })),
   ]);
   const budgets = {};
   await Promise.all(teams.filter((t) => t.monthly_budget_usd !== null && t.monthly_budget_usd !== undefined).slice(0, 100)
@@ -184,6 +262,7 @@ export async function render(ctx) {
   const names = [...new Set([...teams.map((t) => t.name), ...perTeam.rows.map((r) => r.team)])].sort();
   const rowsOf = (t) => perTeam.rows.filter((r) => r.team === t);
   put(section, 
+    freshness(perTeam),
     h('h2', {}, `Spend per team, ${from} to ${to}`),
     tableBox('Spend per team', h('table.data.per-team', {},
       h('thead', {}, h('tr', {}, ['Team', 'Net cost', 'Cost', 'Credits', 'GPU-hours', 'Budget this month'].map((c) => h('th', { scope: 'col' }, c)))),
@@ -200,6 +279,7 @@ export async function render(ctx) {
       })))),
     totalsList(perTeam.totals),
     csvButton('Download CSV of this table', teamsPath, `costs-by-team-${from}-${to}.csv`),
+    csvButton('Download FOCUS (every team)', focusPath, `focus-${from}-${to}.csv`),
     h('h2', {}, `Daily net cost by ${by}`),
     chart(daily.rows, by, from, to),
     csvButton('Download CSV of the daily costs', dailyPath, `costs-daily-${by}-${from}-${to}.csv`),
@@ -214,6 +294,8 @@ export async function render(ctx) {
         h('td.num', {}, money(r.paid, r.currency)),
         h('td.num', {}, r.savings === null ? 'n/a' : money(r.savings, r.currency))))
         : h('tr', {}, h('td.empty', { colspan: '7' }, 'No spot or Flex Start usage in this range.'))))),
-    savings.error ? null : csvButton('Download CSV of the savings', savingsPath, `savings-${from}-${to}.csv`));
+    savings.error ? null : csvButton('Download CSV of the savings', savingsPath, `savings-${from}-${to}.csv`),
+    h('h2', {}, 'Invoice months'),
+    months.error ? problemBox(months.error) : monthsSection(months, me.role === 'finance', () => render(ctx)));
   section.dataset.ready = '1';
 }

@@ -20,6 +20,7 @@ async function member(ctx, section) {
   const heads = await Promise.all(queues.map((q) => api.get(`/v1/teams/${team}/queues/${q.name}/pending?limit=1`)
     .then((p) => ({ queue: q, job: p.items[0] })).catch(() => ({ queue: q, job: null }))));
   const b = costs && costs.budget;
+  const fair = await fairShareLine(team, queues, heads);
   put(section, 
     h('h1', {}, `Team ${team}`),
     h('h2', {}, 'Jobs by state'),
@@ -42,7 +43,25 @@ async function member(ctx, section) {
         `${money(b.month_to_date_net_usd)} spent of ${money(b.monthly_budget_usd)}; committed by admitted jobs ${money(b.committed_estimate_usd)}; forecast ${money(b.forecast_usd)}; policy ${b.budget_policy}`,
         b.over_budget ? h('span.badge.bad', {}, ' over budget') : null,
         b.budget_policy === 'hold' ? h('small.muted', {}, ' (with "hold", new admissions wait once the budget is reached)') : null)
-      : h('p.muted', {}, 'The team has no monthly budget.'));
+      : h('p.muted', {}, 'The team has no monthly budget.'),
+    fair);
+}
+
+/* Fair share over time, when one of the team's queues orders by usage:
+ * what the team used (decayed GPU-seconds, as GPU-hours) and how many
+ * team queues rank ahead of its waiting jobs (their status says so). */
+async function fairShareLine(team, queues, heads) {
+  const fs = queues.filter((q) => q.fair_sharing);
+  if (!fs.length) return null;
+  const gpuH = fs.reduce((s, q) => s + ((q.fair_sharing.usage && q.fair_sharing.usage.gpu) || 0), 0) / 3600;
+  const waiting = heads.filter(({ queue, job }) => queue.fair_sharing && job);
+  const ranks = await Promise.all(waiting.map(({ job }) => api.get(`/v1/teams/${team}/jobs/${job.id}`)
+    .then((j) => (j.fair_share ? j.fair_share.rank - 1 : 0)).catch(() => 0)));
+  const ahead = ranks.reduce((m, r) => Math.max(m, r), 0);
+  return [h('h2', {}, 'Fair share'),
+    h('p.fair-share', { 'data-ahead': String(ahead) },
+      `Your team used ${num(Math.round(gpuH * 100) / 100)} GPU-hours in the last half-life; `,
+      ahead ? `${num(ahead)} ${ahead === 1 ? 'team is' : 'teams are'} ahead of you.` : 'no team is ahead of you.')];
 }
 
 async function admin(ctx, section) {

@@ -105,6 +105,21 @@ export function groupByCohort(cqs) {
   return [...groups.entries()].sort((a, b) => (a[0] === '') - (b[0] === '') || a[0].localeCompare(b[0]));
 }
 
+/* Fair share over time: a team queue's decayed usage (GPU-hours, and
+ * CPU- and GiB-hours when used) and its score; dashes when its cluster
+ * queue does not order by usage. */
+export function fairShareCells(fs) {
+  if (!fs) return [h('td.num', {}, '—'), h('td.num', {}, '—')];
+  const u = fs.usage || {};
+  const parts = [`${num(Math.round((u.gpu || 0) / 36) / 100)} GPU-h`];
+  if (u.cpu) parts.push(`${num(Math.round(u.cpu / 36) / 100)} CPU-h`);
+  if (u.memory) parts.push(`${num(Math.round(u.memory / 36) / 100)} GiB-h`);
+  return [
+    h('td.num', { 'data-fs-usage': String(u.gpu || 0) }, parts.join(' · ')),
+    h('td.num', { 'data-fs-score': String(fs.score) }, num(Math.round(fs.score * 10) / 10)),
+  ];
+}
+
 async function teamQueuesSection(ctx, team, admin) {
   const box = h('section', { 'aria-labelledby': 'tq-h' });
   put(box, h('h2', { id: 'tq-h' }, 'Team queues'));
@@ -119,12 +134,13 @@ async function teamQueuesSection(ctx, team, admin) {
   if (!team) return box;
   const queues = await api.getAll(`/v1/teams/${team}/queues?limit=500`, 2);
   put(box, tableBox(`Queues of ${team}`, h('table.data', {},
-    h('thead', {}, h('tr', {}, ['Queue', 'Cluster queue', 'Pending', 'Admitted'].map((c) => h('th', { scope: 'col' }, c)))),
+    h('thead', {}, h('tr', {}, ['Queue', 'Cluster queue', 'Pending', 'Admitted', 'Fair-share usage', 'Score'].map((c) => h('th', { scope: 'col' }, c)))),
     h('tbody', {}, queues.map((q) => h('tr', {},
       h('th', { scope: 'row' }, h('a', { href: `#/teams/${team}/queues/${q.name}` }, q.name)),
       h('td', {}, q.cluster_queue),
       h('td.num', {}, num(q.status && q.status.pending)),
-      h('td.num', {}, num(q.status && q.status.admitted))))))));
+      h('td.num', {}, num(q.status && q.status.admitted)),
+      fairShareCells(q.fair_sharing)))))));
   return box;
 }
 

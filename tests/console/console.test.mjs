@@ -27,6 +27,10 @@ const dialogs = [];
 const axeFindings = [];
 let browser;
 
+function utcMonth() {
+  return new Date().toISOString().slice(0, 7);
+}
+
 function token(team, role, ttl = 3600) {
   return execFileSync(path.join(root, 'build/gpugate'), ['token', '--team', team, '--role', role, '--ttl', String(ttl)],
     { env: process.env }).toString().trim();
@@ -358,6 +362,36 @@ test('finance sees per-team costs that match GET /v1/costs to the cent, and down
   const want = await api(finance, 'GET', `/v1/costs?from=${from}&to=${today}`, undefined, { Accept: 'text/csv' });
   assert.equal(csv, want.text);
   assert.match(csv.split('\n')[0], /team/);
+  /* how fresh, which months are closed: as the API says */
+  assert.equal(await page.getAttribute('p.freshness', 'data-through'), report.data_through || '');
+  for (const m of report.months) {
+    assert.equal(await page.getAttribute(`p.freshness [data-month="${m.month}"]`, 'data-closed'), String(m.closed));
+  }
+  /* FOCUS of every team: the API's bytes */
+  const [focusDl] = await Promise.all([
+    page.waitForEvent('download'),
+    page.click('button[data-csv^="/v1/costs/focus?"]'),
+  ]);
+  const focus = fs.readFileSync(await focusDl.path(), 'utf8');
+  assert.equal(focus, (await api(finance, 'GET', `/v1/costs/focus?from=${from}&to=${today}`)).text);
+  assert.match(focus.split('\r\n')[0], /^BilledCost,BillingAccountId,BillingAccountName,/);
+  assert.ok(focus.split('\r\n').length > 2);
+  /* closing last month: asked first, in the page; then closed by finance */
+  const d = new Date();
+  d.setUTCDate(1);
+  d.setUTCMonth(d.getUTCMonth() - 1);
+  const prev = d.toISOString().slice(0, 7);
+  await page.click(`button[data-close="${prev}"]`);
+  await page.waitForSelector(`button[data-confirm-close="${prev}"]`);
+  await shoot(page, 'costs-close-confirm');
+  assert.equal((await api(finance, 'GET', '/v1/costs/months')).json.months.some((m) => m.month === prev && m.state === 'closed'), false);
+  await page.click(`button[data-confirm-close="${prev}"]`);
+  await page.waitForSelector(`tr[data-month="${prev}"] [data-state="closed"]`, { timeout: 20000 });
+  const closed = (await api(finance, 'GET', '/v1/costs/months')).json.months.find((m) => m.month === prev);
+  assert.equal(closed.state, 'closed');
+  assert.equal(closed.closed_by, 'finance:finance');
+  assert.equal(await page.locator(`button[data-close="${utcMonth()}"]`).count(), 0, 'the current month cannot be closed');
+  await axe(page, 'costs-months');
   await page.evaluate(() => { location.hash = '#/'; });
   await ready(page, 'overview');
   await shoot(page, 'overview-finance');
@@ -369,6 +403,19 @@ test('a member\'s costs and queues views show her team only', async () => {
   const { page, context } = await open(member, '#/costs');
   await ready(page, 'costs');
   assert.doesNotMatch(await page.textContent('[data-view="costs"]'), /team-b/);
+  assert.equal(await page.locator('button[data-close]').count(), 0, 'members close no month');
+  assert.equal(await page.locator('button[data-csv^="/v1/costs/focus"]').count(), 0);
+  const focusPath = await page.getAttribute('button[data-csv^="/v1/teams/team-a/costs/focus?"]', 'data-csv');
+  const [focusDl] = await Promise.all([
+    page.waitForEvent('download'),
+    page.click('button[data-csv^="/v1/teams/team-a/costs/focus?"]'),
+  ]);
+  const focus = fs.readFileSync(await focusDl.path(), 'utf8');
+  assert.equal(focus, (await api(member, 'GET', focusPath)).text);
+  const lines = focus.split('\r\n').filter((l) => l);
+  assert.match(lines[0], /,x_Team,x_Flavor$/);
+  assert.ok(lines.length > 1);
+  for (const l of lines.slice(1)) assert.equal(l.split(',').at(-2), 'team-a', l);
   await shoot(page, 'costs-member');
   await axe(page, 'costs-member');
   await page.evaluate(() => { location.hash = '#/queues'; });

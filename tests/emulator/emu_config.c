@@ -17,7 +17,7 @@
 const char *const emu_models[] = {
     "STANDARD", "SPOT", "PREEMPTIBLE", "RESERVATION_BOUND", "FLEX_START", NULL};
 
-enum key_type { K_LONG, K_DOUBLE, K_BOOL, K_STR, K_CAPACITY };
+enum key_type { K_LONG, K_DOUBLE, K_BOOL, K_STR, K_CAPACITY, K_LATENCY };
 
 struct key {
   const char *name;
@@ -58,6 +58,7 @@ static const struct key keys[] = {
     {"EMU_EXIT_WITH_PARENT", FIELD(exit_with_parent), NOLIMIT, K_BOOL, false},
     {"EMU_MUTATION_QUOTA", FIELD(mutation_quota), 0, 100000, K_LONG, true},
     {"EMU_QUOTA_WINDOW_MS", FIELD(quota_window_ms), 1, 3600000, K_LONG, true},
+    {"EMU_LATENCY_MS", FIELD(latency_spec), NOLIMIT, K_LATENCY, true},
 };
 #define N_KEYS (sizeof(keys) / sizeof(keys[0]))
 
@@ -225,6 +226,15 @@ static int set_key(struct emu_config *c, const struct key *k, const char *v,
     return 0;
   case K_CAPACITY:
     return parse_capacity(c, v, err, errlen);
+  case K_LATENCY:
+    if (strlen(v) >= k->size) {
+      snprintf(err, errlen, "%s: value is too long", k->name);
+      return -1;
+    }
+    if (emu_latency_parse(v, &c->latency, err, errlen) != 0)
+      return -1;
+    memcpy(field, v, strlen(v) + 1);
+    return 0;
   }
   return -1;
 }
@@ -341,6 +351,7 @@ json_t *emu_config_to_json(void)
       v = json_boolean(b);
       break;
     case K_STR:
+    case K_LATENCY:
       v = json_string(field);
       break;
     case K_CAPACITY: {

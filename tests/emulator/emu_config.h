@@ -10,6 +10,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "tests/emulator/emu_latency.h"
+
 #define EMU_MAX_CAPS 64
 
 /* GPUs available to one location and provisioning model. */
@@ -46,12 +48,19 @@ struct emu_config {
   char push_service_account[256]; /* the pushes' token email */
   char log_level[16];
   bool exit_with_parent;
-  long long mutation_quota;  /* per region and window; 0 = unlimited */
-  long long quota_window_ms; /* the quota's window */
+  long long mutation_quota;   /* per region and window; 0 = unlimited */
+  long long quota_window_ms;  /* the quota's window */
+  char latency_spec[256];     /* EMU_LATENCY_MS as given */
+  struct emu_latency latency; /* … parsed */
 };
 
 /* Random streams, independent so that faults do not shift outcomes. */
-enum emu_rand_stream { EMU_RAND_FAULT = 0, EMU_RAND_OUTCOME, EMU_RAND_N };
+enum emu_rand_stream {
+  EMU_RAND_FAULT = 0,
+  EMU_RAND_OUTCOME,
+  EMU_RAND_LATENCY,
+  EMU_RAND_N
+};
 
 /* Provisioning models the emulator knows (NULL-ended). */
 extern const char *const emu_models[];

@@ -15,12 +15,15 @@
 
 void emu_control_healthz(struct emu_req *r)
 {
-  emu_reply_json(r, 200,
-                 json_pack("{s:s, s:I, s:I, s:I, s:o}", "status", "ok", "jobs",
-                           (json_int_t)emu_jobs_count(), "requests",
-                           (json_int_t)emu_record_count(), "tokens",
-                           (json_int_t)emu_token_count(), "pushes",
-                           emu_push_stats()));
+  json_t *body = json_pack(
+      "{s:s, s:I, s:I, s:I, s:o}", "status", "ok", "jobs",
+      (json_int_t)emu_jobs_count(), "requests", (json_int_t)emu_record_count(),
+      "tokens", (json_int_t)emu_token_count(), "pushes", emu_push_stats());
+  json_t *calls = emu_http_in_flight(); /* inFlight, maxInFlight */
+
+  json_object_update(body, calls);
+  json_decref(calls);
+  emu_reply_json(r, 200, body);
 }
 
 void emu_control_requests(struct emu_req *r)
@@ -39,6 +42,7 @@ void emu_control_requests(struct emu_req *r)
 void emu_control_requests_clear(struct emu_req *r)
 {
   emu_record_clear();
+  emu_http_reset_in_flight();
   emu_reply_json(r, 200, json_object());
 }
 

@@ -12,6 +12,7 @@
 
 #define MAX_CODES 16
 #define MAX_METHODS 8
+#define MAX_REGIONS 8
 
 struct settings {
   double error_rate, timeout_rate, reset_rate, lost_rate;
@@ -21,6 +22,8 @@ struct settings {
   bool timeout_reset, timeout_slow, tokens;
   char methods[MAX_METHODS][8];
   size_t n_methods;
+  char regions[MAX_REGIONS][64];
+  size_t n_regions;
 };
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -60,6 +63,32 @@ static int integer(json_t *v, const char *name, long long min, long long max,
   return 0;
 }
 
+/* v (NULL: unchanged) as at most max strings of fewer than width bytes
+ * each into out (max rows of width), *n of them; else -1 with bad in err. */
+static int strings(json_t *v, const char *bad, char *out, size_t max,
+                   size_t width, size_t *n, char *err, size_t errlen)
+{
+  json_t *e;
+  size_t i;
+
+  if (!v)
+    return 0;
+  if (!json_is_array(v) || json_array_size(v) > max) {
+    snprintf(err, errlen, "%s", bad);
+    return -1;
+  }
+  json_array_foreach (v, i, e) {
+    const char *m = json_string_value(e);
+    if (!m || !*m || strlen(m) >= width) {
+      snprintf(err, errlen, "%s", bad);
+      return -1;
+    }
+    snprintf(out + *n * width, width, "%s", m);
+    (*n)++;
+  }
+  return 0;
+}
+
 int emu_fault_configure(const json_t *spec, char *err, size_t errlen)
 {
   struct settings s = {.codes = {503},
@@ -67,7 +96,7 @@ int emu_fault_configure(const json_t *spec, char *err, size_t errlen)
                        .timeout_ms = 3000,
                        .retry_after_s = 1,
                        .max_faults = -1};
-  json_t *codes = NULL, *methods = NULL, *tokens = NULL, *e;
+  json_t *codes = NULL, *methods = NULL, *regions = NULL, *tokens = NULL, *e;
   json_t *er = NULL, *tr = NULL, *rr = NULL, *lr = NULL, *tms = NULL,
          *ras = NULL, *mf = NULL;
   const char *mode = NULL;
@@ -75,12 +104,13 @@ int emu_fault_configure(const json_t *spec, char *err, size_t errlen)
   size_t i;
 
   if (json_unpack_ex((json_t *)spec, &jerr, JSON_STRICT,
-                     "{s?o, s?o, s?o, s?o, s?s, s?o, s?o, s?o, s?o, s?o, s?o}",
+                     "{s?o, s?o, s?o, s?o, s?s, s?o, s?o, s?o, s?o, s?o, s?o, "
+                     "s?o}",
                      "error_rate", &er, "codes", &codes, "timeout_rate", &tr,
                      "timeout_ms", &tms, "timeout_mode", &mode, "reset_rate",
                      &rr, "lost_response_rate", &lr, "retry_after_s", &ras,
-                     "tokens", &tokens, "methods", &methods, "max_faults",
-                     &mf) != 0) {
+                     "tokens", &tokens, "methods", &methods, "regions",
+                     &regions, "max_faults", &mf) != 0) {
     snprintf(err, errlen, "%s", jerr.text);
     return -1;
   }
@@ -126,20 +156,13 @@ int emu_fault_configure(const json_t *spec, char *err, size_t errlen)
       s.codes[s.n_codes++] = (unsigned)json_integer_value(e);
     }
   }
-  if (methods) {
-    if (!json_is_array(methods) || json_array_size(methods) > MAX_METHODS) {
-      snprintf(err, errlen, "methods must be an array of HTTP methods");
-      return -1;
-    }
-    json_array_foreach (methods, i, e) {
-      const char *m = json_string_value(e);
-      if (!m || !*m || strlen(m) >= sizeof(s.methods[0])) {
-        snprintf(err, errlen, "methods must be an array of HTTP methods");
-        return -1;
-      }
-      snprintf(s.methods[s.n_methods++], sizeof(s.methods[0]), "%s", m);
-    }
-  }
+  if (strings(methods, "methods must be an array of HTTP methods",
+              &s.methods[0][0], MAX_METHODS, sizeof(s.methods[0]), &s.n_methods,
+              err, errlen) ||
+      strings(regions, "regions must be an array of Batch locations",
+              &s.regions[0][0], MAX_REGIONS, sizeof(s.regions[0]), &s.n_regions,
+              err, errlen))
+    return -1;
   pthread_mutex_lock(&mu);
   cur = s;
   memset(injected, 0, sizeof(injected));
@@ -151,7 +174,8 @@ json_t *emu_fault_to_json(void)
 {
   struct settings s;
   long long n[5];
-  json_t *codes = json_array(), *methods = json_array();
+  json_t *codes = json_array(), *methods = json_array(),
+         *regions = json_array();
   size_t i;
 
   pthread_mutex_lock(&mu);
@@ -162,8 +186,10 @@ json_t *emu_fault_to_json(void)
     json_array_append_new(codes, json_integer(s.codes[i]));
   for (i = 0; i < s.n_methods; i++)
     json_array_append_new(methods, json_string(s.methods[i]));
+  for (i = 0; i < s.n_regions; i++)
+    json_array_append_new(regions, json_string(s.regions[i]));
   return json_pack(
-      "{s:f, s:o, s:f, s:I, s:s, s:f, s:f, s:I, s:b, s:o, s:I, "
+      "{s:f, s:o, s:f, s:I, s:s, s:f, s:f, s:I, s:b, s:o, s:o, s:I, "
       "s:{s:I, s:I, s:I, s:I}}",
       "error_rate", s.error_rate, "codes", codes, "timeout_rate",
       s.timeout_rate, "timeout_ms", (json_int_t)s.timeout_ms, "timeout_mode",
@@ -172,13 +198,30 @@ json_t *emu_fault_to_json(void)
                        : "503",
       "reset_rate", s.reset_rate, "lost_response_rate", s.lost_rate,
       "retry_after_s", (json_int_t)s.retry_after_s, "tokens", s.tokens,
-      "methods", methods, "max_faults", (json_int_t)s.max_faults, "injected",
-      "error", (json_int_t)n[EMU_FAULT_ERROR], "timeout",
+      "methods", methods, "regions", regions, "max_faults",
+      (json_int_t)s.max_faults, "injected", "error",
+      (json_int_t)n[EMU_FAULT_ERROR], "timeout",
       (json_int_t)n[EMU_FAULT_TIMEOUT], "reset", (json_int_t)n[EMU_FAULT_RESET],
       "lost_response", (json_int_t)n[EMU_FAULT_LOST_RESPONSE]);
 }
 
-void emu_fault_draw(bool token_endpoint, const char *method,
+/* Whether path names one of the regions ("/locations/<region>/"). */
+static bool region_ok(const struct settings *s, const char *path)
+{
+  char needle[80];
+  size_t i;
+
+  if (s->n_regions == 0)
+    return true;
+  for (i = 0; i < s->n_regions; i++) {
+    snprintf(needle, sizeof(needle), "/locations/%s/", s->regions[i]);
+    if (path && strstr(path, needle))
+      return true;
+  }
+  return false;
+}
+
+void emu_fault_draw(bool token_endpoint, const char *method, const char *path,
                     struct emu_fault *out)
 {
   struct settings s;
@@ -196,7 +239,7 @@ void emu_fault_draw(bool token_endpoint, const char *method,
   method_ok = s.n_methods == 0;
   for (i = 0; i < s.n_methods; i++)
     method_ok |= !strcmp(s.methods[i], method);
-  if (!method_ok)
+  if (!method_ok || !region_ok(&s, path))
     return;
   r = emu_rand(EMU_RAND_FAULT);
   if (r < s.reset_rate)

@@ -31,7 +31,8 @@ struct emu_fault {
  * Replace the fault settings with spec (borrowed): {"error_rate", "codes",
  * "timeout_rate", "timeout_ms", "timeout_mode": "503"|"reset"|"slow",
  * "reset_rate", "lost_response_rate", "retry_after_s", "tokens",
- * "methods": ["POST", …], "max_faults"}; {} turns faults off. Returns 0,
+ * "methods": ["POST", …], "regions": ["us-east4", …], "max_faults"}; {}
+ * turns faults off. Returns 0,
  * or -1 with a message in err (settings unchanged).
  */
 int emu_fault_configure(const json_t *spec, char *err, size_t errlen);
@@ -40,10 +41,10 @@ int emu_fault_configure(const json_t *spec, char *err, size_t errlen);
 json_t *emu_fault_to_json(void);
 
 /*
- * Draw the fault for one request with method; token_endpoint says whether
- * it is a token endpoint (faulted only with "tokens": true).
+ * Draw the fault for one request with method and path; token_endpoint
+ * says whether it is a token endpoint (faulted only with "tokens": true).
  */
-void emu_fault_draw(bool token_endpoint, const char *method,
+void emu_fault_draw(bool token_endpoint, const char *method, const char *path,
                     struct emu_fault *out);
 
 /* The google.rpc.Code name for an HTTP status ("UNAVAILABLE" for 503). */

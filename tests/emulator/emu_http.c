@@ -2,8 +2,15 @@
  * emu_http.c — libmicrohttpd daemon, route matching and the request
  * pipeline for the Batch emulator. A request is recorded before its reply
  * is queued, so a test that has its answer also finds it in the log.
+ *
+ * The latency model (EMU_LATENCY_MS) delays a Batch call in its own
+ * connection's thread, after the checks a real Batch makes on arrival
+ * (faults, auth, quota: the quota counts arrivals) and before the handler
+ * acts, so many delayed calls proceed at once and none holds up another.
+ * The calls under way are counted per kind, with the most seen at once.
  */
 #include <arpa/inet.h>
+#include <pthread.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <stdarg.h>
@@ -18,6 +25,7 @@
 #include "tests/emulator/emu_config.h"
 #include "tests/emulator/emu_control.h"
 #include "tests/emulator/emu_fault.h"
+#include "tests/emulator/emu_latency.h"
 #include "tests/emulator/emu_http.h"
 #include "tests/emulator/emu_oidc.h"
 #include "tests/emulator/emu_quota.h"
@@ -30,16 +38,67 @@ struct route {
   const char *pattern;
   emu_handler handler;
   enum emu_route_kind kind;
+  enum emu_call call; /* for the latency model */
 };
 
 static const struct route routes[] = {
-#define EMU_ROUTE(m, p, h, k) {#m, p, h, k},
+#define EMU_ROUTE(m, p, h, k, c) {#m, p, h, k, EMU_CALL_##c},
 #include "tests/emulator/routes.def"
 #undef EMU_ROUTE
 };
 #define N_ROUTES (sizeof(routes) / sizeof(routes[0]))
 
 static struct MHD_Daemon *daemon_;
+
+/* Batch calls under way (between arrival and reply) per kind, and the most
+ * at once since the start or the last emu_http_reset_in_flight(). */
+static pthread_mutex_t flight_mu = PTHREAD_MUTEX_INITIALIZER;
+static long in_flight[EMU_CALL_N], max_in_flight[EMU_CALL_N];
+
+static void flight_add(enum emu_call k, long d)
+{
+  pthread_mutex_lock(&flight_mu);
+  in_flight[k] += d;
+  if (in_flight[k] > max_in_flight[k])
+    max_in_flight[k] = in_flight[k];
+  pthread_mutex_unlock(&flight_mu);
+}
+
+json_t *emu_http_in_flight(void)
+{
+  json_t *now = json_object(), *most = json_object();
+  int k;
+
+  pthread_mutex_lock(&flight_mu);
+  for (k = EMU_CALL_CREATE; k < EMU_CALL_N; k++) {
+    json_object_set_new(now, emu_call_name(k), json_integer(in_flight[k]));
+    json_object_set_new(most, emu_call_name(k), json_integer(max_in_flight[k]));
+  }
+  pthread_mutex_unlock(&flight_mu);
+  return json_pack("{s:o, s:o}", "inFlight", now, "maxInFlight", most);
+}
+
+void emu_http_reset_in_flight(void)
+{
+  int k;
+
+  pthread_mutex_lock(&flight_mu);
+  for (k = 0; k < EMU_CALL_N; k++)
+    max_in_flight[k] = in_flight[k];
+  pthread_mutex_unlock(&flight_mu);
+}
+
+/* Wait as long as the latency model draws for a call of kind k. */
+static void delay(const struct emu_config *c, enum emu_call k)
+{
+  long ms;
+
+  if (c->latency.median_ms[k] <= 0)
+    return;
+  ms = emu_latency_draw(&c->latency, k, 1.0 - emu_rand(EMU_RAND_LATENCY),
+                        emu_rand(EMU_RAND_LATENCY));
+  emu_sleep_ms(ms);
+}
 
 static const char JSON_TYPE[] = "application/json; charset=UTF-8";
 
@@ -218,10 +277,10 @@ static void inject_error(struct emu_req *r, const struct emu_fault *f)
                   "Injected failure %u from the Batch emulator.", f->code);
 }
 
-/* Run everything but the send. Returns false when the connection must close. */
-static bool pipeline(struct emu_req *r)
+/* Run everything but the send for r, which matched route (NULL: none).
+ * Returns false when the connection must close. */
+static bool pipeline(struct emu_req *r, const struct route *route)
 {
-  const struct route *route = find_route(r, r->allow, sizeof(r->allow));
   enum emu_route_kind kind =
       route ? route->kind
             : (!strncmp(r->path, "/emulator/", 10) ? EMU_CONTROL : EMU_API);
@@ -229,7 +288,7 @@ static bool pipeline(struct emu_req *r)
   struct emu_config c;
 
   if (kind != EMU_CONTROL)
-    emu_fault_draw(kind == EMU_TOKEN, r->method, &f);
+    emu_fault_draw(kind == EMU_TOKEN, r->method, r->path, &f);
   switch (f.kind) {
   case EMU_FAULT_RESET:
     record(r, kind, 0, f.kind);
@@ -286,6 +345,7 @@ static bool pipeline(struct emu_req *r)
     emu_reply_error(r, 400, "INVALID_ARGUMENT", NULL,
                     "Invalid JSON payload received.");
   } else {
+    delay(&c, route->call);
     route->handler(r);
     if (!r->status)
       emu_reply_error(r, 500, "INTERNAL", NULL, "The handler set no reply.");
@@ -365,8 +425,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
     r->body[r->body_len] = '\0';
     return MHD_YES;
   }
-  if (!pipeline(r))
-    return MHD_NO;
+  {
+    const struct route *route = find_route(r, r->allow, sizeof(r->allow));
+    enum emu_call k = route ? route->call : EMU_CALL_OTHER;
+    bool sent;
+
+    flight_add(k, 1);
+    sent = pipeline(r, route);
+    flight_add(k, -1);
+    if (!sent)
+      return MHD_NO;
+  }
   return send_reply(conn, r);
 }
 
@@ -426,7 +495,7 @@ int emu_http_start(const char *host, unsigned short port, unsigned short *bound)
   }
   daemon_ = MHD_start_daemon(
       MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-          MHD_USE_ERROR_LOG,
+          MHD_USE_POLL | MHD_USE_ERROR_LOG,
       0, NULL, NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR,
       (struct sockaddr *)&sa, MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
       MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, NULL,

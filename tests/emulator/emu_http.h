@@ -81,6 +81,15 @@ void emu_reply_error(struct emu_req *r, unsigned status, const char *rpc_status,
 int emu_http_start(const char *host, unsigned short port,
                    unsigned short *bound);
 
+/*
+ * The Batch calls under way and the most under way at once, per kind of
+ * call: {"inFlight": {"create": n, …}, "maxInFlight": {…}} (new object).
+ */
+json_t *emu_http_in_flight(void);
+
+/* Start counting the most at once afresh (from the calls under way). */
+void emu_http_reset_in_flight(void);
+
 /* Stop the daemon; waits for connection threads. */
 void emu_http_stop(void);
 

@@ -34,6 +34,9 @@
  *                        accepts in any EMU_QUOTA_WINDOW_MS; more answer
  *                        429 RESOURCE_EXHAUSTED. 6000 (0: unlimited).    [run]
  *   EMU_QUOTA_WINDOW_MS  the quota's window. 60000.                      [run]
+ *   EMU_LATENCY_MS       Batch's latency per call, "call:median[/p99],…"
+ *                        in ms, lognormal (emu_latency.h), e.g.
+ *                        "create:300/1500,get:80/400". "": none.         [run]
  *   EMU_LOG_LEVEL        debug | info | warn | error. info.
  *   EMU_EXIT_WITH_PARENT true: exit when the process that started us dies
  *                        (tests that fail mid-way leave no emulator behind).

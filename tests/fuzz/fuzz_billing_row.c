@@ -55,6 +55,8 @@ static void compare(const char *line, size_t n, struct billing_scratch *scratch)
   same("location", fast.db.location, ref.db.location);
   same("credits", fast.db.credits, ref.db.credits);
   same("gpu_amount", fast.db.gpu_amount, ref.db.gpu_amount);
+  same("cost_type", fast.db.cost_type, ref.db.cost_type);
+  same("billing_account", fast.db.billing_account, ref.db.billing_account);
   if (fast.db.gpu_divisor != ref.db.gpu_divisor ||
       memcmp(fast.db.hash, ref.db.hash, sizeof(fast.db.hash)) != 0 ||
       fast.db.row != ref.db.row || fast.db.row_len != ref.db.row_len) {

@@ -1,15 +1,18 @@
 /*
- * fuzz_oidc.c — Pub/Sub push authentication: Google's JWK set and OIDC ID
- * tokens, with a fixed clock and key. An input whose first byte is even
- * is a JWK set body (jwks_parse) and a Cache-Control value
- * (jwks_max_age): every key parsed must carry a kid and a PEM. Otherwise
+ * fuzz_oidc.c — the one key-set parser and the one verifier, with a fixed
+ * clock and key. An input whose first byte is even is a JWK set body
+ * (jwks_parse) and a Cache-Control value (jwks_max_age): every key parsed
+ * must carry a kid and a public JWK pinned to RS256 or ES256. Otherwise
  * the rest is a token as it arrives after "Bearer ", or, when the first
  * byte is 1 mod 4, "HEADER\nCLAIMS" signed RS256 with the test key
- * (tests/fixtures/keys/rsa1.pem, kid "k1") so that the claim checks (iss,
- * aud, email, email_verified, exp, iat, nbf) run behind a valid
- * signature. oidc_verify() must give 0 or -1 with a reason that never
- * contains the token.
+ * (tests/fixtures/keys/rsa1.pem, kid "k1") so that the claim checks run
+ * behind a valid signature; bit 2 of the first byte picks the policy
+ * (Pub/Sub push, or an OpenID Provider's tokens with at+jwt, several
+ * audiences and a required claim). oidc_verify() must give 0 or -1 with a
+ * reason that never contains the token.
  */
+#include <jose/jose.h>
+#include <jose/openssl.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <stdint.h>
@@ -26,56 +29,40 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define NOW ((time_t)1800000000)
 #define KEY_DIR "tests/fixtures/keys/"
 
-static char *public_pem;      /* rsa1.pub.pem */
+static json_t *public_jwk;    /* rsa1.pub.pem as the key set pins it */
 static EVP_PKEY *private_key; /* rsa1.pem */
-
-static char *slurp(const char *path)
-{
-  FILE *f = fopen(path, "rb");
-  char *s;
-  long n;
-
-  if (!f)
-    return NULL;
-  if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 ||
-      fseek(f, 0, SEEK_SET) != 0 || !(s = malloc((size_t)n + 1))) {
-    fclose(f);
-    return NULL;
-  }
-  if (fread(s, 1, (size_t)n, f) != (size_t)n) {
-    fclose(f);
-    free(s);
-    return NULL;
-  }
-  fclose(f);
-  s[n] = '\0';
-  return s;
-}
 
 static void setup(void)
 {
   FILE *f = fopen(KEY_DIR "rsa1.pem", "rb");
 
-  public_pem = slurp(KEY_DIR "rsa1.pub.pem");
   if (f) {
     private_key = PEM_read_PrivateKey(f, NULL, NULL, NULL);
     fclose(f);
   }
-  if (!public_pem || !private_key) {
+  if (private_key) {
+    public_jwk = jose_openssl_jwk_from_EVP_PKEY(NULL, private_key);
+    if (public_jwk && jose_jwk_pub(NULL, public_jwk))
+      json_object_set_new(public_jwk, "alg", json_string("RS256"));
+  }
+  if (!public_jwk || !private_key) {
     fprintf(stderr, "fuzz_oidc: run from the repository root (needs %s)\n",
             KEY_DIR);
     abort();
   }
 }
 
-static char *key_for(const char *kid, void *ud, char *err, size_t errlen)
+static json_t *key_for(const char *iss, const char *kid, void *ud,
+                       enum jwks_alg *alg, char *err, size_t errlen)
 {
+  (void)iss;
   (void)ud;
   if (strcmp(kid, "k1") != 0) {
     snprintf(err, errlen, "unknown key id");
     return NULL;
   }
-  return strdup(public_pem);
+  *alg = JWKS_ALG_RS256;
+  return json_incref(public_jwk);
 }
 
 /* base64url without padding of in[0..n) at out; returns the length. */
@@ -140,10 +127,14 @@ static void fuzz_jwks(const uint8_t *data, size_t size)
   if (jwks_parse((const char *)data, size, &set, err, sizeof(err)) == 0) {
     if (set.n < 1 || set.n > JWKS_MAX_KEYS)
       abort();
-    for (i = 0; i < set.n; i++)
-      if (!set.keys[i].kid[0] || !set.keys[i].pem ||
-          strncmp(set.keys[i].pem, "-----BEGIN PUBLIC KEY-----", 26) != 0)
-        abort();
+    for (i = 0; i < set.n; i++) {
+      const json_t *k = set.keys[i].jwk;
+      const char *alg = json_string_value(json_object_get(k, "alg"));
+      if (!set.keys[i].kid[0] || !json_is_object(k) || !alg ||
+          strcmp(alg, jwks_alg_name(set.keys[i].alg)) != 0 ||
+          json_object_get(k, "d") || json_object_get(k, "p"))
+        abort(); /* a usable key, pinned, and never a private one */
+    }
   } else if (!memchr(err, '\0', sizeof(err))) {
     abort();
   }
@@ -156,15 +147,33 @@ static void fuzz_jwks(const uint8_t *data, size_t size)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-  static const struct oidc_want want = {
-      "https://gpugate.example/v1/batch/notifications",
-      "push@project.iam.gserviceaccount.com", 60};
+  static const struct oidc_policy push = {
+      .issuers = {"https://accounts.google.com", "accounts.google.com"},
+      .n_issuers = 2,
+      .audiences = {"https://gpugate.example/v1/batch/notifications"},
+      .n_audiences = 1,
+      .algs = JWKS_ALG_RS256,
+      .leeway_s = 60,
+      .max_lifetime_s = 7200,
+      .email = "push@project.iam.gserviceaccount.com"};
+  static const struct oidc_policy idp = {
+      .issuers = {"https://idp.example.com", "https://accounts.google.com"},
+      .n_issuers = 2,
+      .audiences = {"gpugate", "api://gpugate"},
+      .n_audiences = 2,
+      .algs = JWKS_ALG_RS256 | JWKS_ALG_ES256,
+      .leeway_s = 60,
+      .required = {{"hd", "example.com"}, {"email_verified", "true"}},
+      .n_required = 2,
+      .access_tokens = true};
+  json_t *claims_out = NULL;
+  int rc;
   const char *reason = NULL;
   char *token = NULL, *header = NULL;
   const uint8_t *claims;
   size_t claims_n;
 
-  if (!public_pem)
+  if (!public_jwk)
     setup();
   if (size < 1 || size > 16384)
     return 0;
@@ -181,7 +190,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   }
   if (!token)
     goto out;
-  if (oidc_verify(token, &want, NOW, key_for, NULL, &reason) != 0) {
+  rc = oidc_verify(token, data[0] & 4 ? &idp : &push, NOW, key_for, NULL,
+                   &claims_out, &reason);
+  if (rc == 0 && !json_is_object(claims_out))
+    abort(); /* an accepted token hands its claims over */
+  json_decref(claims_out);
+  if (rc != 0) {
     if (!reason || !*reason)
       abort(); /* a refusal says why */
     if (strlen(token) >= 16 && strstr(reason, token))

@@ -259,15 +259,19 @@ int h_server_start(struct h_server *s, const char *db_url,
   const char *env[64];
   const char *argv[] = {"build/gpugate", "serve", NULL};
   size_t n = 0, i;
+  bool listen_given = false;
 
   if (make_dir(s, "server.log") != 0)
     return -1;
   snprintf(s->db_url, sizeof(s->db_url), "%s", db_url);
   test_env(store, db_url);
   snprintf(store[3], 600, "GPUGATE_PORT_FILE=%s/port", s->dir);
+  for (i = 0; extra_env && extra_env[i]; i++)
+    listen_given |= !strncmp(extra_env[i], "GPUGATE_LISTEN=", 15);
   for (i = 0; i < 4; i++)
     env[n++] = store[i];
-  env[n++] = "GPUGATE_LISTEN=127.0.0.1:0";
+  if (!listen_given) /* the first of a name is the one getenv() finds */
+    env[n++] = "GPUGATE_LISTEN=127.0.0.1:0";
   env[n++] = "GPUGATE_HTTP_THREADS=4";
   for (i = 0; extra_env && extra_env[i] && n < 62; i++)
     env[n++] = extra_env[i];
@@ -701,6 +705,19 @@ void h_write_temp(const char *what, const char *text, char *path,
   ck_assert_ptr_nonnull(f);
   ck_assert_int_ge(fputs(text, f), 0);
   ck_assert_int_eq(fclose(f), 0);
+}
+
+double h_sample(const char *text, const char *series)
+{
+  const char *p = text;
+  size_t len = strlen(series);
+
+  while ((p = strstr(p, series)) != NULL) {
+    if ((p == text || p[-1] == '\n') && p[len] == ' ')
+      return strtod(p + len + 1, NULL);
+    p++;
+  }
+  return -1;
 }
 
 int h_log_count(const struct h_server *s, const char *needle)

@@ -51,7 +51,9 @@ void h_db_apply(const char *name, const char *config, char *url, size_t urllen);
 /*
  * Start build/gpugate serve on port 0 against db_url with the test JWT
  * configuration, plus extra "NAME=value" environment entries (NULL-ended,
- * may be NULL). Waits until /healthz answers. Returns 0 or -1.
+ * may be NULL; a GPUGATE_LISTEN among them replaces 127.0.0.1:0, and the
+ * h_request() helpers then reach the server only if it also listens
+ * there). Waits until its port file is written. Returns 0 or -1.
  */
 int h_server_start(struct h_server *s, const char *db_url,
                    const char *const *extra_env);
@@ -194,6 +196,10 @@ char *h_slurp(const char *path, size_t *len);
  */
 void h_write_temp(const char *what, const char *text, char *path,
                   size_t pathlen);
+
+/* The value of the exact sample line "series value" in a /metrics text,
+ * -1 if absent. */
+double h_sample(const char *text, const char *series);
 
 /* Occurrences of needle in the log of s (0 when there is none yet). */
 int h_log_count(const struct h_server *s, const char *needle);

@@ -234,6 +234,32 @@ static const struct bad bad[] = {
      "fair_sharing_weight"},
     {"PUT", CQV, "{\"min_runtime_before_preemption_s\": -5, " CQ_FL(GPU4) "}",
      NULL, 400, "min_runtime_before_preemption_s"},
+    /* usage fair sharing: 0 is refused, not read as "off" */
+    {"PUT", CQV,
+     "{\"usage_fair_sharing\": {\"half_life_s\": 0}, " CQ_FL(GPU4) "}", NULL,
+     400, "usage_fair_sharing.half_life_s"},
+    {"PUT", CQV,
+     "{\"usage_fair_sharing\": {\"half_life_s\": -5}, " CQ_FL(GPU4) "}", NULL,
+     400, "usage_fair_sharing.half_life_s"},
+    {"PUT", CQV, "{\"usage_fair_sharing\": {}, " CQ_FL(GPU4) "}", NULL, 400,
+     "usage_fair_sharing.half_life_s"},
+    {"PUT", CQV,
+     "{\"usage_fair_sharing\": {\"half_life_s\": 60, \"resource_weights\": "
+     "{\"gpu\": 0}}, " CQ_FL(GPU4) "}",
+     NULL, 400, "usage_fair_sharing.resource_weights"},
+    {"PUT", CQV,
+     "{\"usage_fair_sharing\": {\"half_life_s\": 60, \"resource_weights\": "
+     "{\"gpu\": -1}}, " CQ_FL(GPU4) "}",
+     NULL, 400, "usage_fair_sharing.resource_weights.gpu"},
+    {"PUT", CQV,
+     "{\"usage_fair_sharing\": {\"half_life_s\": 60, \"precedence\": "
+     "\"fifo\"}, " CQ_FL(GPU4) "}",
+     NULL, 400, "usage_fair_sharing.precedence"},
+    {"PUT", QV, "{\"cluster_queue\": \"adm-cq\", \"fair_sharing_weight\": 0}",
+     NULL, 400, "fair_sharing_weight"},
+    {"PUT", QV,
+     "{\"cluster_queue\": \"adm-cq\", \"fair_sharing_weight\": \"2\"}", NULL,
+     400, "fair_sharing_weight"},
     /* flavors and quotas */
     {"PUT", CQV, "{\"cohort\": \"adm-cohort\"}", NULL, 400, "flavors"},
     {"PUT", CQV, "{\"flavors\": []}", NULL, 400, "flavors"},
@@ -487,7 +513,10 @@ static const struct kind kinds[] = {
      "{\"name\": \"rt-flex\", \"resources\": {\"gpu\": {\"nominal\": 16, "
      "\"borrowing_limit\": null, \"lending_limit\": null}}}], "
      "\"min_runtime_before_preemption_s\": 300, "
-     "\"default_max_run_duration_s\": 7200, \"stop_policy\": \"Hold\"}",
+     "\"default_max_run_duration_s\": 7200, \"stop_policy\": \"Hold\", "
+     "\"usage_fair_sharing\": {\"half_life_s\": 600, \"resource_weights\": "
+     "{\"gpu\": 1, \"cpu\": 0.5, \"memory\": 0}, \"precedence\": "
+     "\"priority\"}}",
      "{\"cohort\": null, \"queueing_strategy\": \"BestEffortFIFO\", "
      "\"preemption\": {\"within_cluster_queue\": \"Never\", "
      "\"reclaim_within_cohort\": \"Never\"}, \"flavor_fungibility\": "
@@ -496,7 +525,8 @@ static const struct kind kinds[] = {
      "{\"name\": \"rt-flex\", \"resources\": {\"gpu\": {\"nominal\": 16, "
      "\"borrowing_limit\": null, \"lending_limit\": null}}}], "
      "\"min_runtime_before_preemption_s\": 0, "
-     "\"default_max_run_duration_s\": null, \"stop_policy\": \"None\"}"},
+     "\"default_max_run_duration_s\": null, \"stop_policy\": \"None\", "
+     "\"usage_fair_sharing\": null}"},
     {"/v1/priority-classes/rt-class", "/v1/priority-classes?limit=500",
      "{\"value\": -5, \"preemption_policy\": \"Never\", \"default\": false, "
      "\"description\": \"Round trip class.\"}",
@@ -509,8 +539,10 @@ static const struct kind kinds[] = {
      "{\"display_name\": null, \"cost_center\": null, "
      "\"monthly_budget_usd\": null, \"budget_policy\": \"none\"}"},
     {"/v1/teams/rt-team/queues/main", "/v1/teams/rt-team/queues?limit=500",
-     "{\"cluster_queue\": \"rt-cq\", \"description\": \"Main queue.\"}",
-     "{\"cluster_queue\": \"adm-cq\", \"description\": \"Moved.\"}"},
+     "{\"cluster_queue\": \"rt-cq\", \"description\": \"Main queue.\", "
+     "\"fair_sharing_weight\": 2.5}",
+     "{\"cluster_queue\": \"adm-cq\", \"description\": \"Moved.\", "
+     "\"fair_sharing_weight\": 1}"},
 };
 
 #define N_KINDS (sizeof(kinds) / sizeof(kinds[0]))

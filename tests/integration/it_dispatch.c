@@ -5,7 +5,11 @@
  * jobs (evictions cancel, requeued jobs run again as attempt 2, every Batch
  * job created exactly once), DWS Flex Start failover to the next location
  * after max_wait_s, and Pub/Sub push notifications moving job states while
- * the status sync is off.
+ * the status sync is off; and dispatch at a real Batch's latency: with
+ * every create taking 300 ms in the emulator (EMU_LATENCY_MS), 40 jobs
+ * released at once are created by many calls under way together, each
+ * job exactly once, and a user's cancel of jobs whose creates are under way
+ * still wins.
  *
  * Each test case has its own emulator, database and gpugate, started by an
  * unchecked fixture (in the runner's process, so a failed forked test
@@ -16,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1037,6 +1042,254 @@ START_TEST(push_notifications_move_jobs_without_sync)
 }
 END_TEST
 
+/* ======================================================================
+ * 5. At a real Batch's latency: many calls in flight
+ * ==================================================================== */
+
+#define LAT_JOBS 40
+#define LAT_CANCELS 5
+/* every create 300 ms (no spread: the test does not depend on a draw) */
+#define LAT_SPEC                                                               \
+  "create:300,get:40/120,list:60/200,cancel:150/400,delete:150/400"
+
+static void setup_latency(void)
+{
+  const char *emu_env[] = {"EMU_LATENCY_MS=" LAT_SPEC, "EMU_RUN_MS=600000",
+                           "EMU_START_MS=50", "EMU_CANCEL_MS=100", NULL};
+
+  start_all("it_dispatch_latency", "tests/fixtures/dispatch-latency.json",
+            emu_env, 300, NULL);
+  tok = h_token("team-x", "member", 3600);
+}
+
+/* The Batch job (from GET /emulator/jobs, borrowed) named batch, or NULL. */
+static json_t *emu_job(json_t *jobs, const char *batch)
+{
+  json_t *j;
+  size_t i;
+
+  json_array_foreach (json_object_get(jobs, "jobs"), i, j) {
+    if (str_is(j, "jobId", batch))
+      return j;
+  }
+  return NULL;
+}
+
+/* Submit n 1-CPU jobs named prefix-<i> to the held queue "lat" (ids may
+ * be NULL), then release the queue: one cycle admits them all. */
+static void submit_held_then_release(const char *prefix, int n, char (*ids)[32])
+{
+  char body[512], id[32];
+  char *admin = h_token(NULL, "admin", 3600);
+  int i;
+
+  for (i = 0; i < n; i++) {
+    snprintf(body, sizeof(body),
+             "{\"name\": \"%s-%d\", \"queue\": \"lat\", \"task_count\": 1, "
+             "\"task\": {\"image\": \"us-docker.pkg.dev/p/r/trainer:1.2\", "
+             "\"cpu_milli\": 1000, \"memory_mib\": 1024}}",
+             prefix, i);
+    submit("team-x", tok, body, ids ? ids[i] : id);
+  }
+  json_decref(
+      h_call(&srv, "PUT", "/v1/cluster-queues/cq-lat", admin,
+             "{\"stop_policy\": \"None\", \"flavors\": [{\"name\": "
+             "\"lat-cpu\", \"resources\": {\"cpu_milli\": {\"nominal\": "
+             "1000000}, \"memory_mib\": {\"nominal\": 10000000}}}]}",
+             200));
+  free(admin);
+}
+
+START_TEST(dispatch_keeps_many_calls_in_flight)
+{
+  char ids[LAT_JOBS][32], path[128], batch[64], sql[256];
+  char name[256];
+  char *admin = h_token(NULL, "admin", 3600);
+  json_t *r, *health, *jobs, *reqs, *ej;
+  long long t0, most, created;
+  struct h_resp m;
+  PGconn *pg;
+  int i;
+
+  /* the emulator takes 300 ms for each create: one call at a time per
+   * dispatcher thread (4) would need 40 × 0.3 / 4 = 3 s */
+  r = h_call(&emu, "GET", "/emulator/config", NULL, NULL, 200);
+  ck_assert_str_eq(h_str(r, "EMU_LATENCY_MS"), LAT_SPEC);
+  json_decref(r);
+  /* a bad spec is refused, naming the item, and changes nothing */
+  ck_assert_int_eq(h_request_raw(&emu, "POST", "/emulator/config", NULL,
+                                 "{\"EMU_LATENCY_MS\": \"create:300/100\"}",
+                                 strlen("{\"EMU_LATENCY_MS\": "
+                                        "\"create:300/100\"}"),
+                                 NULL, &m),
+                   0);
+  ck_assert_int_eq(m.status, 400);
+  ck_assert_msg(str_is(json_object_get(m.json, "error"), "message",
+                       "EMU_LATENCY_MS: \"create:300/100\": the p99 is "
+                       "below the median"),
+                "%s", m.body ? m.body : "");
+  h_resp_free(&m);
+  r = h_call(&emu, "GET", "/emulator/config", NULL, NULL, 200);
+  ck_assert_str_eq(h_str(r, "EMU_LATENCY_MS"), LAT_SPEC);
+  json_decref(r);
+  t0 = h_now_ms();
+  submit_held_then_release("lat", LAT_JOBS, ids);
+  /* a user's cancel, while the job's create may be under way, wins */
+  for (i = 0; i < LAT_CANCELS; i++) {
+    snprintf(path, sizeof(path), "/v1/teams/team-x/jobs/%.31s/cancel", ids[i]);
+    json_decref(h_call(&srv, "POST", path, tok, NULL, 200));
+  }
+  for (i = 0; i < LAT_JOBS; i++)
+    json_decref(wait_state("team-x", tok, ids[i],
+                           i < LAT_CANCELS ? "CANCELLED" : "QUEUED|RUNNING",
+                           30000));
+  fprintf(stderr,
+          "latency: %d jobs submitted, released at once and created (%d "
+          "cancelled) in %.1f s\n",
+          LAT_JOBS - LAT_CANCELS, LAT_CANCELS,
+          (double)(h_now_ms() - t0) / 1000.0);
+
+  /* many creates were under way at once (the emulator counts them) */
+  health = h_call(&emu, "GET", "/emulator/healthz", NULL, NULL, 200);
+  most = json_integer_value(
+      json_object_get(json_object_get(health, "maxInFlight"), "create"));
+  json_decref(health);
+  fprintf(stderr, "latency: at most %lld creates under way at once\n", most);
+  ck_assert_msg(most >= 16,
+                "at most %lld creates were under way at once, want >= 16 "
+                "(4 dispatcher threads one call each would give 4)",
+                most);
+
+  /* each running job's Batch job was created exactly once */
+  reqs = emu_requests();
+  jobs = h_emu_get(&emu, "/emulator/jobs");
+  pg = h_db_connect(db_url);
+  ck_assert_int_eq(PQstatus(pg), CONNECTION_OK);
+  for (i = LAT_CANCELS; i < LAT_JOBS; i++) {
+    batch_id(ids[i], 1, batch);
+    batch_name("us-central1", batch, name);
+    json_decref(the_create(reqs, "us-central1", batch));
+    ck_assert_int_eq(json_integer_value(json_object_get(
+                         json_object_get(jobs, "creates"), name)),
+                     1);
+    snprintf(sql, sizeof(sql),
+             "SELECT count(*) FROM job_events WHERE job_id = '%.31s' AND "
+             "reason = 'BatchJobCreated'",
+             ids[i]);
+    ck_assert_msg(h_db_int(pg, sql) == 1, "%s: not one BatchJobCreated event",
+                  ids[i]);
+  }
+  /* a cancelled job's Batch job, if its create went out, is cancelled */
+  for (i = 0; i < LAT_CANCELS; i++) {
+    long long end = h_now_ms() + 15000;
+    batch_id(ids[i], 1, batch);
+    batch_name("us-central1", batch, name);
+    ck_assert_int_le(json_integer_value(json_object_get(
+                         json_object_get(jobs, "creates"), name)),
+                     1);
+    for (;;) {
+      json_t *now = h_emu_get(&emu, "/emulator/jobs");
+      ej = emu_job(now, batch);
+      if (!ej ||
+          state_in(h_str(ej, "state"), "CANCELLED|DELETION_IN_PROGRESS")) {
+        json_decref(now);
+        break;
+      }
+      ck_assert_msg(h_now_ms() < end, "%s still %s in Batch after its cancel",
+                    batch, h_str(ej, "state"));
+      json_decref(now);
+      h_sleep_ms(100);
+    }
+  }
+  json_decref(jobs);
+  json_decref(reqs);
+  PQfinish(pg);
+
+  /* admission to creation is measured */
+  ck_assert_int_eq(
+      h_request_raw(&srv, "GET", "/metrics", admin, NULL, 0, NULL, &m), 0);
+  ck_assert_int_eq(m.status, 200);
+  {
+    const char *p = strstr(m.body ? m.body : "",
+                           "gpugate_batch_admission_to_create_seconds_count ");
+    ck_assert_msg(p, "no admission-to-create histogram on /metrics");
+    created = strtoll(p + strlen("gpugate_batch_admission_to_create_seconds_"
+                                 "count "),
+                      NULL, 10);
+    ck_assert_int_ge(created, LAT_JOBS - LAT_CANCELS);
+  }
+  h_resp_free(&m);
+  free(admin);
+}
+END_TEST
+
+/* A stop while creates are under way: they end and are recorded. */
+#define DRAIN_JOBS 20
+
+static void setup_drain(void)
+{
+  const char *emu_env[] = {"EMU_LATENCY_MS=create:800", "EMU_RUN_MS=600000",
+                           NULL};
+
+  start_all("it_dispatch_drain", "tests/fixtures/dispatch-latency.json",
+            emu_env, 300, NULL);
+  tok = h_token("team-x", "member", 3600);
+}
+
+START_TEST(stop_records_the_calls_under_way)
+{
+  char sql[400];
+  json_t *health, *jobs, *j;
+  long long under_way = 0, end, created;
+  PGconn *pg;
+  size_t i;
+
+  submit_held_then_release("drain", DRAIN_JOBS, NULL);
+  /* each create takes 0.8 s at Batch: stop while several are under way */
+  end = h_now_ms() + 20000;
+  while (under_way < 4) {
+    ck_assert_msg(h_now_ms() < end, "no creates under way after 20 s");
+    health = h_call(&emu, "GET", "/emulator/healthz", NULL, NULL, 200);
+    under_way = json_integer_value(
+        json_object_get(json_object_get(health, "inFlight"), "create"));
+    json_decref(health);
+    if (under_way < 4)
+      h_sleep_ms(20);
+  }
+  ck_assert_msg(h_server_kill(&srv, SIGTERM) == 0,
+                "gpugate did not stop within 10 s; see %s", srv.log);
+
+  /* every Batch job a create made is recorded: the job names it, with
+   * one BatchJobCreated event; the rows whose calls were not made wait,
+   * unclaimed, for the next dispatcher */
+  pg = h_db_connect(db_url);
+  ck_assert_int_eq(PQstatus(pg), CONNECTION_OK);
+  jobs = h_emu_get(&emu, "/emulator/jobs");
+  created = (long long)json_array_size(json_object_get(jobs, "jobs"));
+  ck_assert_msg(created >= under_way, "%lld Batch jobs, %lld were under way",
+                created, under_way);
+  json_array_foreach (json_object_get(jobs, "jobs"), i, j) {
+    snprintf(sql, sizeof(sql),
+             "SELECT count(*) FROM jobs WHERE batch_job_name = '%.200s' AND "
+             "state IN ('QUEUED', 'RUNNING')",
+             h_str(j, "name"));
+    ck_assert_msg(h_db_int(pg, sql) == 1, "%s was created but not recorded",
+                  h_str(j, "name"));
+  }
+  ck_assert_int_eq(h_db_int(pg, "SELECT count(*) FROM job_events WHERE "
+                                "reason = 'BatchJobCreated'"),
+                   created);
+  ck_assert_int_eq(
+      h_db_int(pg, "SELECT count(*) FROM batch_ops WHERE claimed_by IS NOT "
+                   "NULL"),
+      0);
+  ck_assert_int_eq(h_db_int(pg, "SELECT count(*) FROM batch_ops"),
+                   DRAIN_JOBS - created);
+  json_decref(jobs);
+  PQfinish(pg);
+}
+END_TEST
+
 Suite *dispatch_suite(void)
 {
   Suite *s = suite_create("dispatch");
@@ -1044,6 +1297,8 @@ Suite *dispatch_suite(void)
   TCase *ref = tcase_create("reference");
   TCase *dws = tcase_create("dws");
   TCase *push = tcase_create("push");
+  TCase *latency = tcase_create("latency");
+  TCase *drain = tcase_create("drain");
 
   tcase_add_unchecked_fixture(body, setup_models, teardown);
   tcase_set_timeout(body, 120);
@@ -1064,5 +1319,15 @@ Suite *dispatch_suite(void)
   tcase_set_timeout(push, 120);
   tcase_add_test(push, push_notifications_move_jobs_without_sync);
   suite_add_tcase(s, push);
+
+  tcase_add_unchecked_fixture(latency, setup_latency, teardown);
+  tcase_set_timeout(latency, 120);
+  tcase_add_test(latency, dispatch_keeps_many_calls_in_flight);
+  suite_add_tcase(s, latency);
+
+  tcase_add_unchecked_fixture(drain, setup_drain, teardown);
+  tcase_set_timeout(drain, 120);
+  tcase_add_test(drain, stop_records_the_calls_under_way);
+  suite_add_tcase(s, drain);
   return s;
 }

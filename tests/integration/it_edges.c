@@ -142,21 +142,6 @@ static long rss_kib(pid_t pid)
   return kib;
 }
 
-/* The value of the exact sample "series" in a /metrics text, -1 if
- * absent. */
-static double sample(const char *text, const char *series)
-{
-  const char *p = text;
-  size_t len = strlen(series);
-
-  while ((p = strstr(p, series)) != NULL) {
-    if ((p == text || p[-1] == '\n') && p[len] == ' ')
-      return strtod(p + len + 1, NULL);
-    p++;
-  }
-  return -1;
-}
-
 /* /metrics of s with token (NULL: none), which must answer 200; the
  * body (caller frees). */
 static char *scrape(const struct h_server *s, const char *token)
@@ -316,9 +301,9 @@ START_TEST(slowloris)
                 "a trickling connection lived %lld ms", a.longest_ms);
 
   text = scrape(&srv, scraper);
-  refused = sample(
+  refused = h_sample(
       text, "gpugate_http_connections_refused_total{reason=\"per_client\"}");
-  timed_out = sample(
+  timed_out = h_sample(
       text, "gpugate_http_connections_timed_out_total{phase=\"headers\"}");
   ck_assert_msg(refused >= SLOW_CONNS - 256, "refused %g", refused);
   ck_assert_msg(timed_out >= 256, "timed out %g", timed_out);
@@ -543,7 +528,7 @@ START_TEST(metrics_without_credentials)
   /* the spend is there for a token that may see it */
   for (tries = 0; tries < 100; tries++) {
     text = scrape(&msrv, admin);
-    if (sample(text, "gpugate_team_month_net_cost_usd{team=\"team-a\"}") ==
+    if (h_sample(text, "gpugate_team_month_net_cost_usd{team=\"team-a\"}") ==
         4321.5)
       break;
     free(text);
@@ -575,7 +560,7 @@ START_TEST(metrics_without_credentials)
   ck_assert_int_eq(h_server_start(&srv, db_url, NULL), 0);
   for (tries = 0; tries < 100; tries++) {
     text = scrape(&srv, admin);
-    if (sample(text, "gpugate_team_month_net_cost_usd{team=\"team-a\"}") ==
+    if (h_sample(text, "gpugate_team_month_net_cost_usd{team=\"team-a\"}") ==
         4321.5)
       break;
     free(text);
@@ -695,8 +680,8 @@ START_TEST(uploads)
 
   text = scrape(&srv, admin);
   ck_assert_msg(
-      sample(text,
-             "gpugate_http_connections_timed_out_total{phase=\"body\"}") >= 2,
+      h_sample(text,
+               "gpugate_http_connections_timed_out_total{phase=\"body\"}") >= 2,
       "%s", strstr(text, "gpugate_http_connections_timed_out_total"));
   free(text);
   free(finance);
@@ -758,18 +743,19 @@ START_TEST(total_cap)
     text = r.body;
     r.body = NULL;
     h_resp_free(&r);
-    if (sample(text, "gpugate_http_open_connections") == 1)
+    if (h_sample(text, "gpugate_http_open_connections") == 1)
       break;
     free(text);
     text = NULL;
   } while (h_now_ms() - t0 < 3000);
   ck_assert_ptr_nonnull(text);
   ck_assert_double_ge(
-      sample(text, "gpugate_http_connections_refused_total{reason=\"total\"}"),
+      h_sample(text,
+               "gpugate_http_connections_refused_total{reason=\"total\"}"),
       1);
   ck_assert_double_eq(
-      sample(text,
-             "gpugate_http_connections_refused_total{reason=\"per_client\"}"),
+      h_sample(text,
+               "gpugate_http_connections_refused_total{reason=\"per_client\"}"),
       -1);
   free(text);
   free(admin);

@@ -151,20 +151,6 @@ static double sum_of(const char *text, const char *metric, const char *match,
   return sum;
 }
 
-/* The value of one exact sample line "series value", or -1 if absent. */
-static double sample(const char *text, const char *series)
-{
-  const char *p = text;
-  size_t len = strlen(series);
-
-  while ((p = strstr(p, series)) != NULL) {
-    if ((p == text || p[-1] == '\n') && p[len] == ' ')
-      return strtod(p + len + 1, NULL);
-    p++;
-  }
-  return -1;
-}
-
 START_TEST(families_match_the_api)
 {
   struct api_counts c;
@@ -211,18 +197,19 @@ START_TEST(families_match_the_api)
   ck_assert_int_gt(c.requeued, 0); /* the reservation was reclaimed */
 
   /* pending: every cluster queue × reason, the waiting hp jobs among them */
-  ck_assert_double_ge(sample(text, "gpugate_pending_jobs{cluster_queue=\"cq-"
-                                   "team-a-hp\",reason=\"InsufficientQuota\"}"),
+  ck_assert_double_ge(h_sample(text,
+                               "gpugate_pending_jobs{cluster_queue=\"cq-"
+                               "team-a-hp\",reason=\"InsufficientQuota\"}"),
                       1);
-  ck_assert_double_eq(sample(text, "gpugate_pending_jobs{cluster_queue=\"cq-"
-                                   "team-d-compact\",reason=\"Backoff\"}"),
+  ck_assert_double_eq(h_sample(text, "gpugate_pending_jobs{cluster_queue=\"cq-"
+                                     "team-d-compact\",reason=\"Backoff\"}"),
                       0);
 
   /* admissions: 16 + the hp ones + victims admitted again; each has a
    * wait observation; evictions name their queue and reason */
   admitted_total = sum_of(text, "gpugate_admitted_jobs_total", "", NULL);
   ck_assert_double_ge(admitted_total, (double)(c.admitted + c.requeued));
-  ck_assert_double_eq(sample(text, "gpugate_admission_wait_seconds_count"),
+  ck_assert_double_eq(h_sample(text, "gpugate_admission_wait_seconds_count"),
                       admitted_total);
   ck_assert_double_ge(sum_of(text, "gpugate_admitted_jobs_total",
                              "flavor=\"l4-reserved\"", NULL),
@@ -234,21 +221,22 @@ START_TEST(families_match_the_api)
       sum_of(text, "gpugate_evicted_jobs_total", "reason=\"Reclaimed\"", NULL) +
           sum_of(text, "gpugate_evicted_jobs_total", "reason=\"Preempted\"",
                  NULL));
-  ck_assert_double_ge(sample(text, "gpugate_admission_cycle_seconds_count"), 1);
+  ck_assert_double_ge(h_sample(text, "gpugate_admission_cycle_seconds_count"),
+                      1);
 
   /* quotas as configured; usage within nominal + borrowing limit */
   ck_assert_double_eq(
-      sample(text, "gpugate_cluster_queue_nominal_quota{cluster_queue=\"cq-"
-                   "team-a-lp\",flavor=\"l4-spot\",resource=\"gpu\"}"),
+      h_sample(text, "gpugate_cluster_queue_nominal_quota{cluster_queue=\"cq-"
+                     "team-a-lp\",flavor=\"l4-spot\",resource=\"gpu\"}"),
       12);
   ck_assert_double_eq(
-      sample(text, "gpugate_cluster_queue_borrowing_limit{cluster_queue=\"cq-"
-                   "team-a-lp\",flavor=\"l4-reserved\",resource=\"gpu\"}"),
+      h_sample(text, "gpugate_cluster_queue_borrowing_limit{cluster_queue=\"cq-"
+                     "team-a-lp\",flavor=\"l4-reserved\",resource=\"gpu\"}"),
       4);
   ck_assert_double_eq(
-      sample(text,
-             "gpugate_cluster_queue_nominal_quota{cluster_queue=\"cq-"
-             "team-a-hp\",flavor=\"l4-reserved\",resource=\"memory_mib\"}"),
+      h_sample(text,
+               "gpugate_cluster_queue_nominal_quota{cluster_queue=\"cq-"
+               "team-a-hp\",flavor=\"l4-reserved\",resource=\"memory_mib\"}"),
       20480);
   {
     const char *p = text;
@@ -261,10 +249,10 @@ START_TEST(families_match_the_api)
       use = strtod(close + 2, NULL);
       snprintf(series, sizeof(series), "gpugate_cluster_queue_nominal_quota%s",
                labels);
-      nominal = sample(text, series);
+      nominal = h_sample(text, series);
       snprintf(series, sizeof(series),
                "gpugate_cluster_queue_borrowing_limit%s", labels);
-      borrow = sample(text, series);
+      borrow = h_sample(text, series);
       ck_assert_msg(nominal >= 0, "no nominal quota for %s", labels);
       ck_assert_msg(borrow < 0 || use <= nominal + borrow,
                     "%s: usage %g > nominal %g + borrowing %g", labels, use,
@@ -277,25 +265,25 @@ START_TEST(families_match_the_api)
 
   /* HTTP: route templates, never raw paths */
   ck_assert_double_eq(
-      sample(text, "gpugate_http_requests_total{route=\"/v1/teams/{team}/"
-                   "jobs\",method=\"POST\",code=\"201\"}"),
+      h_sample(text, "gpugate_http_requests_total{route=\"/v1/teams/{team}/"
+                     "jobs\",method=\"POST\",code=\"201\"}"),
       32);
   ck_assert_double_ge(
-      sample(text, "gpugate_http_requests_total{route=\"/v1/teams/{team}/"
-                   "jobs\",method=\"GET\",code=\"200\"}"),
+      h_sample(text, "gpugate_http_requests_total{route=\"/v1/teams/{team}/"
+                     "jobs\",method=\"GET\",code=\"200\"}"),
       4);
   ck_assert_ptr_null(strstr(text, "route=\"/v1/teams/team-a"));
   ck_assert_double_ge(
-      sample(text, "gpugate_http_request_duration_seconds_count"), 36);
+      h_sample(text, "gpugate_http_request_duration_seconds_count"), 36);
 
   /* the rest of §7 and the process basics */
-  ck_assert_double_eq(sample(text, "gpugate_billing_rows_ingested_total"), 0);
+  ck_assert_double_eq(h_sample(text, "gpugate_billing_rows_ingested_total"), 0);
   sum_of(text, "gpugate_team_month_net_cost_usd", "", &n);
   if (n > 0) /* cost_rollups exists (migration 0004): every team, no spend */
     ck_assert_double_eq(
-        sample(text, "gpugate_team_month_net_cost_usd{team=\"team-a\"}"), 0);
-  ck_assert_double_gt(sample(text, "process_resident_memory_bytes"), 1e6);
-  ck_assert_double_gt(sample(text, "process_start_time_seconds"), 1.6e9);
+        h_sample(text, "gpugate_team_month_net_cost_usd{team=\"team-a\"}"), 0);
+  ck_assert_double_gt(h_sample(text, "process_resident_memory_bytes"), 1e6);
+  ck_assert_double_gt(h_sample(text, "process_start_time_seconds"), 1.6e9);
 
   /* promtool, the rules and the dashboards */
   snprintf(path, sizeof(path), "%s/metrics.txt", srv.dir);

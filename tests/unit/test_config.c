@@ -284,6 +284,8 @@ static const struct {
     {{"GPUGATE_LISTEN=0.0.0.0:9000"}, "listen=0.0.0.0:9000"},
     {{"GPUGATE_LISTEN=localhost:0"}, "listen=localhost:0"},
     {{"GPUGATE_LISTEN=127.0.0.1:65535"}, "listen=127.0.0.1:65535"},
+    {{"GPUGATE_LISTEN=[::1]:8080"}, "listen=[::1]:8080"},
+    {{"GPUGATE_LISTEN=[::]:0"}, "listen=[::]:0"},
     {{"GPUGATE_DATABASE_URL=postgresql://u@db:5433/gg"},
      "db=postgresql://u@db:5433/gg"},
     {{"GPUGATE_MIGRATE_ON_START=false"}, "migrate=0"},
@@ -429,6 +431,38 @@ static const struct {
     {{"GPUGATE_DB_POOL_SIZE=257"}, "GPUGATE_DB_POOL_SIZE"},
     {{"GPUGATE_HTTP_TIMEOUT_S=0"}, "GPUGATE_HTTP_TIMEOUT_S"},
     {{"GPUGATE_PORT_FILE=" X256 X256}, "GPUGATE_PORT_FILE"},
+    {{"GPUGATE_OIDC_ISSUERS=idp.example.com", "GPUGATE_OIDC_AUDIENCES=a"},
+     "GPUGATE_OIDC_ISSUERS"},
+    {{"GPUGATE_OIDC_ISSUERS=https://a,,https://b", "GPUGATE_OIDC_AUDIENCES=a"},
+     "GPUGATE_OIDC_ISSUERS"},
+    {{"GPUGATE_OIDC_ISSUERS=https://1,https://2,https://3,https://4,https://"
+      "5,https://6,https://7,https://8,https://9",
+      "GPUGATE_OIDC_AUDIENCES=a"},
+     "GPUGATE_OIDC_ISSUERS"},
+    {{"GPUGATE_OIDC_ISSUERS=https://idp.example.com"},
+     "GPUGATE_OIDC_AUDIENCES"},
+    {{"GPUGATE_OIDC_ISSUERS=gpugate", "GPUGATE_OIDC_AUDIENCES=a"},
+     "GPUGATE_OIDC_ISSUERS"},
+    {{"GPUGATE_JWT_ISSUER=https://idp.example.com",
+      "GPUGATE_OIDC_ISSUERS=https://idp.example.com"},
+     "GPUGATE_OIDC_ISSUERS"}, /* gpugate's own issuer */
+    {{"GPUGATE_OIDC_ALGS=none"}, "GPUGATE_OIDC_ALGS"},
+    {{"GPUGATE_OIDC_ALGS=RS256,HS256"}, "GPUGATE_OIDC_ALGS"},
+    {{"GPUGATE_OIDC_ALGS=rs256"}, "GPUGATE_OIDC_ALGS"},
+    {{"GPUGATE_OIDC_ALGS=PS256"}, "GPUGATE_OIDC_ALGS"},
+    {{"GPUGATE_OIDC_JWKS_COOLDOWN_S=0"}, "GPUGATE_OIDC_JWKS_COOLDOWN_S"},
+    {{"GPUGATE_OIDC_JWKS_COOLDOWN_S=30s"}, "GPUGATE_OIDC_JWKS_COOLDOWN_S"},
+    {{"GPUGATE_OIDC_REQUIRED_CLAIMS=hd"}, "GPUGATE_OIDC_REQUIRED_CLAIMS"},
+    {{"GPUGATE_OIDC_REQUIRED_CLAIMS==example.com"},
+     "GPUGATE_OIDC_REQUIRED_CLAIMS"},
+    {{"GPUGATE_OIDC_REQUIRED_CLAIMS=hd="}, "GPUGATE_OIDC_REQUIRED_CLAIMS"},
+    {{"GPUGATE_OIDC_GROUPS_CLAIM=realm_access..roles"},
+     "GPUGATE_OIDC_GROUPS_CLAIM"},
+    {{"GPUGATE_OIDC_GROUPS_CLAIM=groups."}, "GPUGATE_OIDC_GROUPS_CLAIM"},
+    {{"GPUGATE_OIDC_GROUPS_CLAIM=$.groups[*]"}, "GPUGATE_OIDC_GROUPS_CLAIM"},
+    {{"GPUGATE_OIDC_CLIENT_ID=gpugate"}, "GPUGATE_OIDC_CLIENT_ID"},
+    {{"GPUGATE_SESSION_TTL_S=59"}, "GPUGATE_SESSION_TTL_S"},
+    {{"GPUGATE_PUBLIC_URL=gpugate.example.com"}, "GPUGATE_PUBLIC_URL"},
 };
 
 START_TEST(bad)
@@ -448,6 +482,46 @@ START_TEST(bad)
                 bad_cases[_i].env[0], err, bad_cases[_i].var);
   ck_assert_msg(strchr(err, '\n') == NULL, "case %d: \"%s\"", _i, err);
   config_free(&cfg);
+}
+END_TEST
+
+/* GPUGATE_OIDC_*: off by default; several issuers and audiences, the
+ * algorithms, cooldown, groups claim and required claims as given. */
+START_TEST(oidc_settings)
+{
+  struct config cfg;
+  char err[256] = "";
+
+  clear_env();
+  ck_assert_int_eq(config_load(&cfg, err, sizeof(err)), 0);
+  ck_assert_int_eq(cfg.oidc.n_issuers, 0);
+  ck_assert_uint_eq(cfg.oidc.algs, 3); /* RS256 | ES256 */
+  ck_assert_int_eq(cfg.oidc.jwks_cooldown_s, 30);
+  ck_assert_str_eq(cfg.oidc.groups_claim, "groups");
+  config_free(&cfg);
+  set_env("GPUGATE_OIDC_ISSUERS=https://idp.example.com/, "
+          "https://accounts.google.com");
+  set_env("GPUGATE_OIDC_AUDIENCES=gpugate,api://gpugate");
+  set_env("GPUGATE_OIDC_ALGS=ES256");
+  set_env("GPUGATE_OIDC_JWKS_COOLDOWN_S=5");
+  set_env("GPUGATE_OIDC_GROUPS_CLAIM=realm_access.roles");
+  set_env("GPUGATE_OIDC_REQUIRED_CLAIMS=hd=example.com,tid=a=b");
+  ck_assert_msg(config_load(&cfg, err, sizeof(err)) == 0, "%s", err);
+  ck_assert_int_eq(cfg.oidc.n_issuers, 2);
+  ck_assert_str_eq(cfg.oidc.issuers[0], "https://idp.example.com/");
+  ck_assert_str_eq(cfg.oidc.issuers[1], "https://accounts.google.com");
+  ck_assert_int_eq(cfg.oidc.n_audiences, 2);
+  ck_assert_str_eq(cfg.oidc.audiences[1], "api://gpugate");
+  ck_assert_uint_eq(cfg.oidc.algs, 2); /* ES256 */
+  ck_assert_int_eq(cfg.oidc.jwks_cooldown_s, 5);
+  ck_assert_str_eq(cfg.oidc.groups_claim, "realm_access.roles");
+  ck_assert_int_eq(cfg.oidc.n_required, 2);
+  ck_assert_str_eq(cfg.oidc.required_claim[0], "hd");
+  ck_assert_str_eq(cfg.oidc.required_value[0], "example.com");
+  ck_assert_str_eq(cfg.oidc.required_claim[1], "tid");
+  ck_assert_str_eq(cfg.oidc.required_value[1], "a=b");
+  config_free(&cfg);
+  clear_env();
 }
 END_TEST
 
@@ -895,6 +969,106 @@ START_TEST(conn_bad_case)
 }
 END_TEST
 
+/* ------------------------------------- clients behind a load balancer */
+
+/* The proxy settings of cfg as one line. */
+static void describe_proxies(const struct config *c, char *out, size_t outlen)
+{
+  size_t used = 0;
+  int i;
+
+  out[0] = '\0';
+  CAT("trusted=");
+  for (i = 0; i < c->n_trusted_proxies; i++) {
+    char text[CLIENTADDR_TEXT];
+    clientaddr_format(&c->trusted_proxies[i].base, text);
+    CAT("%s%s/%u", i ? "," : "", text, c->trusted_proxies[i].prefix);
+  }
+  CAT(" header=%s per_client_rps=%ld",
+      c->forwarded_header == CLIENTADDR_FORWARDED ? "Forwarded" : "XFF",
+      c->rate_limit_per_client_rps);
+}
+
+static const struct {
+  const char *env[3]; /* "NAME=value" */
+  const char *want;   /* the whole describe_proxies() line */
+} proxies_good[] = {
+    {{NULL}, "trusted= header=XFF per_client_rps=0"},
+    {{"GPUGATE_HTTP_TRUSTED_PROXIES="}, "trusted= header=XFF per_client_rps=0"},
+    {{"GPUGATE_HTTP_TRUSTED_PROXIES=10.0.0.0/8, ::1,35.191.0.0/16"},
+     "trusted=10.0.0.0/8,::1/128,35.191.0.0/16 header=XFF per_client_rps=0"},
+    {{"GPUGATE_HTTP_TRUSTED_PROXIES=2001:db8::/32",
+      "GPUGATE_HTTP_FORWARDED_HEADER=Forwarded",
+      "GPUGATE_RATE_LIMIT_PER_CLIENT_RPS=50"},
+     "trusted=2001:db8::/32 header=Forwarded per_client_rps=50"},
+    {{"GPUGATE_HTTP_FORWARDED_HEADER=x-forwarded-for"},
+     "trusted= header=XFF per_client_rps=0"},
+    {{"GPUGATE_HTTP_FORWARDED_HEADER=forwarded"},
+     "trusted= header=Forwarded per_client_rps=0"},
+};
+
+START_TEST(proxies_good_case)
+{
+  struct config cfg;
+  char err[256] = "", line[512];
+  int i;
+
+  clear_env();
+  for (i = 0; i < 3 && proxies_good[_i].env[i]; i++)
+    set_env(proxies_good[_i].env[i]);
+  ck_assert_msg(config_load(&cfg, err, sizeof(err)) == 0, "case %d: %s", _i,
+                err);
+  describe_proxies(&cfg, line, sizeof(line));
+  ck_assert_msg(!strcmp(line, proxies_good[_i].want),
+                "case %d:\n  got  %s\n  want %s", _i, line,
+                proxies_good[_i].want);
+  config_free(&cfg);
+}
+END_TEST
+
+static const struct {
+  const char *env;  /* "NAME=value" */
+  const char *want; /* the whole message */
+} proxies_bad[] = {
+    {"GPUGATE_HTTP_TRUSTED_PROXIES=10.0.0.0/33",
+     "GPUGATE_HTTP_TRUSTED_PROXIES: \"10.0.0.0/33\": the prefix length must "
+     "be a number from 0 to 32"},
+    {"GPUGATE_HTTP_TRUSTED_PROXIES=10.0.0.0/8,lb.internal",
+     "GPUGATE_HTTP_TRUSTED_PROXIES: \"lb.internal\" is not an IPv4 or IPv6 "
+     "network (expected addresses or CIDRs such as 10.0.0.0/8 or "
+     "2001:db8::/32, comma-separated)"},
+    {"GPUGATE_HTTP_TRUSTED_PROXIES=192.168.1.1/24",
+     "GPUGATE_HTTP_TRUSTED_PROXIES: \"192.168.1.1/24\" has bits set after "
+     "the first 24 (did you mean 192.168.1.0/24?)"},
+    {"GPUGATE_HTTP_TRUSTED_PROXIES=10.0.0.0/8;192.168.0.0/16",
+     "GPUGATE_HTTP_TRUSTED_PROXIES: \"10.0.0.0/8;192.168.0.0/16\": the "
+     "prefix length must be a number from 0 to 32"},
+    {"GPUGATE_HTTP_TRUSTED_PROXIES=,",
+     "GPUGATE_HTTP_TRUSTED_PROXIES: an empty entry in \",\""},
+    {"GPUGATE_HTTP_FORWARDED_HEADER=X-Real-IP",
+     "GPUGATE_HTTP_FORWARDED_HEADER: expected X-Forwarded-For or Forwarded, "
+     "got \"X-Real-IP\""},
+    {"GPUGATE_RATE_LIMIT_PER_CLIENT_RPS=-1",
+     "GPUGATE_RATE_LIMIT_PER_CLIENT_RPS: expected an integer in [0, 1000000], "
+     "got \"-1\""},
+};
+
+START_TEST(proxies_bad_case)
+{
+  struct config cfg;
+  char err[256] = "";
+
+  clear_env();
+  set_env(proxies_bad[_i].env);
+  ck_assert_msg(config_load(&cfg, err, sizeof(err)) == -1,
+                "case %d (%s): accepted", _i, proxies_bad[_i].env);
+  ck_assert_msg(!strcmp(err, proxies_bad[_i].want),
+                "case %d:\n  got  %s\n  want %s", _i, err,
+                proxies_bad[_i].want);
+  config_free(&cfg);
+}
+END_TEST
+
 /* The total cap: configured, or the fd limit less what the process needs
  * besides connections; a configured cap the fd limit cannot hold is an
  * error naming the variable. */
@@ -942,6 +1116,7 @@ Suite *config_suite(void)
   tcase_add_loop_test(tc, bad, 0, N_OF(bad_cases));
   tcase_add_test(tc, error_bounded);
   tcase_add_test(tc, capacity_window_grace);
+  tcase_add_test(tc, oidc_settings);
   tcase_add_test(tc, read_file);
   tcase_add_loop_test(tc, footprint, 0, N_OF(footprint_cases));
   suite_add_tcase(s, tc);
@@ -949,6 +1124,8 @@ Suite *config_suite(void)
   tc = tcase_create("connections");
   tcase_add_loop_test(tc, conn_good_case, 0, N_OF(conn_good));
   tcase_add_loop_test(tc, conn_bad_case, 0, N_OF(conn_bad));
+  tcase_add_loop_test(tc, proxies_good_case, 0, N_OF(proxies_good));
+  tcase_add_loop_test(tc, proxies_bad_case, 0, N_OF(proxies_bad));
   tcase_add_loop_test(tc, total_case, 0, N_OF(total_cases));
   suite_add_tcase(s, tc);
 

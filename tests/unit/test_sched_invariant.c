@@ -17,6 +17,9 @@
  *     same decisions;
  *   - a job goes into the flavor with a capacity window (it moves on each
  *     time it ends) only inside it and only when its run ends by its end.
+ * Some cluster queues order by usage (fair share over time): each CQ has
+ * two team queues whose scores move at random, ties within 1e-9 included;
+ * every invariant above holds for them too.
  * A quota change is applied only when the current admitted set satisfies
  * the invariants under it (Kueue does not evict on a quota cut, so a cut
  * below current usage would make the first invariant unsatisfiable).
@@ -66,6 +69,7 @@ struct sim {
   int64_t next_seq;
   struct sched_cq cqs[N_CQS];
   struct sched_team teams[N_TEAMS];
+  struct sched_tq tqs[2 * N_CQS]; /* CQ c's are 2c and 2c + 1 */
   struct sched_job pending[MAX_JOBS];
   int n_pending;
   struct sched_job admitted[MAX_JOBS];
@@ -121,6 +125,21 @@ static void input_of(struct sim *s, struct sched_input *in)
   in->n_admitted = s->n_admitted;
   in->pending = s->pending;
   in->n_pending = s->n_pending;
+  in->tqs = s->tqs;
+  in->n_tqs = 2 * N_CQS;
+}
+
+/* Team queue scores move: decay, a random charge, now and then a tie. */
+static void move_scores(struct sim *s)
+{
+  static const double charges[] = {0, 0, 60, 120, 600};
+  int i;
+
+  for (i = 0; i < 2 * N_CQS; i++) {
+    s->tqs[i].score = s->tqs[i].score * 0.9 + charges[below(&s->rng, 5)];
+    if (i % 2 && chance(&s->rng, 20)) /* equal within 1e-9 */
+      s->tqs[i].score = s->tqs[i - 1].score * (1 + 1e-12);
+  }
 }
 
 static int64_t rand_amount(struct rng *r, int res)
@@ -171,6 +190,12 @@ static void rand_policy(struct rng *r, struct sched_cq *cq)
   cq->when_preempt = chance(r, 70) ? SCHED_PREEMPT_TRY_NEXT : SCHED_PREEMPT;
   cq->weight = weights[below(r, 6)];
   cq->min_runtime_s = chance(r, 50) ? 0 : below(r, 120);
+  cq->usage_fs = chance(r, 50);
+  cq->precedence =
+      chance(r, 50) ? SCHED_PRECEDENCE_USAGE : SCHED_PRECEDENCE_PRIORITY;
+  cq->fs_weights[SCHED_GPU] = 1;
+  cq->fs_weights[SCHED_CPU] = chance(r, 50) ? 0.5 : 0;
+  cq->fs_weights[SCHED_MEM] = 0;
 }
 
 static void sim_init(struct sim *s, uint64_t seed)
@@ -188,6 +213,8 @@ static void sim_init(struct sim *s, uint64_t seed)
   }
   for (i = 0; i < N_TEAMS; i++)
     s->teams[i] = (struct sched_team){i != 2, 100.0 * (i + 1), 0};
+  for (i = 0; i < 2 * N_CQS; i++)
+    s->tqs[i] = (struct sched_tq){i / 2, i % 3 ? 1.0 : 2.0, 0};
 }
 
 static const struct sched_quota *quota_of(const struct sched_cq *cq, int f,
@@ -362,6 +389,7 @@ static void check_permuted(struct sim *s, const struct sched_output *o)
 {
   static struct sched_job adm[MAX_JOBS], pend[MAX_JOBS];
   struct sched_cq cqs[N_CQS];
+  struct sched_tq tqs[2 * N_CQS];
   struct sched_input in;
   struct sched_output o2;
   int perm[N_CQS], kperm[N_COHORTS] = {1, 0}, i;
@@ -379,6 +407,10 @@ static void check_permuted(struct sim *s, const struct sched_output *o)
     if (s->cqs[i].cohort >= 0)
       cqs[perm[i]].cohort = kperm[s->cqs[i].cohort];
   }
+  for (i = 0; i < 2 * N_CQS; i++) {
+    tqs[i] = s->tqs[i];
+    tqs[i].cq = perm[tqs[i].cq];
+  }
   for (i = 0; i < s->n_admitted; i++) {
     adm[i] = s->admitted[i];
     adm[i].cq = perm[adm[i].cq];
@@ -389,6 +421,7 @@ static void check_permuted(struct sim *s, const struct sched_output *o)
   }
   input_of(s, &in);
   in.cqs = cqs;
+  in.tqs = tqs;
   in.admitted = adm;
   in.pending = pend;
   REQUIRE_EQ(sched_cycle(&in, &o2), 0);
@@ -461,6 +494,7 @@ static void churn(struct sim *s)
 
     memset(j, 0, sizeof(*j));
     j->cq = below(&s->rng, N_CQS);
+    j->tq = 2 * j->cq + below(&s->rng, 2);
     j->team = below(&s->rng, N_TEAMS + 1) - 1;
     j->priority = 10 * below(&s->rng, 4);
     j->can_preempt = chance(&s->rng, 70);
@@ -572,6 +606,7 @@ START_TEST(random_cycles)
     if (chance(&s->rng, 15))
       reconfigure(s);
     move_window(s);
+    move_scores(s);
     input_of(s, &in);
     REQUIRE_EQ(sched_cycle(&in, &out), 0);
     check_decisions(s, &out);

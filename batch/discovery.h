@@ -1,0 +1,41 @@
+/*
+ * discovery.h — OpenID Provider metadata (OpenID Connect Discovery 1.0):
+ * `<issuer>/.well-known/openid-configuration`, fetched with libcurl and
+ * cached per issuer for an hour; a failed fetch keeps what was cached and
+ * is retried at most every 30 s. The document's `issuer` must equal the
+ * configured issuer exactly (trailing slash included), or it is refused.
+ */
+#ifndef GPUGATE_DISCOVERY_H
+#define GPUGATE_DISCOVERY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <time.h>
+
+/* What gpugate uses of a provider's metadata. */
+struct discovery_doc {
+  char jwks_uri[512];
+  char authorization_endpoint[512];
+  char token_endpoint[512];
+  bool groups_scope; /* scopes_supported lists "groups" */
+};
+
+/*
+ * The metadata of issuer (borrowed) into *out, from the cache or fetched
+ * (outside the cache's lock, one fetch per issuer at a time). now is the
+ * caller's clock. Returns 0, or -1 with a reason in err. Thread-safe.
+ */
+int discovery_get(const char *issuer, time_t now, struct discovery_doc *out,
+                  char *err, size_t errlen);
+
+/*
+ * Parse a discovery document (json: len bytes, borrowed) for issuer into
+ * *out. Returns 0, or -1 with a reason in err. Pure.
+ */
+int discovery_parse(const char *issuer, const char *json, size_t len,
+                    struct discovery_doc *out, char *err, size_t errlen);
+
+/* Forget every cached document (tests). */
+void discovery_reset(void);
+
+#endif

@@ -1,0 +1,63 @@
+/*
+ * fairshare.h (db) — fair share over time in PostgreSQL: the leader's
+ * usage written and read back (fair_share_usage, 0019), and the figures
+ * of team queue and cluster queue status.
+ */
+#ifndef GPUGATE_DB_FAIRSHARE_H
+#define GPUGATE_DB_FAIRSHARE_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "db/db.h"
+#include "db/sched.h"
+#include "scheduler/sched.h"
+#include "server/req.h"
+
+/* One team queue's stored usage. */
+struct db_fs_row {
+  char team[DB_NAME_LEN], queue[DB_NAME_LEN];
+  double u[SCHED_NRES]; /* GPU-s, CPU-s, GiB-s */
+  int64_t as_of_us;
+};
+
+/*
+ * Every stored usage: *rows a new array of *n (caller frees). Returns 0,
+ * or -1 with err filled.
+ */
+int db_fs_load(struct db_conn *c, struct db_fs_row **rows, int *n, char *err,
+               size_t errlen);
+
+/*
+ * Write n team queues' usage (upsert, one statement) valued at each row's
+ * as_of_us, inside the caller's transaction. Returns 0 or -1 with err.
+ */
+int db_fs_save(struct db_conn *c, const struct db_fs_row *rows, int n,
+               char *err, size_t errlen);
+
+/*
+ * The fair_sharing status of team queue (team, queue): {"weight", "usage":
+ * {gpu, cpu, memory}, "score"}, usage decayed to now from what the leader
+ * wrote last; JSON null when its cluster queue has no usage_fair_sharing.
+ * *out new reference.
+ */
+enum gg_code db_fs_queue(struct gg_req *req, const char *team,
+                         const char *queue, json_t **out);
+
+/*
+ * Every team queue of cluster queue cq with its fair_sharing status (as
+ * above, plus "team" and "queue"), in score order with a 1-based "rank";
+ * JSON null when cq has no usage_fair_sharing. *out new reference.
+ */
+enum gg_code db_fs_cluster_queue(struct gg_req *req, const char *cq,
+                                 json_t **out);
+
+/*
+ * A pending job's fair-share standing: {"score", "rank"} of team queue
+ * (team, queue) among its cluster queue's team queues, or JSON null when
+ * that cluster queue does not order by usage. *out new reference.
+ */
+enum gg_code db_fs_job(struct gg_req *req, const char *team, const char *queue,
+                       json_t **out);
+
+#endif

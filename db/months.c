@@ -1,0 +1,91 @@
+/*
+ * months.c — invoice-month text and the attribution of late rows to the
+ * first open month (see months.h). No I/O.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "db/months.h"
+
+static bool digits(const char *s, int n)
+{
+  int i;
+
+  for (i = 0; i < n; i++)
+    if (s[i] < '0' || s[i] > '9')
+      return false;
+  return true;
+}
+
+bool db_month_valid(const char *s)
+{
+  return s && strlen(s) == 7 && digits(s, 4) && s[4] == '-' &&
+         digits(s + 5, 2) && strncmp(s, "0000", 4) != 0 &&
+         strncmp(s + 5, "01", 2) >= 0 && strncmp(s + 5, "12", 2) <= 0;
+}
+
+int db_month_next(const char *m, char out[DB_MONTH_LEN])
+{
+  int y, mo;
+
+  if (!db_month_valid(m))
+    return -1;
+  y = (int)strtol(m, NULL, 10);
+  mo = (int)strtol(m + 5, NULL, 10) + 1;
+  if (mo > 12) {
+    mo = 1;
+    y++;
+  }
+  if (y > 9999)
+    return -1;
+  out[0] = (char)('0' + y / 1000);
+  out[1] = (char)('0' + y / 100 % 10);
+  out[2] = (char)('0' + y / 10 % 10);
+  out[3] = (char)('0' + y % 10);
+  out[4] = '-';
+  out[5] = (char)('0' + mo / 10);
+  out[6] = (char)('0' + mo % 10);
+  out[7] = '\0';
+  return 0;
+}
+
+static int cmp_month(const void *a, const void *b)
+{
+  return strcmp(a, b);
+}
+
+static bool closed_in(const char *m, const char (*closed)[DB_MONTH_LEN],
+                      size_t n)
+{
+  return n > 0 && bsearch(m, closed, n, DB_MONTH_LEN, cmp_month) != NULL;
+}
+
+int db_month_attribute(const char *usage_day, const char *invoice_month,
+                       const char (*closed)[DB_MONTH_LEN], size_t n,
+                       char month[DB_MONTH_LEN], bool *correction)
+{
+  char usage[DB_MONTH_LEN], own[DB_MONTH_LEN];
+  const char *last;
+
+  *correction = false;
+  if (!usage_day || strlen(usage_day) != 10 || usage_day[7] != '-')
+    return -1;
+  memcpy(usage, usage_day, 7);
+  usage[7] = '\0';
+  if (!db_month_valid(usage) || !invoice_month)
+    return -1;
+  if (*invoice_month && !db_month_valid(invoice_month))
+    return -1;
+  memcpy(own, *invoice_month ? invoice_month : usage, DB_MONTH_LEN);
+  if (!closed_in(own, closed, n) && !closed_in(usage, closed, n)) {
+    memcpy(month, own, DB_MONTH_LEN);
+    return 0;
+  }
+  *correction = true;
+  last = strcmp(own, usage) > 0 ? own : usage;
+  memcpy(month, last, DB_MONTH_LEN);
+  while (closed_in(month, closed, n))
+    if (db_month_next(month, month) != 0)
+      return -1;
+  return 0;
+}

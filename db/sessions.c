@@ -1,0 +1,138 @@
+/*
+ * sessions.c — the SQL of console sign-in: flows taken with DELETE …
+ * RETURNING (so a state is used once, even by two replicas at once) and
+ * sessions looked up by the hash of their id, never by the id itself.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "db/db.h"
+#include "db/sessions.h"
+
+/* sign-ins never finished go with the next one started (an index range) */
+static const char sql_flow_put[] =
+    "WITH old AS (DELETE FROM auth_flows WHERE created_at < now() - "
+    "make_interval(secs => $4::int)) "
+    "INSERT INTO auth_flows (state, nonce, code_verifier) VALUES ($1, $2, $3)";
+
+/* the old ones go with it: a flow is never needed after its TTL */
+static const char sql_flow_take[] =
+    "WITH old AS (DELETE FROM auth_flows WHERE created_at < now() - "
+    "make_interval(secs => $2::int)) "
+    "DELETE FROM auth_flows WHERE state = $1 AND created_at >= now() - "
+    "make_interval(secs => $2::int) RETURNING nonce, code_verifier";
+
+/* expired sessions go with each new one (an index range) */
+static const char sql_session_put[] =
+    "WITH old AS (DELETE FROM sessions WHERE expires_at < now()) "
+    "INSERT INTO sessions (id_hash, issuer, subject, email, groups, "
+    "expires_at) VALUES ($1, $2, $3, NULLIF($4, ''), $5::json, now() + "
+    "make_interval(secs => $6::int))";
+
+static const char sql_session_get[] =
+    "SELECT issuer, subject, coalesce(email, ''), groups, "
+    "extract(epoch FROM expires_at)::bigint FROM sessions "
+    "WHERE id_hash = $1 AND expires_at > now()";
+
+static const char sql_session_delete[] =
+    "DELETE FROM sessions WHERE id_hash = $1 OR expires_at < now()";
+
+static enum gg_code run(struct gg_req *req, const char *sql, int n,
+                        const char *const *params, PGresult **out)
+{
+  struct db_conn *db = req_db(req);
+  PGresult *res;
+
+  if (!db)
+    return db_fail(req, GG_UNAVAILABLE);
+  res = db_req_exec(req, db, sql, n, params);
+  if (!res)
+    return req->code;
+  if (out)
+    *out = res;
+  else
+    PQclear(res);
+  return GG_OK;
+}
+
+enum gg_code db_flow_put(struct gg_req *req, const char *state,
+                         const char *nonce, const char *verifier)
+{
+  char ttl[16];
+  const char *params[4] = {state, nonce, verifier, ttl};
+
+  snprintf(ttl, sizeof(ttl), "%d", DB_FLOW_TTL_S);
+  return run(req, sql_flow_put, 4, params, NULL);
+}
+
+enum gg_code db_flow_take(struct gg_req *req, const char *state, char *nonce,
+                          size_t nonce_len, char *verifier, size_t verifier_len)
+{
+  char ttl[16];
+  const char *params[2] = {state, ttl};
+  PGresult *res = NULL;
+  enum gg_code code;
+
+  snprintf(ttl, sizeof(ttl), "%d", DB_FLOW_TTL_S);
+  if ((code = run(req, sql_flow_take, 2, params, &res)) != GG_OK)
+    return code;
+  if (PQntuples(res) != 1) {
+    PQclear(res);
+    return GG_NOT_FOUND;
+  }
+  snprintf(nonce, nonce_len, "%s", PQgetvalue(res, 0, 0));
+  snprintf(verifier, verifier_len, "%s", PQgetvalue(res, 0, 1));
+  PQclear(res);
+  return GG_OK;
+}
+
+enum gg_code db_session_put(struct gg_req *req, const char *id_hash,
+                            const struct db_session *s, long ttl_s)
+{
+  char ttl[24], *groups = json_dumps(s->groups, JSON_COMPACT);
+  const char *params[6] = {id_hash,  s->issuer, s->subject,
+                           s->email, groups,    ttl};
+  enum gg_code code;
+
+  if (!groups)
+    return db_fail(req, GG_INTERNAL);
+  snprintf(ttl, sizeof(ttl), "%ld", ttl_s);
+  code = run(req, sql_session_put, 6, params, NULL);
+  free(groups);
+  return code;
+}
+
+enum gg_code db_session_get(struct gg_req *req, const char *id_hash,
+                            struct db_session *out)
+{
+  const char *params[1] = {id_hash};
+  PGresult *res = NULL;
+  enum gg_code code;
+
+  memset(out, 0, sizeof(*out));
+  if ((code = run(req, sql_session_get, 1, params, &res)) != GG_OK)
+    return code;
+  if (PQntuples(res) != 1) {
+    PQclear(res);
+    return GG_NOT_FOUND;
+  }
+  snprintf(out->issuer, sizeof(out->issuer), "%s", PQgetvalue(res, 0, 0));
+  snprintf(out->subject, sizeof(out->subject), "%s", PQgetvalue(res, 0, 1));
+  snprintf(out->email, sizeof(out->email), "%s", PQgetvalue(res, 0, 2));
+  out->groups = json_loads(PQgetvalue(res, 0, 3), 0, NULL);
+  if (!json_is_array(out->groups)) {
+    json_decref(out->groups);
+    out->groups = json_array();
+  }
+  out->exp = strtoll(PQgetvalue(res, 0, 4), NULL, 10);
+  PQclear(res);
+  return GG_OK;
+}
+
+enum gg_code db_session_delete(struct gg_req *req, const char *id_hash)
+{
+  const char *params[1] = {id_hash};
+
+  return run(req, sql_session_delete, 1, params, NULL);
+}

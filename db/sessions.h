@@ -1,0 +1,52 @@
+/*
+ * sessions.h — the console's sign-in state in PostgreSQL: sign-ins in
+ * flight (state → nonce, PKCE verifier; taken once) and sessions (by the
+ * SHA-256 of their id), so that every replica honours them and a logout
+ * ends one everywhere.
+ */
+#ifndef GPUGATE_DB_SESSIONS_H
+#define GPUGATE_DB_SESSIONS_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "server/req.h"
+
+/* A sign-in in flight lives this long. */
+#define DB_FLOW_TTL_S 600
+
+/* Record a sign-in in flight. Strings borrowed. */
+enum gg_code db_flow_put(struct gg_req *req, const char *state,
+                         const char *nonce, const char *verifier);
+
+/*
+ * Take (and delete) the sign-in of state when it is younger than
+ * DB_FLOW_TTL_S: nonce and verifier copied out. GG_NOT_FOUND (nothing
+ * recorded on req) when there is none.
+ */
+enum gg_code db_flow_take(struct gg_req *req, const char *state, char *nonce,
+                          size_t nonce_len, char *verifier,
+                          size_t verifier_len);
+
+/* Who a session is for. */
+struct db_session {
+  char issuer[256];
+  char subject[128];
+  char email[256]; /* "" when none was verified */
+  json_t *groups;  /* owned array of strings */
+  long long exp;   /* Unix seconds */
+};
+
+/* Open a session with id_hash (hex) for s (borrowed) lasting ttl_s. */
+enum gg_code db_session_put(struct gg_req *req, const char *id_hash,
+                            const struct db_session *s, long ttl_s);
+
+/* The live session of id_hash into *out (free out->groups). GG_NOT_FOUND
+ * (nothing recorded) when none or expired. */
+enum gg_code db_session_get(struct gg_req *req, const char *id_hash,
+                            struct db_session *out);
+
+/* End the session of id_hash (and any expired ones); absent is fine. */
+enum gg_code db_session_delete(struct gg_req *req, const char *id_hash);
+
+#endif

@@ -1,0 +1,212 @@
+/*
+ * auth_flow.c — the console's single sign-on, server-side (a backend for
+ * the frontend, SPEC §9): GET /auth/login sends the browser to the
+ * provider (authorization code with PKCE S256, state and nonce kept in
+ * PostgreSQL), GET /auth/callback exchanges the code, verifies the ID
+ * token and opens a session whose id only the browser's HttpOnly cookie
+ * holds, POST /auth/logout ends it on every replica. No token ever
+ * reaches the page.
+ */
+#include <openssl/sha.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "batch/code_exchange.h"
+#include "batch/discovery.h"
+#include "batch/http.h"
+#include "db/sessions.h"
+#include "handlers/handlers.h"
+#include "server/b64url.h"
+#include "server/idp.h"
+#include "server/log.h"
+#include "server/problem.h"
+#include "server/session.h"
+
+#define RANDOM_BYTES 32
+#define TOKEN_CHARS 44 /* 32 bytes as unpadded base64url, and its NUL */
+
+/* 32 random bytes as base64url into out[TOKEN_CHARS]; false on failure. */
+static bool random_token(char out[TOKEN_CHARS])
+{
+  unsigned char b[RANDOM_BYTES];
+
+  return getrandom(b, sizeof(b), 0) == (ssize_t)sizeof(b) &&
+         b64url_encode(b, sizeof(b), out, TOKEN_CHARS) > 0;
+}
+
+static enum gg_code not_configured(struct gg_req *req)
+{
+  return problem_fail(req, GG_NOT_FOUND,
+                      "Console sign-in is not configured "
+                      "(GPUGATE_OIDC_CLIENT_ID).");
+}
+
+/* The provider's metadata, or a 503 recorded on req. */
+static bool metadata(struct gg_req *req, struct discovery_doc *doc)
+{
+  char err[256];
+
+  if (discovery_get(req->cfg->oidc.issuers[0], time(NULL), doc, err,
+                    sizeof(err)) == 0 &&
+      doc->authorization_endpoint[0] && doc->token_endpoint[0])
+    return true;
+  log_msg(LOG_WARN, "sign-in: %s", err);
+  problem_fail(req, GG_UNAVAILABLE,
+               "The identity provider cannot be reached; try again shortly.");
+  return false;
+}
+
+enum gg_code auth_login(struct gg_req *req)
+{
+  const struct config_oidc *o = &req->cfg->oidc;
+  char state[TOKEN_CHARS], nonce[TOKEN_CHARS], verifier[TOKEN_CHARS];
+  char challenge[TOKEN_CHARS], url[2048], redirect[300];
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  struct discovery_doc doc;
+  enum gg_code code;
+
+  if (!o->client_id[0])
+    return not_configured(req);
+  if (!metadata(req, &doc))
+    return req->code;
+  if (!random_token(state) || !random_token(nonce) || !random_token(verifier))
+    return problem_fail(req, GG_INTERNAL, "No randomness for the sign-in.");
+  SHA256((const unsigned char *)verifier, strlen(verifier), digest);
+  b64url_encode(digest, sizeof(digest), challenge, sizeof(challenge));
+  if ((code = db_flow_put(req, state, nonce, verifier)) != GG_OK)
+    return code;
+  snprintf(redirect, sizeof(redirect), "%s/auth/callback", o->public_url);
+  snprintf(url, sizeof(url),
+           "%s%sresponse_type=code&client_id=", doc.authorization_endpoint,
+           strchr(doc.authorization_endpoint, '?') ? "&" : "?");
+  if (batch_http_escape(url, sizeof(url), o->client_id) ||
+      strlen(url) + 32 >= sizeof(url))
+    return problem_fail(req, GG_INTERNAL, "The sign-in URL does not fit.");
+  strncat(url, "&redirect_uri=", sizeof(url) - strlen(url) - 1);
+  if (batch_http_escape(url, sizeof(url), redirect))
+    return problem_fail(req, GG_INTERNAL, "The sign-in URL does not fit.");
+  snprintf(url + strlen(url), sizeof(url) - strlen(url),
+           "&scope=openid%%20email%%20profile%s&state=%s&nonce=%s"
+           "&code_challenge=%s&code_challenge_method=S256",
+           doc.groups_scope ? "%20groups" : "", state, nonce, challenge);
+  req_add_header(req, "Location", url);
+  req_add_header(req, "Cache-Control", "no-store");
+  req_reply(req, 302, NULL);
+  return GG_OK;
+}
+
+enum gg_code auth_callback(struct gg_req *req)
+{
+  const struct config_oidc *o = &req->cfg->oidc;
+  const char *state = req_query(req, "state"), *code = req_query(req, "code");
+  const char *error = req_query(req, "error"), *why = NULL;
+  char nonce[TOKEN_CHARS + 8], verifier[TOKEN_CHARS + 8], redirect[300];
+  char err[256], sid[TOKEN_CHARS], hash[SESSION_HASH_HEX], cookie[256];
+  struct db_session s = {0};
+  struct auth_principal p;
+  struct discovery_doc doc;
+  struct code_exchange x;
+  struct idp *idp = NULL;
+  json_t *groups = NULL;
+  char *id_token = NULL;
+  enum gg_code rc;
+
+  if (!o->client_id[0])
+    return not_configured(req);
+  if (error) {
+    problem_field(req, "error", "the provider answered \"%.64s\"", error);
+    return problem_fail(req, GG_UNAUTHORIZED,
+                        "The identity provider did not sign you in.");
+  }
+  if (!state || !code || strlen(state) >= TOKEN_CHARS + 8 ||
+      strlen(code) > 2048) {
+    problem_field(req,
+                  !state || strlen(state) >= TOKEN_CHARS + 8 ? "state" : "code",
+                  "is required as the provider gives it");
+    return problem_fail(req, GG_BAD_REQUEST,
+                        "The callback lacks the provider's answer.");
+  }
+  rc = db_flow_take(req, state, nonce, sizeof(nonce), verifier,
+                    sizeof(verifier));
+  if (rc == GG_NOT_FOUND) {
+    problem_field(req, "state", "is unknown, used or older than %d s",
+                  DB_FLOW_TTL_S);
+    return problem_fail(req, GG_BAD_REQUEST,
+                        "This sign-in was not started here or has expired; "
+                        "sign in again.");
+  }
+  if (rc != GG_OK)
+    return rc;
+  if (!metadata(req, &doc))
+    return req->code;
+  snprintf(redirect, sizeof(redirect), "%s/auth/callback", o->public_url);
+  x = (struct code_exchange){doc.token_endpoint, o->client_id,
+                             o->client_secret,   code,
+                             verifier,           redirect};
+  id_token = code_exchange_id_token(&x, err, sizeof(err));
+  if (!id_token) {
+    log_msg(LOG_WARN, "sign-in: %s", err);
+    rc = problem_fail(req, GG_UNAUTHORIZED,
+                      "The identity provider did not complete the sign-in.");
+    goto out;
+  }
+  idp = idp_new(o, req->cfg->jwt_leeway_s);
+  if (!idp || idp_verify_id_token(idp, id_token, nonce, time(NULL), &p, &groups,
+                                  &why) != 0) {
+    rc = problem_fail(req, GG_UNAUTHORIZED,
+                      "The identity provider's ID token is invalid: %s.",
+                      why ? why : "out of memory");
+    goto out;
+  }
+  if (!random_token(sid)) {
+    rc = problem_fail(req, GG_INTERNAL, "No randomness for the session.");
+    goto out;
+  }
+  session_hash(sid, hash);
+  snprintf(s.issuer, sizeof(s.issuer), "%s", p.issuer);
+  snprintf(s.subject, sizeof(s.subject), "%s", p.subject);
+  snprintf(s.email, sizeof(s.email), "%s", p.email);
+  s.groups = groups;
+  if ((rc = db_session_put(req, hash, &s, o->session_ttl_s)) != GG_OK)
+    goto out;
+  snprintf(cookie, sizeof(cookie),
+           SESSION_COOKIE "=%s; Path=/; Max-Age=%ld; HttpOnly; Secure; "
+                          "SameSite=Strict",
+           sid, o->session_ttl_s);
+  req_add_header(req, "Set-Cookie", cookie);
+  req_add_header(req, "Location", "/");
+  req_add_header(req, "Cache-Control", "no-store");
+  log_msg(LOG_INFO, "sign-in: session opened for %s",
+          p.email[0] ? p.email : p.subject);
+  req_reply(req, 302, NULL);
+  rc = GG_OK;
+out:
+  idp_free(idp);
+  json_decref(groups);
+  free(id_token);
+  return rc;
+}
+
+enum gg_code auth_logout(struct gg_req *req)
+{
+  const char *sid = req_cookie(req, SESSION_COOKIE);
+  char hash[SESSION_HASH_HEX];
+  enum gg_code rc;
+
+  if (!session_csrf_ok(req))
+    return problem_fail(req, GG_FORBIDDEN,
+                        "Signing out needs the header X-GPUGate-CSRF: 1.");
+  if (sid) {
+    session_hash(sid, hash);
+    if ((rc = db_session_delete(req, hash)) != GG_OK)
+      return rc;
+  }
+  req_add_header(req, "Set-Cookie",
+                 SESSION_COOKIE "=; Path=/; Max-Age=0; HttpOnly; Secure; "
+                                "SameSite=Strict");
+  req_reply(req, 204, NULL);
+  return GG_OK;
+}

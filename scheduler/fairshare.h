@@ -1,0 +1,101 @@
+/*
+ * fairshare.h — fair share over time: a team queue's usage in decayed
+ * resource-seconds, accrued exactly, and the score that orders admission.
+ *
+ * While jobs with total request R hold quota, usage moves by the closed
+ * form of a constant request decayed continuously with half-life h:
+ *
+ *   U(t + Δ) = U(t)·2^(−Δ/h) + R·h/ln2·(1 − 2^(−Δ/h))
+ *
+ * A job is charged at least FS_MIN_CHARGE_S of its request, counted at
+ * once at its admission: R·60 is added then, and the job accrues only
+ * from admission + 60 s on. So a job held for H seconds is charged
+ * exactly max(60, H)·R in all, each part decayed from when it was
+ * charged (Kueue's entry penalty and Armada's short-job penalty in one
+ * rule). The jobs still inside their first 60 s are kept in a short
+ * list ordered by when they start to accrue; time only moves forwards.
+ *
+ * Pure: no I/O, no clock, no globals. Not thread-safe: one owner.
+ */
+#ifndef GPUGATE_FAIRSHARE_H
+#define GPUGATE_FAIRSHARE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "scheduler/sched.h"
+
+#define FS_MIN_CHARGE_S 60
+#define FS_TIE_REL 1e-9 /* scores this close (relative) are equal */
+
+/* A job inside its minimum charge: it starts to accrue at end_us. */
+struct fs_grace {
+  int64_t end_us;
+  int64_t key; /* the job (its seq) */
+  double req[SCHED_NRES];
+};
+
+/* One team queue's usage. */
+struct fs_usage {
+  double u[SCHED_NRES];    /* GPU-s, CPU-s, GiB-s, decayed to at_us */
+  double rate[SCHED_NRES]; /* requests of the jobs accruing now */
+  int64_t at_us;           /* the time u is valued at */
+  struct fs_grace *grace;  /* by end_us ascending */
+  int n_grace, cap_grace;
+};
+
+/* A job's request in the units of usage (GPUs, CPUs, GiB) from the
+ * scheduler's integers (GPUs, CPU millicores, MiB). */
+void fs_request(const int64_t request[SCHED_NRES], double out[SCHED_NRES]);
+
+/* Usage 0 valued at at_us. */
+void fs_usage_init(struct fs_usage *u, int64_t at_us);
+void fs_usage_free(struct fs_usage *u);
+
+/* 2^(−dt/h) and the accrual factor h/ln2·(1 − 2^(−dt/h)), dt ≥ 0. */
+double fs_decay(double half_life_s, double dt_s);
+double fs_accrual(double half_life_s, double dt_s);
+
+/*
+ * Value u at now_us: decay it, accrue the running jobs, and move the jobs
+ * whose minimum charge ended on the way into the accruing set at the exact
+ * time it ended. Returns 0, or -1 (u unchanged) when now_us is before
+ * u->at_us (a clock that stepped backwards is refused) or the half-life
+ * is not > 0.
+ */
+int fs_advance(struct fs_usage *u, double half_life_s, int64_t now_us);
+
+/*
+ * Charge a job admitted at admitted_us (≤ now_us; later is read as now)
+ * with request req, valued at now_us: its minimum charge, decayed since
+ * its admission, and what it has accrued since the minimum ended when
+ * that lies before now. Advances u to now_us first. Returns 0, or -1 as
+ * fs_advance(), or when out of memory (u valued at now_us, job not added).
+ */
+int fs_admit(struct fs_usage *u, double half_life_s, int64_t admitted_us,
+             int64_t now_us, int64_t key, const double req[SCHED_NRES]);
+
+/*
+ * Take up a job already charged (its usage was restored from storage):
+ * it accrues from now on, or from the end of its minimum charge when that
+ * is still ahead. Same returns as fs_admit().
+ */
+int fs_resume(struct fs_usage *u, double half_life_s, int64_t admitted_us,
+              int64_t now_us, int64_t key, const double req[SCHED_NRES]);
+
+/*
+ * The job released its quota at now_us: it stops accruing (a job still
+ * inside its minimum charge is only dropped from the list: its minimum was
+ * charged whole). Returns 0, or -1 as fs_advance().
+ */
+int fs_release(struct fs_usage *u, double half_life_s, int64_t now_us,
+               int64_t key, const double req[SCHED_NRES]);
+
+/* score = Σ weights_r × usage_r ÷ weight (weight > 0). */
+double fs_score(const double usage[SCHED_NRES],
+                const double weights[SCHED_NRES], double weight);
+
+/* −1, 0 or 1: a below, equal to (within FS_TIE_REL relative) or above b. */
+int fs_cmp(double a, double b);
+
+#endif

@@ -1,0 +1,273 @@
+/*
+ * admission_fs.c — the leader's usage accounts (see admission_fs.h).
+ *
+ * An account is matched to its team queue by names, so a configuration
+ * reload keeps every usage whatever the new indices. A job's key in the
+ * accounts is its seq (unique), which is all fs_release() needs.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "db/fairshare.h"
+#include "scheduler/fairshare.h"
+#include "server/admission_fs.h"
+#include "server/metrics.h"
+
+#define SAVE_US 5000000LL /* a running job's accrual is written this often */
+#define US 1000000LL
+
+struct account {
+  char team[DB_NAME_LEN], queue[DB_NAME_LEN];
+  double half_life_s;
+  struct fs_usage u;
+};
+
+struct admission_fs {
+  bool restored;          /* rows read since the last reset */
+  struct db_fs_row *rows; /* what was stored when this leader started */
+  int n_rows;
+  struct account *acc; /* aligned with the configuration's tqs */
+  int n_acc;
+  int64_t saved_us; /* last write */
+};
+
+struct admission_fs *admission_fs_new(void)
+{
+  return calloc(1, sizeof(struct admission_fs));
+}
+
+static void drop_accounts(struct admission_fs *b)
+{
+  int i;
+
+  for (i = 0; i < b->n_acc; i++)
+    fs_usage_free(&b->acc[i].u);
+  free(b->acc);
+  b->acc = NULL;
+  b->n_acc = 0;
+}
+
+void admission_fs_reset(struct admission_fs *b)
+{
+  if (!b)
+    return;
+  drop_accounts(b);
+  free(b->rows);
+  b->rows = NULL;
+  b->n_rows = 0;
+  b->restored = false;
+  b->saved_us = 0;
+}
+
+void admission_fs_free(struct admission_fs *b)
+{
+  admission_fs_reset(b);
+  free(b);
+}
+
+static int find(const struct account *acc, int n, const char *team,
+                const char *queue)
+{
+  int i;
+
+  for (i = 0; i < n; i++)
+    if (!strcmp(acc[i].team, team) && !strcmp(acc[i].queue, queue))
+      return i;
+  return -1;
+}
+
+static const struct db_fs_row *stored(const struct admission_fs *b,
+                                      const char *team, const char *queue)
+{
+  int i;
+
+  for (i = 0; i < b->n_rows; i++)
+    if (!strcmp(b->rows[i].team, team) && !strcmp(b->rows[i].queue, queue))
+      return &b->rows[i];
+  return NULL;
+}
+
+/* Apply the quota log to the accounts as they are. Returns how many
+ * events moved an account, or -1 when out of memory. */
+static int drain(struct admission_fs *b, struct sched_state *st, int64_t now_us)
+{
+  int i, moved = 0;
+
+  for (i = 0; i < st->n_qlog; i++) {
+    const struct sched_quota_event *e = &st->qlog[i];
+    int k = find(b->acc, b->n_acc, e->team->s, e->queue->s);
+    double req[SCHED_NRES];
+    struct account *a;
+    int rc;
+
+    if (k < 0)
+      continue;
+    a = &b->acc[k];
+    fs_request(e->request, req);
+    if (e->start)
+      rc = fs_admit(&a->u, a->half_life_s, e->admitted_at * US, now_us, e->seq,
+                    req);
+    else
+      rc = fs_release(&a->u, a->half_life_s, now_us, e->seq, req);
+    /* -1 is a clock behind the account (refused) or out of memory: the
+     * event cannot be told better later, so it is let go */
+    moved += rc == 0;
+  }
+  st->n_qlog = 0;
+  return moved;
+}
+
+/* Match the accounts to cfg's team queues; new ones restored and given
+ * their holding jobs. */
+static int resync(struct admission_fs *b, const struct db_sched *cfg,
+                  const struct sched_state *st, int64_t now_us)
+{
+  int n = cfg->in.n_tqs, i;
+  struct account *acc = calloc((size_t)n + 1, sizeof(*acc));
+  bool *fresh = calloc((size_t)n + 1, sizeof(*fresh));
+
+  if (!acc || !fresh) {
+    free(acc);
+    free(fresh);
+    return -1;
+  }
+  for (i = 0; i < n; i++) {
+    const char *team = cfg->tq_team[i], *queue = cfg->tq_queue[i];
+    int k = find(b->acc, b->n_acc, team, queue);
+    struct account *a = &acc[i];
+
+    snprintf(a->team, sizeof(a->team), "%s", team);
+    snprintf(a->queue, sizeof(a->queue), "%s", queue);
+    a->half_life_s = cfg->fs_half_life[cfg->tqs[i].cq];
+    if (k >= 0) {
+      a->u = b->acc[k].u; /* moved: its list goes with it */
+      memset(&b->acc[k].u, 0, sizeof(b->acc[k].u));
+      continue;
+    }
+    fresh[i] = true;
+    {
+      const struct db_fs_row *row = stored(b, team, queue);
+      fs_usage_init(&a->u,
+                    row && row->as_of_us <= now_us ? row->as_of_us : now_us);
+      if (row)
+        memcpy(a->u.u, row->u, sizeof(a->u.u));
+      fs_advance(&a->u, a->half_life_s, now_us);
+    }
+  }
+  /* the jobs holding quota of the new accounts: charged unless the stored
+   * usage was written after their admission (then it has their charge) */
+  for (i = 0; i < st->n; i++) {
+    const struct sched_state_job *j = &st->jobs[i];
+    const struct db_fs_row *row;
+    double req[SCHED_NRES];
+    int k;
+
+    if (sched_state_pending(j) ||
+        (k = find(acc, n, j->team->s, j->queue->s)) < 0 || !fresh[k])
+      continue;
+    row = stored(b, acc[k].team, acc[k].queue);
+    fs_request(j->request, req);
+    if (row && j->admitted_at * US <= row->as_of_us)
+      fs_resume(&acc[k].u, acc[k].half_life_s, j->admitted_at * US, now_us,
+                j->seq, req);
+    else
+      fs_admit(&acc[k].u, acc[k].half_life_s, j->admitted_at * US, now_us,
+               j->seq, req);
+  }
+  drop_accounts(b);
+  b->acc = acc;
+  b->n_acc = n;
+  free(fresh);
+  return 0;
+}
+
+static bool accruing(const struct admission_fs *b)
+{
+  int i, r;
+
+  for (i = 0; i < b->n_acc; i++) {
+    if (b->acc[i].u.n_grace)
+      return true;
+    for (r = 0; r < SCHED_NRES; r++)
+      if (b->acc[i].u.rate[r] > 0)
+        return true;
+  }
+  return false;
+}
+
+static int save(struct admission_fs *b, struct db_conn *c, int64_t now_us,
+                char *err, size_t errlen)
+{
+  struct db_fs_row *rows = calloc((size_t)b->n_acc + 1, sizeof(*rows));
+  int i, rc;
+
+  if (!rows) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  for (i = 0; i < b->n_acc; i++) {
+    struct account *a = &b->acc[i];
+    fs_advance(&a->u, a->half_life_s, now_us);
+    snprintf(rows[i].team, sizeof(rows[i].team), "%s", a->team);
+    snprintf(rows[i].queue, sizeof(rows[i].queue), "%s", a->queue);
+    memcpy(rows[i].u, a->u.u, sizeof(rows[i].u));
+    rows[i].as_of_us = a->u.at_us;
+  }
+  rc = db_fs_save(c, rows, b->n_acc, err, errlen);
+  free(rows);
+  if (rc == 0)
+    b->saved_us = now_us;
+  return rc;
+}
+
+int admission_fs_update(struct admission_fs *b, struct db_conn *c,
+                        const struct db_sched *cfg, struct sched_state *st,
+                        bool resync_now, int64_t now_us, char *err,
+                        size_t errlen)
+{
+  int moved;
+
+  if (!b->restored) {
+    if (db_fs_load(c, &b->rows, &b->n_rows, err, errlen))
+      return -1;
+    b->restored = true;
+    resync_now = true;
+  }
+  moved = drain(b, st, now_us);
+  if (resync_now) {
+    if (resync(b, cfg, st, now_us)) {
+      snprintf(err, errlen, "out of memory");
+      return -1;
+    }
+    moved += b->n_acc > 0;
+  }
+  if (b->n_acc > 0 &&
+      (moved > 0 || (accruing(b) && now_us - b->saved_us >= SAVE_US)))
+    return save(b, c, now_us, err, errlen);
+  return 0;
+}
+
+void admission_fs_scores(struct admission_fs *b, struct db_sched *cfg,
+                         int64_t now_us)
+{
+  int i;
+
+  for (i = 0; i < b->n_acc && i < cfg->in.n_tqs; i++) {
+    struct account *a = &b->acc[i];
+    struct sched_tq *t = &cfg->tqs[i];
+
+    fs_advance(&a->u, a->half_life_s, now_us);
+    t->score = fs_score(a->u.u, cfg->cqs[t->cq].fs_weights, t->weight);
+  }
+}
+
+void admission_fs_gauges(const struct admission_fs *b,
+                         const struct db_sched *cfg, struct metrics_gauges *g)
+{
+  int i;
+
+  for (i = 0; i < b->n_acc && i < cfg->in.n_tqs; i++)
+    metrics_gauge_fair_share(g, b->acc[i].team, b->acc[i].queue, b->acc[i].u.u,
+                             cfg->tqs[i].score);
+}

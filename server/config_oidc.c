@@ -1,0 +1,258 @@
+/*
+ * config_oidc.c — GPUGATE_OIDC_* read and checked once at start-up: a bad
+ * value stops the server with a message naming the variable, so a
+ * misspelt algorithm or a claim without a value never silently widens
+ * what is accepted.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "batch/jwks.h"
+#include "server/config_oidc.h"
+
+/*
+ * Split the comma-separated value v into at most CONFIG_OIDC_MAX trimmed,
+ * non-empty items of at most size-1 bytes, calling each(item, ud).
+ * Returns -1 with err filled (naming var) when an item is empty, too long
+ * or too many.
+ */
+static int split(const char *var, const char *v, size_t size,
+                 int (*each)(const char *item, void *ud, char *err,
+                             size_t errlen),
+                 void *ud, char *err, size_t errlen)
+{
+  const char *p = v;
+  int n = 0;
+
+  while (p && *p) {
+    const char *end = strchr(p, ',');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    char item[512];
+
+    while (len && (*p == ' ' || *p == '\t')) {
+      p++;
+      len--;
+    }
+    while (len && (p[len - 1] == ' ' || p[len - 1] == '\t'))
+      len--;
+    if (len == 0 || len >= size || len >= sizeof(item)) {
+      snprintf(err, errlen, "%s: item %d is %s", var, n + 1,
+               len ? "too long" : "empty");
+      return -1;
+    }
+    if (++n > CONFIG_OIDC_MAX) {
+      snprintf(err, errlen, "%s: at most %d items", var, CONFIG_OIDC_MAX);
+      return -1;
+    }
+    memcpy(item, p, len);
+    item[len] = '\0';
+    if (each(item, ud, err, errlen))
+      return -1;
+    p = end ? end + 1 : NULL;
+  }
+  return 0;
+}
+
+static int add_issuer(const char *item, void *ud, char *err, size_t errlen)
+{
+  struct config_oidc *o = ud;
+
+  if (strncmp(item, "https://", 8) != 0 && strncmp(item, "http://", 7) != 0) {
+    snprintf(err, errlen,
+             "GPUGATE_OIDC_ISSUERS: \"%.200s\" is not an http(s) URL", item);
+    return -1;
+  }
+  snprintf(o->issuers[o->n_issuers++], sizeof(o->issuers[0]), "%s", item);
+  return 0;
+}
+
+static int add_audience(const char *item, void *ud, char *err, size_t errlen)
+{
+  struct config_oidc *o = ud;
+
+  (void)err;
+  (void)errlen;
+  snprintf(o->audiences[o->n_audiences++], sizeof(o->audiences[0]), "%s", item);
+  return 0;
+}
+
+static int add_alg(const char *item, void *ud, char *err, size_t errlen)
+{
+  struct config_oidc *o = ud;
+  enum jwks_alg a = jwks_alg_parse(item);
+
+  if (a == JWKS_ALG_NONE) {
+    snprintf(err, errlen,
+             "GPUGATE_OIDC_ALGS: \"%.32s\" is not accepted (RS256 or ES256; "
+             "never none or an HMAC)",
+             item);
+    return -1;
+  }
+  o->algs |= (unsigned)a;
+  return 0;
+}
+
+static int add_claim(const char *item, void *ud, char *err, size_t errlen)
+{
+  struct config_oidc *o = ud;
+  const char *eq = strchr(item, '=');
+  size_t n = eq ? (size_t)(eq - item) : 0;
+
+  if (!eq || n == 0 || n >= sizeof(o->required_claim[0]) || !eq[1] ||
+      strlen(eq + 1) >= sizeof(o->required_value[0])) {
+    snprintf(err, errlen,
+             "GPUGATE_OIDC_REQUIRED_CLAIMS: \"%.64s\" is not claim=value",
+             item);
+    return -1;
+  }
+  memcpy(o->required_claim[o->n_required], item, n);
+  o->required_claim[o->n_required][n] = '\0';
+  snprintf(o->required_value[o->n_required], sizeof(o->required_value[0]), "%s",
+           eq + 1);
+  o->n_required++;
+  return 0;
+}
+
+/* A claim name or dotted path: [A-Za-z0-9_:/-] segments joined by dots. */
+static int groups_claim_ok(const char *s)
+{
+  size_t i, seg = 0;
+
+  for (i = 0; s[i]; i++) {
+    char c = s[i];
+    if (c == '.') {
+      if (seg == 0)
+        return 0;
+      seg = 0;
+      continue;
+    }
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+          (c >= '0' && c <= '9') || c == '_' || c == '-' || c == ':' ||
+          c == '/'))
+      return 0;
+    seg++;
+  }
+  return seg > 0;
+}
+
+static const char *env(const char *name, const char *dflt)
+{
+  const char *v = getenv(name);
+
+  return v && *v ? v : dflt;
+}
+
+/* The console's confidential client: all of it or none. */
+static int load_client(struct config_oidc *o, char *err, size_t errlen)
+{
+  const char *url = env("GPUGATE_PUBLIC_URL", "");
+  const char *id = env("GPUGATE_OIDC_CLIENT_ID", "");
+  const char *path = env("GPUGATE_OIDC_CLIENT_SECRET_FILE", "");
+  const char *v = env("GPUGATE_SESSION_TTL_S", "43200");
+  size_t n;
+  char *end;
+  FILE *f;
+
+  o->session_ttl_s = strtol(v, &end, 10);
+  if (*end || end == v || o->session_ttl_s < 60 ||
+      o->session_ttl_s > 31L * 86400) {
+    snprintf(err, errlen,
+             "GPUGATE_SESSION_TTL_S: expected seconds in [60, 2678400]");
+    return -1;
+  }
+  if ((strncmp(url, "https://", 8) != 0 && strncmp(url, "http://", 7) != 0 &&
+       url[0]) ||
+      strlen(url) >= sizeof(o->public_url)) {
+    snprintf(err, errlen, "GPUGATE_PUBLIC_URL: expected an http(s) URL");
+    return -1;
+  }
+  n = strlen(url);
+  while (n && url[n - 1] == '/')
+    n--;
+  memcpy(o->public_url, url, n);
+  o->public_url[n] = '\0';
+  if (!id[0])
+    return 0;
+  if (strlen(id) >= sizeof(o->client_id)) {
+    snprintf(err, errlen, "GPUGATE_OIDC_CLIENT_ID: too long");
+    return -1;
+  }
+  if (!o->n_issuers || !o->public_url[0]) {
+    snprintf(err, errlen,
+             "GPUGATE_OIDC_CLIENT_ID: console sign-in needs "
+             "GPUGATE_OIDC_ISSUERS and GPUGATE_PUBLIC_URL");
+    return -1;
+  }
+  snprintf(o->client_id, sizeof(o->client_id), "%s", id);
+  f = path[0] ? fopen(path, "r") : NULL;
+  n = f ? fread(o->client_secret, 1, sizeof(o->client_secret) - 1, f) : 0;
+  if (f && !feof(f))
+    n = 0; /* longer than the buffer */
+  if (f)
+    fclose(f);
+  o->client_secret[n] = '\0';
+  while (n &&
+         (o->client_secret[n - 1] == '\n' || o->client_secret[n - 1] == '\r'))
+    o->client_secret[--n] = '\0';
+  if (n == 0) {
+    snprintf(err, errlen,
+             "GPUGATE_OIDC_CLIENT_SECRET_FILE: missing, empty or over %zu "
+             "bytes (required with GPUGATE_OIDC_CLIENT_ID)",
+             sizeof(o->client_secret) - 1);
+    return -1;
+  }
+  return 0;
+}
+
+int config_oidc_load(struct config_oidc *o, const char *own_issuer, char *err,
+                     size_t errlen)
+{
+  const char *v;
+  char *end;
+  long n;
+  int i;
+
+  memset(o, 0, sizeof(*o));
+  if (split("GPUGATE_OIDC_ISSUERS", env("GPUGATE_OIDC_ISSUERS", ""),
+            sizeof(o->issuers[0]), add_issuer, o, err, errlen) ||
+      split("GPUGATE_OIDC_AUDIENCES", env("GPUGATE_OIDC_AUDIENCES", ""),
+            sizeof(o->audiences[0]), add_audience, o, err, errlen) ||
+      split("GPUGATE_OIDC_ALGS", env("GPUGATE_OIDC_ALGS", "RS256,ES256"), 16,
+            add_alg, o, err, errlen) ||
+      split("GPUGATE_OIDC_REQUIRED_CLAIMS",
+            env("GPUGATE_OIDC_REQUIRED_CLAIMS", ""), 256, add_claim, o, err,
+            errlen))
+    return -1;
+  for (i = 0; i < o->n_issuers; i++)
+    if (own_issuer && !strcmp(o->issuers[i], own_issuer)) {
+      snprintf(err, errlen,
+               "GPUGATE_OIDC_ISSUERS: \"%.200s\" is gpugate's own "
+               "GPUGATE_JWT_ISSUER",
+               own_issuer);
+      return -1;
+    }
+  if (o->n_issuers && !o->n_audiences) {
+    snprintf(err, errlen,
+             "GPUGATE_OIDC_AUDIENCES: required when GPUGATE_OIDC_ISSUERS is "
+             "set (the aud values gpugate's tokens carry)");
+    return -1;
+  }
+  v = env("GPUGATE_OIDC_JWKS_COOLDOWN_S", "30");
+  n = strtol(v, &end, 10);
+  if (*end || end == v || n < 1 || n > 86400) {
+    snprintf(err, errlen,
+             "GPUGATE_OIDC_JWKS_COOLDOWN_S: expected seconds in [1, 86400]");
+    return -1;
+  }
+  o->jwks_cooldown_s = n;
+  v = env("GPUGATE_OIDC_GROUPS_CLAIM", "groups");
+  if (strlen(v) >= sizeof(o->groups_claim) || !groups_claim_ok(v)) {
+    snprintf(err, errlen,
+             "GPUGATE_OIDC_GROUPS_CLAIM: expected a claim name or a dotted "
+             "path such as realm_access.roles");
+    return -1;
+  }
+  snprintf(o->groups_claim, sizeof(o->groups_claim), "%s", v);
+  return load_client(o, err, errlen);
+}

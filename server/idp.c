@@ -1,0 +1,222 @@
+/*
+ * idp.c — the provider's tokens, as one configuration of the verifier:
+ * the configured issuers, audiences, algorithms and required claims, at+jwt
+ * access tokens accepted; keys found through each issuer's discovery
+ * document. What the principal may do is not in the token: it is the
+ * union of the access bindings its sub, verified email and groups match.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "batch/discovery.h"
+#include "batch/jwks.h"
+#include "server/bindings.h"
+#include "server/idp.h"
+#include "server/oidc.h"
+
+struct idp {
+  struct config_oidc cfg;
+  struct oidc_policy policy;  /* strings borrowed from cfg */
+  struct oidc_policy console; /* ID tokens of the console's sign-in */
+};
+
+struct idp *idp_new(const struct config_oidc *o, long leeway_s)
+{
+  struct idp *p;
+  int i;
+
+  if (!o || o->n_issuers == 0 || !(p = calloc(1, sizeof(*p))))
+    return NULL;
+  p->cfg = *o;
+  for (i = 0; i < p->cfg.n_issuers && i < OIDC_MAX_LIST; i++)
+    p->policy.issuers[p->policy.n_issuers++] = p->cfg.issuers[i];
+  for (i = 0; i < p->cfg.n_audiences && i < OIDC_MAX_LIST; i++)
+    p->policy.audiences[p->policy.n_audiences++] = p->cfg.audiences[i];
+  for (i = 0; i < p->cfg.n_required && i < OIDC_MAX_LIST; i++) {
+    p->policy.required[i].claim = p->cfg.required_claim[i];
+    p->policy.required[i].value = p->cfg.required_value[i];
+    p->policy.n_required++;
+  }
+  p->policy.algs = p->cfg.algs;
+  p->policy.leeway_s = leeway_s;
+  p->policy.access_tokens = true;
+  /* the console's sign-in: the first issuer's ID tokens for its client */
+  p->console = p->policy;
+  p->console.n_issuers = 1;
+  p->console.audiences[0] = p->cfg.client_id;
+  p->console.n_audiences = 1;
+  p->console.access_tokens = false;
+  return p;
+}
+
+void idp_free(struct idp *p)
+{
+  free(p);
+}
+
+bool idp_trusts(const struct idp *p, const char *iss)
+{
+  int i;
+
+  for (i = 0; p && iss && i < p->policy.n_issuers; i++)
+    if (!strcmp(iss, p->policy.issuers[i]))
+      return true;
+  return false;
+}
+
+/* The key for (iss, kid): the issuer's discovered JWKS, through the one
+ * key-set cache with the configured cooldown. */
+static json_t *key_for(const char *iss, const char *kid, void *ud,
+                       enum jwks_alg *alg, char *err, size_t errlen)
+{
+  const struct idp *p = ud;
+  struct discovery_doc doc;
+  time_t now = time(NULL);
+
+  if (discovery_get(iss, now, &doc, err, errlen) != 0)
+    return NULL;
+  return jwks_key(doc.jwks_uri, kid, p->cfg.jwks_cooldown_s, now, alg, err,
+                  errlen);
+}
+
+size_t idp_groups(const json_t *claims, const char *path, const char **out,
+                  size_t max)
+{
+  const json_t *v = claims, *g; /* borrowed */
+  const char *p = path;
+  char seg[128];
+  size_t n = 0, i;
+
+  while (v && *p) {
+    const char *dot = strchr(p, '.');
+    size_t len = dot ? (size_t)(dot - p) : strlen(p);
+
+    if (len == 0 || len >= sizeof(seg))
+      return 0;
+    memcpy(seg, p, len);
+    seg[len] = '\0';
+    v = json_object_get(v, seg);
+    p = dot ? dot + 1 : p + len;
+  }
+  if (json_is_string(v)) {
+    if (max)
+      out[n++] = json_string_value(v);
+    return n;
+  }
+  json_array_foreach (v, i, g)
+    if (n < max && json_is_string(g))
+      out[n++] = json_string_value(g);
+  return n;
+}
+
+/* Copy a string claim into dst; false when present but not a string or
+ * too long. */
+static bool copy_claim(const json_t *c, const char *name, char *dst,
+                       size_t size)
+{
+  const json_t *v = json_object_get(c, name); /* borrowed */
+  const char *s = json_string_value(v);
+
+  dst[0] = '\0';
+  if (!v)
+    return true;
+  if (!s || strlen(s) >= size)
+    return false;
+  memcpy(dst, s, strlen(s) + 1);
+  return true;
+}
+
+void idp_bind(struct auth_principal *p, const char *const *groups, size_t n)
+{
+  struct bindings_identity id = {p->issuer, p->subject,
+                                 p->email[0] ? p->email : NULL, groups, n};
+
+  p->n_grants =
+      bindings_grants(&id, p->grants, AUTH_MAX_GRANTS, &p->bindings_gen);
+  p->role = AUTH_ROLE_NONE;
+  p->team[0] = '\0';
+  if (p->n_grants > 0) {
+    p->role = p->grants[0].role;
+    memcpy(p->team, p->grants[0].team, sizeof(p->team));
+  }
+}
+
+/* The principal of verified claims (borrowed) into *out; its groups into
+ * groups[0..*n) (borrowed from claims). */
+static int principal_of(const struct idp *p, const json_t *claims,
+                        struct auth_principal *out, const char **groups,
+                        size_t *n, const char **reason)
+{
+  memset(out, 0, sizeof(*out));
+  out->provider = true;
+  out->exp = (long long)json_integer_value(json_object_get(claims, "exp"));
+  if (!copy_claim(claims, "iss", out->issuer, sizeof(out->issuer)) ||
+      !copy_claim(claims, "sub", out->subject, sizeof(out->subject)) ||
+      !out->subject[0]) {
+    *reason = "missing or invalid sub claim";
+    return -1;
+  }
+  /* an email counts only when the provider says it verified it */
+  if (json_is_true(json_object_get(claims, "email_verified")) &&
+      !copy_claim(claims, "email", out->email, sizeof(out->email)))
+    out->email[0] = '\0';
+  *n = idp_groups(claims, p->cfg.groups_claim, groups, IDP_MAX_GROUPS);
+  return 0;
+}
+
+int idp_verify(const struct idp *p, const char *token, time_t now,
+               struct auth_principal *out, const char **reason)
+{
+  const char *groups[IDP_MAX_GROUPS];
+  json_t *claims = NULL; /* new */
+  size_t n = 0;
+  int rc = -1;
+
+  if (oidc_verify(token, &p->policy, now, key_for, (void *)p, &claims,
+                  reason) != 0)
+    return -1;
+  if (principal_of(p, claims, out, groups, &n, reason) == 0) {
+    idp_bind(out, groups, n);
+    *reason = NULL;
+    rc = 0;
+  }
+  json_decref(claims);
+  return rc;
+}
+
+int idp_verify_id_token(const struct idp *p, const char *token,
+                        const char *nonce, time_t now,
+                        struct auth_principal *out, json_t **groups,
+                        const char **reason)
+{
+  const char *g[IDP_MAX_GROUPS];
+  json_t *claims = NULL; /* new */
+  const char *got;
+  size_t n = 0, i;
+  int rc = -1;
+
+  *groups = NULL;
+  if (!p->cfg.client_id[0]) {
+    *reason = "console sign-in is not configured";
+    return -1;
+  }
+  if (oidc_verify(token, &p->console, now, key_for, (void *)p, &claims,
+                  reason) != 0)
+    return -1;
+  got = json_string_value(json_object_get(claims, "nonce"));
+  if (!got || !nonce || strcmp(got, nonce) != 0) {
+    *reason = "nonce does not match the sign-in";
+    goto out;
+  }
+  if (principal_of(p, claims, out, g, &n, reason) != 0)
+    goto out;
+  *groups = json_array();
+  for (i = 0; i < n; i++)
+    json_array_append_new(*groups, json_string(g[i]));
+  idp_bind(out, g, n);
+  *reason = NULL;
+  rc = 0;
+out:
+  json_decref(claims);
+  return rc;
+}

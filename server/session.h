@@ -1,0 +1,32 @@
+/*
+ * session.h — requests authenticated by the console's session cookie
+ * (`__Host-gpugate_session`) instead of a bearer token: the cookie's id is
+ * looked up by its SHA-256 in PostgreSQL (db/sessions.h), its principal
+ * bound like a provider token's, and every such request must carry
+ * `X-GPUGate-CSRF: 1`, which a cross-site form cannot send.
+ */
+#ifndef GPUGATE_SESSION_H
+#define GPUGATE_SESSION_H
+
+#include <stdbool.h>
+
+#include "server/req.h"
+
+#define SESSION_COOKIE "__Host-gpugate_session"
+#define SESSION_HASH_HEX 65 /* SHA-256 as hex, and its NUL */
+
+/* The hex SHA-256 of the session id sid into hash. */
+void session_hash(const char *sid, char hash[SESSION_HASH_HEX]);
+
+/* Whether req carries X-GPUGate-CSRF: 1. */
+bool session_csrf_ok(const struct gg_req *req);
+
+/*
+ * Authenticate req by its session cookie (sid, borrowed) into
+ * req->principal. GG_OK, or the problem recorded: 403 without the CSRF
+ * header, 401 for an unknown or expired session, 503 without the
+ * database.
+ */
+enum gg_code session_authenticate(struct gg_req *req, const char *sid);
+
+#endif

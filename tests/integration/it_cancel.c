@@ -1,0 +1,1362 @@
+/*
+ * it_cancel.c — a cancel wins over every automatic move, and the Batch
+ * outbox's edges (issue 22): end to end against the Batch emulator (a
+ * Flex Start job whose cancel is held up by Batch errors is neither failed
+ * over nor backed off; a permanent refusal in one raced region drops that
+ * region only), and against PostgreSQL through the functions the leader,
+ * the dispatcher and the sync call (a random walk that interleaves cancels
+ * with every automatic transition; a stale report about attempt N-1 does
+ * not move attempt N; the shared mutation bucket is exact under
+ * concurrent leases).
+ */
+#include <check.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "batch/job.h"
+#include "db/batch.h"
+#include "db/budget.h"
+#include "db/jobs.h"
+#include "server/admission.h"
+#include "server/log.h"
+#include "tests/integration/harness.h"
+#include "tests/unit/rng.h"
+
+Suite *cancel_suite(void);
+
+#define PROJECT "test-project"
+#define MAX_ENV 24
+
+static struct h_server emu, srv;
+static char db_url[512];
+static char *tok;
+
+static bool str_is(const json_t *o, const char *k, const char *want)
+{
+  const char *v = h_str(o, k);
+
+  return v && want && !strcmp(v, want);
+}
+
+static void teardown(void)
+{
+  h_server_stop(&srv);
+  h_server_stop(&emu);
+  free(tok);
+  tok = NULL;
+}
+
+/* ---- HTTP ---- */
+
+/* Submit a job with its priority class; id gets its id. */
+static void submit(const char *queue, bool high, const char *name, char id[32])
+{
+  char body[512];
+  json_t *j;
+
+  snprintf(body, sizeof(body),
+           "{\"name\": \"%s\", \"queue\": \"%s\", \"task_count\": 1, "
+           "%s\"max_run_duration_s\": 3600, \"task\": {\"image\": "
+           "\"us-docker.pkg.dev/p/r/trainer:1.2\", \"cpu_milli\": 2000, "
+           "\"memory_mib\": 10240, \"gpu\": 2}}",
+           name, queue, high ? "\"priority_class\": \"high\", " : "");
+  j = h_call(&srv, "POST", "/v1/teams/team-x/jobs", tok, body, 201);
+  snprintf(id, 32, "%s", h_str(j, "id") ? h_str(j, "id") : "");
+  json_decref(j);
+  ck_assert_msg(id[0], "no job id");
+}
+
+static json_t *get_job(const char *id)
+{
+  char path[160];
+
+  snprintf(path, sizeof(path), "/v1/teams/team-x/jobs/%.31s", id);
+  return h_call(&srv, "GET", path, tok, NULL, 200);
+}
+
+static long long attempt_of(const json_t *j)
+{
+  return json_integer_value(json_object_get(j, "attempt"));
+}
+
+/* Poll the job until its state is want; returns it (new reference). */
+static json_t *wait_state(const char *id, const char *want, long ms)
+{
+  long long end = h_now_ms() + ms;
+  json_t *j;
+
+  for (;;) {
+    j = get_job(id);
+    if (str_is(j, "state", want))
+      return j;
+    ck_assert_msg(h_now_ms() < end, "job %s is %s (attempt %lld), not %s", id,
+                  h_str(j, "state"), attempt_of(j), want);
+    json_decref(j);
+    h_sleep_ms(50);
+  }
+}
+
+/* ======================================================================
+ * 1. End to end: a cancel held up at Batch wins over max_wait_s
+ * ==================================================================== */
+
+static void start_e2e(const char *db, const char *const *emu_env)
+{
+  char gcp[H_GCP_ENV][128];
+  const char *env[MAX_ENV];
+  size_t n = 0, i;
+
+  ck_assert_msg(h_emulator_start(&emu, emu_env) == 0,
+                "the emulator did not start; see %s", emu.log);
+  h_gcp_env(&emu, gcp);
+  h_db_apply(db, "tests/fixtures/cancel.json", db_url, sizeof(db_url));
+  for (i = 0; i < H_GCP_ENV; i++)
+    env[n++] = gcp[i];
+  env[n++] = "GPUGATE_SYNC_INTERVAL_MS=300";
+  env[n++] = "GPUGATE_RATE_LIMIT_RPS=100000";
+  env[n++] = "GPUGATE_ADMISSION_INTERVAL_MS=200";
+  env[n] = NULL;
+  ck_assert_msg(h_server_start(&srv, db_url, env) == 0,
+                "gpugate did not start; see %s", srv.log);
+  tok = h_token("team-x", "member", 3600);
+}
+
+static void setup_e2e(void)
+{
+  const char *emu_env[] = {"EMU_RUN_MS=1500",
+                           "EMU_START_MS=50",
+                           "EMU_CANCEL_MS=100",
+                           "EMU_FLEX_WAIT_MS=200",
+                           "EMU_CAPACITY=us-central1/FLEX_START=0,"
+                           "us-east4/FLEX_START=0,europe-west4/FLEX_START=0",
+                           NULL};
+
+  start_e2e("it_cancel_e2e", emu_env);
+}
+
+static void faults(const char *spec)
+{
+  json_decref(h_call(&emu, "POST", "/emulator/faults", NULL, spec, 200));
+}
+
+static void capacity(const char *spec)
+{
+  char body[256];
+
+  snprintf(body, sizeof(body), "{\"EMU_CAPACITY\": \"%s\"}", spec);
+  json_decref(h_call(&emu, "POST", "/emulator/config", NULL, body, 200));
+}
+
+/* Batch creates of jobId batch: how many were tried, how many succeeded. */
+static void creates_of(const char *batch, int *tried, int *ok)
+{
+  json_t *all = h_emu_get(&emu, "/emulator/requests"), *r;
+  size_t i;
+
+  *tried = *ok = 0;
+  json_array_foreach (json_object_get(all, "requests"), i, r) {
+    const char *q = h_str(json_object_get(r, "query"), "job_id");
+    if (str_is(r, "method", "POST") && q && !strcmp(q, batch)) {
+      (*tried)++;
+      *ok += json_integer_value(json_object_get(r, "status")) == 200;
+    }
+  }
+  json_decref(all);
+}
+
+/* The emulator's state of Batch job batch ("-" when it has none). */
+static void emu_state(const char *batch, char *out, size_t len)
+{
+  json_t *all = h_emu_get(&emu, "/emulator/jobs"), *e;
+  size_t i;
+
+  snprintf(out, len, "-");
+  json_array_foreach (json_object_get(all, "jobs"), i, e) {
+    if (str_is(e, "jobId", batch))
+      snprintf(out, len, "%s", h_str(e, "state") ? h_str(e, "state") : "");
+  }
+  json_decref(all);
+}
+
+static bool stopped(const char *state)
+{
+  return !strcmp(state, "CANCELLATION_IN_PROGRESS") ||
+         !strcmp(state, "CANCELLED") || !strcmp(state, "-");
+}
+
+/* Batch job k of the job's first attempt: its copy k, or (k 0) the one. */
+static void first_attempt(const char *id, int k, char out[64])
+{
+  if (k > 0)
+    snprintf(out, 64, "gpugate-%s-a1-r%d", id, k);
+  else
+    snprintf(out, 64, "gpugate-%s-a1", id);
+}
+
+/*
+ * The reproduction of issue 22: a Flex Start job waits without capacity,
+ * its cancel cannot reach Batch (every POST 503) past max_wait_s (2 s),
+ * with then_capacity. The cancel wins: no next attempt is admitted or
+ * created, and once Batch answers the job is CANCELLED and each of its
+ * Batch jobs stopped. copies: the raced copies, or 0 for one Batch job.
+ */
+static void cancel_held_up_past_max_wait(const char *queue, int copies,
+                                         const char *then_capacity)
+{
+  char id[32], batch[64], st[48], path[160];
+  int k, tried = 0, ok;
+  long long end;
+  json_t *j;
+
+  faults("{}");
+  capacity("us-central1/FLEX_START=0,us-east4/FLEX_START=0,"
+           "europe-west4/FLEX_START=0");
+  submit(queue, false, "held-up", id);
+  json_decref(wait_state(id, "QUEUED", 10000));
+  end = h_now_ms() + 10000;
+  for (k = copies ? 1 : 0; k <= copies; k++) {
+    first_attempt(id, k, batch);
+    for (emu_state(batch, st, sizeof(st)); !strcmp(st, "-");
+         emu_state(batch, st, sizeof(st))) {
+      ck_assert_msg(h_now_ms() < end, "%s never created", batch);
+      h_sleep_ms(50);
+    }
+  }
+
+  faults("{\"error_rate\": 1, \"codes\": [503], \"methods\": [\"POST\"]}");
+  capacity(then_capacity);
+  snprintf(path, sizeof(path), "/v1/teams/team-x/jobs/%s/cancel", id);
+  json_decref(h_call(&srv, "POST", path, tok, NULL, 200));
+  /* max_wait_s (2 s) passes twice over while the cancel is held up */
+  end = h_now_ms() + 5000;
+  while (h_now_ms() < end) {
+    j = get_job(id);
+    ck_assert_msg(attempt_of(j) == 1 && str_is(j, "state", "QUEUED"),
+                  "with its cancel pending the job moved: %s, attempt %lld",
+                  h_str(j, "state"), attempt_of(j));
+    json_decref(j);
+    h_sleep_ms(100);
+  }
+
+  faults("{}");
+  j = wait_state(id, "CANCELLED", 30000);
+  ck_assert_int_eq(attempt_of(j), 1);
+  json_decref(j);
+  /* no next attempt reached Batch */
+  for (k = 0; k <= 3; k++) {
+    int t;
+    if (k > 0)
+      snprintf(batch, sizeof(batch), "gpugate-%s-a2-r%d", id, k);
+    else
+      snprintf(batch, sizeof(batch), "gpugate-%s-a2", id);
+    creates_of(batch, &t, &ok);
+    tried += t;
+  }
+  ck_assert_msg(tried == 0, "%d creates of attempt 2", tried);
+  /* the job is CANCELLED once Batch confirms one copy; the others'
+   * cancels, queued with it, follow */
+  end = h_now_ms() + 30000;
+  for (k = copies ? 1 : 0; k <= copies; k++) {
+    first_attempt(id, k, batch);
+    for (emu_state(batch, st, sizeof(st)); !stopped(st);
+         emu_state(batch, st, sizeof(st))) {
+      ck_assert_msg(h_now_ms() < end, "Batch job %s is %s", batch, st);
+      h_sleep_ms(100);
+    }
+  }
+}
+
+START_TEST(failover_waits_for_a_pending_cancel)
+{
+  /* the next location has capacity: a failover would run there */
+  cancel_held_up_past_max_wait("failover", 0,
+                               "us-central1/FLEX_START=0,us-east4/FLEX_START="
+                               "0,europe-west4/FLEX_START=20");
+}
+END_TEST
+
+START_TEST(race_backoff_waits_for_a_pending_cancel)
+{
+  /* no region has capacity: the race would back off (PENDING) */
+  cancel_held_up_past_max_wait("race", 3,
+                               "us-central1/FLEX_START=0,us-east4/FLEX_START="
+                               "0,europe-west4/FLEX_START=0");
+}
+END_TEST
+
+/* ======================================================================
+ * 2. End to end: a raced region that refuses the create for good
+ * ==================================================================== */
+
+/* Copy k of the race job id's first attempt: creates tried and made. */
+static void copy_creates(const char *id, int k, int *tried, int *ok)
+{
+  char batch[64];
+
+  first_attempt(id, k, batch);
+  creates_of(batch, tried, ok);
+}
+
+START_TEST(race_refusal_drops_one_region)
+{
+  char id[32];
+  int k, tried, ok;
+  json_t *j;
+
+  /* us-central1 (the first copy) refuses every create with a 400 */
+  faults("{\"error_rate\": 1, \"codes\": [400], \"methods\": [\"POST\"], "
+         "\"regions\": [\"us-central1\"]}");
+  capacity("us-central1/FLEX_START=20,us-east4/FLEX_START=0,"
+           "europe-west4/FLEX_START=20");
+  submit("race", false, "one-refused", id);
+  j = wait_state(id, "SUCCEEDED", 20000);
+  ck_assert_str_eq(h_str(json_object_get(j, "admission"), "location"),
+                   "europe-west4");
+  ck_assert_int_eq(attempt_of(j), 1);
+  json_decref(j);
+  copy_creates(id, 1, &tried, &ok);
+  ck_assert_msg(tried >= 1 && ok == 0, "us-central1: %d tried, %d made", tried,
+                ok);
+  copy_creates(id, 2, &tried, &ok);
+  ck_assert_msg(ok == 1, "us-east4: %d tried, %d made", tried, ok);
+  copy_creates(id, 3, &tried, &ok);
+  ck_assert_msg(ok == 1, "europe-west4: %d tried, %d made", tried, ok);
+
+  /* every region refuses: the job fails once the last one has */
+  faults("{\"error_rate\": 1, \"codes\": [400], \"methods\": [\"POST\"]}");
+  submit("race", false, "all-refused", id);
+  j = wait_state(id, "FAILED", 20000);
+  ck_assert_str_eq(h_str(j, "reason"), "BatchRejected");
+  json_decref(j);
+  for (k = 1; k <= 3; k++) {
+    copy_creates(id, k, &tried, &ok);
+    ck_assert_msg(tried == 1 && ok == 0, "copy %d: %d tried, %d made", k, tried,
+                  ok);
+  }
+  faults("{}");
+}
+END_TEST
+
+/* ======================================================================
+ * 3. PostgreSQL: what the leader, the dispatcher and the sync call
+ * ==================================================================== */
+
+#define N_WALK 5     /* random walks, one after the other */
+#define WALK_JOBS 10 /* jobs each walk submits first */
+#define MAX_JOBS 40  /* and at most this many with the arrivals */
+#define STEPS 1000
+#define LEADER_LOCK "7301002" /* server/loop.c LEADER_LOCK */
+
+static PGconn *leader_lock; /* held: gpugate serves the API only */
+
+static struct db_conn *conn_open(void)
+{
+  struct db_conn *c = calloc(1, sizeof(*c));
+
+  ck_assert_ptr_nonnull(c);
+  c->pg = h_db_connect(db_url);
+  ck_assert(PQstatus(c->pg) == CONNECTION_OK);
+  return c;
+}
+
+static void conn_close(struct db_conn *c)
+{
+  PQfinish(c->pg);
+  free(c);
+}
+
+/* Run sql (no parameters); fails the test on error. */
+/* sql with its values as $n parameters (n of them; none: a plain exec) */
+static void exec_params(struct db_conn *c, const char *sql, int n,
+                        const char *const *params)
+{
+  PGresult *res = PQexecParams(c->pg, sql, n, NULL, params, NULL, NULL, 0);
+
+  ck_assert_msg(PQresultStatus(res) == PGRES_COMMAND_OK ||
+                    PQresultStatus(res) == PGRES_TUPLES_OK,
+                "%s: %s", sql, PQresultErrorMessage(res));
+  PQclear(res);
+}
+
+static void exec_ok(struct db_conn *c, const char *sql)
+{
+  exec_params(c, sql, 0, NULL);
+}
+
+/* One value of the job as text; out gets it. */
+static void job_field(struct db_conn *c, const char *id, const char *col,
+                      char *out, size_t len)
+{
+  char sql[160];
+  const char *params[1] = {id};
+  PGresult *res;
+
+  snprintf(sql, sizeof(sql), "SELECT %s::text FROM jobs WHERE id = $1", col);
+  res = PQexecParams(c->pg, sql, 1, NULL, params, NULL, NULL, 0);
+  ck_assert_msg(PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1,
+                "%s of %s: %s", col, id, PQresultErrorMessage(res));
+  snprintf(out, len, "%s", PQgetvalue(res, 0, 0));
+  PQclear(res);
+}
+
+static int job_attempt(struct db_conn *c, const char *id)
+{
+  char v[16];
+
+  job_field(c, id, "attempt", v, sizeof(v));
+  return (int)strtol(v, NULL, 10);
+}
+
+static bool terminal(const char *state)
+{
+  return !strcmp(state, "SUCCEEDED") || !strcmp(state, "FAILED") ||
+         !strcmp(state, "CANCELLED");
+}
+
+/*
+ * The configuration of cancel.json with scarce quota (4 jobs of 2 GPUs per
+ * cluster queue, so jobs wait and are preempted), a high priority class
+ * that preempts, and a RESERVATION flavor whose capacity window opened
+ * yesterday for 20 days; each walk n has its own copy of the queues
+ * ("race-<n>"), so that what one walk leaves holds no quota of another's.
+ * Written to a temp file (path).
+ */
+static void scarce_config(char *path, size_t len)
+{
+  json_error_t jerr;
+  json_t *cfg = json_load_file("tests/fixtures/cancel.json", 0, &jerr), *cq;
+  time_t now = time(NULL), from = now - 86400, until = now + 20 * 86400;
+  char f[32], u[32], *text;
+  const char *name;
+  struct tm tm;
+
+  ck_assert_msg(cfg != NULL, "cancel.json: %s", jerr.text);
+  strftime(f, sizeof(f), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&from, &tm));
+  strftime(u, sizeof(u), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&until, &tm));
+  json_object_set_new(json_object_get(cfg, "priority_classes"), "high",
+                      json_pack("{s:i, s:s, s:b}", "value", 20,
+                                "preemption_policy", "PreemptLowerPriority",
+                                "default", 0));
+  json_object_set_new(
+      json_object_get(cfg, "flavors"), "resv-window",
+      json_pack("{s:s, s:s, s:s, s:i, s:[s], s:s, s:f, s:s, s:s}",
+                "provisioning_model", "RESERVATION", "machine_type",
+                "g2-standard-24", "accelerator_type", "nvidia-l4",
+                "gpus_per_vm", 2, "locations", "us-central1", "reservation",
+                "l4-reservation", "price_per_gpu_hour_usd", 0.71,
+                "available_from", f, "available_until", u));
+  json_object_set_new(json_object_get(cfg, "cluster_queues"), "cq-resv",
+                      json_pack("{s:[{s:s, s:{s:{s:i}, s:{s:i}, s:{s:i}}}]}",
+                                "flavors", "name", "resv-window", "resources",
+                                "gpu", "nominal", 8, "cpu_milli", "nominal",
+                                400000, "memory_mib", "nominal", 4096000));
+  json_object_foreach (json_object_get(cfg, "cluster_queues"), name, cq) {
+    json_t *res = json_object_get(
+        json_array_get(json_object_get(cq, "flavors"), 0), "resources");
+    json_object_set_new(json_object_get(res, "gpu"), "nominal",
+                        json_integer(8));
+    json_object_set_new(cq, "preemption",
+                        json_pack("{s:s, s:s}", "within_cluster_queue",
+                                  "LowerPriority", "reclaim_within_cohort",
+                                  "Never"));
+  }
+  json_object_set_new(
+      json_object_get(json_object_get(cfg, "team_queues"), "team-x"), "resv",
+      json_pack("{s:s}", "cluster_queue", "cq-resv"));
+  {
+    json_t *cqs = json_object_get(cfg, "cluster_queues"),
+           *tq = json_object_get(json_object_get(cfg, "team_queues"), "team-x"),
+           *copies = json_object(), *queues = json_object(), *v;
+    char key[64], q[64];
+    int n;
+    json_object_foreach (tq, name, v) {
+      const char *cq_name = h_str(v, "cluster_queue");
+      for (n = 0; n <= N_WALK; n++) { /* and one for the scripts */
+        snprintf(key, sizeof(key), "%s-%d", cq_name, n);
+        json_object_set_new(copies, key,
+                            json_deep_copy(json_object_get(cqs, cq_name)));
+        snprintf(q, sizeof(q), "%s-%d", name, n);
+        json_object_set_new(queues, q,
+                            json_pack("{s:s}", "cluster_queue", key));
+      }
+    }
+    json_object_update(cqs, copies);
+    json_object_update(tq, queues);
+    json_decref(copies);
+    json_decref(queues);
+  }
+  text = json_dumps(cfg, JSON_INDENT(1));
+  ck_assert_ptr_nonnull(text);
+  h_write_temp("cancel-config", text, path, len);
+  free(text);
+  json_decref(cfg);
+}
+
+/*
+ * gpugate as an API server only: no Batch backend, and the test holds the
+ * admission leader's lock. The test is the leader (admission_cycle()),
+ * the dispatcher, the sync and Batch.
+ */
+static void setup_db(const char *db)
+{
+  char cfg_path[128];
+  const char *env[] = {"GPUGATE_RATE_LIMIT_RPS=100000", NULL};
+  PGresult *res;
+
+  log_set_level(LOG_WARN); /* the leader's cycles run in this process */
+  scarce_config(cfg_path, sizeof(cfg_path));
+  h_db_apply(db, cfg_path, db_url, sizeof(db_url));
+  unlink(cfg_path);
+  leader_lock = h_db_connect(db_url);
+  res = PQexec(leader_lock, "SELECT pg_advisory_lock(" LEADER_LOCK ")");
+  ck_assert(PQresultStatus(res) == PGRES_TUPLES_OK);
+  PQclear(res);
+  ck_assert_msg(h_server_start(&srv, db_url, env) == 0,
+                "gpugate did not start; see %s", srv.log);
+  tok = h_token("team-x", "member", 3600);
+}
+
+static void setup_stale(void)
+{
+  setup_db("it_cancel_stale");
+}
+
+static void setup_walk(void)
+{
+  setup_db("it_cancel_walk");
+}
+
+static void teardown_db(void)
+{
+  teardown();
+  PQfinish(leader_lock);
+  leader_lock = NULL;
+}
+
+/* Admission cycles of the leader (its window step included) until it has
+ * nothing more to write at once. */
+static void leader_cycle(struct admission *a, struct db_conn *c)
+{
+  struct admission_result r;
+  char err[256];
+  int rc, n = 0;
+
+  do {
+    rc = admission_cycle(a, c, &r, err, sizeof(err));
+    ck_assert_msg(rc >= 0, "admission: %s", err);
+  } while (rc == 1 && ++n < 5);
+}
+
+/* --- 3a. a report about attempt N-1 does not move attempt N ----------- */
+
+struct observe_arg {
+  struct db_conn *c;
+  const char *name, *state;
+  int rc;
+  char err[256];
+};
+
+static void *observe_thread(void *p)
+{
+  struct observe_arg *a = p;
+
+  a->rc = db_batch_observe(a->c, a->name, a->state, a->err, sizeof(a->err));
+  return NULL;
+}
+
+/* Wait until the session of c2 waits on a lock. */
+static void wait_blocked(struct db_conn *c, struct db_conn *c2)
+{
+  long long end = h_now_ms() + 10000;
+  char q[160];
+
+  snprintf(q, sizeof(q),
+           "SELECT count(*) FROM pg_stat_activity WHERE pid = %d "
+           "AND wait_event_type = 'Lock'",
+           PQbackendPID(c2->pg));
+  while (h_db_int(c->pg, q) != 1) {
+    ck_assert_msg(h_now_ms() < end, "the report never waited on the job");
+    h_sleep_ms(10);
+  }
+}
+
+START_TEST(stale_report_does_not_move_the_next_attempt)
+{
+  struct db_conn *c = conn_open(), *c2 = conn_open();
+  struct admission *adm = admission_new(true, 600);
+  struct db_batch_op op;
+  struct observe_arg a;
+  char err[256], a1[256], a2[256], st[32], id[32];
+  pthread_t t;
+  int rc;
+
+  /* attempt 1 is admitted, created in us-central1 and waits there */
+  submit("failover", false, "stale", id);
+  leader_cycle(adm, c);
+  admission_free(adm);
+  rc = db_batch_claim(c, NULL, 0, "stale", 60, &op, err, sizeof(err));
+  ck_assert_msg(rc == 1, "no create to claim: %s", err);
+  ck_assert_str_eq(op.job_id, id);
+  batch_job_name(PROJECT, op.region, op.batch_job_id, a1, sizeof(a1));
+  ck_assert_int_eq(db_batch_done_create(c, &op, a1, err, sizeof(err)), 0);
+  db_batch_op_free(&op);
+  job_field(c, id, "state", st, sizeof(st));
+  ck_assert_str_eq(st, "QUEUED");
+
+  /* Batch's report that attempt 1 failed is decided while the job moves
+   * on (its row locked) to attempt 2, waiting in europe-west4 in the same
+   * state, as a Flex Start failover and the create of a2 leave it */
+  exec_ok(c, "BEGIN");
+  exec_params(c, "SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE", 1,
+              (const char *const[]){id});
+  a = (struct observe_arg){c2, a1, "FAILED", 0, ""};
+  ck_assert_int_eq(pthread_create(&t, NULL, observe_thread, &a), 0);
+  wait_blocked(c, c2);
+  snprintf(a2, sizeof(a2),
+           "projects/" PROJECT "/locations/europe-west4/jobs/gpugate-%s-a2",
+           id);
+  exec_params(c,
+              "UPDATE jobs SET attempt = 2, location = 'europe-west4', "
+              "location_index = 1, batch_job_name = $1, batch_state = "
+              "'QUEUED', queued_at = now() WHERE id = $2",
+              2, (const char *const[]){a2, id});
+  exec_ok(c, "COMMIT");
+  pthread_join(t, NULL);
+  ck_assert_msg(a.rc >= 0, "observe: %s", a.err);
+
+  job_field(c, id, "state", st, sizeof(st));
+  ck_assert_msg(!strcmp(st, "QUEUED"),
+                "a report about attempt 1 moved attempt 2 to %s", st);
+  ck_assert_int_eq(job_attempt(c, id), 2);
+  ck_assert_int_eq(a.rc, 0);
+  conn_close(c);
+  conn_close(c2);
+}
+END_TEST
+
+/* --- 3b. the random walk: cancels against every automatic move -------- */
+
+/* Batch as the walk knows it: each Batch job ever created. */
+struct bjob {
+  char name[256];
+  int job; /* index into the walk's jobs */
+  char state[24];
+};
+
+struct walk {
+  struct db_conn *c;
+  struct db_pool *pool;
+  struct admission *adm;
+  struct rng rng;
+  int n; /* which walk */
+  char ids[MAX_JOBS][32];
+  int n_jobs;
+  bool cancelled[MAX_JOBS];
+  int cancel_attempt[MAX_JOBS];
+  struct bjob b[MAX_JOBS * 24];
+  int nb;
+  char err[256];
+};
+
+static int walk_job(const struct walk *w, const char *id)
+{
+  int i;
+
+  for (i = 0; i < w->n_jobs; i++)
+    if (!strcmp(w->ids[i], id))
+      return i;
+  return -1;
+}
+
+static struct bjob *bjob_of(struct walk *w, const char *name)
+{
+  int i;
+
+  for (i = 0; i < w->nb; i++)
+    if (!strcmp(w->b[i].name, name))
+      return &w->b[i];
+  return NULL;
+}
+
+/* Batch creates name for job j (once: a repeated create is
+ * ALREADY_EXISTS). */
+static void batch_creates(struct walk *w, const char *name, int j)
+{
+  struct bjob *b;
+
+  if (bjob_of(w, name))
+    return;
+  ck_assert_int_lt(w->nb, (int)(sizeof(w->b) / sizeof(w->b[0])));
+  b = &w->b[w->nb++];
+  snprintf(b->name, sizeof(b->name), "%s", name);
+  b->job = j;
+  snprintf(b->state, sizeof(b->state), "QUEUED");
+}
+
+static bool live(const char *state)
+{
+  return !strcmp(state, "QUEUED") || !strcmp(state, "RUNNING");
+}
+
+/* Batch reports a Batch job's state (the sync or a push). */
+static void report(struct walk *w, struct bjob *b)
+{
+  ck_assert_msg(
+      db_batch_observe(w->c, b->name, b->state, w->err, sizeof(w->err)) >= 0,
+      "observe %s %s: %s", b->name, b->state, w->err);
+}
+
+/*
+ * One call of a dispatcher: claim an outbox row and give it an outcome as
+ * Batch would (all_ok: every call succeeds, for the drain). Returns
+ * whether a row was claimed.
+ */
+static bool dispatch_one(struct walk *w, bool all_ok)
+{
+  struct db_batch_op op;
+  char name[256];
+  int rc, j, roll = below(&w->rng, 100);
+  struct bjob *b;
+
+  rc = db_batch_claim(w->c, NULL, 0, "walk", 60, &op, w->err, sizeof(w->err));
+  ck_assert_msg(rc >= 0, "claim: %s", w->err);
+  if (rc == 0)
+    return false;
+  j = walk_job(w, op.job_id);
+  if (j < 0) {
+    /* an earlier walk's (one that failed): out of this one's way */
+    ck_assert_int_eq(db_batch_retry(w->c, &op, 86400000L, "another walk's",
+                                    w->err, sizeof(w->err)),
+                     0);
+    db_batch_op_free(&op);
+    return true;
+  }
+  batch_job_name(PROJECT, op.region, op.batch_job_id, name, sizeof(name));
+  if (!strcmp(op.op, "create")) {
+    ck_assert_msg(!w->cancelled[j] || op.attempt <= w->cancel_attempt[j],
+                  "job %s: a create of attempt %d after its cancel at "
+                  "attempt %d",
+                  op.job_id, op.attempt, w->cancel_attempt[j]);
+    if (!all_ok && roll < 20) {
+      rc = db_batch_retry(w->c, &op, 0, "HTTP 503", w->err, sizeof(w->err));
+    } else if (!all_ok && roll < 26) {
+      rc = db_batch_give_up(w->c, &op, "HTTP 400", w->err, sizeof(w->err));
+    } else {
+      batch_creates(w, name, j);
+      rc = db_batch_done_create(w->c, &op, name, w->err, sizeof(w->err));
+    }
+  } else {
+    b = bjob_of(w, name);
+    if (!all_ok && roll < 50) {
+      /* Batch errors keep a cancel pending a while */
+      rc = db_batch_retry(w->c, &op, 0, "HTTP 503", w->err, sizeof(w->err));
+    } else if (!b) {
+      /* 404: as the dispatcher, done and reported NOT_FOUND */
+      rc =
+          db_batch_done_cancel(w->c, &op, true, w->err, sizeof(w->err)) ||
+          db_batch_observe(w->c, name, "NOT_FOUND", w->err, sizeof(w->err)) < 0;
+    } else if (live(b->state)) {
+      snprintf(b->state, sizeof(b->state), "CANCELLED");
+      rc = db_batch_done_cancel(w->c, &op, false, w->err, sizeof(w->err));
+    } else {
+      /* already over: the dispatcher reads and reports its state */
+      rc = db_batch_done_cancel(w->c, &op, false, w->err, sizeof(w->err));
+      if (!rc)
+        report(w, b);
+    }
+  }
+  ck_assert_msg(rc == 0, "%s of %s: %s", op.op, op.job_id, w->err);
+  db_batch_op_free(&op);
+  return true;
+}
+
+/*
+ * A dispatcher dies during its call: the row stays claimed until its lease
+ * runs out (leases_run_out()). A create may have reached Batch (its
+ * response lost); the next claim's call then counts Batch's
+ * ALREADY_EXISTS as success.
+ */
+static void dispatcher_dies(struct walk *w)
+{
+  struct db_batch_op op;
+  char name[256];
+  int rc, j;
+
+  rc = db_batch_claim(w->c, NULL, 0, "walk-dead", 60, &op, w->err,
+                      sizeof(w->err));
+  ck_assert_msg(rc >= 0, "claim: %s", w->err);
+  if (rc == 0)
+    return;
+  j = walk_job(w, op.job_id);
+  if (j >= 0 && !strcmp(op.op, "create") && below(&w->rng, 2)) {
+    batch_job_name(PROJECT, op.region, op.batch_job_id, name, sizeof(name));
+    batch_creates(w, name, j);
+  }
+  db_batch_op_free(&op);
+}
+
+static void leases_run_out(struct walk *w)
+{
+  exec_ok(w->c, "UPDATE batch_ops SET claimed_until = now() - interval "
+                "'1 second' WHERE claimed_by = 'walk-dead'");
+}
+
+/* Batch moves one of its jobs on, and reports it. */
+static void batch_moves(struct walk *w)
+{
+  struct bjob *b;
+
+  if (w->nb == 0)
+    return;
+  b = &w->b[below(&w->rng, w->nb)];
+  if (!strcmp(b->state, "QUEUED") && below(&w->rng, 2))
+    snprintf(b->state, sizeof(b->state), "RUNNING");
+  else if (!strcmp(b->state, "RUNNING") && below(&w->rng, 4) == 0)
+    /* a cancelled job's Batch job does not succeed after its cancel */
+    snprintf(b->state, sizeof(b->state), "%s",
+             w->cancelled[b->job] || below(&w->rng, 2) ? "FAILED"
+                                                       : "SUCCEEDED");
+  report(w, b);
+}
+
+/* Run sql with $1 the id of one of the walk's jobs, picked at random. */
+static void on_a_job(struct walk *w, const char *sql)
+{
+  const char *params[1] = {w->ids[below(&w->rng, w->n_jobs)]};
+  PGresult *res = PQexecParams(w->c->pg, sql, 1, NULL, params, NULL, NULL, 0);
+
+  ck_assert_msg(PQresultStatus(res) == PGRES_COMMAND_OK, "%s: %s", sql,
+                PQresultErrorMessage(res));
+  PQclear(res);
+}
+
+/* max_wait_s passes (the waits of the walk's jobs move back an hour), and
+ * the sync's Flex Start step runs. */
+static void max_wait_passes(struct walk *w)
+{
+  char name[32];
+  const char *params[1] = {name};
+  PGresult *res;
+
+  snprintf(name, sizeof(name), "walk-%d", w->n);
+  res = PQexecParams(w->c->pg,
+                     "UPDATE jobs SET queued_at = queued_at - interval "
+                     "'1 hour' WHERE name = $1 AND queued_at IS NOT NULL",
+                     1, NULL, params, NULL, NULL, 0);
+  ck_assert_msg(PQresultStatus(res) == PGRES_COMMAND_OK, "%s",
+                PQresultErrorMessage(res));
+  PQclear(res);
+  ck_assert_msg(db_batch_flex_expired(w->c, w->err, sizeof(w->err)) >= 0,
+                "flex expired: %s", w->err);
+}
+
+/* A backoff (after a Flex Start job waited in every location) runs out,
+ * so the leader may admit the job again. */
+static void backoff_ends(struct walk *w)
+{
+  on_a_job(w, "UPDATE jobs SET backoff_until = now() "
+              "WHERE id = $1 AND backoff_until > now()");
+}
+
+/* An administrator moves the end of the reservation's capacity window
+ * (from now, an interval): two minutes, and the leader's next cycles
+ * evict its holders; 20 days, and it admits to it again. */
+static void window_ends_in(struct walk *w, const char *interval)
+{
+  const char *params[1] = {interval};
+  PGresult *res = PQexecParams(
+      w->c->pg,
+      "UPDATE flavors SET spec = (spec::jsonb || jsonb_build_object("
+      "'available_until', to_char(now() AT TIME ZONE 'UTC' + $1::interval, "
+      "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')))::json WHERE name = 'resv-window'",
+      1, NULL, params, NULL, NULL, 0);
+
+  ck_assert_msg(PQresultStatus(res) == PGRES_COMMAND_OK, "%s",
+                PQresultErrorMessage(res));
+  PQclear(res);
+}
+
+/* A job arrives in the walk's queue (a fresh copy of queue). */
+static void submit_to(struct walk *w, const char *queue, bool high)
+{
+  char name[32], q[32];
+
+  snprintf(name, sizeof(name), "walk-%d", w->n);
+  snprintf(q, sizeof(q), "%s-%d", queue, w->n);
+  ck_assert_int_lt(w->n_jobs, MAX_JOBS);
+  submit(q, high, name, w->ids[w->n_jobs++]);
+}
+
+/* A job arrives (one in three of high priority, which preempts). */
+static void job_arrives(struct walk *w)
+{
+  static const char *const queues[3] = {"failover", "race", "resv"};
+
+  if (w->n_jobs < MAX_JOBS)
+    submit_to(w, queues[below(&w->rng, 3)], below(&w->rng, 3) == 0);
+}
+
+/* The user cancels job j through the API's cancel (db_job_cancel). */
+static void user_cancels(struct walk *w, int j)
+{
+  struct gg_req req;
+  enum gg_code code;
+  char st[32];
+  json_t *out = NULL;
+
+  job_field(w->c, w->ids[j], "state", st, sizeof(st));
+  if (w->cancelled[j] || terminal(st))
+    return;
+  memset(&req, 0, sizeof(req));
+  req.pool = w->pool;
+  code = db_job_cancel(&req, "team-x", w->ids[j], &out);
+  ck_assert_msg(code == GG_OK, "cancel of %s: %d", w->ids[j], (int)code);
+  json_decref(out);
+  json_decref(req.reply);
+  db_release(w->pool, req.db);
+  w->cancelled[j] = true;
+  w->cancel_attempt[j] = job_attempt(w->c, w->ids[j]);
+}
+
+/* Jobs of the walk not yet final. */
+static int unfinished(struct walk *w)
+{
+  char st[32];
+  int j, n = 0;
+
+  for (j = 0; j < w->n_jobs; j++) {
+    job_field(w->c, w->ids[j], "state", st, sizeof(st));
+    n += !terminal(st);
+  }
+  return n;
+}
+
+/* Every cancelled job: CANCELLED at the attempt it was cancelled at, with
+ * no Batch job left running. */
+static void check_cancelled(struct walk *w, unsigned seed)
+{
+  char st[32];
+  int j, i;
+
+  for (j = 0; j < w->n_jobs; j++) {
+    const char *id = w->ids[j];
+    if (!w->cancelled[j])
+      continue;
+    job_field(w->c, id, "state", st, sizeof(st));
+    ck_assert_msg(!strcmp(st, "CANCELLED"),
+                  "walk %d (seed %u): job %s cancelled at attempt %d ends %s "
+                  "(attempt %d)",
+                  w->n, seed, id, w->cancel_attempt[j], st,
+                  job_attempt(w->c, id));
+    ck_assert_msg(job_attempt(w->c, id) == w->cancel_attempt[j],
+                  "walk %d: job %s cancelled at attempt %d is at attempt %d",
+                  w->n, id, w->cancel_attempt[j], job_attempt(w->c, id));
+    for (i = 0; i < w->nb; i++)
+      ck_assert_msg(w->b[i].job != j || !live(w->b[i].state),
+                    "walk %d: job %s is CANCELLED and Batch job %s is %s", w->n,
+                    id, w->b[i].name, w->b[i].state);
+  }
+}
+
+/* What the walk went through, from its jobs' events: the moves it
+ * interleaved the cancels with. */
+static void coverage(struct walk *w)
+{
+  char name[32];
+  const char *params[1] = {name};
+  PGresult *res;
+  int i, cancelled = 0;
+
+  for (i = 0; i < w->n_jobs; i++)
+    cancelled += w->cancelled[i];
+  snprintf(name, sizeof(name), "walk-%d", w->n);
+  res = PQexecParams(
+      w->c->pg,
+      "SELECT string_agg(reason || ' ' || n, ', ' ORDER BY reason) FROM "
+      "(SELECT e.reason, count(*) AS n FROM job_events e JOIN jobs j "
+      "ON j.id = e.job_id WHERE j.name = $1 GROUP BY e.reason) x",
+      1, NULL, params, NULL, NULL, 0);
+  ck_assert(PQresultStatus(res) == PGRES_TUPLES_OK);
+  fprintf(stderr,
+          "cancel walk %d: %d jobs, %d cancelled, %d Batch jobs; "
+          "events: %s\n",
+          w->n, w->n_jobs, cancelled, w->nb, PQgetvalue(res, 0, 0));
+  PQclear(res);
+}
+
+/* Walk n's state (its queues are the n-th copies), before any step. */
+static struct walk *walk_new(int n)
+{
+  struct walk *w = calloc(1, sizeof(*w));
+
+  ck_assert_ptr_nonnull(w);
+  w->c = conn_open();
+  w->pool = db_pool_new(db_url, 2);
+  w->adm = admission_new(true, 600);
+  ck_assert(w->pool && w->adm);
+  db_pool_set_batch(w->pool, true);
+  w->n = n;
+  return w;
+}
+
+static void walk_free(struct walk *w)
+{
+  admission_free(w->adm);
+  db_pool_free(w->pool);
+  conn_close(w->c);
+  free(w);
+}
+
+/* Only the outbox rows of the walk's job j are due. */
+static void only(struct walk *w, int j)
+{
+  const char *params[1] = {w->ids[j]};
+  PGresult *res = PQexecParams(
+      w->c->pg,
+      "UPDATE batch_ops SET next_at = CASE WHEN job_id = $1 THEN now() "
+      "ELSE now() + interval '1 day' END",
+      1, NULL, params, NULL, NULL, 0);
+
+  ck_assert_msg(PQresultStatus(res) == PGRES_COMMAND_OK, "%s",
+                PQresultErrorMessage(res));
+  PQclear(res);
+}
+
+/* Every call succeeds and Batch reports each of its jobs, with the
+ * leader's cycles, until nothing is left to do. */
+static void drain(struct walk *w)
+{
+  int rounds, i;
+
+  leases_run_out(w);
+  for (rounds = 0; rounds < 50; rounds++) {
+    bool any = false;
+    while (dispatch_one(w, true))
+      any = true;
+    for (i = 0; i < w->nb; i++)
+      report(w, &w->b[i]);
+    leader_cycle(w->adm, w->c);
+    if (!any && h_db_int(w->c->pg, "SELECT count(*) FROM batch_ops "
+                                   "WHERE next_at <= now()") == 0)
+      break;
+  }
+}
+
+static void run_walk(int n, unsigned seed)
+{
+  struct walk *w = walk_new(n);
+  int step, j;
+
+  w->rng.s = seed;
+  window_ends_in(w, "20 days");
+  for (j = 0; j < WALK_JOBS; j++)
+    job_arrives(w);
+
+  for (step = 0; step < STEPS; step++) {
+    int r = below(&w->rng, 100);
+    if (r < 28)
+      dispatch_one(w, false);
+    else if (r < 48)
+      batch_moves(w);
+    else if (r < 70)
+      leader_cycle(w->adm, w->c);
+    else if (r < 78)
+      max_wait_passes(w);
+    else if (r < 88)
+      backoff_ends(w);
+    else if (r < 92)
+      job_arrives(w);
+    else if (r < 96)
+      user_cancels(w, below(&w->rng, w->n_jobs));
+    else if (r < 98)
+      dispatcher_dies(w);
+    else if (r < 99)
+      leases_run_out(w);
+    else
+      window_ends_in(w, "2 minutes");
+  }
+
+  /* the user cancels whatever is left, and everything settles */
+  for (j = 0; j < w->n_jobs; j++)
+    user_cancels(w, j);
+  drain(w);
+  check_cancelled(w, seed);
+  ck_assert_msg(unfinished(w) == 0, "walk %d: %d jobs never finished", n,
+                unfinished(w));
+  coverage(w);
+  walk_free(w);
+}
+
+static void expect_state(struct walk *w, int j, const char *want)
+{
+  char st[32];
+
+  job_field(w->c, w->ids[j], "state", st, sizeof(st));
+  ck_assert_msg(!strcmp(st, want), "job %s is %s (attempt %d), not %s",
+                w->ids[j], st, job_attempt(w->c, w->ids[j]), want);
+}
+
+/*
+ * The cases a walk seldom meets, scripted:
+ * - a cancel while the create is at Batch (its dispatcher then dies, and
+ *   the lease runs out), then the capacity window closes: the eviction
+ *   would withdraw the create and requeue the job;
+ * - a raced job preempted (EVICTING), then cancelled: its copies' end
+ *   completes the cancel, not the eviction.
+ */
+START_TEST(evictions_wait_for_a_pending_cancel)
+{
+  struct walk *w = walk_new(N_WALK);
+  int j, victim = -1;
+
+  /* 1. the window */
+  window_ends_in(w, "20 days");
+  submit_to(w, "resv", false);
+  leader_cycle(w->adm, w->c);
+  expect_state(w, 0, "ADMITTED");
+  only(w, 0);
+  dispatcher_dies(w); /* the create, lost with its dispatcher */
+  user_cancels(w, 0);
+  expect_state(w, 0, "ADMITTED"); /* its create may be at Batch */
+  leases_run_out(w);
+  window_ends_in(w, "2 minutes");
+  leader_cycle(w->adm, w->c);
+  ck_assert_int_eq(job_attempt(w->c, w->ids[0]), 1);
+  drain(w);
+  check_cancelled(w, 0);
+
+  /* 2. preemption of a race */
+  for (j = 1; j <= 4; j++)
+    submit_to(w, "race", false);
+  leader_cycle(w->adm, w->c);
+  while (dispatch_one(w, true))
+    ;
+  for (j = 1; j <= 4; j++)
+    expect_state(w, j, "QUEUED");
+  submit_to(w, "race", true);
+  leader_cycle(w->adm, w->c);
+  for (j = 1; j <= 4; j++) {
+    char st[32];
+    job_field(w->c, w->ids[j], "state", st, sizeof(st));
+    if (!strcmp(st, "EVICTING"))
+      victim = j;
+  }
+  ck_assert_msg(victim > 0, "no race job was preempted");
+  user_cancels(w, victim);
+  drain(w);
+  check_cancelled(w, 0);
+  walk_free(w);
+}
+END_TEST
+
+/*
+ * Migration 0018 on what the old Flex Start step left: a job backed off
+ * to PENDING with its cancel pending, a job whose next attempt runs with
+ * its cancel pending and nothing left to cancel it, and a raced job
+ * admitted again whose creates were dropped. Applied again (as on an
+ * upgrade), it completes each cancel; the dispatcher and Batch do the
+ * rest.
+ */
+START_TEST(migration_0018_completes_pending_cancels)
+{
+  struct walk *w = walk_new(N_WALK);
+  const char *migrate[] = {"migrate", NULL};
+  struct db_batch_op op;
+  char sql[256], out[4096], name[256];
+  int j;
+
+  submit("failover", false, "backed-off", w->ids[0]);
+  submit("failover", false, "moved-on", w->ids[1]);
+  submit("race", false, "admitted-again", w->ids[2]);
+  w->n_jobs = 3;
+  leader_cycle(w->adm, w->c);
+  /* the failover job's create (its next attempt's, as the old code made) */
+  only(w, 1);
+  ck_assert_int_eq(
+      db_batch_claim(w->c, NULL, 0, "walk", 60, &op, w->err, sizeof(w->err)),
+      1);
+  batch_job_name(PROJECT, op.region, op.batch_job_id, name, sizeof(name));
+  batch_creates(w, name, 1);
+  ck_assert_int_eq(
+      db_batch_done_create(w->c, &op, name, w->err, sizeof(w->err)), 0);
+  db_batch_op_free(&op);
+  snprintf(sql, sizeof(sql),
+           "UPDATE jobs SET state = 'PENDING', flavor = NULL, location = "
+           "NULL, reason = 'Backoff' WHERE id = '%s'",
+           w->ids[0]);
+  exec_ok(w->c, sql);
+  exec_ok(w->c, "DELETE FROM batch_ops"); /* the race's creates, dropped */
+  for (j = 0; j < 3; j++) {
+    snprintf(sql, sizeof(sql),
+             "UPDATE jobs SET cancel_requested = true WHERE id = '%s'",
+             w->ids[j]);
+    exec_ok(w->c, sql);
+    w->cancelled[j] = true;
+    w->cancel_attempt[j] = 1;
+  }
+
+  exec_ok(w->c, "DELETE FROM schema_migrations WHERE version = 18");
+  ck_assert_msg(h_gpugate(db_url, migrate, out, sizeof(out)) == 0,
+                "migrate: %s", out);
+  expect_state(w, 0, "CANCELLED");
+  snprintf(sql, sizeof(sql),
+           "SELECT count(*) FROM job_events WHERE job_id = '%s' AND "
+           "from_state = 'PENDING' AND to_state = 'CANCELLED'",
+           w->ids[0]);
+  ck_assert_int_eq(h_db_int(w->c->pg, sql), 1);
+  snprintf(sql, sizeof(sql),
+           "SELECT count(*) FROM batch_ops WHERE job_id = '%s' AND op = "
+           "'cancel'",
+           w->ids[1]);
+  ck_assert_int_eq(h_db_int(w->c->pg, sql), 1);
+  snprintf(sql, sizeof(sql),
+           "SELECT count(*) FROM batch_ops WHERE job_id = '%s' AND op = "
+           "'cancel'",
+           w->ids[2]);
+  ck_assert_int_eq(h_db_int(w->c->pg, sql), 3);
+
+  drain(w);
+  check_cancelled(w, 0);
+  walk_free(w);
+}
+END_TEST
+
+START_TEST(cancel_wins_over_every_automatic_move)
+{
+  run_walk(_i, 0x5eed0000u + (unsigned)_i * 7919u);
+}
+END_TEST
+
+/* --- 3c. the shared mutation bucket is exact -------------------------- */
+
+#define LEASERS 4
+#define LEASES 250
+#define RATE 1e7 /* tokens a second: each microsecond counts */
+#define BURST 1000000
+
+struct leaser {
+  struct db_conn *c;
+  long long granted;
+  char err[256];
+  int rc;
+};
+
+static void *lease_thread(void *p)
+{
+  struct leaser *l = p;
+  int i, got;
+  long wait_ms;
+
+  for (i = 0; i < LEASES && !l->rc; i++) {
+    l->rc = db_budget_lease(l->c, "budget-test", BURST, RATE, BURST, &got,
+                            &wait_ms, l->err, sizeof(l->err));
+    l->granted += got;
+  }
+  return NULL;
+}
+
+START_TEST(budget_leases_are_exact)
+{
+  struct db_conn *c = conn_open();
+  struct leaser l[LEASERS];
+  pthread_t t[LEASERS];
+  PGresult *res;
+  double prev_tokens = 0;
+  long long granted = 0, logged = 0, prev_at = 0, first_at = 0;
+  int i, n;
+
+  /* every write of the bucket, in the order they were made; times in µs */
+  exec_ok(c, "CREATE TABLE budget_log (seq bigserial, tokens float8, "
+             "at bigint, grant_ int)");
+  exec_ok(c, "CREATE FUNCTION budget_log() RETURNS trigger LANGUAGE plpgsql "
+             "AS $$ BEGIN INSERT INTO budget_log (tokens, at, grant_) VALUES "
+             "(NEW.tokens, (extract(epoch FROM NEW.refilled_at - "
+             "'2026-01-01Z') * 1000000)::bigint, "
+             "CASE WHEN TG_OP = 'UPDATE' THEN NEW.last_grant ELSE 0 END); "
+             "RETURN NEW; END $$");
+  exec_ok(c, "CREATE TRIGGER budget_log AFTER INSERT OR UPDATE ON "
+             "batch_budget FOR EACH ROW WHEN (NEW.region = 'budget-test') "
+             "EXECUTE FUNCTION budget_log()");
+  for (i = 0; i < LEASERS; i++) {
+    l[i] = (struct leaser){conn_open(), 0, "", 0};
+    ck_assert_int_eq(pthread_create(&t[i], NULL, lease_thread, &l[i]), 0);
+  }
+  for (i = 0; i < LEASERS; i++) {
+    pthread_join(t[i], NULL);
+    ck_assert_msg(l[i].rc == 0, "lease: %s", l[i].err);
+    granted += l[i].granted;
+    conn_close(l[i].c);
+  }
+
+  res = PQexec(c->pg, "SELECT tokens, at, grant_ FROM budget_log ORDER BY seq");
+  ck_assert(PQresultStatus(res) == PGRES_TUPLES_OK);
+  n = PQntuples(res);
+  ck_assert_int_ge(n, LEASERS * LEASES);
+  for (i = 0; i < n; i++) {
+    double tokens = strtod(PQgetvalue(res, i, 0), NULL);
+    long long at = strtoll(PQgetvalue(res, i, 1), NULL, 10);
+    long grant = strtol(PQgetvalue(res, i, 2), NULL, 10);
+    ck_assert_msg(tokens >= 0, "write %d of %d: the bucket holds %.3f", i, n,
+                  tokens);
+    ck_assert_msg(grant >= 0 && grant <= BURST, "write %d: granted %ld", i,
+                  grant);
+    if (i == 0) {
+      first_at = at;
+    } else {
+      /* what the bucket held after the refill up to its new stamp, less
+       * what was granted: nothing more, nothing less */
+      double avail = prev_tokens + RATE * (double)(at - prev_at) / 1e6;
+      double want = (avail < BURST ? avail : BURST) - (double)grant;
+      ck_assert_msg(at >= prev_at, "write %d: the stamp went back", i);
+      ck_assert_msg(tokens > want - 1e-3 && tokens < want + 1e-3,
+                    "write %d of %d: the bucket holds %.3f, its ledger "
+                    "%.3f (granted %ld over %lld us)",
+                    i, n, tokens, want, grant, at - prev_at);
+    }
+    logged += grant;
+    prev_tokens = tokens;
+    prev_at = at;
+  }
+  PQclear(res);
+  /* the grants the leases saw are the grants the bucket recorded, and no
+   * more than it held at first and gained since */
+  ck_assert_int_eq(logged, granted);
+  ck_assert_msg((double)granted <=
+                    BURST + RATE * (double)(prev_at - first_at) / 1e6 + 1e-3,
+                "granted %lld in %lld us", granted, prev_at - first_at);
+  conn_close(c);
+}
+END_TEST
+
+Suite *cancel_suite(void)
+{
+  Suite *s = suite_create("cancel");
+  TCase *e2e = tcase_create("e2e");
+  TCase *stale = tcase_create("stale");
+  TCase *walk = tcase_create("walk");
+
+  tcase_add_unchecked_fixture(e2e, setup_e2e, teardown);
+  tcase_set_timeout(e2e, 180);
+  tcase_add_test(e2e, failover_waits_for_a_pending_cancel);
+  tcase_add_test(e2e, race_backoff_waits_for_a_pending_cancel);
+  tcase_add_test(e2e, race_refusal_drops_one_region);
+  suite_add_tcase(s, e2e);
+
+  tcase_add_unchecked_fixture(stale, setup_stale, teardown_db);
+  tcase_set_timeout(stale, 60);
+  tcase_add_test(stale, stale_report_does_not_move_the_next_attempt);
+  tcase_add_test(stale, budget_leases_are_exact);
+  tcase_add_test(stale, migration_0018_completes_pending_cancels);
+  suite_add_tcase(s, stale);
+
+  tcase_add_unchecked_fixture(walk, setup_walk, teardown_db);
+  tcase_set_timeout(walk, 120);
+  tcase_add_loop_test(walk, cancel_wins_over_every_automatic_move, 0, N_WALK);
+  tcase_add_test(walk, evictions_wait_for_a_pending_cancel);
+  suite_add_tcase(s, walk);
+  return s;
+}

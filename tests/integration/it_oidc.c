@@ -1,0 +1,867 @@
+/*
+ * it_oidc.c — the organisation's OpenID Provider through the real binary:
+ * panva's certified oidc-provider (tests/oidc/provider.mjs, one RS256 and
+ * one ES256 key) issues the tokens, gpugate discovers its keys, and access
+ * bindings decide what each principal may do.
+ *
+ * Principals are the provider's client-credentials clients (a CI service
+ * account with an email, machines in groups, an auditor, platform
+ * administrators); their at+jwt access tokens carry the claims the
+ * provider's mappers add. Forgeries are signed with the provider's own
+ * private keys (read from the key file it writes), so each changes exactly
+ * one thing: issuer, audience, expiry, hd, or key.
+ */
+#include <check.h>
+#include <curl/curl.h>
+#include <fcntl.h>
+#include <jose/jose.h>
+#include <jose/openssl.h>
+#include <openssl/bio.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/pem.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "server/b64url.h"
+#include "tests/integration/harness.h"
+
+Suite *oidc_suite(void);
+
+#define KEY_STRANGER "tests/fixtures/keys/rsa2.pem"
+
+static struct h_server srv, idp;
+static pid_t idp_pid;
+static char db_url[512], issuer[128], keys_file[64], bindings_file[64];
+static char secret_file[64];
+
+/* ---- the provider process ---- */
+
+/* Start node tests/oidc/provider.mjs (port 0: any) and read its port. */
+static pid_t provider_start(const char *keys, unsigned short port,
+                            unsigned short *out_port)
+{
+  char port_arg[16], line[64] = "";
+  int fds[2];
+  size_t got = 0;
+  pid_t pid;
+  long long end = h_now_ms() + 20000;
+
+  ck_assert_msg(
+      access("deploy/tools/node_modules/oidc-provider/package.json", R_OK) == 0,
+      "oidc-provider is not installed: npm ci --prefix deploy/tools "
+      "(deploy/install-deps.sh does it)");
+  snprintf(port_arg, sizeof(port_arg), "%u", port);
+  ck_assert_int_eq(pipe(fds), 0);
+  pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    char log[64];
+    int fd;
+    /* its log, kept: /tmp/gpugate-oidc-provider-<port>.log */
+    snprintf(log, sizeof(log), "/tmp/gpugate-oidc-provider-%d.log",
+             (int)getppid());
+    fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    dup2(fds[1], 1);
+    if (fd >= 0)
+      dup2(fd, 2);
+    close(fds[0]);
+    execlp("node", "node", "tests/oidc/provider.mjs", "--keys", keys, "--port",
+           port_arg, (char *)NULL);
+    _exit(127);
+  }
+  close(fds[1]);
+  while (got < sizeof(line) - 1 && !strchr(line, '\n') && h_now_ms() < end) {
+    struct pollfd p = {.fd = fds[0], .events = POLLIN};
+    ssize_t r;
+    if (poll(&p, 1, 200) <= 0)
+      continue;
+    r = read(fds[0], line + got, sizeof(line) - 1 - got);
+    if (r <= 0)
+      break;
+    got += (size_t)r;
+    line[got] = '\0';
+  }
+  close(fds[0]);
+  ck_assert_msg(!strncmp(line, "port ", 5), "the provider did not start: %s",
+                line);
+  *out_port = (unsigned short)strtoul(line + 5, NULL, 10);
+  return pid;
+}
+
+static void provider_stop(pid_t pid)
+{
+  if (pid <= 0)
+    return;
+  kill(pid, SIGKILL);
+  waitpid(pid, NULL, 0);
+}
+
+/* An access token of client for resource (NULL: the default, RS256). */
+static char *token_of(const char *client, const char *resource)
+{
+  const char *hdr[] = {"Content-Type: application/x-www-form-urlencoded", NULL};
+  char body[512], *tok;
+  struct h_resp r;
+
+  snprintf(body, sizeof(body),
+           "grant_type=client_credentials&client_id=%s&client_secret=%s-"
+           "secret-0123456789abcdef&scope=api&resource=%s",
+           client, client, resource ? resource : "https://gpugate.test/rs");
+  ck_assert_int_eq(h_request(&idp, "POST", "/token", NULL, body, hdr, &r), 0);
+  ck_assert_msg(r.status == 200, "token for %s: %ld %s", client, r.status,
+                r.body);
+  tok = strdup(h_str(r.json, "access_token"));
+  h_resp_free(&r);
+  return tok;
+}
+
+static long jwks_fetches(void)
+{
+  json_t *j = h_call(&idp, "GET", "/test/jwks-fetches", NULL, NULL, 200);
+  long n = (long)json_integer_value(json_object_get(j, "fetches"));
+
+  json_decref(j);
+  return n;
+}
+
+/* The provider's private JWK for alg from its key file (new). */
+static json_t *provider_key(const char *alg)
+{
+  json_t *set = json_load_file(keys_file, 0, NULL), *k, *out = NULL;
+  size_t i;
+
+  ck_assert_ptr_nonnull(set);
+  json_array_foreach (json_object_get(set, "keys"), i, k)
+    if (!strcmp(h_str(k, "alg"), alg))
+      out = json_incref(k);
+  json_decref(set);
+  ck_assert_ptr_nonnull(out);
+  return out;
+}
+
+/* ---- tokens signed here ---- */
+
+static void b64(const void *in, size_t n, char *out, size_t cap)
+{
+  ck_assert(b64url_encode(in, n, out, cap) > 0 || n == 0);
+}
+
+/* header.claims.sig of claims (borrowed): signed by jose with jwk (private,
+ * borrowed), or HMAC-SHA256 keyed with hmac (NUL-terminated), or unsigned
+ * when both are NULL. New string. */
+static char *sign(const char *alg, const char *kid, const json_t *claims,
+                  const json_t *jwk, const char *hmac)
+{
+  json_t *hdr =
+      json_pack("{s:s, s:s, s:s}", "alg", alg, "typ", "at+jwt", "kid", kid);
+  char *h = json_dumps(hdr, JSON_COMPACT), *c = json_dumps(claims, 0);
+  char hb[512], cb[4096], sb[1024] = "", in[5000], *out = malloc(8192);
+
+  b64(h, strlen(h), hb, sizeof(hb));
+  b64(c, strlen(c), cb, sizeof(cb));
+  if (jwk) {
+    json_t *jws = json_pack("{s:s}", "payload", cb);
+    json_t *sig = json_pack("{s:s}", "protected", hb);
+    ck_assert_msg(jose_jws_sig(NULL, jws, sig, jwk), "jose cannot sign");
+    snprintf(sb, sizeof(sb), "%s", h_str(jws, "signature"));
+    json_decref(jws);
+    json_decref(sig);
+  } else if (hmac) {
+    unsigned char mac[32];
+    unsigned maclen = 0;
+    snprintf(in, sizeof(in), "%s.%s", hb, cb);
+    HMAC(EVP_sha256(), hmac, (int)strlen(hmac), (unsigned char *)in, strlen(in),
+         mac, &maclen);
+    b64(mac, maclen, sb, sizeof(sb));
+  }
+  snprintf(out, 8192, "%s.%s.%s", hb, cb, sb);
+  json_decref(hdr);
+  free(h);
+  free(c);
+  return out;
+}
+
+/* Claims as the provider gives team-a-bot, with iss, aud, hd and times
+ * changeable. New reference. */
+static json_t *claims(const char *iss, const char *aud, const char *hd,
+                      long iat_ago, long exp_in)
+{
+  time_t now = time(NULL);
+
+  return json_pack("{s:s, s:s, s:s, s:[s], s:s, s:I, s:I, s:s, s:s}", "iss",
+                   iss, "aud", aud, "sub", "team-a-bot", "groups", "ml-team-a",
+                   "hd", hd, "iat", (json_int_t)(now - iat_ago), "exp",
+                   (json_int_t)(now + exp_in), "scope", "api", "client_id",
+                   "team-a-bot");
+}
+
+/* The status of GET path with token. */
+static long status_of(const char *path, const char *token)
+{
+  struct h_resp r;
+  long s;
+
+  ck_assert_int_eq(h_request(&srv, "GET", path, token, NULL, NULL, &r), 0);
+  s = r.status;
+  h_resp_free(&r);
+  return s;
+}
+
+/* ---- the fixture ---- */
+
+static const char bindings[] =
+    "{\"access_bindings\": {"
+    " \"team-a-members\": {\"subjects\": [{\"kind\": \"group\", \"name\": "
+    "\"ml-team-a\"}], \"role\": \"member\", \"team\": \"team-a\"},"
+    " \"team-b-members\": {\"subjects\": [{\"kind\": \"group\", \"name\": "
+    "\"ml-team-b\"}, {\"kind\": \"email\", \"name\": "
+    "\"trainer-ci@proj.iam.gserviceaccount.com\"}], \"role\": \"member\", "
+    "\"team\": \"team-b\"},"
+    " \"platform\": {\"subjects\": [{\"kind\": \"group\", \"name\": "
+    "\"platform-admins\"}], \"role\": \"admin\"},"
+    " \"finance\": {\"subjects\": [{\"kind\": \"email\", \"name\": "
+    "\"auditor@example.com\"}], \"role\": \"finance\"}}}";
+
+/* A gpugate replica on the suite's database, trusting the provider. */
+static int start_gpugate(struct h_server *s)
+{
+  char env_iss[200], env_secret[128];
+  const char *env[12];
+  int n = 0;
+
+  snprintf(env_secret, sizeof(env_secret), "GPUGATE_OIDC_CLIENT_SECRET_FILE=%s",
+           secret_file);
+  env[n++] = env_secret;
+  env[n++] = "GPUGATE_OIDC_CLIENT_ID=gpugate-console";
+  env[n++] = "GPUGATE_PUBLIC_URL=https://gpugate.test";
+  snprintf(env_iss, sizeof(env_iss), "GPUGATE_OIDC_ISSUERS=%s", issuer);
+  env[n++] = env_iss;
+  env[n++] = "GPUGATE_OIDC_AUDIENCES=gpugate";
+  env[n++] = "GPUGATE_OIDC_REQUIRED_CLAIMS=hd=example.com";
+  env[n++] = "GPUGATE_OIDC_JWKS_COOLDOWN_S=2";
+  env[n++] = "GPUGATE_RATE_LIMIT_RPS=100000";
+  env[n] = NULL;
+  return h_server_start(s, db_url, env);
+}
+
+static void setup(void)
+{
+  char path[64], sub_binding[512], out[2048];
+  const char *apply[] = {"apply", path, NULL};
+  const char *apply2[] = {"apply", bindings_file, NULL};
+
+  snprintf(keys_file, sizeof(keys_file), "/tmp/gpugate-oidc-keys-%d.json",
+           (int)getpid());
+  unlink(keys_file);
+  idp_pid = provider_start(keys_file, 0, &idp.port);
+  snprintf(issuer, sizeof(issuer), "http://127.0.0.1:%u", idp.port);
+  h_db_apply("it_oidc", H_REFERENCE, db_url, sizeof(db_url));
+  /* access_bindings in an apply file, one naming its subject's issuer */
+  snprintf(sub_binding, sizeof(sub_binding),
+           "{\"access_bindings\": {\"bare-subject\": {\"subjects\": "
+           "[{\"kind\": \"subject\", \"name\": \"bare\", \"issuer\": \"%s\"}, "
+           "{\"kind\": \"subject\", \"name\": \"nobody\", \"issuer\": "
+           "\"https://elsewhere.example\"}], \"role\": \"member\", \"team\": "
+           "\"team-c\"}}}",
+           issuer);
+  h_write_temp("oidc-bindings", bindings, bindings_file, sizeof(bindings_file));
+  ck_assert_msg(h_gpugate(db_url, apply2, out, sizeof(out)) == 0,
+                "apply bindings: %s", out);
+  h_write_temp("oidc-subject", sub_binding, path, sizeof(path));
+  ck_assert_msg(h_gpugate(db_url, apply, out, sizeof(out)) == 0,
+                "apply subject binding: %s", out);
+  unlink(path);
+  h_write_temp("oidc-client", "console-secret-0123456789abcdef\n", secret_file,
+               sizeof(secret_file));
+  ck_assert_msg(start_gpugate(&srv) == 0, "gpugate did not start; see %s",
+                srv.log);
+}
+
+static void teardown(void)
+{
+  h_server_stop(&srv);
+  provider_stop(idp_pid);
+  unlink(keys_file);
+  unlink(bindings_file);
+  unlink(secret_file);
+}
+
+/* ---- the cases ---- */
+
+/* Group, email and subject bindings; a member of two teams; no binding;
+ * administrator and finance by binding; gpugate's own tokens beside. */
+START_TEST(bindings_decide)
+{
+  char *bot = token_of("team-a-bot", NULL);
+  char *ci = token_of("ci-trainer", "https://gpugate.test/es");
+  char *ops = token_of("ml-ops", NULL), *bare = token_of("bare", NULL);
+  char *nobody = token_of("nobody", NULL);
+  char *unverified = token_of("unverified", NULL);
+  char *platform = token_of("platform", NULL);
+  char *auditor = token_of("auditor", NULL);
+  char *own = h_token("team-d", "member", 600);
+  json_t *who, *teams;
+  struct h_resp r;
+
+  /* by group */
+  ck_assert_int_eq(status_of("/v1/teams/team-a/jobs", bot), 200);
+  ck_assert_int_eq(status_of("/v1/teams/team-b/jobs", bot), 404);
+  who = h_call(&srv, "GET", "/v1/whoami", bot, NULL, 200);
+  ck_assert_str_eq(h_str(who, "issuer"), issuer);
+  ck_assert_str_eq(h_str(who, "subject"), "team-a-bot");
+  ck_assert(json_is_null(json_object_get(who, "email")));
+  ck_assert_str_eq(h_str(who, "via"), "token");
+  ck_assert_uint_eq(json_array_size(json_object_get(who, "grants")), 1);
+  ck_assert_str_eq(
+      h_str(json_array_get(json_object_get(who, "grants"), 0), "role"),
+      "member");
+  ck_assert_str_eq(
+      h_str(json_array_get(json_object_get(who, "grants"), 0), "team"),
+      "team-a");
+  json_decref(who);
+
+  /* by verified email, with an ES256 at+jwt token */
+  ck_assert_int_eq(status_of("/v1/teams/team-b/jobs", ci), 200);
+  ck_assert_int_eq(status_of("/v1/teams/team-a/jobs", ci), 404);
+  who = h_call(&srv, "GET", "/v1/whoami", ci, NULL, 200);
+  ck_assert_str_eq(h_str(who, "email"),
+                   "trainer-ci@proj.iam.gserviceaccount.com");
+  json_decref(who);
+  /* the same email, not verified: it matches nothing */
+  ck_assert_int_eq(h_request(&srv, "GET", "/v1/teams/team-b/jobs", unverified,
+                             NULL, NULL, &r),
+                   0);
+  ck_assert_int_eq(r.status, 403);
+  ck_assert_msg(strstr(r.body, "matches no access binding"), "%s", r.body);
+  h_resp_free(&r);
+
+  /* by subject, for its issuer only */
+  ck_assert_int_eq(status_of("/v1/teams/team-c/jobs", bare), 200);
+  ck_assert_int_eq(status_of("/v1/teams/team-c/jobs", nobody), 403);
+
+  /* a member of two teams reaches each, and lists both */
+  ck_assert_int_eq(status_of("/v1/teams/team-a/jobs", ops), 200);
+  ck_assert_int_eq(status_of("/v1/teams/team-b/jobs", ops), 200);
+  ck_assert_int_eq(status_of("/v1/teams/team-c/jobs", ops), 404);
+  teams = h_call(&srv, "GET", "/v1/teams", ops, NULL, 200);
+  ck_assert_uint_eq(json_array_size(json_object_get(teams, "items")), 2);
+  json_decref(teams);
+  who = h_call(&srv, "GET", "/v1/whoami", ops, NULL, 200);
+  ck_assert_uint_eq(json_array_size(json_object_get(who, "grants")), 2);
+  json_decref(who);
+
+  /* administrator and finance by binding */
+  ck_assert_int_eq(status_of("/v1/cluster-queues", platform), 200);
+  ck_assert_int_eq(status_of("/v1/teams/team-d/jobs", platform), 200);
+  ck_assert_int_eq(status_of("/v1/access-bindings", platform), 200);
+  ck_assert_int_eq(
+      status_of("/v1/costs?from=2026-10-01&to=2026-11-01", auditor), 200);
+  ck_assert_int_eq(status_of("/v1/teams/team-a/jobs", auditor), 403);
+  ck_assert_int_eq(status_of("/v1/access-bindings", bot), 403);
+
+  /* gpugate's own tokens keep working beside the provider's */
+  ck_assert_int_eq(status_of("/v1/teams/team-d/jobs", own), 200);
+  who = h_call(&srv, "GET", "/v1/whoami", own, NULL, 200);
+  ck_assert_str_eq(h_str(who, "team"), "team-d");
+  ck_assert_str_eq(h_str(who, "role"), "member");
+  json_decref(who);
+
+  free(bot);
+  free(ci);
+  free(ops);
+  free(bare);
+  free(nobody);
+  free(unverified);
+  free(platform);
+  free(auditor);
+  free(own);
+}
+END_TEST
+
+/* Bindings are administrator objects: validated, versioned, and in force
+ * on the next request once changed. */
+START_TEST(bindings_managed)
+{
+  char *platform = token_of("platform", NULL);
+  char *nobody = token_of("nobody", NULL);
+  struct h_resp r;
+  json_t *j;
+
+  ck_assert_int_eq(status_of("/v1/teams/team-d/jobs", nobody), 403);
+#define PUT_BINDING(name_, body_, want_, field_)                               \
+  do {                                                                         \
+    ck_assert_int_eq(h_request(&srv, "PUT", "/v1/access-bindings/" name_,      \
+                               platform, body_, NULL, &r),                     \
+                     0);                                                       \
+    ck_assert_msg(want_ >= 400 ? h_is_problem(&r, want_, field_)               \
+                               : r.status == want_,                            \
+                  "%s: %ld %s", body_, r.status, r.body);                      \
+    h_resp_free(&r);                                                           \
+  } while (0)
+  PUT_BINDING("x",
+              "{\"subjects\": [{\"kind\": \"group\", \"name\": \"g\"}], "
+              "\"role\": \"member\"}",
+              400, "team");
+  PUT_BINDING("x",
+              "{\"subjects\": [{\"kind\": \"group\", \"name\": \"g\"}], "
+              "\"role\": \"admin\", \"team\": \"team-a\"}",
+              400, "team");
+  PUT_BINDING("x",
+              "{\"subjects\": [{\"kind\": \"user\", \"name\": \"g\"}], "
+              "\"role\": \"admin\"}",
+              400, "subjects[0].kind");
+  PUT_BINDING("x", "{\"subjects\": [], \"role\": \"admin\"}", 400, "subjects");
+  PUT_BINDING("x",
+              "{\"subjects\": [{\"kind\": \"email\", \"name\": \"\"}], "
+              "\"role\": \"finance\"}",
+              400, "subjects[0].name");
+  PUT_BINDING("x",
+              "{\"subjects\": [{\"kind\": \"group\", \"name\": \"g\"}], "
+              "\"role\": \"owner\"}",
+              400, "role");
+  PUT_BINDING("x",
+              "{\"subjects\": [{\"kind\": \"group\", \"name\": \"g\"}], "
+              "\"role\": \"member\", \"team\": \"team-zz\"}",
+              422, "team");
+  PUT_BINDING("nobody-d",
+              "{\"subjects\": [{\"kind\": \"group\", \"name\": "
+              "\"nobody\"}], \"role\": \"member\", \"team\": \"team-d\"}",
+              201, NULL);
+#undef PUT_BINDING
+  /* in force at once on this replica, no restart, no re-login */
+  ck_assert_int_eq(status_of("/v1/teams/team-d/jobs", nobody), 200);
+  j = h_call(&srv, "GET", "/v1/access-bindings/nobody-d", platform, NULL, 200);
+  ck_assert_str_eq(h_str(j, "team"), "team-d");
+  json_decref(j);
+  j = h_call(&srv, "GET", "/v1/access-bindings", platform, NULL, 200);
+  ck_assert_uint_eq(json_array_size(json_object_get(j, "items")), 6);
+  json_decref(j);
+  json_decref(h_call(&srv, "DELETE", "/v1/access-bindings/nobody-d", platform,
+                     NULL, 204));
+  ck_assert_int_eq(status_of("/v1/teams/team-d/jobs", nobody), 403);
+  ck_assert_msg(h_log_count(&srv, "access binding \\\"nobody-d\\\" by") >= 2,
+                "administrator changes are logged with their actor");
+  free(platform);
+  free(nobody);
+}
+END_TEST
+
+/* The status of GET path with token at replica s. */
+static long status_at(const struct h_server *s, const char *path,
+                      const char *token)
+{
+  struct h_resp r;
+  long st;
+
+  ck_assert_int_eq(h_request(s, "GET", path, token, NULL, NULL, &r), 0);
+  st = r.status;
+  h_resp_free(&r);
+  return st;
+}
+
+/* Wait (at most 10 s) until GET path with token answers want at s. */
+static void eventually(const struct h_server *s, const char *path,
+                       const char *token, long want)
+{
+  long long end = h_now_ms() + 10000;
+  long st;
+
+  while ((st = status_at(s, path, token)) != want && h_now_ms() < end)
+    h_sleep_ms(20);
+  ck_assert_msg(st == want, "%s: %ld after 10 s, want %ld", path, st, want);
+}
+
+/* A binding changed through one replica reaches another by the change's
+ * notification, with no restart and no query per request. */
+START_TEST(bindings_reach_every_replica)
+{
+  char *platform = token_of("platform", NULL);
+  char *nobody = token_of("nobody", NULL);
+  struct h_server other;
+
+  ck_assert_msg(start_gpugate(&other) == 0,
+                "the second replica did not "
+                "start; see %s",
+                other.log);
+  ck_assert_int_eq(status_at(&other, "/v1/teams/team-d/jobs", nobody), 403);
+  json_decref(h_call(&srv, "PUT", "/v1/access-bindings/nobody-d", platform,
+                     "{\"subjects\": [{\"kind\": \"email\", \"name\": "
+                     "\"nobody@example.com\"}], \"role\": \"member\", "
+                     "\"team\": \"team-d\"}",
+                     201));
+  eventually(&other, "/v1/teams/team-d/jobs", nobody, 200);
+  json_decref(h_call(&srv, "DELETE", "/v1/access-bindings/nobody-d", platform,
+                     NULL, 204));
+  eventually(&other, "/v1/teams/team-d/jobs", nobody, 403);
+  h_server_stop(&other);
+  free(platform);
+  free(nobody);
+}
+END_TEST
+
+/* Forgeries, each changing one thing of a genuine token: all 401. */
+START_TEST(forgeries_refused)
+{
+  json_t *rs = provider_key("RS256"), *es = provider_key("ES256");
+  json_t *stranger = NULL,
+         *good = claims(issuer, "gpugate", "example.com", 0, 300);
+  json_t *c;
+  const char *rs_kid = h_str(rs, "kid");
+  char *t, *pem_text;
+  EVP_PKEY *pub;
+  BIO *bio;
+  FILE *f;
+  long len;
+
+  /* the genuine article: signed with the provider's key, accepted */
+  t = sign("RS256", rs_kid, good, rs, NULL);
+  ck_assert_int_eq(status_of("/v1/teams/team-a/jobs", t), 200);
+  free(t);
+  t = sign("ES256", h_str(es, "kid"), good, es, NULL);
+  ck_assert_int_eq(status_of("/v1/teams/team-a/jobs", t), 200);
+  free(t);
+
+  /* alg none */
+  t = sign("none", rs_kid, good, NULL, NULL);
+  ck_assert_int_eq(status_of("/v1/teams/team-a/jobs", t), 401);
+  free(t);
+  /* HS256 keyed with the provider's public key as PEM */
+  pub = jose_openssl_jwk_to_EVP_PKEY(NULL, rs);
+  bio = BIO_new(BIO_s_mem());
+  ck_assert(pub && bio && PEM_write_bio_PUBKEY(bio, pub));
+  len = BIO_get_mem_data(bio, &pem_text);
+  pem_text = strndup(pem_text, (size_t)len);
+  t = sign("HS256", rs_kid, good, NULL, pem_text);
+  ck_assert_int_eq(status_of("/v1/teams/team-a/jobs", t), 401);
+  free(t);
+  free(pem_text);
+  BIO_free(bio);
+  EVP_PKEY_free(pub);
+  /* a stranger's key with the provider's kid */
+  f = fopen(KEY_STRANGER, "r");
+  ck_assert_ptr_nonnull(f);
+  pub = PEM_read_PrivateKey(f, NULL, NULL, NULL);
+  fclose(f);
+  stranger = jose_openssl_jwk_from_EVP_PKEY(NULL, pub);
+  EVP_PKEY_free(pub);
+  t = sign("RS256", rs_kid, good, stranger, NULL);
+  ck_assert_int_eq(status_of("/v1/teams/team-a/jobs", t), 401);
+  free(t);
+  /* signed by the provider's key, one claim wrong */
+#define WRONG(...)                                                             \
+  do {                                                                         \
+    c = claims(__VA_ARGS__);                                                   \
+    t = sign("RS256", rs_kid, c, rs, NULL);                                    \
+    ck_assert_int_eq(status_of("/v1/teams/team-a/jobs", t), 401);              \
+    free(t);                                                                   \
+    json_decref(c);                                                            \
+  } while (0)
+  WRONG("http://127.0.0.1:1", "gpugate", "example.com", 0, 300); /* iss */
+  WRONG(issuer, "other-api", "example.com", 0, 300);             /* aud */
+  WRONG(issuer, "gpugate", "example.com", 700, -120);            /* expired */
+  WRONG(issuer, "gpugate", "evil.example", 0, 300);              /* hd */
+#undef WRONG
+  json_decref(rs);
+  json_decref(es);
+  json_decref(stranger);
+  json_decref(good);
+}
+END_TEST
+
+/* 60 tokens with random kids cost the provider at most 2 key-set fetches. */
+START_TEST(random_kids_bounded)
+{
+  json_t *rs = provider_key("RS256"),
+         *good = claims(issuer, "gpugate", "example.com", 0, 300);
+  unsigned seed = (unsigned)getpid();
+  long before;
+  char kid[32], *t;
+  int i;
+
+  t = token_of("team-a-bot", NULL); /* keys cached */
+  ck_assert_int_eq(status_of("/v1/teams/team-a/jobs", t), 200);
+  free(t);
+  before = jwks_fetches();
+  for (i = 0; i < 60; i++) {
+    snprintf(kid, sizeof(kid), "forged-%08x", h_next_rand(&seed));
+    t = sign("RS256", kid, good, rs, NULL);
+    ck_assert_int_eq(status_of("/v1/teams/team-a/jobs", t), 401);
+    free(t);
+  }
+  ck_assert_int_le(jwks_fetches() - before, 2);
+  json_decref(rs);
+  json_decref(good);
+}
+END_TEST
+
+/* The provider goes down: cached keys keep working, a new kid fails
+ * closed; it comes back with new keys: they are picked up. */
+START_TEST(outage_and_rotation)
+{
+  json_t *rs = provider_key("RS256"),
+         *good = claims(issuer, "gpugate", "example.com", 0, 300);
+  char *t, rotated[80];
+  unsigned short port = idp.port;
+  pid_t again;
+
+  t = token_of("team-a-bot", NULL);
+  ck_assert_int_eq(status_of("/v1/teams/team-a/jobs", t), 200);
+  free(t);
+  provider_stop(idp_pid);
+  idp_pid = -1;
+  /* a token never seen before, signed by a cached key */
+  t = sign("RS256", h_str(rs, "kid"), good, rs, NULL);
+  ck_assert_int_eq(status_of("/v1/teams/team-a/jobs", t), 200);
+  free(t);
+  h_sleep_ms(2100); /* past the refetch cooldown: the refetch fails */
+  t = sign("RS256", "rotated-while-down", good, rs, NULL);
+  ck_assert_int_eq(status_of("/v1/teams/team-a/jobs", t), 401);
+  free(t);
+
+  /* back, on the same issuer, with new keys */
+  snprintf(rotated, sizeof(rotated), "%s.rotated", keys_file);
+  unlink(rotated);
+  again = provider_start(rotated, port, &idp.port);
+  ck_assert_uint_eq(idp.port, port);
+  h_sleep_ms(2100);
+  t = token_of("team-a-bot", NULL);
+  ck_assert_int_eq(status_of("/v1/teams/team-a/jobs", t), 200);
+  free(t);
+  provider_stop(again);
+  unlink(rotated);
+  json_decref(rs);
+  json_decref(good);
+}
+END_TEST
+
+/* Job events carry who caused them: the verified email, else sub; null
+ * for the system's own moves. */
+START_TEST(events_name_their_actor)
+{
+  char *ci = token_of("ci-trainer", NULL), *bot = token_of("team-a-bot", NULL);
+  char id[32], path[128];
+  json_t *ev, *items, *e;
+  size_t i;
+  int saw_system = 0;
+
+  h_submit_typical(&srv, "team-b", ci, "lp", "by-ci", "default", id);
+  snprintf(path, sizeof(path), "/v1/teams/team-b/jobs/%s/cancel", id);
+  json_decref(h_call(&srv, "POST", path, ci, NULL, 200));
+  snprintf(path, sizeof(path), "/v1/teams/team-b/jobs/%s/events", id);
+  ev = h_call(&srv, "GET", path, ci, NULL, 200);
+  items = json_object_get(ev, "items");
+  json_array_foreach (items, i, e) {
+    const char *reason = h_str(e, "reason");
+    if (!strcmp(reason, "Submitted") || !strcmp(reason, "CancelledByUser"))
+      ck_assert_str_eq(h_str(e, "actor"),
+                       "trainer-ci@proj.iam.gserviceaccount.com");
+    else {
+      ck_assert(json_is_null(json_object_get(e, "actor")));
+      saw_system++;
+    }
+  }
+  ck_assert_uint_ge(json_array_size(items), 2);
+  json_decref(ev);
+  /* no email: the sub */
+  h_submit_typical(&srv, "team-a", bot, "lp", "by-bot", "default", id);
+  snprintf(path, sizeof(path), "/v1/teams/team-a/jobs/%s/events", id);
+  ev = h_call(&srv, "GET", path, bot, NULL, 200);
+  ck_assert_str_eq(
+      h_str(json_array_get(json_object_get(ev, "items"), 0), "actor"),
+      "team-a-bot");
+  json_decref(ev);
+  (void)saw_system;
+  free(ci);
+  free(bot);
+}
+END_TEST
+
+/* ---- console sign-in, driven as a browser would ---- */
+
+/* One request of the browser at the provider (cookies kept in c): GET
+ * url, or POST form when non-NULL; the redirect it answers (new string). */
+static char *browse(CURL *c, const char *url, const char *form)
+{
+  char *next = NULL;
+  long status = 0;
+
+  curl_easy_setopt(c, CURLOPT_URL, url);
+  curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+  if (form)
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, form);
+  ck_assert_int_eq(curl_easy_perform(c), CURLE_OK);
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+  curl_easy_getinfo(c, CURLINFO_REDIRECT_URL, &next);
+  ck_assert_msg(status / 100 == 3 && next, "%s answered %ld, no redirect", url,
+                status);
+  return strdup(next);
+}
+
+static size_t discard(char *p, size_t size, size_t n, void *ud)
+{
+  (void)p;
+  (void)ud;
+  return size * n;
+}
+
+/* The Cookie header of the session in the Set-Cookie of r, into out. */
+static void session_cookie(const struct h_resp *r, char *out, size_t len)
+{
+  char set[512];
+  const char *v = h_header(r, "Set-Cookie", set, sizeof(set));
+
+  ck_assert_ptr_nonnull(v);
+  ck_assert_msg(strstr(v, "__Host-gpugate_session=") == v, "%s", v);
+  ck_assert_msg(strstr(v, "HttpOnly") && strstr(v, "Secure") &&
+                    strstr(v, "SameSite=Strict") && strstr(v, "Path=/"),
+                "cookie attributes: %s", v);
+  snprintf(out, len, "Cookie: %.*s", (int)strcspn(v, ";"), v);
+}
+
+/* The whole sign-in: gpugate's /auth/login, the provider's login and
+ * consent pages (devInteractions, user bob: groups ml-team-a and
+ * ml-team-b), gpugate's /auth/callback; then the session at work, its
+ * CSRF header, one use per state, and logout. */
+START_TEST(console_sign_in)
+{
+  CURL *c = curl_easy_init();
+  char cookie[256], *url, *next, cb[1024];
+  const char *with[3] = {cookie, "X-GPUGate-CSRF: 1", NULL};
+  const char *without[2] = {cookie, NULL};
+  struct h_resp r;
+  char loc[2048];
+  int hops;
+
+  ck_assert_int_eq(h_request(&srv, "GET", "/auth/login", NULL, NULL, NULL, &r),
+                   0);
+  ck_assert_int_eq(r.status, 302);
+  url = strdup(h_header(&r, "Location", loc, sizeof(loc)));
+  h_resp_free(&r);
+  ck_assert_msg(!strncmp(url, issuer, strlen(issuer)) &&
+                    strstr(url, "code_challenge_method=S256") &&
+                    strstr(url, "&state=") && strstr(url, "&nonce=") &&
+                    strstr(url, "redirect_uri=https%3A%2F%2Fgpugate.test"),
+                "%s", url);
+
+  /* at the provider, with its cookies, until it sends the browser back */
+  curl_easy_setopt(c, CURLOPT_COOKIEFILE, "");
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
+  for (hops = 0; hops < 10 && strncmp(url, "https://gpugate.test/", 21);
+       hops++) {
+    const char *form = NULL;
+    if (strstr(url, "/interaction/"))
+      form =
+          hops < 3 ? "prompt=login&login=bob&password=any" : "prompt=consent";
+    if (form) {
+      /* the page first, as a browser shows it; then its form */
+      curl_easy_setopt(c, CURLOPT_URL, url);
+      curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+      ck_assert_int_eq(curl_easy_perform(c), CURLE_OK);
+    }
+    next = browse(c, url, form);
+    free(url);
+    url = next;
+  }
+  curl_easy_cleanup(c);
+  ck_assert_msg(strstr(url, "/auth/callback?code="), "ended at %s", url);
+  snprintf(cb, sizeof(cb), "%s", url + strlen("https://gpugate.test"));
+  free(url);
+
+  /* back at gpugate: a session, a cookie, and a redirect to the console */
+  ck_assert_int_eq(h_request(&srv, "GET", cb, NULL, NULL, NULL, &r), 0);
+  ck_assert_msg(r.status == 302, "%ld %s", r.status, r.body);
+  ck_assert_str_eq(h_header(&r, "Location", loc, sizeof(loc)), "/");
+  session_cookie(&r, cookie, sizeof(cookie));
+  h_resp_free(&r);
+
+  /* the session at work, with the CSRF header only */
+  ck_assert_int_eq(h_request(&srv, "GET", "/v1/whoami", NULL, NULL, with, &r),
+                   0);
+  ck_assert_msg(r.status == 200, "%ld %s", r.status, r.body);
+  ck_assert_str_eq(h_str(r.json, "via"), "session");
+  ck_assert_str_eq(h_str(r.json, "email"), "bob@example.com");
+  ck_assert_str_eq(h_str(r.json, "subject"), "bob");
+  ck_assert_uint_eq(json_array_size(json_object_get(r.json, "grants")), 2);
+  h_resp_free(&r);
+  ck_assert_int_eq(
+      h_request(&srv, "GET", "/v1/teams/team-b/jobs", NULL, NULL, with, &r), 0);
+  ck_assert_int_eq(r.status, 200);
+  h_resp_free(&r);
+  ck_assert_int_eq(
+      h_request(&srv, "GET", "/v1/teams/team-b/jobs", NULL, NULL, without, &r),
+      0);
+  ck_assert_msg(r.status == 403 && strstr(r.body, "X-GPUGate-CSRF"), "%ld %s",
+                r.status, r.body);
+  h_resp_free(&r);
+
+  /* sessions expire (GPUGATE_SESSION_TTL_S): past expires_at, 401 */
+  {
+    PGconn *pg = h_db_connect(db_url);
+    ck_assert_int_eq(PQstatus(pg), CONNECTION_OK);
+    h_db_int(pg, "WITH s AS (UPDATE sessions SET expires_at = now() - "
+                 "interval '1 s' RETURNING 1) SELECT count(*) FROM s");
+    ck_assert_int_eq(h_request(&srv, "GET", "/v1/whoami", NULL, NULL, with, &r),
+                     0);
+    ck_assert_int_eq(r.status, 401);
+    h_resp_free(&r);
+    ck_assert_int_eq(h_db_int(pg, "WITH s AS (UPDATE sessions SET "
+                                  "expires_at = now() + interval '1 h' "
+                                  "RETURNING 1) SELECT count(*) FROM s"),
+                     1);
+    PQfinish(pg);
+  }
+  ck_assert_int_eq(h_request(&srv, "GET", "/v1/whoami", NULL, NULL, with, &r),
+                   0);
+  ck_assert_int_eq(r.status, 200);
+  h_resp_free(&r);
+
+  /* a state is used once */
+  ck_assert_int_eq(h_request(&srv, "GET", cb, NULL, NULL, NULL, &r), 0);
+  ck_assert_msg(h_is_problem(&r, 400, "state"), "%ld %s", r.status, r.body);
+  h_resp_free(&r);
+
+  /* logout: refused without the header (a cross-site form), then done */
+  ck_assert_int_eq(
+      h_request(&srv, "POST", "/auth/logout", NULL, NULL, without, &r), 0);
+  ck_assert_int_eq(r.status, 403);
+  h_resp_free(&r);
+  ck_assert_int_eq(
+      h_request(&srv, "POST", "/auth/logout", NULL, NULL, with, &r), 0);
+  ck_assert_int_eq(r.status, 204);
+  ck_assert_ptr_nonnull(
+      strstr(h_header(&r, "Set-Cookie", loc, sizeof(loc)), "Max-Age=0"));
+  h_resp_free(&r);
+  ck_assert_int_eq(h_request(&srv, "GET", "/v1/whoami", NULL, NULL, with, &r),
+                   0);
+  ck_assert_int_eq(r.status, 401);
+  h_resp_free(&r);
+}
+END_TEST
+
+Suite *oidc_suite(void)
+{
+  Suite *s = suite_create("oidc");
+  TCase *tc = tcase_create("oidc");
+
+  tcase_add_unchecked_fixture(tc, setup, teardown);
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, bindings_decide);
+  tcase_add_test(tc, bindings_managed);
+  tcase_add_test(tc, bindings_reach_every_replica);
+  tcase_add_test(tc, events_name_their_actor);
+  tcase_add_test(tc, forgeries_refused);
+  tcase_add_test(tc, console_sign_in);
+  tcase_add_test(tc, random_kids_bounded);
+  tcase_add_test(tc, outage_and_rotation);
+  suite_add_tcase(s, tc);
+  return s;
+}

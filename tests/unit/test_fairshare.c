@@ -1,0 +1,782 @@
+/*
+ * test_fairshare.c — fair share over time as tables of cases: the
+ * request fields (usage_fair_sharing, fair_sharing_weight), the decay and
+ * accrual math (half-lives, long idle, the minimum charge, clocks that
+ * step backwards), scores and their ties, and a property: the
+ * incremental usage equals a brute-force integral of the job history.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <check.h>
+#include <jansson.h>
+
+#include "handlers/fairshare_fields.h"
+#include "scheduler/fairshare.h"
+#include "server/problem.h"
+#include "server/req.h"
+#include "tests/unit/rng.h"
+
+/* ------------------------------------------------- ordering in the cycle */
+
+/*
+ * One cycle on a small world: cluster queues with one GPU flavor each
+ * (nominal, in cohort 0 or none), team queues with scores, admitted and
+ * pending 1-GPU jobs. The expected outcome is the admitted pending jobs in
+ * decision order and the evicted admitted ones, by name.
+ */
+struct w_cq {
+  int nominal, cohort; /* cohort -1: none */
+  bool fs;             /* usage_fair_sharing set */
+  enum sched_precedence prec;
+  bool preempt; /* within_cluster_queue LowerPriority */
+};
+struct w_tq {
+  int cq;
+  double weight, score;
+};
+struct w_job {
+  const char *name; /* NULL ends the list */
+  int tq;           /* its team queue; its CQ is the team queue's */
+  int prio;
+  int64_t created; /* admitted jobs: admitted_at */
+};
+
+#define MAX_W 32
+
+static const struct {
+  const char *what;
+  struct w_cq cqs[3];
+  int n_cqs;
+  struct w_tq tqs[3];
+  int n_tqs;
+  struct w_job admitted[4];
+  struct w_job pending[MAX_W];
+  const char *want_admitted;
+  const char *want_evicted;
+} order_cases[] = {
+    {"usage: the lower score first, whatever the arrival",
+     {{1, -1, true, SCHED_PRECEDENCE_USAGE, false}},
+     1,
+     {{0, 1, 100}, {0, 1, 0}},
+     2,
+     {{NULL, 0, 0, 0}},
+     {{"a1", 0, 0, 1}, {"b1", 1, 0, 2}, {NULL, 0, 0, 0}},
+     "b1",
+     ""},
+    {"usage: score before priority (Kueue's order)",
+     {{1, -1, true, SCHED_PRECEDENCE_USAGE, false}},
+     1,
+     {{0, 1, 100}, {0, 1, 0}},
+     2,
+     {{NULL, 0, 0, 0}},
+     {{"a1", 0, 10, 1}, {"b1", 1, 0, 2}, {NULL, 0, 0, 0}},
+     "b1",
+     ""},
+    {"priority: priority before score",
+     {{1, -1, true, SCHED_PRECEDENCE_PRIORITY, false}},
+     1,
+     {{0, 1, 100}, {0, 1, 0}},
+     2,
+     {{NULL, 0, 0, 0}},
+     {{"a1", 0, 10, 1}, {"b1", 1, 0, 2}, {NULL, 0, 0, 0}},
+     "a1",
+     ""},
+    {"priority: equal priority, the score decides",
+     {{1, -1, true, SCHED_PRECEDENCE_PRIORITY, false}},
+     1,
+     {{0, 1, 100}, {0, 1, 0}},
+     2,
+     {{NULL, 0, 0, 0}},
+     {{"a1", 0, 5, 1}, {"b1", 1, 5, 2}, {NULL, 0, 0, 0}},
+     "b1",
+     ""},
+    {"scores within 1e-9 tie: creation decides",
+     {{1, -1, true, SCHED_PRECEDENCE_USAGE, false}},
+     1,
+     {{0, 1, 100.00000001}, {0, 1, 100}},
+     2,
+     {{NULL, 0, 0, 0}},
+     {{"a1", 0, 0, 1}, {"b1", 1, 0, 2}, {NULL, 0, 0, 0}},
+     "a1",
+     ""},
+    {"scores 1e-8 apart do not tie",
+     {{1, -1, true, SCHED_PRECEDENCE_USAGE, false}},
+     1,
+     {{0, 1, 100.000001}, {0, 1, 100}},
+     2,
+     {{NULL, 0, 0, 0}},
+     {{"a1", 0, 0, 1}, {"b1", 1, 0, 2}, {NULL, 0, 0, 0}},
+     "b1",
+     ""},
+    {"the weight divides the usage",
+     {{1, -1, true, SCHED_PRECEDENCE_USAGE, false}},
+     1,
+     {{0, 4, 30}, {0, 1, 40}}, /* scores as given: a's 30 < b's 40 */
+     2,
+     {{NULL, 0, 0, 0}},
+     {{"b1", 1, 0, 1}, {"a1", 0, 0, 2}, {NULL, 0, 0, 0}},
+     "a1",
+     ""},
+    {"a burst is charged at admission: the newcomer alternates",
+     {{4, -1, true, SCHED_PRECEDENCE_USAGE, false}},
+     1,
+     {{0, 1, 0}, {0, 1, 0}},
+     2,
+     {{NULL, 0, 0, 0}},
+     {{"a1", 0, 0, 1},
+      {"a2", 0, 0, 2},
+      {"a3", 0, 0, 3},
+      {"a4", 0, 0, 4},
+      {"a5", 0, 0, 5},
+      {"a6", 0, 0, 6},
+      {"b1", 1, 0, 20},
+      {"b2", 1, 0, 21},
+      {"b3", 1, 0, 22},
+      {NULL, 0, 0, 0}},
+     "a1,b1,a2,b2",
+     ""},
+    {"the charge is divided by the weight too",
+     {{3, -1, true, SCHED_PRECEDENCE_USAGE, false}},
+     1,
+     {{0, 2, 0}, {0, 1, 0}},
+     2,
+     {{NULL, 0, 0, 0}},
+     {{"a1", 0, 0, 1},
+      {"a2", 0, 0, 2},
+      {"a3", 0, 0, 3},
+      {"b1", 1, 0, 20},
+      {"b2", 1, 0, 21},
+      {NULL, 0, 0, 0}},
+     "a1,b1,a2", /* a at 30 < b at 60 */
+     ""},
+    {"off: arrival order, scores ignored",
+     {{2, -1, false, SCHED_PRECEDENCE_USAGE, false}},
+     1,
+     {{0, 1, 1000}, {0, 1, 0}},
+     2,
+     {{NULL, 0, 0, 0}},
+     {{"a1", 0, 0, 1}, {"a2", 0, 0, 2}, {"b1", 1, 0, 3}, {NULL, 0, 0, 0}},
+     "a1,a2",
+     ""},
+    {"priority still orders within a team queue",
+     {{1, -1, true, SCHED_PRECEDENCE_USAGE, false}},
+     1,
+     {{0, 1, 0}},
+     1,
+     {{NULL, 0, 0, 0}},
+     {{"a1", 0, 0, 1}, {"a2", 0, 9, 2}, {NULL, 0, 0, 0}},
+     "a2",
+     ""},
+    {"victims of equal priority: the highest score first",
+     {{2, -1, true, SCHED_PRECEDENCE_USAGE, true}},
+     1,
+     {{0, 1, 10}, {0, 1, 500}, {0, 1, 0}},
+     3,
+     /* without the score, the most recently admitted (v1) would go */
+     {{"v1", 0, 0, 200}, {"v2", 1, 0, 100}, {NULL, 0, 0, 0}},
+     {{"p1", 2, 10, 300}, {NULL, 0, 0, 0}},
+     "",
+     "v2"},
+    {"victims: priority still before the score",
+     {{2, -1, true, SCHED_PRECEDENCE_USAGE, true}},
+     1,
+     {{0, 1, 10}, {0, 1, 500}, {0, 1, 0}},
+     3,
+     {{"v1", 0, 0, 200}, {"v2", 1, 5, 100}, {NULL, 0, 0, 0}},
+     {{"p1", 2, 10, 300}, {NULL, 0, 0, 0}},
+     "",
+     "v1"},
+    {"cohort of usage CQs: the borrower with less usage first (#9734)",
+     {{0, 0, true, SCHED_PRECEDENCE_USAGE, false},
+      {0, 0, true, SCHED_PRECEDENCE_USAGE, false},
+      {1, 0, true, SCHED_PRECEDENCE_USAGE, false}},
+     3,
+     {{0, 1, 500}, {1, 1, 10}},
+     2,
+     {{NULL, 0, 0, 0}},
+     {{"x1", 0, 0, 1}, {"y1", 1, 0, 2}, {NULL, 0, 0, 0}},
+     "y1",
+     ""},
+    {"cohort with a CQ not by usage: the instantaneous share as before",
+     {{0, 0, true, SCHED_PRECEDENCE_USAGE, false},
+      {0, 0, true, SCHED_PRECEDENCE_USAGE, false},
+      {1, 0, false, SCHED_PRECEDENCE_USAGE, false}},
+     3,
+     {{0, 1, 500}, {1, 1, 10}},
+     2,
+     {{NULL, 0, 0, 0}},
+     {{"x1", 0, 0, 1}, {"y1", 1, 0, 2}, {NULL, 0, 0, 0}},
+     "x1",
+     ""},
+};
+
+static void names_of(char *out, size_t n, const int *idx, int k,
+                     const struct w_job *jobs)
+{
+  size_t used = 0;
+  int i;
+
+  out[0] = '\0';
+  for (i = 0; i < k; i++) {
+    int w =
+        snprintf(out + used, n - used, "%s%s", i ? "," : "", jobs[idx[i]].name);
+    ck_assert(w > 0 && (size_t)w < n - used);
+    used += (size_t)w;
+  }
+}
+
+START_TEST(order)
+{
+  const __typeof__(order_cases[0]) *oc = &order_cases[_i];
+  struct sched_cq cqs[3];
+  struct sched_tq tqs[3];
+  struct sched_job adm[4], pend[MAX_W];
+  struct sched_input in;
+  struct sched_output out;
+  int na = 0, np = 0, i, idx[MAX_W];
+  char got[256];
+
+  memset(cqs, 0, sizeof(cqs));
+  memset(&in, 0, sizeof(in));
+  for (i = 0; i < oc->n_cqs; i++) {
+    cqs[i].cohort = oc->cqs[i].cohort;
+    cqs[i].weight = 1;
+    cqs[i].within =
+        oc->cqs[i].preempt ? SCHED_WITHIN_LOWER_PRIORITY : SCHED_WITHIN_NEVER;
+    cqs[i].usage_fs = oc->cqs[i].fs;
+    cqs[i].precedence = oc->cqs[i].prec;
+    cqs[i].fs_weights[SCHED_GPU] = 1;
+    cqs[i].n_flavors = 1;
+    cqs[i].flavors[0].flavor = 0;
+    cqs[i].flavors[0].quota[SCHED_GPU] = (struct sched_quota){
+        oc->cqs[i].nominal, SCHED_UNLIMITED, SCHED_UNLIMITED};
+    cqs[i].flavors[0].quota[SCHED_CPU] =
+        (struct sched_quota){0, SCHED_UNLIMITED, SCHED_UNLIMITED};
+    cqs[i].flavors[0].quota[SCHED_MEM] =
+        (struct sched_quota){0, SCHED_UNLIMITED, SCHED_UNLIMITED};
+  }
+  for (i = 0; i < oc->n_tqs; i++)
+    tqs[i] =
+        (struct sched_tq){oc->tqs[i].cq, oc->tqs[i].weight, oc->tqs[i].score};
+  for (; oc->admitted[na].name; na++) {
+    const struct w_job *w = &oc->admitted[na];
+    memset(&adm[na], 0, sizeof(adm[na]));
+    adm[na].cq = oc->tqs[w->tq].cq;
+    adm[na].tq = w->tq;
+    adm[na].team = -1;
+    adm[na].priority = w->prio;
+    adm[na].created_at = w->created;
+    adm[na].admitted_at = w->created;
+    adm[na].seq = na + 1;
+    adm[na].request[SCHED_GPU] = 1;
+  }
+  for (; oc->pending[np].name; np++) {
+    const struct w_job *w = &oc->pending[np];
+    memset(&pend[np], 0, sizeof(pend[np]));
+    pend[np].cq = oc->tqs[w->tq].cq;
+    pend[np].tq = w->tq;
+    pend[np].team = -1;
+    pend[np].priority = w->prio;
+    pend[np].can_preempt = true;
+    pend[np].created_at = w->created;
+    pend[np].seq = 100 + np;
+    pend[np].request[SCHED_GPU] = 1;
+  }
+  in.now = 1000;
+  in.n_flavors = 1;
+  in.n_cohorts = 1;
+  in.cqs = cqs;
+  in.n_cqs = oc->n_cqs;
+  in.admitted = adm;
+  in.n_admitted = na;
+  in.pending = pend;
+  in.n_pending = np;
+  in.tqs = tqs;
+  in.n_tqs = oc->n_tqs;
+  ck_assert_int_eq(sched_cycle(&in, &out), 0);
+  for (i = 0; i < out.n_admissions; i++)
+    idx[i] = out.admissions[i].job;
+  names_of(got, sizeof(got), idx, out.n_admissions, oc->pending);
+  ck_assert_msg(!strcmp(got, oc->want_admitted),
+                "case \"%s\": admitted \"%s\", want \"%s\"", oc->what, got,
+                oc->want_admitted);
+  for (i = 0; i < out.n_evictions; i++)
+    idx[i] = out.evictions[i].job;
+  names_of(got, sizeof(got), idx, out.n_evictions, oc->admitted);
+  ck_assert_msg(!strcmp(got, oc->want_evicted),
+                "case \"%s\": evicted \"%s\", want \"%s\"", oc->what, got,
+                oc->want_evicted);
+  sched_output_free(&out);
+}
+END_TEST
+
+/* Bad fair-share input is refused, not guessed at. */
+START_TEST(order_invalid)
+{
+  struct sched_cq cq;
+  struct sched_tq tq = {0, 0, 0}; /* weight 0 */
+  struct sched_input in;
+  struct sched_output out;
+
+  memset(&cq, 0, sizeof(cq));
+  memset(&in, 0, sizeof(in));
+  cq.cohort = -1;
+  cq.usage_fs = true;
+  in.cqs = &cq;
+  in.n_cqs = 1;
+  in.tqs = &tq;
+  in.n_tqs = 1;
+  ck_assert_int_eq(sched_cycle(&in, &out), -1);
+  tq.weight = 1;
+  tq.score = -1;
+  ck_assert_int_eq(sched_cycle(&in, &out), -1);
+  tq.score = NAN;
+  ck_assert_int_eq(sched_cycle(&in, &out), -1);
+  tq.score = 0;
+  tq.cq = 1;
+  ck_assert_int_eq(sched_cycle(&in, &out), -1);
+  tq.cq = 0;
+  ck_assert_int_eq(sched_cycle(&in, &out), 0);
+  sched_output_free(&out);
+}
+END_TEST
+
+Suite *fairshare_suite(void);
+
+#define N_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
+#define S 1000000LL /* µs per second */
+
+/* ---------------------------------------------------------------- fields */
+
+static const struct v_field cq_fields[] = {FAIRSHARE_CQ_FIELD, {.key = NULL}};
+static const struct v_field tq_fields[] = {FAIRSHARE_TQ_FIELD, {.key = NULL}};
+
+static const struct {
+  const char *what;
+  bool cq;           /* cluster queue fields, else team queue */
+  const char *in;    /* body */
+  const char *out;   /* normalised, or NULL when refused */
+  const char *field; /* the first field named, when refused */
+} field_cases[] = {
+    {"off by default", true, "{}", "{\"usage_fair_sharing\":null}", NULL},
+    {"null is off", true, "{\"usage_fair_sharing\":null}",
+     "{\"usage_fair_sharing\":null}", NULL},
+    {"defaults filled", true, "{\"usage_fair_sharing\":{\"half_life_s\":3600}}",
+     "{\"usage_fair_sharing\":{\"half_life_s\":3600,\"resource_weights\":"
+     "{\"gpu\":1,\"cpu\":0,\"memory\":0},\"precedence\":\"usage\"}}",
+     NULL},
+    {"all set", true,
+     "{\"usage_fair_sharing\":{\"half_life_s\":0.5,\"resource_weights\":"
+     "{\"gpu\":0,\"cpu\":2,\"memory\":0.25},\"precedence\":"
+     "\"priority\"}}",
+     "{\"usage_fair_sharing\":{\"half_life_s\":0.5,\"resource_weights\":"
+     "{\"gpu\":0,\"cpu\":2,\"memory\":0.25},\"precedence\":"
+     "\"priority\"}}",
+     NULL},
+    {"half-life 0 refused", true,
+     "{\"usage_fair_sharing\":{\"half_life_s\":0}}", NULL,
+     "usage_fair_sharing.half_life_s"},
+    {"half-life negative", true,
+     "{\"usage_fair_sharing\":{\"half_life_s\":-1}}", NULL,
+     "usage_fair_sharing.half_life_s"},
+    {"half-life missing", true, "{\"usage_fair_sharing\":{}}", NULL,
+     "usage_fair_sharing.half_life_s"},
+    {"half-life a string", true,
+     "{\"usage_fair_sharing\":{\"half_life_s\":\"1h\"}}", NULL,
+     "usage_fair_sharing.half_life_s"},
+    {"half-life over a year", true,
+     "{\"usage_fair_sharing\":{\"half_life_s\":40000000}}", NULL,
+     "usage_fair_sharing.half_life_s"},
+    {"every weight 0", true,
+     "{\"usage_fair_sharing\":{\"half_life_s\":60,\"resource_weights\":"
+     "{\"gpu\":0}}}",
+     NULL, "usage_fair_sharing.resource_weights"},
+    {"negative weight", true,
+     "{\"usage_fair_sharing\":{\"half_life_s\":60,\"resource_weights\":"
+     "{\"gpu\":-1,\"cpu\":1}}}",
+     NULL, "usage_fair_sharing.resource_weights.gpu"},
+    {"unknown resource", true,
+     "{\"usage_fair_sharing\":{\"half_life_s\":60,\"resource_weights\":"
+     "{\"tpu\":1}}}",
+     NULL, "usage_fair_sharing.resource_weights.tpu"},
+    {"bad precedence", true,
+     "{\"usage_fair_sharing\":{\"half_life_s\":60,\"precedence\":"
+     "\"fifo\"}}",
+     NULL, "usage_fair_sharing.precedence"},
+    {"not an object", true, "{\"usage_fair_sharing\":true}", NULL,
+     "usage_fair_sharing"},
+    {"weight default 1", false, "{}", "{\"fair_sharing_weight\":1}", NULL},
+    {"weight 2.5", false, "{\"fair_sharing_weight\":2.5}",
+     "{\"fair_sharing_weight\":2.5}", NULL},
+    {"weight 0 refused", false, "{\"fair_sharing_weight\":0}", NULL,
+     "fair_sharing_weight"},
+    {"weight negative", false, "{\"fair_sharing_weight\":-2}", NULL,
+     "fair_sharing_weight"},
+    {"weight a string", false, "{\"fair_sharing_weight\":\"2\"}", NULL,
+     "fair_sharing_weight"},
+    {"weight null", false, "{\"fair_sharing_weight\":null}", NULL,
+     "fair_sharing_weight"},
+};
+
+START_TEST(fields)
+{
+  struct gg_req req;
+  json_t *in, *out;
+  char *dump = NULL;
+  const char *first = NULL;
+
+  req_init(&req, NULL);
+  in = json_loads(field_cases[_i].in, 0, NULL);
+  ck_assert_ptr_nonnull(in);
+  out = v_object(&req, "", in, field_cases[_i].cq ? cq_fields : tq_fields);
+  if (out && field_cases[_i].cq)
+    fairshare_check_cq(&req, out);
+  else if (out)
+    fairshare_check_tq(&req, out);
+  if (problem_nfields(&req) > 0)
+    first = json_string_value(
+        json_object_get(json_array_get(req.errors, 0), "field"));
+  else if (out)
+    dump = json_dumps(out, GG_JSON_DUMP);
+  ck_assert_msg(field_cases[_i].out ? dump && !strcmp(dump, field_cases[_i].out)
+                                    : dump == NULL,
+                "case \"%s\": output %s, want %s", field_cases[_i].what,
+                dump ? dump : "NULL",
+                field_cases[_i].out ? field_cases[_i].out : "NULL");
+  ck_assert_msg(field_cases[_i].field
+                    ? first && !strcmp(first, field_cases[_i].field)
+                    : first == NULL,
+                "case \"%s\": field %s, want %s", field_cases[_i].what,
+                first ? first : "none",
+                field_cases[_i].field ? field_cases[_i].field : "none");
+  free(dump);
+  json_decref(out);
+  json_decref(in);
+  req_cleanup(&req);
+}
+END_TEST
+
+/* ------------------------------------------------------------ decay math */
+
+enum op { ADMIT, RESUME, RELEASE, ADVANCE, END };
+
+struct ev {
+  enum op op;
+  double at_s;   /* when the event is told (now) */
+  double from_s; /* ADMIT/RESUME: admitted at */
+  int key;       /* the job */
+  double gpu;    /* its request (GPUs) */
+  int want;      /* the call's return */
+};
+
+#define L2 M_LN2
+
+static const struct {
+  const char *what;
+  double h;
+  struct ev ev[6];
+  double read_s; /* usage read (advanced) at */
+  double want;   /* GPU-seconds */
+} math_cases[] = {
+    {"charged 60 s at once",
+     10,
+     {{ADMIT, 0, 0, 1, 1, 0}, {END, 0, 0, 0, 0, 0}},
+     0,
+     60},
+    {"the charge decays, no accrual inside the minimum",
+     10,
+     {{ADMIT, 0, 0, 1, 1, 0}, {END, 0, 0, 0, 0, 0}},
+     10,
+     30},
+    {"minimum ends exactly at the read",
+     60,
+     {{ADMIT, 0, 0, 1, 1, 0}, {END, 0, 0, 0, 0, 0}},
+     60,
+     30},
+    {"accrues past the minimum",
+     60,
+     {{ADMIT, 0, 0, 1, 2, 0}, {END, 0, 0, 0, 0, 0}},
+     120,
+     2 * (60 * 0.25 + 60 / L2 * 0.5)},
+    {"short job: the minimum only",
+     30,
+     {{ADMIT, 0, 0, 1, 1, 0}, {RELEASE, 5, 0, 1, 1, 0}, {END, 0, 0, 0, 0, 0}},
+     90,
+     60 * 0.125},
+    {"long job released: 60 + accrual, then decay",
+     60,
+     {{ADMIT, 0, 0, 1, 1, 0}, {RELEASE, 180, 0, 1, 1, 0}, {END, 0, 0, 0, 0, 0}},
+     240,
+     (60 * 0.125 + 60 / L2 * 0.75) * 0.5},
+    {"admission told late: charged as of its admission",
+     60,
+     {{ADVANCE, 100, 0, 0, 0, 0},
+      {ADMIT, 120, 0, 1, 1, 0},
+      {END, 0, 0, 0, 0, 0}},
+     120,
+     60 * 0.25 + 60 / L2 * 0.5},
+    {"told late, still inside the minimum",
+     60,
+     {{ADMIT, 30, 0, 1, 1, 0}, {END, 0, 0, 0, 0, 0}},
+     60,
+     60 * 0.5},
+    {"resume: no new charge, accrues after the minimum",
+     60,
+     {{RESUME, 30, 0, 1, 1, 0}, {END, 0, 0, 0, 0, 0}},
+     120,
+     60 / L2 * 0.5},
+    {"resume past the minimum accrues from now",
+     60,
+     {{RESUME, 100, 0, 1, 1, 0}, {END, 0, 0, 0, 0, 0}},
+     160,
+     60 / L2 * 0.5},
+    {"two jobs overlap",
+     100,
+     {{ADMIT, 0, 0, 1, 1, 0}, {ADMIT, 50, 50, 2, 3, 0}, {END, 0, 0, 0, 0, 0}},
+     150,
+     /* 2^-1.5, 2^-0.9, 2^-0.4 */
+     60 * 0.3535533905932738 + 100 / L2 *(1 - 0.5358867312681466) +
+         3 * 60 * 0.5 + 3 * 100 / L2 *(1 - 0.757858283255199)},
+    {"long idle decays to nothing",
+     1,
+     {{ADMIT, 0, 0, 1, 8, 0}, {RELEASE, 70, 0, 1, 8, 0}, {END, 0, 0, 0, 0, 0}},
+     5000,
+     0},
+    {"a held job converges to request·h/ln2",
+     1,
+     {{ADMIT, 0, 0, 1, 8, 0}, {END, 0, 0, 0, 0, 0}},
+     5000,
+     8 / L2},
+    {"a year's half-life barely decays",
+     31536000,
+     {{ADMIT, 0, 0, 1, 1, 0}, {RELEASE, 600, 0, 1, 1, 0}, {END, 0, 0, 0, 0, 0}},
+     600,
+     /* 60·2^(−600/h) + h/ln2·(1 − 2^(−540/h)), h = 31536000 */
+     599.9960041351769},
+    {"clock backwards refused, usage unchanged",
+     10,
+     {{ADMIT, 100, 100, 1, 1, 0},
+      {ADVANCE, 99, 0, 0, 0, -1},
+      {RELEASE, 50, 0, 1, 1, -1},
+      {END, 0, 0, 0, 0, 0}},
+     100,
+     60},
+    {"release of an unknown job stops no one else",
+     60,
+     {{ADMIT, 0, 0, 1, 1, 0}, {RELEASE, 120, 0, 9, 0, 0}, {END, 0, 0, 0, 0, 0}},
+     180,
+     60 * 0.125 + 60 / L2 * 0.75},
+};
+
+static int apply_ev(struct fs_usage *u, double h, const struct ev *e)
+{
+  double req[SCHED_NRES] = {e->gpu, 0, 0};
+  int64_t at = (int64_t)llround(e->at_s * (double)S);
+  int64_t from = (int64_t)llround(e->from_s * (double)S);
+
+  switch (e->op) {
+  case ADMIT:
+    return fs_admit(u, h, from, at, e->key, req);
+  case RESUME:
+    return fs_resume(u, h, from, at, e->key, req);
+  case RELEASE:
+    return fs_release(u, h, at, e->key, req);
+  case ADVANCE:
+    return fs_advance(u, h, at);
+  case END:
+    break;
+  }
+  return 0;
+}
+
+START_TEST(math)
+{
+  struct fs_usage u;
+  double got;
+  int k;
+
+  fs_usage_init(&u, 0);
+  for (k = 0; math_cases[_i].ev[k].op != END; k++)
+    ck_assert_msg(apply_ev(&u, math_cases[_i].h, &math_cases[_i].ev[k]) ==
+                      math_cases[_i].ev[k].want,
+                  "case \"%s\": event %d", math_cases[_i].what, k);
+  ck_assert_int_eq(
+      fs_advance(&u, math_cases[_i].h,
+                 (int64_t)llround(math_cases[_i].read_s * (double)S)),
+      0);
+  got = u.u[SCHED_GPU];
+  ck_assert_msg(isfinite(got) && fabs(got - math_cases[_i].want) <=
+                                     1e-9 * fmax(1, math_cases[_i].want),
+                "case \"%s\": usage %.12g, want %.12g", math_cases[_i].what,
+                got, math_cases[_i].want);
+  ck_assert(u.u[SCHED_CPU] == 0 && u.u[SCHED_MEM] == 0);
+  fs_usage_free(&u);
+}
+END_TEST
+
+/* Units: GPUs, millicores → CPUs, MiB → GiB. */
+START_TEST(units)
+{
+  const int64_t req[SCHED_NRES] = {2, 1500, 3072};
+  double r[SCHED_NRES];
+  struct fs_usage u;
+
+  fs_request(req, r);
+  ck_assert(r[SCHED_GPU] == 2 && r[SCHED_CPU] == 1.5 && r[SCHED_MEM] == 3);
+  fs_usage_init(&u, 0);
+  ck_assert_int_eq(fs_admit(&u, 100, 0, 0, 1, r), 0);
+  ck_assert(u.u[SCHED_GPU] == 120 && u.u[SCHED_CPU] == 90 &&
+            u.u[SCHED_MEM] == 180);
+  ck_assert_int_eq(fs_advance(&u, 0, 10), -1); /* half-life must be > 0 */
+  fs_usage_free(&u);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- scores */
+
+static const struct {
+  const char *what;
+  double u[SCHED_NRES], w[SCHED_NRES], weight, want;
+} score_cases[] = {
+    {"gpu only", {100, 50, 10}, {1, 0, 0}, 1, 100},
+    {"weighted resources", {100, 50, 10}, {1, 2, 0.5}, 1, 205},
+    {"team weight divides", {100, 0, 0}, {1, 0, 0}, 4, 25},
+    {"nothing used", {0, 0, 0}, {1, 1, 1}, 2, 0},
+};
+
+START_TEST(score)
+{
+  ck_assert_double_eq_tol(
+      fs_score(score_cases[_i].u, score_cases[_i].w, score_cases[_i].weight),
+      score_cases[_i].want, 1e-12);
+}
+END_TEST
+
+static const struct {
+  double a, b;
+  int want;
+} cmp_cases[] = {
+    {0, 0, 0},
+    {1, 2, -1},
+    {2, 1, 1},
+    {1000, 1000 * (1 + 5e-10), 0}, /* decayed values never tie exactly */
+    {1000 * (1 + 5e-10), 1000, 0},
+    {1000, 1000 * (1 + 2e-9), -1},
+    {1e-300, 0, 1},
+    {60, 60 * (1 - 1e-12), 0},
+};
+
+START_TEST(cmp)
+{
+  ck_assert_int_eq(fs_cmp(cmp_cases[_i].a, cmp_cases[_i].b),
+                   cmp_cases[_i].want);
+}
+END_TEST
+
+/* -------------------------------------------------------------- property */
+
+/*
+ * Random admissions and releases of jobs with random requests, told in
+ * time order, with short half-lives; at random moments the incremental
+ * usage is compared with a brute force recomputed from the whole history:
+ * each job's minimum charge decayed from its admission, plus its request
+ * integrated numerically (composite Simpson) with the decay kernel over
+ * the time it held quota after its minimum.
+ */
+struct hist {
+  double t0, t1; /* admitted, released (t1 < 0: holding) */
+  double req;
+};
+
+static double simpson(double h, double now, double a, double b, double r)
+{
+  int n = 2000, i; /* even */
+  double step = (b - a) / n, sum = 0;
+
+  if (b <= a)
+    return 0;
+  for (i = 0; i <= n; i++) {
+    double x = a + step * i, f = r * exp2(-(now - x) / h);
+    sum += f * (i == 0 || i == n ? 1 : (i % 2 ? 4 : 2));
+  }
+  return sum * step / 3;
+}
+
+static double brute(const struct hist *hs, int n, double h, double now)
+{
+  double u = 0;
+  int i;
+
+  for (i = 0; i < n; i++) {
+    double end = hs[i].t1 < 0 ? now : hs[i].t1;
+    u += hs[i].req * FS_MIN_CHARGE_S * exp2(-(now - hs[i].t0) / h);
+    u += simpson(h, now, hs[i].t0 + FS_MIN_CHARGE_S, end, hs[i].req);
+  }
+  return u;
+}
+
+START_TEST(property)
+{
+  struct rng rng = {0x5eed0000u + (uint64_t)_i};
+  double h = 5 + below(&rng, 200); /* seconds: short next to the minimum */
+  struct hist hs[120];
+  int n = 0, checks = 0, k;
+  int64_t now = 0;
+  struct fs_usage u;
+
+  fs_usage_init(&u, 0);
+  for (k = 0; k < 400; k++) {
+    int op = below(&rng, 10);
+    now += (int64_t)below(&rng, 40 * 1000) * 1000; /* up to 40 s, in ms */
+    if (op < 4 && n < N_OF(hs)) {
+      /* admitted up to 3 s before it is told, as the feed may lag */
+      int64_t t0 = now - (int64_t)below(&rng, 3000) * 1000;
+      double req[SCHED_NRES] = {1 + below(&rng, 8), 0, 0};
+      if (t0 < 0)
+        t0 = 0;
+      ck_assert_int_eq(fs_admit(&u, h, t0, now, n, req), 0);
+      hs[n++] = (struct hist){(double)t0 / 1e6, -1, req[SCHED_GPU]};
+    } else if (op < 8 && n > 0) {
+      int j = below(&rng, n);
+      double req[SCHED_NRES] = {hs[j].req, 0, 0};
+      if (hs[j].t1 >= 0)
+        continue;
+      ck_assert_int_eq(fs_release(&u, h, now, j, req), 0);
+      hs[j].t1 = (double)now / 1e6;
+      /* a job released inside its minimum is charged the minimum: its
+       * interval after the minimum is empty */
+      if (hs[j].t1 < hs[j].t0 + FS_MIN_CHARGE_S)
+        hs[j].t1 = hs[j].t0 + FS_MIN_CHARGE_S;
+    } else {
+      double want;
+      ck_assert_int_eq(fs_advance(&u, h, now), 0);
+      want = brute(hs, n, h, (double)now / 1e6);
+      ck_assert_msg(fabs(u.u[SCHED_GPU] - want) <= 1e-6 * fmax(want, 1e-3),
+                    "seed %d step %d: incremental %.12g, brute force %.12g", _i,
+                    k, u.u[SCHED_GPU], want);
+      checks++;
+    }
+  }
+  ck_assert_int_gt(checks, 20);
+  fs_usage_free(&u);
+}
+END_TEST
+
+Suite *fairshare_suite(void)
+{
+  Suite *s = suite_create("fairshare");
+  TCase *tc = tcase_create("core");
+
+  tcase_add_loop_test(tc, fields, 0, N_OF(field_cases));
+  tcase_add_loop_test(tc, math, 0, N_OF(math_cases));
+  tcase_add_test(tc, units);
+  tcase_add_loop_test(tc, score, 0, N_OF(score_cases));
+  tcase_add_loop_test(tc, cmp, 0, N_OF(cmp_cases));
+  tcase_add_loop_test(tc, property, 0, 20);
+  tcase_add_loop_test(tc, order, 0, N_OF(order_cases));
+  tcase_add_test(tc, order_invalid);
+  suite_add_tcase(s, tc);
+  return s;
+}
