@@ -9,6 +9,7 @@
 
 #include "db/billing_sync.h"
 #include "db/db.h"
+#include "db/months.h"
 #include "server/jsonx.h"
 
 enum gg_code db_billing_sync_days(struct db_conn *c, const char *from,
@@ -68,18 +69,157 @@ enum gg_code db_billing_sync_window(struct db_conn *c, long reread,
   return GG_OK;
 }
 
+/* The closed months, under a SHARE lock on month_closes that a month close
+ * waits for until commit (as the upload's flush takes it), ascending, as a
+ * text[] literal into lit (each "YYYY-MM" quoted) and into closed[]. */
+static enum gg_code closed_months(struct db_conn *c,
+                                  char (**closed)[DB_MONTH_LEN], size_t *n,
+                                  char **lit)
+{
+  enum gg_code code;
+  PGresult *res;
+  size_t i, rows;
+  char *p;
+
+  PQclear(db_exec(c, "LOCK TABLE month_closes IN SHARE MODE", 0, NULL, &code));
+  if (code != GG_OK)
+    return code;
+  res =
+      db_exec(c, "SELECT month FROM month_closes ORDER BY month COLLATE \"C\"",
+              0, NULL, &code);
+  if (!res)
+    return code;
+  rows = (size_t)PQntuples(res);
+  *closed = calloc(rows + 1, sizeof(**closed));
+  *lit = malloc(rows * (DB_MONTH_LEN + 3) + 3);
+  if (!*closed || !*lit) {
+    PQclear(res);
+    return GG_INTERNAL;
+  }
+  p = *lit;
+  *p++ = '{';
+  for (i = 0; i < rows; i++) {
+    snprintf((*closed)[i], DB_MONTH_LEN, "%s", PQgetvalue(res, (int)i, 0));
+    p += sprintf(p, "%s\"%s\"", i ? "," : "", (*closed)[i]);
+  }
+  *p++ = '}';
+  *p = '\0';
+  *n = rows;
+  PQclear(res);
+  return GG_OK;
+}
+
+/*
+ * The rollups of day that are left once those of open months are gone
+ * belong to closed months and stay as they are; their sums are taken back
+ * where the day's rows are reported now (a correction in the first open
+ * month, db_month_attribute), so that the day's new rows, reported there
+ * too, leave exactly new − old in it. params: $1 the day, $2 the closed
+ * months; then per invoice month of the day's frozen rollups ($3) where it
+ * is reported ($4 month, $5 charge class, $6 report day).
+ */
+static const char sql_frozen_months[] =
+    "SELECT DISTINCT invoice_month FROM cost_rollups "
+    "WHERE day = $1::date AND month = ANY($2::text[])";
+
+static const char sql_take_back[] =
+    "INSERT INTO cost_rollups AS r (team, day, invoice_month, service, sku,"
+    " flavor, location, currency, cost_type, billing_account, month,"
+    " charge_class, report_day, cost, credits, gpu_hours, rows)"
+    " SELECT f.team, f.day, f.invoice_month, f.service, f.sku, f.flavor,"
+    "  f.location, f.currency, f.cost_type, f.billing_account, a.month,"
+    "  a.class, a.report_day, -sum(f.cost), -sum(f.credits),"
+    "  -sum(f.gpu_hours), -sum(f.rows)"
+    " FROM cost_rollups f JOIN unnest($3::text[], $4::text[], $5::text[],"
+    "  $6::date[]) AS a(invoice_month, month, class, report_day)"
+    "  ON a.invoice_month = f.invoice_month"
+    " WHERE f.day = $1::date AND f.month = ANY($2::text[])"
+    " GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13"
+    " ORDER BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12"
+    " ON CONFLICT (team, day, invoice_month, service, sku, flavor, location,"
+    "  currency, cost_type, billing_account, charge_class, month)"
+    " DO UPDATE SET cost = r.cost + excluded.cost,"
+    "  credits = r.credits + excluded.credits,"
+    "  gpu_hours = r.gpu_hours + excluded.gpu_hours,"
+    "  rows = r.rows + excluded.rows";
+
+/* Append "s" (quoted; s is a month, a day, a class: no quote in it) to the
+ * text[] literal being built in buf. */
+static void lit_add(char *buf, size_t cap, const char *s)
+{
+  size_t n = strlen(buf);
+
+  snprintf(buf + n, cap - n, "%s\"%s\"", n > 1 ? "," : "", s);
+}
+
+static enum gg_code take_back_frozen(struct db_conn *c, const char *day,
+                                     const char (*closed)[DB_MONTH_LEN],
+                                     size_t n_closed, const char *closed_lit)
+{
+  const char *params[6] = {day, closed_lit, NULL, NULL, NULL, NULL};
+  char lit[4][2048] = {"{", "{", "{", "{"};
+  enum gg_code code;
+  PGresult *res = db_exec(c, sql_frozen_months, 2, params, &code);
+  int i, rows;
+
+  if (!res)
+    return code;
+  rows = PQntuples(res);
+  for (i = 0; i < rows; i++) {
+    const char *inv = PQgetvalue(res, i, 0);
+    char month[DB_MONTH_LEN], rday[11];
+    bool correction;
+    if (strlen(lit[0]) + 64 >= sizeof(lit[0]) ||
+        db_month_attribute(day, inv, closed, n_closed, month, &correction) !=
+            0) {
+      PQclear(res);
+      return GG_INTERNAL;
+    }
+    if (correction)
+      snprintf(rday, sizeof(rday), "%s-01", month);
+    else
+      snprintf(rday, sizeof(rday), "%s", day);
+    lit_add(lit[0], sizeof(lit[0]), inv);
+    lit_add(lit[1], sizeof(lit[1]), month);
+    lit_add(lit[2], sizeof(lit[2]), correction ? "Correction" : "");
+    lit_add(lit[3], sizeof(lit[3]), rday);
+  }
+  PQclear(res);
+  if (rows == 0)
+    return GG_OK;
+  for (i = 0; i < 4; i++) {
+    strcat(lit[i], "}");
+    params[2 + i] = lit[i];
+  }
+  PQclear(db_exec(c, sql_take_back, 6, params, &code));
+  return code;
+}
+
 enum gg_code db_billing_day_begin(struct db_conn *c, const char *day)
 {
-  const char *params[1] = {day};
+  char(*closed)[DB_MONTH_LEN] = NULL;
+  char *lit = NULL;
+  const char *params[2] = {day, NULL};
+  size_t n = 0;
   enum gg_code code = db_begin(c);
 
   if (code != GG_OK)
     return code;
-  PQclear(db_exec(c, "DELETE FROM cost_rollups WHERE day = $1::date", 1, params,
-                  &code));
+  code = closed_months(c, &closed, &n, &lit);
+  params[1] = lit;
+  if (code == GG_OK)
+    PQclear(db_exec(c,
+                    "DELETE FROM cost_rollups WHERE day = $1::date "
+                    "AND month <> ALL($2::text[])",
+                    2, params, &code));
+  if (code == GG_OK)
+    code =
+        take_back_frozen(c, day, (const char(*)[DB_MONTH_LEN])closed, n, lit);
   if (code == GG_OK)
     PQclear(db_exec(c, "DELETE FROM billing_rows WHERE usage_day = $1::date", 1,
                     params, &code));
+  free(closed);
+  free(lit);
   if (code != GG_OK)
     db_rollback(c);
   return code;
@@ -93,12 +233,20 @@ enum gg_code db_billing_day_commit(struct db_conn *c,
   enum gg_code code;
 
   snprintf(rows, sizeof(rows), "%ld", f->rows);
+  /* a closed month's day read again unchanged: its corrections cancel out */
   PQclear(db_exec(c,
-                  "INSERT INTO billing_sync_days (day, export_time, rows) "
-                  "VALUES ($1::date, $2, $3::bigint) ON CONFLICT (day) DO "
-                  "UPDATE SET export_time = excluded.export_time, "
-                  "rows = excluded.rows, loaded_at = now()",
-                  3, params, &code));
+                  "DELETE FROM cost_rollups WHERE day = $1::date "
+                  "AND charge_class = 'Correction' AND cost = 0 "
+                  "AND credits = 0 AND gpu_hours = 0 AND rows = 0 "
+                  "AND month NOT IN (SELECT month FROM month_closes)",
+                  1, params, &code));
+  if (code == GG_OK)
+    PQclear(db_exec(c,
+                    "INSERT INTO billing_sync_days (day, export_time, rows) "
+                    "VALUES ($1::date, $2, $3::bigint) ON CONFLICT (day) DO "
+                    "UPDATE SET export_time = excluded.export_time, "
+                    "rows = excluded.rows, loaded_at = now()",
+                    3, params, &code));
   if (code == GG_OK)
     code = db_commit(c);
   if (code != GG_OK)

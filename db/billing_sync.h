@@ -36,12 +36,18 @@ enum gg_code db_billing_sync_window(struct db_conn *c, long reread,
                                     char day[11]);
 
 /*
- * Open the transaction that replaces day: its billing rows and rollups are
- * deleted in it (rows are then stored with db_billing_flush, which nests).
+ * Open the transaction that replaces day (under the SHARE lock on
+ * month_closes a month close waits for): its billing rows and its rollups
+ * in open months are deleted; its rollups in closed months stay as they
+ * are, and their sums are taken back as corrections where the day's rows
+ * are now reported (the first open month, db_month_attribute), so that the
+ * new rows, stored with db_billing_flush (which nests) and reported there
+ * too, leave new − old in that month.
  */
 enum gg_code db_billing_day_begin(struct db_conn *c, const char *day);
 
-/* Record day's figures and commit the replacement. */
+/* Record day's figures and commit the replacement (corrections that came
+ * to zero, a day read again unchanged, are dropped). */
 enum gg_code db_billing_day_commit(struct db_conn *c,
                                    const struct billing_day_figures *f);
 

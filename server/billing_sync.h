@@ -8,7 +8,9 @@
  * GPUGATE_BILLING_REREAD_DAYS; everything on the first sync), compares
  * them with what billing_sync_days holds (billing_sync_plan), and re-reads
  * only the days that changed or were never loaded. A re-read day replaces
- * that day's rows and rollups in one transaction: its old rows are deleted,
+ * that day's rows and rollups in one transaction (a closed month's rollups
+ * stay: the difference is posted as corrections in the first open month,
+ * db/billing_sync.h): its old rows are deleted,
  * the new ones parsed and stored by the same code as the NDJSON upload
  * (billing_parse_row_with, db_billing_batch_add, db_billing_flush), page by
  * page, and the day's figures recorded; a failure on the way rolls all of

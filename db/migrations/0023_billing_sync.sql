@@ -1,4 +1,4 @@
--- 0020: the BigQuery pull of the billing export (SPEC §9 "Finance at the
+-- 0023: the BigQuery pull of the billing export (SPEC §9 "Finance at the
 -- source"). billing_sync_days holds, per usage day loaded from BigQuery, the
 -- export's MAX(export_time) and row count as they were when the day was
 -- read: a later sync re-reads only the days whose figures moved, and the
@@ -23,5 +23,8 @@ CREATE TABLE billing_sync_state (
 );
 INSERT INTO billing_sync_state (id) VALUES (1);
 
--- a re-read day deletes that day's rows: found by their day, not by a scan
+-- a re-read day deletes that day's rows and the rollups of its open months:
+-- found by their day, not by a scan (0021 dropped the rollups' day index,
+-- reports select by report_day)
 CREATE INDEX billing_rows_usage_day ON billing_rows (usage_day);
+CREATE INDEX cost_rollups_day ON cost_rollups (day);

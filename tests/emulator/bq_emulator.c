@@ -20,6 +20,8 @@
  *        kind, after skipping skip, answer status (a google.rpc.Status)
  *   POST /emulator/revise     {"day": "YYYY-MM-DD"}: that day's costs
  *        change and its export_time moves (one revision more)
+ *   POST /emulator/touch      {"day": "YYYY-MM-DD"}: that day's export_time
+ *        moves by a minute, its amounts stay
  *   POST /emulator/config     {"incomplete_polls": n, "page_rows": n}
  *   GET  /emulator/totals?team=T   {"cost", "credits", "net"} exact
  *        decimals of the whole fixture (all teams without team)
@@ -291,8 +293,11 @@ static enum MHD_Result on_query(struct MHD_Connection *c, const char *body,
       const char *from = param(doc, "from_day");
       nj.shape = SHAPE_DAYS;
       nj.day = from && *from ? bq_fixture_day_index(&fix, from) : 0;
-      if (nj.day < 0) /* before or after the fixture */
-        nj.day = from && strcmp(from, "2000") < 0 ? 0 : fix.days;
+      if (nj.day < 0) { /* before or after the fixture */
+        char first[11];
+        bq_fixture_day(&fix, 0, first);
+        nj.day = strcmp(from, first) < 0 ? 0 : fix.days;
+      }
     } else if (strstr(q, "-- gpugate:billing-rows")) {
       const char *day = param(doc, "day");
       nj.shape = SHAPE_ROWS;
@@ -408,12 +413,17 @@ static enum MHD_Result on_control(struct MHD_Connection *c, const char *method,
     fault.skip = (int)json_integer_value(json_object_get(doc, "skip"));
     snprintf(fault.call, sizeof(fault.call), "%s", call ? call : "any");
     out = json_object();
-  } else if (!strcmp(url, "/emulator/revise") && !strcmp(method, "POST")) {
+  } else if ((!strcmp(url, "/emulator/revise") ||
+              !strcmp(url, "/emulator/touch")) &&
+             !strcmp(method, "POST")) {
     const char *day = json_string_value(json_object_get(doc, "day"));
     int d = day ? bq_fixture_day_index(&fix, day) : -1;
     if (d < 0) {
       status = 400;
       out = json_pack("{s:s}", "error", "day: not in the fixture");
+    } else if (!strcmp(url, "/emulator/touch")) {
+      fix.touched[d]++;
+      out = json_pack("{s:i}", "touched", fix.touched[d]);
     } else {
       fix.revision[d]++;
       out = json_pack("{s:i}", "revision", fix.revision[d]);

@@ -52,11 +52,13 @@ void bq_fixture_export_time(const struct bq_fixture *f, int d, char out[40])
 {
   int y, m, dd;
 
-  /* the day after, at 04:00, plus an hour per revision */
+  /* the day after, at 04:00, plus an hour per revision and a minute per
+   * touch */
   long hours = 4 + f->revision[d];
   civil(f->start + d + 1 + hours / 24, &y, &m, &dd);
-  snprintf(out, 40, "%04u-%02u-%02uT%02u:00:00.000000Z", (unsigned)y % 10000u,
-           (unsigned)m % 100u, (unsigned)dd % 100u, (unsigned)(hours % 24));
+  snprintf(out, 40, "%04u-%02u-%02uT%02u:%02u:00.000000Z", (unsigned)y % 10000u,
+           (unsigned)m % 100u, (unsigned)dd % 100u, (unsigned)(hours % 24),
+           (unsigned)f->touched[d] % 60u);
 }
 
 static long long cost_of(const struct bq_fixture *f, int d, long i)

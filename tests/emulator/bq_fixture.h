@@ -10,7 +10,8 @@
  * adjustment when i % 10 == 9, else regular; cost in whole micro-dollars
  * (six decimals, exact); a credit of -cost/10 (rounded down to the
  * micro-dollar) on every third row. Revision r adds r × 0.001 to every
- * cost of the day and r hours to its export_time.
+ * cost of the day and r hours to its export_time; a touch moves the
+ * export_time by a minute and leaves the amounts.
  */
 #ifndef GPUGATE_BQ_FIXTURE_H
 #define GPUGATE_BQ_FIXTURE_H
@@ -24,6 +25,7 @@ struct bq_fixture {
   long rows_per_day; /* rows of every day */
   long start;        /* days since 1970-01-01 of the first day */
   int revision[BQ_FIX_MAX_DAYS];
+  int touched[BQ_FIX_MAX_DAYS]; /* export_time moved, amounts unchanged */
 };
 
 /* "YYYY-MM-DD" of day d into out (11 bytes). */

@@ -6,11 +6,15 @@
  * last decimal; a revision of day D-5 makes the next sync re-read exactly
  * that day (the emulator's request log) and the totals follow it; a 503
  * in the middle of a day's pages leaves the database as it was, and the
- * next sync completes; GET /v1/billing/status reports it all; and with
- * two replicas, each pointed at an emulator of its own, only the
+ * next sync completes; GET /v1/billing/status reports it all; a day of a
+ * closed month read again leaves that month's reports and total as they
+ * were and posts the difference as corrections in the first open month;
+ * and with two replicas, each pointed at an emulator of its own, only the
  * admission leader pulls.
  */
 #include <check.h>
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,10 +30,11 @@ static const char *const emu_env[] = {"BQ_EMU_DAYS=92", "BQ_EMU_ROWS=24",
                                       "BQ_EMU_PAGE_ROWS=10",
                                       "BQ_EMU_INCOMPLETE_POLLS=1", NULL};
 
-/* gpugate billing-sync against db_url and the emulator; its exit status,
- * its output in out. */
-static int billing_sync(const char *db_url, const struct h_server *emu,
-                        char *out, size_t outlen)
+/* gpugate billing-sync against db_url and the emulator, re-reading the
+ * default 10 days (reread NULL) or reread; its exit status, its output in
+ * out. */
+static int billing_sync_reread(const char *db_url, const struct h_server *emu,
+                               const char *reread, char *out, size_t outlen)
 {
   char db[600], endpoint[128];
   const char *env[] = {db,
@@ -39,6 +44,7 @@ static int billing_sync(const char *db_url, const struct h_server *emu,
                        "GPUGATE_BILLING_BIGQUERY_LOCATION=US",
                        endpoint,
                        "GPUGATE_LOG_LEVEL=error",
+                       reread,
                        NULL};
   const char *argv[] = {"build/gpugate", "billing-sync", NULL};
 
@@ -46,6 +52,12 @@ static int billing_sync(const char *db_url, const struct h_server *emu,
   snprintf(endpoint, sizeof(endpoint),
            "GPUGATE_BIGQUERY_ENDPOINT=http://127.0.0.1:%u", emu->port);
   return h_run(argv, env, 60000, NULL, out, outlen);
+}
+
+static int billing_sync(const char *db_url, const struct h_server *emu,
+                        char *out, size_t outlen)
+{
+  return billing_sync_reread(db_url, emu, NULL, out, outlen);
 }
 
 /* POST an emulator control endpoint. */
@@ -241,6 +253,192 @@ START_TEST(test_sync_revise_fail)
 }
 END_TEST
 
+/* "123.456789" (at most 6 decimals) in micro-units. */
+static long long micro_of(const char *s)
+{
+  long long whole = 0, frac = 0;
+  int neg = *s == '-', digits = 0;
+
+  s += neg;
+  for (; *s >= '0' && *s <= '9'; s++)
+    whole = whole * 10 + (*s - '0');
+  if (*s == '.')
+    for (s++; *s >= '0' && *s <= '9' && digits < 6; s++, digits++)
+      frac = frac * 10 + (*s - '0');
+  for (; digits < 6; digits++)
+    frac *= 10;
+  return (neg ? -1 : 1) * (whole * 1000000 + frac);
+}
+
+/* A report's amount (a JSON number of at most 6 decimals) in micro-units. */
+static long long micro_json(json_t *v)
+{
+  ck_assert(json_is_number(v));
+  return llround(json_number_value(v) * 1e6);
+}
+
+/* The fixture's net (cost + credits) in micro-dollars. */
+static long long fixture_net(const struct h_server *emu)
+{
+  json_t *t = h_emu_get(emu, "/emulator/totals");
+  long long net = micro_of(json_string_value(json_object_get(t, "net")));
+
+  json_decref(t);
+  return net;
+}
+
+/* The body of GET path, as bytes (a new string). */
+static char *body_of(const struct h_server *s, const char *path,
+                     const char *tok)
+{
+  struct h_resp r;
+  char *b;
+
+  ck_assert_int_eq(h_request(s, "GET", path, tok, NULL, NULL, &r), 0);
+  ck_assert_int_eq(r.status, 200);
+  b = strdup(r.body);
+  h_resp_free(&r);
+  return b;
+}
+
+/* month's USD amount (total, corrections) in /v1/costs/months. */
+static long long month_amount(const struct h_server *s, const char *tok,
+                              const char *month, const char *amount)
+{
+  json_t *list = h_call(s, "GET", "/v1/costs/months", tok, NULL, 200), *m;
+  long long v = LLONG_MIN;
+  size_t i;
+
+  json_array_foreach (json_object_get(list, "months"), i, m) {
+    if (!strcmp(json_string_value(json_object_get(m, "month")), month)) {
+      json_t *t = json_array_get(json_object_get(m, "totals"), 0);
+      ck_assert_str_eq(json_string_value(json_object_get(t, "currency")),
+                       "USD");
+      v = micro_json(json_object_get(t, amount));
+    }
+  }
+  json_decref(list);
+  ck_assert_msg(v != LLONG_MIN, "no month %s", month);
+  return v;
+}
+
+/* Σ net_cost of the Correction rows of a report, and their number. */
+static long long corrections_in(const struct h_server *s, const char *tok,
+                                const char *path, int *n)
+{
+  json_t *rep = h_call(s, "GET", path, tok, NULL, 200), *r;
+  long long sum = 0;
+  size_t i;
+
+  *n = 0;
+  json_array_foreach (json_object_get(rep, "rows"), i, r) {
+    const char *cls = json_string_value(json_object_get(r, "charge_class"));
+    if (cls && !strcmp(cls, "Correction")) {
+      sum += micro_json(json_object_get(r, "net_cost"));
+      (*n)++;
+    }
+  }
+  json_decref(rep);
+  return sum;
+}
+
+/*
+ * A day of a closed month read again: August is closed, the emulator
+ * revises 2026-08-15, and the next sync re-reads that day. August's reports
+ * answer the same bytes and its total in /v1/costs/months is unchanged;
+ * September, the first open month, carries Correction rows of exactly the
+ * revision's difference (new − old rows of the day); the whole range's
+ * totals still equal the fixture's. Read again without a change (the
+ * export_time moved only), nothing more is posted.
+ */
+START_TEST(test_closed_month_reread)
+{
+  static const char *const srv_env[] = {"GPUGATE_BILLING_SYNC_INTERVAL_S=0",
+                                        NULL};
+  static const char aug[] = "/v1/costs?from=2026-08-01&to=2026-08-31";
+  static const char aug_inv[] =
+      "/v1/costs?from=2026-08-01&to=2026-08-31&month_basis=invoice";
+  static const char sep[] = "/v1/costs?from=2026-09-01&to=2026-09-30";
+  /* August is more than 10 days before the export's last day */
+  static const char reread[] = "GPUGATE_BILLING_REREAD_DAYS=100";
+  struct h_server emu, srv;
+  char db_url[512], out[4096], want[512], got[512];
+  char *fin = h_token(NULL, "finance", 3600);
+  char *aug_body, *aug_inv_body, *after;
+  long long aug_total, sep_total, net_before, diff;
+  int n;
+  json_t *log;
+
+  ck_assert_int_eq(h_db_create("it_bigquery_closed", db_url, sizeof(db_url)),
+                   0);
+  ck_assert_int_eq(h_bq_emulator_start(&emu, emu_env), 0);
+  ck_assert_int_eq(h_server_start(&srv, db_url, srv_env), 0);
+  ck_assert_msg(billing_sync_reread(db_url, &emu, reread, out, sizeof(out)) ==
+                    0,
+                "%s", out);
+  json_decref(take_log(&emu));
+
+  json_decref(
+      h_call(&srv, "POST", "/v1/costs/months/2026-08/close", fin, NULL, 200));
+  aug_body = body_of(&srv, aug, fin);
+  aug_inv_body = body_of(&srv, aug_inv, fin);
+  aug_total = month_amount(&srv, fin, "2026-08", "total");
+  sep_total = month_amount(&srv, fin, "2026-09", "total");
+  ck_assert_int_eq(month_amount(&srv, fin, "2026-09", "corrections"), 0);
+  net_before = fixture_net(&emu);
+
+  emu_post(&emu, "/emulator/revise", "{\"day\": \"2026-08-15\"}");
+  diff = fixture_net(&emu) - net_before;
+  ck_assert_int_ne(diff, 0);
+  ck_assert_msg(billing_sync_reread(db_url, &emu, reread, out, sizeof(out)) ==
+                    0,
+                "%s", out);
+  log = take_log(&emu);
+  ck_assert_int_eq(count(log, "query", "billing-rows", NULL), 1);
+  ck_assert_int_eq(count(log, "query", "billing-rows", "2026-08-15"), 1);
+  json_decref(log);
+
+  /* August frozen: the same bytes, the same total */
+  after = body_of(&srv, aug, fin);
+  ck_assert_str_eq(after, aug_body);
+  free(after);
+  after = body_of(&srv, aug_inv, fin);
+  ck_assert_str_eq(after, aug_inv_body);
+  free(after);
+  ck_assert_int_eq(month_amount(&srv, fin, "2026-08", "total"), aug_total);
+  /* September: the difference, as corrections, to the micro-dollar */
+  ck_assert_int_eq(month_amount(&srv, fin, "2026-09", "corrections"), diff);
+  ck_assert_int_eq(month_amount(&srv, fin, "2026-09", "total"),
+                   sep_total + diff);
+  ck_assert_int_eq(corrections_in(&srv, fin, sep, &n), diff);
+  ck_assert_int_gt(n, 0);
+  fixture_totals(&emu, want, sizeof(want));
+  report_totals(&srv, fin, got, sizeof(got));
+  ck_assert_str_eq(got, want);
+
+  /* read again, its rows unchanged (the emulator's revision 0 again moves
+   * only the export_time): the corrections stay what they were */
+  emu_post(&emu, "/emulator/touch", "{\"day\": \"2026-08-15\"}");
+  ck_assert_msg(billing_sync_reread(db_url, &emu, reread, out, sizeof(out)) ==
+                    0,
+                "%s", out);
+  log = take_log(&emu);
+  ck_assert_int_eq(count(log, "query", "billing-rows", "2026-08-15"), 1);
+  json_decref(log);
+  after = body_of(&srv, aug, fin);
+  ck_assert_str_eq(after, aug_body);
+  free(after);
+  ck_assert_int_eq(month_amount(&srv, fin, "2026-09", "corrections"), diff);
+  ck_assert_int_eq(corrections_in(&srv, fin, sep, &n), diff);
+
+  free(aug_body);
+  free(aug_inv_body);
+  h_server_stop(&srv);
+  h_server_stop(&emu);
+  free(fin);
+}
+END_TEST
+
 START_TEST(test_only_the_leader_pulls)
 {
   struct h_server emu[2], srv[2];
@@ -299,6 +497,7 @@ Suite *bigquery_suite(void)
 
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_sync_revise_fail);
+  tcase_add_test(tc, test_closed_month_reread);
   tcase_add_test(tc, test_only_the_leader_pulls);
   suite_add_tcase(s, tc);
   return s;
