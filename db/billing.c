@@ -1,5 +1,6 @@
 /*
- * billing.c — bulk loading of billing-export rows.
+ * billing.c — bulk loading of billing-export rows: building a batch (its
+ * flush is db/billing_flush.c).
  *
  * A batch keeps each row as its tuple of a binary COPY into billing_rows,
  * plus its hash, its amounts as text and the index of its rollup key (team
@@ -38,148 +39,17 @@
 #include <string.h>
 
 #include "db/billing.h"
-#include "db/db.h"
-#include "db/months.h"
-#include "server/log.h"
-
-#define COPY_PIECE ((size_t)256 * 1024) /* bytes per PQputCopyData */
-#define FLUSH_TRIES 5    /* attempts of a batch that conflicts with others */
-#define NUMERIC_MAX 2048 /* binary numeric of any amount we write */
-
-/* Type OIDs of the array elements (pg_type.h; stable across releases). */
-#define OID_BYTEA 17
-#define OID_INT4 23
-#define OID_TEXT 25
-#define OID_DATE 1082
-#define OID_NUMERIC 1700
-
-#define N_KEY_FIELDS 10 /* the rollup key as the batch has it */
-#define N_ARRAYS 20     /* the statement's array parameters, and one scalar */
-
-struct brow {
-  unsigned char hash[DB_BILLING_HASH_LEN];
-  size_t tuple, tuple_len; /* its COPY tuple in tuples; without the field
-                              count and gpu_hours when divisor is 3600 */
-  size_t amounts;          /* "cost\0credits\0gpu_amount\0" in text */
-  int key;                 /* its rollup key, 0-based */
-  int divisor;
-  bool fresh;  /* a flush: not stored yet */
-  int gpu_row; /* a flush: its GPU-hours in the statement's result, or -1 */
-};
-
-struct buf {
-  char *p;
-  size_t len, cap;
-};
-
-struct db_billing_batch {
-  struct brow *rows;
-  size_t n, cap;
-  struct buf tuples; /* the rows' binary COPY tuples */
-  struct buf text;   /* the rows' amounts */
-  struct buf keys;  /* distinct rollup keys: N_KEY_FIELDS × (u32 len, bytes) */
-  size_t *key_off;  /* where each key starts in keys */
-  size_t *key_size; /* and its length */
-  int n_keys, cap_keys;
-  int *slots; /* open addressing over the keys: index + 1, 0 when free */
-  size_t n_slots;
-  struct buf params; /* the arrays of a flush */
-  int *uniq;         /* a flush: the rows, each hash once, in batch order */
-  int *seen;         /* a flush: open addressing over hashes, index + 1 */
-  size_t cap_uniq, cap_seen;
-  int64_t latest_us;            /* the latest usage_start in the batch */
-  char (*closed)[DB_MONTH_LEN]; /* a flush: the closed months */
-  size_t n_closed, cap_closed;
-};
-
-/* ---- the statement ---------------------------------------------------- */
-
-/*
- * The statement before the COPY, in two forms. Both take the batch as
- * arrays: $1 hashes, $2 rollup key (1-based, into $7..$19), $3 cost, $4
- * credits, $5 GPU amount, $6 its divisor; $7..$16 the distinct rollup
- * keys, $17..$19 where each is reported (month, charge class, report day:
- * see db_month_attribute); $20 the batch's latest usage_start. Both add
- * the sums of the rows they take for new to cost_rollups, in key order,
- * raise billing_freshness, and return (ordinal, known, GPU-hours) for the
- * rows known already and, for the new ones, those whose GPU-hours
- * PostgreSQL divided.
- *
- * sql_probe looks every hash up in billing_rows first (an index probe per
- * row); sql_assume takes every row for new, for batches expected to be new
- * (their COPY then fails on a known one, and the batch is tried again with
- * sql_probe).
- */
-#define SQL_NEW_ROWS(known, join)                                              \
-  "WITH t AS ("                                                                \
-  " SELECT * FROM unnest($1::bytea[], $2::int[], $3::numeric[],"               \
-  "  $4::numeric[], $5::numeric[], $6::int[])"                                 \
-  "  WITH ORDINALITY AS t(h, k, cost, credits, amount, divisor, i)),"          \
-  " new AS MATERIALIZED ("                                                     \
-  " SELECT t.i, t.k, t.cost, t.credits, t.divisor, " known " AS known,"        \
-  "  CASE t.divisor WHEN 1 THEN t.amount"                                      \
-  "   WHEN 3600 THEN trim_scale(t.amount / 3600) ELSE 0 END AS gpu_hours"      \
-  " FROM t" join "),"                                                          \
-  " sums AS ("                                                                 \
-  " SELECT k, sum(cost) AS cost, sum(credits) AS credits,"                     \
-  "  sum(gpu_hours) AS gpu_hours, count(*) AS n"                               \
-  " FROM new WHERE NOT known GROUP BY k),"                                     \
-  " up AS ("                                                                   \
-  " INSERT INTO cost_rollups AS r (team, day, invoice_month, service, sku,"    \
-  "  flavor, location, currency, cost_type, billing_account, month,"           \
-  "  charge_class, report_day, cost, credits, gpu_hours, rows)"                \
-  " SELECT g.team, g.day, g.invoice_month, g.service, g.sku, g.flavor,"        \
-  "  g.location, g.currency, g.cost_type, g.account, g.month, g.class,"        \
-  "  g.report_day, s.cost, s.credits, s.gpu_hours, s.n"                        \
-  " FROM sums s JOIN unnest($7::text[], $8::date[], $9::text[],"               \
-  "  $10::text[], $11::text[], $12::text[], $13::text[], $14::text[],"         \
-  "  $15::text[], $16::text[], $17::text[], $18::text[], $19::date[])"         \
-  "  WITH ORDINALITY AS g(team, day, invoice_month, service, sku, flavor,"     \
-  "  location, currency, cost_type, account, month, class, report_day, k)"     \
-  "  ON g.k = s.k"                                                             \
-  " ORDER BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12"                            \
-  " ON CONFLICT (team, day, invoice_month, service, sku, flavor, location,"    \
-  "  currency, cost_type, billing_account, charge_class, month)"               \
-  "  DO UPDATE SET cost = r.cost + excluded.cost,"                             \
-  "  credits = r.credits + excluded.credits,"                                  \
-  "  gpu_hours = r.gpu_hours + excluded.gpu_hours,"                            \
-  "  rows = r.rows + excluded.rows),"                                          \
-  " fresh AS ("                                                                \
-  " INSERT INTO billing_freshness AS f (latest_usage_start)"                   \
-  " SELECT $20::timestamptz WHERE EXISTS (SELECT 1 FROM sums)"                 \
-  " ON CONFLICT (id) DO UPDATE"                                                \
-  "  SET latest_usage_start = excluded.latest_usage_start"                     \
-  "  WHERE f.latest_usage_start < excluded.latest_usage_start)"                \
-  " SELECT i, known,"                                                          \
-  "  CASE WHEN divisor = 3600 AND NOT known THEN gpu_hours::text END"          \
-  " FROM new WHERE known OR divisor = 3600"
-
-static const char sql_probe[] =
-    SQL_NEW_ROWS("b.known IS NOT NULL",
-                 " LEFT JOIN LATERAL (SELECT true AS known FROM billing_rows b"
-                 "  WHERE b.row_hash = t.h LIMIT 1) b ON true");
-
-static const char sql_assume[] = SQL_NEW_ROWS("false", "");
-
-/* The field order of a row's COPY tuple: gpu_hours first, then the fields
- * db_billing_batch_add writes in that order. */
-static const char sql_copy[] =
-    "COPY billing_rows (gpu_hours, row_hash, team, flavor, service, sku,"
-    " location, currency, usage_start, usage_day, invoice_month, cost,"
-    " credits, row) FROM STDIN (FORMAT binary)";
-#define COPY_FIELDS 14
-
-static const char copy_header[19] = "PGCOPY\n\377\r\n\0\0\0\0\0\0\0\0\0";
+#include "db/billing_batch.h"
 
 /* ---- binary forms ---------------------------------------------------- */
 
-static void put_be16(unsigned char *p, unsigned v)
+void bb_put_be16(unsigned char *p, unsigned v)
 {
   p[0] = (unsigned char)(v >> 8);
   p[1] = (unsigned char)v;
 }
 
-static void put_be32(unsigned char *p, uint32_t v)
+void bb_put_be32(unsigned char *p, uint32_t v)
 {
   p[0] = (unsigned char)(v >> 24);
   p[1] = (unsigned char)(v >> 16);
@@ -187,10 +57,10 @@ static void put_be32(unsigned char *p, uint32_t v)
   p[3] = (unsigned char)v;
 }
 
-static void put_be64(unsigned char *p, uint64_t v)
+void bb_put_be64(unsigned char *p, uint64_t v)
 {
-  put_be32(p, (uint32_t)(v >> 32));
-  put_be32(p + 4, (uint32_t)v);
+  bb_put_be32(p, (uint32_t)(v >> 32));
+  bb_put_be32(p + 4, (uint32_t)v);
 }
 
 /*
@@ -252,10 +122,10 @@ int db_numeric_binary(const char *text, unsigned char *out, size_t cap)
   if (nd == 0) { /* zero: no digits, weight 0, positive */
     if (cap < 8)
       return -1;
-    put_be16(out, 0);
-    put_be16(out + 2, 0);
-    put_be16(out + 4, 0);
-    put_be16(out + 6, (unsigned)dscale);
+    bb_put_be16(out, 0);
+    bb_put_be16(out + 2, 0);
+    bb_put_be16(out + 4, 0);
+    bb_put_be16(out + 6, (unsigned)dscale);
     return 8;
   }
   /* the value is digits × 10^last; base-10000 digits sit at powers of ten
@@ -283,12 +153,12 @@ int db_numeric_binary(const char *text, unsigned char *out, size_t cap)
     ngroups--; /* trailing zero digits (the first one is never zero) */
   if (weight > 0x7FFF || weight < -0x8000 || cap < 8 + 2 * (size_t)ngroups)
     return -1;
-  put_be16(out, (unsigned)ngroups);
-  put_be16(out + 2, (unsigned)(weight & 0xFFFF));
-  put_be16(out + 4, neg ? 0x4000 : 0);
-  put_be16(out + 6, (unsigned)dscale);
+  bb_put_be16(out, (unsigned)ngroups);
+  bb_put_be16(out + 2, (unsigned)(weight & 0xFFFF));
+  bb_put_be16(out + 4, neg ? 0x4000 : 0);
+  bb_put_be16(out + 6, (unsigned)dscale);
   for (i = 0; i < (size_t)ngroups; i++)
-    put_be16(out + 8 + 2 * i, groups[i]);
+    bb_put_be16(out + 8 + 2 * i, groups[i]);
   return 8 + 2 * ngroups;
 }
 
@@ -363,7 +233,7 @@ int db_timestamptz_binary(const char *text, int64_t *us)
 
 /* ---- buffers ----------------------------------------------------------- */
 
-static int reserve(struct buf *b, size_t need)
+int bb_reserve(struct buf *b, size_t need)
 {
   size_t cap;
   char *grown;
@@ -383,37 +253,37 @@ static int reserve(struct buf *b, size_t need)
 
 /* Append a COPY/array field: its length (4 bytes) and bytes. The caller
  * reserved room. */
-static void put_field(struct buf *b, const void *data, size_t n)
+static void bb_put_field(struct buf *b, const void *data, size_t n)
 {
-  put_be32((unsigned char *)b->p + b->len, (uint32_t)n);
+  bb_put_be32((unsigned char *)b->p + b->len, (uint32_t)n);
   memcpy(b->p + b->len + 4, data, n);
   b->len += 4 + n;
 }
 
-static int add_field(struct buf *b, const void *data, size_t n)
+int bb_add_field(struct buf *b, const void *data, size_t n)
 {
-  if (reserve(b, 4 + n) != 0)
+  if (bb_reserve(b, 4 + n) != 0)
     return -1;
-  put_field(b, data, n);
+  bb_put_field(b, data, n);
   return 0;
 }
 
-static int add_numeric(struct buf *b, const char *text)
+int bb_add_numeric(struct buf *b, const char *text)
 {
   int n;
 
-  if (reserve(b, 4 + NUMERIC_MAX) != 0 ||
+  if (bb_reserve(b, 4 + NUMERIC_MAX) != 0 ||
       (n = db_numeric_binary(text, (unsigned char *)b->p + b->len + 4,
                              NUMERIC_MAX)) < 0)
     return -1;
-  put_be32((unsigned char *)b->p + b->len, (uint32_t)n);
+  bb_put_be32((unsigned char *)b->p + b->len, (uint32_t)n);
   b->len += 4 + (size_t)n;
   return 0;
 }
 
-static int add_text(struct buf *b, const char *s)
+int bb_add_text(struct buf *b, const char *s)
 {
-  return add_field(b, s, strlen(s));
+  return bb_add_field(b, s, strlen(s));
 }
 
 /* ---- the batch --------------------------------------------------------- */
@@ -451,7 +321,7 @@ size_t db_billing_batch_bytes(const struct db_billing_batch *b)
   return b->tuples.len + b->text.len + b->keys.len;
 }
 
-static void batch_reset(struct db_billing_batch *b)
+void bb_batch_reset(struct db_billing_batch *b)
 {
   b->n = 0;
   b->tuples.len = b->text.len = b->keys.len = 0;
@@ -515,7 +385,7 @@ static int key_of(struct db_billing_batch *b, const struct db_billing_row *r)
   int k;
 
   for (i = 0; i < N_KEY_FIELDS; i++)
-    if (add_text(&b->keys, fields[i]) != 0) {
+    if (bb_add_text(&b->keys, fields[i]) != 0) {
       b->keys.len = start;
       return -1;
     }
@@ -578,27 +448,28 @@ int db_billing_batch_add(struct db_billing_batch *b,
     return -1;
   /* GPU-hours are known here unless PostgreSQL divides (see sql_merge) */
   if (r->gpu_divisor != 3600) {
-    if (reserve(&b->tuples, 2) != 0)
+    if (bb_reserve(&b->tuples, 2) != 0)
       goto bad;
-    put_be16((unsigned char *)b->tuples.p + b->tuples.len, COPY_FIELDS);
+    bb_put_be16((unsigned char *)b->tuples.p + b->tuples.len, COPY_FIELDS);
     b->tuples.len += 2;
-    if (add_numeric(&b->tuples, r->gpu_divisor == 1 ? r->gpu_amount : "0") != 0)
+    if (bb_add_numeric(&b->tuples, r->gpu_divisor == 1 ? r->gpu_amount : "0") !=
+        0)
       goto bad;
   }
-  if (add_field(&b->tuples, r->hash, DB_BILLING_HASH_LEN) != 0)
+  if (bb_add_field(&b->tuples, r->hash, DB_BILLING_HASH_LEN) != 0)
     goto bad;
   for (i = 0; i < sizeof(texts) / sizeof(texts[0]); i++)
-    if (add_text(&b->tuples, texts[i]) != 0)
+    if (bb_add_text(&b->tuples, texts[i]) != 0)
       goto bad;
-  put_be64(raw, (uint64_t)us);
-  if (add_field(&b->tuples, raw, 8) != 0)
+  bb_put_be64(raw, (uint64_t)us);
+  if (bb_add_field(&b->tuples, raw, 8) != 0)
     goto bad;
-  put_be32(raw, (uint32_t)day);
-  if (add_field(&b->tuples, raw, 4) != 0 ||
-      add_text(&b->tuples, r->invoice_month) != 0 ||
-      add_numeric(&b->tuples, r->cost) != 0 ||
-      add_numeric(&b->tuples, r->credits) != 0 ||
-      add_field(&b->tuples, r->row, r->row_len) != 0)
+  bb_put_be32(raw, (uint32_t)day);
+  if (bb_add_field(&b->tuples, raw, 4) != 0 ||
+      bb_add_text(&b->tuples, r->invoice_month) != 0 ||
+      bb_add_numeric(&b->tuples, r->cost) != 0 ||
+      bb_add_numeric(&b->tuples, r->credits) != 0 ||
+      bb_add_field(&b->tuples, r->row, r->row_len) != 0)
     goto bad;
   /* the amounts as text for the merge (all three checked by now: the
    * statement never meets a bad one) */
@@ -608,7 +479,7 @@ int db_billing_batch_add(struct db_billing_batch *b,
     unsigned char probe[NUMERIC_MAX];
     if ((r->gpu_divisor == 3600 &&
          db_numeric_binary(r->gpu_amount, probe, sizeof(probe)) < 0) ||
-        reserve(&b->text, lc + lr + lg) != 0)
+        bb_reserve(&b->text, lc + lr + lg) != 0)
       goto bad;
     memcpy(b->text.p + b->text.len, r->cost, lc);
     memcpy(b->text.p + b->text.len + lc, r->credits, lr);
@@ -631,506 +502,4 @@ bad:
   b->tuples.len = tuple;
   b->text.len = text;
   return -1;
-}
-
-/* ---- flushing ---------------------------------------------------------- */
-
-static void log_failure(const char *what, PGconn *pg, const PGresult *res)
-{
-  const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
-  const char *msg = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY)
-                        : PQerrorMessage(pg);
-  json_t *f = json_pack("{s:s, s:s, s:s}", "statement", what, "sqlstate",
-                        state ? state : "", "error", msg ? msg : "");
-
-  log_json(LOG_WARN, "sql failed", f);
-  json_decref(f);
-}
-
-/* The header of a one-dimensional binary array of n elements of type oid;
- * the elements follow as fields. */
-static int array_start(struct buf *p, uint32_t oid, size_t n)
-{
-  unsigned char *h;
-
-  if (reserve(p, 20) != 0)
-    return -1;
-  h = (unsigned char *)p->p + p->len;
-  put_be32(h, 1);       /* dimensions */
-  put_be32(h + 4, 0);   /* no nulls */
-  put_be32(h + 8, oid); /* element type */
-  put_be32(h + 12, (uint32_t)n);
-  put_be32(h + 16, 1); /* lower bound */
-  p->len += 20;
-  return 0;
-}
-
-/* The i-th field (0-based) of key k, as (bytes, length). */
-static const char *key_field(const struct db_billing_batch *b, int k, int i,
-                             size_t *len)
-{
-  const unsigned char *q = (const unsigned char *)b->keys.p + b->key_off[k];
-  uint32_t n;
-
-  for (;;) {
-    n = (uint32_t)q[0] << 24 | (uint32_t)q[1] << 16 | (uint32_t)q[2] << 8 |
-        q[3];
-    if (i-- == 0)
-      break;
-    q += 4 + n;
-  }
-  *len = n;
-  return (const char *)q + 4;
-}
-
-/* The i-th amount (0 cost, 1 credits, 2 gpu_amount) of row r. */
-static const char *amount(const struct db_billing_batch *b,
-                          const struct brow *r, int i)
-{
-  const char *a = b->text.p + r->amounts;
-
-  while (i-- > 0)
-    a += strlen(a) + 1;
-  return a;
-}
-
-/* Where key k is reported, from its day and invoice month and the closed
- * months read by the flush: month, charge class and report day (text). */
-static int key_report(const struct db_billing_batch *b, int k,
-                      char month[DB_MONTH_LEN], const char **charge_class,
-                      char report_day[16])
-{
-  char day[16], invoice[16];
-  size_t dlen, ilen;
-  const char *d = key_field(b, k, 1, &dlen), *inv = key_field(b, k, 2, &ilen);
-  bool correction;
-
-  if (dlen >= sizeof(day) || ilen >= sizeof(invoice))
-    return -1;
-  snprintf(day, sizeof(day), "%.*s", (int)dlen, d);
-  snprintf(invoice, sizeof(invoice), "%.*s", (int)ilen, inv);
-  if (db_month_attribute(day, invoice, (const char(*)[DB_MONTH_LEN])b->closed,
-                         b->n_closed, month, &correction) != 0)
-    return -1;
-  *charge_class = correction ? "Correction" : "";
-  if (correction)
-    snprintf(report_day, 16, "%s-01", month);
-  else
-    memcpy(report_day, day, sizeof(day));
-  return 0;
-}
-
-/* The statement's N_ARRAYS parameters over the n rows of b->uniq, into
- * b->params: 19 arrays and the latest usage_start; their offsets in off[],
- * lengths in len[]. */
-static int build_params(struct db_billing_batch *b, size_t n,
-                        size_t off[N_ARRAYS], int len[N_ARRAYS])
-{
-  static const uint32_t oid[N_ARRAYS - 1] = {
-      OID_BYTEA, OID_INT4, OID_NUMERIC, OID_NUMERIC, OID_NUMERIC,
-      OID_INT4,  OID_TEXT, OID_DATE,    OID_TEXT,    OID_TEXT,
-      OID_TEXT,  OID_TEXT, OID_TEXT,    OID_TEXT,    OID_TEXT,
-      OID_TEXT,  OID_TEXT, OID_TEXT,    OID_DATE};
-  struct buf *p = &b->params;
-  unsigned char raw[8];
-  size_t i;
-  int a, k;
-
-  p->len = 0;
-  for (a = 0; a < N_ARRAYS - 1; a++) {
-    off[a] = p->len;
-    if (array_start(p, oid[a], a < 6 ? n : (size_t)b->n_keys) != 0)
-      return -1;
-    for (i = 0; a < 6 && i < n; i++) {
-      const struct brow *r = &b->rows[b->uniq[i]];
-      int rc;
-      if (a == 0) {
-        rc = add_field(p, r->hash, DB_BILLING_HASH_LEN);
-      } else if (a == 1 || a == 5) {
-        put_be32(raw, (uint32_t)(a == 1 ? r->key + 1 : r->divisor));
-        rc = add_field(p, raw, 4);
-      } else {
-        rc = add_numeric(p, amount(b, r, a - 2));
-      }
-      if (rc != 0)
-        return -1;
-    }
-    for (k = 0; a >= 6 && k < b->n_keys; k++) {
-      char month[DB_MONTH_LEN], rday[16], day[16];
-      const char *f, *cls;
-      size_t flen;
-      int32_t days;
-      int rc;
-      if (a >= 6 + N_KEY_FIELDS) { /* where the key is reported */
-        if (key_report(b, k, month, &cls, rday) != 0)
-          return -1;
-        f = a == 16 ? month : a == 17 ? cls : rday;
-        flen = strlen(f);
-      } else {
-        f = key_field(b, k, a - 6, &flen);
-      }
-      if (a == 7 || a == 18) { /* a day: text in the key, a date here */
-        snprintf(day, sizeof(day), "%.*s", (int)flen, f);
-        if (db_date_binary(day, &days) != 0)
-          return -1;
-        put_be32(raw, (uint32_t)days);
-        rc = add_field(p, raw, 4);
-      } else {
-        rc = add_field(p, f, flen);
-      }
-      if (rc != 0)
-        return -1;
-    }
-    if (p->len - off[a] > 0x7FFFFFFF)
-      return -1;
-    len[a] = (int)(p->len - off[a]);
-  }
-  off[a] = p->len; /* the latest usage_start: timestamptz, binary */
-  if (reserve(p, 8) != 0)
-    return -1;
-  put_be64((unsigned char *)p->p + p->len, (uint64_t)b->latest_us);
-  p->len += 8;
-  len[a] = 8;
-  return 0;
-}
-
-/*
- * Inside the flush's transaction: wait for a month close under way (and
- * keep one from starting until commit: SHARE conflicts with the close's
- * insert), then read the closed months into b->closed, ascending.
- */
-static enum gg_code read_closed(struct db_conn *c, struct db_billing_batch *b)
-{
-  PGresult *res = PQexec(c->pg, "LOCK TABLE month_closes IN SHARE MODE; "
-                                "SELECT month FROM month_closes "
-                                "ORDER BY month COLLATE \"C\"");
-  enum gg_code code = GG_OK;
-  int i, rows;
-
-  b->n_closed = 0;
-  if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-    code = db_code_of(res, c->pg);
-    if (code != GG_CONFLICT)
-      log_failure("closed months", c->pg, res);
-    PQclear(res);
-    return code;
-  }
-  rows = PQntuples(res);
-  if ((size_t)rows > b->cap_closed) {
-    char(*grown)[DB_MONTH_LEN] =
-        realloc(b->closed, (size_t)rows * sizeof(*grown));
-    if (!grown) {
-      PQclear(res);
-      return GG_INTERNAL;
-    }
-    b->closed = grown;
-    b->cap_closed = (size_t)rows;
-  }
-  for (i = 0; i < rows; i++)
-    snprintf(b->closed[i], DB_MONTH_LEN, "%s", PQgetvalue(res, i, 0));
-  b->n_closed = (size_t)rows;
-  PQclear(res);
-  return GG_OK;
-}
-
-/* Send data[0..n) as COPY data, in pieces. */
-static int put_copy(PGconn *pg, const char *data, size_t n)
-{
-  while (n > 0) {
-    size_t piece = n > COPY_PIECE ? COPY_PIECE : n;
-    if (PQputCopyData(pg, data, (int)piece) != 1)
-      return -1;
-    data += piece;
-    n -= piece;
-  }
-  return 0;
-}
-
-/*
- * COPY the fresh rows among the n of b->uniq. Consecutive rows lie end to
- * end in tuples, so runs of them go out as they are; a row whose GPU-hours
- * PostgreSQL computed (merged's second column) gets its field count and
- * that field sent first.
- */
-static enum gg_code copy_rows(struct db_conn *c, struct db_billing_batch *b,
-                              size_t n, PGresult *merged)
-{
-  static const char trailer[2] = {'\xff', '\xff'};
-  unsigned char head[2 + 4 + NUMERIC_MAX];
-  size_t i, run = 0, run_end = 0; /* the run of tuples not sent yet */
-  enum gg_code code = GG_OK;
-  int ok;
-  PGresult *res;
-
-  res = PQexec(c->pg, sql_copy);
-  if (PQresultStatus(res) != PGRES_COPY_IN) {
-    code = db_code_of(res, c->pg);
-    log_failure("copy", c->pg, res);
-    PQclear(res);
-    return code;
-  }
-  PQclear(res);
-  ok = PQputCopyData(c->pg, copy_header, sizeof(copy_header)) == 1;
-  for (i = 0; ok && i < n; i++) {
-    const struct brow *r = &b->rows[b->uniq[i]];
-    if (!r->fresh)
-      continue;
-    if (r->divisor == 3600) {
-      int len = r->gpu_row < 0
-                    ? -1
-                    : db_numeric_binary(PQgetvalue(merged, r->gpu_row, 2),
-                                        head + 6, sizeof(head) - 6);
-      if (len < 0 || put_copy(c->pg, b->tuples.p + run, run_end - run) != 0) {
-        ok = 0;
-        break;
-      }
-      put_be16(head, COPY_FIELDS);
-      put_be32(head + 2, (uint32_t)len);
-      ok = PQputCopyData(c->pg, (const char *)head, 6 + len) == 1;
-      run = run_end = r->tuple;
-    } else if (r->tuple != run_end) {
-      if (put_copy(c->pg, b->tuples.p + run, run_end - run) != 0) {
-        ok = 0;
-        break;
-      }
-      run = run_end = r->tuple;
-    }
-    run_end += r->tuple_len;
-  }
-  if (ok && (put_copy(c->pg, b->tuples.p + run, run_end - run) != 0 ||
-             PQputCopyData(c->pg, trailer, 2) != 1))
-    ok = 0;
-  if (PQputCopyEnd(c->pg, ok ? NULL : "client failed") != 1)
-    ok = 0;
-  /* drain every result, keeping the verdict of the first failure */
-  while ((res = PQgetResult(c->pg)) != NULL) {
-    if (PQresultStatus(res) != PGRES_COMMAND_OK && code == GG_OK) {
-      code = db_code_of(res, c->pg);
-      if (code != GG_CONFLICT)
-        log_failure("copy", c->pg, res);
-    }
-    PQclear(res);
-  }
-  if (!ok && code == GG_OK) {
-    code = PQstatus(c->pg) == CONNECTION_OK ? GG_INTERNAL : GG_UNAVAILABLE;
-    log_failure("copy", c->pg, NULL);
-  }
-  return code;
-}
-
-/*
- * A flush is a transaction of its own, or, when the caller has one open (a
- * day of the BigQuery pull replaced as a whole), a savepoint in it: a
- * conflict then retries the batch without losing the caller's work.
- */
-static enum gg_code simple(struct db_conn *c, const char *sql)
-{
-  enum gg_code code;
-
-  PQclear(db_exec(c, sql, 0, NULL, &code));
-  return code;
-}
-
-static enum gg_code tx_begin(struct db_conn *c, bool nested)
-{
-  return nested ? simple(c, "SAVEPOINT billing_flush") : db_begin(c);
-}
-
-static enum gg_code tx_end(struct db_conn *c, bool nested, bool ok)
-{
-  if (!nested) {
-    if (ok)
-      return db_commit(c);
-    db_rollback(c);
-    return GG_OK;
-  }
-  if (ok)
-    return simple(c, "RELEASE SAVEPOINT billing_flush");
-  if (PQtransactionStatus(c->pg) != PQTRANS_IDLE)
-    PQclear(PQexec(c->pg, "ROLLBACK TO SAVEPOINT billing_flush"));
-  return GG_OK;
-}
-
-/* One attempt at storing the n rows of b->uniq: probing for known rows,
- * or assuming there are none. */
-static enum gg_code flush_once(struct db_conn *c, struct db_billing_batch *b,
-                               size_t n, bool probe, long *inserted)
-{
-  bool nested = PQtransactionStatus(c->pg) == PQTRANS_INTRANS;
-  const char *values[N_ARRAYS];
-  size_t off[N_ARRAYS], i;
-  int len[N_ARRAYS], formats[N_ARRAYS], a, rows;
-  long fresh = (long)n;
-  enum gg_code code;
-  PGresult *res = NULL;
-
-  *inserted = 0;
-  code = tx_begin(c, nested);
-  if (code != GG_OK)
-    return code;
-  code = read_closed(c, b);
-  if (code != GG_OK)
-    goto out;
-  if (build_params(b, n, off, len) != 0) {
-    code = GG_INTERNAL;
-    goto out;
-  }
-  for (a = 0; a < N_ARRAYS; a++) {
-    values[a] = b->params.p + off[a];
-    formats[a] = 1;
-  }
-  res = PQexecParams(c->pg, probe ? sql_probe : sql_assume, N_ARRAYS, NULL,
-                     values, len, formats, 0);
-  if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-    code = db_code_of(res, c->pg);
-    if (code != GG_CONFLICT)
-      log_failure("merge", c->pg, res);
-    goto out;
-  }
-  for (i = 0; i < n; i++) {
-    b->rows[b->uniq[i]].fresh = true;
-    b->rows[b->uniq[i]].gpu_row = -1;
-  }
-  rows = PQntuples(res);
-  for (a = 0; a < rows; a++) {
-    long k = strtol(PQgetvalue(res, a, 0), NULL, 10);
-    struct brow *r;
-    if (k < 1 || (size_t)k > n) {
-      code = GG_INTERNAL;
-      goto out;
-    }
-    r = &b->rows[b->uniq[k - 1]];
-    if (*PQgetvalue(res, a, 1) == 't') {
-      r->fresh = false;
-      fresh--;
-    } else {
-      r->gpu_row = a;
-    }
-  }
-  if (fresh > 0) {
-    code = copy_rows(c, b, n, res);
-    if (code != GG_OK)
-      goto out;
-  }
-  code = tx_end(c, nested, true);
-  if (code == GG_OK)
-    *inserted = fresh;
-out:
-  PQclear(res);
-  if (code != GG_OK)
-    tx_end(c, nested, false);
-  return code;
-}
-
-/* b->uniq: the rows of b, in order, without the later copies of a hash.
- * Returns their number, or -1 when out of memory. */
-static long unique_rows(struct db_billing_batch *b)
-{
-  size_t slots = 16, i, n = 0;
-
-  while (slots < 2 * b->n)
-    slots *= 2;
-  if (b->cap_uniq < b->n) {
-    int *g = realloc(b->uniq, b->n * sizeof(*g));
-    if (!g)
-      return -1;
-    b->uniq = g;
-    b->cap_uniq = b->n;
-  }
-  if (b->cap_seen < slots) {
-    int *g = realloc(b->seen, slots * sizeof(*g));
-    if (!g)
-      return -1;
-    b->seen = g;
-    b->cap_seen = slots;
-  }
-  memset(b->seen, 0, slots * sizeof(*b->seen));
-  for (i = 0; i < b->n; i++) {
-    const unsigned char *h = b->rows[i].hash;
-    uint64_t v;
-    size_t at;
-    memcpy(&v, h, sizeof(v)); /* a hash is uniformly distributed */
-    at = (size_t)v & (slots - 1);
-    while (b->seen[at] &&
-           memcmp(b->rows[b->seen[at] - 1].hash, h, DB_BILLING_HASH_LEN) != 0)
-      at = (at + 1) & (slots - 1);
-    if (b->seen[at])
-      continue; /* a duplicate within the batch */
-    b->seen[at] = (int)i + 1;
-    b->uniq[n++] = (int)i;
-  }
-  return (long)n;
-}
-
-enum gg_code db_billing_flush(struct db_conn *c, struct db_billing_batch *b,
-                              bool expect_new, long *inserted)
-{
-  enum gg_code code = GG_OK;
-  long n;
-  int tries;
-
-  *inserted = 0;
-  if (b->n == 0)
-    return GG_OK;
-  n = unique_rows(b);
-  if (n < 0) {
-    batch_reset(b);
-    return GG_INTERNAL;
-  }
-  for (tries = 0; tries < FLUSH_TRIES; tries++) {
-    /* a conflict: a known row (when assumed new), another load storing the
-     * same rows, a deadlock; after it, probe */
-    code = flush_once(c, b, (size_t)n, !expect_new || tries > 0, inserted);
-    if (code != GG_CONFLICT)
-      break;
-  }
-  if (code == GG_CONFLICT)
-    log_failure("flush", c->pg, NULL);
-  batch_reset(b);
-  return code;
-}
-
-/* ---- a connection of its own ------------------------------------------- */
-
-static void quiet_notice(void *arg, const char *message)
-{
-  (void)arg;
-  (void)message;
-}
-
-struct db_conn *db_billing_connect_like(const struct db_conn *c)
-{
-  PQconninfoOption *opts, *o;
-  const char *keys[64], *vals[64];
-  struct db_conn *conn;
-  int n = 0;
-
-  if (!c || !c->pg || !(opts = PQconninfo(c->pg)))
-    return NULL;
-  for (o = opts; o->keyword && n < 63; o++)
-    if (o->val && *o->val) {
-      keys[n] = o->keyword;
-      vals[n++] = o->val;
-    }
-  keys[n] = vals[n] = NULL;
-  conn = calloc(1, sizeof(*conn));
-  if (conn)
-    conn->pg = PQconnectdbParams(keys, vals, 0);
-  PQconninfoFree(opts);
-  if (!conn || !conn->pg || PQstatus(conn->pg) != CONNECTION_OK) {
-    if (conn && conn->pg)
-      log_failure("connect", conn->pg, NULL);
-    db_billing_disconnect(conn);
-    return NULL;
-  }
-  PQsetNoticeProcessor(conn->pg, quiet_notice, NULL);
-  return conn;
-}
-
-void db_billing_disconnect(struct db_conn *c)
-{
-  if (!c)
-    return;
-  PQfinish(c->pg);
-  free(c);
 }

@@ -1,0 +1,74 @@
+/*
+ * billing_batch.h — the inside of a batch of billing rows (db/billing.h),
+ * shared by its two halves: db/billing.c builds a batch (each row's binary
+ * COPY tuple, its hash, amounts and rollup key), db/billing_flush.c stores
+ * it. Not for other callers.
+ */
+#ifndef GPUGATE_DB_BILLING_BATCH_H
+#define GPUGATE_DB_BILLING_BATCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "db/billing.h"
+#include "db/months.h"
+
+#define NUMERIC_MAX 2048 /* binary numeric of any amount we write */
+#define N_KEY_FIELDS 10  /* the rollup key as the batch has it */
+#define COPY_FIELDS 14   /* the fields of a row's COPY tuple (sql_copy) */
+
+struct brow {
+  unsigned char hash[DB_BILLING_HASH_LEN];
+  size_t tuple, tuple_len; /* its COPY tuple in tuples; without the field
+                              count and gpu_hours when divisor is 3600 */
+  size_t amounts;          /* "cost\0credits\0gpu_amount\0" in text */
+  int key;                 /* its rollup key, 0-based */
+  int divisor;
+  bool fresh;  /* a flush: not stored yet */
+  int gpu_row; /* a flush: its GPU-hours in the statement's result, or -1 */
+};
+
+struct buf {
+  char *p;
+  size_t len, cap;
+};
+
+struct db_billing_batch {
+  struct brow *rows;
+  size_t n, cap;
+  struct buf tuples; /* the rows' binary COPY tuples */
+  struct buf text;   /* the rows' amounts */
+  struct buf keys;  /* distinct rollup keys: N_KEY_FIELDS × (u32 len, bytes) */
+  size_t *key_off;  /* where each key starts in keys */
+  size_t *key_size; /* and its length */
+  int n_keys, cap_keys;
+  int *slots; /* open addressing over the keys: index + 1, 0 when free */
+  size_t n_slots;
+  struct buf params; /* the arrays of a flush */
+  int *uniq;         /* a flush: the rows, each hash once, in batch order */
+  int *seen;         /* a flush: open addressing over hashes, index + 1 */
+  size_t cap_uniq, cap_seen;
+  int64_t latest_us;            /* the latest usage_start in the batch */
+  char (*closed)[DB_MONTH_LEN]; /* a flush: the closed months */
+  size_t n_closed, cap_closed;
+};
+
+/* Big-endian integers. */
+void bb_put_be16(unsigned char *p, unsigned v);
+void bb_put_be32(unsigned char *p, uint32_t v);
+void bb_put_be64(unsigned char *p, uint64_t v);
+
+/* Room for need more bytes in b; 0, or -1 when out of memory. */
+int bb_reserve(struct buf *b, size_t need);
+
+/* Append a COPY/array field: its length (4 bytes) and bytes; a binary
+ * numeric of decimal text; text. 0, or -1 (out of memory, a bad number). */
+int bb_add_field(struct buf *b, const void *data, size_t n);
+int bb_add_numeric(struct buf *b, const char *text);
+int bb_add_text(struct buf *b, const char *s);
+
+/* Empty b, keeping its memory. */
+void bb_batch_reset(struct db_billing_batch *b);
+
+#endif
