@@ -47,6 +47,7 @@ struct batch_token_source {
   CURL *curl;              /* built-in fetches only; used under mu */
   char metadata_url[768];  /* SRC_METADATA */
   struct batch_sa_key key; /* SRC_KEY_FILE */
+  char scope[256];         /* what the tokens are for */
 };
 
 static time_t monotonic_s(void *ctx)
@@ -209,6 +210,14 @@ static char *b64url_json(json_t *j)
 int batch_token_assertion(const struct batch_sa_key *key, time_t iat,
                           char **out, char *err, size_t errlen)
 {
+  return batch_token_assertion_scoped(key, BATCH_TOKEN_SCOPE, iat, out, err,
+                                      errlen);
+}
+
+int batch_token_assertion_scoped(const struct batch_sa_key *key,
+                                 const char *scope, time_t iat, char **out,
+                                 char *err, size_t errlen)
+{
   json_t *header = NULL, *claims = NULL;
   char *h64 = NULL, *c64 = NULL, *s64 = NULL, *signing = NULL, *jwt = NULL;
   unsigned char *sig = NULL;
@@ -227,8 +236,8 @@ int batch_token_assertion(const struct batch_sa_key *key, time_t iat,
     json_object_set_new(header, "kid", json_string(key->private_key_id));
   claims =
       json_pack("{s:s, s:s, s:s, s:I, s:I}", "iss", key->client_email, "scope",
-                BATCH_TOKEN_SCOPE, "aud", key->token_uri, "iat",
-                (json_int_t)iat, "exp", (json_int_t)iat + ASSERTION_LIFETIME_S);
+                scope, "aud", key->token_uri, "iat", (json_int_t)iat, "exp",
+                (json_int_t)iat + ASSERTION_LIFETIME_S);
   h64 = b64url_json(header);
   c64 = b64url_json(claims);
   if (!h64 || !c64)
@@ -382,7 +391,8 @@ static int fetch_key_file(void *ctx, char *token, size_t toklen,
   size_t cap;
   int rc = -1;
 
-  if (batch_token_assertion(&ts->key, time(NULL), &jwt, msg, sizeof(msg))) {
+  if (batch_token_assertion_scoped(&ts->key, ts->scope, time(NULL), &jwt, msg,
+                                   sizeof(msg))) {
     batch_error_transport(e, "UNAUTHENTICATED", msg, false);
     goto out;
   }
@@ -447,24 +457,39 @@ struct batch_token_source *batch_token_new_custom(batch_token_fetch_fn fetch,
 struct batch_token_source *batch_token_new(const struct config *cfg, char *err,
                                            size_t errlen)
 {
+  return batch_token_new_scoped(cfg, BATCH_TOKEN_SCOPE, err, errlen);
+}
+
+struct batch_token_source *batch_token_new_scoped(const struct config *cfg,
+                                                  const char *scope, char *err,
+                                                  size_t errlen)
+{
   struct batch_token_source *ts =
       batch_token_new_custom(NULL, NULL, NULL, NULL);
   const char *src = cfg->gcp_token_source;
+  bool other = strcmp(scope, BATCH_TOKEN_SCOPE) != 0;
   int n;
 
   if (!ts) {
     snprintf(err, errlen, "out of memory");
     return NULL;
   }
+  n = snprintf(ts->scope, sizeof(ts->scope), "%s", scope);
+  if (n < 0 || (size_t)n >= sizeof(ts->scope) || strpbrk(scope, "&?#% ")) {
+    snprintf(err, errlen, "token scope: too long or not a URL");
+    goto fail;
+  }
   if (!strcmp(src, "none"))
     return ts;
   if (!strcmp(src, "metadata")) {
     const char *host =
         *cfg->metadata_host ? cfg->metadata_host : "metadata.google.internal";
+    /* the default scope is the instance's; another is asked for */
     n = snprintf(ts->metadata_url, sizeof(ts->metadata_url),
                  "%s%s/computeMetadata/v1/instance/service-accounts/default/"
-                 "token",
-                 strstr(host, "://") ? "" : "http://", host);
+                 "token%s%s",
+                 strstr(host, "://") ? "" : "http://", host,
+                 other ? "?scopes=" : "", other ? scope : "");
     if (n < 0 || (size_t)n >= sizeof(ts->metadata_url)) {
       snprintf(err, errlen, "GCE_METADATA_HOST: too long");
       goto fail;

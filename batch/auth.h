@@ -53,6 +53,16 @@ struct batch_token_source *batch_token_new(const struct config *cfg, char *err,
                                            size_t errlen);
 
 /*
+ * The same for tokens of another scope (the BigQuery pull's): the key
+ * file's assertion names it, the metadata server is asked for it
+ * (…/token?scopes=scope). scope is a URL without '&', '?', '#', '%' or
+ * spaces, at most 255 bytes.
+ */
+struct batch_token_source *batch_token_new_scoped(const struct config *cfg,
+                                                  const char *scope, char *err,
+                                                  size_t errlen);
+
+/*
  * A token source over any fetch function and clock (tests, tools). clock
  * NULL = the monotonic clock. fetch_ctx and clock_ctx are borrowed and must
  * outlive the source. Returns NULL when out of memory.
@@ -102,5 +112,10 @@ void batch_token_key_free(struct batch_sa_key *key);
  */
 int batch_token_assertion(const struct batch_sa_key *key, time_t iat,
                           char **out, char *err, size_t errlen);
+
+/* The same assertion for another scope. */
+int batch_token_assertion_scoped(const struct batch_sa_key *key,
+                                 const char *scope, time_t iat, char **out,
+                                 char *err, size_t errlen);
 
 #endif

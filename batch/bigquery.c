@@ -7,9 +7,11 @@
 #include <time.h>
 
 #include <openssl/rand.h>
+#include <pthread.h>
 
 #include "batch/auth.h"
 #include "batch/bigquery.h"
+#include "batch/bq_page.h"
 #include "batch/http.h"
 #include "server/log.h"
 
@@ -25,6 +27,7 @@ struct bq_client {
   CURL *h;
   long backoff_ms;
   long calls;
+  struct bq_scratch scratch; /* the cells of a page's rows */
 };
 
 struct bq_client *bq_client_new(const char *endpoint, const char *project,
@@ -57,6 +60,7 @@ void bq_client_free(struct bq_client *c)
   if (!c)
     return;
   curl_easy_cleanup(c->h);
+  free(c->scratch.p);
   free(c);
 }
 
@@ -97,11 +101,13 @@ static void reply_message(const struct batch_http_resp *resp, char *out,
 }
 
 /*
- * One call with retries: method on url with body (NULL: none). Returns the
- * parsed reply (a new reference) or NULL with err filled.
+ * One call with retries: method on url with body (NULL: none). Returns 0
+ * with the 2xx reply in *out (free it with batch_http_resp_free), or -1
+ * with err filled.
  */
-static json_t *call(struct bq_client *c, const char *what, const char *method,
-                    const char *url, const char *body, char *err, size_t errlen)
+static int call(struct bq_client *c, const char *what, const char *method,
+                const char *url, const char *body, struct batch_http_resp *out,
+                char *err, size_t errlen)
 {
   long wait = c->backoff_ms;
   bool reauth = true;
@@ -122,7 +128,7 @@ static json_t *call(struct bq_client *c, const char *what, const char *method,
       if (got < 0) {
         snprintf(err, errlen, "%s: token: %s", what, e.message);
         if (!e.retryable || attempt == BQ_TRIES)
-          return NULL;
+          return -1;
         sleep_ms(wait);
         wait *= 2;
         continue;
@@ -147,12 +153,9 @@ static json_t *call(struct bq_client *c, const char *what, const char *method,
       snprintf(err, errlen, "%s: %s", what, e.message);
       retry = e.retryable;
     } else if (resp.status >= 200 && resp.status < 300) {
-      json_t *doc = json_loadb(resp.body ? resp.body : "", resp.len, 0, NULL);
       curl_slist_free_all(headers);
-      batch_http_resp_free(&resp);
-      if (!doc)
-        snprintf(err, errlen, "%s: the reply is not JSON", what);
-      return doc;
+      *out = resp;
+      return 0;
     } else {
       reply_message(&resp, msg, sizeof(msg));
       snprintf(err, errlen, "%s: HTTP %ld: %s", what, resp.status, msg);
@@ -166,31 +169,13 @@ static json_t *call(struct bq_client *c, const char *what, const char *method,
     curl_slist_free_all(headers);
     batch_http_resp_free(&resp);
     if (!retry || attempt == BQ_TRIES)
-      return NULL;
+      return -1;
     log_msg(LOG_WARN, "bigquery: %s (attempt %d of %d)", err, attempt,
             BQ_TRIES);
     sleep_ms(wait);
     wait *= 2;
   }
-  return NULL;
-}
-
-/* Feed the rows of a reply to fn. */
-static int feed(json_t *doc, bq_row_fn fn, void *ctx, char *err, size_t errlen)
-{
-  json_t *rows = json_object_get(doc, "rows"), *row;
-  size_t i;
-
-  json_array_foreach (rows, i, row) {
-    json_t *cells = json_object_get(row, "f");
-    if (!json_is_array(cells)) {
-      snprintf(err, errlen, "getQueryResults: a row without \"f\"");
-      return -1;
-    }
-    if (fn(ctx, cells, err, errlen) != 0)
-      return -1;
-  }
-  return 0;
+  return -1;
 }
 
 /* The URL of getQueryResults for job, after page token (NULL: first). */
@@ -213,15 +198,83 @@ static int results_url(const struct bq_client *c, const char *job,
   return n > 0 && (size_t)n < len ? 0 : -1;
 }
 
-int bq_query(struct bq_client *c, const char *sql, json_t *params, bq_row_fn fn,
-             void *ctx, char *err, size_t errlen)
+/* A reply: its bytes, the JSON without its rows, and the rows' text. */
+struct page {
+  struct batch_http_resp resp;
+  json_t *doc;
+  const char *rows;
+  size_t rows_len;
+};
+
+static void page_free(struct page *p)
 {
-  char url[2048], request_id[40], job[512], location[64];
+  json_decref(p->doc);
+  batch_http_resp_free(&p->resp);
+  memset(p, 0, sizeof(*p));
+}
+
+static int page_of(struct page *p, const char *what, char *err, size_t errlen)
+{
+  if (bq_page_split(p->resp.body ? p->resp.body : "", p->resp.len, &p->doc,
+                    &p->rows, &p->rows_len) != 0) {
+    snprintf(err, errlen, "%s: the reply is not a JSON object", what);
+    return -1;
+  }
+  return 0;
+}
+
+/* getQueryResults of one job, on a thread of its own while the caller
+ * walks the page before (the client's handle is the fetcher's then). */
+struct fetcher {
+  struct bq_client *c;
+  char job[512], location[64], token[1024], err[256];
+  struct page *out;
+  int rc;
+  pthread_t thread;
+};
+
+static int fetch(struct fetcher *f, const char *token, struct page *out,
+                 char *err, size_t errlen)
+{
+  char url[2048];
+
+  memset(out, 0, sizeof(*out));
+  if (results_url(f->c, f->job, f->location, token, url, sizeof(url)) != 0) {
+    snprintf(err, errlen, "getQueryResults: job id or page token too long");
+    return -1;
+  }
+  if (call(f->c, "getQueryResults", "GET", url, NULL, &out->resp, err,
+           errlen) != 0)
+    return -1;
+  if (page_of(out, "getQueryResults", err, errlen) != 0) {
+    page_free(out);
+    return -1;
+  }
+  return 0;
+}
+
+static void *fetch_thread(void *arg)
+{
+  struct fetcher *f = arg;
+
+  f->rc = fetch(f, f->token, f->out, f->err, sizeof(f->err));
+  return NULL;
+}
+
+int bq_query(struct bq_client *c, const char *sql, json_t *params,
+             bq_cells_fn fn, void *ctx, char *err, size_t errlen)
+{
+  char url[2048], request_id[40];
   unsigned char rnd[16];
-  json_t *body, *doc = NULL;
+  const char *job, *loc;
+  json_t *body, *ref;
+  struct page cur;
+  struct fetcher f;
   char *text;
   int rc = -1, i;
 
+  memset(&cur, 0, sizeof(cur));
+  memset(&f, 0, sizeof(f));
   /* requestId: a retried POST is recognised as the same query */
   if (RAND_bytes(rnd, sizeof(rnd)) != 1) {
     json_decref(params);
@@ -241,55 +294,70 @@ int bq_query(struct bq_client *c, const char *sql, json_t *params, bq_row_fn fn,
   json_decref(body);
   snprintf(url, sizeof(url), "%s/bigquery/v2/projects/%s/queries", c->endpoint,
            c->project);
-  if (text)
-    doc = call(c, "jobs.query", "POST", url, text, err, errlen);
-  else
+  if (!text) {
     snprintf(err, errlen, "jobs.query: out of memory");
-  free(text);
-  if (!doc)
     return -1;
-  snprintf(job, sizeof(job), "%s",
-           json_string_value(
-               json_object_get(json_object_get(doc, "jobReference"), "jobId"))
-               ? json_string_value(json_object_get(
-                     json_object_get(doc, "jobReference"), "jobId"))
-               : "");
-  {
-    const char *loc = json_string_value(
-        json_object_get(json_object_get(doc, "jobReference"), "location"));
-    snprintf(location, sizeof(location), "%s", loc ? loc : c->location);
   }
+  rc = call(c, "jobs.query", "POST", url, text, &cur.resp, err, errlen);
+  free(text);
+  if (rc != 0 || page_of(&cur, "jobs.query", err, errlen) != 0) {
+    batch_http_resp_free(&cur.resp);
+    return -1;
+  }
+  rc = -1;
+  ref = json_object_get(cur.doc, "jobReference");
+  job = json_string_value(json_object_get(ref, "jobId"));
+  loc = json_string_value(json_object_get(ref, "location"));
+  snprintf(f.job, sizeof(f.job), "%s", job ? job : "");
+  snprintf(f.location, sizeof(f.location), "%s", loc ? loc : c->location);
+  f.c = c;
   /* poll until the job is complete: its rows come with the first reply
    * that says so */
-  while (!json_is_true(json_object_get(doc, "jobComplete"))) {
-    json_decref(doc);
-    doc = NULL;
-    if (!*job || results_url(c, job, location, NULL, url, sizeof(url)) != 0) {
-      snprintf(err, errlen, "jobs.query: no usable jobReference");
-      return -1;
-    }
-    doc = call(c, "getQueryResults", "GET", url, NULL, err, errlen);
-    if (!doc)
+  while (!json_is_true(json_object_get(cur.doc, "jobComplete"))) {
+    page_free(&cur);
+    if (!*f.job || fetch(&f, NULL, &cur, err, errlen) != 0)
       return -1;
   }
+  /* page after page: the next one is fetched while this one's rows go to
+   * fn (at most two pages in memory) */
   for (;;) {
-    const char *token;
-    if (feed(doc, fn, ctx, err, errlen) != 0)
+    const char *token =
+        json_string_value(json_object_get(cur.doc, "pageToken"));
+    struct page next;
+    bool more = token && *token, ahead = false;
+    int walked;
+    memset(&next, 0, sizeof(next));
+    if (more) {
+      snprintf(f.token, sizeof(f.token), "%s", token);
+      if (strlen(token) >= sizeof(f.token)) {
+        snprintf(err, errlen, "getQueryResults: page token too long");
+        break;
+      }
+      f.out = &next;
+      f.rc = -1;
+      ahead = pthread_create(&f.thread, NULL, fetch_thread, &f) == 0;
+      if (!ahead)
+        f.rc = fetch(&f, f.token, &next, f.err, sizeof(f.err));
+    }
+    walked =
+        bq_page_rows(cur.rows, cur.rows_len, &c->scratch, fn, ctx, err, errlen);
+    if (ahead)
+      pthread_join(f.thread, NULL);
+    page_free(&cur);
+    if (walked != 0) {
+      page_free(&next);
       break;
-    token = json_string_value(json_object_get(doc, "pageToken"));
-    if (!token || !*token) {
+    }
+    if (!more) {
       rc = 0;
       break;
     }
-    if (results_url(c, job, location, token, url, sizeof(url)) != 0) {
-      snprintf(err, errlen, "getQueryResults: page token too long");
+    if (f.rc != 0) {
+      snprintf(err, errlen, "%s", f.err);
       break;
     }
-    json_decref(doc);
-    doc = call(c, "getQueryResults", "GET", url, NULL, err, errlen);
-    if (!doc)
-      return -1;
+    cur = next;
   }
-  json_decref(doc);
+  page_free(&cur);
   return rc;
 }

@@ -4,12 +4,14 @@
  * standard SQL, named parameters, a requestId so that a retried POST is the
  * same job) and its rows through getQueryResults (GET .../queries/{jobId},
  * polled while jobComplete is false, then page by page with pageToken).
- * Rows are handed to a callback one page at a time, so memory is one page
- * whatever the result's size. 429, 5xx and transport failures are retried
- * with exponential backoff; a 401 refetches the token once.
+ * Rows are handed to a callback a page at a time, their cells read in
+ * place (batch/bq_page.h), while the next page is fetched on a thread of
+ * its own: memory is two pages whatever the result's size. 429, 5xx and
+ * transport failures are retried with exponential backoff; a 401 refetches the
+ * token once.
  *
- * OAuth tokens come from the same source as Cloud Batch (batch/auth.h);
- * its scope, cloud-platform, covers BigQuery.
+ * OAuth tokens come from the same sources as Cloud Batch's (batch/auth.h),
+ * asked for BigQuery's scope, BQ_TOKEN_SCOPE.
  */
 #ifndef GPUGATE_BATCH_BIGQUERY_H
 #define GPUGATE_BATCH_BIGQUERY_H
@@ -17,11 +19,14 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "batch/bq_page.h"
+
 struct batch_token_source;
 struct bq_client;
 
-#define BQ_PAGE_ROWS 2000 /* maxResults of every page */
+#define BQ_PAGE_ROWS 5000 /* maxResults of every page (≈ 7 MB of rows) */
 #define BQ_TRIES 6        /* attempts of one call on retryable failures */
+#define BQ_TOKEN_SCOPE "https://www.googleapis.com/auth/bigquery"
 
 /*
  * A client of endpoint (no trailing slash needed) running jobs in project
@@ -37,19 +42,12 @@ void bq_client_free(struct bq_client *c); /* accepts NULL */
 void bq_client_set_backoff_ms(struct bq_client *c, long ms);
 
 /*
- * Called once per result row with its cells, the row's "f" array
- * (borrowed: cells are {"v": value}). Return 0 to go on, -1 to stop the
- * query (bq_query then fails with the callback's message in err).
- */
-typedef int (*bq_row_fn)(void *ctx, json_t *cells, char *err, size_t errlen);
-
-/*
  * Run sql with params (a JSON array of queryParameters, stolen; NULL: none)
  * and feed every row to fn. Returns 0, or -1 with a one-line message in err
  * naming the call and the HTTP status (never a token).
  */
-int bq_query(struct bq_client *c, const char *sql, json_t *params, bq_row_fn fn,
-             void *ctx, char *err, size_t errlen);
+int bq_query(struct bq_client *c, const char *sql, json_t *params,
+             bq_cells_fn fn, void *ctx, char *err, size_t errlen);
 
 /* A named STRING or DATE parameter: {"name", "parameterType": {"type"},
  * "parameterValue": {"value"}}, a new reference. */

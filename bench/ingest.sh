@@ -16,6 +16,8 @@
 #           10,000 rows) into empty tables, beside bq-floor, psql \copy of
 #           the very same rows (the emulator's dump) into a text table.
 #
+# BENCH_INGEST_ONLY=bq runs only the BigQuery row (and no FOCUS export).
+#
 # and prints rows, seconds, rows/s, MB/s, the command's peak RSS and CPU
 # time (getrusage of the waited process, as /usr/bin/time -v reports them)
 # and the CPU time the whole cluster used meanwhile. The cluster and the
@@ -38,10 +40,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
+only=${BENCH_INGEST_ONLY:-}
 file="$work/export.ndjson"
-echo "bench/ingest: generating $rows rows ..." >&2
-build/bench_ingest gen "$file" "$rows"
-bytes=$(stat -c %s "$file")
+if [ "$only" != bq ]; then
+  echo "bench/ingest: generating $rows rows ..." >&2
+  build/bench_ingest gen "$file" "$rows"
+  bytes=$(stat -c %s "$file")
+fi
 
 uri=$(tests/pg.sh start "$work/pg" 2>"$work/pg-start.log") || {
   cat "$work/pg-start.log" >&2
@@ -94,31 +99,33 @@ count() {
   grep -oE "\"$2\": *[0-9]+" "$work/$1.out" | grep -oE '[0-9]+$'
 }
 
-echo "bench/ingest: psql \\copy (floor) ..." >&2
-"${psql[@]}" -c "CREATE TABLE raw_lines (line text)"
-run floor "${psql[@]}" -c "\\copy raw_lines FROM '$file' WITH (FORMAT csv, QUOTE E'\\x01', DELIMITER E'\\x02')"
-"${psql[@]}" -c "DROP TABLE raw_lines"
+if [ "$only" != bq ]; then
+  echo "bench/ingest: psql \\copy (floor) ..." >&2
+  "${psql[@]}" -c "CREATE TABLE raw_lines (line text)"
+  run floor "${psql[@]}" -c "\\copy raw_lines FROM '$file' WITH (FORMAT csv, QUOTE E'\\x01', DELIMITER E'\\x02')"
+  "${psql[@]}" -c "DROP TABLE raw_lines"
 
-echo "bench/ingest: gpugate ingest-billing, new rows ..." >&2
-run new build/gpugate ingest-billing "$file"
-echo "bench/ingest: gpugate ingest-billing, the same file again ..." >&2
-run again build/gpugate ingest-billing "$file"
+  echo "bench/ingest: gpugate ingest-billing, new rows ..." >&2
+  run new build/gpugate ingest-billing "$file"
+  echo "bench/ingest: gpugate ingest-billing, the same file again ..." >&2
+  run again build/gpugate ingest-billing "$file"
 
-inserted=$(count new inserted)
-dups=$(count again duplicates)
-if [ "$inserted" -ne "$rows" ] || [ "$dups" -ne "$rows" ]; then
-  echo "bench/ingest: expected $rows inserted then $rows duplicates," \
-    "got $inserted and $dups" >&2
-  exit 1
+  inserted=$(count new inserted)
+  dups=$(count again duplicates)
+  if [ "$inserted" -ne "$rows" ] || [ "$dups" -ne "$rows" ]; then
+    echo "bench/ingest: expected $rows inserted then $rows duplicates," \
+      "got $inserted and $dups" >&2
+    exit 1
+  fi
+
+  printf 'ingest: %d rows, %.0f bytes/row, %d cores, %s\n' "$rows" \
+    "$((bytes / rows))" "$(nproc)" "$("${psql[@]}" -t -A -c 'SHOW server_version')"
+  printf '%-31s %8s %7s %8s %6s %7s %7s %7s\n' "" "" "" "" "" "peak" "client" "server"
+  printf '%-31s %8s %7s %8s %6s %7s %7s %7s\n' "" rows seconds rows/s MB/s "RSS MiB" "CPU s" "CPU s"
+  row 'psql \copy, one text column' floor "$rows"
+  row 'gpugate ingest-billing (new)' new "$inserted"
+  row 'gpugate ingest-billing (again)' again "$dups"
 fi
-
-printf 'ingest: %d rows, %.0f bytes/row, %d cores, %s\n' "$rows" \
-  "$((bytes / rows))" "$(nproc)" "$("${psql[@]}" -t -A -c 'SHOW server_version')"
-printf '%-31s %8s %7s %8s %6s %7s %7s %7s\n' "" "" "" "" "" "peak" "client" "server"
-printf '%-31s %8s %7s %8s %6s %7s %7s %7s\n' "" rows seconds rows/s MB/s "RSS MiB" "CPU s" "CPU s"
-row 'psql \copy, one text column' floor "$rows"
-row 'gpugate ingest-billing (new)' new "$inserted"
-row 'gpugate ingest-billing (again)' again "$dups"
 
 # ---- the BigQuery pull: the emulator's rows, pulled, against \copy of them
 per_day=$((bq_rows / bq_days))
@@ -151,6 +158,10 @@ if [ "$pulled" -ne "$bq_rows" ]; then
   echo "bench/ingest: the pull stored $pulled rows, not $bq_rows" >&2
   exit 1
 fi
+if [ "$only" = bq ]; then
+  printf '%-31s %8s %7s %8s %6s %7s %7s %7s\n' "" "" "" "" "" "peak" "client" "server"
+  printf '%-31s %8s %7s %8s %6s %7s %7s %7s\n' "" rows seconds rows/s MB/s "RSS MiB" "CPU s" "CPU s"
+fi
 row 'psql \copy of the pulled rows' bq-floor "$bq_rows"
 row 'gpugate billing-sync (BigQuery)' bq "$pulled"
 read -r floor_s _ <"$work/bq-floor.time"
@@ -160,4 +171,4 @@ awk -v f="$floor_s" -v b="$bq_s" -v k="$bq_rss" 'BEGIN {
          f / b, k / 1024 }'
 
 # the FOCUS export of a year of rollups (a cluster and a server of its own)
-bench/focus.sh
+[ "$only" = bq ] || bench/focus.sh

@@ -104,16 +104,12 @@ struct days {
   size_t n, cap;
 };
 
-static const char *cell(json_t *cells, size_t i)
-{
-  return json_string_value(json_object_get(json_array_get(cells, i), "v"));
-}
-
-static int on_day(void *ctx, json_t *cells, char *err, size_t errlen)
+static int on_day(void *ctx, const char *const *cells, size_t n, char *err,
+                  size_t errlen)
 {
   struct days *d = ctx;
-  const char *day = cell(cells, 0), *rows = cell(cells, 1),
-             *et = cell(cells, 2);
+  const char *day = n > 0 ? cells[0] : NULL, *rows = n > 1 ? cells[1] : NULL,
+             *et = n > 2 ? cells[2] : NULL;
   struct billing_day_figures *f;
   char *end;
 
@@ -167,7 +163,9 @@ static int flush(struct day_load *l, char *err, size_t errlen)
 
   if (db_billing_batch_rows(l->batch) == 0)
     return 0;
-  code = db_billing_flush(l->db, l->batch, false, &inserted);
+  /* the day's rows were deleted: every row is new (a duplicate within the
+   * day makes the flush look rows up and try again) */
+  code = db_billing_flush(l->db, l->batch, true, &inserted);
   if (code != GG_OK) {
     snprintf(err, errlen, "the database failed storing rows");
     return -1;
@@ -176,10 +174,11 @@ static int flush(struct day_load *l, char *err, size_t errlen)
   return 0;
 }
 
-static int on_row(void *ctx, json_t *cells, char *err, size_t errlen)
+static int on_row(void *ctx, const char *const *cells, size_t n, char *err,
+                  size_t errlen)
 {
   struct day_load *l = ctx;
-  const char *text = cell(cells, 0);
+  const char *text = n > 0 ? cells[0] : NULL;
   struct billing_row row;
   char why[256];
 

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "batch/auth.h"
+#include "batch/bigquery.h"
 #include "db/db.h"
 #include "handlers/billing_ingest.h"
 #include "server/billing_sync.h"
@@ -552,7 +553,7 @@ static int cmd_billing_sync(int argc, char **argv)
     return 1;
   if (cfg.migrate_on_start && migrate(&cfg, 0) != 0)
     goto out;
-  ts = batch_token_new(&cfg, err, sizeof(err));
+  ts = batch_token_new_scoped(&cfg, BQ_TOKEN_SCOPE, err, sizeof(err));
   if (!ts) {
     fprintf(stderr, "gpugate billing-sync: %s\n", err);
     goto out;

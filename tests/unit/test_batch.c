@@ -1420,6 +1420,21 @@ START_TEST(jwt_assertion)
   h = parse((char *)hdr);
   keys_are(h, "alg typ", "header without kid");
 
+  /* the BigQuery pull's tokens name BigQuery's scope */
+  free(jwt);
+  free(pay);
+  json_decref(p);
+  ck_assert_int_eq(batch_token_assertion_scoped(
+                       &key, "https://www.googleapis.com/auth/bigquery", NOW,
+                       &jwt, err, sizeof(err)),
+                   0);
+  dot1 = strchr(jwt, '.');
+  dot2 = strchr(dot1 + 1, '.');
+  pay = unb64url(dot1 + 1, (size_t)(dot2 - dot1 - 1), &plen);
+  p = parse((char *)pay);
+  ck_assert_str_eq(str_at(p, "scope"),
+                   "https://www.googleapis.com/auth/bigquery");
+
   json_decref(h);
   json_decref(p);
   free(hdr);

@@ -10,8 +10,90 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "batch/bq_page.h"
 #include "server/billing_sync.h"
 #include "server/config.h"
+
+/* ---- a query reply's rows, read in place ------------------------------- */
+
+/* Cells joined: "a|b" per row, rows joined by ";", null cells as "~". */
+static int join_cells(void *ctx, const char *const *cells, size_t n, char *err,
+                      size_t errlen)
+{
+  char *out = ctx;
+  size_t i;
+
+  (void)err;
+  (void)errlen;
+  if (*out)
+    strcat(out, ";");
+  for (i = 0; i < n; i++) {
+    if (i)
+      strcat(out, "|");
+    strcat(out, cells[i] ? cells[i] : "~");
+  }
+  return 0;
+}
+
+static const struct {
+  const char *reply; /* a whole jobs.query / getQueryResults reply */
+  const char *cells; /* NULL: refused */
+  const char *token; /* its pageToken, "" when none */
+} page_cases[] = {
+    /* rows and the rest, in any order */
+    {"{\"kind\":\"bigquery#getQueryResultsResponse\",\"rows\":[{\"f\":[{\"v\":"
+     "\"2026-08-01\"},{\"v\":\"24\"}]},{\"f\":[{\"v\":\"2026-08-02\"},{\"v\":"
+     "null}]}],\"pageToken\":\"p2\",\"jobComplete\":true}",
+     "2026-08-01|24;2026-08-02|~", "p2"},
+    {"{\"pageToken\":\"x\", \"rows\" : [ { \"f\" : [ { \"v\" : \"a\" } ] } ] }",
+     "a", "x"},
+    /* escapes: quotes, backslashes, \u00e9, a surrogate pair (U+1F600) */
+    {"{\"rows\":[{\"f\":[{\"v\":\"{\\\"k\\\":\\\"a\\\\\\\\b\\\"}\"}]}]}",
+     "{\"k\":\"a\\\\b\"}", ""},
+    {"{\"rows\":[{\"f\":[{\"v\":\"caf\\u00e9 \\ud83d\\ude00\\n\"}]}]}",
+     "caf\xc3\xa9 \xf0\x9f\x98\x80\n", ""},
+    /* no rows, empty rows, other keys in a row or a cell skipped */
+    {"{\"jobComplete\":false,\"jobReference\":{\"jobId\":\"j\"}}", "", ""},
+    {"{\"rows\":[]}", "", ""},
+    {"{\"rows\":[{\"x\":{\"a\":[1,\"]\"]},\"f\":[{\"v\":\"1\",\"w\":[]}]}]}",
+     "1", ""},
+    /* malformed */
+    {"{\"rows\":[{\"f\":[{\"v\":\"unterminated}]}]}", NULL, ""},
+    {"{\"rows\":[{\"f\":[{\"v\":\"bad \\q escape\"}]}]}", NULL, ""},
+    {"{\"rows\":[{\"f\":[{\"v\":\"lone \\udc00\"}]}]}", NULL, ""},
+    {"{\"rows\":[{\"f\":[{\"v\":\"a\"}]},]}", NULL, ""},
+    {"[1,2]", NULL, ""},
+    {"{\"rows\":[{\"f\":[{\"v\":\"a\"}]}]", NULL, ""},
+};
+
+START_TEST(page_table)
+{
+  char out[256] = "", err[128] = "";
+  const char *rows, *token;
+  size_t rows_len;
+  struct bq_scratch scratch = {NULL, 0};
+  json_t *doc = NULL;
+  int rc;
+
+  rc = bq_page_split(page_cases[_i].reply, strlen(page_cases[_i].reply), &doc,
+                     &rows, &rows_len);
+  if (rc == 0)
+    rc = bq_page_rows(rows, rows_len, &scratch, join_cells, out, err,
+                      sizeof(err));
+  if (!page_cases[_i].cells) {
+    ck_assert_msg(rc != 0, "case %d accepted: %s", _i, out);
+  } else {
+    ck_assert_msg(rc == 0, "case %d refused: %s", _i, err);
+    ck_assert_str_eq(out, page_cases[_i].cells);
+    token = json_string_value(json_object_get(doc, "pageToken"));
+    ck_assert_str_eq(token ? token : "", page_cases[_i].token);
+    ck_assert(json_is_null(json_object_get(doc, "rows")) ||
+              !json_object_get(doc, "rows"));
+  }
+  json_decref(doc);
+  free(scratch.p);
+}
+END_TEST
 
 Suite *billing_sync_suite(void);
 
@@ -216,6 +298,8 @@ Suite *billing_sync_suite(void)
   tcase_add_loop_test(tc, plan_table, 0,
                       (int)(sizeof(plan_cases) / sizeof(plan_cases[0])));
   tcase_add_test(tc, config_defaults);
+  tcase_add_loop_test(tc, page_table, 0,
+                      (int)(sizeof(page_cases) / sizeof(page_cases[0])));
   tcase_add_loop_test(tc, config_table, 0,
                       (int)(sizeof(cfg_cases) / sizeof(cfg_cases[0])));
   suite_add_tcase(s, tc);
