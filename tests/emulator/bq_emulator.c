@@ -10,6 +10,11 @@
  *   POST /bigquery/v2/projects/{p}/queries          jobs.query
  *   GET  /bigquery/v2/projects/{p}/queries/{jobId}  getQueryResults
  *        (maxResults, pageToken, location)
+ *   POST /bigquery/v2/projects/{p}/jobs             jobs.insert (a query
+ *        job: configuration.query; the client's jobReference.jobId)
+ *   GET  /bigquery/v2/projects/{p}/jobs/{jobId}     jobs.get (RUNNING
+ *        while the job has incomplete polls left, then DONE)
+ * the last two being what Google's bq CLI uses (`bq --api=URL query`).
  *
  * Control endpoints (never faulted nor logged):
  *   GET  /emulator/requests   the request log: [{"method", "call",
@@ -54,7 +59,7 @@
 enum shape { SHAPE_DAYS, SHAPE_ROWS };
 
 struct job {
-  char id[40];
+  char id[128];
   char request_id[80];
   enum shape shape;
   int day;   /* SHAPE_ROWS: the day; SHAPE_DAYS: the first day */
@@ -320,15 +325,70 @@ static const char *param(json_t *body, const char *name)
   return NULL;
 }
 
+/*
+ * The job of a query (q: "query", "useLegacySql", "queryParameters"): the
+ * one of an earlier request with the same rid (a retry), else a new one,
+ * named id (NULL: the emulator's name). legacy_default: what an absent
+ * useLegacySql means (true for jobs.insert, false for jobs.query). NULL
+ * with *why when the query is refused. Called with mu held.
+ */
+static struct job *job_for(json_t *q, const char *rid, const char *id,
+                           bool legacy_default, const char **why)
+{
+  const char *text = json_string_value(json_object_get(q, "query"));
+  json_t *legacy = json_object_get(q, "useLegacySql");
+  struct job nj;
+  int i;
+
+  if (!text || (legacy ? json_is_true(legacy) : legacy_default)) {
+    *why = "a standard SQL query is required";
+    return NULL;
+  }
+  for (i = 0; rid && *rid && i < n_jobs; i++)
+    if (!strcmp(jobs[i].request_id, rid))
+      return &jobs[i];
+  memset(&nj, 0, sizeof(nj));
+  if (strstr(text, "-- gpugate:billing-days")) {
+    const char *from = param(q, "from_day");
+    nj.shape = SHAPE_DAYS;
+    nj.day = from && *from ? bq_fixture_day_index(&fix, from) : 0;
+    if (nj.day < 0) { /* before or after the fixture */
+      char first[11];
+      bq_fixture_day(&fix, 0, first);
+      nj.day = strcmp(from, first) < 0 ? 0 : fix.days;
+    }
+  } else if (strstr(text, "-- gpugate:billing-rows")) {
+    const char *day = param(q, "day");
+    nj.shape = SHAPE_ROWS;
+    nj.day = day ? bq_fixture_day_index(&fix, day) : -1;
+  } else {
+    nj.day = -2;
+  }
+  if (nj.day < 0 || n_jobs == MAX_JOBS || (id && strlen(id) >= sizeof(nj.id))) {
+    *why = nj.day == -2 ? "Unrecognized query (the emulator knows gpugate's "
+                          "billing queries)"
+                        : "Query parameter out of range";
+    return NULL;
+  }
+  if (id && *id)
+    snprintf(nj.id, sizeof(nj.id), "%s", id);
+  else
+    snprintf(nj.id, sizeof(nj.id), "job_emu%06d", n_jobs);
+  snprintf(nj.request_id, sizeof(nj.request_id), "%s", rid ? rid : "");
+  nj.polls = incomplete_polls;
+  jobs[n_jobs] = nj;
+  return &jobs[n_jobs++];
+}
+
 static enum MHD_Result on_query(struct MHD_Connection *c, const char *body,
                                 size_t len)
 {
   json_t *doc = json_loadb(body ? body : "", len, 0, NULL);
-  const char *q = json_string_value(json_object_get(doc, "query"));
   const char *rid = json_string_value(json_object_get(doc, "requestId"));
+  const char *why = "";
   json_t *out;
-  struct job *j = NULL;
-  int i, st;
+  struct job *j;
+  int st;
 
   pthread_mutex_lock(&mu);
   st = take_fault("query");
@@ -338,49 +398,12 @@ static enum MHD_Result on_query(struct MHD_Connection *c, const char *body,
     json_decref(doc);
     return error_reply(c, st, "injected fault");
   }
-  if (!q || json_is_true(json_object_get(doc, "useLegacySql"))) {
+  j = job_for(doc, rid, NULL, false, &why);
+  if (!j) {
     log_call("POST", "query", NULL, NULL, 400, false);
     pthread_mutex_unlock(&mu);
     json_decref(doc);
-    return error_reply(c, 400, "a standard SQL query is required");
-  }
-  /* a retried POST with the same requestId is the same job */
-  for (i = 0; rid && i < n_jobs; i++)
-    if (!strcmp(jobs[i].request_id, rid))
-      j = &jobs[i];
-  if (!j) {
-    struct job nj;
-    memset(&nj, 0, sizeof(nj));
-    if (strstr(q, "-- gpugate:billing-days")) {
-      const char *from = param(doc, "from_day");
-      nj.shape = SHAPE_DAYS;
-      nj.day = from && *from ? bq_fixture_day_index(&fix, from) : 0;
-      if (nj.day < 0) { /* before or after the fixture */
-        char first[11];
-        bq_fixture_day(&fix, 0, first);
-        nj.day = strcmp(from, first) < 0 ? 0 : fix.days;
-      }
-    } else if (strstr(q, "-- gpugate:billing-rows")) {
-      const char *day = param(doc, "day");
-      nj.shape = SHAPE_ROWS;
-      nj.day = day ? bq_fixture_day_index(&fix, day) : -1;
-    } else {
-      nj.day = -2;
-    }
-    if (nj.day < 0 || n_jobs == MAX_JOBS) {
-      log_call("POST", "query", NULL, NULL, 400, false);
-      pthread_mutex_unlock(&mu);
-      json_decref(doc);
-      return error_reply(c, 400,
-                         nj.day == -2 ? "Unrecognized query (the emulator "
-                                        "knows gpugate's billing queries)"
-                                      : "Query parameter out of range");
-    }
-    snprintf(nj.id, sizeof(nj.id), "job_emu%06d", n_jobs);
-    snprintf(nj.request_id, sizeof(nj.request_id), "%s", rid ? rid : "");
-    nj.polls = incomplete_polls;
-    jobs[n_jobs] = nj;
-    j = &jobs[n_jobs++];
+    return error_reply(c, 400, why);
   }
   out = job_doc(j, "bigquery#queryResponse");
   if (j->polls > 0) {
@@ -395,6 +418,79 @@ static enum MHD_Result on_query(struct MHD_Connection *c, const char *body,
            json_is_true(json_object_get(out, "jobComplete")));
   pthread_mutex_unlock(&mu);
   json_decref(doc);
+  return reply(c, 200, out);
+}
+
+/* ---- jobs.insert and jobs.get (the shapes the bq CLI uses) -------------- */
+
+/* A Job resource: RUNNING while the job has incomplete polls left (one is
+ * used up), else DONE. */
+static json_t *job_resource(struct job *j, const char *project)
+{
+  bool done = j->polls == 0;
+
+  if (!done)
+    j->polls--;
+  return json_pack(
+      "{s:s, s:s++, s:{s:s, s:s, s:s}, s:{s:s, s:{s:b}}, s:{s:s}, "
+      "s:{s:s, s:s, s:s, s:{s:s, s:s}}}",
+      "kind", "bigquery#job", "id", project, ":US.", j->id, "jobReference",
+      "projectId", project, "jobId", j->id, "location", "US", "configuration",
+      "jobType", "QUERY", "query", "useLegacySql", 0, "status", "state",
+      done ? "DONE" : "RUNNING", "statistics", "creationTime", "1764201600000",
+      "startTime", "1764201600000", "endTime", done ? "1764201600001" : "",
+      "query", "statementType", "SELECT", "totalBytesProcessed", "0");
+}
+
+static enum MHD_Result on_insert(struct MHD_Connection *c, const char *project,
+                                 const char *body, size_t len)
+{
+  json_t *doc = json_loadb(body ? body : "", len, 0, NULL), *out;
+  json_t *q = json_object_get(json_object_get(doc, "configuration"), "query");
+  const char *id = json_string_value(
+      json_object_get(json_object_get(doc, "jobReference"), "jobId"));
+  const char *why = "";
+  struct job *j;
+  int st;
+
+  pthread_mutex_lock(&mu);
+  st = take_fault("query");
+  j = st ? NULL : job_for(q, id, id, true, &why);
+  if (!j) {
+    log_call("POST", "insert", NULL, NULL, st ? st : 400, false);
+    pthread_mutex_unlock(&mu);
+    json_decref(doc);
+    return error_reply(c, st ? st : 400, st ? "injected fault" : why);
+  }
+  out = job_resource(j, project);
+  log_call("POST", "insert", j, NULL, 200, false);
+  pthread_mutex_unlock(&mu);
+  json_decref(doc);
+  return reply(c, 200, out);
+}
+
+static enum MHD_Result on_job_get(struct MHD_Connection *c, const char *project,
+                                  const char *id)
+{
+  struct job *j = NULL;
+  json_t *out;
+  int i;
+
+  pthread_mutex_lock(&mu);
+  for (i = 0; i < n_jobs; i++)
+    if (!strcmp(jobs[i].id, id))
+      j = &jobs[i];
+  if (!j) {
+    log_call("GET", "job", NULL, NULL, 404, false);
+    pthread_mutex_unlock(&mu);
+    return error_reply(c, 404, "Not found: Job");
+  }
+  out = job_resource(j, project);
+  log_call("GET", "job", j, NULL, 200,
+           !strcmp(json_string_value(json_object_get(
+                       json_object_get(out, "status"), "state")),
+                   "DONE"));
+  pthread_mutex_unlock(&mu);
   return reply(c, 200, out);
 }
 
@@ -525,6 +621,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 {
   struct body *b = *con_cls;
   const char *prefix = "/bigquery/v2/projects/", *rest, *slash;
+  char project[128];
 
   (void)cls;
   (void)version;
@@ -558,7 +655,18 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
     return error_reply(c, 404, "Not found");
   rest = url + strlen(prefix);
   slash = strchr(rest, '/');
-  if (!slash || strncmp(slash, "/queries", 8) != 0)
+  if (slash && (size_t)(slash - rest) < sizeof(project)) {
+    memcpy(project, rest, (size_t)(slash - rest));
+    project[slash - rest] = '\0';
+  } else {
+    return error_reply(c, 404, "Not found");
+  }
+  if (!strcmp(slash, "/jobs") && !strcmp(method, "POST"))
+    return on_insert(c, project, b->p, b->len);
+  if (!strncmp(slash, "/jobs/", 6) && slash[6] && !strchr(slash + 6, '/') &&
+      !strcmp(method, "GET"))
+    return on_job_get(c, project, slash + 6);
+  if (strncmp(slash, "/queries", 8) != 0)
     return error_reply(c, 404, "Not found");
   if (!strcmp(slash, "/queries") && !strcmp(method, "POST"))
     return on_query(c, b->p, b->len);

@@ -15,9 +15,11 @@
 #include <check.h>
 #include <limits.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tests/integration/harness.h"
 
@@ -490,6 +492,153 @@ START_TEST(test_only_the_leader_pulls)
 }
 END_TEST
 
+/* The bq CLI on PATH, into path; false when it is not installed. */
+static bool find_bq(char *path, size_t len)
+{
+  const char *env = getenv("PATH");
+  char dirs[4096], *dir, *save = NULL;
+
+  snprintf(dirs, sizeof(dirs), "%s", env ? env : "");
+  for (dir = strtok_r(dirs, ":", &save); dir;
+       dir = strtok_r(NULL, ":", &save)) {
+    snprintf(path, len, "%s/bq", *dir ? dir : ".");
+    if (access(path, X_OK) == 0)
+      return true;
+  }
+  return false;
+}
+
+/*
+ * The emulator's jobs.insert, jobs.get and getQueryResults, first over
+ * HTTP, then driven by Google's bq CLI (`bq --api=URL query`) where it is
+ * installed (skipped, saying so, where not): bq inserts the job with its
+ * own job id, polls jobs.get while RUNNING, pages through getQueryResults,
+ * and prints the fixture's day. bq runs with a configuration directory of
+ * its own, a dummy access token (the emulator checks none) and the
+ * discovery document the Cloud SDK ships.
+ */
+START_TEST(test_bq_cli)
+{
+  static const char *const env1[] = {"BQ_EMU_DAYS=2", "BQ_EMU_ROWS=24",
+                                     "BQ_EMU_PAGE_ROWS=10",
+                                     "BQ_EMU_INCOMPLETE_POLLS=1", NULL};
+  char bq[1024], real[PATH_MAX], api[64], discovery[PATH_MAX + 64];
+  char dir[] = "/tmp/gpugate-bq.XXXXXX", cfg[64], tokfile[64], tokenv[96];
+  char *out = malloc(1 << 16), *slash;
+  struct h_server emu;
+  json_t *rows, *log, *job, *res;
+  const char *argv[] = {bq,
+                        api,
+                        discovery,
+                        "--project_id=billing-project",
+                        "--location=US",
+                        "--headless",
+                        "--format=json",
+                        "query",
+                        "--nouse_legacy_sql",
+                        "--parameter=day::2026-08-01",
+                        "SELECT TO_JSON_STRING(t) AS row FROM `" TABLE "` AS t "
+                        "WHERE DATE(usage_start_time) = CAST(@day AS DATE) "
+                        "-- gpugate:billing-rows",
+                        NULL};
+  const char *env[] = {cfg,
+                       tokenv,
+                       "CLOUDSDK_CORE_DISABLE_PROMPTS=1",
+                       "CLOUDSDK_CORE_DISABLE_USAGE_REPORTING=true",
+                       "CLOUDSDK_COMPONENT_MANAGER_DISABLE_UPDATE_CHECK=true",
+                       NULL};
+  const char *rm[] = {"/bin/rm", "-rf", dir, NULL};
+  FILE *f;
+  int rc;
+
+  ck_assert_ptr_nonnull(out);
+  ck_assert_int_eq(h_bq_emulator_start(&emu, env1), 0);
+  /* the shapes bq relies on, over HTTP: jobs.insert with the client's job
+   * id, jobs.get RUNNING then DONE, getQueryResults of the job */
+  job = h_call(&emu, "POST", "/bigquery/v2/projects/billing-project/jobs", NULL,
+               "{\"jobReference\": {\"jobId\": \"bqjob_r1_1\"},"
+               " \"configuration\": {\"query\": {\"query\":"
+               " \"-- gpugate:billing-rows\\nSELECT 1\", \"useLegacySql\":"
+               " false, \"queryParameters\": [{\"name\": \"day\","
+               " \"parameterType\": {\"type\": \"STRING\"},"
+               " \"parameterValue\": {\"value\": \"2026-08-01\"}}]}}}",
+               200);
+  ck_assert_str_eq(json_string_value(json_object_get(
+                       json_object_get(job, "jobReference"), "jobId")),
+                   "bqjob_r1_1");
+  ck_assert_str_eq(json_string_value(json_object_get(
+                       json_object_get(job, "status"), "state")),
+                   "RUNNING");
+  json_decref(job);
+  job = h_call(&emu, "GET",
+               "/bigquery/v2/projects/billing-project/jobs/bqjob_r1_1", NULL,
+               NULL, 200);
+  ck_assert_str_eq(json_string_value(json_object_get(
+                       json_object_get(job, "status"), "state")),
+                   "DONE");
+  json_decref(job);
+  res = h_call(&emu, "GET",
+               "/bigquery/v2/projects/billing-project/queries/bqjob_r1_1"
+               "?maxResults=100",
+               NULL, NULL, 200);
+  ck_assert(json_is_true(json_object_get(res, "jobComplete")));
+  ck_assert_str_eq(json_string_value(json_object_get(res, "totalRows")), "24");
+  ck_assert_uint_eq(json_array_size(json_object_get(res, "rows")), 10);
+  json_decref(res);
+  /* legacy SQL (jobs.insert's default) is refused */
+  json_decref(h_call(&emu, "POST", "/bigquery/v2/projects/billing-project/jobs",
+                     NULL,
+                     "{\"configuration\": {\"query\": {\"query\":"
+                     " \"-- gpugate:billing-rows\\nSELECT 1\"}}}",
+                     400));
+  json_decref(take_log(&emu));
+
+  if (!find_bq(bq, sizeof(bq)) || !realpath(bq, real)) {
+    fprintf(stderr, "bigquery: the bq CLI is not installed: skipping the "
+                    "bq --api test of the emulator\n");
+    h_server_stop(&emu);
+    free(out);
+    return;
+  }
+  /* <sdk>/bin/bq → <sdk>/platform/bq/discovery_next/bigquery.json */
+  slash = strrchr(real, '/');
+  *slash = '\0';
+  slash = strrchr(real, '/');
+  if (slash)
+    *slash = '\0';
+  snprintf(discovery, sizeof(discovery),
+           "--discovery_file=%s/platform/bq/discovery_next/bigquery.json",
+           real);
+  snprintf(api, sizeof(api), "--api=http://127.0.0.1:%u", emu.port);
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(cfg, sizeof(cfg), "CLOUDSDK_CONFIG=%s", dir);
+  snprintf(tokfile, sizeof(tokfile), "%s/token", dir);
+  snprintf(tokenv, sizeof(tokenv), "CLOUDSDK_AUTH_ACCESS_TOKEN_FILE=%s",
+           tokfile);
+  f = fopen(tokfile, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs("emulator-token\n", f);
+  fclose(f);
+  rc = h_run(argv, env, 60000, NULL, out, 1 << 16);
+  ck_assert_msg(rc == 0, "bq: %d: %s", rc, out);
+  rows = json_loads(strchr(out, '[') ? strchr(out, '[') : out, 0, NULL);
+  ck_assert_msg(json_is_array(rows), "bq printed: %s", out);
+  ck_assert_uint_eq(json_array_size(rows), 24);
+  ck_assert_ptr_nonnull(
+      strstr(json_string_value(json_object_get(json_array_get(rows, 0), "row")),
+             "\"usage_start_time\":\"2026-08-01T"));
+  json_decref(rows);
+  log = h_emu_get(&emu, "/emulator/requests");
+  ck_assert_int_eq(count(log, "insert", "billing-rows", "2026-08-01"), 1);
+  ck_assert_int_ge(count(log, "job", "billing-rows", NULL), 1);
+  ck_assert_int_ge(count(log, "results", "billing-rows", NULL), 3); /* pages */
+  json_decref(log);
+  h_server_stop(&emu);
+  h_run(rm, NULL, 10000, NULL, NULL, 0);
+  free(out);
+}
+END_TEST
+
 Suite *bigquery_suite(void)
 {
   Suite *s = suite_create("bigquery");
@@ -499,6 +648,7 @@ Suite *bigquery_suite(void)
   tcase_add_test(tc, test_sync_revise_fail);
   tcase_add_test(tc, test_closed_month_reread);
   tcase_add_test(tc, test_only_the_leader_pulls);
+  tcase_add_test(tc, test_bq_cli);
   suite_add_tcase(s, tc);
   return s;
 }
