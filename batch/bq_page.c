@@ -101,6 +101,7 @@ static bool key_is(const char *k, size_t n, const char *want)
 int bq_page_split(const char *body, size_t len, json_t **doc, const char **rows,
                   size_t *rows_len)
 {
+  static const char null_value[4] = {'n', 'u', 'l', 'l'};
   struct cur c = {body, body + len};
   const char *k, *vs = NULL, *ve = NULL;
   size_t kn;
@@ -135,7 +136,7 @@ int bq_page_split(const char *body, size_t len, json_t **doc, const char **rows,
   if (!rest)
     return -1;
   memcpy(rest, body, (size_t)(vs - body));
-  memcpy(rest + (vs - body), "null", 4);
+  memcpy(rest + (vs - body), null_value, sizeof(null_value));
   memcpy(rest + (vs - body) + 4, ve, (size_t)(body + len - ve));
   *doc = json_loadb(rest, len - (size_t)(ve - vs) + 4, 0, NULL);
   free(rest);

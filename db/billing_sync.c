@@ -78,7 +78,7 @@ static enum gg_code closed_months(struct db_conn *c,
 {
   enum gg_code code;
   PGresult *res;
-  size_t i, rows;
+  size_t i, rows, cap;
   char *p;
 
   PQclear(db_exec(c, "LOCK TABLE month_closes IN SHARE MODE", 0, NULL, &code));
@@ -91,7 +91,8 @@ static enum gg_code closed_months(struct db_conn *c,
     return code;
   rows = (size_t)PQntuples(res);
   *closed = calloc(rows + 1, sizeof(**closed));
-  *lit = malloc(rows * (DB_MONTH_LEN + 3) + 3);
+  cap = rows * (DB_MONTH_LEN + 3) + 3;
+  *lit = malloc(cap);
   if (!*closed || !*lit) {
     PQclear(res);
     return GG_INTERNAL;
@@ -100,10 +101,10 @@ static enum gg_code closed_months(struct db_conn *c,
   *p++ = '{';
   for (i = 0; i < rows; i++) {
     snprintf((*closed)[i], DB_MONTH_LEN, "%s", PQgetvalue(res, (int)i, 0));
-    p += sprintf(p, "%s\"%s\"", i ? "," : "", (*closed)[i]);
+    p += snprintf(p, cap - (size_t)(p - *lit), "%s\"%s\"", i ? "," : "",
+                  (*closed)[i]);
   }
-  *p++ = '}';
-  *p = '\0';
+  snprintf(p, cap - (size_t)(p - *lit), "}");
   *n = rows;
   PQclear(res);
   return GG_OK;
@@ -188,7 +189,8 @@ static enum gg_code take_back_frozen(struct db_conn *c, const char *day,
   if (rows == 0)
     return GG_OK;
   for (i = 0; i < 4; i++) {
-    strcat(lit[i], "}");
+    size_t n = strlen(lit[i]);
+    snprintf(lit[i] + n, sizeof(lit[i]) - n, "}");
     params[2 + i] = lit[i];
   }
   PQclear(db_exec(c, sql_take_back, 6, params, &code));

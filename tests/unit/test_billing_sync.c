@@ -20,17 +20,18 @@
 static int join_cells(void *ctx, const char *const *cells, size_t n, char *err,
                       size_t errlen)
 {
-  char *out = ctx;
-  size_t i;
+  char *out = ctx; /* 256 bytes */
+  size_t i, len = strlen(out);
 
   (void)err;
   (void)errlen;
-  if (*out)
-    strcat(out, ";");
-  for (i = 0; i < n; i++) {
-    if (i)
-      strcat(out, "|");
-    strcat(out, cells[i] ? cells[i] : "~");
+  for (i = 0; i < n && len < 256; i++) {
+    snprintf(out + len, 256 - len, "%s%s",
+             i      ? "|"
+             : *out ? ";"
+                    : "",
+             cells[i] ? cells[i] : "~");
+    len += strlen(out + len);
   }
   return 0;
 }
