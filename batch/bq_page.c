@@ -19,16 +19,22 @@ static void ws(struct cur *c)
     c->p++;
 }
 
-/* Past the string starting at c->p ('"'); -1 when unterminated. */
+/* Past the string starting at c->p ('"'); -1 when unterminated. A quote
+ * ends it unless an odd run of backslashes precedes it (memchr: the rows'
+ * strings are long). */
 static int skip_string(struct cur *c)
 {
-  c->p++;
-  while (c->p < c->end) {
-    if (*c->p == '\\') {
-      c->p += 2;
-    } else if (*c->p++ == '"') {
+  const char *p = c->p + 1, *q;
+
+  while (p < c->end && (q = memchr(p, '"', (size_t)(c->end - p))) != NULL) {
+    const char *b = q;
+    while (b > c->p + 1 && b[-1] == '\\')
+      b--;
+    if ((q - b) % 2 == 0) {
+      c->p = q + 1;
       return 0;
     }
+    p = q + 1;
   }
   return -1;
 }
@@ -200,16 +206,15 @@ static int unescape(struct cur *c, struct bq_scratch *s, size_t *at)
   /* the unescaped text is never longer than the escaped one */
   if (reserve(s, o + (size_t)(end - p) + 1) != 0)
     return -1;
-  while (p < end) {
-    const char *q = p;
-    while (q < end && *q != '"' && *q != '\\' && (unsigned char)*q >= 0x20)
-      q++;
+  end--; /* its closing quote */
+  for (;;) {
+    const char *q = memchr(p, '\\', (size_t)(end - p));
+    if (!q)
+      q = end;
     memcpy(s->p + o, p, (size_t)(q - p));
     o += (size_t)(q - p);
     p = q;
-    if (p >= end || (unsigned char)*p < 0x20)
-      return -1;
-    if (*p == '"') {
+    if (p == end) {
       s->p[o++] = '\0';
       c->p = p + 1;
       *at = o;
@@ -278,7 +283,6 @@ static int unescape(struct cur *c, struct bq_scratch *s, size_t *at)
       return -1;
     }
   }
-  return -1;
 }
 
 /* One cell {"v": string | null, ...}: its offset in s (or -1: null). */

@@ -53,6 +53,9 @@ static const struct {
      "{\"k\":\"a\\\\b\"}", ""},
     {"{\"rows\":[{\"f\":[{\"v\":\"caf\\u00e9 \\ud83d\\ude00\\n\"}]}]}",
      "caf\xc3\xa9 \xf0\x9f\x98\x80\n", ""},
+    /* a string ending in an escaped backslash; an empty string */
+    {"{\"rows\":[{\"f\":[{\"v\":\"x\\\\\"},{\"v\":\"\"},{\"v\":\"y\"}]}]}",
+     "x\\||y", ""},
     /* no rows, empty rows, other keys in a row or a cell skipped */
     {"{\"jobComplete\":false,\"jobReference\":{\"jobId\":\"j\"}}", "", ""},
     {"{\"rows\":[]}", "", ""},
