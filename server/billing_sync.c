@@ -2,6 +2,7 @@
  * billing_sync.c — the BigQuery pull of the billing export (see
  * billing_sync.h).
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,31 +148,73 @@ static int on_day(void *ctx, const char *const *cells, size_t n, char *err,
 /* ---- one day's rows -------------------------------------------------------
  */
 
+/*
+ * A day being read: rows are parsed into batch while the batch before it
+ * is stored (db_billing_flush in the day's transaction) on a thread of its
+ * own, so that parsing and PostgreSQL's work overlap; the connection is
+ * the storing thread's until it is joined.
+ */
 struct day_load {
   struct db_conn *db;
   const atomic_bool *cancel; /* NULL: none */
   struct billing_scratch *scratch;
-  struct db_billing_batch *batch;
+  struct db_billing_batch *batch;   /* being filled */
+  struct db_billing_batch *storing; /* being stored, or the spare */
+  pthread_t thread;
+  bool busy;         /* thread runs: join it before the next */
+  enum gg_code code; /* of the last store */
+  long inserted;
   long rows, rejected;
-  bool failed;
 };
 
-static int flush(struct day_load *l, char *err, size_t errlen)
+static void *store_thread(void *arg)
 {
-  long inserted;
-  enum gg_code code;
+  struct day_load *l = arg;
 
-  if (db_billing_batch_rows(l->batch) == 0)
-    return 0;
   /* the day's rows were deleted: every row is new (a duplicate within the
    * day makes the flush look rows up and try again) */
-  code = db_billing_flush(l->db, l->batch, true, &inserted);
-  if (code != GG_OK) {
+  l->code = db_billing_flush(l->db, l->storing, true, &l->inserted);
+  return NULL;
+}
+
+/* Wait for the batch being stored; its outcome. */
+static int store_wait(struct day_load *l, char *err, size_t errlen)
+{
+  if (!l->busy)
+    return 0;
+  pthread_join(l->thread, NULL);
+  l->busy = false;
+  if (l->code != GG_OK) {
     snprintf(err, errlen, "the database failed storing rows");
     return -1;
   }
-  metrics_billing_rows(inserted);
+  metrics_billing_rows(l->inserted);
   return 0;
+}
+
+/* Store the filled batch (after the one before it is stored); wait for it
+ * too when last. */
+static int flush(struct day_load *l, bool last, char *err, size_t errlen)
+{
+  struct db_billing_batch *full = l->batch;
+
+  if (store_wait(l, err, errlen) != 0)
+    return -1;
+  if (db_billing_batch_rows(full) > 0) {
+    l->batch = l->storing; /* emptied by its flush */
+    l->storing = full;
+    if (pthread_create(&l->thread, NULL, store_thread, l) == 0) {
+      l->busy = true;
+    } else {
+      store_thread(l);
+      if (l->code != GG_OK) {
+        snprintf(err, errlen, "the database failed storing rows");
+        return -1;
+      }
+      metrics_billing_rows(l->inserted);
+    }
+  }
+  return last ? store_wait(l, err, errlen) : 0;
 }
 
 static int on_row(void *ctx, const char *const *cells, size_t n, char *err,
@@ -206,7 +249,7 @@ static int on_row(void *ctx, const char *const *cells, size_t n, char *err,
   l->rows++;
   if (db_billing_batch_rows(l->batch) >= BILLING_BATCH_ROWS ||
       db_billing_batch_bytes(l->batch) >= BILLING_BATCH_BYTES)
-    return flush(l, err, errlen);
+    return flush(l, false, err, errlen);
   return 0;
 }
 
@@ -230,7 +273,9 @@ static int replace_day(struct bq_client *bq, const char *sql,
     params = json_array();
     json_array_append_new(params, bq_param("day", "STRING", p->day));
     if (bq_query(bq, sql, params, on_row, l, err, errlen) != 0 ||
-        flush(l, err, errlen) != 0) {
+        flush(l, true, err, errlen) != 0) {
+      char ignored[64];
+      store_wait(l, ignored, sizeof(ignored)); /* the connection is ours */
       db_billing_day_abort(l->db);
       return -1;
     }
@@ -268,7 +313,8 @@ static int sync_days(const struct config *cfg, struct bq_client *bq,
   l.cancel = cancel;
   l.scratch = billing_scratch_new();
   l.batch = db_billing_batch_new();
-  if (!q_days || !q_rows || !l.scratch || !l.batch) {
+  l.storing = db_billing_batch_new();
+  if (!q_days || !q_rows || !l.scratch || !l.batch || !l.storing) {
     snprintf(err, errlen, "out of memory");
     goto out;
   }
@@ -308,6 +354,7 @@ out:
   rep->rows_rejected = l.rejected;
   billing_scratch_free(l.scratch);
   db_billing_batch_free(l.batch);
+  db_billing_batch_free(l.storing);
   free(plan);
   free(stored);
   free(remote.v);

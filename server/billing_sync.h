@@ -14,7 +14,9 @@
  * the new ones parsed and stored by the same code as the NDJSON upload
  * (billing_parse_row_with, db_billing_batch_add, db_billing_flush), page by
  * page, and the day's figures recorded; a failure on the way rolls all of
- * it back. The money arrives as exact decimals (CAST(cost AS NUMERIC)
+ * it back. Three things overlap: the next page is fetched (batch/bigquery.h)
+ * while this one's rows are parsed into a batch, while the batch before is
+ * stored on a thread of its own (two pages and two batches in memory). The money arrives as exact decimals (CAST(cost AS NUMERIC)
  * inside TO_JSON_STRING), never as a float.
  */
 #ifndef GPUGATE_SERVER_BILLING_SYNC_H
