@@ -16,8 +16,9 @@
  * page, and the day's figures recorded; a failure on the way rolls all of
  * it back. Three things overlap: the next page is fetched (batch/bigquery.h)
  * while this one's rows are parsed into a batch, while the batch before is
- * stored on a thread of its own (two pages and two batches in memory). The money arrives as exact decimals (CAST(cost AS NUMERIC)
- * inside TO_JSON_STRING), never as a float.
+ * stored on a thread of its own (two pages and two batches in memory). The
+ * money arrives as exact decimals (CAST(cost AS NUMERIC) inside
+ * TO_JSON_STRING), never as a float.
  */
 #ifndef GPUGATE_SERVER_BILLING_SYNC_H
 #define GPUGATE_SERVER_BILLING_SYNC_H
