@@ -203,6 +203,15 @@ static int jwks_fetches(void)
 
 /* ---- the cases ---- */
 
+/* Submit body to team-x as its member; id gets the new job's id. */
+static void submit(const char *body, char id[32])
+{
+  json_t *j = h_call(&srv, "POST", "/v1/teams/team-x/jobs", member, body, 201);
+
+  snprintf(id, 32, "%s", h_str(j, "id"));
+  json_decref(j);
+}
+
 START_TEST(google_oidc_push_moves_a_job)
 {
   char cfg[512], id[32], path[128];
@@ -216,13 +225,10 @@ START_TEST(google_oidc_push_moves_a_job)
            "notifications\", \"EMU_PUSH_AUDIENCE\": \"" AUDIENCE "\"}",
            srv.port);
   json_decref(h_call(&emu, "POST", "/emulator/config", NULL, cfg, 200));
-  j = h_call(&srv, "POST", "/v1/teams/team-x/jobs", member,
-             "{\"name\": \"pushed\", \"queue\": \"standard\", \"task_count\": "
-             "2, \"task\": {\"image\": \"us-docker.pkg.dev/p/r/trainer:1.2\", "
-             "\"cpu_milli\": 2000, \"memory_mib\": 10240, \"gpu\": 2}}",
-             201);
-  snprintf(id, sizeof(id), "%s", h_str(j, "id"));
-  json_decref(j);
+  submit("{\"name\": \"pushed\", \"queue\": \"standard\", \"task_count\": "
+         "2, \"task\": {\"image\": \"us-docker.pkg.dev/p/r/trainer:1.2\", "
+         "\"cpu_milli\": 2000, \"memory_mib\": 10240, \"gpu\": 2}}",
+         id);
   snprintf(path, sizeof(path), "/v1/teams/team-x/jobs/%s", id);
   end = h_now_ms() + 15000;
   for (;;) {
@@ -378,13 +384,10 @@ START_TEST(push_before_the_create_is_recorded)
                      "\"timeout_ms\": 2000, \"methods\": [\"POST\"], "
                      "\"max_faults\": 1}",
                      200));
-  j = h_call(&srv, "POST", "/v1/teams/team-x/jobs", member,
-             "{\"name\": \"early-report\", \"queue\": \"standard\", "
-             "\"task\": {\"image\": \"us-docker.pkg.dev/p/r/trainer:1.2\", "
-             "\"cpu_milli\": 1000, \"memory_mib\": 1024, \"gpu\": 1}}",
-             201);
-  snprintf(id, sizeof(id), "%s", h_str(j, "id"));
-  json_decref(j);
+  submit("{\"name\": \"early-report\", \"queue\": \"standard\", "
+         "\"task\": {\"image\": \"us-docker.pkg.dev/p/r/trainer:1.2\", "
+         "\"cpu_milli\": 1000, \"memory_mib\": 1024, \"gpu\": 1}}",
+         id);
   snprintf(name, sizeof(name), "gpugate-%s-a1", id);
   snprintf(path, sizeof(path), "/v1/teams/team-x/jobs/%s", id);
   j = NULL;
