@@ -110,6 +110,10 @@ if uri=$(tests/pg.sh start "$pgdir" 2>"$workdir/pg-start.log"); then
   for lane in integration "${lanes[@]/#/integration-}"; do
     echo "=== $lane (started)"
   done
+  # servers', emulators' and providers' logs live in the work dir: gone
+  # when the run passes, kept with the other logs when it fails
+  export GPUGATE_TEST_TMPDIR="$workdir/it"
+  mkdir -p "$GPUGATE_TEST_TMPDIR"
   t0=$SECONDS
   pids=()
   (GPUGATE_TEST_PG_URI="$uri" CK_DEFAULT_TIMEOUT=120 GPUGATE_TEST_SKIP="$skip" \
