@@ -59,10 +59,11 @@ static const char *next_state(const char *state, bool cancel_requested,
  * its create (a push sent while the create is answered). The name is
  * deterministic, so the job is found by id and attempt and takes the name.
  * An ADMITTED job is recorded as the create's answer would have recorded
- * it: QUEUED, with its BatchJobCreated event, so the report moves it on
- * from there and the dispatcher's late answer finds nothing left to record
- * (one BatchJobCreated per attempt, and every event starts where the last
- * one ended). An EVICTING job only takes the name (sql_created_evicting).
+ * it: QUEUED, with its BatchJobCreated event (its message the Batch job's
+ * name, as the answer's), so the report moves it on from there and the
+ * dispatcher's late answer finds nothing left to record (one
+ * BatchJobCreated per attempt, and every event starts where the last one
+ * ended). An EVICTING job only takes the name (sql_created_evicting).
  */
 static const char sql_adopt[] =
     "WITH u AS (UPDATE jobs SET batch_job_name = $3, "
@@ -75,8 +76,7 @@ static const char sql_adopt[] =
     "RETURNING id, team, attempt, state, cancel_requested), "
     "e AS (INSERT INTO job_events (job_id, team, from_state, to_state, "
     "reason, attempt, message) SELECT id, team, 'ADMITTED', 'QUEUED', "
-    "'BatchJobCreated', attempt, $3::text || ' (reported by Batch before "
-    "the answer to its create was recorded)' FROM u "
+    "'BatchJobCreated', attempt, $3 FROM u "
     "WHERE state = 'QUEUED') "
     "SELECT id, state, cancel_requested FROM u";
 
