@@ -12,6 +12,7 @@
 #include "db/batch.h"
 #include "db/db.h"
 #include "db/jobs.h"
+#include "db/prices.h"
 #include "db/targets.h"
 #include "server/problem.h"
 
@@ -36,12 +37,16 @@
 #define JOB_COLUMNS(pos_queue, pos_cq, ahead_gpus)                             \
   JOB_COLUMNS_SPEC(pos_queue, pos_cq, ahead_gpus, "j.spec")
 #define JOB_COLUMNS_SPEC(pos_queue, pos_cq, ahead_gpus, spec)                  \
+  JOB_COLUMNS_PRICED(pos_queue, pos_cq, ahead_gpus, spec,                      \
+                     "(f.spec->>'price_per_gpu_hour_usd')::numeric")
+/* price: the GPU-hour price of the job's flavor, NULL when none */
+#define JOB_COLUMNS_PRICED(pos_queue, pos_cq, ahead_gpus, spec, price)         \
   "j.id, j.team, j.name, j.queue, j.cluster_queue, "                           \
   "j.priority_class, j.priority, j.state, j.reason, j.attempt, "               \
   TS("j.created_at") ", " TS("j.updated_at") ", "                              \
   "j.gpu, j.cpu_milli, j.memory_mib, j.flavor, j.location, j.borrowed, "       \
   TS("j.admitted_at") ", round(j.estimated_cost_usd, 4), "                     \
-  "round(coalesce((f.spec->>'price_per_gpu_hour_usd')::numeric * j.gpu * "     \
+  "round(coalesce(" price " * j.gpu * "                                        \
   "extract(epoch FROM coalesce(j.finished_at, now()) - j.run_started_at) "     \
   "/ 3600, 0), 4), "                                                           \
   pos_queue ", " pos_cq ", "                                                   \
@@ -397,6 +402,19 @@ enum {
 
 static const char sql_get[] = JOB_SELECT "WHERE j.team = $1 AND j.id = $2";
 
+/* sql_get without the join to flavors: the price comes with the process's
+ * copy of every flavor's (db/prices.h), $3 the names and $4 the prices */
+/* clang-format off */
+static const char sql_get_priced[] =
+  "SELECT " JOB_COLUMNS_PRICED(POSITION("position_in_queue"),
+                               POSITION("position_in_cluster_queue"),
+                               POSITION("ahead_gpus"), "j.spec",
+                               "($4::text[])[array_position($3::text[], "
+                               "j.flavor)]::numeric")
+  "FROM jobs j LEFT JOIN job_positions jp ON jp.job_id = j.id "
+  "WHERE j.team = $1 AND j.id = $2";
+/* clang-format on */
+
 static const char sql_idem_done[] =
     "UPDATE idempotency_keys SET status = $3::int, location = $4, "
     "response = $5 WHERE team = $1 AND key = $2";
@@ -537,14 +555,21 @@ enum gg_code db_job_get(struct gg_req *req, const char *team, const char *id,
                         char **text, size_t *len)
 {
   struct db_conn *db = req_db(req);
-  const char *params[2] = {team, id};
+  struct db_prices prices;
+  const char *params[4] = {team, id};
   PGresult *res;
 
   *text = NULL;
   *len = 0;
   if (!db)
     return db_fail(req, GG_UNAVAILABLE);
-  if (!(res = db_req_exec(req, db, sql_get, 2, params)))
+  if (db_prices_get(req, db, &prices) != 0)
+    return req->code;
+  params[2] = prices.names;
+  params[3] = prices.prices;
+  res = db_req_exec(req, db, sql_get_priced, 4, params);
+  db_prices_free(&prices);
+  if (!res)
     return req->code;
   if (PQntuples(res) == 0) {
     PQclear(res);
