@@ -762,7 +762,11 @@ static struct MHD_Daemon *start_daemon(struct http_server *s,
       /* a second longer than connlimit's idle deadline, which comes first:
        * this one is for clients that do not read their reply */
       MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->cfg->http_timeout_s + 1u,
-      MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
+      /* libmicrohttpd's default: the pool holds a request's line and
+       * headers (a 20 KiB header still fits) and is zeroed whole between
+       * the requests of a connection, which at 64 KiB was a tenth of
+       * gpugate's CPU per GET of a job (perf, 2026-11-27) */
+      MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024),
       MHD_OPTION_CONNECTION_LIMIT, (unsigned)mhd_limit,
       MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
       MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
