@@ -181,11 +181,10 @@ static json_t *render(const PGresult *r, int row)
  * bytes, and was most of a read's JSON work. It is the last member either
  * way. Returns a new buffer, or NULL when out of memory.
  */
-static char *render_text(const PGresult *r, int row, size_t *len)
+static char *render_text_spec(const PGresult *r, int row, const char *spec,
+                              size_t *len)
 {
   json_t *j = render_spec(r, row, json_null());
-  const char *spec =
-      PQgetisnull(r, row, C_SPEC) ? "null" : PQgetvalue(r, row, C_SPEC);
   size_t n = 0, size;
   char *head, *out = NULL;
 
@@ -204,6 +203,13 @@ static char *render_text(const PGresult *r, int row, size_t *len)
 done:
   free(head);
   return out;
+}
+
+static char *render_text(const PGresult *r, int row, size_t *len)
+{
+  return render_text_spec(
+      r, row, PQgetisnull(r, row, C_SPEC) ? "null" : PQgetvalue(r, row, C_SPEC),
+      len);
 }
 
 /* ---- submission -------------------------------------------------------- */
@@ -445,7 +451,7 @@ enum gg_code db_job_submit(struct gg_req *req, const struct db_job_new *j,
   static const char *const none[1] = {NULL};
   struct db_conn *db = req_db(req);
   char id[32], prio[16], request[80], maxrun[24], version[24], location[160];
-  char *spec = NULL, *labels = NULL, *locations = NULL, *body = NULL;
+  char *spec = NULL, *labels = NULL, *locations = NULL;
   json_t *locs = json_object_get(j->spec, "locations");
   const char *params[17];
   PGresult *res[DB_PIPELINE_MAX] = {NULL};
@@ -514,18 +520,19 @@ enum gg_code db_job_submit(struct gg_req *req, const struct db_job_new *j,
   }
   out->idem = DB_IDEM_NEW;
   out->job = render_spec(row, 0, j->spec);
+  /* the reply, with the spec as it was dumped for the INSERT */
+  out->text = render_text_spec(row, 0, spec, &out->text_len);
+  if (!out->job || !out->text) {
+    db_fail(req, GG_INTERNAL);
+    goto fail;
+  }
   if (!in_tx)
     goto out;
 
   /* round trip 2: the response for the key, and COMMIT */
   snprintf(location, sizeof(location), "/v1/teams/%s/jobs/%s", j->team, id);
-  body = json_dumps(out->job, GG_JSON_DUMP);
-  if (!body) {
-    db_fail(req, GG_INTERNAL);
-    goto fail;
-  }
   {
-    const char *done[5] = {j->team, idem_key, "201", location, body};
+    const char *done[5] = {j->team, idem_key, "201", location, out->text};
     struct db_stmt st[2] = {{sql_idem_done, 5, done}, {"COMMIT", 0, none}};
     code = db_pipeline(db, 2, st, res + 2);
   }
@@ -539,13 +546,14 @@ fail:
     db_rollback(db);
   json_decref(out->job);
   out->job = NULL;
+  free(out->text);
+  out->text = NULL;
 out:
   for (i = 0; i < DB_PIPELINE_MAX; i++)
     PQclear(res[i]);
   free(spec);
   free(labels);
   free(locations);
-  free(body);
   return req->code;
 }
 
@@ -870,6 +878,7 @@ enum gg_code db_idem_read(struct gg_req *req, const char *team, const char *key,
 void db_submit_result_free(struct db_submit_result *r)
 {
   json_decref(r->job);
+  free(r->text);
   free(r->location);
   free(r->body);
   memset(r, 0, sizeof(*r));
