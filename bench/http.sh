@@ -131,7 +131,16 @@
 #            reply as text instead of parsed and written again (2026-11-26:
 #            gpugate's CPU per read 78–100 µs against 81–144 in alternate
 #            runs of the two builds), and gpugate reaches PostgreSQL over 8
-#            pooled connections where pgbench holds 32.
+#            pooled connections where pgbench holds 32. 2026-11-27 (perf,
+#            private cluster): the statement's executor start-up was a
+#            quarter of PostgreSQL's CPU per GET, its joins most of it; the
+#            join to flavors is gone (the price comes with the replica's
+#            copy, db/prices.c: 130 → 93 µs per GET in gpugate's
+#            backends), the join to job_positions stays (a pending job's
+#            place). In gpugate, libmicrohttpd zeroing each connection's
+#            64 KiB pool between requests was 10 % (32 KiB now: 5 %),
+#            building and writing the reply with Jansson ~25 %, the
+#            kernel's socket work ~27 %.
 #   healthz  the same libmicrohttpd set-up; the difference is gpugate's
 #            per-request work (routing, request id, metrics, access log
 #            level check).
