@@ -61,13 +61,20 @@
 #   CPU      the CPU each side's processes spent per request in the
 #            measured runs, from /proc (user + system, every thread, and
 #            the children a process reaped): gpugate + PostgreSQL (the
-#            postmaster and all its backends, the WAL writer, autovacuum)
+#            postmaster and all its backends, the WAL writer, autovacuum;
+#            a pgbench run's backends once the postmaster has reaped them,
+#            which the script waits for)
 #            against slurmrestd + slurmctld (slurmd and munged are printed
 #            too; they do nothing for a held job and no slurmdbd runs:
 #            AccountingStorageType=accounting_storage/none), and against
 #            pgbench + PostgreSQL. Goals (issue 22): per submit ≤ 0.5 ×
 #            slurmrestd + slurmctld (the means of each side's two runs), per
-#            read ≤ 0.2 ×. Work per request moves much less than requests/s
+#            read ≤ 0.2 ×. The read runs (gpugate's and pgbench's) come
+#            after a VACUUM (ANALYZE) of the rows the submit and INSERT runs
+#            left: before it, autovacuum's workers processed those rows
+#            during the reads, and the CPU the inserts caused was charged
+#            to the reads (2026-11-27: PostgreSQL per GET 166 µs before
+#            this and the join's removal, 81 after). Work per request moves much less than requests/s
 #            between runs on a shared VM: a run on a busy machine shows
 #            whether the work per request moved or only the time (though a
 #            loaded machine raises the work too: cache misses, more context
@@ -83,7 +90,7 @@
 # with the RSS sampler); ANALYZE (the statistics autovacuum would gather
 # within its 1-minute naptime — without them the planner still takes the
 # fresh jobs table for empty and the prepared reads scan it); pgbench
-# INSERT; get (gpugate); pgbench SELECT; slurmrestd (two submit runs,
+# INSERT; VACUUM (ANALYZE); get (gpugate); pgbench SELECT; slurmrestd (two submit runs,
 # read); pgbench INSERT again; submit (gpugate) again; the 100,000 pending
 # jobs and the submit run at 100k.
 #
@@ -124,7 +131,16 @@
 #            reply as text instead of parsed and written again (2026-11-26:
 #            gpugate's CPU per read 78–100 µs against 81–144 in alternate
 #            runs of the two builds), and gpugate reaches PostgreSQL over 8
-#            pooled connections where pgbench holds 32.
+#            pooled connections where pgbench holds 32. 2026-11-27 (perf,
+#            private cluster): the statement's executor start-up was a
+#            quarter of PostgreSQL's CPU per GET, its joins most of it; the
+#            join to flavors is gone (the price comes with the replica's
+#            copy, db/prices.c: 130 → 93 µs per GET in gpugate's
+#            backends), the join to job_positions stays (a pending job's
+#            place). In gpugate, libmicrohttpd zeroing each connection's
+#            64 KiB pool between requests was 10 % (32 KiB now: 5 %),
+#            building and writing the reply with Jansson ~25 %, the
+#            kernel's socket work ~27 %.
 #   healthz  the same libmicrohttpd set-up; the difference is gpugate's
 #            per-request work (routing, request id, metrics, access log
 #            level check).
@@ -202,13 +218,18 @@ wrk_rps() {
 # $T/cpu.last as "pgbench_us postgres_us" (pgbench's from this shell's
 # reaped children, the backends' through the postmaster).
 pgbench_tps() {
-  local out n b_cl b_pg a_cl a_pg args=(-n -M prepared -c "$CONNS" -j 2 "$@")
+  local out n b_cl b_pg a_cl a_pg pg_children
+  local args=(-n -M prepared -c "$CONNS" -j 2 "$@")
+  pg_children="$(bench_pg_children)"
   pgbench "${args[@]}" -T 2 "$PGURI" >/dev/null 2>&1 || true
+  bench_pg_settle "$pg_children"
   bench_children_ticks
   b_cl=$BENCH_CHILD_TICKS
   b_pg="$(bench_pg_ticks)"
   pgbench "${args[@]}" -T "$SECS" "$PGURI" >"$T/pgbench.out" 2>&1 ||
     bench_die "pgbench failed: $(cat "$T/pgbench.out")"
+  # its backends' CPU reaches the postmaster's count when it reaps them
+  bench_pg_settle "$pg_children"
   a_pg="$(bench_pg_ticks)"
   bench_children_ticks
   a_cl=$BENCH_CHILD_TICKS
@@ -270,6 +291,12 @@ EOF
 submit_pg="$(pgbench_tps -D spec="$spec" -f "$T/insert.sql")"
 cpu_pg_submit="$(cat "$T/cpu.last")"
 
+# The reads are measured after the VACUUM that autovacuum would run on the
+# rows the submit and INSERT runs left (the jobs, their events, bench_jobs):
+# without it, autovacuum workers ran during the reads and their CPU, which
+# the inserts cause, was charged to the reads (bench_pg_ticks counts every
+# child of the postmaster).
+"${PSQL[@]}" -c "VACUUM (ANALYZE)"
 bench_log "get by id: gpugate over the $jobs_made submitted jobs, then pgbench SELECT (${SECS} s each)"
 "${PSQL[@]}" -c "SELECT '/v1/teams/bench/jobs/' || id FROM jobs ORDER BY seq" >"$T/paths"
 export BENCH_PATHS="$T/paths"
@@ -397,6 +424,9 @@ echo "submit runs, in order: gpugate $submit_gg; pgbench INSERT $submit_pg; slur
 echo "CPU per request in the measured runs, µs (gpugate PostgreSQL):" \
   "submit $cpu_submit; submit again $cpu_submit2;" \
   "submit at 100k pending $cpu_submit_100k; get $cpu_get"
+echo "(PostgreSQL: the postmaster and every child, autovacuum included; the reads" \
+  "ran after a VACUUM of the rows the submit and INSERT runs left, so that" \
+  "autovacuum's work for those inserts is not charged to the reads)"
 echo "CPU per transaction, µs (pgbench PostgreSQL): INSERT $cpu_pg_submit; INSERT again $cpu_pg_submit2;" \
   "SELECT $cpu_pg_get"
 echo "CPU per request, µs (slurmrestd,slurmctld,slurmd,munged): submit $slurm_cpu_submit;" \

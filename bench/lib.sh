@@ -211,6 +211,22 @@ bench_pg_ticks() {
   echo "$t"
 }
 
+# The postmaster's live children (backends, background processes).
+bench_pg_children() {
+  pgrep -c -P "$(head -1 "$T/pg/data/postmaster.pid")" || true
+}
+
+# Wait (at most 5 s) until the postmaster has at most N children: the
+# backends of a client that exited (pgbench) are reaped, so their CPU is in
+# the postmaster's count of reaped children.
+bench_pg_settle() {
+  local i
+  for ((i = 0; i < 50; i++)); do
+    (($(bench_pg_children) <= $1)) && return 0
+    sleep 0.1
+  done
+}
+
 # µs of CPU per request: bench_us_per TICKS_BEFORE TICKS_AFTER REQUESTS
 bench_us_per() {
   awk -v b="$1" -v a="$2" -v n="$3" -v hz="$(getconf CLK_TCK)" \

@@ -58,12 +58,27 @@ static const char *next_state(const char *state, bool cancel_requested,
  * A report can arrive before the dispatcher has recorded Batch's answer to
  * its create (a push sent while the create is answered). The name is
  * deterministic, so the job is found by id and attempt and takes the name.
+ * An ADMITTED job is recorded as the create's answer would have recorded
+ * it: QUEUED, with its BatchJobCreated event (its message the Batch job's
+ * name, as the answer's), so the report moves it on from there and the
+ * dispatcher's late answer finds nothing left to record (one
+ * BatchJobCreated per attempt, and every event starts where the last one
+ * ended). An EVICTING job only takes the name (sql_created_evicting).
  */
 static const char sql_adopt[] =
-    "UPDATE jobs SET batch_job_name = $3, queued_at = coalesce(queued_at, "
-    "now()) WHERE id = $1 AND attempt = $2::int "
-    "AND state IN ('ADMITTED', 'EVICTING') "
-    "AND batch_job_name IS NULL RETURNING id, state, cancel_requested";
+    "WITH u AS (UPDATE jobs SET batch_job_name = $3, "
+    "state = CASE WHEN state = 'ADMITTED' THEN 'QUEUED' ELSE state END, "
+    "batch_state = CASE WHEN state = 'ADMITTED' THEN 'QUEUED' "
+    "ELSE batch_state END, "
+    "queued_at = coalesce(queued_at, now()), updated_at = now() "
+    "WHERE id = $1 AND attempt = $2::int "
+    "AND state IN ('ADMITTED', 'EVICTING') AND batch_job_name IS NULL "
+    "RETURNING id, team, attempt, state, cancel_requested), "
+    "e AS (INSERT INTO job_events (job_id, team, from_state, to_state, "
+    "reason, attempt, message) SELECT id, team, 'ADMITTED', 'QUEUED', "
+    "'BatchJobCreated', attempt, $3 FROM u "
+    "WHERE state = 'QUEUED') "
+    "SELECT id, state, cancel_requested FROM u";
 
 static PGresult *adopt(struct db_conn *c, const char *name, char *err,
                        size_t errlen)

@@ -12,6 +12,7 @@
 #include "db/batch.h"
 #include "db/db.h"
 #include "db/jobs.h"
+#include "db/prices.h"
 #include "db/targets.h"
 #include "server/problem.h"
 
@@ -36,12 +37,16 @@
 #define JOB_COLUMNS(pos_queue, pos_cq, ahead_gpus)                             \
   JOB_COLUMNS_SPEC(pos_queue, pos_cq, ahead_gpus, "j.spec")
 #define JOB_COLUMNS_SPEC(pos_queue, pos_cq, ahead_gpus, spec)                  \
+  JOB_COLUMNS_PRICED(pos_queue, pos_cq, ahead_gpus, spec,                      \
+                     "(f.spec->>'price_per_gpu_hour_usd')::numeric")
+/* price: the GPU-hour price of the job's flavor, NULL when none */
+#define JOB_COLUMNS_PRICED(pos_queue, pos_cq, ahead_gpus, spec, price)         \
   "j.id, j.team, j.name, j.queue, j.cluster_queue, "                           \
   "j.priority_class, j.priority, j.state, j.reason, j.attempt, "               \
   TS("j.created_at") ", " TS("j.updated_at") ", "                              \
   "j.gpu, j.cpu_milli, j.memory_mib, j.flavor, j.location, j.borrowed, "       \
   TS("j.admitted_at") ", round(j.estimated_cost_usd, 4), "                     \
-  "round(coalesce((f.spec->>'price_per_gpu_hour_usd')::numeric * j.gpu * "     \
+  "round(coalesce(" price " * j.gpu * "                                        \
   "extract(epoch FROM coalesce(j.finished_at, now()) - j.run_started_at) "     \
   "/ 3600, 0), 4), "                                                           \
   pos_queue ", " pos_cq ", "                                                   \
@@ -176,11 +181,10 @@ static json_t *render(const PGresult *r, int row)
  * bytes, and was most of a read's JSON work. It is the last member either
  * way. Returns a new buffer, or NULL when out of memory.
  */
-static char *render_text(const PGresult *r, int row, size_t *len)
+static char *render_text_spec(const PGresult *r, int row, const char *spec,
+                              size_t *len)
 {
   json_t *j = render_spec(r, row, json_null());
-  const char *spec =
-      PQgetisnull(r, row, C_SPEC) ? "null" : PQgetvalue(r, row, C_SPEC);
   size_t n = 0, size;
   char *head, *out = NULL;
 
@@ -199,6 +203,13 @@ static char *render_text(const PGresult *r, int row, size_t *len)
 done:
   free(head);
   return out;
+}
+
+static char *render_text(const PGresult *r, int row, size_t *len)
+{
+  return render_text_spec(
+      r, row, PQgetisnull(r, row, C_SPEC) ? "null" : PQgetvalue(r, row, C_SPEC),
+      len);
 }
 
 /* ---- submission -------------------------------------------------------- */
@@ -397,6 +408,19 @@ enum {
 
 static const char sql_get[] = JOB_SELECT "WHERE j.team = $1 AND j.id = $2";
 
+/* sql_get without the join to flavors: the price comes with the process's
+ * copy of every flavor's (db/prices.h), $3 the names and $4 the prices */
+/* clang-format off */
+static const char sql_get_priced[] =
+  "SELECT " JOB_COLUMNS_PRICED(POSITION("position_in_queue"),
+                               POSITION("position_in_cluster_queue"),
+                               POSITION("ahead_gpus"), "j.spec",
+                               "($4::text[])[array_position($3::text[], "
+                               "j.flavor)]::numeric")
+  "FROM jobs j LEFT JOIN job_positions jp ON jp.job_id = j.id "
+  "WHERE j.team = $1 AND j.id = $2";
+/* clang-format on */
+
 static const char sql_idem_done[] =
     "UPDATE idempotency_keys SET status = $3::int, location = $4, "
     "response = $5 WHERE team = $1 AND key = $2";
@@ -427,7 +451,7 @@ enum gg_code db_job_submit(struct gg_req *req, const struct db_job_new *j,
   static const char *const none[1] = {NULL};
   struct db_conn *db = req_db(req);
   char id[32], prio[16], request[80], maxrun[24], version[24], location[160];
-  char *spec = NULL, *labels = NULL, *locations = NULL, *body = NULL;
+  char *spec = NULL, *labels = NULL, *locations = NULL;
   json_t *locs = json_object_get(j->spec, "locations");
   const char *params[17];
   PGresult *res[DB_PIPELINE_MAX] = {NULL};
@@ -496,18 +520,19 @@ enum gg_code db_job_submit(struct gg_req *req, const struct db_job_new *j,
   }
   out->idem = DB_IDEM_NEW;
   out->job = render_spec(row, 0, j->spec);
+  /* the reply, with the spec as it was dumped for the INSERT */
+  out->text = render_text_spec(row, 0, spec, &out->text_len);
+  if (!out->job || !out->text) {
+    db_fail(req, GG_INTERNAL);
+    goto fail;
+  }
   if (!in_tx)
     goto out;
 
   /* round trip 2: the response for the key, and COMMIT */
   snprintf(location, sizeof(location), "/v1/teams/%s/jobs/%s", j->team, id);
-  body = json_dumps(out->job, GG_JSON_DUMP);
-  if (!body) {
-    db_fail(req, GG_INTERNAL);
-    goto fail;
-  }
   {
-    const char *done[5] = {j->team, idem_key, "201", location, body};
+    const char *done[5] = {j->team, idem_key, "201", location, out->text};
     struct db_stmt st[2] = {{sql_idem_done, 5, done}, {"COMMIT", 0, none}};
     code = db_pipeline(db, 2, st, res + 2);
   }
@@ -521,13 +546,14 @@ fail:
     db_rollback(db);
   json_decref(out->job);
   out->job = NULL;
+  free(out->text);
+  out->text = NULL;
 out:
   for (i = 0; i < DB_PIPELINE_MAX; i++)
     PQclear(res[i]);
   free(spec);
   free(labels);
   free(locations);
-  free(body);
   return req->code;
 }
 
@@ -537,14 +563,21 @@ enum gg_code db_job_get(struct gg_req *req, const char *team, const char *id,
                         char **text, size_t *len)
 {
   struct db_conn *db = req_db(req);
-  const char *params[2] = {team, id};
+  struct db_prices prices;
+  const char *params[4] = {team, id};
   PGresult *res;
 
   *text = NULL;
   *len = 0;
   if (!db)
     return db_fail(req, GG_UNAVAILABLE);
-  if (!(res = db_req_exec(req, db, sql_get, 2, params)))
+  if (db_prices_get(req, db, &prices) != 0)
+    return req->code;
+  params[2] = prices.names;
+  params[3] = prices.prices;
+  res = db_req_exec(req, db, sql_get_priced, 4, params);
+  db_prices_free(&prices);
+  if (!res)
     return req->code;
   if (PQntuples(res) == 0) {
     PQclear(res);
@@ -845,6 +878,7 @@ enum gg_code db_idem_read(struct gg_req *req, const char *team, const char *key,
 void db_submit_result_free(struct db_submit_result *r)
 {
   json_decref(r->job);
+  free(r->text);
   free(r->location);
   free(r->body);
   memset(r, 0, sizeof(*r));

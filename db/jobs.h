@@ -66,9 +66,11 @@ struct db_submit_result {
                         again and retry */
   enum db_idem idem; /* with a key: NEW when this request stored the job */
   json_t *job;       /* new reference: the stored job (NEW only) */
-  int status;        /* REPLAY: the first response's status, */
-  char *location;    /* its Location (new string or NULL) */
-  char *body;        /* and its body (new string) */
+  char *text;        /* and as the reply's JSON (NEW only; new string) */
+  size_t text_len;
+  int status;     /* REPLAY: the first response's status, */
+  char *location; /* its Location (new string or NULL) */
+  char *body;     /* and its body (new string) */
 };
 void db_submit_result_free(struct db_submit_result *r);
 

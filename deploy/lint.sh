@@ -15,18 +15,29 @@ if grep -nHE '\b(sprintf|strcpy|strcat|strtok|atoi|gets|system)[[:space:]]*\(' \
 fi
 
 cflags=$(pkg-config --cflags libmicrohttpd jansson libpq libjwt libcurl)
+jobs=$(nproc 2>/dev/null || echo 2)
 # shellcheck disable=SC2086
 if ! cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
-     --inline-suppr --std=c11 -D_GNU_SOURCE -I. $src; then
+     --inline-suppr --std=c11 -D_GNU_SOURCE -I. -j "$jobs" $src; then
   echo "lint: cppcheck found problems"
   status=1
 fi
 
 checks='-*,clang-analyzer-*,-clang-analyzer-valist.Uninitialized,-clang-analyzer-security.insecureAPI.DeprecatedOrUnsafeBufferHandling,bugprone-*,-bugprone-easily-swappable-parameters,-bugprone-reserved-identifier,-bugprone-narrowing-conversions,-bugprone-macro-parentheses,-bugprone-assignment-in-if-condition,cert-err34-c'
+tidy_log=$(mktemp /tmp/gpugate-tidy.XXXXXX)
+trap 'rm -f "$tidy_log"' EXIT
+# a few files per clang-tidy, one clang-tidy per core
+tidy() {
+  # shellcheck disable=SC2086
+  clang-tidy --quiet --warnings-as-errors='*' --checks="$checks" "$@" -- \
+    -std=c11 -D_GNU_SOURCE -I. -Ibuild/gen $cflags
+}
+export -f tidy
+export checks cflags
 # shellcheck disable=SC2086
-if ! clang-tidy --quiet --warnings-as-errors='*' --checks="$checks" $src -- \
-     -std=c11 -D_GNU_SOURCE -I. -Ibuild/gen $cflags >/tmp/gpugate-tidy.log 2>&1; then
-  grep -E 'warning:|error:' /tmp/gpugate-tidy.log | head -n 40
+if ! printf '%s\n' $src | xargs -P "$jobs" -n 6 bash -c 'tidy "$@"' tidy \
+     >"$tidy_log" 2>&1; then
+  grep -E 'warning:|error:' "$tidy_log" | head -n 40
   echo "lint: clang-tidy found problems"
   status=1
 fi

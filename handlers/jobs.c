@@ -494,8 +494,8 @@ enum gg_code jobs_create(struct gg_req *req)
   snprintf(loc, sizeof(loc), "/v1/teams/%s/jobs/%s", team,
            json_string_value(json_object_get(res.job, "id")));
   req_add_header(req, "Location", loc);
-  req_reply(req, 201, res.job);
-  res.job = NULL;
+  req_reply_json_text(req, 201, res.text, res.text_len);
+  res.text = NULL;
   waker_poke(); /* the admission loop, soon */
 out:
   db_job_target_free(&target);

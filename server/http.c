@@ -2,10 +2,11 @@
  * http.c — libmicrohttpd glue and the central request pipeline.
  *
  * Everything a route's table columns promise runs here, before the handler:
- * routing (404/405), CORS, authentication and roles, team scoping, body
- * limit (413), content type (415) and JSON parsing (duplicate keys
- * rejected). Afterwards the reply — or the problem document — is sent with
- * X-Request-Id, and one access-log line is written.
+ * routing (404/405), CORS, authentication, roles and team scoping
+ * (server/authn.c), body limit (413), content type (415) and JSON parsing
+ * (duplicate keys rejected). Afterwards the reply — or the problem
+ * document — is sent with X-Request-Id, and one access-log line is
+ * written.
  *
  * Routing, authentication and authorisation run on the first call for a
  * request, when its headers are in and before any of its body is read: a
@@ -38,6 +39,7 @@
 #include <zlib.h>
 
 #include "db/db.h"
+#include "server/authn.h"
 #include "server/connlimit.h"
 #include "server/etag.h"
 #include "server/http.h"
@@ -47,7 +49,6 @@
 #include "server/problem.h"
 #include "server/ratelimit.h"
 #include "server/router.h"
-#include "server/session.h"
 
 struct http_server {
   struct MHD_Daemon *daemon;
@@ -136,119 +137,6 @@ static int json_content_type(const char *ct)
   return strcasecmp(p, "charset=utf-8") == 0;
 }
 
-/*
- * The grant of p that lets it call route r (for team, the route's {team},
- * or NULL): one whose role the route allows and, for a member, of that
- * team. Roles that reach every team come first (admin, then finance, then
- * metrics), so a principal holding several grants acts with the widest.
- * NULL when none does; *other_team tells whether a member grant of
- * another team would have.
- */
-static const struct auth_grant *grant_for(const struct auth_principal *p,
-                                          const struct route *r,
-                                          const char *team, bool *other_team)
-{
-  static const enum auth_role order[] = {AUTH_ROLE_ADMIN, AUTH_ROLE_FINANCE,
-                                         AUTH_ROLE_METRICS, AUTH_ROLE_MEMBER};
-  size_t o;
-  int i;
-
-  *other_team = false;
-  for (o = 0; o < sizeof(order) / sizeof(order[0]); o++) {
-    if (!(r->roles & (unsigned)order[o]))
-      continue;
-    for (i = 0; i < p->n_grants; i++) {
-      const struct auth_grant *g = &p->grants[i];
-      if (g->role != order[o])
-        continue;
-      if (g->role == AUTH_ROLE_MEMBER && team && strcmp(g->team, team) != 0) {
-        *other_team = true;
-        continue;
-      }
-      return g;
-    }
-  }
-  return NULL;
-}
-
-/* The caller's name for messages and logs: verified email, else sub. */
-static const char *who(const struct auth_principal *p)
-{
-  return p->email[0] ? p->email : p->subject[0] ? p->subject : "the caller";
-}
-
-static enum gg_code authenticate(struct http_server *s, struct gg_req *req)
-{
-  const char *hdr = req_header(req, "Authorization");
-  const char *sid = req_cookie(req, SESSION_COOKIE);
-  const char *team = NULL;
-  const struct auth_grant *g;
-  bool other_team = false;
-  enum gg_code code;
-  char why[128];
-
-  if (!hdr && sid) {
-    /* the console's session (a bearer token, when sent, takes precedence) */
-    if ((code = session_authenticate(req, sid)) != GG_OK)
-      return code;
-  } else if (!hdr || strncasecmp(hdr, "Bearer ", 7) != 0) {
-    return problem_fail(req, GG_UNAUTHORIZED,
-                        "A bearer token is required in the Authorization "
-                        "header.");
-  } else {
-    hdr += 7;
-    while (*hdr == ' ')
-      hdr++;
-    if (auth_verify(s->auth, hdr, time(NULL), &req->principal, why,
-                    sizeof(why)) != 0)
-      return problem_fail(req, GG_UNAUTHORIZED,
-                          "The bearer token is invalid: %s.", why);
-  }
-  if (req->principal.n_grants == 0)
-    return problem_fail(req, GG_FORBIDDEN,
-                        "The token of \"%.200s\" (issuer \"%.200s\") is "
-                        "valid but matches no access binding: ask an "
-                        "administrator to bind its group, email or "
-                        "subject to a role.",
-                        who(&req->principal), req->principal.issuer);
-  if (req->route->team_param >= 0)
-    team = req->param_values[req->route->team_param];
-  g = grant_for(&req->principal, req->route, team, &other_team);
-  if (g) {
-    /* the grant in effect: what handlers read as the caller's role */
-    req->principal.role = g->role;
-    memcpy(req->principal.team, g->team, sizeof(req->principal.team));
-  }
-  snprintf(req->team_for_log, sizeof(req->team_for_log), "%s",
-           req->principal.team);
-  {
-    long retry = 1;
-    char key[64];
-    /* a token without a team (admin, finance) counts against its role */
-    if (req->principal.team[0])
-      snprintf(key, sizeof(key), "%s", req->principal.team);
-    else
-      snprintf(key, sizeof(key), "(%s)", auth_role_name(req->principal.role));
-    if (!ratelimit_take(s->limiter, key, now_us(), &retry)) {
-      char v[24];
-      snprintf(v, sizeof(v), "%ld", retry);
-      req_add_header(req, MHD_HTTP_HEADER_RETRY_AFTER, v);
-      return problem_fail(req, GG_TOO_MANY_REQUESTS,
-                          "\"%s\" is over its request rate; retry after %ld "
-                          "s.",
-                          key, retry);
-    }
-  }
-  /* members see only their own teams; others' objects do not exist */
-  if (!g && other_team)
-    return problem_fail(req, GG_NOT_FOUND, "Team \"%s\" was not found.", team);
-  if (!g)
-    return problem_fail(req, GG_FORBIDDEN, "Role \"%s\" may not call %s %s.",
-                        auth_role_name(req->principal.role), req->method,
-                        req->route->pattern);
-  return GG_OK;
-}
-
 static enum gg_code parse_body(struct gg_req *req)
 {
   json_error_t jerr;
@@ -313,7 +201,7 @@ static bool admit(struct http_server *s, struct gg_req *req)
     return true;
   if ((req->route->roles & TOKEN_OPTIONAL) && !req_header(req, "Authorization"))
     return true;
-  return authenticate(s, req) == GG_OK;
+  return authn_request(s->auth, s->limiter, req, now_us()) == GG_OK;
 }
 
 /* Run the handler; leaves the outcome in req. */
@@ -874,7 +762,11 @@ static struct MHD_Daemon *start_daemon(struct http_server *s,
       /* a second longer than connlimit's idle deadline, which comes first:
        * this one is for clients that do not read their reply */
       MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->cfg->http_timeout_s + 1u,
-      MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
+      /* libmicrohttpd's default: the pool holds a request's line and
+       * headers (a 20 KiB header still fits) and is zeroed whole between
+       * the requests of a connection, which at 64 KiB was a tenth of
+       * gpugate's CPU per GET of a job (perf, 2026-11-27) */
+      MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024),
       MHD_OPTION_CONNECTION_LIMIT, (unsigned)mhd_limit,
       MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
       MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,

@@ -177,7 +177,7 @@ write_conf() {
 listen_addresses = '127.0.0.1'
 port = $port
 unix_socket_directories = $(conf_quote "$dir")
-max_connections = 200
+max_connections = 300
 fsync = off
 synchronous_commit = off
 full_page_writes = off

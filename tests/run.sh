@@ -3,7 +3,8 @@
 #
 # Installs what is missing, builds with -Werror, runs the unit tests, the
 # same unit tests under ASan+UBSan, the integration tests against a
-# throwaway PostgreSQL cluster, each libFuzzer harness for 10 s, the
+# throwaway PostgreSQL cluster (in three lanes at once: soak, fairshare and
+# the rest), each libFuzzer harness for 10 s (two at a time), the
 # OpenAPI checks, the web console in headless Chromium, format and lint.
 # Each step's result is counted; the last line is "N passed, N failed".
 set -uo pipefail
@@ -28,11 +29,19 @@ quiet_summaries() { sed -E 's/^([0-9]+ passed, [0-9]+ failed)/(step) \1/'; }
 # count a single pass/fail step
 step() {
   local name=$1; shift
+  local t0=$SECONDS
   echo "=== $name"
-  if "$@" >"$workdir/$name.log" 2>&1; then
-    passed=$((passed + 1)); echo "PASS: $name"
+  "$@" >"$workdir/$name.log" 2>&1
+  step_result "$name" $? "$((SECONDS - t0))"
+}
+
+# count a step whose output is in $workdir/$name.log and whose exit was rc
+step_result() {
+  local name=$1 rc=$2 took=$3
+  if [ "$rc" -eq 0 ]; then
+    passed=$((passed + 1)); echo "PASS: $name ($took s)"
   else
-    failed=$((failed + 1)); failures+=("$name"); echo "FAIL: $name"
+    failed=$((failed + 1)); failures+=("$name"); echo "FAIL: $name ($took s)"
     tail -n 40 "$workdir/$name.log" | quiet_summaries
   fi
 }
@@ -40,9 +49,15 @@ step() {
 # run a Check binary and add its own counts (one line "NN%: Checks: N, Failures: F, Errors: E")
 check_suite() {
   local name=$1; shift
+  local t0=$SECONDS
   echo "=== $name"
   "$@" >"$workdir/$name.log" 2>&1
-  local rc=$?
+  check_count "$name" $? "$((SECONDS - t0))"
+}
+
+# add the counts of a Check run whose output is in $workdir/$name.log
+check_count() {
+  local name=$1 rc=$2 took=$3
   local line
   line=$(grep -E '^[0-9]+%: Checks: ' "$workdir/$name.log" | tail -n 1)
   if [ -z "$line" ]; then
@@ -55,7 +70,7 @@ check_suite() {
   errs=$(sed -E 's/.*Errors: ([0-9]+).*/\1/' <<<"$line")
   passed=$((passed + checks - fails - errs))
   failed=$((failed + fails + errs))
-  echo "$name: $line"
+  echo "$name: $line ($took s)"
   if [ $((fails + errs)) -gt 0 ] || [ "$rc" -ne 0 ]; then
     failures+=("$name")
     grep -E ':[EF]:' "$workdir/$name.log" | head -n 40
@@ -65,6 +80,7 @@ check_suite() {
 
 summary() {
   echo
+  echo "whole suite: $SECONDS s"
   if [ "${#failures[@]}" -gt 0 ]; then printf 'failed: %s\n' "${failures[@]}"; fi
   echo "$passed passed, $failed failed"
   [ "$failed" -eq 0 ]
@@ -84,17 +100,54 @@ fi
 
 if uri=$(tests/pg.sh start "$pgdir" 2>"$workdir/pg-start.log"); then
   passed=$((passed + 1))
-  check_suite integration env GPUGATE_TEST_PG_URI="$uri" CK_DEFAULT_TIMEOUT=120 build/integration_tests
+  # The integration suites run in three lanes at once against the one
+  # cluster: soak (five minutes of load at about a third of a core) and
+  # fairshare (mostly waiting on job run times) each in a lane of their own,
+  # every other suite in the third. Each suite makes its own databases,
+  # servers and emulators on free ports, so the lanes share nothing else.
+  lanes=(soak fairshare)
+  skip=$(IFS=,; echo "${lanes[*]}")
+  for lane in integration "${lanes[@]/#/integration-}"; do
+    echo "=== $lane (started)"
+  done
+  # servers', emulators' and providers' logs live in the work dir: gone
+  # when the run passes, kept with the other logs when it fails
+  export GPUGATE_TEST_TMPDIR="$workdir/it"
+  mkdir -p "$GPUGATE_TEST_TMPDIR"
+  t0=$SECONDS
+  pids=()
+  (GPUGATE_TEST_PG_URI="$uri" CK_DEFAULT_TIMEOUT=120 GPUGATE_TEST_SKIP="$skip" \
+     build/integration_tests >"$workdir/integration.log" 2>&1; echo "$? $((SECONDS - t0))" >"$workdir/integration.rc") &
+  pids+=($!)
+  for lane in "${lanes[@]}"; do
+    (GPUGATE_TEST_PG_URI="$uri" CK_DEFAULT_TIMEOUT=120 GPUGATE_TEST_SUITE="$lane" \
+       build/integration_tests >"$workdir/integration-$lane.log" 2>&1; echo "$? $((SECONDS - t0))" >"$workdir/integration-$lane.rc") &
+    pids+=($!)
+  done
+  wait "${pids[@]}"
+  for lane in integration "${lanes[@]/#/integration-}"; do
+    read -r rc took <"$workdir/$lane.rc" || { rc=1; took=$((SECONDS - t0)); }
+    check_count "$lane" "$rc" "$took"
+  done
 else
   failed=$((failed + 1)); failures+=("postgresql start"); cat "$workdir/pg-start.log"
 fi
 
 # libFuzzer harnesses (tests/fuzz), each for a short fixed budget
 step fuzz-build make -j2 fuzz-build
+# two harnesses at a time (each is one process on one core)
+harnesses=()
 for harness in tests/fuzz/fuzz_*.c; do
   harness=${harness#tests/fuzz/fuzz_}
-  harness=${harness%.c}
-  step "fuzz-$harness" tests/fuzz/run.sh 10 "$harness"
+  harnesses+=("${harness%.c}")
+done
+t0=$SECONDS
+printf '%s\n' "${harnesses[@]}" | xargs -P 2 -I '{}' sh -c \
+  't0=$(date +%s); tests/fuzz/run.sh 10 "$2" >"$1/fuzz-$2.log" 2>&1; echo "$? $(($(date +%s) - t0))" >"$1/fuzz-$2.rc"' \
+  sh "$workdir" '{}'
+for harness in "${harnesses[@]}"; do
+  read -r rc took <"$workdir/fuzz-$harness.rc" || { rc=1; took=$((SECONDS - t0)); }
+  step_result "fuzz-$harness" "$rc" "$took"
 done
 
 step openapi tests/openapi-check.sh

@@ -240,11 +240,19 @@ static int start_process(struct h_server *s, const char *const *argv,
   return -1;
 }
 
+const char *h_tmp_base(void)
+{
+  const char *d = getenv("GPUGATE_TEST_TMPDIR");
+
+  return d && *d ? d : "/tmp";
+}
+
 static int make_dir(struct h_server *s, const char *log)
 {
-  char tmpl[] = "/tmp/gpugate-it-XXXXXX";
+  char tmpl[sizeof(s->dir)];
 
   memset(s, 0, sizeof(*s));
+  snprintf(tmpl, sizeof(tmpl), "%s/gpugate-it-XXXXXX", h_tmp_base());
   if (!mkdtemp(tmpl))
     return -1;
   snprintf(s->dir, sizeof(s->dir), "%s", tmpl);

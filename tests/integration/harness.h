@@ -175,6 +175,11 @@ void h_submit_typical(const struct h_server *s, const char *team,
 
 /* ---- small helpers shared by the suites ---- */
 
+/* Where servers, emulators and providers keep their logs and port files:
+ * $GPUGATE_TEST_TMPDIR (tests/run.sh points it into its work dir, removed
+ * when the run passes, kept when it fails), else /tmp. */
+const char *h_tmp_base(void);
+
 void h_sleep_ms(long ms);
 
 /* CLOCK_MONOTONIC in milliseconds. */

@@ -387,17 +387,19 @@ static void exec_ok(struct db_conn *c, const char *sql)
   exec_params(c, sql, 0, NULL);
 }
 
-/* One value of the job as text; out gets it. */
+/* One column of the job as text (the column named as a parameter: the
+ * row's JSON key); out gets it. */
 static void job_field(struct db_conn *c, const char *id, const char *col,
                       char *out, size_t len)
 {
-  char sql[160];
-  const char *params[1] = {id};
+  const char *params[2] = {id, col};
   PGresult *res;
 
-  snprintf(sql, sizeof(sql), "SELECT %s::text FROM jobs WHERE id = $1", col);
-  res = PQexecParams(c->pg, sql, 1, NULL, params, NULL, NULL, 0);
-  ck_assert_msg(PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1,
+  res =
+      PQexecParams(c->pg, "SELECT to_jsonb(j) ->> $2 FROM jobs j WHERE id = $1",
+                   2, NULL, params, NULL, NULL, 0);
+  ck_assert_msg(PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
+                    !PQgetisnull(res, 0, 0),
                 "%s of %s: %s", col, id, PQresultErrorMessage(res));
   snprintf(out, len, "%s", PQgetvalue(res, 0, 0));
   PQclear(res);

@@ -71,7 +71,7 @@ static unsigned short read_port(const char *path)
  */
 static void emu_start(struct h_server *s, const char *const *extra)
 {
-  char tmpl[] = "/tmp/gpugate-emu-XXXXXX", port_file[300], pf_env[320];
+  char tmpl[sizeof(s->dir)], port_file[300], pf_env[320];
   const char *bin = getenv("GPUGATE_TEST_EMULATOR");
   const char *argv[] = {bin ? bin : EMU_BIN, NULL};
   const char *env[MAX_ENV + 1];
@@ -80,6 +80,7 @@ static void emu_start(struct h_server *s, const char *const *extra)
   long waited;
 
   memset(s, 0, sizeof(*s));
+  snprintf(tmpl, sizeof(tmpl), "%s/gpugate-emu-XXXXXX", h_tmp_base());
   ck_assert_ptr_nonnull(mkdtemp(tmpl));
   snprintf(s->dir, sizeof(s->dir), "%s", tmpl);
   snprintf(s->log, sizeof(s->log), "%s/emulator.log", s->dir);

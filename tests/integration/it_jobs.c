@@ -810,6 +810,97 @@ START_TEST(job_shape_events_admission)
 }
 END_TEST
 
+/* Run the statement on the test database (no result expected). */
+static void sql(PGconn *pg, const char *stmt, const char *p1, const char *p2)
+{
+  const char *params[2] = {p1, p2};
+  PGresult *res = PQexecParams(pg, stmt, 2, NULL, params, NULL, NULL, 0);
+
+  ck_assert_msg(PQresultStatus(res) == PGRES_COMMAND_OK, "%s: %s", stmt,
+                PQresultErrorMessage(res));
+  PQclear(res);
+}
+
+/* accrued_cost_usd of job id as the GET and the list show it */
+static void accrued(const char *id, double *get, double *listed)
+{
+  json_t *j = get_job(id), *items;
+  size_t i;
+
+  *get = json_number_value(json_object_get(j, "accrued_cost_usd"));
+  json_decref(j);
+  items = list("/v1/teams/team-a/jobs?label=experiment=sql-tune&limit=500",
+               member_a, NULL, 0);
+  *listed = -1;
+  for (i = 0; i < json_array_size(items); i++)
+    if (!strcmp(h_str(json_array_get(items, i), "id"), id))
+      *listed = json_number_value(
+          json_object_get(json_array_get(items, i), "accrued_cost_usd"));
+  json_decref(items);
+}
+
+/*
+ * The accrued cost is the flavor's price × GPUs × hours run, with the price
+ * as the flavors table holds it now: a GET prices the job from the
+ * replica's copy of the prices (db/prices.h), which follows a change of
+ * the flavor (the configuration notification) as the list's join does.
+ */
+START_TEST(accrued_cost_follows_the_flavor_price)
+{
+  PGconn *pg = PQconnectdb(db_url);
+  char id[32], flavor[64], old[64];
+  double get = 0, listed = 0, gpus;
+  json_t *j;
+  long long t0;
+  PGresult *res;
+
+  ck_assert_int_eq(PQstatus(pg), CONNECTION_OK);
+  submit("team-a", member_a, FULL_JOB, id);
+  j = wait_state(id, "ADMITTED", 10000);
+  ck_assert_str_eq(h_str(j, "state"), "ADMITTED");
+  snprintf(flavor, sizeof(flavor), "%s",
+           h_str(json_object_get(j, "admission"), "flavor"));
+  gpus = (double)json_integer_value(
+      json_object_get(json_object_get(j, "request"), "gpu"));
+  json_decref(j);
+  /* it ran for exactly an hour */
+  sql(pg,
+      "UPDATE jobs SET run_started_at = now() - interval '2 hours', "
+      "finished_at = now() - interval '1 hour' WHERE id = $1 AND $2 = $2",
+      id, "");
+  res = PQexecParams(pg,
+                     "SELECT spec->>'price_per_gpu_hour_usd' FROM flavors "
+                     "WHERE name = $1",
+                     1, NULL, (const char *const[]){flavor}, NULL, NULL, 0);
+  ck_assert_int_eq(PQntuples(res), 1);
+  snprintf(old, sizeof(old), "%s", PQgetvalue(res, 0, 0));
+  PQclear(res);
+  accrued(id, &get, &listed);
+  ck_assert_msg(get > 0 && get == listed, "get %g list %g", get, listed);
+  ck_assert_double_eq_tol(get, strtod(old, NULL) * gpus, 1e-4);
+
+  sql(pg,
+      "UPDATE flavors SET spec = (spec::jsonb || jsonb_build_object("
+      "'price_per_gpu_hour_usd', $2::numeric))::json WHERE name = $1",
+      flavor, "7.25");
+  t0 = h_now_ms();
+  do {
+    accrued(id, &get, &listed);
+    if (get == 7.25 * gpus)
+      break;
+    h_sleep_ms(50);
+  } while (h_now_ms() - t0 < 5000);
+  ck_assert_msg(get == 7.25 * gpus && listed == get, "get %g list %g", get,
+                listed);
+
+  sql(pg,
+      "UPDATE flavors SET spec = (spec::jsonb || jsonb_build_object("
+      "'price_per_gpu_hour_usd', $2::numeric))::json WHERE name = $1",
+      flavor, old);
+  PQfinish(pg);
+}
+END_TEST
+
 /* A job restricted to a region is placed there (dws offers three). */
 START_TEST(admitted_in_an_allowed_location)
 {
@@ -1298,6 +1389,7 @@ Suite *jobs_suite(void)
   tcase_add_test(tc, invalid_submissions_created_nothing);
   tcase_add_test(tc, all_mistakes_at_once);
   tcase_add_test(tc, job_shape_events_admission);
+  tcase_add_test(tc, accrued_cost_follows_the_flavor_price);
   tcase_add_test(tc, admitted_in_an_allowed_location);
   tcase_add_test(tc, pending_jobs_keep_their_own_locations);
   tcase_add_test(tc, parallelism_defaults_to_task_count);

@@ -63,10 +63,10 @@ static pid_t provider_start(const char *keys, unsigned short port,
   pid = fork();
   ck_assert_int_ge(pid, 0);
   if (pid == 0) {
-    char log[64];
+    char log[600];
     int fd;
-    /* its log, kept: /tmp/gpugate-oidc-provider-<port>.log */
-    snprintf(log, sizeof(log), "/tmp/gpugate-oidc-provider-%d.log",
+    /* its log, kept: <h_tmp_base()>/gpugate-oidc-provider-<pid>.log */
+    snprintf(log, sizeof(log), "%s/gpugate-oidc-provider-%d.log", h_tmp_base(),
              (int)getppid());
     fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
     prctl(PR_SET_PDEATHSIG, SIGKILL);

@@ -203,6 +203,15 @@ static int jwks_fetches(void)
 
 /* ---- the cases ---- */
 
+/* Submit body to team-x as its member; id gets the new job's id. */
+static void submit(const char *body, char id[32])
+{
+  json_t *j = h_call(&srv, "POST", "/v1/teams/team-x/jobs", member, body, 201);
+
+  snprintf(id, 32, "%s", h_str(j, "id"));
+  json_decref(j);
+}
+
 START_TEST(google_oidc_push_moves_a_job)
 {
   char cfg[512], id[32], path[128];
@@ -216,13 +225,10 @@ START_TEST(google_oidc_push_moves_a_job)
            "notifications\", \"EMU_PUSH_AUDIENCE\": \"" AUDIENCE "\"}",
            srv.port);
   json_decref(h_call(&emu, "POST", "/emulator/config", NULL, cfg, 200));
-  j = h_call(&srv, "POST", "/v1/teams/team-x/jobs", member,
-             "{\"name\": \"pushed\", \"queue\": \"standard\", \"task_count\": "
-             "2, \"task\": {\"image\": \"us-docker.pkg.dev/p/r/trainer:1.2\", "
-             "\"cpu_milli\": 2000, \"memory_mib\": 10240, \"gpu\": 2}}",
-             201);
-  snprintf(id, sizeof(id), "%s", h_str(j, "id"));
-  json_decref(j);
+  submit("{\"name\": \"pushed\", \"queue\": \"standard\", \"task_count\": "
+         "2, \"task\": {\"image\": \"us-docker.pkg.dev/p/r/trainer:1.2\", "
+         "\"cpu_milli\": 2000, \"memory_mib\": 10240, \"gpu\": 2}}",
+         id);
   snprintf(path, sizeof(path), "/v1/teams/team-x/jobs/%s", id);
   end = h_now_ms() + 15000;
   for (;;) {
@@ -356,6 +362,105 @@ START_TEST(poison_pushes_acknowledged)
 }
 END_TEST
 
+/*
+ * A push that reports a job before the dispatcher has recorded Batch's
+ * answer to its create (here the create stalls 2 s at Batch, then goes
+ * through) adopts the job: it is recorded as the create would have recorded
+ * it, with one BatchJobCreated, the dispatcher's late answer records nothing
+ * more, and every event starts where the one before it ended.
+ */
+START_TEST(push_before_the_create_is_recorded)
+{
+  char id[32], path[160], body[1024], name[64], *t = sign(&google);
+  const char *prev = NULL;
+  json_t *j, *events, *ev;
+  long long end;
+  size_t i;
+  int created = 0;
+  struct h_resp r;
+
+  json_decref(h_call(&emu, "POST", "/emulator/faults", NULL,
+                     "{\"timeout_rate\": 1, \"timeout_mode\": \"slow\", "
+                     "\"timeout_ms\": 2000, \"methods\": [\"POST\"], "
+                     "\"max_faults\": 1}",
+                     200));
+  submit("{\"name\": \"early-report\", \"queue\": \"standard\", "
+         "\"task\": {\"image\": \"us-docker.pkg.dev/p/r/trainer:1.2\", "
+         "\"cpu_milli\": 1000, \"memory_mib\": 1024, \"gpu\": 1}}",
+         id);
+  snprintf(name, sizeof(name), "gpugate-%s-a1", id);
+  snprintf(path, sizeof(path), "/v1/teams/team-x/jobs/%s", id);
+  j = NULL;
+  end = h_now_ms() + 10000;
+  for (;;) { /* admitted: its create is on its way to Batch */
+    json_decref(j);
+    j = h_call(&srv, "GET", path, member, NULL, 200);
+    if (!strcmp(h_str(j, "state"), "ADMITTED"))
+      break;
+    ck_assert_msg(h_now_ms() < end, "%s is %s after 10 s", id,
+                  h_str(j, "state"));
+    h_sleep_ms(20);
+  }
+  json_decref(j);
+  h_sleep_ms(300);
+  snprintf(body, sizeof(body),
+           "{\"message\": {\"attributes\": {\"Type\": \"JOB_STATE_CHANGED\", "
+           "\"JobName\": \"projects/test-project/locations/us-central1/jobs/"
+           "%s\", \"JobUID\": \"u-early\", \"NewJobState\": "
+           "\"RUNNING\"}, \"data\": \"e30=\", \"messageId\": \"900\"}, "
+           "\"subscription\": \"projects/test-project/subscriptions/gpugate\"}",
+           name);
+  push("", t, body, 204, "a report before the create's answer");
+  free(t);
+  j = h_call(&srv, "GET", path, member, NULL, 200);
+  ck_assert_str_eq(h_str(j, "state"), "RUNNING");
+  json_decref(j);
+
+  /* Batch answers the create after its stall; give the dispatcher time to
+   * record the answer */
+  end = h_now_ms() + 15000;
+  for (;;) {
+    json_t *log = h_emu_get(&emu, "/emulator/requests"), *e;
+    bool answered = false;
+    json_array_foreach (json_object_get(log, "requests"), i, e) {
+      const char *q = h_str(json_object_get(e, "query"), "job_id");
+      if (q && !strcmp(q, name) &&
+          json_integer_value(json_object_get(e, "status")) == 200)
+        answered = true;
+    }
+    json_decref(log);
+    if (answered)
+      break;
+    ck_assert_msg(h_now_ms() < end, "Batch never answered the create of %s",
+                  name);
+    h_sleep_ms(100);
+  }
+  h_sleep_ms(1000);
+  json_decref(h_call(&emu, "POST", "/emulator/faults", NULL, "{}", 200));
+  snprintf(path, sizeof(path), "/v1/teams/team-x/jobs/%s/events", id);
+  events = h_call(&srv, "GET", path, member, NULL, 200);
+  json_array_foreach (json_object_get(events, "items"), i, ev) {
+    const char *from = h_str(ev, "from"), *to = h_str(ev, "to");
+    if (!strcmp(h_str(ev, "reason"), "BatchJobCreated")) {
+      created++;
+      ck_assert_str_eq(from, "ADMITTED");
+      ck_assert_str_eq(to, "QUEUED");
+    }
+    if (prev)
+      ck_assert_msg(from && !strcmp(from, prev),
+                    "event %zu starts at %s, the one before ended at %s", i,
+                    from ? from : "null", prev);
+    prev = to;
+  }
+  ck_assert_msg(created == 1, "%d BatchJobCreated events", created);
+  json_decref(events);
+  /* done with it (it may have finished meanwhile: any answer will do) */
+  snprintf(path, sizeof(path), "/v1/teams/team-x/jobs/%s/cancel", id);
+  ck_assert_int_eq(h_request(&srv, "POST", path, member, NULL, NULL, &r), 0);
+  h_resp_free(&r);
+}
+END_TEST
+
 Suite *push_suite(void)
 {
   Suite *s = suite_create("push");
@@ -366,6 +471,7 @@ Suite *push_suite(void)
   tcase_add_test(tc, forged_pushes_refused);
   tcase_add_test(tc, poison_pushes_acknowledged);
   tcase_add_test(tc, google_oidc_push_moves_a_job);
+  tcase_add_test(tc, push_before_the_create_is_recorded);
   suite_add_tcase(s, tc);
   return s;
 }
