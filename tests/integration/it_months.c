@@ -23,6 +23,7 @@
 #include <string.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -623,6 +624,23 @@ static int stalled_export(const char *token)
                "Host: gpugate\r\nAuthorization: Bearer %s\r\n\r\n",
                token);
   ck_assert_int_eq(send(fd, req, (size_t)n, 0), n);
+  {
+    /* streaming has begun: the status line is here (15 s at most) */
+    char line[32];
+    size_t got = 0;
+    struct pollfd p = {fd, POLLIN, 0};
+    while (got < 12) {
+      ssize_t k;
+      ck_assert_msg(poll(&p, 1, 15000) == 1,
+                    "a stalled export sent nothing in 15 s");
+      k = recv(fd, line + got, 12 - got, 0);
+      ck_assert_msg(k > 0, "a stalled export's connection closed");
+      got += (size_t)k;
+    }
+    line[got] = '\0';
+    ck_assert_msg(!strncmp(line, "HTTP/1.1 200", 12),
+                  "a stalled export answered %s", line);
+  }
   return fd;
 }
 
@@ -654,7 +672,8 @@ START_TEST(focus_export_cap)
   PQfinish(pg);
   for (i = 0; i < 4; i++)
     fds[i] = stalled_export(finance);
-  /* the four have started streaming: a fifth is refused */
+  /* the four are streaming (each sent its status line): a fifth is
+   * refused */
   for (t0 = h_now_ms(); h_now_ms() - t0 < 10000; h_sleep_ms(100)) {
     ck_assert_int_eq(h_request(&srv, "GET",
                                "/v1/costs/focus?from=2025-08-01&to=2025-08-31",
