@@ -242,18 +242,17 @@ enum gg_code db_fs_queue(struct gg_req *req, const char *team,
 /* A team queue's status and its place in (team, queue) order. */
 struct ranked {
   json_t *item;
+  int group; /* its score's tie group (fs_groups()) */
   size_t at;
 };
 
-/* By score (ties within FS_TIE_REL equal), then (team, queue) order. */
+/* By score (equal ones as fs_cmp() has them), then (team, queue) order. */
 static int cmp_score(const void *a, const void *b)
 {
   const struct ranked *x = a, *y = b;
-  int c = fs_cmp(json_number_value(json_object_get(x->item, "score")),
-                 json_number_value(json_object_get(y->item, "score")));
 
-  if (c)
-    return c;
+  if (x->group != y->group)
+    return x->group < y->group ? -1 : 1;
   return x->at < y->at ? -1 : (x->at > y->at);
 }
 
@@ -265,6 +264,8 @@ enum gg_code db_fs_cluster_queue(struct gg_req *req, const char *cq,
   PGresult *res;
   json_t *list, *sorted;
   struct ranked *items;
+  double *score;
+  int *group;
   size_t i, n;
 
   *out = NULL;
@@ -280,10 +281,18 @@ enum gg_code db_fs_cluster_queue(struct gg_req *req, const char *cq,
   }
   n = json_array_size(list);
   items = calloc(n + 1, sizeof(*items));
+  score = calloc(n + 1, sizeof(*score));
+  group = calloc(n + 1, sizeof(*group));
   sorted = json_array();
+  for (i = 0; score && i < n; i++)
+    score[i] = json_number_value(
+        json_object_get(json_array_get(list, i), "score"));
   for (i = 0; items && i < n; i++)
-    items[i] = (struct ranked){json_array_get(list, i), i};
-  if (items && sorted) {
+    items[i] = (struct ranked){json_array_get(list, i), 0, i};
+  if (items && sorted && score && group &&
+      fs_groups(score, (int)n, group) == 0) {
+    for (i = 0; i < n; i++)
+      items[i].group = group[i];
     qsort(items, n, sizeof(*items), cmp_score);
     for (i = 0; i < n; i++) {
       json_object_set_new(items[i].item, "rank",
@@ -292,6 +301,8 @@ enum gg_code db_fs_cluster_queue(struct gg_req *req, const char *cq,
     }
   }
   free(items);
+  free(score);
+  free(group);
   json_decref(list);
   *out = sorted ? sorted : json_array();
   return GG_OK;

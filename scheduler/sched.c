@@ -56,6 +56,7 @@ struct cand {
   bool other; /* from another (borrowing) CQ of the cohort */
   int32_t priority;
   double score; /* its team queue's usage score (0: none) */
+  int group;    /* the score's tie group (fs_groups()): what sorts */
   int64_t admitted_at;
   int64_t seq;
   int idx; /* into admitted */
@@ -111,6 +112,8 @@ struct state {
   bool borrow_phase; /* heads that borrow are decided now */
   double *spent;     /* per team: working copy */
   struct cand *cands;
+  double *cand_score; /* per candidate: scratch for cand_groups() */
+  int *cand_group;
   int *chosen;
   struct head_key *heads; /* this round's heads, or the earlier preemptors */
   /* fair share over time: a usage_fs CQ's pending jobs are grouped by team
@@ -485,6 +488,24 @@ static void charge(struct state *s, const struct sched_job *j)
   s->cq_fs[j->cq] += c;
 }
 
+/* The candidates' score tie groups, so that their sort is a total order
+ * (fs_cmp() alone is not transitive). Returns 0, or -1 out of memory. */
+static int cand_groups(struct state *s, int n)
+{
+  int i, rc;
+
+  for (i = 0; i < n && s->cands[i].score == 0; i++)
+    ;
+  if (i == n) /* no usage among them (most CQs): one group */
+    return 0;
+  for (i = 0; i < n; i++)
+    s->cand_score[i] = s->cands[i].score;
+  rc = fs_groups(s->cand_score, n, s->cand_group);
+  for (i = 0; rc == 0 && i < n; i++)
+    s->cands[i].group = s->cand_group[i];
+  return rc;
+}
+
 static int cmp_cand(const void *a, const void *b)
 {
   const struct cand *x = a, *y = b;
@@ -493,8 +514,8 @@ static int cmp_cand(const void *a, const void *b)
     return x->other ? -1 : 1;
   if (x->priority != y->priority)
     return x->priority < y->priority ? -1 : 1;
-  if (fs_cmp(x->score, y->score) != 0) /* the highest usage goes first */
-    return fs_cmp(x->score, y->score) > 0 ? -1 : 1;
+  if (x->group != y->group) /* the highest usage goes first */
+    return x->group > y->group ? -1 : 1;
   if (x->admitted_at != y->admitted_at)
     return x->admitted_at > y->admitted_at ? -1 : 1;
   if (x->seq != y->seq)
@@ -596,7 +617,7 @@ static enum plan preempt_plan(struct state *s, int c, int f, int jidx,
 
       if (v->flavor == f && v->priority < j->priority && victim_ok(s, a))
         s->cands[n++] = (struct cand){
-            false, v->priority, score_of(s, v), v->admitted_at, v->seq, a};
+            false, v->priority, score_of(s, v), 0, v->admitted_at, v->seq, a};
     }
   }
   if (k >= 0 && cq->reclaim != SCHED_RECLAIM_NEVER &&
@@ -614,11 +635,11 @@ static enum plan preempt_plan(struct state *s, int c, int f, int jidx,
           continue;
         if (cq->reclaim == SCHED_RECLAIM_ANY || v->priority < j->priority)
           s->cands[n++] = (struct cand){
-              true, v->priority, score_of(s, v), v->admitted_at, v->seq, a};
+              true, v->priority, score_of(s, v), 0, v->admitted_at, v->seq, a};
       }
     }
   }
-  if (n == 0)
+  if (n == 0 || cand_groups(s, n))
     return PLAN_NONE;
   qsort(s->cands, (size_t)n, sizeof(*s->cands), cmp_cand);
 
@@ -945,6 +966,8 @@ static void state_free(struct state *s)
   free(s->parked);
   free(s->spent);
   free(s->cands);
+  free(s->cand_score);
+  free(s->cand_group);
   free(s->chosen);
   free(s->heads);
 }
@@ -1005,6 +1028,8 @@ static int state_init(struct state *s, const struct sched_input *in,
   s->parked = zalloc((size_t)in->n_cqs, sizeof(bool));
   s->spent = zalloc((size_t)in->n_teams, sizeof(double));
   s->cands = zalloc((size_t)in->n_admitted, sizeof(*s->cands));
+  s->cand_score = zalloc((size_t)in->n_admitted, sizeof(double));
+  s->cand_group = zalloc((size_t)in->n_admitted, sizeof(int));
   s->chosen = zalloc((size_t)in->n_admitted, sizeof(int));
   /* a round's heads (one per CQ), or the earlier preemptors */
   for (i = 0; i < in->n_pending; i++)
@@ -1022,7 +1047,8 @@ static int state_init(struct state *s, const struct sched_input *in,
       !s->rel || !s->rel_pool_used || !s->adm_start || !s->adm_idx ||
       !s->victim || !s->coh_start || !s->coh_idx || !s->pend_start ||
       !s->pend_idx || !s->cursor || !s->done || !s->taken || !s->parked ||
-      !s->spent || !s->cands || !s->chosen || !s->heads || !key || !pk ||
+      !s->spent || !s->cands || !s->cand_score || !s->cand_group ||
+      !s->chosen || !s->heads || !key || !pk ||
       !s->tq_score || !s->cq_fs || !s->coh_fs || !s->segs || !s->seg_start)
     goto out;
 
