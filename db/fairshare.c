@@ -285,8 +285,8 @@ enum gg_code db_fs_cluster_queue(struct gg_req *req, const char *cq,
   group = calloc(n + 1, sizeof(*group));
   sorted = json_array();
   for (i = 0; score && i < n; i++)
-    score[i] = json_number_value(
-        json_object_get(json_array_get(list, i), "score"));
+    score[i] =
+        json_number_value(json_object_get(json_array_get(list, i), "score"));
   for (i = 0; items && i < n; i++)
     items[i] = (struct ranked){json_array_get(list, i), 0, i};
   if (items && sorted && score && group &&

@@ -1048,8 +1048,8 @@ static int state_init(struct state *s, const struct sched_input *in,
       !s->victim || !s->coh_start || !s->coh_idx || !s->pend_start ||
       !s->pend_idx || !s->cursor || !s->done || !s->taken || !s->parked ||
       !s->spent || !s->cands || !s->cand_score || !s->cand_group ||
-      !s->chosen || !s->heads || !key || !pk ||
-      !s->tq_score || !s->cq_fs || !s->coh_fs || !s->segs || !s->seg_start)
+      !s->chosen || !s->heads || !key || !pk || !s->tq_score || !s->cq_fs ||
+      !s->coh_fs || !s->segs || !s->seg_start)
     goto out;
 
   /* Quotas, guaranteed parts and cohort pools. */

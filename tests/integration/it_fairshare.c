@@ -559,8 +559,8 @@ START_TEST(long_run)
   na = admitted_of("team-a", "qw", W_JOBS_A);
   nb = admitted_of("team-b", "qw", W_JOBS_B);
   ck_assert_msg(na < W_JOBS_A && nb < W_JOBS_B,
-                "not saturated: %ld of %d and %ld of %d admitted", na,
-                W_JOBS_A, nb, W_JOBS_B);
+                "not saturated: %ld of %d and %ld of %d admitted", na, W_JOBS_A,
+                nb, W_JOBS_B);
   ck_assert_msg(nb >= 20, "only %ld of team-b's admitted", nb);
   ratio = (double)na / (double)nb;
   fprintf(stderr,

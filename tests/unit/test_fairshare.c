@@ -726,7 +726,9 @@ static const struct {
     {"distinct, unsorted", 3, {300, 100, 200}, {2, 0, 1}},
     {"within one unit", 3, {10, 10.5, 11}, {0, 0, 0}},
     {"a chain splits at its lowest", 3, {0, 0.8, 1.6}, {0, 0, 1}},
-    {"relative ties at large scores", 4, {1e12, 1e12 * (1 + 5e-10), 5, 5.5},
+    {"relative ties at large scores",
+     4,
+     {1e12, 1e12 * (1 + 5e-10), 5, 5.5},
      {1, 1, 0, 0}},
     {"decayed to nothing together", 4, {0.9, 0, 0.2, 3}, {0, 0, 0, 1}},
 };
@@ -735,8 +737,7 @@ START_TEST(groups)
 {
   int got[6], k;
 
-  ck_assert_int_eq(
-      fs_groups(group_cases[_i].score, group_cases[_i].n, got), 0);
+  ck_assert_int_eq(fs_groups(group_cases[_i].score, group_cases[_i].n, got), 0);
   for (k = 0; k < group_cases[_i].n; k++)
     ck_assert_msg(got[k] == group_cases[_i].want[k],
                   "%s: score %g in group %d, want %d", group_cases[_i].what,
