@@ -21,6 +21,8 @@
  *             least 2 of team-b's are among the first 4 admitted (each
  *             admission charges its 60 s minimum to its queue at once).
  *   priority  within one team queue, priority still orders.
+ *   positions the published positions follow the order admission uses
+ *             (see positions below).
  *   long run  two scenarios sharing one wait of 2 minutes:
  *             weights: team-a's queue of weight 2 and team-b's of weight
  *             1, both saturated with 1-GPU jobs for 120 s, get 2.0 ± 15 %
@@ -138,6 +140,16 @@ static void setup(void)
       "\"memory_mib\": {\"nominal\": 262144}}}], \"usage_fair_sharing\": "
       "{\"half_life_s\": 864000}}",
       201);
+  /* positions: 1 GPU, usage remembered for an hour */
+  put("/v1/cluster-queues/cq-p",
+      "{\"flavors\": [{\"name\": \"spot\", \"resources\": {\"gpu\": "
+      "{\"nominal\": 1}, \"cpu_milli\": {\"nominal\": 64000}, "
+      "\"memory_mib\": {\"nominal\": 262144}}}], \"usage_fair_sharing\": "
+      "{\"half_life_s\": 3600}}",
+      201);
+  put("/v1/teams/team-a/queues/p", "{\"cluster_queue\": \"cq-p\"}", 201);
+  put("/v1/teams/team-b/queues/p", "{\"cluster_queue\": \"cq-p\"}", 201);
+  put("/v1/teams/team-c/queues/p", "{\"cluster_queue\": \"cq-p\"}", 201);
   put("/v1/teams/team-a/queues/xs", "{\"cluster_queue\": \"cq-x\"}", 201);
   put("/v1/teams/team-a/queues/xl", "{\"cluster_queue\": \"cq-x\"}", 201);
   put("/v1/teams/team-b/queues/xs", "{\"cluster_queue\": \"cq-x\"}", 201);
@@ -608,6 +620,111 @@ START_TEST(long_run)
 }
 END_TEST
 
+/* A pending job's published position in its cluster queue (0: none). */
+static long position_of(const char *team, const char *id, json_t **job)
+{
+  char path[160];
+  json_t *j;
+  long p;
+
+  snprintf(path, sizeof(path), "/v1/teams/%s/jobs/%.31s", team, id);
+  j = h_call(&srv, "GET", path, token_of(team), NULL, 200);
+  p = (long)json_integer_value(json_object_get(j, "position_in_cluster_queue"));
+  if (job)
+    *job = j;
+  else
+    json_decref(j);
+  return p;
+}
+
+/*
+ * positions: in a cluster queue that orders by usage, the published
+ * positions follow the order admission uses (score, then priority, then
+ * creation), not priority and creation alone. team-a has run three jobs
+ * (charged 180 GPU-s), team-c one (60), team-b none; a1, a2 then b1, b2
+ * wait behind team-c's blocker in a 1-GPU queue: published b1, b2, a1, a2
+ * (before: a1, a2, b1, b2), and admitted in that order (after b1 and b2,
+ * team-b's 120 is still below team-a's 180). a1's status carries its team
+ * queue's standing (rank 3), read with the job, no query of its own.
+ */
+START_TEST(positions)
+{
+  static const char *const order[4] = {"b1", "b2", "a1", "a2"};
+  char warm[3][32], blocker[32], id[4][32];
+  const char *team[4] = {"team-b", "team-b", "team-a", "team-a"};
+  long pos[4], seen_at[4] = {0, 0, 0, 0};
+  int i, left = 4, step = 0;
+  json_t *j, *fsj;
+  long long end;
+
+  for (i = 0; i < 3; i++) {
+    submit("team-a", "p",
+           i == 0   ? "warm0"
+           : i == 1 ? "warm1"
+                    : "warm2",
+           1, 300, NULL, warm[i]);
+    wait_left_pending("team-a", warm[i], 15000);
+  }
+  submit("team-c", "p", "c-blocker", 1, 5000, NULL, blocker);
+  wait_left_pending("team-c", blocker, 15000);
+  /* arrival: team-a's first */
+  submit("team-a", "p", "a1", 1, 300, NULL, id[2]);
+  submit("team-a", "p", "a2", 1, 300, NULL, id[3]);
+  submit("team-b", "p", "b1", 1, 300, NULL, id[0]);
+  submit("team-b", "p", "b2", 1, 300, NULL, id[1]);
+  end = h_now_ms() + 3000;
+  for (;;) {
+    for (i = 0; i < 4; i++)
+      pos[i] = position_of(team[i], id[i], NULL);
+    if ((pos[0] && pos[1] && pos[2] && pos[3]) || h_now_ms() > end)
+      break;
+    h_sleep_ms(100);
+  }
+  fprintf(stderr,
+          "it_fairshare positions: published b1 %ld, b2 %ld, a1 %ld, a2 %ld "
+          "(team-a used 180 GPU-s, team-b none)\n",
+          pos[0], pos[1], pos[2], pos[3]);
+  for (i = 0; i < 4; i++)
+    ck_assert_msg(pos[i] == i + 1,
+                  "%s published at %ld in cq-p, want %d (admission order "
+                  "b1, b2, a1, a2)",
+                  order[i], pos[i], i + 1);
+  position_of("team-a", id[2], &j);
+  fsj = json_object_get(j, "fair_share");
+  ck_assert_msg(json_is_object(fsj), "a1 has no fair_share");
+  ck_assert_int_eq(json_integer_value(json_object_get(fsj, "rank")), 3);
+  ck_assert(json_number_value(json_object_get(fsj, "score")) > 170);
+  ck_assert_int_eq(json_integer_value(json_object_get(j, "position_in_queue")),
+                   1);
+  json_decref(j);
+  position_of("team-b", id[0], &j);
+  ck_assert_ptr_null(json_object_get(j, "fair_share")); /* ranks first */
+  json_decref(j);
+
+  /* admitted in the published order, one at a time */
+  end = h_now_ms() + 30000;
+  while (left > 0) {
+    ck_assert_msg(h_now_ms() < end, "%d jobs still pending", left);
+    step++;
+    for (i = 0; i < 4; i++)
+      if (!seen_at[i] && left_pending(team[i], id[i])) {
+        seen_at[i] = step;
+        left--;
+      }
+    h_sleep_ms(50);
+  }
+  fprintf(stderr,
+          "it_fairshare positions: left PENDING at polls b1 %ld, b2 %ld, a1 "
+          "%ld, a2 %ld\n",
+          seen_at[0], seen_at[1], seen_at[2], seen_at[3]);
+  for (i = 1; i < 4; i++)
+    ck_assert_msg(seen_at[i - 1] < seen_at[i],
+                  "%s admitted at poll %ld, %s at %ld: not the published order",
+                  order[i - 1], seen_at[i - 1], order[i], seen_at[i]);
+  ck_assert_int_eq(drift_total(), 0);
+}
+END_TEST
+
 START_TEST(priority_within_queue)
 {
   char blocker[32], lo[32], hi[32];
@@ -639,6 +756,7 @@ Suite *fairshare_suite(void)
   tcase_add_test(tc, decay_and_restart);
   tcase_add_test(tc, burst);
   tcase_add_test(tc, priority_within_queue);
+  tcase_add_test(tc, positions);
   suite_add_tcase(s, tc);
   tc = tcase_create("long");
   tcase_add_checked_fixture(tc, setup, teardown);
