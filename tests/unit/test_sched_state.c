@@ -178,7 +178,7 @@ static bool goes_before(const struct sched_state_job *o,
 static void fs_rekey(struct sched_state *st, uint64_t *s)
 {
   struct sched_fs_key keys[6];
-  char team[8], queue[8];
+  char team[16], queue[16];
   int t, q, n = 0;
 
   for (t = 0; t < 3; t++)
