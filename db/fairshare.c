@@ -75,6 +75,18 @@ static const char sql_save[] =
     "ON CONFLICT (team, queue, resource) DO UPDATE SET usage = "
     "excluded.usage, as_of = excluded.as_of";
 
+/* the standing of the team queues written, and no other's */
+static const char sql_save_ranks[] =
+    "WITH x AS (SELECT * FROM unnest($1::text[], $2::text[], $3::float8[], "
+    "$4::int[], $5::float8[], $6::bigint[]) AS x(t, q, s, r, h, a)), "
+    "gone AS (DELETE FROM fair_share_ranks f WHERE NOT EXISTS (SELECT 1 "
+    "FROM x WHERE x.t = f.team AND x.q = f.queue)) "
+    "INSERT INTO fair_share_ranks AS f (team, queue, score, rank, "
+    "half_life_s, as_of) SELECT t, q, s, r, h, to_timestamp(a / 1000000.0) "
+    "FROM x ON CONFLICT (team, queue) DO UPDATE SET score = excluded.score, "
+    "rank = excluded.rank, half_life_s = excluded.half_life_s, "
+    "as_of = excluded.as_of";
+
 /* Append s to a growing buffer (NUL kept); -1 when out of memory. */
 static int put(char **buf, size_t *len, size_t *cap, const char *s)
 {
@@ -93,6 +105,53 @@ static int put(char **buf, size_t *len, size_t *cap, const char *s)
   memcpy(*buf + *len, s, n + 1);
   *len += n;
   return 0;
+}
+
+static int save_ranks(struct db_conn *c, const struct db_fs_row *rows, int n,
+                      char *err, size_t errlen)
+{
+  char *a[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
+  size_t len[6] = {0}, cap[6] = {0};
+  const char *params[6];
+  int i, k, rc = -1;
+
+  for (k = 0; k < 6; k++)
+    if (put(&a[k], &len[k], &cap[k], "{"))
+      goto oom;
+  for (i = 0; i < n; i++) {
+    char num[4][48];
+    const char *sep = i ? "," : "";
+    snprintf(num[0], sizeof(num[0]), "%s%.17g", sep,
+             isfinite(rows[i].score) && rows[i].score > 0 ? rows[i].score : 0);
+    snprintf(num[1], sizeof(num[1]), "%s%d", sep,
+             rows[i].rank > 0 ? rows[i].rank : 1);
+    snprintf(num[2], sizeof(num[2]), "%s%.17g", sep,
+             rows[i].half_life_s > 0 ? rows[i].half_life_s : 1);
+    snprintf(num[3], sizeof(num[3]), "%s%lld", sep,
+             (long long)rows[i].as_of_us);
+    if (put(&a[0], &len[0], &cap[0], sep) ||
+        put(&a[0], &len[0], &cap[0], rows[i].team) ||
+        put(&a[1], &len[1], &cap[1], sep) ||
+        put(&a[1], &len[1], &cap[1], rows[i].queue) ||
+        put(&a[2], &len[2], &cap[2], num[0]) ||
+        put(&a[3], &len[3], &cap[3], num[1]) ||
+        put(&a[4], &len[4], &cap[4], num[2]) ||
+        put(&a[5], &len[5], &cap[5], num[3]))
+      goto oom;
+  }
+  for (k = 0; k < 6; k++) {
+    if (put(&a[k], &len[k], &cap[k], "}"))
+      goto oom;
+    params[k] = a[k];
+  }
+  rc = db_run(c, sql_save_ranks, 6, params, NULL, err, errlen);
+  goto out;
+oom:
+  snprintf(err, errlen, "out of memory");
+out:
+  for (k = 0; k < 6; k++)
+    free(a[k]);
+  return rc;
 }
 
 int db_fs_save(struct db_conn *c, const struct db_fs_row *rows, int n,
@@ -133,6 +192,8 @@ int db_fs_save(struct db_conn *c, const struct db_fs_row *rows, int n,
     params[k] = a[k];
   }
   rc = db_run(c, sql_save, 5, params, NULL, err, errlen);
+  if (rc == 0)
+    rc = save_ranks(c, rows, n, err, errlen);
   goto out;
 oom:
   snprintf(err, errlen, "out of memory");
@@ -242,18 +303,17 @@ enum gg_code db_fs_queue(struct gg_req *req, const char *team,
 /* A team queue's status and its place in (team, queue) order. */
 struct ranked {
   json_t *item;
+  int group; /* its score's tie group (fs_groups()) */
   size_t at;
 };
 
-/* By score (ties within FS_TIE_REL equal), then (team, queue) order. */
+/* By score (equal ones as fs_cmp() has them), then (team, queue) order. */
 static int cmp_score(const void *a, const void *b)
 {
   const struct ranked *x = a, *y = b;
-  int c = fs_cmp(json_number_value(json_object_get(x->item, "score")),
-                 json_number_value(json_object_get(y->item, "score")));
 
-  if (c)
-    return c;
+  if (x->group != y->group)
+    return x->group < y->group ? -1 : 1;
   return x->at < y->at ? -1 : (x->at > y->at);
 }
 
@@ -265,6 +325,8 @@ enum gg_code db_fs_cluster_queue(struct gg_req *req, const char *cq,
   PGresult *res;
   json_t *list, *sorted;
   struct ranked *items;
+  double *score;
+  int *group;
   size_t i, n;
 
   *out = NULL;
@@ -280,10 +342,18 @@ enum gg_code db_fs_cluster_queue(struct gg_req *req, const char *cq,
   }
   n = json_array_size(list);
   items = calloc(n + 1, sizeof(*items));
+  score = calloc(n + 1, sizeof(*score));
+  group = calloc(n + 1, sizeof(*group));
   sorted = json_array();
+  for (i = 0; score && i < n; i++)
+    score[i] =
+        json_number_value(json_object_get(json_array_get(list, i), "score"));
   for (i = 0; items && i < n; i++)
-    items[i] = (struct ranked){json_array_get(list, i), i};
-  if (items && sorted) {
+    items[i] = (struct ranked){json_array_get(list, i), 0, i};
+  if (items && sorted && score && group &&
+      fs_groups(score, (int)n, group) == 0) {
+    for (i = 0; i < n; i++)
+      items[i].group = group[i];
     qsort(items, n, sizeof(*items), cmp_score);
     for (i = 0; i < n; i++) {
       json_object_set_new(items[i].item, "rank",
@@ -292,43 +362,9 @@ enum gg_code db_fs_cluster_queue(struct gg_req *req, const char *cq,
     }
   }
   free(items);
+  free(score);
+  free(group);
   json_decref(list);
   *out = sorted ? sorted : json_array();
   return GG_OK;
-}
-
-static const char sql_queue_cq[] =
-    "SELECT cluster_queue FROM team_queues WHERE team = $1 AND name = $2";
-
-enum gg_code db_fs_job(struct gg_req *req, const char *team, const char *queue,
-                       json_t **out)
-{
-  struct db_conn *db = req_db(req);
-  const char *params[2] = {team, queue};
-  PGresult *res;
-  json_t *list = NULL, *e;
-  enum gg_code code;
-  size_t i;
-
-  *out = json_null();
-  if (!db)
-    return db_fail(req, GG_UNAVAILABLE);
-  if (!(res = db_req_exec(req, db, sql_queue_cq, 2, params)))
-    return req->code;
-  if (PQntuples(res) != 1) {
-    PQclear(res);
-    return GG_OK;
-  }
-  code = db_fs_cluster_queue(req, PQgetvalue(res, 0, 0), &list);
-  PQclear(res);
-  json_array_foreach (list, i, e)
-    if (!strcmp(json_string_value(json_object_get(e, "team")), team) &&
-        !strcmp(json_string_value(json_object_get(e, "queue")), queue)) {
-      json_decref(*out);
-      *out = json_pack("{s:O, s:O}", "score", json_object_get(e, "score"),
-                       "rank", json_object_get(e, "rank"));
-      break;
-    }
-  json_decref(list);
-  return code;
 }

@@ -14,11 +14,13 @@
 #include "scheduler/sched.h"
 #include "server/req.h"
 
-/* One team queue's stored usage. */
+/* One team queue's stored usage, and (written only) its standing. */
 struct db_fs_row {
   char team[DB_NAME_LEN], queue[DB_NAME_LEN];
   double u[SCHED_NRES]; /* GPU-s, CPU-s, GiB-s */
   int64_t as_of_us;
+  double score, half_life_s; /* as of as_of_us */
+  int rank;                  /* in its cluster queue, 1 = first */
 };
 
 /*
@@ -30,7 +32,9 @@ int db_fs_load(struct db_conn *c, struct db_fs_row **rows, int *n, char *err,
 
 /*
  * Write n team queues' usage (upsert, one statement) valued at each row's
- * as_of_us, inside the caller's transaction. Returns 0 or -1 with err.
+ * as_of_us, and their standing (fair_share_ranks, 0023: these rows only,
+ * one statement), inside the caller's transaction. Returns 0 or -1 with
+ * err.
  */
 int db_fs_save(struct db_conn *c, const struct db_fs_row *rows, int n,
                char *err, size_t errlen);
@@ -51,13 +55,5 @@ enum gg_code db_fs_queue(struct gg_req *req, const char *team,
  */
 enum gg_code db_fs_cluster_queue(struct gg_req *req, const char *cq,
                                  json_t **out);
-
-/*
- * A pending job's fair-share standing: {"score", "rank"} of team queue
- * (team, queue) among its cluster queue's team queues, or JSON null when
- * that cluster queue does not order by usage. *out new reference.
- */
-enum gg_code db_fs_job(struct gg_req *req, const char *team, const char *queue,
-                       json_t **out);
 
 #endif

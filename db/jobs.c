@@ -90,6 +90,9 @@ enum {
   C_AHEAD_GPUS
 };
 
+/* the columns of sql_get (one job) after the job's */
+enum { C_FS_SCORE = C_AHEAD_GPUS + 1, C_FS_RANK };
+
 static json_t *text_or_null(const PGresult *r, int row, int col)
 {
   return PQgetisnull(r, row, col) ? json_null()
@@ -179,7 +182,9 @@ static json_t *render(const PGresult *r, int row)
  * *len bytes. The stored spec is spliced in as it is: gpugate wrote it
  * with GG_JSON_DUMP, so parsing it and writing it again gave back the same
  * bytes, and was most of a read's JSON work. It is the last member either
- * way. Returns a new buffer, or NULL when out of memory.
+ * way. The row is sql_get's: its team queue's fair-share standing, when
+ * shown, goes in as "fair_share". Returns a new buffer, or NULL when out
+ * of memory.
  */
 static char *render_text_spec(const PGresult *r, int row, const char *spec,
                               size_t *len)
@@ -189,6 +194,13 @@ static char *render_text_spec(const PGresult *r, int row, const char *spec,
   char *head, *out = NULL;
 
   json_object_del(j, "spec");
+  if (!PQgetisnull(r, row, C_FS_SCORE) && !PQgetisnull(r, row, C_FS_RANK))
+    json_object_set_new(
+        j, "fair_share",
+        json_pack(
+            "{s:f, s:I}", "score", strtod(PQgetvalue(r, row, C_FS_SCORE), NULL),
+            "rank",
+            (json_int_t)strtoll(PQgetvalue(r, row, C_FS_RANK), NULL, 10)));
   head = json_dumps(j, GG_JSON_DUMP);
   json_decref(j);
   if (head)
@@ -406,7 +418,24 @@ enum {
   C_K_CLAIMED
 };
 
-static const char sql_get[] = JOB_SELECT "WHERE j.team = $1 AND j.id = $2";
+/* One job, with its team queue's fair-share standing as the admission
+ * leader last wrote it (0023) while it waits for quota in a cluster queue
+ * that orders by usage behind another team queue: the score decayed to
+ * now, and the rank (columns C_FS_SCORE, C_FS_RANK; NULL otherwise). */
+/* clang-format off */
+static const char sql_get[] =
+    "SELECT " JOB_COLUMNS(POSITION("position_in_queue"),
+                          POSITION("position_in_cluster_queue"),
+                          POSITION("ahead_gpus")) ", "
+    "fr.score * power(2::float8, -greatest(extract(epoch FROM now() - "
+    "fr.as_of), 0)::float8 / fr.half_life_s), fr.rank "
+    "FROM jobs j LEFT JOIN flavors f ON f.name = j.flavor "
+    "LEFT JOIN job_positions jp ON jp.job_id = j.id "
+    "LEFT JOIN fair_share_ranks fr ON fr.team = j.team AND fr.queue = j.queue "
+    "AND j.state = 'PENDING' AND fr.rank > 1 "
+    "AND j.reason IN ('InsufficientQuota', 'WaitingForHead') "
+    "WHERE j.team = $1 AND j.id = $2";
+/* clang-format on */
 
 /* sql_get without the join to flavors: the price comes with the process's
  * copy of every flavor's (db/prices.h), $3 the names and $4 the prices */

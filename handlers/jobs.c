@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include "db/admin.h"
-#include "db/fairshare.h"
 #include "db/jobs.h"
 #include "handlers/handlers.h"
 #include "handlers/job_views.h"
@@ -609,35 +608,6 @@ enum gg_code jobs_get(struct gg_req *req)
                     &len);
   if (code != GG_OK)
     return code;
-  /* a job waiting for quota in a cluster queue that orders by usage: say
-   * where its team queue stands (a cheap text check first: most jobs are
-   * not waiting so) */
-  if (strstr(text, "\"InsufficientQuota\"") ||
-      strstr(text, "\"WaitingForHead\"")) {
-    json_t *job = json_loadb(text, len, 0, NULL), *fs = NULL;
-    const char *reason = json_string_value(json_object_get(job, "reason"));
-    if (job && reason &&
-        !strcmp(json_string_value(json_object_get(job, "state")), "PENDING") &&
-        (!strcmp(reason, "InsufficientQuota") ||
-         !strcmp(reason, "WaitingForHead")) &&
-        (code = db_fs_job(req, req_param(req, "team"),
-                          json_string_value(json_object_get(job, "queue")),
-                          &fs)) != GG_OK) {
-      json_decref(job);
-      free(text);
-      return code;
-    }
-    if (json_is_object(fs) &&
-        json_integer_value(json_object_get(fs, "rank")) > 1) {
-      json_object_set(job, "fair_share", fs);
-      json_decref(fs);
-      free(text);
-      req_reply(req, 200, job);
-      return GG_OK;
-    }
-    json_decref(fs);
-    json_decref(job);
-  }
   req_reply_json_text(req, 200, text, len);
   return GG_OK;
 }

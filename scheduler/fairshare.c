@@ -187,7 +187,43 @@ int fs_cmp(double a, double b)
 {
   double m = fabs(a) > fabs(b) ? fabs(a) : fabs(b);
 
-  if (fabs(a - b) <= FS_TIE_REL * m)
+  if (fabs(a - b) <= FS_TIE_REL * m || fabs(a - b) <= FS_TIE_ABS)
     return 0;
   return a < b ? -1 : 1;
+}
+
+struct scored {
+  double score;
+  int idx;
+};
+
+static int cmp_scored(const void *pa, const void *pb)
+{
+  const struct scored *a = pa, *b = pb;
+
+  if (a->score != b->score)
+    return a->score < b->score ? -1 : 1;
+  return a->idx < b->idx ? -1 : (a->idx > b->idx);
+}
+
+int fs_groups(const double *score, int n, int *group)
+{
+  struct scored *v = malloc(((size_t)(n > 0 ? n : 0) + 1) * sizeof(*v));
+  int i, g = -1;
+  double first = 0;
+
+  if (!v)
+    return -1;
+  for (i = 0; i < n; i++)
+    v[i] = (struct scored){score[i], i};
+  qsort(v, (size_t)(n > 0 ? n : 0), sizeof(*v), cmp_scored);
+  for (i = 0; i < n; i++) {
+    if (g < 0 || fs_cmp(v[i].score, first) != 0) {
+      first = v[i].score;
+      g++;
+    }
+    group[v[i].idx] = g;
+  }
+  free(v);
+  return 0;
 }

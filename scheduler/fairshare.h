@@ -27,6 +27,7 @@
 
 #define FS_MIN_CHARGE_S 60
 #define FS_TIE_REL 1e-9 /* scores this close (relative) are equal */
+#define FS_TIE_ABS 1.0  /* and scores this close (absolute: one score unit) */
 
 /* A job inside its minimum charge: it starts to accrue at end_us. */
 struct fs_grace {
@@ -95,7 +96,25 @@ int fs_release(struct fs_usage *u, double half_life_s, int64_t now_us,
 double fs_score(const double usage[SCHED_NRES],
                 const double weights[SCHED_NRES], double weight);
 
-/* −1, 0 or 1: a below, equal to (within FS_TIE_REL relative) or above b. */
+/*
+ * −1, 0 or 1: a below, equal to or above b. Two scores are equal when
+ * they differ by at most FS_TIE_REL relative (decayed values never tie
+ * exactly) or by at most FS_TIE_ABS absolute: one score unit, one
+ * weighted resource-second (a GPU-second at weight 1 per unit of
+ * fair_sharing_weight), below anything worth ordering on. The floor lets
+ * usage be forgotten: ten half-lives shrink 1,000 GPU-seconds to under
+ * one, and arrival order returns. Not transitive (0, 0.8 and 1.6): a sort
+ * orders by fs_groups() instead.
+ */
 int fs_cmp(double a, double b);
+
+/*
+ * Tie groups of n scores for sorting: group[i] is the 0-based rank of
+ * score[i]'s group, groups ascending by score. Scores are taken in
+ * ascending order and a group holds the scores that fs_cmp() finds equal
+ * to its lowest one, so the ranks are a total order consistent with
+ * fs_cmp() wherever it is transitive. Returns 0, or -1 when out of memory.
+ */
+int fs_groups(const double *score, int n, int *group);
 
 #endif

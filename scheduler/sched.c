@@ -33,7 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "scheduler/fairshare.h"
+#include "scheduler/sched_fs.h"
 
 #define QTY_INF (INT64_MAX / 4) /* an unlimited amount of quota */
 #define ZERO_WEIGHT_SHARE 1e9   /* weight 0 and borrowing: always last */
@@ -49,22 +49,6 @@ struct pend_key {
   int64_t created_at;
   int64_t seq;
   int idx;
-};
-
-/* A preemption candidate with Kueue's ordering keys. */
-struct cand {
-  bool other; /* from another (borrowing) CQ of the cohort */
-  int32_t priority;
-  double score; /* its team queue's usage score (0: none) */
-  int64_t admitted_at;
-  int64_t seq;
-  int idx; /* into admitted */
-};
-
-/* A team queue's pending jobs within its usage_fs CQ: pend_idx[begin,
- * end), cur the first not yet taken. */
-struct seg {
-  int tq, begin, end, cur;
 };
 
 /* The head of a cluster queue in the current round. */
@@ -110,18 +94,11 @@ struct state {
   bool *parked; /* per CQ: its head borrows; it waits for the borrow phase */
   bool borrow_phase; /* heads that borrow are decided now */
   double *spent;     /* per team: working copy */
-  struct cand *cands;
+  struct sched_cand *cands;
   int *chosen;
   struct head_key *heads; /* this round's heads, or the earlier preemptors */
-  /* fair share over time: a usage_fs CQ's pending jobs are grouped by team
-   * queue (segments, each in priority-then-FIFO order); its head is the
-   * best segment head by score and priority (see better()) */
-  double *tq_score; /* per team queue: working copy, grows on admission */
-  double *cq_fs;    /* per CQ: Σ of its team queues' score × weight */
-  bool *coh_fs;     /* per cohort: every CQ of it sets usage_fs */
-  struct seg *segs;
-  int *seg_start;   /* per CQ: its segments, [seg_start[c], seg_start[c+1]) */
-  uint64_t version; /* bumped by every decision that changes the state */
+  struct sched_fs fs;     /* fair share over time (sched_fs.h) */
+  uint64_t version;       /* bumped by every decision that changes the state */
 };
 
 static size_t cell(const struct state *s, int c, int f, int r)
@@ -407,99 +384,15 @@ static bool team_held(const struct state *s, const struct sched_job *j)
   return t->hold && s->spent[j->team] >= t->budget;
 }
 
-/* ---- fair share over time ---------------------------------------------- */
-
-/* Job j's team queue when its CQ orders by usage, else -1. */
-static int job_tq(const struct sched_input *in, const struct sched_job *j)
-{
-  if (!in->cqs[j->cq].usage_fs || j->tq < 0 || j->tq >= in->n_tqs ||
-      in->tqs[j->tq].cq != j->cq)
-    return -1;
-  return j->tq;
-}
-
-/* The score of job j's team queue as the cycle stands (0: none). */
-static double score_of(const struct state *s, const struct sched_job *j)
-{
-  int t = job_tq(s->in, j);
-
-  return t < 0 ? 0 : s->tq_score[t];
-}
-
-/* Pending job a goes before b in their usage_fs CQ: score, then priority
- * (precedence usage, Kueue's order) or the other way round, then creation
- * time, seq, index. Scores within FS_TIE_REL are equal. */
-static bool better(const struct state *s, int a, int b)
-{
-  const struct sched_job *x = &s->in->pending[a], *y = &s->in->pending[b];
-  int sc = fs_cmp(score_of(s, x), score_of(s, y));
-  bool usage_first = s->in->cqs[x->cq].precedence == SCHED_PRECEDENCE_USAGE;
-
-  if (usage_first && sc != 0)
-    return sc < 0;
-  if (x->priority != y->priority)
-    return x->priority > y->priority;
-  if (sc != 0)
-    return sc < 0;
-  if (x->created_at != y->created_at)
-    return x->created_at < y->created_at;
-  if (x->seq != y->seq)
-    return x->seq < y->seq;
-  return a < b;
-}
-
-/* A usage_fs CQ's head: the best of its segments' first untaken jobs
- * (done when none is left). Costs its team queues, not its jobs. */
+/* Move usage_fs CQ c's head to its best untaken job (done when none). */
 static void pick(struct state *s, int c)
 {
-  int k, best = -1;
+  int k = sched_fs_pick(&s->fs, c, s->pend_idx, s->taken);
 
-  for (k = s->seg_start[c]; k < s->seg_start[c + 1]; k++) {
-    struct seg *g = &s->segs[k];
-
-    while (g->cur < g->end && s->taken[s->pend_idx[g->cur]])
-      g->cur++;
-    if (g->cur < g->end && (best < 0 || better(s, s->pend_idx[g->cur],
-                                               s->pend_idx[s->segs[best].cur])))
-      best = k;
-  }
-  if (best < 0)
+  if (k < 0)
     s->done[c] = true;
   else
-    s->cursor[c] = s->segs[best].cur;
-}
-
-/* An admission's minimum charge goes on its team queue's score at once:
- * a burst weighs before its jobs have run (Kueue's entry penalty). */
-static void charge(struct state *s, const struct sched_job *j)
-{
-  const struct sched_cq *cq = &s->in->cqs[j->cq];
-  int t = job_tq(s->in, j);
-  double req[SCHED_NRES], c;
-
-  if (t < 0)
-    return;
-  fs_request(j->request, req);
-  c = FS_MIN_CHARGE_S * fs_score(req, cq->fs_weights, 1);
-  s->tq_score[t] += c / s->in->tqs[t].weight;
-  s->cq_fs[j->cq] += c;
-}
-
-static int cmp_cand(const void *a, const void *b)
-{
-  const struct cand *x = a, *y = b;
-
-  if (x->other != y->other)
-    return x->other ? -1 : 1;
-  if (x->priority != y->priority)
-    return x->priority < y->priority ? -1 : 1;
-  if (fs_cmp(x->score, y->score) != 0) /* the highest usage goes first */
-    return fs_cmp(x->score, y->score) > 0 ? -1 : 1;
-  if (x->admitted_at != y->admitted_at)
-    return x->admitted_at > y->admitted_at ? -1 : 1;
-  if (x->seq != y->seq)
-    return x->seq > y->seq ? -1 : 1;
-  return x->idx > y->idx ? -1 : (x->idx < y->idx);
+    s->cursor[c] = k;
 }
 
 static int cmp_pend(const void *a, const void *b)
@@ -595,8 +488,10 @@ static enum plan preempt_plan(struct state *s, int c, int f, int jidx,
       const struct sched_job *v = &in->admitted[a];
 
       if (v->flavor == f && v->priority < j->priority && victim_ok(s, a))
-        s->cands[n++] = (struct cand){
-            false, v->priority, score_of(s, v), v->admitted_at, v->seq, a};
+        s->cands[n++] = (struct sched_cand){
+            false, v->priority,    sched_fs_score(&s->fs, v),
+            0,     v->admitted_at, v->seq,
+            a};
     }
   }
   if (k >= 0 && cq->reclaim != SCHED_RECLAIM_NEVER &&
@@ -613,14 +508,15 @@ static enum plan preempt_plan(struct state *s, int c, int f, int jidx,
         if (v->flavor != f || !victim_ok(s, a))
           continue;
         if (cq->reclaim == SCHED_RECLAIM_ANY || v->priority < j->priority)
-          s->cands[n++] = (struct cand){
-              true, v->priority, score_of(s, v), v->admitted_at, v->seq, a};
+          s->cands[n++] = (struct sched_cand){
+              true, v->priority,    sched_fs_score(&s->fs, v),
+              0,    v->admitted_at, v->seq,
+              a};
       }
     }
   }
-  if (n == 0)
+  if (n == 0 || sched_fs_sort_victims(&s->fs, s->cands, n))
     return PLAN_NONE;
-  qsort(s->cands, (size_t)n, sizeof(*s->cands), cmp_cand);
 
   for (i = 0; i < n && !ok; i++) {
     const struct sched_job *v = &in->admitted[s->cands[i].idx];
@@ -646,7 +542,7 @@ static enum plan preempt_plan(struct state *s, int c, int f, int jidx,
   }
   *borrow = borrows(s, s->rel, c, f, j->request);
   for (i = 0; i < m; i++) {
-    const struct cand *v;
+    const struct sched_cand *v;
 
     if (s->chosen[i] < 0)
       continue;
@@ -730,12 +626,12 @@ static void assign(struct state *s, struct head *h)
     h->borrow = preempt_borrow;
   }
   if (h->kind != KIND_NONE && h->borrow && cq->cohort >= 0 &&
-      s->coh_fs[cq->cohort])
+      s->fs.coh_fs[cq->cohort])
     /* every CQ of the cohort orders by usage: rank the borrowers by their
      * decayed usage instead of what they hold this instant (beyond
      * Kueue, its issue #9734) */
-    h->share = cq->weight > 0 ? s->cq_fs[h->cq] / cq->weight
-                              : ZERO_WEIGHT_SHARE + s->cq_fs[h->cq];
+    h->share = cq->weight > 0 ? s->fs.cq_fs[h->cq] / cq->weight
+                              : ZERO_WEIGHT_SHARE + s->fs.cq_fs[h->cq];
   else if (h->kind != KIND_NONE && h->borrow && cq->cohort >= 0)
     h->share =
         share_of(cq, &s->use[cell(s, h->cq, 0, 0)],
@@ -809,7 +705,7 @@ static void admit(struct state *s, const struct head *h)
   s->out->reasons[h->job] = SCHED_ADMITTED;
   if (j->team >= 0 && s->in->teams[j->team].hold)
     s->spent[j->team] += j->estimated_cost;
-  charge(s, j);
+  sched_fs_charge(&s->fs, j);
   s->version++;
   settle(s, h->cq, h->job);
 }
@@ -934,11 +830,7 @@ static void state_free(struct state *s)
   free(s->coh_idx);
   free(s->pend_start);
   free(s->pend_idx);
-  free(s->tq_score);
-  free(s->cq_fs);
-  free(s->coh_fs);
-  free(s->segs);
-  free(s->seg_start);
+  sched_fs_free(&s->fs);
   free(s->cursor);
   free(s->done);
   free(s->taken);
@@ -1013,17 +905,12 @@ static int state_init(struct state *s, const struct sched_input *in,
                     sizeof(*s->heads));
   key = zalloc(nkey, sizeof(int));
   pk = zalloc((size_t)in->n_pending, sizeof(*pk));
-  s->tq_score = zalloc((size_t)in->n_tqs, sizeof(double));
-  s->cq_fs = zalloc((size_t)in->n_cqs, sizeof(double));
-  s->coh_fs = zalloc((size_t)in->n_cohorts, sizeof(bool));
-  s->segs = zalloc((size_t)in->n_pending, sizeof(*s->segs));
-  s->seg_start = zalloc((size_t)in->n_cqs + 1, sizeof(int));
   if (!s->quota || !s->guar || !s->pool || !s->use || !s->pool_used ||
       !s->rel || !s->rel_pool_used || !s->adm_start || !s->adm_idx ||
       !s->victim || !s->coh_start || !s->coh_idx || !s->pend_start ||
       !s->pend_idx || !s->cursor || !s->done || !s->taken || !s->parked ||
       !s->spent || !s->cands || !s->chosen || !s->heads || !key || !pk ||
-      !s->tq_score || !s->cq_fs || !s->coh_fs || !s->segs || !s->seg_start)
+      sched_fs_init(&s->fs, in))
     goto out;
 
   /* Quotas, guaranteed parts and cohort pools. */
@@ -1076,8 +963,8 @@ static int state_init(struct state *s, const struct sched_input *in,
   for (i = 0; i < in->n_pending; i++) {
     const struct sched_job *j = &in->pending[i];
 
-    pk[i] = (struct pend_key){j->cq,         job_tq(in, j), j->priority,
-                              j->created_at, j->seq,        i};
+    pk[i] = (struct pend_key){
+        j->cq, sched_fs_job_tq(in, j), j->priority, j->created_at, j->seq, i};
     s->pend_start[j->cq + 1]++;
   }
   qsort(pk, (size_t)in->n_pending, sizeof(*pk), cmp_pend);
@@ -1089,35 +976,12 @@ static int state_init(struct state *s, const struct sched_input *in,
     s->cursor[i] = s->pend_start[i];
     s->done[i] = s->pend_start[i] == s->pend_start[i + 1];
   }
-  /* fair share over time: scores, the cohorts ranked by usage, and each
-   * usage_fs CQ's team-queue segments with its first head */
-  for (i = 0; i < in->n_tqs; i++) {
-    s->tq_score[i] = in->tqs[i].score;
-    s->cq_fs[in->tqs[i].cq] += in->tqs[i].score * in->tqs[i].weight;
-  }
-  for (i = 0; i < in->n_cohorts; i++)
-    s->coh_fs[i] = true;
+  /* fair share over time: each usage_fs CQ's team-queue segments with
+   * its first head */
+  sched_fs_segments(&s->fs, s->pend_start, s->pend_idx);
   for (i = 0; i < in->n_cqs; i++)
-    if (in->cqs[i].cohort >= 0 && !in->cqs[i].usage_fs)
-      s->coh_fs[in->cqs[i].cohort] = false;
-  {
-    int ns = 0;
-    for (i = 0; i < in->n_cqs; i++) {
-      int x;
-      s->seg_start[i] = ns;
-      if (!in->cqs[i].usage_fs)
-        continue;
-      for (x = s->pend_start[i]; x < s->pend_start[i + 1]; x++)
-        if (x == s->pend_start[i] || pk[x].tq != pk[x - 1].tq)
-          s->segs[ns++] = (struct seg){pk[x].tq, x, x + 1, x};
-        else
-          s->segs[ns - 1].end = x + 1;
-    }
-    s->seg_start[in->n_cqs] = ns;
-    for (i = 0; i < in->n_cqs; i++)
-      if (in->cqs[i].usage_fs && !s->done[i])
-        pick(s, i);
-  }
+    if (in->cqs[i].usage_fs && !s->done[i])
+      pick(s, i);
   for (i = 0; i < in->n_teams; i++)
     s->spent[i] = in->teams[i].spent;
   result = 0;

@@ -27,6 +27,7 @@ void sched_state_free(struct sched_state *st)
   free(st->names);
   free(st->name_slots);
   free(st->order);
+  free(st->fs);
   free(st->qlog);
   memset(st, 0, sizeof(*st));
 }
@@ -243,6 +244,8 @@ int sched_state_put(struct sched_state *st, const struct sched_state_job *in)
   if (i >= 0) {
     dst = &st->jobs[i];
     int32_t pq = dst->pos_queue, pc = dst->pos_cq, ord = dst->ord;
+    int32_t fg = dst->fs_group;
+    bool ff = dst->fs_first;
     int64_t ag = dst->ahead_gpus;
     bool pre = dst->preempting && sched_state_pending(j);
     bool fresh = dst->fresh && sched_state_pending(j);
@@ -260,6 +263,8 @@ int sched_state_put(struct sched_state *st, const struct sched_state_job *in)
     dst->preempting = pre;
     dst->fresh = fresh;
     dst->ord = ord;
+    dst->fs_group = fg;
+    dst->fs_first = ff;
     return i;
   }
   if (st->n == st->cap) {
@@ -289,6 +294,8 @@ int sched_state_put(struct sched_state *st, const struct sched_state_job *in)
   dst->preempting = false;
   dst->fresh = sched_state_pending(j);
   dst->ord = -1;
+  dst->fs_group = 0;
+  dst->fs_first = false;
   s = slot_of(st, j->id);
   st->slots[s] = i + 1;
   return i;
@@ -410,12 +417,18 @@ int sched_state_compare(const struct sched_state *a,
   return n;
 }
 
-/* admission order within a scope: priority desc, created_at, seq */
+/* admission order within a scope: priority desc, created_at, seq; in a
+ * cluster queue that orders by usage, the score's tie group before or
+ * after priority (the same for every job of one cluster queue) */
 static int cmp_order(const struct sched_state_job *a,
                      const struct sched_state_job *b)
 {
+  if (a->fs_first && a->fs_group != b->fs_group)
+    return a->fs_group < b->fs_group ? -1 : 1;
   if (a->priority != b->priority)
     return a->priority > b->priority ? -1 : 1;
+  if (a->fs_group != b->fs_group)
+    return a->fs_group < b->fs_group ? -1 : 1;
   if (a->created_at != b->created_at)
     return a->created_at < b->created_at ? -1 : 1;
   return a->seq < b->seq ? -1 : a->seq > b->seq;
@@ -528,6 +541,96 @@ static struct tally *tally_of(struct tallies *ts, int a, int b, int c,
   return &ts->t[i];
 }
 
+/* ---- fair-share order keys ------------------------------------------------
+ * One per team queue of a cluster queue that orders by usage (a few
+ * hundred at most), sorted by (team, queue) name id for bsearch. */
+
+static int cmp_fs_key(const void *pa, const void *pb)
+{
+  const struct sched_fs_key *a = pa, *b = pb;
+
+  if (a->team->id != b->team->id)
+    return a->team->id < b->team->id ? -1 : 1;
+  return a->queue->id < b->queue->id ? -1 : (a->queue->id > b->queue->id);
+}
+
+static struct sched_fs_key *fs_find(struct sched_fs_key *keys, int n,
+                                    const struct sched_name *team,
+                                    const struct sched_name *queue)
+{
+  struct sched_fs_key k = {.team = team, .queue = queue};
+
+  if (n == 0)
+    return NULL;
+  return bsearch(&k, keys, (size_t)n, sizeof(k), cmp_fs_key);
+}
+
+int sched_state_fs_order(struct sched_state *st,
+                         const struct sched_fs_key *keys, int n)
+{
+  struct sched_fs_key *next =
+      malloc(((size_t)n + (size_t)st->n_fs + 1) * sizeof(*next));
+  int i, m = 0;
+
+  if (!next)
+    return -1;
+  for (i = 0; i < n; i++) {
+    next[m] = keys[i];
+    next[m].changed = false;
+    if (!(next[m].team = own_name(st, keys[i].team)) ||
+        !(next[m].queue = own_name(st, keys[i].queue))) {
+      free(next);
+      return -1;
+    }
+    if (next[m].group != 0 || next[m].first) /* else: as without a key */
+      m++;
+  }
+  qsort(next, (size_t)m, sizeof(*next), cmp_fs_key);
+  for (i = 0; i < m; i++) {
+    const struct sched_fs_key *old =
+        fs_find(st->fs, st->n_fs, next[i].team, next[i].queue);
+    next[i].changed = !old || old->changed || old->group != next[i].group ||
+                      old->first != next[i].first;
+    st->fs_changed |= next[i].changed;
+  }
+  /* a team queue that lost its key: placed again once, as without one */
+  n = m;
+  for (i = 0; i < st->n_fs; i++)
+    if (!fs_find(next, n, st->fs[i].team, st->fs[i].queue)) {
+      next[m] = st->fs[i];
+      next[m].group = 0;
+      next[m].first = false;
+      next[m++].changed = true;
+      st->fs_changed = true;
+    }
+  qsort(next, (size_t)m, sizeof(*next), cmp_fs_key);
+  free(st->fs);
+  st->fs = next;
+  st->n_fs = m;
+  return 0;
+}
+
+/* Job j's key as the order places it now. */
+static void fs_apply(struct sched_state *st, struct sched_state_job *j)
+{
+  const struct sched_fs_key *k = fs_find(st->fs, st->n_fs, j->team, j->queue);
+
+  j->fs_group = k ? k->group : 0;
+  j->fs_first = k ? k->first : false;
+}
+
+/* Job j (in the order) must be placed again: its team queue's key
+ * changed. */
+static bool fs_moved(struct sched_state *st, const struct sched_state_job *j)
+{
+  const struct sched_fs_key *k;
+
+  if (!st->fs_changed)
+    return false;
+  k = fs_find(st->fs, st->n_fs, j->team, j->queue);
+  return k && k->changed;
+}
+
 /* ---- positions ------------------------------------------------------------
  */
 
@@ -556,12 +659,24 @@ static int update_order(struct sched_state *st, int *np)
 
   if (!add)
     return -1;
-  for (i = 0; i < st->n; i++)
-    if (st->jobs[i].ord < 0 && sched_state_pending(&st->jobs[i])) {
-      add[na].j = &st->jobs[i];
+  for (i = 0; i < st->n; i++) {
+    struct sched_state_job *j = &st->jobs[i];
+    if (!sched_state_pending(j))
+      continue;
+    if (j->ord >= 0 && fs_moved(st, j)) {
+      st->order[j->ord] = -1; /* its key changed: placed again */
+      j->ord = -1;
+    }
+    if (j->ord < 0) {
+      fs_apply(st, j);
+      add[na].j = j;
       add[na].idx = i;
       na++;
     }
+  }
+  for (i = 0; i < st->n_fs; i++)
+    st->fs[i].changed = false;
+  st->fs_changed = false;
   qsort(add, (size_t)na, sizeof(*add), cmp_by_cq);
   if (!(next =
             malloc(((size_t)st->n_order + (size_t)na + 1) * sizeof(*next)))) {

@@ -66,6 +66,23 @@ struct sched_state_job {
   /* its entry in the state's admission order (below), -1 when none: kept
    * by put() and remove(), not part of the job's identity */
   int32_t ord;
+  /* its team queue's fair-share order key as the order placed it (see
+   * sched_state_fs_order()), kept with ord: the tie group of its score
+   * and whether the score goes before priority */
+  int32_t fs_group;
+  bool fs_first;
+};
+
+/* A team queue's fair-share order key: its cluster queue orders by usage
+ * (scheduler/fairshare.h), group is the tie group of its score within the
+ * cluster queue (fs_groups(), 0 the lowest) and first whether the score
+ * goes before priority (precedence usage). A team queue without a key
+ * orders as group 0, not first: by priority and creation. */
+struct sched_fs_key {
+  const struct sched_name *team, *queue; /* any state's, or a caller's */
+  int32_t group;
+  bool first;
+  bool changed; /* the state's: since the order last placed its jobs */
 };
 
 /* A job started or stopped holding quota (see sched_state.log_quota). */
@@ -93,6 +110,11 @@ struct sched_state {
    * every pending job again. */
   int *order;
   int n_order;
+  /* The fair-share order keys (sched_state_fs_order()), by team and queue
+   * name id; fs_changed when one changed since the order was updated. */
+  struct sched_fs_key *fs;
+  int n_fs;
+  bool fs_changed;
   /* With log_quota set, put() and remove() append an event to qlog each
    * time a job starts or stops holding quota (a job that holds it is not
    * PENDING; a new attempt of a held job is a stop and a start): the
@@ -146,6 +168,17 @@ int sched_state_compare(const struct sched_state *a,
                                      const struct sched_state_job *jb),
                         void *arg);
 
+/*
+ * Set the fair-share order keys of the team queues (n of them, copied; a
+ * team queue left out has none). The pending jobs of a team queue whose
+ * key changed are placed again by the next sched_state_positions(), in a
+ * cost bounded by those jobs (plus a look-up per pending job in the pass
+ * it makes anyway); the others keep their place. Returns 0, or -1 when
+ * out of memory (the keys are unchanged then).
+ */
+int sched_state_fs_order(struct sched_state *st,
+                         const struct sched_fs_key *keys, int n);
+
 /* A job's queue position as admission order gives it. */
 struct sched_position {
   int job;            /* index into the state */
@@ -156,7 +189,9 @@ struct sched_position {
 
 /*
  * The positions of every PENDING job (in backoff too): per cluster queue
- * in admission order (priority desc, created_at, seq). *out is a new
+ * in admission order (priority desc, created_at, seq; in a cluster queue
+ * that orders by usage, as the scheduler does: the score's tie group, then
+ * priority, or priority then the group, then created_at, seq). *out is a new
  * array of *n entries, ordered by cluster queue and position (caller
  * frees). Returns 0, or -1 when out of memory.
  *

@@ -447,7 +447,16 @@ int admission_publish(struct admission *a, struct db_conn *c, int max_rows,
 {
   int left = 0;
 
-  if (!a->loaded || !a->positions_dirty)
+  if (!a->loaded)
+    return 0;
+  /* in a cluster queue that orders by usage, positions follow the scores
+   * of the last cycle: a team queue whose place among the others changed
+   * has its pending jobs placed again (only those) */
+  if (a->cfg_loaded && admission_fs_order(&a->cfg, &a->st)) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  if (!a->positions_dirty && !a->st.fs_changed)
     return 0;
   if (db_sched_state_publish(c, &a->st, max_rows, &left, err, errlen) ||
       db_sched_state_publish_counts(c, &a->st, &a->counts_last, err, errlen))

@@ -196,28 +196,115 @@ static bool accruing(const struct admission_fs *b)
   return false;
 }
 
-static int save(struct admission_fs *b, struct db_conn *c, int64_t now_us,
-                char *err, size_t errlen)
+/* A team queue in (cluster queue, team, queue) order, for standing(). */
+struct tq_ref {
+  int cq;
+  const char *team, *queue;
+  int idx;
+};
+
+static int cmp_tq_ref(const void *pa, const void *pb)
+{
+  const struct tq_ref *a = pa, *b = pb;
+  int c;
+
+  if (a->cq != b->cq)
+    return a->cq < b->cq ? -1 : 1;
+  c = strcmp(a->team, b->team);
+  return c ? c : strcmp(a->queue, b->queue);
+}
+
+/*
+ * Each team queue's standing in its cluster queue by score[] (n = cfg's
+ * team queues): group, the tie group of its score (fs_groups(), 0 the
+ * lowest), and rank, 1-based in (group, team, queue) order. Costs a sort
+ * of the team queues, never a look at the jobs. Returns 0, or -1 when out
+ * of memory.
+ */
+static int standing(const struct db_sched *cfg, const double *score, int *group,
+                    int *rank)
+{
+  int n = cfg->in.n_tqs, i, k, m, rc = 0;
+  struct tq_ref *ref = calloc((size_t)n + 1, sizeof(*ref));
+  int *g = calloc((size_t)n + 1, sizeof(*g));
+  int *at = calloc((size_t)n + 2, sizeof(*at));
+  double *sc = calloc((size_t)n + 1, sizeof(*sc));
+
+  if (!ref || !g || !at || !sc) {
+    rc = -1;
+    goto out;
+  }
+  for (i = 0; i < n; i++)
+    ref[i] =
+        (struct tq_ref){cfg->tqs[i].cq, cfg->tq_team[i], cfg->tq_queue[i], i};
+  qsort(ref, (size_t)n, sizeof(*ref), cmp_tq_ref);
+  for (i = 0; i < n; i = k) {
+    for (k = i; k < n && ref[k].cq == ref[i].cq; k++)
+      sc[k - i] = score[ref[k].idx];
+    if (fs_groups(sc, k - i, g)) {
+      rc = -1;
+      goto out;
+    }
+    /* rank: by group, then (team, queue), the order ref[i..k) is in */
+    memset(at, 0, (size_t)(k - i + 1) * sizeof(*at));
+    for (m = 0; m < k - i; m++)
+      at[g[m] + 1]++;
+    for (m = 0; m < k - i; m++)
+      at[m + 1] += at[m];
+    for (m = 0; m < k - i; m++) {
+      group[ref[i + m].idx] = g[m];
+      rank[ref[i + m].idx] = ++at[g[m]];
+    }
+  }
+out:
+  free(ref);
+  free(g);
+  free(at);
+  free(sc);
+  return rc;
+}
+
+static int save(struct admission_fs *b, struct db_conn *c,
+                const struct db_sched *cfg, int64_t now_us, char *err,
+                size_t errlen)
 {
   struct db_fs_row *rows = calloc((size_t)b->n_acc + 1, sizeof(*rows));
-  int i, rc;
+  double *score = calloc((size_t)b->n_acc + 1, sizeof(*score));
+  int *group = calloc((size_t)b->n_acc + 1, sizeof(*group));
+  int *rank = calloc((size_t)b->n_acc + 1, sizeof(*rank));
+  int i, rc = -1;
 
-  if (!rows) {
-    snprintf(err, errlen, "out of memory");
-    return -1;
-  }
+  if (!rows || !score || !group || !rank || b->n_acc != cfg->in.n_tqs)
+    goto oom;
   for (i = 0; i < b->n_acc; i++) {
     struct account *a = &b->acc[i];
+    const struct sched_tq *t = &cfg->tqs[i];
     fs_advance(&a->u, a->half_life_s, now_us);
     snprintf(rows[i].team, sizeof(rows[i].team), "%s", a->team);
     snprintf(rows[i].queue, sizeof(rows[i].queue), "%s", a->queue);
     memcpy(rows[i].u, a->u.u, sizeof(rows[i].u));
     rows[i].as_of_us = a->u.at_us;
+    rows[i].half_life_s = a->half_life_s;
+    score[i] = fs_score(a->u.u, cfg->cqs[t->cq].fs_weights, t->weight);
+  }
+  /* the standing a pending job's status shows, written with the usage */
+  if (standing(cfg, score, group, rank))
+    goto oom;
+  for (i = 0; i < b->n_acc; i++) {
+    rows[i].score = score[i];
+    rows[i].rank = rank[i];
   }
   rc = db_fs_save(c, rows, b->n_acc, err, errlen);
-  free(rows);
   if (rc == 0)
     b->saved_us = now_us;
+  goto out;
+oom:
+  snprintf(err, errlen, "out of memory");
+out:
+  free(rows);
+  free(score);
+  free(group);
+  free(rank);
   return rc;
 }
 
@@ -244,7 +331,7 @@ int admission_fs_update(struct admission_fs *b, struct db_conn *c,
   }
   if (b->n_acc > 0 &&
       (moved > 0 || (accruing(b) && now_us - b->saved_us >= SAVE_US)))
-    return save(b, c, now_us, err, errlen);
+    return save(b, c, cfg, now_us, err, errlen);
   return 0;
 }
 
@@ -270,4 +357,36 @@ void admission_fs_gauges(const struct admission_fs *b,
   for (i = 0; i < b->n_acc && i < cfg->in.n_tqs; i++)
     metrics_gauge_fair_share(g, b->acc[i].team, b->acc[i].queue, b->acc[i].u.u,
                              cfg->tqs[i].score);
+}
+
+int admission_fs_order(const struct db_sched *cfg, struct sched_state *st)
+{
+  int n = cfg->in.n_tqs, i, rc = -1;
+  double *score = calloc((size_t)n + 1, sizeof(*score));
+  int *group = calloc((size_t)n + 1, sizeof(*group));
+  int *rank = calloc((size_t)n + 1, sizeof(*rank));
+  struct sched_fs_key *keys = calloc((size_t)n + 1, sizeof(*keys));
+
+  if (!score || !group || !rank || !keys)
+    goto out;
+  for (i = 0; i < n; i++)
+    score[i] = cfg->tqs[i].score;
+  if (standing(cfg, score, group, rank))
+    goto out;
+  for (i = 0; i < n; i++) {
+    keys[i].team = sched_state_name(st, cfg->tq_team[i]);
+    keys[i].queue = sched_state_name(st, cfg->tq_queue[i]);
+    if (!keys[i].team || !keys[i].queue)
+      goto out;
+    keys[i].group = group[i];
+    keys[i].first =
+        cfg->cqs[cfg->tqs[i].cq].precedence == SCHED_PRECEDENCE_USAGE;
+  }
+  rc = sched_state_fs_order(st, keys, n);
+out:
+  free(score);
+  free(group);
+  free(rank);
+  free(keys);
+  return rc;
 }

@@ -45,6 +45,15 @@ void admission_fs_scores(struct admission_fs *b, struct db_sched *cfg,
 
 struct metrics_gauges;
 
+/*
+ * Give st the fair-share order keys of cfg's team queues, from their
+ * scores as the last cycle computed them (cfg->tqs): the tie group of
+ * each score within its cluster queue and its precedence, so that the
+ * queue positions published follow the order the cycle admits in. Costs
+ * a sort of the team queues. Returns 0, or -1 when out of memory.
+ */
+int admission_fs_order(const struct db_sched *cfg, struct sched_state *st);
+
 /* Every account's usage and score (as last computed) into g. */
 void admission_fs_gauges(const struct admission_fs *b,
                          const struct db_sched *cfg, struct metrics_gauges *g);

@@ -92,19 +92,37 @@ static const struct {
      {{"a1", 0, 5, 1}, {"b1", 1, 5, 2}, {NULL, 0, 0, 0}},
      "b1",
      ""},
-    {"scores within 1e-9 tie: creation decides",
+    {"scores within 1e-9 relative tie: creation decides",
      {{1, -1, true, SCHED_PRECEDENCE_USAGE, false}},
      1,
-     {{0, 1, 100.00000001}, {0, 1, 100}},
+     {{0, 1, 1e12 * (1 + 5e-10)}, {0, 1, 1e12}},
      2,
      {{NULL, 0, 0, 0}},
      {{"a1", 0, 0, 1}, {"b1", 1, 0, 2}, {NULL, 0, 0, 0}},
      "a1",
      ""},
-    {"scores 1e-8 apart do not tie",
+    {"scores 2e-9 relative (2,000 units) apart do not tie",
      {{1, -1, true, SCHED_PRECEDENCE_USAGE, false}},
      1,
-     {{0, 1, 100.000001}, {0, 1, 100}},
+     {{0, 1, 1e12 * (1 + 2e-9)}, {0, 1, 1e12}},
+     2,
+     {{NULL, 0, 0, 0}},
+     {{"a1", 0, 0, 1}, {"b1", 1, 0, 2}, {NULL, 0, 0, 0}},
+     "b1",
+     ""},
+    {"scores one unit apart tie: creation decides (usage forgotten)",
+     {{1, -1, true, SCHED_PRECEDENCE_USAGE, false}},
+     1,
+     {{0, 1, 1.0}, {0, 1, 0}},
+     2,
+     {{NULL, 0, 0, 0}},
+     {{"a1", 0, 0, 1}, {"b1", 1, 0, 2}, {NULL, 0, 0, 0}},
+     "a1",
+     ""},
+    {"scores just over one unit apart do not tie",
+     {{1, -1, true, SCHED_PRECEDENCE_USAGE, false}},
+     1,
+     {{0, 1, 1.000001}, {0, 1, 0}},
      2,
      {{NULL, 0, 0, 0}},
      {{"a1", 0, 0, 1}, {"b1", 1, 0, 2}, {NULL, 0, 0, 0}},
@@ -179,6 +197,15 @@ static const struct {
      {{"p1", 2, 10, 300}, {NULL, 0, 0, 0}},
      "",
      "v2"},
+    {"victims whose scores tie (one unit apart): the latest admitted first",
+     {{2, -1, true, SCHED_PRECEDENCE_USAGE, true}},
+     1,
+     {{0, 1, 10}, {0, 1, 10.5}, {0, 1, 0}},
+     3,
+     {{"v1", 0, 0, 200}, {"v2", 1, 0, 100}, {NULL, 0, 0, 0}},
+     {{"p1", 2, 10, 300}, {NULL, 0, 0, 0}},
+     "",
+     "v1"},
     {"victims: priority still before the score",
      {{2, -1, true, SCHED_PRECEDENCE_USAGE, true}},
      1,
@@ -654,24 +681,67 @@ START_TEST(score)
 }
 END_TEST
 
+/* Equal within 1e-9 relative or one score unit absolute. */
 static const struct {
+  const char *what;
   double a, b;
   int want;
 } cmp_cases[] = {
-    {0, 0, 0},
-    {1, 2, -1},
-    {2, 1, 1},
-    {1000, 1000 * (1 + 5e-10), 0}, /* decayed values never tie exactly */
-    {1000 * (1 + 5e-10), 1000, 0},
-    {1000, 1000 * (1 + 2e-9), -1},
-    {1e-300, 0, 1},
-    {60, 60 * (1 - 1e-12), 0},
+    {"same", 0, 0, 0},
+    {"one unit apart: equal", 1, 2, 0},
+    {"just above the floor", 1, 2.000001, -1},
+    {"just above the floor, reversed", 2.000001, 1, 1},
+    {"just below the floor", 0, 0.999999, 0},
+    {"a trace of usage against none", 1e-300, 0, 0},
+    {"1,000 GPU-s after ten half-lives against none", 1000 / 1024.0, 0, 0},
+    {"1,000 GPU-s after nine half-lives against none", 1000 / 512.0, 0, 1},
+    {"relative tie at 1,000", 1000, 1000 * (1 + 5e-10), 0},
+    {"relative tie at 1e12 (500 units apart)", 1e12, 1e12 * (1 + 5e-10), 0},
+    {"relative tie at 1e12, reversed", 1e12 * (1 + 5e-10), 1e12, 0},
+    {"above the relative tie at 1e12", 1e12, 1e12 * (1 + 2e-9), -1},
+    {"above the relative tie at 1e12, reversed", 1e12 * (1 + 2e-9), 1e12, 1},
+    {"decayed minimum charge", 60, 60 * (1 - 1e-12), 0},
+    {"two minimum charges apart", 60, 120, -1},
 };
 
 START_TEST(cmp)
 {
-  ck_assert_int_eq(fs_cmp(cmp_cases[_i].a, cmp_cases[_i].b),
-                   cmp_cases[_i].want);
+  ck_assert_msg(fs_cmp(cmp_cases[_i].a, cmp_cases[_i].b) == cmp_cases[_i].want,
+                "%s: fs_cmp(%g, %g) = %d, want %d", cmp_cases[_i].what,
+                cmp_cases[_i].a, cmp_cases[_i].b,
+                fs_cmp(cmp_cases[_i].a, cmp_cases[_i].b), cmp_cases[_i].want);
+}
+END_TEST
+
+/* Tie groups for sorting: ascending, each group the scores equal to its
+ * lowest one (so 0, 0.8, 1.6 is two groups, not one chain). */
+static const struct {
+  const char *what;
+  int n;
+  double score[6];
+  int want[6];
+} group_cases[] = {
+    {"none", 0, {0}, {0}},
+    {"one", 1, {5}, {0}},
+    {"distinct, unsorted", 3, {300, 100, 200}, {2, 0, 1}},
+    {"within one unit", 3, {10, 10.5, 11}, {0, 0, 0}},
+    {"a chain splits at its lowest", 3, {0, 0.8, 1.6}, {0, 0, 1}},
+    {"relative ties at large scores",
+     4,
+     {1e12, 1e12 * (1 + 5e-10), 5, 5.5},
+     {1, 1, 0, 0}},
+    {"decayed to nothing together", 4, {0.9, 0, 0.2, 3}, {0, 0, 0, 1}},
+};
+
+START_TEST(groups)
+{
+  int got[6], k;
+
+  ck_assert_int_eq(fs_groups(group_cases[_i].score, group_cases[_i].n, got), 0);
+  for (k = 0; k < group_cases[_i].n; k++)
+    ck_assert_msg(got[k] == group_cases[_i].want[k],
+                  "%s: score %g in group %d, want %d", group_cases[_i].what,
+                  group_cases[_i].score[k], got[k], group_cases[_i].want[k]);
 }
 END_TEST
 
@@ -774,6 +844,7 @@ Suite *fairshare_suite(void)
   tcase_add_test(tc, units);
   tcase_add_loop_test(tc, score, 0, N_OF(score_cases));
   tcase_add_loop_test(tc, cmp, 0, N_OF(cmp_cases));
+  tcase_add_loop_test(tc, groups, 0, N_OF(group_cases));
   tcase_add_loop_test(tc, property, 0, 20);
   tcase_add_loop_test(tc, order, 0, N_OF(order_cases));
   tcase_add_test(tc, order_invalid);

@@ -141,6 +141,62 @@ static struct sched_state_job random_job(uint64_t *s, int k, bool spread)
   return j;
 }
 
+/* The random walk's fair-share keys by team t and queue q (walk _i 2):
+ * the tie group of the team queue's score, and whether it goes before
+ * priority (per cluster queue: a team queue's jobs stay in one then). */
+static int fs_group[3][2];
+static bool fs_on;
+
+static void fs_key_of(const struct sched_state_job *j, int *group, bool *first)
+{
+  int t = j->team->s[1] - '0', q = j->queue->s[1] - '0';
+
+  *group = fs_on ? fs_group[t][q] : 0;
+  *first = fs_on && ((t + q) % 3) % 2 == 0;
+}
+
+/* o goes before j in admission order (same cluster queue) */
+static bool goes_before(const struct sched_state_job *o,
+                        const struct sched_state_job *j)
+{
+  int go, gj;
+  bool first, unused;
+
+  fs_key_of(o, &go, &first);
+  fs_key_of(j, &gj, &unused);
+  if (first && go != gj)
+    return go < gj;
+  if (o->priority != j->priority)
+    return o->priority > j->priority;
+  if (go != gj)
+    return go < gj;
+  return o->created_at < j->created_at ||
+         (o->created_at == j->created_at && o->seq < j->seq);
+}
+
+/* Set random keys on the team queues (some left without one). */
+static void fs_rekey(struct sched_state *st, uint64_t *s)
+{
+  struct sched_fs_key keys[6];
+  char team[16], queue[16];
+  int t, q, n = 0;
+
+  for (t = 0; t < 3; t++)
+    for (q = 0; q < 2; q++) {
+      fs_group[t][q] = (int)(rnd(s) % 3);
+      if (fs_group[t][q] == 0 && rnd(s) % 2 && ((t + q) % 3) % 2 != 0)
+        continue; /* no key: the same as group 0, not first */
+      snprintf(team, sizeof(team), "t%d", t);
+      snprintf(queue, sizeof(queue), "q%d", q);
+      keys[n].team = sched_state_name(&names, team);
+      keys[n].queue = sched_state_name(&names, queue);
+      keys[n].group = fs_group[t][q];
+      keys[n].first = ((t + q) % 3) % 2 == 0;
+      n++;
+    }
+  ck_assert_int_eq(sched_state_fs_order(st, keys, n), 0);
+}
+
 /* Brute force: 1 + the pending jobs ahead of j in its scope. */
 static int ahead_of(const struct sched_state_job *m, const bool *live, int n,
                     const struct sched_state_job *j, bool cq_scope,
@@ -156,11 +212,7 @@ static int ahead_of(const struct sched_state_job *m, const bool *live, int n,
     bool same = cq_scope ? !strcmp(o->cq->s, j->cq->s)
                          : !strcmp(o->team->s, j->team->s) &&
                                !strcmp(o->queue->s, j->queue->s);
-    bool before = o->priority > j->priority ||
-                  (o->priority == j->priority &&
-                   (o->created_at < j->created_at ||
-                    (o->created_at == j->created_at && o->seq < j->seq)));
-    if (!same || !before || strcmp(o->state, "PENDING") != 0)
+    if (!same || !goes_before(o, j) || strcmp(o->state, "PENDING") != 0)
       continue;
     count++;
     *gpus += o->request[SCHED_GPU];
@@ -187,9 +239,11 @@ static void count_of(const struct sched_state_job *m, const bool *live, int n,
     }
 }
 
-/* _i: 0 with team queues spread over cluster queues, 1 without. Positions
- * and counts are checked every few steps, so that the order the state
- * keeps between two computations is merged into many times. */
+/* _i: 0 with team queues spread over cluster queues, 1 without, 2 without
+ * and with fair-share keys that change every 40 steps (a changed key
+ * places that team queue's jobs again, the others keep their place).
+ * Positions and counts are checked every few steps, so that the order the
+ * state keeps between two computations is merged into many times. */
 START_TEST(random_walk_equals_rebuild)
 {
   static struct sched_state_job model[MODEL_MAX];
@@ -200,10 +254,14 @@ START_TEST(random_walk_equals_rebuild)
   int step, i, n_live = 0;
 
   memset(live, 0, sizeof(live));
+  fs_on = _i == 2;
   sched_state_init(&st);
   for (step = 0; step < STEPS; step++) {
     int k = (int)(rnd(&seed) % MODEL_MAX);
     unsigned op = (unsigned)(rnd(&seed) % 10);
+
+    if (fs_on && step % 40 == 0)
+      fs_rekey(&st, &seed);
 
     if (op < 6) { /* a write: insert or new version */
       model[k] = random_job(&seed, k, spread);
@@ -366,7 +424,7 @@ Suite *sched_state_suite(void)
   TCase *tc = tcase_create("state");
 
   tcase_add_test(tc, positions_table);
-  tcase_add_loop_test(tc, random_walk_equals_rebuild, 0, 2);
+  tcase_add_loop_test(tc, random_walk_equals_rebuild, 0, 3);
   tcase_add_test(tc, names_interned);
   suite_add_tcase(s, tc);
   return s;
