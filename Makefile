@@ -55,9 +55,18 @@ build/tools/embed: deploy/tools/embed.c
 	@mkdir -p $(@D)
 	$(CC) -std=c11 -O2 -Wall -Wextra -Werror -o $@ $<
 
-$(GEN_SRC): build/tools/embed $(EMBED)
+# the list of embedded files, rewritten only when it changes: a file
+# removed or renamed (a migration renumbered) rebuilds the table too
+build/gen/embed.list: FORCE
+	@mkdir -p $(@D)
+	@echo '$(EMBED)' | cmp -s - $@ || echo '$(EMBED)' > $@
+
+$(GEN_SRC): build/tools/embed $(EMBED) build/gen/embed.list
 	@mkdir -p $(@D)
 	build/tools/embed $(EMBED) > $@.tmp && mv $@.tmp $@
+
+.PHONY: FORCE
+FORCE:
 
 # The Redoc bundle comes from the pinned npm tools: install them (and the
 # Debian packages) when it is missing, as make run does.

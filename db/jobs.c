@@ -419,7 +419,7 @@ enum {
 };
 
 /* One job, with its team queue's fair-share standing as the admission
- * leader last wrote it (0023) while it waits for quota in a cluster queue
+ * leader last wrote it (0024) while it waits for quota in a cluster queue
  * that orders by usage behind another team queue: the score decayed to
  * now, and the rank (columns C_FS_SCORE, C_FS_RANK; NULL otherwise). */
 /* clang-format off */

@@ -132,11 +132,41 @@ fail:
   return -1;
 }
 
+/* The embedded migrations' versions rise strictly: two files with one
+ * number (branches merged) would otherwise apply only the first. */
+static int versions_rise(char *err, size_t errlen)
+{
+  const char *prev = NULL, *name;
+  long last = -1, v;
+  size_t i;
+
+  for (i = 0; i < embedded_nfiles; i++) {
+    if (!is_migration(&embedded_files[i]))
+      continue;
+    v = version_of(embedded_files[i].path, &name);
+    if (v < 0) {
+      snprintf(err, errlen, "malformed migration file name %s",
+               embedded_files[i].path);
+      return -1;
+    }
+    if (v <= last) {
+      snprintf(err, errlen, "migrations %s and %s share version %ld", prev,
+               embedded_files[i].path, v);
+      return -1;
+    }
+    last = v;
+    prev = embedded_files[i].path;
+  }
+  return 0;
+}
+
 int db_migrate(PGconn *pg, char *err, size_t errlen)
 {
   size_t i;
   int rc = -1;
 
+  if (versions_rise(err, errlen))
+    return -1;
   if (simple(pg, "SELECT pg_advisory_lock(" MIGRATION_LOCK ")", err, errlen))
     return -1;
   /* concurrent CREATE TABLE IF NOT EXISTS can still collide: under the lock */
