@@ -418,35 +418,40 @@ enum {
   C_K_CLAIMED
 };
 
-/* One job, with its team queue's fair-share standing as the admission
- * leader last wrote it (0024) while it waits for quota in a cluster queue
- * that orders by usage behind another team queue: the score decayed to
- * now, and the rank (columns C_FS_SCORE, C_FS_RANK; NULL otherwise). */
+/* The columns C_FS_SCORE and C_FS_RANK of a one-job read: its team
+ * queue's fair-share standing as the admission leader last wrote it (0024)
+ * while it waits for quota in a cluster queue that orders by usage behind
+ * another team queue: the score decayed to now, and the rank (NULL
+ * otherwise). */
+#define FS_COLUMNS                                                             \
+  "fr.score * power(2::float8, -greatest(extract(epoch FROM now() - "          \
+  "fr.as_of), 0)::float8 / fr.half_life_s), fr.rank "
+#define FS_JOIN                                                                \
+  "LEFT JOIN fair_share_ranks fr ON fr.team = j.team AND fr.queue = j.queue "  \
+  "AND j.state = 'PENDING' AND fr.rank > 1 "                                   \
+  "AND j.reason IN ('InsufficientQuota', 'WaitingForHead') "
+
 /* clang-format off */
 static const char sql_get[] =
     "SELECT " JOB_COLUMNS(POSITION("position_in_queue"),
                           POSITION("position_in_cluster_queue"),
-                          POSITION("ahead_gpus")) ", "
-    "fr.score * power(2::float8, -greatest(extract(epoch FROM now() - "
-    "fr.as_of), 0)::float8 / fr.half_life_s), fr.rank "
+                          POSITION("ahead_gpus")) ", " FS_COLUMNS
     "FROM jobs j LEFT JOIN flavors f ON f.name = j.flavor "
-    "LEFT JOIN job_positions jp ON jp.job_id = j.id "
-    "LEFT JOIN fair_share_ranks fr ON fr.team = j.team AND fr.queue = j.queue "
-    "AND j.state = 'PENDING' AND fr.rank > 1 "
-    "AND j.reason IN ('InsufficientQuota', 'WaitingForHead') "
+    "LEFT JOIN job_positions jp ON jp.job_id = j.id " FS_JOIN
     "WHERE j.team = $1 AND j.id = $2";
 /* clang-format on */
 
-/* sql_get without the join to flavors: the price comes with the process's
- * copy of every flavor's (db/prices.h), $3 the names and $4 the prices */
+/* One job (GET): sql_get without the join to flavors; the price comes
+ * with the process's copy of every flavor's (db/prices.h), $3 the names
+ * and $4 the prices */
 /* clang-format off */
 static const char sql_get_priced[] =
   "SELECT " JOB_COLUMNS_PRICED(POSITION("position_in_queue"),
                                POSITION("position_in_cluster_queue"),
                                POSITION("ahead_gpus"), "j.spec",
                                "($4::text[])[array_position($3::text[], "
-                               "j.flavor)]::numeric")
-  "FROM jobs j LEFT JOIN job_positions jp ON jp.job_id = j.id "
+                               "j.flavor)]::numeric") ", " FS_COLUMNS
+  "FROM jobs j LEFT JOIN job_positions jp ON jp.job_id = j.id " FS_JOIN
   "WHERE j.team = $1 AND j.id = $2";
 /* clang-format on */
 

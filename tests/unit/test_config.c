@@ -84,6 +84,11 @@ static void files_setup(void)
   }
 }
 
+static void clear_env(void);
+
+/* The temporary files go, and no GPUGATE_* is left behind for the suites
+ * after this one (with CK_FORK=no, as the ASan run has it, they share this
+ * process's environment). */
 static void files_teardown(void)
 {
   char path[128];
@@ -94,6 +99,7 @@ static void files_teardown(void)
     unlink(path);
   }
   rmdir(tmpdir);
+  clear_env();
 }
 
 /* Remove every GPUGATE_* variable and GCE_METADATA_HOST. */
@@ -1122,6 +1128,7 @@ Suite *config_suite(void)
   suite_add_tcase(s, tc);
 
   tc = tcase_create("connections");
+  tcase_add_unchecked_fixture(tc, NULL, clear_env);
   tcase_add_loop_test(tc, conn_good_case, 0, N_OF(conn_good));
   tcase_add_loop_test(tc, conn_bad_case, 0, N_OF(conn_bad));
   tcase_add_loop_test(tc, proxies_good_case, 0, N_OF(proxies_good));
@@ -1130,6 +1137,7 @@ Suite *config_suite(void)
   suite_add_tcase(s, tc);
 
   tc = tcase_create("problem");
+  tcase_add_unchecked_fixture(tc, NULL, clear_env);
   tcase_add_loop_test(tc, codes, 0, N_OF(code_cases));
   tcase_add_loop_test(tc, build, 0, N_OF(build_cases));
   tcase_add_test(tc, record);
