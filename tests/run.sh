@@ -3,9 +3,10 @@
 #
 # Installs what is missing, builds with -Werror, runs the unit tests, the
 # same unit tests under ASan+UBSan, the integration tests against a
-# throwaway PostgreSQL cluster (in three lanes at once: soak, fairshare and
-# the rest), each libFuzzer harness for 10 s (two at a time), the
-# OpenAPI checks, the web console in headless Chromium, format and lint.
+# throwaway PostgreSQL cluster (in three lanes at once: soak; fairshare and
+# a few shorter suites; the rest), each libFuzzer harness for 10 s (two at
+# a time), the OpenAPI checks, the web console in headless Chromium, format
+# and lint.
 # Each step's result is counted; the last line is "N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -101,13 +102,16 @@ fi
 if uri=$(tests/pg.sh start "$pgdir" 2>"$workdir/pg-start.log"); then
   passed=$((passed + 1))
   # The integration suites run in three lanes at once against the one
-  # cluster: soak (five minutes of load at about a third of a core) and
-  # fairshare (mostly waiting on job run times) each in a lane of their own,
-  # every other suite in the third. Each suite makes its own databases,
-  # servers and emulators on free ports, so the lanes share nothing else.
-  lanes=(soak fairshare)
+  # cluster: soak (five minutes of load at about a third of a core) in a
+  # lane of its own, fairshare (mostly waiting on job run times) with a few
+  # shorter suites in another, every other suite in the third. Each suite
+  # makes its own databases, servers and emulators on free ports, so the
+  # lanes share nothing else. A lane is named after its first suite.
+  lanes=(soak fairshare,cancel,bigquery,months)
   skip=$(IFS=,; echo "${lanes[*]}")
-  for lane in integration "${lanes[@]/#/integration-}"; do
+  names=(integration)
+  for lane in "${lanes[@]}"; do names+=("integration-${lane%%,*}"); done
+  for lane in "${names[@]}"; do
     echo "=== $lane (started)"
   done
   # servers', emulators' and providers' logs live in the work dir: gone
@@ -121,11 +125,11 @@ if uri=$(tests/pg.sh start "$pgdir" 2>"$workdir/pg-start.log"); then
   pids+=($!)
   for lane in "${lanes[@]}"; do
     (GPUGATE_TEST_PG_URI="$uri" CK_DEFAULT_TIMEOUT=120 GPUGATE_TEST_SUITE="$lane" \
-       build/integration_tests >"$workdir/integration-$lane.log" 2>&1; echo "$? $((SECONDS - t0))" >"$workdir/integration-$lane.rc") &
+       build/integration_tests >"$workdir/integration-${lane%%,*}.log" 2>&1; echo "$? $((SECONDS - t0))" >"$workdir/integration-${lane%%,*}.rc") &
     pids+=($!)
   done
   wait "${pids[@]}"
-  for lane in integration "${lanes[@]/#/integration-}"; do
+  for lane in "${names[@]}"; do
     read -r rc took <"$workdir/$lane.rc" || { rc=1; took=$((SECONDS - t0)); }
     check_count "$lane" "$rc" "$took"
   done
