@@ -11,6 +11,7 @@
 
 #include "db/batch.h"
 #include "db/sched.h"
+#include "scheduler/fairshare.h"
 #include "server/rfc3339.h"
 
 static const char sql_lock[] =
@@ -172,6 +173,15 @@ static void parse_cq(struct db_sched *s, json_t *spec, int cohort,
                                   : 1;
     cq->fs_weights[SCHED_CPU] = json_number_value(json_object_get(w, "cpu"));
     cq->fs_weights[SCHED_MEM] = json_number_value(json_object_get(w, "memory"));
+    /* absent in a spec stored before the field: the default */
+    cq->fs_min_charge_s =
+        json_is_number(json_object_get(u, "min_charge_s"))
+            ? json_number_value(json_object_get(u, "min_charge_s"))
+            : FS_MIN_CHARGE_S;
+    if (!(cq->fs_min_charge_s >= 0)) /* validation refuses it; be safe */
+      cq->fs_min_charge_s = 0;
+    if (cq->fs_min_charge_s > FS_MIN_CHARGE_MAX)
+      cq->fs_min_charge_s = FS_MIN_CHARGE_MAX;
   }
   json_array_foreach (json_object_get(spec, "flavors"), i, fl) {
     struct sched_cq_flavor *f;

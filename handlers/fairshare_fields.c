@@ -7,10 +7,13 @@
  */
 #include "handlers/fairshare_fields.h"
 
+#include "scheduler/fairshare.h"
 #include "server/problem.h"
 
 #define HALF_LIFE_MAX 31536000.0 /* a year */
 #define WEIGHT_MAX FAIRSHARE_WEIGHT_MAX
+#define STR_(x) #x
+#define STR(x) STR_(x)
 
 static const char *const precedences[] = {"usage", "priority", NULL};
 
@@ -30,6 +33,11 @@ const struct v_field fairshare_usage_fields[] = {
      .flags = V_REQUIRED,
      .min = 0,
      .max = HALF_LIFE_MAX},
+    {.key = "min_charge_s",
+     .type = V_NUMBER,
+     .min = 0,
+     .max = FS_MIN_CHARGE_MAX,
+     .dflt = STR(FS_MIN_CHARGE_S)},
     {.key = "resource_weights",
      .type = V_OBJECT,
      .dflt = "{\"gpu\": 1, \"cpu\": 0, \"memory\": 0}",

@@ -12,7 +12,7 @@
 #include "handlers/validate.h"
 #include "server/req.h"
 
-/* The fields of a usage_fair_sharing object: half_life_s,
+/* The fields of a usage_fair_sharing object: half_life_s, min_charge_s,
  * resource_weights {gpu, cpu, memory}, precedence. */
 extern const struct v_field fairshare_usage_fields[];
 

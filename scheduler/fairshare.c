@@ -117,7 +117,7 @@ static int grace_add(struct fs_usage *u, int64_t end_us, int64_t key,
 }
 
 /* Shared by admit (charge true) and resume (the charge is in u already). */
-static int take(struct fs_usage *u, double h, int64_t admitted_us,
+static int take(struct fs_usage *u, double h, double m, int64_t admitted_us,
                 int64_t now_us, int64_t key, const double req[SCHED_NRES],
                 bool charge)
 {
@@ -128,13 +128,17 @@ static int take(struct fs_usage *u, double h, int64_t admitted_us,
     return -1;
   if (admitted_us > now_us)
     admitted_us = now_us;
-  end_us = admitted_us + (int64_t)FS_MIN_CHARGE_S * 1000000;
+  if (!(m > 0)) /* NaN too */
+    m = 0;
+  if (m > FS_MIN_CHARGE_MAX)
+    m = FS_MIN_CHARGE_MAX;
+  end_us = admitted_us + (int64_t)llround(m * US);
   if (charge) {
     double d = fs_decay(h, (double)(now_us - admitted_us) / US);
     double a =
         end_us < now_us ? fs_accrual(h, (double)(now_us - end_us) / US) : 0;
     for (r = 0; r < SCHED_NRES; r++)
-      u->u[r] += req[r] * FS_MIN_CHARGE_S * d + req[r] * a;
+      u->u[r] += req[r] * m * d + req[r] * a;
   }
   if (end_us > now_us)
     return grace_add(u, end_us, key, req);
@@ -142,16 +146,20 @@ static int take(struct fs_usage *u, double h, int64_t admitted_us,
   return 0;
 }
 
-int fs_admit(struct fs_usage *u, double half_life_s, int64_t admitted_us,
-             int64_t now_us, int64_t key, const double req[SCHED_NRES])
+int fs_admit(struct fs_usage *u, double half_life_s, double min_charge_s,
+             int64_t admitted_us, int64_t now_us, int64_t key,
+             const double req[SCHED_NRES])
 {
-  return take(u, half_life_s, admitted_us, now_us, key, req, true);
+  return take(u, half_life_s, min_charge_s, admitted_us, now_us, key, req,
+              true);
 }
 
-int fs_resume(struct fs_usage *u, double half_life_s, int64_t admitted_us,
-              int64_t now_us, int64_t key, const double req[SCHED_NRES])
+int fs_resume(struct fs_usage *u, double half_life_s, double min_charge_s,
+              int64_t admitted_us, int64_t now_us, int64_t key,
+              const double req[SCHED_NRES])
 {
-  return take(u, half_life_s, admitted_us, now_us, key, req, false);
+  return take(u, half_life_s, min_charge_s, admitted_us, now_us, key, req,
+              false);
 }
 
 int fs_release(struct fs_usage *u, double half_life_s, int64_t now_us,

@@ -7,13 +7,15 @@
  *
  *   U(t + Δ) = U(t)·2^(−Δ/h) + R·h/ln2·(1 − 2^(−Δ/h))
  *
- * A job is charged at least FS_MIN_CHARGE_S of its request, counted at
- * once at its admission: R·60 is added then, and the job accrues only
- * from admission + 60 s on. So a job held for H seconds is charged
- * exactly max(60, H)·R in all, each part decayed from when it was
+ * A job is charged at least m seconds of its request (the cluster
+ * queue's usage_fair_sharing.min_charge_s, FS_MIN_CHARGE_S by default),
+ * counted at once at its admission: R·m is added then, and the job
+ * accrues only from admission + m on. So a job held for H seconds is
+ * charged exactly max(m, H)·R in all, each part decayed from when it was
  * charged (Kueue's entry penalty and Armada's short-job penalty in one
- * rule). The jobs still inside their first 60 s are kept in a short
- * list ordered by when they start to accrue; time only moves forwards.
+ * rule; m = 0 is exact accrual only). The jobs still inside their first
+ * m seconds are kept in a short list ordered by when they start to
+ * accrue; time only moves forwards.
  *
  * Pure: no I/O, no clock, no globals. Not thread-safe: one owner.
  */
@@ -25,9 +27,10 @@
 
 #include "scheduler/sched.h"
 
-#define FS_MIN_CHARGE_S 60
-#define FS_TIE_REL 1e-9 /* scores this close (relative) are equal */
-#define FS_TIE_ABS 1.0  /* and scores this close (absolute: one score unit) */
+#define FS_MIN_CHARGE_S 60      /* min_charge_s when absent */
+#define FS_MIN_CHARGE_MAX 86400 /* a day */
+#define FS_TIE_REL 1e-9         /* scores this close (relative) are equal */
+#define FS_TIE_ABS 1.0 /* and scores this close (absolute: one score unit) */
 
 /* A job inside its minimum charge: it starts to accrue at end_us. */
 struct fs_grace {
@@ -68,21 +71,25 @@ int fs_advance(struct fs_usage *u, double half_life_s, int64_t now_us);
 
 /*
  * Charge a job admitted at admitted_us (≤ now_us; later is read as now)
- * with request req, valued at now_us: its minimum charge, decayed since
- * its admission, and what it has accrued since the minimum ended when
- * that lies before now. Advances u to now_us first. Returns 0, or -1 as
- * fs_advance(), or when out of memory (u valued at now_us, job not added).
+ * with request req and a minimum of min_charge_s seconds (a negative or
+ * NaN one is read as 0, more than FS_MIN_CHARGE_MAX as that), valued at
+ * now_us: its minimum charge, decayed since its admission, and what it
+ * has accrued since the minimum ended when that lies before now.
+ * Advances u to now_us first. Returns 0, or -1 as fs_advance(), or when
+ * out of memory (u valued at now_us, job not added).
  */
-int fs_admit(struct fs_usage *u, double half_life_s, int64_t admitted_us,
-             int64_t now_us, int64_t key, const double req[SCHED_NRES]);
+int fs_admit(struct fs_usage *u, double half_life_s, double min_charge_s,
+             int64_t admitted_us, int64_t now_us, int64_t key,
+             const double req[SCHED_NRES]);
 
 /*
  * Take up a job already charged (its usage was restored from storage):
  * it accrues from now on, or from the end of its minimum charge when that
  * is still ahead. Same returns as fs_admit().
  */
-int fs_resume(struct fs_usage *u, double half_life_s, int64_t admitted_us,
-              int64_t now_us, int64_t key, const double req[SCHED_NRES]);
+int fs_resume(struct fs_usage *u, double half_life_s, double min_charge_s,
+              int64_t admitted_us, int64_t now_us, int64_t key,
+              const double req[SCHED_NRES]);
 
 /*
  * The job released its quota at now_us: it stops accruing (a job still

@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "scheduler/fairshare.h"
 #include "scheduler/sched_fs.h"
 
 #define QTY_INF (INT64_MAX / 4) /* an unlimited amount of quota */
@@ -220,10 +221,15 @@ static bool input_valid(const struct sched_input *in)
         !(t->score >= 0) || !isfinite(t->score) || !isfinite(t->weight))
       return false;
   }
-  for (i = 0; i < in->n_cqs; i++)
+  for (i = 0; i < in->n_cqs; i++) {
+    if (in->cqs[i].usage_fs &&
+        !(in->cqs[i].fs_min_charge_s >= 0 &&
+          in->cqs[i].fs_min_charge_s <= FS_MIN_CHARGE_MAX))
+      return false;
     for (r = 0; r < SCHED_NRES; r++)
       if (in->cqs[i].usage_fs && !(in->cqs[i].fs_weights[r] >= 0))
         return false;
+  }
   return true;
 }
 

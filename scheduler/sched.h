@@ -60,11 +60,12 @@ struct sched_cq {
   enum sched_stop stop;
   /* fair share over time (usage_fair_sharing): its pending jobs are
    * ordered by their team queue's score (sched_tq); an admission adds its
-   * minimum charge (FS_MIN_CHARGE_S of the request, weighted by
+   * minimum charge (fs_min_charge_s seconds of the request, weighted by
    * fs_weights per GPU, CPU and GiB) to the score at once */
   bool usage_fs;
   enum sched_precedence precedence;
   double fs_weights[SCHED_NRES];
+  double fs_min_charge_s; /* usage_fair_sharing.min_charge_s, ≥ 0 */
   int n_flavors;
   struct sched_cq_flavor flavors[SCHED_MAX_FLAVORS]; /* in order */
 };

@@ -141,7 +141,7 @@ void sched_fs_charge(struct sched_fs *f, const struct sched_job *j)
   if (t < 0)
     return;
   fs_request(j->request, req);
-  c = FS_MIN_CHARGE_S * fs_score(req, cq->fs_weights, 1);
+  c = cq->fs_min_charge_s * fs_score(req, cq->fs_weights, 1);
   f->tq_score[t] += c / f->in->tqs[t].weight;
   f->cq_fs[j->cq] += c;
 }

@@ -20,6 +20,7 @@
 struct account {
   char team[DB_NAME_LEN], queue[DB_NAME_LEN];
   double half_life_s;
+  double min_charge_s; /* its cluster queue's */
   struct fs_usage u;
 };
 
@@ -106,8 +107,8 @@ static int drain(struct admission_fs *b, struct sched_state *st, int64_t now_us)
     a = &b->acc[k];
     fs_request(e->request, req);
     if (e->start)
-      rc = fs_admit(&a->u, a->half_life_s, e->admitted_at * US, now_us, e->seq,
-                    req);
+      rc = fs_admit(&a->u, a->half_life_s, a->min_charge_s, e->admitted_at * US,
+                    now_us, e->seq, req);
     else
       rc = fs_release(&a->u, a->half_life_s, now_us, e->seq, req);
     /* -1 is a clock behind the account (refused) or out of memory: the
@@ -140,6 +141,7 @@ static int resync(struct admission_fs *b, const struct db_sched *cfg,
     snprintf(a->team, sizeof(a->team), "%s", team);
     snprintf(a->queue, sizeof(a->queue), "%s", queue);
     a->half_life_s = cfg->fs_half_life[cfg->tqs[i].cq];
+    a->min_charge_s = cfg->cqs[cfg->tqs[i].cq].fs_min_charge_s;
     if (k >= 0) {
       a->u = b->acc[k].u; /* moved: its list goes with it */
       memset(&b->acc[k].u, 0, sizeof(b->acc[k].u));
@@ -169,11 +171,11 @@ static int resync(struct admission_fs *b, const struct db_sched *cfg,
     row = stored(b, acc[k].team, acc[k].queue);
     fs_request(j->request, req);
     if (row && j->admitted_at * US <= row->as_of_us)
-      fs_resume(&acc[k].u, acc[k].half_life_s, j->admitted_at * US, now_us,
-                j->seq, req);
+      fs_resume(&acc[k].u, acc[k].half_life_s, acc[k].min_charge_s,
+                j->admitted_at * US, now_us, j->seq, req);
     else
-      fs_admit(&acc[k].u, acc[k].half_life_s, j->admitted_at * US, now_us,
-               j->seq, req);
+      fs_admit(&acc[k].u, acc[k].half_life_s, acc[k].min_charge_s,
+               j->admitted_at * US, now_us, j->seq, req);
   }
   drop_accounts(b);
   b->acc = acc;

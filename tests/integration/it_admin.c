@@ -255,6 +255,18 @@ static const struct bad bad[] = {
      "{\"usage_fair_sharing\": {\"half_life_s\": 60, \"precedence\": "
      "\"fifo\"}, " CQ_FL(GPU4) "}",
      NULL, 400, "usage_fair_sharing.precedence"},
+    {"PUT", CQV,
+     "{\"usage_fair_sharing\": {\"half_life_s\": 60, \"min_charge_s\": "
+     "-1}, " CQ_FL(GPU4) "}",
+     NULL, 400, "usage_fair_sharing.min_charge_s"},
+    {"PUT", CQV,
+     "{\"usage_fair_sharing\": {\"half_life_s\": 60, \"min_charge_s\": "
+     "86401}, " CQ_FL(GPU4) "}",
+     NULL, 400, "usage_fair_sharing.min_charge_s"},
+    {"PUT", CQV,
+     "{\"usage_fair_sharing\": {\"half_life_s\": 60, \"min_charge_s\": "
+     "\"60\"}, " CQ_FL(GPU4) "}",
+     NULL, 400, "usage_fair_sharing.min_charge_s"},
     {"PUT", QV, "{\"cluster_queue\": \"adm-cq\", \"fair_sharing_weight\": 0}",
      NULL, 400, "fair_sharing_weight"},
     {"PUT", QV,
@@ -514,9 +526,9 @@ static const struct kind kinds[] = {
      "\"borrowing_limit\": null, \"lending_limit\": null}}}], "
      "\"min_runtime_before_preemption_s\": 300, "
      "\"default_max_run_duration_s\": 7200, \"stop_policy\": \"Hold\", "
-     "\"usage_fair_sharing\": {\"half_life_s\": 600, \"resource_weights\": "
-     "{\"gpu\": 1, \"cpu\": 0.5, \"memory\": 0}, \"precedence\": "
-     "\"priority\"}}",
+     "\"usage_fair_sharing\": {\"half_life_s\": 600, \"min_charge_s\": 30, "
+     "\"resource_weights\": {\"gpu\": 1, \"cpu\": 0.5, \"memory\": 0}, "
+     "\"precedence\": \"priority\"}}",
      "{\"cohort\": null, \"queueing_strategy\": \"BestEffortFIFO\", "
      "\"preemption\": {\"within_cluster_queue\": \"Never\", "
      "\"reclaim_within_cohort\": \"Never\"}, \"flavor_fungibility\": "

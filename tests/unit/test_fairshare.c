@@ -275,6 +275,7 @@ START_TEST(order)
     cqs[i].usage_fs = oc->cqs[i].fs;
     cqs[i].precedence = oc->cqs[i].prec;
     cqs[i].fs_weights[SCHED_GPU] = 1;
+    cqs[i].fs_min_charge_s = FS_MIN_CHARGE_S;
     cqs[i].n_flavors = 1;
     cqs[i].flavors[0].flavor = 0;
     cqs[i].flavors[0].quota[SCHED_GPU] = (struct sched_quota){
@@ -391,17 +392,42 @@ static const struct {
     {"null is off", true, "{\"usage_fair_sharing\":null}",
      "{\"usage_fair_sharing\":null}", NULL},
     {"defaults filled", true, "{\"usage_fair_sharing\":{\"half_life_s\":3600}}",
-     "{\"usage_fair_sharing\":{\"half_life_s\":3600,\"resource_weights\":"
-     "{\"gpu\":1,\"cpu\":0,\"memory\":0},\"precedence\":\"usage\"}}",
+     "{\"usage_fair_sharing\":{\"half_life_s\":3600,\"min_charge_s\":60,"
+     "\"resource_weights\":{\"gpu\":1,\"cpu\":0,\"memory\":0},"
+     "\"precedence\":\"usage\"}}",
      NULL},
     {"all set", true,
-     "{\"usage_fair_sharing\":{\"half_life_s\":0.5,\"resource_weights\":"
-     "{\"gpu\":0,\"cpu\":2,\"memory\":0.25},\"precedence\":"
-     "\"priority\"}}",
-     "{\"usage_fair_sharing\":{\"half_life_s\":0.5,\"resource_weights\":"
-     "{\"gpu\":0,\"cpu\":2,\"memory\":0.25},\"precedence\":"
-     "\"priority\"}}",
+     "{\"usage_fair_sharing\":{\"half_life_s\":0.5,\"min_charge_s\":30.5,"
+     "\"resource_weights\":{\"gpu\":0,\"cpu\":2,\"memory\":0.25},"
+     "\"precedence\":\"priority\"}}",
+     "{\"usage_fair_sharing\":{\"half_life_s\":0.5,\"min_charge_s\":30.5,"
+     "\"resource_weights\":{\"gpu\":0,\"cpu\":2,\"memory\":0.25},"
+     "\"precedence\":\"priority\"}}",
      NULL},
+    {"min charge 0: exact accrual only", true,
+     "{\"usage_fair_sharing\":{\"half_life_s\":60,\"min_charge_s\":0}}",
+     "{\"usage_fair_sharing\":{\"half_life_s\":60,\"min_charge_s\":0,"
+     "\"resource_weights\":{\"gpu\":1,\"cpu\":0,\"memory\":0},"
+     "\"precedence\":\"usage\"}}",
+     NULL},
+    {"min charge a day", true,
+     "{\"usage_fair_sharing\":{\"half_life_s\":60,\"min_charge_s\":86400}}",
+     "{\"usage_fair_sharing\":{\"half_life_s\":60,\"min_charge_s\":86400,"
+     "\"resource_weights\":{\"gpu\":1,\"cpu\":0,\"memory\":0},"
+     "\"precedence\":\"usage\"}}",
+     NULL},
+    {"min charge negative", true,
+     "{\"usage_fair_sharing\":{\"half_life_s\":60,\"min_charge_s\":-1}}", NULL,
+     "usage_fair_sharing.min_charge_s"},
+    {"min charge over a day", true,
+     "{\"usage_fair_sharing\":{\"half_life_s\":60,\"min_charge_s\":86401}}",
+     NULL, "usage_fair_sharing.min_charge_s"},
+    {"min charge a string", true,
+     "{\"usage_fair_sharing\":{\"half_life_s\":60,\"min_charge_s\":\"60\"}}",
+     NULL, "usage_fair_sharing.min_charge_s"},
+    {"min charge null", true,
+     "{\"usage_fair_sharing\":{\"half_life_s\":60,\"min_charge_s\":null}}",
+     NULL, "usage_fair_sharing.min_charge_s"},
     {"half-life 0 refused", true,
      "{\"usage_fair_sharing\":{\"half_life_s\":0}}", NULL,
      "usage_fair_sharing.half_life_s"},
@@ -597,7 +623,7 @@ static const struct {
      60 * 0.125 + 60 / L2 * 0.75},
 };
 
-static int apply_ev(struct fs_usage *u, double h, const struct ev *e)
+static int apply_ev(struct fs_usage *u, double h, double m, const struct ev *e)
 {
   double req[SCHED_NRES] = {e->gpu, 0, 0};
   int64_t at = (int64_t)llround(e->at_s * (double)S);
@@ -605,9 +631,9 @@ static int apply_ev(struct fs_usage *u, double h, const struct ev *e)
 
   switch (e->op) {
   case ADMIT:
-    return fs_admit(u, h, from, at, e->key, req);
+    return fs_admit(u, h, m, from, at, e->key, req);
   case RESUME:
-    return fs_resume(u, h, from, at, e->key, req);
+    return fs_resume(u, h, m, from, at, e->key, req);
   case RELEASE:
     return fs_release(u, h, at, e->key, req);
   case ADVANCE:
@@ -626,8 +652,8 @@ START_TEST(math)
 
   fs_usage_init(&u, 0);
   for (k = 0; math_cases[_i].ev[k].op != END; k++)
-    ck_assert_msg(apply_ev(&u, math_cases[_i].h, &math_cases[_i].ev[k]) ==
-                      math_cases[_i].ev[k].want,
+    ck_assert_msg(apply_ev(&u, math_cases[_i].h, FS_MIN_CHARGE_S,
+                           &math_cases[_i].ev[k]) == math_cases[_i].ev[k].want,
                   "case \"%s\": event %d", math_cases[_i].what, k);
   ck_assert_int_eq(
       fs_advance(&u, math_cases[_i].h,
@@ -643,6 +669,111 @@ START_TEST(math)
 }
 END_TEST
 
+/*
+ * The cluster queue's min_charge_s m: a job held H seconds is charged
+ * max(m, H) in all, m at once at its admission; m = 0 is exact accrual
+ * from the admission. 2^-0.5 = 0.7071067811865476.
+ */
+static const struct {
+  const char *what;
+  double m, h;
+  struct ev ev[4];
+  double read_s;
+  double want;
+} charge_cases[] = {
+    {"m 0: a short job is charged its hold only",
+     0,
+     10,
+     {{ADMIT, 0, 0, 1, 1, 0}, {RELEASE, 5, 0, 1, 1, 0}, {END, 0, 0, 0, 0, 0}},
+     10,
+     10 / L2 *(0.7071067811865476 - 0.5)},
+    {"m 0: nothing at once, accrues from its admission",
+     0,
+     10,
+     {{ADMIT, 0, 0, 1, 1, 0}, {END, 0, 0, 0, 0, 0}},
+     10,
+     10 / L2 * 0.5},
+    {"m 0: an admission told late accrues from the admission",
+     0,
+     10,
+     {{ADMIT, 10, 0, 1, 1, 0}, {END, 0, 0, 0, 0, 0}},
+     20,
+     10 / L2 * 0.75},
+    {"m 0: 2 GPUs for 10 s",
+     0,
+     10,
+     {{ADMIT, 0, 0, 1, 2, 0}, {RELEASE, 10, 0, 1, 2, 0}, {END, 0, 0, 0, 0, 0}},
+     10,
+     2 * 10 / L2 * 0.5},
+    {"m 60, the default: a 5 s job charged 60",
+     60,
+     60,
+     {{ADMIT, 0, 0, 1, 1, 0}, {RELEASE, 5, 0, 1, 1, 0}, {END, 0, 0, 0, 0, 0}},
+     60,
+     60 * 0.5},
+    {"m 60: a job held 120 s, its minimum then accrual",
+     60,
+     60,
+     {{ADMIT, 0, 0, 1, 1, 0}, {RELEASE, 120, 0, 1, 1, 0}, {END, 0, 0, 0, 0, 0}},
+     120,
+     60 * 0.25 + 60 / L2 * 0.5},
+    {"m 10: a 5 s job charged 10 at once",
+     10,
+     10,
+     {{ADMIT, 0, 0, 1, 1, 0}, {RELEASE, 5, 0, 1, 1, 0}, {END, 0, 0, 0, 0, 0}},
+     10,
+     10 * 0.5},
+    {"m 10: held 20 s, 10 at once then accrues from 10 s",
+     10,
+     10,
+     {{ADMIT, 0, 0, 1, 1, 0}, {END, 0, 0, 0, 0, 0}},
+     20,
+     10 * 0.25 + 10 / L2 * 0.5},
+    {"m 10: resume inside the minimum accrues from its end",
+     10,
+     10,
+     {{RESUME, 5, 0, 1, 1, 0}, {END, 0, 0, 0, 0, 0}},
+     20,
+     10 / L2 * 0.5},
+    {"m 10: resume past the minimum accrues from now",
+     10,
+     10,
+     {{RESUME, 30, 0, 1, 1, 0}, {END, 0, 0, 0, 0, 0}},
+     40,
+     10 / L2 * 0.5},
+    {"a negative m is read as 0",
+     -5,
+     10,
+     {{ADMIT, 0, 0, 1, 1, 0}, {END, 0, 0, 0, 0, 0}},
+     10,
+     10 / L2 * 0.5},
+};
+
+START_TEST(charge)
+{
+  struct fs_usage u;
+  double got;
+  int k;
+
+  fs_usage_init(&u, 0);
+  for (k = 0; charge_cases[_i].ev[k].op != END; k++)
+    ck_assert_msg(apply_ev(&u, charge_cases[_i].h, charge_cases[_i].m,
+                           &charge_cases[_i].ev[k]) ==
+                      charge_cases[_i].ev[k].want,
+                  "case \"%s\": event %d", charge_cases[_i].what, k);
+  ck_assert_int_eq(
+      fs_advance(&u, charge_cases[_i].h,
+                 (int64_t)llround(charge_cases[_i].read_s * (double)S)),
+      0);
+  got = u.u[SCHED_GPU];
+  ck_assert_msg(isfinite(got) && fabs(got - charge_cases[_i].want) <=
+                                     1e-9 * fmax(1, charge_cases[_i].want),
+                "case \"%s\": usage %.12g, want %.12g", charge_cases[_i].what,
+                got, charge_cases[_i].want);
+  fs_usage_free(&u);
+}
+END_TEST
+
 /* Units: GPUs, millicores → CPUs, MiB → GiB. */
 START_TEST(units)
 {
@@ -653,7 +784,7 @@ START_TEST(units)
   fs_request(req, r);
   ck_assert(r[SCHED_GPU] == 2 && r[SCHED_CPU] == 1.5 && r[SCHED_MEM] == 3);
   fs_usage_init(&u, 0);
-  ck_assert_int_eq(fs_admit(&u, 100, 0, 0, 1, r), 0);
+  ck_assert_int_eq(fs_admit(&u, 100, FS_MIN_CHARGE_S, 0, 0, 1, r), 0);
   ck_assert(u.u[SCHED_GPU] == 120 && u.u[SCHED_CPU] == 90 &&
             u.u[SCHED_MEM] == 180);
   ck_assert_int_eq(fs_advance(&u, 0, 10), -1); /* half-life must be > 0 */
@@ -774,15 +905,16 @@ static double simpson(double h, double now, double a, double b, double r)
   return sum * step / 3;
 }
 
-static double brute(const struct hist *hs, int n, double h, double now)
+static double brute(const struct hist *hs, int n, double h, double m,
+                    double now)
 {
   double u = 0;
   int i;
 
   for (i = 0; i < n; i++) {
     double end = hs[i].t1 < 0 ? now : hs[i].t1;
-    u += hs[i].req * FS_MIN_CHARGE_S * exp2(-(now - hs[i].t0) / h);
-    u += simpson(h, now, hs[i].t0 + FS_MIN_CHARGE_S, end, hs[i].req);
+    u += hs[i].req * m * exp2(-(now - hs[i].t0) / h);
+    u += simpson(h, now, hs[i].t0 + m, end, hs[i].req);
   }
   return u;
 }
@@ -790,7 +922,9 @@ static double brute(const struct hist *hs, int n, double h, double now)
 START_TEST(property)
 {
   struct rng rng = {0x5eed0000u + (uint64_t)_i};
+  static const double mins[] = {FS_MIN_CHARGE_S, 0, 10, 0.5};
   double h = 5 + below(&rng, 200); /* seconds: short next to the minimum */
+  double m = mins[_i % N_OF(mins)];
   struct hist hs[120];
   int n = 0, checks = 0, k;
   int64_t now = 0;
@@ -806,7 +940,7 @@ START_TEST(property)
       double req[SCHED_NRES] = {1 + below(&rng, 8), 0, 0};
       if (t0 < 0)
         t0 = 0;
-      ck_assert_int_eq(fs_admit(&u, h, t0, now, n, req), 0);
+      ck_assert_int_eq(fs_admit(&u, h, m, t0, now, n, req), 0);
       hs[n++] = (struct hist){(double)t0 / 1e6, -1, req[SCHED_GPU]};
     } else if (op < 8 && n > 0) {
       int j = below(&rng, n);
@@ -817,12 +951,12 @@ START_TEST(property)
       hs[j].t1 = (double)now / 1e6;
       /* a job released inside its minimum is charged the minimum: its
        * interval after the minimum is empty */
-      if (hs[j].t1 < hs[j].t0 + FS_MIN_CHARGE_S)
-        hs[j].t1 = hs[j].t0 + FS_MIN_CHARGE_S;
+      if (hs[j].t1 < hs[j].t0 + m)
+        hs[j].t1 = hs[j].t0 + m;
     } else {
       double want;
       ck_assert_int_eq(fs_advance(&u, h, now), 0);
-      want = brute(hs, n, h, (double)now / 1e6);
+      want = brute(hs, n, h, m, (double)now / 1e6);
       ck_assert_msg(fabs(u.u[SCHED_GPU] - want) <= 1e-6 * fmax(want, 1e-3),
                     "seed %d step %d: incremental %.12g, brute force %.12g", _i,
                     k, u.u[SCHED_GPU], want);
@@ -841,6 +975,7 @@ Suite *fairshare_suite(void)
 
   tcase_add_loop_test(tc, fields, 0, N_OF(field_cases));
   tcase_add_loop_test(tc, math, 0, N_OF(math_cases));
+  tcase_add_loop_test(tc, charge, 0, N_OF(charge_cases));
   tcase_add_test(tc, units);
   tcase_add_loop_test(tc, score, 0, N_OF(score_cases));
   tcase_add_loop_test(tc, cmp, 0, N_OF(cmp_cases));

@@ -196,6 +196,7 @@ static void rand_policy(struct rng *r, struct sched_cq *cq)
   cq->fs_weights[SCHED_GPU] = 1;
   cq->fs_weights[SCHED_CPU] = chance(r, 50) ? 0.5 : 0;
   cq->fs_weights[SCHED_MEM] = 0;
+  cq->fs_min_charge_s = chance(r, 50) ? 60 : below(r, 3) * 5;
 }
 
 static void sim_init(struct sim *s, uint64_t seed)
