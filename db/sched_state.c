@@ -21,7 +21,7 @@
   "id, attempt, cluster_queue, team, priority, can_preempt, "                  \
   "(extract(epoch FROM created_at) * 1000000)::bigint, seq, gpu, cpu_milli, "  \
   "memory_mib, coalesce(flavor, ''), "                                         \
-  "coalesce(extract(epoch FROM admitted_at)::bigint, 0), state, "              \
+  "coalesce((extract(epoch FROM admitted_at) * 1000000)::bigint, 0), state, "  \
   "coalesce(estimated_cost_usd, 0)::float8, coalesce(reason, ''), "            \
   "max_run_duration_s, locations, "                                            \
   "coalesce((extract(epoch FROM backoff_until) * 1000000)::bigint, 0), "       \
@@ -110,7 +110,7 @@ static int job_of(struct sched_state *st, const PGresult *r, int row,
   j->request[SCHED_GPU] = num(r, row, F_GPU);
   j->request[SCHED_CPU] = num(r, row, F_CPU);
   j->request[SCHED_MEM] = num(r, row, F_MEM);
-  j->admitted_at = num(r, row, F_ADMITTED_AT);
+  j->admitted_at_us = num(r, row, F_ADMITTED_AT);
   j->backoff_until = num(r, row, F_BACKOFF);
   j->max_run_s = num(r, row, F_MAX_RUN);
   j->estimated_cost = strtod(PQgetvalue(r, row, F_EST), NULL);
@@ -617,7 +617,7 @@ int db_sched_state_build(const struct sched_state *st,
       sj->flavor = x[j->flavor->id].flavor;
       if (sj->flavor < 0)
         continue;
-      sj->admitted_at = j->admitted_at;
+      sj->admitted_at = j->admitted_at_us / 1000000;
       sj->evicting = !strcmp(j->state, "EVICTING");
       memcpy(run->admitted_ids[na], j->id, sizeof(j->id));
       run->admitted_attempt[na] = j->attempt;

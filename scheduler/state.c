@@ -207,7 +207,7 @@ static void qlog_add(struct sched_state *st, const struct sched_state_job *j,
   e->team = j->team;
   e->queue = j->queue;
   memcpy(e->request, j->request, sizeof(e->request));
-  e->admitted_at = j->admitted_at;
+  e->admitted_at_us = j->admitted_at_us;
 }
 
 /* A job's quota events between its held version old (NULL: none) and new_
@@ -383,7 +383,7 @@ bool sched_state_job_equal(const struct sched_state_job *a,
          name_eq(a->cq, b->cq) && name_eq(a->flavor, b->flavor) &&
          a->priority == b->priority && a->can_preempt == b->can_preempt &&
          a->created_at == b->created_at && a->seq == b->seq &&
-         a->admitted_at == b->admitted_at &&
+         a->admitted_at_us == b->admitted_at_us &&
          a->backoff_until == b->backoff_until && a->max_run_s == b->max_run_s &&
          a->estimated_cost == b->estimated_cost &&
          str_eq(a->locations, b->locations) && a->change_xid == b->change_xid;

@@ -46,8 +46,8 @@ struct sched_state_job {
   int64_t created_at; /* µs */
   int64_t seq;
   int64_t request[SCHED_NRES];
-  int64_t admitted_at;   /* s, 0 when none */
-  int64_t backoff_until; /* µs, 0 when none */
+  int64_t admitted_at_us; /* µs, 0 when none */
+  int64_t backoff_until;  /* µs, 0 when none */
   int64_t max_run_s;
   double estimated_cost; /* the stored estimate (jobs holding quota) */
   char *locations;       /* owned: the job's allowed regions, JSON text */
@@ -91,7 +91,7 @@ struct sched_quota_event {
   int64_t seq;
   const struct sched_name *team, *queue; /* the state's */
   int64_t request[SCHED_NRES];
-  int64_t admitted_at; /* s */
+  int64_t admitted_at_us; /* µs: usage is charged from it */
 };
 
 struct sched_state {

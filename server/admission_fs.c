@@ -107,7 +107,7 @@ static int drain(struct admission_fs *b, struct sched_state *st, int64_t now_us)
     a = &b->acc[k];
     fs_request(e->request, req);
     if (e->start)
-      rc = fs_admit(&a->u, a->half_life_s, a->min_charge_s, e->admitted_at * US,
+      rc = fs_admit(&a->u, a->half_life_s, a->min_charge_s, e->admitted_at_us,
                     now_us, e->seq, req);
     else
       rc = fs_release(&a->u, a->half_life_s, now_us, e->seq, req);
@@ -170,12 +170,12 @@ static int resync(struct admission_fs *b, const struct db_sched *cfg,
       continue;
     row = stored(b, acc[k].team, acc[k].queue);
     fs_request(j->request, req);
-    if (row && j->admitted_at * US <= row->as_of_us)
+    if (row && j->admitted_at_us <= row->as_of_us)
       fs_resume(&acc[k].u, acc[k].half_life_s, acc[k].min_charge_s,
-                j->admitted_at * US, now_us, j->seq, req);
+                j->admitted_at_us, now_us, j->seq, req);
     else
       fs_admit(&acc[k].u, acc[k].half_life_s, acc[k].min_charge_s,
-               j->admitted_at * US, now_us, j->seq, req);
+               j->admitted_at_us, now_us, j->seq, req);
   }
   drop_accounts(b);
   b->acc = acc;
