@@ -715,6 +715,18 @@ void h_write_temp(const char *what, const char *text, char *path,
   ck_assert_int_eq(fclose(f), 0);
 }
 
+long h_drift_total(const struct h_server *s)
+{
+  struct h_resp r;
+  double v;
+
+  ck_assert_int_eq(h_request(s, "GET", "/metrics", NULL, NULL, NULL, &r), 0);
+  ck_assert_int_eq(r.status, 200);
+  v = h_sample(r.body, "gpugate_admission_state_drift_total");
+  h_resp_free(&r);
+  return (long)v;
+}
+
 double h_sample(const char *text, const char *series)
 {
   const char *p = text;

@@ -206,6 +206,10 @@ void h_write_temp(const char *what, const char *text, char *path,
  * -1 if absent. */
 double h_sample(const char *text, const char *series);
 
+/* gpugate_admission_state_drift_total as s's /metrics shows it (-1:
+ * absent). */
+long h_drift_total(const struct h_server *s);
+
 /* Occurrences of needle in the log of s (0 when there is none yet). */
 int h_log_count(const struct h_server *s, const char *needle);
 

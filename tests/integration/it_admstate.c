@@ -78,22 +78,6 @@ static void teardown(void)
   PQfinish(pg2);
 }
 
-/* gpugate_admission_state_drift_total as /metrics shows it (-1: absent). */
-static long drift_total(void)
-{
-  struct h_resp r;
-  const char *p;
-  long v = -1;
-
-  ck_assert_int_eq(h_request(&srv, "GET", "/metrics", NULL, NULL, NULL, &r), 0);
-  ck_assert_int_eq(r.status, 200);
-  p = strstr(r.body, "\ngpugate_admission_state_drift_total ");
-  if (p)
-    v = strtol(p + strlen("\ngpugate_admission_state_drift_total "), NULL, 10);
-  h_resp_free(&r);
-  return v;
-}
-
 static void exec_ok(PGconn *c, const char *sql, const char *param)
 {
   const char *params[1] = {param};
@@ -136,10 +120,10 @@ static void behind_back(const char *sql, const char *id, long drift)
   exec_ok(pg, "SET session_replication_role = replica", NULL);
   exec_ok(pg, sql, id);
   exec_ok(pg, "SET session_replication_role = DEFAULT", NULL);
-  for (tries = 0; tries < 50 && drift_total() < drift; tries++)
+  for (tries = 0; tries < 50 && h_drift_total(&srv) < drift; tries++)
     h_sleep_ms(100);
   h_sleep_ms(300);
-  ck_assert_int_eq(drift_total(), drift);
+  ck_assert_int_eq(h_drift_total(&srv), drift);
   ck_assert_int_eq(h_log_count(&srv, DRIFT_LINE), drift);
 }
 
@@ -273,11 +257,11 @@ START_TEST(incremental_equals_full)
   long drift;
 
   h_sleep_ms(300);
-  ck_assert_int_eq(drift_total(), 0);
+  ck_assert_int_eq(h_drift_total(&srv), 0);
   for (i = 0; i < STEPS; i++) {
     step(i, &seed, &what);
     h_sleep_ms(60 + (long)(h_next_rand(&seed) % 60));
-    drift = drift_total();
+    drift = h_drift_total(&srv);
     ck_assert_msg(drift == 0, "step %d (%s): drift %ld", i, what, drift);
     bad = h_db_violations(pg, NULL, first, sizeof(first));
     ck_assert_msg(bad == 0, "step %d (%s): %d violations, e.g. %s", i, what,
@@ -323,7 +307,7 @@ START_TEST(incremental_equals_full)
     json_decref(j);
     PQclear(res);
   }
-  ck_assert_int_eq(drift_total(), 0);
+  ck_assert_int_eq(h_drift_total(&srv), 0);
   ck_assert_int_eq(h_log_count(&srv, DRIFT_LINE), 0);
 
   /* behind the feed's back: reconciliation finds it, once, and repairs */

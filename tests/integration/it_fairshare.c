@@ -166,22 +166,6 @@ static void setup(void)
   put("/v1/teams/team-b/queues/xl", "{\"cluster_queue\": \"cq-x\"}", 201);
 }
 
-/* gpugate_admission_state_drift_total as /metrics shows it (-1: absent). */
-static long drift_total(void)
-{
-  struct h_resp r;
-  const char *p;
-  long v = -1;
-
-  ck_assert_int_eq(h_request(&srv, "GET", "/metrics", NULL, NULL, NULL, &r), 0);
-  ck_assert_int_eq(r.status, 200);
-  p = strstr(r.body, "\ngpugate_admission_state_drift_total ");
-  if (p)
-    v = strtol(p + strlen("\ngpugate_admission_state_drift_total "), NULL, 10);
-  h_resp_free(&r);
-  return v;
-}
-
 static void teardown(void)
 {
   h_server_stop(&srv);
@@ -365,7 +349,7 @@ START_TEST(history_beats_arrival)
   cq = h_call(&srv, "GET", "/v1/teams/team-a/cluster-queues", tok_a, NULL, 200);
   ck_assert_ptr_null(strstr(json_dumps(cq, 0), "\"fair_sharing\""));
   json_decref(cq);
-  ck_assert_int_eq(drift_total(), 0);
+  ck_assert_int_eq(h_drift_total(&srv), 0);
 }
 END_TEST
 
@@ -597,7 +581,7 @@ START_TEST(long_run)
   /* mostly waiting: a look at the drift counter every 10 s */
   while (h_now_ms() - t0 < (long long)W_SATURATE_S * 1000) {
     h_sleep_ms(10000);
-    d = drift_total();
+    d = h_drift_total(&srv);
     ck_assert_msg(d == 0, "gpugate_admission_state_drift_total %ld", d);
   }
   na = admitted_of("team-a", "qw", W_JOBS_A);
@@ -672,7 +656,7 @@ START_TEST(long_run)
                 "between their run (%.0f) and 3 s each (%d)",
                 X_SHORT, X_SHORT_MS / 1000.0, zu_s,
                 X_SHORT * X_SHORT_MS / 1000.0, X_SHORT * 3);
-  d = drift_total();
+  d = h_drift_total(&srv);
   ck_assert_msg(d == 0, "gpugate_admission_state_drift_total %ld", d);
 }
 END_TEST
@@ -778,7 +762,7 @@ START_TEST(positions)
     ck_assert_msg(seen_at[i - 1] < seen_at[i],
                   "%s admitted at poll %ld, %s at %ld: not the published order",
                   order[i - 1], seen_at[i - 1], order[i], seen_at[i]);
-  ck_assert_int_eq(drift_total(), 0);
+  ck_assert_int_eq(h_drift_total(&srv), 0);
 }
 END_TEST
 
