@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "batch/job.h"
+#include "server/rfc3339.h"
 
 #define RETRY_INFO_TYPE "type.googleapis.com/google.rpc.RetryInfo"
 #define MAX_DELAY_MS (24L * 3600 * 1000) /* a bound for hostile headers */
@@ -412,6 +413,26 @@ fail:
 }
 
 /* ---------------------------------------------------------- states */
+
+int64_t batch_job_ended_us(const json_t *job)
+{
+  const json_t *status = json_object_get(job, "status"), *ev;
+  const char *state = json_string_value(json_object_get(status, "state"));
+  int64_t last = 0, t;
+  size_t i;
+
+  if (!state ||
+      (strcmp(state, "SUCCEEDED") != 0 && strcmp(state, "FAILED") != 0 &&
+       strcmp(state, "CANCELLED") != 0))
+    return 0;
+  json_array_foreach (json_object_get(status, "statusEvents"), i, ev) {
+    if (rfc3339_parse_us(json_string_value(json_object_get(ev, "eventTime")),
+                         &t) == 0 &&
+        t > last)
+      last = t;
+  }
+  return last;
+}
 
 enum batch_state batch_state_parse(const char *s)
 {

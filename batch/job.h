@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <time.h>
 
 #include <jansson.h>
@@ -135,6 +136,14 @@ json_t *batch_job_body(const struct batch_job_input *in);
 
 /* Parse Job.status.state ("QUEUED", ...); NULL or unknown → UNKNOWN. */
 enum batch_state batch_state_parse(const char *batch_state);
+
+/*
+ * When Batch says a v1 Job in a final state (SUCCEEDED, FAILED,
+ * CANCELLED) ended: the latest of its status.statusEvents[].eventTime, in
+ * µs since the epoch; 0 when it is not final or names no valid time. The
+ * job is borrowed (NULL: 0).
+ */
+int64_t batch_job_ended_us(const json_t *job);
 
 /*
  * The gpugate job state a Batch state leads to, given what we asked for:

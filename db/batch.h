@@ -145,6 +145,12 @@ int db_batch_give_up(struct db_conn *c, const struct db_batch_op *op,
  */
 int db_batch_observe(struct db_conn *c, const char *batch_job_name,
                      const char *batch_state, char *err, size_t errlen);
+/* The same with when Batch says the job ended (batch_job_ended_us(); 0:
+ * unknown): a final state's finished_at is that time, kept between the
+ * job's start (or admission) and now, instead of now. */
+int db_batch_observe_at(struct db_conn *c, const char *batch_job_name,
+                        const char *batch_state, int64_t ended_us, char *err,
+                        size_t errlen);
 
 /*
  * Race mode's outcomes, for metrics: called (when set, from whatever

@@ -282,13 +282,19 @@ static const char sql_observe_note[] =
     "AND cancel_requested = $4::boolean AND batch_job_name = $5 "
     "AND batch_state IS DISTINCT FROM $2";
 
-/* $6: the move is to a final state, with reason $7; $10 the Batch job */
+/* $6: the move is to a final state, with reason $7; $10 the Batch job;
+ * $11 when Batch says it ended (µs, 0: unknown): its finished_at, kept
+ * between its start (or admission) and now, so a job's run and its usage
+ * end when it ended, not when gpugate heard of it */
 static const char sql_observe_move[] =
     "WITH u AS (UPDATE jobs SET state = $3, batch_state = $4, "
     "reason = CASE WHEN $6::boolean THEN nullif($7, '') ELSE reason END, "
     "run_started_at = CASE WHEN $3 = 'RUNNING' "
     "THEN coalesce(run_started_at, now()) ELSE run_started_at END, "
-    "finished_at = CASE WHEN $6::boolean THEN now() ELSE finished_at END, "
+    "finished_at = CASE WHEN NOT $6::boolean THEN finished_at "
+    "WHEN $11::bigint > 0 THEN least(now(), greatest(coalesce(run_started_at, "
+    "admitted_at, now()), to_timestamp($11::bigint / 1000000.0))) "
+    "ELSE now() END, "
     "updated_at = now() "
     "WHERE id = $1 AND state = $2 AND cancel_requested = $5::boolean "
     "AND batch_job_name = $10 RETURNING id, team, attempt), "
@@ -309,11 +315,11 @@ static const char sql_observe_move[] =
 static int write_decision(struct db_conn *c, const char *id, const char *state,
                           bool cancel_requested, const char *to,
                           const char *reason, const char *batch_job_name,
-                          const char *batch_state, int *rows, char *err,
-                          size_t errlen)
+                          const char *batch_state, int64_t ended_us, int *rows,
+                          char *err, size_t errlen)
 {
-  const char *params[10];
-  char msg[160];
+  const char *params[11];
+  char msg[160], ended[24];
 
   params[0] = id;
   if (!to) {
@@ -335,12 +341,15 @@ static int write_decision(struct db_conn *c, const char *id, const char *state,
   params[7] = reason ? reason : batch_state;
   params[8] = msg;
   params[9] = batch_job_name;
-  return db_run(c, sql_observe_move, 10, params, rows, err, errlen);
+  snprintf(ended, sizeof(ended), "%lld", (long long)ended_us);
+  params[10] = ended;
+  return db_run(c, sql_observe_move, 11, params, rows, err, errlen);
 }
 
 /* 0 or 1 as db_batch_observe(), -1, or 2: decide under the row lock. */
 static int observe_unlocked(struct db_conn *c, const char *batch_job_name,
-                            const char *batch_state, char *err, size_t errlen)
+                            const char *batch_state, int64_t ended_us,
+                            char *err, size_t errlen)
 {
   const char *params[2] = {batch_job_name, batch_state}, *to, *reason;
   char id[32], state[16];
@@ -366,7 +375,7 @@ static int observe_unlocked(struct db_conn *c, const char *batch_job_name,
   if (!to && same)
     return 0;
   if (write_decision(c, id, state, cancel_requested, to, reason, batch_job_name,
-                     batch_state, &rows, err, errlen))
+                     batch_state, ended_us, &rows, err, errlen))
     return -1;
   if (rows != 1)
     return 2;
@@ -376,11 +385,19 @@ static int observe_unlocked(struct db_conn *c, const char *batch_job_name,
 int db_batch_observe(struct db_conn *c, const char *batch_job_name,
                      const char *batch_state, char *err, size_t errlen)
 {
+  return db_batch_observe_at(c, batch_job_name, batch_state, 0, err, errlen);
+}
+
+int db_batch_observe_at(struct db_conn *c, const char *batch_job_name,
+                        const char *batch_state, int64_t ended_us, char *err,
+                        size_t errlen)
+{
   const char *params[1], *to, *reason;
   char id[32], state[16];
   PGresult *res;
   bool cancel_requested;
-  int rows = observe_unlocked(c, batch_job_name, batch_state, err, errlen);
+  int rows =
+      observe_unlocked(c, batch_job_name, batch_state, ended_us, err, errlen);
 
   if (rows != 2)
     return rows;
@@ -424,7 +441,8 @@ int db_batch_observe(struct db_conn *c, const char *batch_job_name,
       goto fail;
   } else {
     if (write_decision(c, id, state, cancel_requested, to, reason,
-                       batch_job_name, batch_state, &rows, err, errlen))
+                       batch_job_name, batch_state, ended_us, &rows, err,
+                       errlen))
       goto fail;
     if (!to)
       rows = 0; /* Batch's state recorded; the job did not move */

@@ -26,7 +26,9 @@
   "max_run_duration_s, locations, "                                            \
   "coalesce((extract(epoch FROM backoff_until) * 1000000)::bigint, 0), "       \
   "queue, coalesce(change_xid::text, '0'), "                                   \
-  "state IN ('PENDING', 'ADMITTED', 'QUEUED', 'RUNNING', 'EVICTING') AS active"
+  "state IN ('PENDING', 'ADMITTED', 'QUEUED', 'RUNNING', 'EVICTING') "       \
+  "AS active, "                                                                \
+  "coalesce((extract(epoch FROM finished_at) * 1000000)::bigint, 0)"
 
 /* One row even when no job matches: the snapshot's xmin, now and the
  * configuration version, then the jobs (NULL id: none). */
@@ -75,7 +77,8 @@ enum {
   F_BACKOFF,
   F_QUEUE,
   F_XID,
-  F_ACTIVE
+  F_ACTIVE,
+  F_FINISHED
 };
 
 static int64_t num(const PGresult *r, int row, int col)
@@ -344,7 +347,8 @@ int db_sched_state_feed(struct db_conn *c, struct sched_state *st,
     if (PQgetvalue(res, i, F_ACTIVE)[0] != 't') {
       if (k >= 0) {
         f->freeing += !gone_takes_only(&st->jobs[k]);
-        sched_state_remove(st, PQgetvalue(res, i, F_ID));
+        /* a finished job's usage ends when it ended, not when we read it */
+        sched_state_end(st, PQgetvalue(res, i, F_ID), num(res, i, F_FINISHED));
         f->changed++;
         f->material++;
       }

@@ -116,6 +116,15 @@ static int grace_add(struct fs_usage *u, int64_t end_us, int64_t key,
   return 0;
 }
 
+/* The minimum charge as used: a negative or NaN one is 0, more than
+ * FS_MIN_CHARGE_MAX that. */
+static double min_of(double m)
+{
+  if (!(m > 0)) /* NaN too */
+    return 0;
+  return m > FS_MIN_CHARGE_MAX ? FS_MIN_CHARGE_MAX : m;
+}
+
 /* Shared by admit (charge true) and resume (the charge is in u already). */
 static int take(struct fs_usage *u, double h, double m, int64_t admitted_us,
                 int64_t now_us, int64_t key, const double req[SCHED_NRES],
@@ -128,10 +137,7 @@ static int take(struct fs_usage *u, double h, double m, int64_t admitted_us,
     return -1;
   if (admitted_us > now_us)
     admitted_us = now_us;
-  if (!(m > 0)) /* NaN too */
-    m = 0;
-  if (m > FS_MIN_CHARGE_MAX)
-    m = FS_MIN_CHARGE_MAX;
+  m = min_of(m);
   end_us = admitted_us + (int64_t)llround(m * US);
   if (charge) {
     double d = fs_decay(h, (double)(now_us - admitted_us) / US);
@@ -162,10 +168,13 @@ int fs_resume(struct fs_usage *u, double half_life_s, double min_charge_s,
               false);
 }
 
-int fs_release(struct fs_usage *u, double half_life_s, int64_t now_us,
+int fs_release(struct fs_usage *u, double half_life_s, double min_charge_s,
+               int64_t admitted_us, int64_t ended_us, int64_t now_us,
                int64_t key, const double req[SCHED_NRES])
 {
-  int i;
+  int64_t from_us;
+  double back;
+  int i, r;
 
   if (fs_advance(u, half_life_s, now_us))
     return -1;
@@ -177,6 +186,19 @@ int fs_release(struct fs_usage *u, double half_life_s, int64_t now_us,
       return 0;
     }
   rate_add(u, req, -1);
+  /* it accrued since the end of its minimum (or since it was taken up):
+   * what it accrued after it ended is taken back, decayed to now */
+  from_us = admitted_us + (int64_t)llround(min_of(min_charge_s) * US);
+  if (ended_us > from_us)
+    from_us = ended_us;
+  if (ended_us <= 0 || from_us >= now_us)
+    return 0;
+  back = fs_accrual(half_life_s, (double)(now_us - from_us) / US);
+  for (r = 0; r < SCHED_NRES; r++) {
+    u->u[r] -= req[r] * back;
+    if (u->u[r] < 0) /* the float residue of taking back all there was */
+      u->u[r] = 0;
+  }
   return 0;
 }
 

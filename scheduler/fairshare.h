@@ -92,11 +92,18 @@ int fs_resume(struct fs_usage *u, double half_life_s, double min_charge_s,
               const double req[SCHED_NRES]);
 
 /*
- * The job released its quota at now_us: it stops accruing (a job still
- * inside its minimum charge is only dropped from the list: its minimum was
- * charged whole). Returns 0, or -1 as fs_advance().
+ * The job (admitted at admitted_us with a minimum of min_charge_s, as
+ * fs_admit() was told) stopped holding quota at ended_us and it is told
+ * at now_us: it stops accruing, and what it accrued between ended_us and
+ * now_us (never before the end of its minimum) is taken back, so a lag in
+ * hearing of the end charges nothing. ended_us ≤ 0 or ≥ now_us: it ended
+ * now. A job still inside its minimum charge is only dropped from the
+ * list: its minimum was charged whole. The caller keeps ended_us at or
+ * after the time u began accruing the job (a job taken up by fs_resume()
+ * accrued from then only). Returns 0, or -1 as fs_advance().
  */
-int fs_release(struct fs_usage *u, double half_life_s, int64_t now_us,
+int fs_release(struct fs_usage *u, double half_life_s, double min_charge_s,
+               int64_t admitted_us, int64_t ended_us, int64_t now_us,
                int64_t key, const double req[SCHED_NRES]);
 
 /* score = Σ weights_r × usage_r ÷ weight (weight > 0). */

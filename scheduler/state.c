@@ -208,6 +208,7 @@ static void qlog_add(struct sched_state *st, const struct sched_state_job *j,
   e->queue = j->queue;
   memcpy(e->request, j->request, sizeof(e->request));
   e->admitted_at_us = j->admitted_at_us;
+  e->ended_at_us = 0;
 }
 
 /* A job's quota events between its held version old (NULL: none) and new_
@@ -324,12 +325,20 @@ static void unslot(struct sched_state *st, int s)
 
 void sched_state_remove(struct sched_state *st, const char *id)
 {
-  int i = sched_state_find(st, id), last;
+  sched_state_end(st, id, 0);
+}
+
+void sched_state_end(struct sched_state *st, const char *id,
+                     int64_t ended_at_us)
+{
+  int i = sched_state_find(st, id), last, n_qlog = st->n_qlog;
 
   if (i < 0)
     return;
   if (!qlog_room(st)) /* out of memory: the event is lost, the job not */
     qlog_change(st, &st->jobs[i], NULL);
+  if (st->n_qlog > n_qlog)
+    st->qlog[st->n_qlog - 1].ended_at_us = ended_at_us;
   unslot(st, slot_of(st, id));
   free(st->jobs[i].locations);
   if (st->jobs[i].ord >= 0)

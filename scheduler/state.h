@@ -92,6 +92,7 @@ struct sched_quota_event {
   const struct sched_name *team, *queue; /* the state's */
   int64_t request[SCHED_NRES];
   int64_t admitted_at_us; /* µs: usage is charged from it */
+  int64_t ended_at_us;    /* a stop: when it ended, µs; 0: now */
 };
 
 struct sched_state {
@@ -147,6 +148,10 @@ int sched_state_put(struct sched_state *st, const struct sched_state_job *j);
 
 /* Remove job id (absent: nothing). Indices of other jobs may change. */
 void sched_state_remove(struct sched_state *st, const char *id);
+/* The same for a job that ended at ended_at_us (µs; 0: unknown, now): a
+ * holding job's stop event carries it. */
+void sched_state_end(struct sched_state *st, const char *id,
+                     int64_t ended_at_us);
 
 /* true when the job is PENDING (in backoff or not). */
 bool sched_state_pending(const struct sched_state_job *j);

@@ -3,7 +3,9 @@
  *
  * An account is matched to its team queue by names, so a configuration
  * reload keeps every usage whatever the new indices. A job's key in the
- * accounts is its seq (unique), which is all fs_release() needs.
+ * accounts is its seq (unique), which is all fs_release() needs. A job
+ * that ended is released as of its end (the finished_at the feed reads),
+ * so the time it takes gpugate to hear of an end charges nobody.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +23,7 @@ struct account {
   char team[DB_NAME_LEN], queue[DB_NAME_LEN];
   double half_life_s;
   double min_charge_s; /* its cluster queue's */
+  int64_t since_us;    /* this leader took it up: its jobs accrue since */
   struct fs_usage u;
 };
 
@@ -110,7 +113,11 @@ static int drain(struct admission_fs *b, struct sched_state *st, int64_t now_us)
       rc = fs_admit(&a->u, a->half_life_s, a->min_charge_s, e->admitted_at_us,
                     now_us, e->seq, req);
     else
-      rc = fs_release(&a->u, a->half_life_s, now_us, e->seq, req);
+      rc = fs_release(&a->u, a->half_life_s, a->min_charge_s, e->admitted_at_us,
+                      e->ended_at_us > 0 && e->ended_at_us < a->since_us
+                          ? a->since_us
+                          : e->ended_at_us,
+                      now_us, e->seq, req);
     /* -1 is a clock behind the account (refused) or out of memory: the
      * event cannot be told better later, so it is let go */
     moved += rc == 0;
@@ -143,11 +150,13 @@ static int resync(struct admission_fs *b, const struct db_sched *cfg,
     a->half_life_s = cfg->fs_half_life[cfg->tqs[i].cq];
     a->min_charge_s = cfg->cqs[cfg->tqs[i].cq].fs_min_charge_s;
     if (k >= 0) {
+      a->since_us = b->acc[k].since_us;
       a->u = b->acc[k].u; /* moved: its list goes with it */
       memset(&b->acc[k].u, 0, sizeof(b->acc[k].u));
       continue;
     }
     fresh[i] = true;
+    a->since_us = now_us;
     {
       const struct db_fs_row *row = stored(b, team, queue);
       fs_usage_init(&a->u,

@@ -287,7 +287,8 @@ static bool after_refused_cancel(struct dispatcher *t, struct flight *f, int rc,
   if (state && (!strcmp(state, "SUCCEEDED") || !strcmp(state, "FAILED") ||
                 !strcmp(state, "CANCELLED"))) {
     if (db_batch_done_cancel(&w->conn, &f->op, false, err, sizeof(err)) != 0 ||
-        db_batch_observe(&w->conn, f->name, state, err, sizeof(err)) < 0)
+        db_batch_observe_at(&w->conn, f->name, state,
+                            batch_job_ended_us(r->json), err, sizeof(err)) < 0)
       not_recorded(&f->op, err);
     return false;
   }

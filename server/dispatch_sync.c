@@ -248,7 +248,9 @@ static void apply_page(struct syncer *s, struct listing *l, json_t *jobs)
       if (dep && !strcmp(dep, deployment) && live(state))
         add_candidate(l, name, state);
       else if (json_object_get(l->overlapping, base_of(name)) &&
-               db_batch_observe(&w->conn, name, state, err, sizeof(err)) < 0)
+               db_batch_observe_at(&w->conn, name, state,
+                                   batch_job_ended_us(job), err,
+                                   sizeof(err)) < 0)
         /* a race loser that ran beside its winner has stopped */
         log_msg(LOG_WARN, "sync: %s: %s", name, err);
       continue;
@@ -257,7 +259,8 @@ static void apply_page(struct syncer *s, struct listing *l, json_t *jobs)
      * that need no transaction each */
     if (!strcmp(was, state))
       continue;
-    if (db_batch_observe(&w->conn, name, state, err, sizeof(err)) < 0)
+    if (db_batch_observe_at(&w->conn, name, state, batch_job_ended_us(job), err,
+                            sizeof(err)) < 0)
       log_msg(LOG_WARN, "sync: %s: %s", name, err);
   }
 }

@@ -66,12 +66,16 @@ static int leap(int64_t y)
   return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
 }
 
-int rfc3339_parse(const char *s, int round_up, int64_t *out)
+/* s into whole seconds *out and the microseconds of its fraction *us
+ * (truncated); *frac whether any digit of the fraction is not 0. */
+static int parse(const char *s, int64_t *out, int64_t *us, int *frac)
 {
   static const int mdays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
   const char *p = s;
   int64_t y, mo, d, h, mi, sec, off = 0, t;
-  int frac = 0;
+
+  *us = 0;
+  *frac = 0;
 
   if (!s || (y = digits(&p, 4)) < 0 || !take(&p, '-') ||
       (mo = digits(&p, 2)) < 0 || !take(&p, '-') || (d = digits(&p, 2)) < 0)
@@ -84,9 +88,13 @@ int rfc3339_parse(const char *s, int round_up, int64_t *out)
   if (take(&p, '.')) {
     const char *f = p;
     while (*p >= '0' && *p <= '9') {
-      frac = frac || *p != '0';
+      *frac = *frac || *p != '0';
+      if (p - f < 6)
+        *us = *us * 10 + (*p - '0');
       p++;
     }
+    for (int64_t n = p - f; n < 6; n++)
+      *us *= 10;
     if (p == f || p - f > 9)
       return -1;
   }
@@ -108,11 +116,33 @@ int rfc3339_parse(const char *s, int round_up, int64_t *out)
     return -1;
   /* a leap second (:60) rolls into the next minute, as in PostgreSQL */
   t = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - off;
-  if (frac && round_up)
-    t++;
   if (t < 0 || t >= days_from_civil(10000, 1, 1) * 86400)
     return -1;
   *out = t;
+  return 0;
+}
+
+int rfc3339_parse(const char *s, int round_up, int64_t *out)
+{
+  int64_t t, us;
+  int frac;
+
+  if (parse(s, &t, &us, &frac))
+    return -1;
+  if (frac && round_up && ++t >= days_from_civil(10000, 1, 1) * 86400)
+    return -1;
+  *out = t;
+  return 0;
+}
+
+int rfc3339_parse_us(const char *s, int64_t *out_us)
+{
+  int64_t t, us;
+  int frac;
+
+  if (parse(s, &t, &us, &frac))
+    return -1;
+  *out_us = t * 1000000 + us;
   return 0;
 }
 

@@ -22,6 +22,10 @@
  */
 int rfc3339_parse(const char *s, int round_up, int64_t *out);
 
+/* The same to the microsecond (a longer fraction truncated): µs since
+ * 1970-01-01 UTC into *out_us. Returns 0 or -1 as rfc3339_parse(). */
+int rfc3339_parse_us(const char *s, int64_t *out_us);
+
 /* Write t as "YYYY-MM-DDTHH:MM:SSZ" into out (RFC3339_LEN bytes). t must
  * be within years 1970–9999. */
 void rfc3339_format(int64_t t, char out[RFC3339_LEN]);

@@ -249,6 +249,22 @@ static bool runnable_ok(json_t *rn, size_t idx, struct verr *e)
   return true;
 }
 
+/* Variable name of vars, when set, a whole number of milliseconds into
+ * *out. */
+static bool env_ms(json_t *vars, const char *name, long long *out,
+                   struct verr *e)
+{
+  json_t *v = json_object_get(vars, name);
+  long long ms;
+
+  if (!v)
+    return true;
+  if (!emu_parse_long(json_string_value(v), &ms) || ms < 0)
+    return fail(e, "%s must be a whole number of milliseconds.", name);
+  *out = ms;
+  return true;
+}
+
 /* taskSpec.environment.variables: per-job overrides for the emulator. */
 static bool environment_ok(json_t *env, struct emu_job_spec *spec,
                            struct verr *e)
@@ -269,13 +285,9 @@ static bool environment_ok(json_t *env, struct emu_job_spec *spec,
     if (!json_is_string(v))
       return fail(e, "Environment variable \"%s\" must be a string.", k);
   }
-  v = json_object_get(vars, "EMU_RUN_MS");
-  if (v) {
-    long long ms;
-    if (!emu_parse_long(json_string_value(v), &ms) || ms < 0)
-      return fail(e, "EMU_RUN_MS must be a whole number of milliseconds.");
-    spec->run_ms = ms;
-  }
+  if (!env_ms(vars, "EMU_RUN_MS", &spec->run_ms, e) ||
+      !env_ms(vars, "EMU_START_MS", &spec->start_ms, e))
+    return false;
   v = json_object_get(vars, "EMU_OUTCOME");
   if (v) {
     if (!strcmp(json_string_value(v), "FAILED"))
@@ -601,6 +613,7 @@ void emu_batch_create(struct emu_req *r)
     return;
   memset(&spec, 0, sizeof(spec));
   spec.run_ms = -1;
+  spec.start_ms = -1;
   snprintf(spec.project, sizeof(spec.project), "%s", r->params[0]);
   snprintf(spec.location, sizeof(spec.location), "%s", r->params[1]);
   if (job_id && !valid_job_id(job_id)) {

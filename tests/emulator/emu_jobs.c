@@ -263,7 +263,8 @@ static long long due_of(const struct job *j)
 {
   switch (j->state) {
   case SCHEDULED:
-    return after_ms(j->since_ms, t_start);
+    return after_ms(j->since_ms,
+                    j->spec.start_ms >= 0 ? j->spec.start_ms : t_start);
   case RUNNING:
     return after_ms(j->since_ms, j->spec.run_ms >= 0 ? j->spec.run_ms : t_run);
   case CANCELLATION_IN_PROGRESS:
@@ -755,14 +756,18 @@ static void step(struct job *j, const struct emu_config *c, long long now)
 {
   long long in_state = now - j->since_ms;
   long long run_ms = j->spec.run_ms >= 0 ? j->spec.run_ms : c->run_ms;
+  long long start_ms = j->spec.start_ms >= 0 ? j->spec.start_ms : c->start_ms;
 
   switch (j->state) {
   case QUEUED:
-    if (try_schedule(j, c, now))
-      set_state(j, SCHEDULED, now, NULL);
+    if (!try_schedule(j, c, now))
+      break;
+    set_state(j, SCHEDULED, now, NULL);
+    if (start_ms == 0) /* no start time: running at once */
+      set_state(j, RUNNING, now, NULL);
     break;
   case SCHEDULED:
-    if (in_state >= c->start_ms)
+    if (in_state >= start_ms)
       set_state(j, RUNNING, now, NULL);
     break;
   case RUNNING:
@@ -836,6 +841,7 @@ static void tick(const struct emu_config *c)
 static void *run(void *arg)
 {
   struct emu_config c;
+  long long wait_ms;
 
   (void)arg;
   pthread_mutex_lock(&mu);
@@ -847,7 +853,12 @@ static void *run(void *arg)
     pthread_mutex_lock(&mu);
     tick(&c);
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_nsec += TICK_MS * 1000000L;
+    /* the next tick, or sooner the next timed state's end */
+    wait_ms = n_heap ? heap[0]->due_ms - emu_now_ms() : TICK_MS;
+    ts.tv_nsec += (wait_ms < 1         ? 1
+                   : wait_ms < TICK_MS ? wait_ms
+                                       : TICK_MS) *
+                  1000000L;
     if (ts.tv_nsec >= 1000000000L) {
       ts.tv_sec++;
       ts.tv_nsec -= 1000000000L;

@@ -42,7 +42,8 @@ struct emu_job_spec {
   char model[32];      /* provisioning model */
   long long gpus;      /* parallelism × accelerator count */
   long long task_count;
-  long long run_ms; /* -1: EMU_RUN_MS */
+  long long run_ms;   /* -1: EMU_RUN_MS */
+  long long start_ms; /* -1: EMU_START_MS */
   enum emu_outcome outcome;
 };
 

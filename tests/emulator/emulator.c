@@ -42,7 +42,8 @@
  *                        (tests that fail mid-way leave no emulator behind).
  *
  * Per job, taskGroups[0].taskSpec.environment.variables may hold
- * EMU_RUN_MS (run time of this job) and EMU_OUTCOME (FAILED | SUCCEEDED).
+ * EMU_RUN_MS (run time of this job), EMU_START_MS (its time SCHEDULED) and
+ * EMU_OUTCOME (FAILED | SUCCEEDED).
  *
  * Endpoints: Batch v1 jobs and operations under /v1/projects/…; the token
  * endpoints /computeMetadata/v1/instance/service-accounts/default/token and

@@ -724,6 +724,58 @@ START_TEST(state_parse)
 }
 END_TEST
 
+/* When Batch says a job ended: a final state's latest event time. */
+#define EV(t) "{\"type\": \"STATUS_CHANGED\", \"eventTime\": \"" t "\"}"
+static const struct {
+  const char *what, *job;
+  int64_t want_us;
+} ended_cases[] = {
+    {"succeeded: its last event",
+     "{\"status\": {\"state\": \"SUCCEEDED\", \"statusEvents\": [" EV(
+         "2026-11-27T04:21:03.936689Z") ", " EV("2026-11-27T04:21:04."
+                                                "239665Z") "]}}",
+     1795753264239665},
+    {"events out of order: the latest",
+     "{\"status\": {\"state\": \"FAILED\", \"statusEvents\": [" EV(
+         "2026-11-27T04:21:04.5Z") ", " EV("2026-11-27T04:21:03Z") "]}}",
+     1795753264500000},
+    {"cancelled, nanoseconds truncated",
+     "{\"status\": {\"state\": \"CANCELLED\", \"statusEvents\": [" EV(
+         "2026-11-27T04:21:04.123456789Z") "]}}",
+     1795753264123456},
+    {"a bad time is skipped",
+     "{\"status\": {\"state\": \"SUCCEEDED\", \"statusEvents\": [" EV(
+         "2026-11-27T04:21:04Z") ", " EV("yesterday") "]}}",
+     1795753264000000},
+    {"running: not ended",
+     "{\"status\": {\"state\": \"RUNNING\", \"statusEvents\": [" EV(
+         "2026-11-27T04:21:04Z") "]}}",
+     0},
+    {"cancelling: not ended",
+     "{\"status\": {\"state\": \"CANCELLATION_IN_PROGRESS\", "
+     "\"statusEvents\": [" EV("2026-11-27T04:21:04Z") "]}}",
+     0},
+    {"no events", "{\"status\": {\"state\": \"SUCCEEDED\"}}", 0},
+    {"events not a list",
+     "{\"status\": {\"state\": \"SUCCEEDED\", \"statusEvents\": 3}}", 0},
+    {"no status", "{}", 0},
+};
+#undef EV
+
+START_TEST(job_ended)
+{
+  json_t *job = json_loads(ended_cases[_i].job, 0, NULL);
+
+  ck_assert_msg(job, "case \"%s\": bad JSON", ended_cases[_i].what);
+  ck_assert_msg(batch_job_ended_us(job) == ended_cases[_i].want_us,
+                "case \"%s\": %lld, want %lld", ended_cases[_i].what,
+                (long long)batch_job_ended_us(job),
+                (long long)ended_cases[_i].want_us);
+  json_decref(job);
+  ck_assert_int_eq(batch_job_ended_us(NULL), 0);
+}
+END_TEST
+
 static const struct target_case {
   enum batch_state st;
   enum batch_intent intent;
@@ -1611,6 +1663,7 @@ Suite *batch_suite(void)
   tcase_add_loop_test(tc, body_bad, 0, N_OF(bad_body_cases));
   tcase_add_test(tc, body_null_input);
   tcase_add_loop_test(tc, state_parse, 0, N_OF(state_cases));
+  tcase_add_loop_test(tc, job_ended, 0, N_OF(ended_cases));
   tcase_add_loop_test(tc, state_target, 0, N_OF(target_cases));
   suite_add_tcase(s, tc);
 

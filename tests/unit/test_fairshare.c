@@ -518,7 +518,7 @@ enum op { ADMIT, RESUME, RELEASE, ADVANCE, END };
 struct ev {
   enum op op;
   double at_s;   /* when the event is told (now) */
-  double from_s; /* ADMIT/RESUME: admitted at */
+  double from_s; /* ADMIT/RESUME: admitted at; RELEASE: ended at (0: now) */
   int key;       /* the job */
   double gpu;    /* its request (GPUs) */
   int want;      /* the call's return */
@@ -623,11 +623,16 @@ static const struct {
      60 * 0.125 + 60 / L2 * 0.75},
 };
 
-static int apply_ev(struct fs_usage *u, double h, double m, const struct ev *e)
+/* Apply evs[k]; a release's admission is its job's earlier ADMIT or
+ * RESUME in evs (0 when none). */
+static int apply_ev(struct fs_usage *u, double h, double m,
+                    const struct ev *evs, int k)
 {
+  const struct ev *e = &evs[k];
   double req[SCHED_NRES] = {e->gpu, 0, 0};
   int64_t at = (int64_t)llround(e->at_s * (double)S);
-  int64_t from = (int64_t)llround(e->from_s * (double)S);
+  int64_t from = (int64_t)llround(e->from_s * (double)S), admitted = 0;
+  int i;
 
   switch (e->op) {
   case ADMIT:
@@ -635,7 +640,10 @@ static int apply_ev(struct fs_usage *u, double h, double m, const struct ev *e)
   case RESUME:
     return fs_resume(u, h, m, from, at, e->key, req);
   case RELEASE:
-    return fs_release(u, h, at, e->key, req);
+    for (i = 0; i < k; i++)
+      if ((evs[i].op == ADMIT || evs[i].op == RESUME) && evs[i].key == e->key)
+        admitted = (int64_t)llround(evs[i].from_s * (double)S);
+    return fs_release(u, h, m, admitted, from, at, e->key, req);
   case ADVANCE:
     return fs_advance(u, h, at);
   case END:
@@ -653,7 +661,7 @@ START_TEST(math)
   fs_usage_init(&u, 0);
   for (k = 0; math_cases[_i].ev[k].op != END; k++)
     ck_assert_msg(apply_ev(&u, math_cases[_i].h, FS_MIN_CHARGE_S,
-                           &math_cases[_i].ev[k]) == math_cases[_i].ev[k].want,
+                           math_cases[_i].ev, k) == math_cases[_i].ev[k].want,
                   "case \"%s\": event %d", math_cases[_i].what, k);
   ck_assert_int_eq(
       fs_advance(&u, math_cases[_i].h,
@@ -741,6 +749,30 @@ static const struct {
      {{RESUME, 30, 0, 1, 1, 0}, {END, 0, 0, 0, 0, 0}},
      40,
      10 / L2 * 0.5},
+    {"m 0: told 2 s after it ended at 5 s: charged its 5 s",
+     0,
+     10,
+     {{ADMIT, 0, 0, 1, 1, 0}, {RELEASE, 7, 5, 1, 1, 0}, {END, 0, 0, 0, 0, 0}},
+     10,
+     10 / L2 *(0.7071067811865476 - 0.5)},
+    {"m 0: an end told as later than now is now",
+     0,
+     10,
+     {{ADMIT, 0, 0, 1, 1, 0}, {RELEASE, 5, 8, 1, 1, 0}, {END, 0, 0, 0, 0, 0}},
+     10,
+     10 / L2 *(0.7071067811865476 - 0.5)},
+    {"m 10: ended inside its minimum, told after it: the minimum",
+     10,
+     10,
+     {{ADMIT, 0, 0, 1, 1, 0}, {RELEASE, 15, 5, 1, 1, 0}, {END, 0, 0, 0, 0, 0}},
+     20,
+     10 * 0.25},
+    {"m 10: ended at 15 s, told at 18 s: accrual to 15 s only",
+     10,
+     10,
+     {{ADMIT, 0, 0, 1, 1, 0}, {RELEASE, 18, 15, 1, 1, 0}, {END, 0, 0, 0, 0, 0}},
+     20,
+     10 * 0.25 + 10 / L2 *(0.7071067811865476 - 0.5)},
     {"a negative m is read as 0",
      -5,
      10,
@@ -758,8 +790,8 @@ START_TEST(charge)
   fs_usage_init(&u, 0);
   for (k = 0; charge_cases[_i].ev[k].op != END; k++)
     ck_assert_msg(apply_ev(&u, charge_cases[_i].h, charge_cases[_i].m,
-                           &charge_cases[_i].ev[k]) ==
-                      charge_cases[_i].ev[k].want,
+                           charge_cases[_i].ev,
+                           k) == charge_cases[_i].ev[k].want,
                   "case \"%s\": event %d", charge_cases[_i].what, k);
   ck_assert_int_eq(
       fs_advance(&u, charge_cases[_i].h,
@@ -947,8 +979,13 @@ START_TEST(property)
       double req[SCHED_NRES] = {hs[j].req, 0, 0};
       if (hs[j].t1 >= 0)
         continue;
-      ck_assert_int_eq(fs_release(&u, h, now, j, req), 0);
-      hs[j].t1 = (double)now / 1e6;
+      /* it ended up to 3 s before it is told, not before its admission */
+      int64_t t1 = now - (int64_t)below(&rng, 3000) * 1000;
+      int64_t t0 = (int64_t)llround(hs[j].t0 * 1e6);
+      if (t1 < t0)
+        t1 = t0;
+      ck_assert_int_eq(fs_release(&u, h, m, t0, t1, now, j, req), 0);
+      hs[j].t1 = (double)t1 / 1e6;
       /* a job released inside its minimum is charged the minimum: its
        * interval after the minimum is empty */
       if (hs[j].t1 < hs[j].t0 + m)

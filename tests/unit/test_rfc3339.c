@@ -71,7 +71,33 @@ START_TEST(rejects)
 
   ck_assert_msg(rfc3339_parse(bads[_i], 0, &t) == -1, "\"%s\": accepted",
                 bads[_i]);
+  ck_assert_msg(rfc3339_parse_us(bads[_i], &t) == -1,
+                "\"%s\": accepted to the microsecond", bads[_i]);
   ck_assert_int_eq(t, 42);
+}
+END_TEST
+
+/* to the microsecond: Batch's event times (a longer fraction truncated) */
+static const struct {
+  const char *in;
+  int64_t want_us;
+} micros[] = {
+    {"2026-12-01T08:00:00Z", 1796112000000000},
+    {"2026-12-01T08:00:00.5Z", 1796112000500000},
+    {"2026-12-01T08:00:00.000001Z", 1796112000000001},
+    {"2026-12-01T08:00:00.123456789Z", 1796112000123456},
+    {"2026-12-01T09:00:00.25+01:00", 1796112000250000},
+    {"2026-12-01T08:00:00.999999999Z", 1796112000999999},
+};
+
+START_TEST(parses_us)
+{
+  int64_t us = -1;
+
+  ck_assert_msg(rfc3339_parse_us(micros[_i].in, &us) == 0, "%s: rejected",
+                micros[_i].in);
+  ck_assert_msg(us == micros[_i].want_us, "%s: got %lld, want %lld",
+                micros[_i].in, (long long)us, (long long)micros[_i].want_us);
 }
 END_TEST
 
@@ -106,6 +132,8 @@ Suite *rfc3339_suite(void)
 
   tcase_add_loop_test(tc, parses, 0, (int)(sizeof(goods) / sizeof(goods[0])));
   tcase_add_loop_test(tc, rejects, 0, (int)(sizeof(bads) / sizeof(bads[0])));
+  tcase_add_loop_test(tc, parses_us, 0,
+                      (int)(sizeof(micros) / sizeof(micros[0])));
   tcase_add_test(tc, formats);
   suite_add_tcase(s, tc);
   return s;
