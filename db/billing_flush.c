@@ -43,9 +43,9 @@
  * PostgreSQL divided.
  *
  * sql_probe looks every hash up in billing_rows first (an index probe per
- * row); sql_assume takes every row for new, for batches expected to be new
- * (their COPY then fails on a known one, and the batch is tried again with
- * sql_probe).
+ * row, on the primary key: its day, its key's, and its hash); sql_assume
+ * takes every row for new, for batches expected to be new (their COPY then
+ * fails on a known one, and the batch is tried again with sql_probe).
  */
 #define SQL_NEW_ROWS(known, join)                                              \
   "WITH t AS ("                                                                \
@@ -94,7 +94,8 @@
 static const char sql_probe[] =
     SQL_NEW_ROWS("b.known IS NOT NULL",
                  " LEFT JOIN LATERAL (SELECT true AS known FROM billing_rows b"
-                 "  WHERE b.row_hash = t.h LIMIT 1) b ON true");
+                 "  WHERE b.usage_day = ($8::date[])[t.k] AND b.row_hash = t.h"
+                 "  LIMIT 1) b ON true");
 
 static const char sql_assume[] = SQL_NEW_ROWS("false", "");
 
