@@ -330,6 +330,11 @@ void bb_batch_reset(struct db_billing_batch *b)
     memset(b->slots, 0, b->n_slots * sizeof(*b->slots));
 }
 
+void db_billing_batch_clear(struct db_billing_batch *b)
+{
+  bb_batch_reset(b);
+}
+
 static uint64_t fnv1a(const char *p, size_t n)
 {
   uint64_t h = 0xcbf29ce484222325u;

@@ -2,7 +2,6 @@
  * billing_sync.c — the BigQuery pull of the billing export (see
  * billing_sync.h).
  */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +10,7 @@
 #include "db/billing.h"
 #include "db/billing_sync.h"
 #include "handlers/billing_ingest.h"
+#include "server/billing_store.h"
 #include "server/billing_sync.h"
 #include "server/config.h"
 #include "server/log.h"
@@ -148,74 +148,16 @@ static int on_day(void *ctx, const char *const *cells, size_t n, char *err,
 /* ---- one day's rows -------------------------------------------------------
  */
 
-/*
- * A day being read: rows are parsed into batch while the batch before it
- * is stored (db_billing_flush in the day's transaction) on a thread of its
- * own, so that parsing and PostgreSQL's work overlap; the connection is
- * the storing thread's until it is joined.
- */
+/* A day being read: its rows are parsed into batch, which goes to the
+ * storing thread (server/billing_store.h) when full, while that thread
+ * stores the batches before it, of this day or of the days before. */
 struct day_load {
-  struct db_conn *db;
+  struct billing_store *store;
   const atomic_bool *cancel; /* NULL: none */
   struct billing_scratch *scratch;
-  struct db_billing_batch *batch;   /* being filled */
-  struct db_billing_batch *storing; /* being stored, or the spare */
-  pthread_t thread;
-  bool busy;         /* thread runs: join it before the next */
-  enum gg_code code; /* of the last store */
-  long inserted;
+  struct db_billing_batch *batch; /* being filled, or NULL */
   long rows, rejected;
 };
-
-static void *store_thread(void *arg)
-{
-  struct day_load *l = arg;
-
-  /* the day's rows were deleted: every row is new (a duplicate within the
-   * day makes the flush look rows up and try again) */
-  l->code = db_billing_flush(l->db, l->storing, true, &l->inserted);
-  return NULL;
-}
-
-/* Wait for the batch being stored; its outcome. */
-static int store_wait(struct day_load *l, char *err, size_t errlen)
-{
-  if (!l->busy)
-    return 0;
-  pthread_join(l->thread, NULL);
-  l->busy = false;
-  if (l->code != GG_OK) {
-    snprintf(err, errlen, "the database failed storing rows");
-    return -1;
-  }
-  metrics_billing_rows(l->inserted);
-  return 0;
-}
-
-/* Store the filled batch (after the one before it is stored); wait for it
- * too when last. */
-static int flush(struct day_load *l, bool last, char *err, size_t errlen)
-{
-  struct db_billing_batch *full = l->batch;
-
-  if (store_wait(l, err, errlen) != 0)
-    return -1;
-  if (db_billing_batch_rows(full) > 0) {
-    l->batch = l->storing; /* emptied by its flush */
-    l->storing = full;
-    if (pthread_create(&l->thread, NULL, store_thread, l) == 0) {
-      l->busy = true;
-    } else {
-      store_thread(l);
-      if (l->code != GG_OK) {
-        snprintf(err, errlen, "the database failed storing rows");
-        return -1;
-      }
-      metrics_billing_rows(l->inserted);
-    }
-  }
-  return last ? store_wait(l, err, errlen) : 0;
-}
 
 static int on_row(void *ctx, const char *const *cells, size_t n, char *err,
                   size_t errlen)
@@ -239,6 +181,11 @@ static int on_row(void *ctx, const char *const *cells, size_t n, char *err,
       log_msg(LOG_WARN, "billing sync: a row rejected: %s", why);
     return 0;
   }
+  if (!l->batch && !(l->batch = billing_store_batch(l->store))) {
+    billing_row_clear(&row);
+    snprintf(err, errlen, "the database failed storing rows");
+    return -1;
+  }
   if (db_billing_batch_add(l->batch, &row.db) != 0) {
     billing_row_clear(&row);
     if (l->rejected++ == 0)
@@ -248,12 +195,20 @@ static int on_row(void *ctx, const char *const *cells, size_t n, char *err,
   billing_row_clear(&row);
   l->rows++;
   if (db_billing_batch_rows(l->batch) >= BILLING_BATCH_ROWS ||
-      db_billing_batch_bytes(l->batch) >= BILLING_BATCH_BYTES)
-    return flush(l, false, err, errlen);
+      db_billing_batch_bytes(l->batch) >= BILLING_BATCH_BYTES) {
+    struct db_billing_batch *full = l->batch;
+    l->batch = NULL;
+    if (billing_store_put(l->store, full) != 0) {
+      snprintf(err, errlen, "the database failed storing rows");
+      return -1;
+    }
+  }
   return 0;
 }
 
-/* Replace day p with the export's rows (none when p->remote < 0). */
+/* Queue the replacement of day p with the export's rows (none when
+ * p->remote < 0): its rows are read here, stored and committed by the
+ * storing thread. */
 static int replace_day(struct bq_client *bq, const char *sql,
                        struct day_load *l,
                        const struct billing_day_figures *remote,
@@ -263,20 +218,29 @@ static int replace_day(struct bq_client *bq, const char *sql,
   struct billing_day_figures gone;
   const struct billing_day_figures *f;
   json_t *params;
+  int rc = 0;
 
-  if (db_billing_day_begin(l->db, p->day) != GG_OK) {
-    snprintf(err, errlen, "the database failed replacing %s", p->day);
+  if (billing_store_begin(l->store, p->day) != 0) {
+    snprintf(err, errlen, "the database failed");
     return -1;
   }
   l->rows = 0;
   if (p->remote >= 0) {
     params = json_array();
     json_array_append_new(params, bq_param("day", "STRING", p->day));
-    if (bq_query(bq, sql, params, on_row, l, err, errlen) != 0 ||
-        flush(l, true, err, errlen) != 0) {
-      char ignored[64];
-      store_wait(l, ignored, sizeof(ignored)); /* the connection is ours */
-      db_billing_day_abort(l->db);
+    rc = bq_query(bq, sql, params, on_row, l, err, errlen);
+    if (l->batch) {
+      if (rc == 0 && billing_store_put(l->store, l->batch) != 0) {
+        snprintf(err, errlen, "the database failed storing rows");
+        rc = -1;
+      } else if (rc != 0) {
+        db_billing_batch_clear(l->batch);
+        billing_store_put(l->store, l->batch); /* given back, skipped */
+      }
+      l->batch = NULL;
+    }
+    if (rc != 0) {
+      billing_store_abort(l->store);
       return -1;
     }
     f = &remote[p->remote];
@@ -285,8 +249,8 @@ static int replace_day(struct bq_client *bq, const char *sql,
     memcpy(gone.day, p->day, sizeof(gone.day));
     f = &gone;
   }
-  if (db_billing_day_commit(l->db, f) != GG_OK) {
-    snprintf(err, errlen, "the database failed committing %s", p->day);
+  if (billing_store_commit(l->store, f, l->rows) != 0) {
+    snprintf(err, errlen, "the database failed");
     return -1;
   }
   return 0;
@@ -304,17 +268,15 @@ static int sync_days(const struct config *cfg, struct bq_client *bq,
   struct billing_day_figures *stored = NULL;
   struct billing_day_plan *plan = NULL;
   struct day_load l;
+  char store_err[256];
   size_t ns = 0, np, i;
   json_t *params;
   int rc = -1;
 
   memset(&l, 0, sizeof(l));
-  l.db = db;
   l.cancel = cancel;
   l.scratch = billing_scratch_new();
-  l.batch = db_billing_batch_new();
-  l.storing = db_billing_batch_new();
-  if (!q_days || !q_rows || !l.scratch || !l.batch || !l.storing) {
+  if (!q_days || !q_rows || !l.scratch) {
     snprintf(err, errlen, "out of memory");
     goto out;
   }
@@ -340,21 +302,23 @@ static int sync_days(const struct config *cfg, struct bq_client *bq,
   if (progress)
     fprintf(stderr, "%zu days in the export since %s, %zu to read\n", remote.n,
             *from ? from : "the start", np);
-  for (i = 0; i < np; i++) {
-    if (replace_day(bq, q_rows, &l, remote.v, &plan[i], err, errlen) != 0)
-      goto out;
-    rep->days_read++;
-    rep->rows_read += l.rows;
-    if (progress)
-      fprintf(stderr, "%s: %ld rows (%zu of %zu)\n", plan[i].day, l.rows, i + 1,
-              np);
+  l.store = billing_store_start(db, progress, np);
+  if (!l.store) {
+    snprintf(err, errlen, "out of memory");
+    goto out;
   }
   rc = 0;
+  for (i = 0; i < np && rc == 0; i++)
+    rc = replace_day(bq, q_rows, &l, remote.v, &plan[i], err, errlen);
+  /* the store's failure first: the reader's is then only its echo */
+  if (billing_store_finish(l.store, &rep->days_read, &rep->rows_read, store_err,
+                           sizeof(store_err)) != 0) {
+    snprintf(err, errlen, "%s", store_err);
+    rc = -1;
+  }
 out:
   rep->rows_rejected = l.rejected;
   billing_scratch_free(l.scratch);
-  db_billing_batch_free(l.batch);
-  db_billing_batch_free(l.storing);
   free(plan);
   free(stored);
   free(remote.v);
