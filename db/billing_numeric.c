@@ -3,6 +3,7 @@
  * (see billing_numeric.h).
  */
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -12,14 +13,31 @@
 #define MAX_SCALE 60
 #define EXP_MAX 1000
 
-/* 10^n, n ≤ MAX_DIGITS */
+/* 10^n, 0 ≤ n ≤ 38 */
 static bn_int pow10_(int n)
 {
-  bn_int p = 1;
+  static const uint64_t p[20] = {1ULL,
+                                 10ULL,
+                                 100ULL,
+                                 1000ULL,
+                                 10000ULL,
+                                 100000ULL,
+                                 1000000ULL,
+                                 10000000ULL,
+                                 100000000ULL,
+                                 1000000000ULL,
+                                 10000000000ULL,
+                                 100000000000ULL,
+                                 1000000000000ULL,
+                                 10000000000000ULL,
+                                 100000000000000ULL,
+                                 1000000000000000ULL,
+                                 10000000000000000ULL,
+                                 100000000000000000ULL,
+                                 1000000000000000000ULL,
+                                 10000000000000000000ULL};
 
-  while (n-- > 0)
-    p *= 10;
-  return p;
+  return n < 20 ? (bn_int)p[n] : (bn_int)p[19] * p[n - 19];
 }
 
 static bn_int limit(void)
@@ -37,7 +55,7 @@ static bool scale_up(bn_int *m, int n)
 {
   if (n == 0)
     return true;
-  if (n < 0 || n >= MAX_DIGITS || abs_(*m) >= limit() / pow10_(n))
+  if (n < 0 || n >= MAX_DIGITS || abs_(*m) >= pow10_(MAX_DIGITS - n))
     return false;
   *m *= pow10_(n);
   return true;
@@ -47,7 +65,7 @@ int bnum_parse(const char *text, struct bnum *out)
 {
   const char *p = text;
   bool neg = false, any = false;
-  bn_int m = 0, lim = limit();
+  bn_int m = 0, lim10 = pow10_(MAX_DIGITS - 1);
   int frac = 0, e = 0, scale;
 
   if (*p == '-' || *p == '+')
@@ -57,7 +75,7 @@ int bnum_parse(const char *text, struct bnum *out)
       frac = -1; /* the point seen: digits after it count from here */
       continue;
     }
-    if (m >= lim / 10)
+    if (m >= lim10)
       return -1;
     m = m * 10 + (*p - '0');
     any = true;
@@ -113,12 +131,12 @@ int bnum_add(struct bnum *acc, const struct bnum *x)
   return 0;
 }
 
-/* Decimal digits of v > 0. */
+/* Decimal digits of 0 < v < 10^MAX_DIGITS. */
 static int digits(bn_int v)
 {
-  int n = 0;
+  int n = 1;
 
-  for (; v > 0; v /= 10)
+  while (n < MAX_DIGITS && v >= pow10_(n))
     n++;
   return n;
 }
@@ -158,7 +176,15 @@ int bnum_div3600(const struct bnum *x, struct bnum *out)
   r = n % 3600;
   if (r * 2 >= 3600)
     q++;
-  /* trim_scale */
+  /* trim_scale (in 64 bits when it fits: 128-bit division is slow) */
+  if (q <= (bn_int)UINT64_MAX) {
+    uint64_t q64 = (uint64_t)q;
+    while (rscale > 0 && q64 % 10 == 0) {
+      q64 /= 10;
+      rscale--;
+    }
+    q = q64;
+  }
   while (rscale > 0 && q % 10 == 0) {
     q /= 10;
     rscale--;
