@@ -2,6 +2,7 @@
  * billing_sync.c — the BigQuery pull of the billing export (see
  * billing_sync.h).
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -206,29 +207,26 @@ static int on_row(void *ctx, const char *const *cells, size_t n, char *err,
   return 0;
 }
 
-/* Queue the replacement of day p with the export's rows (none when
- * p->remote < 0): its rows are read here, stored and committed by the
- * storing thread. */
-static int replace_day(struct bq_client *bq, const char *sql,
-                       struct day_load *l,
+/* Queue the replacement of day p with the export's rows, res (its query,
+ * started; NULL when p->remote < 0: none, the day is gone): its rows are
+ * read here, stored and committed by the storing thread. */
+static int replace_day(struct bq_result *res, struct day_load *l,
                        const struct billing_day_figures *remote,
                        const struct billing_day_plan *p, char *err,
                        size_t errlen)
 {
   struct billing_day_figures gone;
   const struct billing_day_figures *f;
-  json_t *params;
   int rc = 0;
 
   if (billing_store_begin(l->store, p->day) != 0) {
+    bq_result_free(res);
     snprintf(err, errlen, "the database failed");
     return -1;
   }
   l->rows = 0;
   if (p->remote >= 0) {
-    params = json_array();
-    json_array_append_new(params, bq_param("day", "STRING", p->day));
-    rc = bq_query(bq, sql, params, on_row, l, err, errlen);
+    rc = bq_result_rows(res, on_row, l, err, errlen);
     if (l->batch) {
       if (rc == 0 && billing_store_put(l->store, l->batch) != 0) {
         snprintf(err, errlen, "the database failed storing rows");
@@ -256,7 +254,68 @@ static int replace_day(struct bq_client *bq, const char *sql,
   return 0;
 }
 
-static int sync_days(const struct config *cfg, struct bq_client *bq,
+/* ---- the next day's query, started while this day's rows are read ---------
+ */
+
+struct starter {
+  struct bq_client *bq;
+  const char *sql;
+  char day[11];
+  struct bq_result *res;
+  char err[256];
+  int rc;
+  pthread_t thread;
+  bool running;
+};
+
+static void *start_thread(void *arg)
+{
+  struct starter *st = arg;
+  json_t *params = json_array();
+
+  json_array_append_new(params, bq_param("day", "STRING", st->day));
+  st->rc = bq_query_start(st->bq, st->sql, params, &st->res, st->err,
+                          sizeof(st->err));
+  return NULL;
+}
+
+/* Start day's query on st's client (on a thread when one can be made). */
+static void start(struct starter *st, const char *day)
+{
+  snprintf(st->day, sizeof(st->day), "%s", day);
+  st->res = NULL;
+  st->running = pthread_create(&st->thread, NULL, start_thread, st) == 0;
+  if (!st->running)
+    start_thread(st);
+}
+
+/* The started query of st (NULL with err filled when it failed). */
+static struct bq_result *started(struct starter *st, char *err, size_t errlen)
+{
+  struct bq_result *res;
+
+  if (st->running)
+    pthread_join(st->thread, NULL);
+  st->running = false;
+  res = st->res;
+  st->res = NULL;
+  if (st->rc != 0)
+    snprintf(err, errlen, "%s", st->err);
+  return st->rc == 0 ? res : NULL;
+}
+
+/* The plan's next day after i (or from 0: i = -1) with rows to read, or
+ * np. */
+static size_t next_read(const struct billing_day_plan *plan, size_t np, long i)
+{
+  size_t j = (size_t)(i + 1);
+
+  while (j < np && plan[j].remote < 0)
+    j++;
+  return j;
+}
+
+static int sync_days(const struct config *cfg, struct bq_client *bq[2],
                      struct db_conn *db, bool progress,
                      const atomic_bool *cancel, struct billing_sync_report *rep,
                      char *err, size_t errlen)
@@ -268,8 +327,10 @@ static int sync_days(const struct config *cfg, struct bq_client *bq,
   struct billing_day_figures *stored = NULL;
   struct billing_day_plan *plan = NULL;
   struct day_load l;
+  struct starter st[2];
   char store_err[256];
-  size_t ns = 0, np, i;
+  size_t ns = 0, np, i, j;
+  int k;
   json_t *params;
   int rc = -1;
 
@@ -286,7 +347,7 @@ static int sync_days(const struct config *cfg, struct bq_client *bq,
   }
   params = json_array();
   json_array_append_new(params, bq_param("from_day", "STRING", from));
-  if (bq_query(bq, q_days, params, on_day, &remote, err, errlen) != 0)
+  if (bq_query(bq[0], q_days, params, on_day, &remote, err, errlen) != 0)
     goto out;
   if (db_billing_sync_days(db, from, &stored, &ns) != GG_OK) {
     snprintf(err, errlen, "the database failed");
@@ -307,9 +368,35 @@ static int sync_days(const struct config *cfg, struct bq_client *bq,
     snprintf(err, errlen, "out of memory");
     goto out;
   }
+  /* day i's query runs on client k, and the next day's is started on the
+   * other while day i's rows are read (a client serves one query at a
+   * time) */
+  for (k = 0; k < 2; k++) {
+    memset(&st[k], 0, sizeof(st[k]));
+    st[k].bq = bq[k];
+    st[k].sql = q_rows;
+  }
+  k = 0;
+  if ((j = next_read(plan, np, -1)) < np)
+    start(&st[k], plan[j].day);
   rc = 0;
-  for (i = 0; i < np && rc == 0; i++)
-    rc = replace_day(bq, q_rows, &l, remote.v, &plan[i], err, errlen);
+  for (i = 0; i < np && rc == 0; i++) {
+    struct bq_result *res = NULL;
+    if (plan[i].remote >= 0) {
+      if (!(res = started(&st[k], err, errlen))) {
+        rc = -1;
+        break;
+      }
+      k = 1 - k;
+      if ((j = next_read(plan, np, (long)i)) < np)
+        start(&st[k], plan[j].day);
+    }
+    rc = replace_day(res, &l, remote.v, &plan[i], err, errlen);
+  }
+  for (k = 0; k < 2; k++) { /* a query started and not read */
+    char ignored[256];
+    bq_result_free(started(&st[k], ignored, sizeof(ignored)));
+  }
   /* the store's failure first: the reader's is then only its echo */
   if (billing_store_finish(l.store, &rep->days_read, &rep->rows_read, store_err,
                            sizeof(store_err)) != 0) {
@@ -341,24 +428,30 @@ int billing_sync_run(const struct config *cfg, struct db_conn *db,
                      const atomic_bool *cancel, struct billing_sync_report *rep,
                      char *err, size_t errlen)
 {
-  struct bq_client *bq;
-  int rc;
+  struct bq_client *bq[2];
+  int rc, k;
 
   memset(rep, 0, sizeof(*rep));
   if (!*cfg->billing_bq_table) {
     snprintf(err, errlen, "GPUGATE_BILLING_BIGQUERY_TABLE is not set");
     return -1;
   }
-  bq = bq_client_new(cfg->bigquery_endpoint, cfg->billing_bq_project,
-                     cfg->billing_bq_location, ts);
-  if (!bq) {
+  for (k = 0; k < 2; k++) { /* two: a day's query starts on the other */
+    bq[k] = bq_client_new(cfg->bigquery_endpoint, cfg->billing_bq_project,
+                          cfg->billing_bq_location, ts);
+    if (bq[k])
+      bq_client_set_backoff_ms(bq[k], backoff_ms);
+  }
+  if (!bq[0] || !bq[1]) {
+    bq_client_free(bq[0]);
+    bq_client_free(bq[1]);
     snprintf(err, errlen, "out of memory");
     return -1;
   }
-  bq_client_set_backoff_ms(bq, backoff_ms);
   rc = sync_days(cfg, bq, db, progress, cancel, rep, err, errlen);
-  rep->calls = bq_client_calls(bq);
-  bq_client_free(bq);
+  rep->calls = bq_client_calls(bq[0]) + bq_client_calls(bq[1]);
+  bq_client_free(bq[0]);
+  bq_client_free(bq[1]);
   if (rc != 0)
     log_msg(LOG_WARN, "billing sync failed: %s", err);
   if (db_billing_sync_record(db, rc == 0, rc == 0 ? "" : err, rep->days_read,
