@@ -158,7 +158,7 @@ int bq_page_split(const char *body, size_t len, json_t **doc, const char **rows,
     if (!eat(&c, '}'))
       return -1;
   }
-  if (!vs) {
+  if (!vs || !ve) { /* no rows (ve is set whenever vs is) */
     *doc = json_loadb(body, len, 0, NULL);
     return *doc ? 0 : -1;
   }

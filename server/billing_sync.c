@@ -260,12 +260,12 @@ static int replace_day(struct bq_result *res, struct day_load *l,
 struct starter {
   struct bq_client *bq;
   const char *sql;
-  char day[11];
   struct bq_result *res;
-  char err[256];
-  int rc;
   pthread_t thread;
+  int rc;
   bool running;
+  char day[11];
+  char err[256];
 };
 
 static void *start_thread(void *arg)
