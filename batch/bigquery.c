@@ -261,20 +261,26 @@ static void *fetch_thread(void *arg)
   return NULL;
 }
 
-int bq_query(struct bq_client *c, const char *sql, json_t *params,
-             bq_cells_fn fn, void *ctx, char *err, size_t errlen)
+/* A query whose job is complete: its first page, and how to ask for the
+ * next ones. */
+struct bq_result {
+  struct bq_client *c;
+  struct page cur;
+  struct fetcher f;
+};
+
+int bq_query_start(struct bq_client *c, const char *sql, json_t *params,
+                   struct bq_result **out, char *err, size_t errlen)
 {
   char url[2048], request_id[40];
   unsigned char rnd[16];
   const char *job, *loc;
+  struct bq_result *r;
   json_t *body, *ref;
-  struct page cur;
-  struct fetcher f;
   char *text;
-  int rc = -1, i;
+  int rc, i;
 
-  memset(&cur, 0, sizeof(cur));
-  memset(&f, 0, sizeof(f));
+  *out = NULL;
   /* requestId: a retried POST is recognised as the same query */
   if (RAND_bytes(rnd, sizeof(rnd)) != 1) {
     json_decref(params);
@@ -294,56 +300,81 @@ int bq_query(struct bq_client *c, const char *sql, json_t *params,
   json_decref(body);
   snprintf(url, sizeof(url), "%s/bigquery/v2/projects/%s/queries", c->endpoint,
            c->project);
-  if (!text) {
+  r = calloc(1, sizeof(*r));
+  if (!text || !r) {
+    free(text);
+    free(r);
     snprintf(err, errlen, "jobs.query: out of memory");
     return -1;
   }
-  rc = call(c, "jobs.query", "POST", url, text, &cur.resp, err, errlen);
+  rc = call(c, "jobs.query", "POST", url, text, &r->cur.resp, err, errlen);
   free(text);
-  if (rc != 0 || page_of(&cur, "jobs.query", err, errlen) != 0) {
-    batch_http_resp_free(&cur.resp);
+  if (rc != 0 || page_of(&r->cur, "jobs.query", err, errlen) != 0) {
+    batch_http_resp_free(&r->cur.resp);
+    free(r);
     return -1;
   }
-  rc = -1;
-  ref = json_object_get(cur.doc, "jobReference");
+  ref = json_object_get(r->cur.doc, "jobReference");
   job = json_string_value(json_object_get(ref, "jobId"));
   loc = json_string_value(json_object_get(ref, "location"));
-  snprintf(f.job, sizeof(f.job), "%s", job ? job : "");
-  snprintf(f.location, sizeof(f.location), "%s", loc ? loc : c->location);
-  f.c = c;
+  snprintf(r->f.job, sizeof(r->f.job), "%s", job ? job : "");
+  snprintf(r->f.location, sizeof(r->f.location), "%s", loc ? loc : c->location);
+  r->f.c = c;
+  r->c = c;
   /* poll until the job is complete: its rows come with the first reply
    * that says so */
-  while (!json_is_true(json_object_get(cur.doc, "jobComplete"))) {
-    page_free(&cur);
-    if (!*f.job || fetch(&f, NULL, &cur, err, errlen) != 0)
+  while (!json_is_true(json_object_get(r->cur.doc, "jobComplete"))) {
+    page_free(&r->cur);
+    if (!*r->f.job || fetch(&r->f, NULL, &r->cur, err, errlen) != 0) {
+      free(r);
       return -1;
+    }
   }
+  *out = r;
+  return 0;
+}
+
+void bq_result_free(struct bq_result *r)
+{
+  if (!r)
+    return;
+  page_free(&r->cur);
+  free(r);
+}
+
+int bq_result_rows(struct bq_result *r, bq_cells_fn fn, void *ctx, char *err,
+                   size_t errlen)
+{
+  struct bq_client *c = r->c;
+  struct fetcher *f = &r->f;
+  int rc = -1;
+
   /* page after page: the next one is fetched while this one's rows go to
    * fn (at most two pages in memory) */
   for (;;) {
     const char *token =
-        json_string_value(json_object_get(cur.doc, "pageToken"));
+        json_string_value(json_object_get(r->cur.doc, "pageToken"));
     struct page next;
     bool more = token && *token, ahead = false;
     int walked;
     memset(&next, 0, sizeof(next));
     if (more) {
-      snprintf(f.token, sizeof(f.token), "%s", token);
-      if (strlen(token) >= sizeof(f.token)) {
+      snprintf(f->token, sizeof(f->token), "%s", token);
+      if (strlen(token) >= sizeof(f->token)) {
         snprintf(err, errlen, "getQueryResults: page token too long");
         break;
       }
-      f.out = &next;
-      f.rc = -1;
-      ahead = pthread_create(&f.thread, NULL, fetch_thread, &f) == 0;
+      f->out = &next;
+      f->rc = -1;
+      ahead = pthread_create(&f->thread, NULL, fetch_thread, f) == 0;
       if (!ahead)
-        f.rc = fetch(&f, f.token, &next, f.err, sizeof(f.err));
+        f->rc = fetch(f, f->token, &next, f->err, sizeof(f->err));
     }
-    walked =
-        bq_page_rows(cur.rows, cur.rows_len, &c->scratch, fn, ctx, err, errlen);
+    walked = bq_page_rows(r->cur.rows, r->cur.rows_len, &c->scratch, fn, ctx,
+                          err, errlen);
     if (ahead)
-      pthread_join(f.thread, NULL);
-    page_free(&cur);
+      pthread_join(f->thread, NULL);
+    page_free(&r->cur);
     if (walked != 0) {
       page_free(&next);
       break;
@@ -352,12 +383,22 @@ int bq_query(struct bq_client *c, const char *sql, json_t *params,
       rc = 0;
       break;
     }
-    if (f.rc != 0) {
-      snprintf(err, errlen, "%s", f.err);
+    if (f->rc != 0) {
+      snprintf(err, errlen, "%s", f->err);
       break;
     }
-    cur = next;
+    r->cur = next;
   }
-  page_free(&cur);
+  bq_result_free(r);
   return rc;
+}
+
+int bq_query(struct bq_client *c, const char *sql, json_t *params,
+             bq_cells_fn fn, void *ctx, char *err, size_t errlen)
+{
+  struct bq_result *r;
+
+  if (bq_query_start(c, sql, params, &r, err, errlen) != 0)
+    return -1;
+  return bq_result_rows(r, fn, ctx, err, errlen);
 }

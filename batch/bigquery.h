@@ -49,6 +49,21 @@ void bq_client_set_backoff_ms(struct bq_client *c, long ms);
 int bq_query(struct bq_client *c, const char *sql, json_t *params,
              bq_cells_fn fn, void *ctx, char *err, size_t errlen);
 
+/*
+ * bq_query in two steps, so that a query can be started (on another
+ * client, another thread) while the rows of the one before are read:
+ * bq_query_start runs sql until its job is complete and holds its first
+ * page in *out; bq_result_rows feeds every row to fn as bq_query does and
+ * frees the result, bq_result_free frees one not read (accepts NULL). A
+ * result is read on the client that started it, one at a time.
+ */
+struct bq_result;
+int bq_query_start(struct bq_client *c, const char *sql, json_t *params,
+                   struct bq_result **out, char *err, size_t errlen);
+int bq_result_rows(struct bq_result *r, bq_cells_fn fn, void *ctx, char *err,
+                   size_t errlen);
+void bq_result_free(struct bq_result *r);
+
 /* A named STRING or DATE parameter: {"name", "parameterType": {"type"},
  * "parameterValue": {"value"}}, a new reference. */
 json_t *bq_param(const char *name, const char *type, const char *value);

@@ -15,7 +15,9 @@
  *      the rows whose hash is not yet in billing_rows (an index probe per
  *      row), adds exactly their sums to cost_rollups (one upsert per key,
  *      in key order), and returns which rows are new with, for GPU usage in
- *      seconds, their GPU-hours (PostgreSQL's numeric division);
+ *      seconds, their GPU-hours (PostgreSQL's numeric division); a batch
+ *      expected to be new is summed and divided in C instead, the same way
+ *      (db/billing_numeric.h), and the statement gets only the keys' sums;
  *   2. COPY ... (FORMAT binary) of the new rows straight into billing_rows,
  *      mostly sent from the batch's buffer as it is.
  *
@@ -308,6 +310,8 @@ void db_billing_batch_free(struct db_billing_batch *b)
   free(b->uniq);
   free(b->seen);
   free(b->closed);
+  free(b->gpu.p);
+  free(b->sums);
   free(b);
 }
 
@@ -328,6 +332,11 @@ void bb_batch_reset(struct db_billing_batch *b)
   b->n_keys = 0;
   if (b->slots)
     memset(b->slots, 0, b->n_slots * sizeof(*b->slots));
+}
+
+void db_billing_batch_clear(struct db_billing_batch *b)
+{
+  bb_batch_reset(b);
 }
 
 static uint64_t fnv1a(const char *p, size_t n)

@@ -54,6 +54,9 @@ void db_billing_batch_free(struct db_billing_batch *b);
 int db_billing_batch_add(struct db_billing_batch *b,
                          const struct db_billing_row *r);
 
+/* Empty b without storing it, keeping its memory. */
+void db_billing_batch_clear(struct db_billing_batch *b);
+
 /* Rows in b, and the bytes of row data they take. */
 size_t db_billing_batch_rows(const struct db_billing_batch *b);
 size_t db_billing_batch_bytes(const struct db_billing_batch *b);

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "db/billing.h"
+#include "db/billing_numeric.h"
 #include "db/months.h"
 
 #define NUMERIC_MAX 2048 /* binary numeric of any amount we write */
@@ -26,7 +27,14 @@ struct brow {
   int key;                 /* its rollup key, 0-based */
   int divisor;
   bool fresh;  /* a flush: not stored yet */
-  int gpu_row; /* a flush: its GPU-hours in the statement's result, or -1 */
+  int gpu_row; /* a flush: its GPU-hours in the statement's result, or -1;
+                  summed in C, their offset in gpu */
+};
+
+/* A flush summing in C: a key's sums over its new rows. */
+struct bsum {
+  struct bnum cost, credits, gpu_hours;
+  long rows;
 };
 
 struct buf {
@@ -52,6 +60,9 @@ struct db_billing_batch {
   int64_t latest_us;            /* the latest usage_start in the batch */
   char (*closed)[DB_MONTH_LEN]; /* a flush: the closed months */
   size_t n_closed, cap_closed;
+  struct buf gpu;    /* a flush summing in C: GPU-hours of rows, text */
+  struct bsum *sums; /* and the sums of each key */
+  int cap_sums;
 };
 
 /* Big-endian integers. */

@@ -27,12 +27,15 @@
 #define OID_DATE 1082
 #define OID_NUMERIC 1700
 
+#define OID_INT8 20
 #define N_ARRAYS 20 /* the statement's array parameters, and one scalar */
+#define N_SUMMED 18 /* sql_summed's */
 
 /* ---- the statement ---------------------------------------------------- */
 
 /*
- * The statement before the COPY, in two forms. Both take the batch as
+ * The statement before the COPY, in two forms (and a third, sql_summed,
+ * below). Both take the batch as
  * arrays: $1 hashes, $2 rollup key (1-based, into $7..$19), $3 cost, $4
  * credits, $5 GPU amount, $6 its divisor; $7..$16 the distinct rollup
  * keys, $17..$19 where each is reported (month, charge class, report day:
@@ -43,10 +46,35 @@
  * PostgreSQL divided.
  *
  * sql_probe looks every hash up in billing_rows first (an index probe per
- * row); sql_assume takes every row for new, for batches expected to be new
- * (their COPY then fails on a known one, and the batch is tried again with
- * sql_probe).
+ * row, on the primary key: its day, its key's, and its hash); sql_assume
+ * takes every row for new, for batches expected to be new (their COPY then
+ * fails on a known one, and the batch is tried again with sql_probe).
+ *
+ * A batch expected to be new is first summed here instead (sum_rows, with
+ * PostgreSQL's numeric arithmetic in C: db/billing_numeric.h), and
+ * sql_summed below is given the keys and their sums only, no row; the
+ * rows' GPU-hours go straight into the COPY. sql_assume is for a batch
+ * whose amounts do not fit the C arithmetic.
  */
+#define ROLLUP_COLUMNS                                                         \
+  " INSERT INTO cost_rollups AS r (team, day, invoice_month, service, sku,"    \
+  "  flavor, location, currency, cost_type, billing_account, month,"           \
+  "  charge_class, report_day, cost, credits, gpu_hours, rows)"
+
+#define ROLLUP_UPSERT                                                          \
+  " ORDER BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12"                            \
+  " ON CONFLICT (team, day, invoice_month, service, sku, flavor, location,"    \
+  "  currency, cost_type, billing_account, charge_class, month)"               \
+  "  DO UPDATE SET cost = r.cost + excluded.cost,"                             \
+  "  credits = r.credits + excluded.credits,"                                  \
+  "  gpu_hours = r.gpu_hours + excluded.gpu_hours,"                            \
+  "  rows = r.rows + excluded.rows"
+
+#define FRESH_UPSERT                                                           \
+  " ON CONFLICT (id) DO UPDATE"                                                \
+  "  SET latest_usage_start = excluded.latest_usage_start"                     \
+  "  WHERE f.latest_usage_start < excluded.latest_usage_start"
+
 #define SQL_NEW_ROWS(known, join)                                              \
   "WITH t AS ("                                                                \
   " SELECT * FROM unnest($1::bytea[], $2::int[], $3::numeric[],"               \
@@ -61,10 +89,7 @@
   " SELECT k, sum(cost) AS cost, sum(credits) AS credits,"                     \
   "  sum(gpu_hours) AS gpu_hours, count(*) AS n"                               \
   " FROM new WHERE NOT known GROUP BY k),"                                     \
-  " up AS ("                                                                   \
-  " INSERT INTO cost_rollups AS r (team, day, invoice_month, service, sku,"    \
-  "  flavor, location, currency, cost_type, billing_account, month,"           \
-  "  charge_class, report_day, cost, credits, gpu_hours, rows)"                \
+  " up AS (" ROLLUP_COLUMNS                                                    \
   " SELECT g.team, g.day, g.invoice_month, g.service, g.sku, g.flavor,"        \
   "  g.location, g.currency, g.cost_type, g.account, g.month, g.class,"        \
   "  g.report_day, s.cost, s.credits, s.gpu_hours, s.n"                        \
@@ -73,20 +98,11 @@
   "  $15::text[], $16::text[], $17::text[], $18::text[], $19::date[])"         \
   "  WITH ORDINALITY AS g(team, day, invoice_month, service, sku, flavor,"     \
   "  location, currency, cost_type, account, month, class, report_day, k)"     \
-  "  ON g.k = s.k"                                                             \
-  " ORDER BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12"                            \
-  " ON CONFLICT (team, day, invoice_month, service, sku, flavor, location,"    \
-  "  currency, cost_type, billing_account, charge_class, month)"               \
-  "  DO UPDATE SET cost = r.cost + excluded.cost,"                             \
-  "  credits = r.credits + excluded.credits,"                                  \
-  "  gpu_hours = r.gpu_hours + excluded.gpu_hours,"                            \
-  "  rows = r.rows + excluded.rows),"                                          \
+  "  ON g.k = s.k" ROLLUP_UPSERT "),"                                          \
   " fresh AS ("                                                                \
   " INSERT INTO billing_freshness AS f (latest_usage_start)"                   \
-  " SELECT $20::timestamptz WHERE EXISTS (SELECT 1 FROM sums)"                 \
-  " ON CONFLICT (id) DO UPDATE"                                                \
-  "  SET latest_usage_start = excluded.latest_usage_start"                     \
-  "  WHERE f.latest_usage_start < excluded.latest_usage_start)"                \
+  " SELECT $20::timestamptz WHERE EXISTS (SELECT 1 FROM sums)" FRESH_UPSERT    \
+  ")"                                                                          \
   " SELECT i, known,"                                                          \
   "  CASE WHEN divisor = 3600 AND NOT known THEN gpu_hours::text END"          \
   " FROM new WHERE known OR divisor = 3600"
@@ -94,9 +110,26 @@
 static const char sql_probe[] =
     SQL_NEW_ROWS("b.known IS NOT NULL",
                  " LEFT JOIN LATERAL (SELECT true AS known FROM billing_rows b"
-                 "  WHERE b.row_hash = t.h LIMIT 1) b ON true");
+                 "  WHERE b.usage_day = ($8::date[])[t.k] AND b.row_hash = t.h"
+                 "  LIMIT 1) b ON true");
 
 static const char sql_assume[] = SQL_NEW_ROWS("false", "");
+
+/*
+ * The statement of a batch summed in C (every row taken for new, as
+ * sql_assume does): $1..$13 the distinct keys and where each is reported,
+ * as $7..$19 above; $14..$17 their sums (cost, credits, GPU-hours, rows);
+ * $18 the batch's latest usage_start. Nothing per row.
+ */
+static const char sql_summed[] =
+    "WITH up AS (" ROLLUP_COLUMNS
+    " SELECT * FROM unnest($1::text[], $2::date[], $3::text[], $4::text[],"
+    "  $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],"
+    "  $10::text[], $11::text[], $12::text[], $13::date[], $14::numeric[],"
+    "  $15::numeric[], $16::numeric[], $17::int8[])" ROLLUP_UPSERT "),"
+    " fresh AS (INSERT INTO billing_freshness AS f (latest_usage_start)"
+    " VALUES ($18::timestamptz)" FRESH_UPSERT ")"
+    " SELECT 1";
 
 /* The field order of a row's COPY tuple: gpu_hours first, then the fields
  * db_billing_batch_add writes in that order. */
@@ -194,68 +227,125 @@ static int key_report(const struct db_billing_batch *b, int k,
   return 0;
 }
 
-/* The statement's N_ARRAYS parameters over the n rows of b->uniq, into
- * b->params: 19 arrays and the latest usage_start; their offsets in off[],
- * lengths in len[]. */
-static int build_params(struct db_billing_batch *b, size_t n,
+/* Array f of the distinct keys: field f of each (f < N_KEY_FIELDS), or
+ * where each is reported (N_KEY_FIELDS + 0: month, 1: charge class, 2:
+ * report day). */
+static int key_array(struct db_billing_batch *b, int f)
+{
+  struct buf *p = &b->params;
+  bool date = f == 1 || f == N_KEY_FIELDS + 2;
+  int k;
+
+  if (array_start(p, date ? OID_DATE : OID_TEXT, (size_t)b->n_keys) != 0)
+    return -1;
+  for (k = 0; k < b->n_keys; k++) {
+    char month[DB_MONTH_LEN], rday[16], day[16];
+    unsigned char raw[4];
+    const char *v, *cls;
+    size_t vlen;
+    int32_t days;
+    int rc;
+    if (f >= N_KEY_FIELDS) { /* where the key is reported */
+      if (key_report(b, k, month, &cls, rday) != 0)
+        return -1;
+      v = f == N_KEY_FIELDS ? month : f == N_KEY_FIELDS + 1 ? cls : rday;
+      vlen = strlen(v);
+    } else {
+      v = key_field(b, k, f, &vlen);
+    }
+    if (date) { /* a day: text in the key, a date here */
+      snprintf(day, sizeof(day), "%.*s", (int)vlen, v);
+      if (db_date_binary(day, &days) != 0)
+        return -1;
+      bb_put_be32(raw, (uint32_t)days);
+      rc = bb_add_field(p, raw, 4);
+    } else {
+      rc = bb_add_field(p, v, vlen);
+    }
+    if (rc != 0)
+      return -1;
+  }
+  return 0;
+}
+
+/* Array a of the n rows of b->uniq: 0 hashes, 1 keys (1-based), 2 cost,
+ * 3 credits, 4 GPU amount, 5 its divisor. */
+static int row_array(struct db_billing_batch *b, size_t n, int a)
+{
+  static const uint32_t oid[6] = {OID_BYTEA,   OID_INT4,    OID_NUMERIC,
+                                  OID_NUMERIC, OID_NUMERIC, OID_INT4};
+  struct buf *p = &b->params;
+  unsigned char raw[4];
+  size_t i;
+
+  if (array_start(p, oid[a], n) != 0)
+    return -1;
+  for (i = 0; i < n; i++) {
+    const struct brow *r = &b->rows[b->uniq[i]];
+    int rc;
+    if (a == 0) {
+      rc = bb_add_field(p, r->hash, DB_BILLING_HASH_LEN);
+    } else if (a == 1 || a == 5) {
+      bb_put_be32(raw, (uint32_t)(a == 1 ? r->key + 1 : r->divisor));
+      rc = bb_add_field(p, raw, 4);
+    } else {
+      rc = bb_add_numeric(p, amount(b, r, a - 2));
+    }
+    if (rc != 0)
+      return -1;
+  }
+  return 0;
+}
+
+/* Array a of the keys' sums (b->sums): 0 cost, 1 credits, 2 GPU-hours,
+ * 3 rows. */
+static int sum_array(struct db_billing_batch *b, int a)
+{
+  struct buf *p = &b->params;
+  int k;
+
+  if (array_start(p, a == 3 ? OID_INT8 : OID_NUMERIC, (size_t)b->n_keys) != 0)
+    return -1;
+  for (k = 0; k < b->n_keys; k++) {
+    const struct bsum *s = &b->sums[k];
+    char text[BNUM_TEXT_MAX];
+    unsigned char raw[8];
+    int rc;
+    if (a == 3) {
+      bb_put_be64(raw, (uint64_t)s->rows);
+      rc = bb_add_field(p, raw, 8);
+    } else {
+      bnum_text(a == 0 ? &s->cost : a == 1 ? &s->credits : &s->gpu_hours, text);
+      rc = bb_add_numeric(p, text);
+    }
+    if (rc != 0)
+      return -1;
+  }
+  return 0;
+}
+
+/*
+ * The statement's parameters into b->params, their offsets in off[] and
+ * lengths in len[]; returns their number, or -1. sql_probe and sql_assume
+ * take N_ARRAYS: the 6 arrays of the n rows of b->uniq, the 13 of the keys
+ * and the latest usage_start; sql_summed (summed) N_SUMMED: the 13 arrays
+ * of the keys, the 4 of their sums and the latest usage_start.
+ */
+static int build_params(struct db_billing_batch *b, size_t n, bool summed,
                         size_t off[N_ARRAYS], int len[N_ARRAYS])
 {
-  static const uint32_t oid[N_ARRAYS - 1] = {
-      OID_BYTEA, OID_INT4, OID_NUMERIC, OID_NUMERIC, OID_NUMERIC,
-      OID_INT4,  OID_TEXT, OID_DATE,    OID_TEXT,    OID_TEXT,
-      OID_TEXT,  OID_TEXT, OID_TEXT,    OID_TEXT,    OID_TEXT,
-      OID_TEXT,  OID_TEXT, OID_TEXT,    OID_DATE};
+  int n_arrays = summed ? N_SUMMED - 1 : N_ARRAYS - 1, a, rc;
   struct buf *p = &b->params;
-  unsigned char raw[8];
-  size_t i;
-  int a, k;
 
   p->len = 0;
-  for (a = 0; a < N_ARRAYS - 1; a++) {
+  for (a = 0; a < n_arrays; a++) {
     off[a] = p->len;
-    if (array_start(p, oid[a], a < 6 ? n : (size_t)b->n_keys) != 0)
-      return -1;
-    for (i = 0; a < 6 && i < n; i++) {
-      const struct brow *r = &b->rows[b->uniq[i]];
-      int rc;
-      if (a == 0) {
-        rc = bb_add_field(p, r->hash, DB_BILLING_HASH_LEN);
-      } else if (a == 1 || a == 5) {
-        bb_put_be32(raw, (uint32_t)(a == 1 ? r->key + 1 : r->divisor));
-        rc = bb_add_field(p, raw, 4);
-      } else {
-        rc = bb_add_numeric(p, amount(b, r, a - 2));
-      }
-      if (rc != 0)
-        return -1;
-    }
-    for (k = 0; a >= 6 && k < b->n_keys; k++) {
-      char month[DB_MONTH_LEN], rday[16], day[16];
-      const char *f, *cls;
-      size_t flen;
-      int32_t days;
-      int rc;
-      if (a >= 6 + N_KEY_FIELDS) { /* where the key is reported */
-        if (key_report(b, k, month, &cls, rday) != 0)
-          return -1;
-        f = a == 16 ? month : a == 17 ? cls : rday;
-        flen = strlen(f);
-      } else {
-        f = key_field(b, k, a - 6, &flen);
-      }
-      if (a == 7 || a == 18) { /* a day: text in the key, a date here */
-        snprintf(day, sizeof(day), "%.*s", (int)flen, f);
-        if (db_date_binary(day, &days) != 0)
-          return -1;
-        bb_put_be32(raw, (uint32_t)days);
-        rc = bb_add_field(p, raw, 4);
-      } else {
-        rc = bb_add_field(p, f, flen);
-      }
-      if (rc != 0)
-        return -1;
-    }
-    if (p->len - off[a] > 0x7FFFFFFF)
+    if (summed)
+      rc = a < N_KEY_FIELDS + 3 ? key_array(b, a)
+                                : sum_array(b, a - N_KEY_FIELDS - 3);
+    else
+      rc = a < 6 ? row_array(b, n, a) : key_array(b, a - 6);
+    if (rc != 0 || p->len - off[a] > 0x7FFFFFFF)
       return -1;
     len[a] = (int)(p->len - off[a]);
   }
@@ -265,6 +355,56 @@ static int build_params(struct db_billing_batch *b, size_t n,
   bb_put_be64((unsigned char *)p->p + p->len, (uint64_t)b->latest_us);
   p->len += 8;
   len[a] = 8;
+  return a + 1;
+}
+
+/*
+ * The sums of each key over the n rows of b->uniq, all taken for new, into
+ * b->sums, and the GPU-hours of the rows that have them divided (seconds)
+ * into b->gpu (each row's gpu_row its offset): what sql_assume has
+ * PostgreSQL compute, computed here the way it would (db/billing_numeric.h).
+ * 0, or -1 when an amount or a sum does not fit there (PostgreSQL then
+ * does it) or out of memory.
+ */
+static int sum_rows(struct db_billing_batch *b, size_t n)
+{
+  size_t i;
+
+  if (b->cap_sums < b->n_keys) {
+    struct bsum *g = realloc(b->sums, (size_t)b->n_keys * sizeof(*g));
+    if (!g)
+      return -1;
+    b->sums = g;
+    b->cap_sums = b->n_keys;
+  }
+  memset(b->sums, 0, (size_t)b->n_keys * sizeof(*b->sums));
+  b->gpu.len = 0;
+  for (i = 0; i < n; i++) {
+    struct brow *r = &b->rows[b->uniq[i]];
+    struct bsum *s = &b->sums[r->key];
+    struct bnum cost, credits, gpu = {0, 0};
+    char text[BNUM_TEXT_MAX];
+    size_t tl;
+    if (bnum_parse(amount(b, r, 0), &cost) != 0 ||
+        bnum_parse(amount(b, r, 1), &credits) != 0 ||
+        (r->divisor != 0 && bnum_parse(amount(b, r, 2), &gpu) != 0) ||
+        (r->divisor == 3600 && bnum_div3600(&gpu, &gpu) != 0) ||
+        bnum_add(&s->cost, &cost) != 0 ||
+        bnum_add(&s->credits, &credits) != 0 ||
+        bnum_add(&s->gpu_hours, &gpu) != 0)
+      return -1;
+    s->rows++;
+    r->gpu_row = -1;
+    if (r->divisor != 3600)
+      continue;
+    bnum_text(&gpu, text);
+    tl = strlen(text) + 1;
+    if (bb_reserve(&b->gpu, tl) != 0 || b->gpu.len > 0x7FFFFFFF)
+      return -1;
+    r->gpu_row = (int)b->gpu.len;
+    memcpy(b->gpu.p + b->gpu.len, text, tl);
+    b->gpu.len += tl;
+  }
   return 0;
 }
 
@@ -324,7 +464,8 @@ static int put_copy(PGconn *pg, const char *data, size_t n)
  * COPY the fresh rows among the n of b->uniq. Consecutive rows lie end to
  * end in tuples, so runs of them go out as they are; a row whose GPU-hours
  * PostgreSQL computed (merged's second column) gets its field count and
- * that field sent first.
+ * that field sent first (merged NULL: the batch was summed here, and the
+ * GPU-hours are in b->gpu).
  */
 static enum gg_code copy_rows(struct db_conn *c, struct db_billing_batch *b,
                               size_t n, PGresult *merged)
@@ -350,10 +491,10 @@ static enum gg_code copy_rows(struct db_conn *c, struct db_billing_batch *b,
     if (!r->fresh)
       continue;
     if (r->divisor == 3600) {
-      int len = r->gpu_row < 0
-                    ? -1
-                    : db_numeric_binary(PQgetvalue(merged, r->gpu_row, 2),
-                                        head + 6, sizeof(head) - 6);
+      const char *gpu = r->gpu_row < 0 ? NULL
+                        : merged       ? PQgetvalue(merged, r->gpu_row, 2)
+                                       : b->gpu.p + r->gpu_row;
+      int len = gpu ? db_numeric_binary(gpu, head + 6, sizeof(head) - 6) : -1;
       if (len < 0 || put_copy(c->pg, b->tuples.p + run, run_end - run) != 0) {
         ok = 0;
         break;
@@ -425,15 +566,22 @@ static enum gg_code tx_end(struct db_conn *c, bool nested, bool ok)
   return GG_OK;
 }
 
-/* One attempt at storing the n rows of b->uniq: probing for known rows,
- * or assuming there are none. */
+/* How a flush attempt finds the new rows and their sums. */
+enum way {
+  PROBE,  /* sql_probe: looking each row up */
+  ASSUME, /* sql_assume: every row new, summed by PostgreSQL */
+  SUMMED  /* sql_summed: every row new, summed here (sum_rows) */
+};
+
+/* One attempt at storing the n rows of b->uniq. */
 static enum gg_code flush_once(struct db_conn *c, struct db_billing_batch *b,
-                               size_t n, bool probe, long *inserted)
+                               size_t n, enum way way, long *inserted)
 {
+  static const char *const sql[3] = {sql_probe, sql_assume, sql_summed};
   bool nested = PQtransactionStatus(c->pg) == PQTRANS_INTRANS;
   const char *values[N_ARRAYS];
   size_t off[N_ARRAYS], i;
-  int len[N_ARRAYS], formats[N_ARRAYS], a, rows;
+  int len[N_ARRAYS], formats[N_ARRAYS], a, rows, n_params;
   long fresh = (long)n;
   enum gg_code code;
   PGresult *res = NULL;
@@ -445,16 +593,16 @@ static enum gg_code flush_once(struct db_conn *c, struct db_billing_batch *b,
   code = read_closed(c, b);
   if (code != GG_OK)
     goto out;
-  if (build_params(b, n, off, len) != 0) {
+  n_params = build_params(b, n, way == SUMMED, off, len);
+  if (n_params < 0) {
     code = GG_INTERNAL;
     goto out;
   }
-  for (a = 0; a < N_ARRAYS; a++) {
+  for (a = 0; a < n_params; a++) {
     values[a] = b->params.p + off[a];
     formats[a] = 1;
   }
-  res = PQexecParams(c->pg, probe ? sql_probe : sql_assume, N_ARRAYS, NULL,
-                     values, len, formats, 0);
+  res = PQexecParams(c->pg, sql[way], n_params, NULL, values, len, formats, 0);
   if (PQresultStatus(res) != PGRES_TUPLES_OK) {
     code = db_code_of(res, c->pg);
     if (code != GG_CONFLICT)
@@ -463,9 +611,10 @@ static enum gg_code flush_once(struct db_conn *c, struct db_billing_batch *b,
   }
   for (i = 0; i < n; i++) {
     b->rows[b->uniq[i]].fresh = true;
-    b->rows[b->uniq[i]].gpu_row = -1;
+    if (way != SUMMED) /* summed: sum_rows set them */
+      b->rows[b->uniq[i]].gpu_row = -1;
   }
-  rows = PQntuples(res);
+  rows = way == SUMMED ? 0 : PQntuples(res);
   for (a = 0; a < rows; a++) {
     long k = strtol(PQgetvalue(res, a, 0), NULL, 10);
     struct brow *r;
@@ -482,7 +631,7 @@ static enum gg_code flush_once(struct db_conn *c, struct db_billing_batch *b,
     }
   }
   if (fresh > 0) {
-    code = copy_rows(c, b, n, res);
+    code = copy_rows(c, b, n, way == SUMMED ? NULL : res);
     if (code != GG_OK)
       goto out;
   }
@@ -540,6 +689,7 @@ enum gg_code db_billing_flush(struct db_conn *c, struct db_billing_batch *b,
                               bool expect_new, long *inserted)
 {
   enum gg_code code = GG_OK;
+  enum way first;
   long n;
   int tries;
 
@@ -551,10 +701,11 @@ enum gg_code db_billing_flush(struct db_conn *c, struct db_billing_batch *b,
     bb_batch_reset(b);
     return GG_INTERNAL;
   }
+  first = !expect_new ? PROBE : sum_rows(b, (size_t)n) == 0 ? SUMMED : ASSUME;
   for (tries = 0; tries < FLUSH_TRIES; tries++) {
     /* a conflict: a known row (when assumed new), another load storing the
      * same rows, a deadlock; after it, probe */
-    code = flush_once(c, b, (size_t)n, !expect_new || tries > 0, inserted);
+    code = flush_once(c, b, (size_t)n, tries > 0 ? PROBE : first, inserted);
     if (code != GG_CONFLICT)
       break;
   }

@@ -11,6 +11,7 @@
 #include "db/billing.h"
 #include "db/billing_sync.h"
 #include "handlers/billing_ingest.h"
+#include "server/billing_store.h"
 #include "server/billing_sync.h"
 #include "server/config.h"
 #include "server/log.h"
@@ -148,74 +149,16 @@ static int on_day(void *ctx, const char *const *cells, size_t n, char *err,
 /* ---- one day's rows -------------------------------------------------------
  */
 
-/*
- * A day being read: rows are parsed into batch while the batch before it
- * is stored (db_billing_flush in the day's transaction) on a thread of its
- * own, so that parsing and PostgreSQL's work overlap; the connection is
- * the storing thread's until it is joined.
- */
+/* A day being read: its rows are parsed into batch, which goes to the
+ * storing thread (server/billing_store.h) when full, while that thread
+ * stores the batches before it, of this day or of the days before. */
 struct day_load {
-  struct db_conn *db;
+  struct billing_store *store;
   const atomic_bool *cancel; /* NULL: none */
   struct billing_scratch *scratch;
-  struct db_billing_batch *batch;   /* being filled */
-  struct db_billing_batch *storing; /* being stored, or the spare */
-  pthread_t thread;
-  bool busy;         /* thread runs: join it before the next */
-  enum gg_code code; /* of the last store */
-  long inserted;
+  struct db_billing_batch *batch; /* being filled, or NULL */
   long rows, rejected;
 };
-
-static void *store_thread(void *arg)
-{
-  struct day_load *l = arg;
-
-  /* the day's rows were deleted: every row is new (a duplicate within the
-   * day makes the flush look rows up and try again) */
-  l->code = db_billing_flush(l->db, l->storing, true, &l->inserted);
-  return NULL;
-}
-
-/* Wait for the batch being stored; its outcome. */
-static int store_wait(struct day_load *l, char *err, size_t errlen)
-{
-  if (!l->busy)
-    return 0;
-  pthread_join(l->thread, NULL);
-  l->busy = false;
-  if (l->code != GG_OK) {
-    snprintf(err, errlen, "the database failed storing rows");
-    return -1;
-  }
-  metrics_billing_rows(l->inserted);
-  return 0;
-}
-
-/* Store the filled batch (after the one before it is stored); wait for it
- * too when last. */
-static int flush(struct day_load *l, bool last, char *err, size_t errlen)
-{
-  struct db_billing_batch *full = l->batch;
-
-  if (store_wait(l, err, errlen) != 0)
-    return -1;
-  if (db_billing_batch_rows(full) > 0) {
-    l->batch = l->storing; /* emptied by its flush */
-    l->storing = full;
-    if (pthread_create(&l->thread, NULL, store_thread, l) == 0) {
-      l->busy = true;
-    } else {
-      store_thread(l);
-      if (l->code != GG_OK) {
-        snprintf(err, errlen, "the database failed storing rows");
-        return -1;
-      }
-      metrics_billing_rows(l->inserted);
-    }
-  }
-  return last ? store_wait(l, err, errlen) : 0;
-}
 
 static int on_row(void *ctx, const char *const *cells, size_t n, char *err,
                   size_t errlen)
@@ -239,6 +182,11 @@ static int on_row(void *ctx, const char *const *cells, size_t n, char *err,
       log_msg(LOG_WARN, "billing sync: a row rejected: %s", why);
     return 0;
   }
+  if (!l->batch && !(l->batch = billing_store_batch(l->store))) {
+    billing_row_clear(&row);
+    snprintf(err, errlen, "the database failed storing rows");
+    return -1;
+  }
   if (db_billing_batch_add(l->batch, &row.db) != 0) {
     billing_row_clear(&row);
     if (l->rejected++ == 0)
@@ -248,35 +196,49 @@ static int on_row(void *ctx, const char *const *cells, size_t n, char *err,
   billing_row_clear(&row);
   l->rows++;
   if (db_billing_batch_rows(l->batch) >= BILLING_BATCH_ROWS ||
-      db_billing_batch_bytes(l->batch) >= BILLING_BATCH_BYTES)
-    return flush(l, false, err, errlen);
+      db_billing_batch_bytes(l->batch) >= BILLING_BATCH_BYTES) {
+    struct db_billing_batch *full = l->batch;
+    l->batch = NULL;
+    if (billing_store_put(l->store, full) != 0) {
+      snprintf(err, errlen, "the database failed storing rows");
+      return -1;
+    }
+  }
   return 0;
 }
 
-/* Replace day p with the export's rows (none when p->remote < 0). */
-static int replace_day(struct bq_client *bq, const char *sql,
-                       struct day_load *l,
+/* Queue the replacement of day p with the export's rows, res (its query,
+ * started; NULL when p->remote < 0: none, the day is gone): its rows are
+ * read here, stored and committed by the storing thread. */
+static int replace_day(struct bq_result *res, struct day_load *l,
                        const struct billing_day_figures *remote,
                        const struct billing_day_plan *p, char *err,
                        size_t errlen)
 {
   struct billing_day_figures gone;
   const struct billing_day_figures *f;
-  json_t *params;
+  int rc = 0;
 
-  if (db_billing_day_begin(l->db, p->day) != GG_OK) {
-    snprintf(err, errlen, "the database failed replacing %s", p->day);
+  if (billing_store_begin(l->store, p->day) != 0) {
+    bq_result_free(res);
+    snprintf(err, errlen, "the database failed");
     return -1;
   }
   l->rows = 0;
   if (p->remote >= 0) {
-    params = json_array();
-    json_array_append_new(params, bq_param("day", "STRING", p->day));
-    if (bq_query(bq, sql, params, on_row, l, err, errlen) != 0 ||
-        flush(l, true, err, errlen) != 0) {
-      char ignored[64];
-      store_wait(l, ignored, sizeof(ignored)); /* the connection is ours */
-      db_billing_day_abort(l->db);
+    rc = bq_result_rows(res, on_row, l, err, errlen);
+    if (l->batch) {
+      if (rc == 0 && billing_store_put(l->store, l->batch) != 0) {
+        snprintf(err, errlen, "the database failed storing rows");
+        rc = -1;
+      } else if (rc != 0) {
+        db_billing_batch_clear(l->batch);
+        billing_store_put(l->store, l->batch); /* given back, skipped */
+      }
+      l->batch = NULL;
+    }
+    if (rc != 0) {
+      billing_store_abort(l->store);
       return -1;
     }
     f = &remote[p->remote];
@@ -285,14 +247,75 @@ static int replace_day(struct bq_client *bq, const char *sql,
     memcpy(gone.day, p->day, sizeof(gone.day));
     f = &gone;
   }
-  if (db_billing_day_commit(l->db, f) != GG_OK) {
-    snprintf(err, errlen, "the database failed committing %s", p->day);
+  if (billing_store_commit(l->store, f, l->rows) != 0) {
+    snprintf(err, errlen, "the database failed");
     return -1;
   }
   return 0;
 }
 
-static int sync_days(const struct config *cfg, struct bq_client *bq,
+/* ---- the next day's query, started while this day's rows are read ---------
+ */
+
+struct starter {
+  struct bq_client *bq;
+  const char *sql;
+  struct bq_result *res;
+  pthread_t thread;
+  int rc;
+  bool running;
+  char day[11];
+  char err[256];
+};
+
+static void *start_thread(void *arg)
+{
+  struct starter *st = arg;
+  json_t *params = json_array();
+
+  json_array_append_new(params, bq_param("day", "STRING", st->day));
+  st->rc = bq_query_start(st->bq, st->sql, params, &st->res, st->err,
+                          sizeof(st->err));
+  return NULL;
+}
+
+/* Start day's query on st's client (on a thread when one can be made). */
+static void start(struct starter *st, const char *day)
+{
+  snprintf(st->day, sizeof(st->day), "%s", day);
+  st->res = NULL;
+  st->running = pthread_create(&st->thread, NULL, start_thread, st) == 0;
+  if (!st->running)
+    start_thread(st);
+}
+
+/* The started query of st (NULL with err filled when it failed). */
+static struct bq_result *started(struct starter *st, char *err, size_t errlen)
+{
+  struct bq_result *res;
+
+  if (st->running)
+    pthread_join(st->thread, NULL);
+  st->running = false;
+  res = st->res;
+  st->res = NULL;
+  if (st->rc != 0)
+    snprintf(err, errlen, "%s", st->err);
+  return st->rc == 0 ? res : NULL;
+}
+
+/* The plan's next day after i (or from 0: i = -1) with rows to read, or
+ * np. */
+static size_t next_read(const struct billing_day_plan *plan, size_t np, long i)
+{
+  size_t j = (size_t)(i + 1);
+
+  while (j < np && plan[j].remote < 0)
+    j++;
+  return j;
+}
+
+static int sync_days(const struct config *cfg, struct bq_client *bq[2],
                      struct db_conn *db, bool progress,
                      const atomic_bool *cancel, struct billing_sync_report *rep,
                      char *err, size_t errlen)
@@ -304,17 +327,17 @@ static int sync_days(const struct config *cfg, struct bq_client *bq,
   struct billing_day_figures *stored = NULL;
   struct billing_day_plan *plan = NULL;
   struct day_load l;
-  size_t ns = 0, np, i;
+  struct starter st[2];
+  char store_err[256];
+  size_t ns = 0, np, i, j;
+  int k;
   json_t *params;
   int rc = -1;
 
   memset(&l, 0, sizeof(l));
-  l.db = db;
   l.cancel = cancel;
   l.scratch = billing_scratch_new();
-  l.batch = db_billing_batch_new();
-  l.storing = db_billing_batch_new();
-  if (!q_days || !q_rows || !l.scratch || !l.batch || !l.storing) {
+  if (!q_days || !q_rows || !l.scratch) {
     snprintf(err, errlen, "out of memory");
     goto out;
   }
@@ -324,7 +347,7 @@ static int sync_days(const struct config *cfg, struct bq_client *bq,
   }
   params = json_array();
   json_array_append_new(params, bq_param("from_day", "STRING", from));
-  if (bq_query(bq, q_days, params, on_day, &remote, err, errlen) != 0)
+  if (bq_query(bq[0], q_days, params, on_day, &remote, err, errlen) != 0)
     goto out;
   if (db_billing_sync_days(db, from, &stored, &ns) != GG_OK) {
     snprintf(err, errlen, "the database failed");
@@ -340,21 +363,49 @@ static int sync_days(const struct config *cfg, struct bq_client *bq,
   if (progress)
     fprintf(stderr, "%zu days in the export since %s, %zu to read\n", remote.n,
             *from ? from : "the start", np);
-  for (i = 0; i < np; i++) {
-    if (replace_day(bq, q_rows, &l, remote.v, &plan[i], err, errlen) != 0)
-      goto out;
-    rep->days_read++;
-    rep->rows_read += l.rows;
-    if (progress)
-      fprintf(stderr, "%s: %ld rows (%zu of %zu)\n", plan[i].day, l.rows, i + 1,
-              np);
+  l.store = billing_store_start(db, progress, np);
+  if (!l.store) {
+    snprintf(err, errlen, "out of memory");
+    goto out;
   }
+  /* day i's query runs on client k, and the next day's is started on the
+   * other while day i's rows are read (a client serves one query at a
+   * time) */
+  for (k = 0; k < 2; k++) {
+    memset(&st[k], 0, sizeof(st[k]));
+    st[k].bq = bq[k];
+    st[k].sql = q_rows;
+  }
+  k = 0;
+  if ((j = next_read(plan, np, -1)) < np)
+    start(&st[k], plan[j].day);
   rc = 0;
+  for (i = 0; i < np && rc == 0; i++) {
+    struct bq_result *res = NULL;
+    if (plan[i].remote >= 0) {
+      if (!(res = started(&st[k], err, errlen))) {
+        rc = -1;
+        break;
+      }
+      k = 1 - k;
+      if ((j = next_read(plan, np, (long)i)) < np)
+        start(&st[k], plan[j].day);
+    }
+    rc = replace_day(res, &l, remote.v, &plan[i], err, errlen);
+  }
+  for (k = 0; k < 2; k++) { /* a query started and not read */
+    char ignored[256];
+    bq_result_free(started(&st[k], ignored, sizeof(ignored)));
+  }
+  /* the store's failure first: the reader's is then only its echo */
+  if (billing_store_finish(l.store, &rep->days_read, &rep->rows_read, store_err,
+                           sizeof(store_err)) != 0) {
+    snprintf(err, errlen, "%s", store_err);
+    rc = -1;
+  }
 out:
   rep->rows_rejected = l.rejected;
   billing_scratch_free(l.scratch);
-  db_billing_batch_free(l.batch);
-  db_billing_batch_free(l.storing);
   free(plan);
   free(stored);
   free(remote.v);
@@ -377,24 +428,30 @@ int billing_sync_run(const struct config *cfg, struct db_conn *db,
                      const atomic_bool *cancel, struct billing_sync_report *rep,
                      char *err, size_t errlen)
 {
-  struct bq_client *bq;
-  int rc;
+  struct bq_client *bq[2];
+  int rc, k;
 
   memset(rep, 0, sizeof(*rep));
   if (!*cfg->billing_bq_table) {
     snprintf(err, errlen, "GPUGATE_BILLING_BIGQUERY_TABLE is not set");
     return -1;
   }
-  bq = bq_client_new(cfg->bigquery_endpoint, cfg->billing_bq_project,
-                     cfg->billing_bq_location, ts);
-  if (!bq) {
+  for (k = 0; k < 2; k++) { /* two: a day's query starts on the other */
+    bq[k] = bq_client_new(cfg->bigquery_endpoint, cfg->billing_bq_project,
+                          cfg->billing_bq_location, ts);
+    if (bq[k])
+      bq_client_set_backoff_ms(bq[k], backoff_ms);
+  }
+  if (!bq[0] || !bq[1]) {
+    bq_client_free(bq[0]);
+    bq_client_free(bq[1]);
     snprintf(err, errlen, "out of memory");
     return -1;
   }
-  bq_client_set_backoff_ms(bq, backoff_ms);
   rc = sync_days(cfg, bq, db, progress, cancel, rep, err, errlen);
-  rep->calls = bq_client_calls(bq);
-  bq_client_free(bq);
+  rep->calls = bq_client_calls(bq[0]) + bq_client_calls(bq[1]);
+  bq_client_free(bq[0]);
+  bq_client_free(bq[1]);
   if (rc != 0)
     log_msg(LOG_WARN, "billing sync failed: %s", err);
   if (db_billing_sync_record(db, rc == 0, rc == 0 ? "" : err, rep->days_read,

@@ -14,11 +14,13 @@
  * the new ones parsed and stored by the same code as the NDJSON upload
  * (billing_parse_row_with, db_billing_batch_add, db_billing_flush), page by
  * page, and the day's figures recorded; a failure on the way rolls all of
- * it back. Three things overlap: the next page is fetched (batch/bigquery.h)
- * while this one's rows are parsed into a batch, while the batch before is
- * stored on a thread of its own (two pages and two batches in memory). The
- * money arrives as exact decimals (CAST(cost AS NUMERIC) inside
- * TO_JSON_STRING), never as a float.
+ * it back. Three things overlap: the next page, and the next day's first
+ * (its jobs.query, on a second client), are fetched (batch/bigquery.h)
+ * while this one's rows are parsed into a batch, while the batches before,
+ * of this day or of the days before, are stored and their days committed
+ * by a thread of its own (server/billing_store.h; three pages and three
+ * batches in memory). The money arrives as exact decimals (CAST(cost AS
+ * NUMERIC) inside TO_JSON_STRING), never as a float.
  */
 #ifndef GPUGATE_SERVER_BILLING_SYNC_H
 #define GPUGATE_SERVER_BILLING_SYNC_H

@@ -2,6 +2,7 @@
  * bq_fixture.c — the BigQuery emulator's billing export (see
  * bq_fixture.h).
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,66 +73,121 @@ static long long credit_of(long long cost, long i)
   return i % 3 == 0 ? -(cost / 10) : 0;
 }
 
-/* micro-dollars as an exact decimal number */
-static void money(long long micros, char out[40])
-{
-  long long a = micros < 0 ? -micros : micros;
+/* A row being written: plain appends (snprintf took most of the
+ * emulator's time at a million rows). */
+struct out {
+  char *p;
+  size_t len, cap;
+  bool full;
+};
 
-  snprintf(out, 40, "%s%lld.%06lld", micros < 0 ? "-" : "", a / 1000000,
-           a % 1000000);
+static void put(struct out *o, const char *s, size_t n)
+{
+  if (o->full || o->len + n >= o->cap) {
+    o->full = true;
+    return;
+  }
+  memcpy(o->p + o->len, s, n);
+  o->len += n;
+}
+
+static void puts_(struct out *o, const char *s)
+{
+  put(o, s, strlen(s));
+}
+
+/* v ≥ 0 in decimal, at least width digits (zero-padded) */
+static void putu(struct out *o, unsigned long long v, int width)
+{
+  char d[24];
+  size_t n = 0;
+
+  do {
+    d[sizeof(d) - 1 - n++] = (char)('0' + v % 10);
+    v /= 10;
+  } while (v > 0 || n < (size_t)width);
+  put(o, d + sizeof(d) - n, n);
+}
+
+/* micro-dollars as an exact decimal number */
+static void money(struct out *o, long long micros)
+{
+  unsigned long long a =
+      micros < 0 ? (unsigned long long)-micros : (unsigned long long)micros;
+
+  if (micros < 0)
+    put(o, "-", 1);
+  putu(o, a / 1000000, 1);
+  put(o, ".", 1);
+  putu(o, a % 1000000, 6);
 }
 
 size_t bq_fixture_row(const struct bq_fixture *f, int d, long i, char *out,
                       size_t cap)
 {
   static const char *const types[3] = {"regular", "tax", "adjustment"};
-  char day[11], et[40], cost[40], credit[40], labels[160], credits[160];
+  char day[11], et[40];
   long long c = cost_of(f, d, i), cr = credit_of(c, i);
   const char *team = teams[i % 4];
-  int y, m, dd, n;
+  struct out o = {out, 0, cap, false};
+  int y, m, dd;
 
   bq_fixture_day(f, d, day);
   bq_fixture_export_time(f, d, et);
   civil(f->start + d, &y, &m, &dd);
-  money(c, cost);
-  money(cr, credit);
-  if (team)
-    snprintf(labels, sizeof(labels),
-             "[{\"key\":\"gpugate-team\",\"value\":\"%s\"},"
-             "{\"key\":\"gpugate-flavor\",\"value\":\"l4-spot\"}]",
-             team);
-  else
-    snprintf(labels, sizeof(labels), "[]");
-  if (cr != 0)
-    snprintf(credits, sizeof(credits),
-             "[{\"name\":\"Spot discount\",\"amount\":%s,"
-             "\"type\":\"DISCOUNT\",\"id\":\"spot\"}]",
-             credit);
-  else
-    snprintf(credits, sizeof(credits), "[]");
-  n = snprintf(
-      out, cap,
-      "{\"billing_account_id\":\"012345-6789AB-CDEF01\","
-      "\"service\":{\"id\":\"6F81-5844-456A\","
-      "\"description\":\"Compute Engine\"},"
-      "\"sku\":{\"id\":\"SKU-%ld\",\"description\":\"Nvidia L4 GPU %ld\"},"
-      "\"usage_start_time\":\"%sT%02ld:00:00Z\","
-      "\"usage_end_time\":\"%sT%02ld:59:59Z\","
-      "\"project\":{\"id\":\"ml-project\"},\"labels\":%s,"
-      "\"location\":{\"location\":\"us-central1\","
-      "\"region\":\"us-central1\"},"
-      "\"resource\":{\"name\":\"vm-%d-%ld\"},"
-      "\"export_time\":\"%s\",\"cost\":%s,\"currency\":\"USD\","
-      "\"currency_conversion_rate\":1,"
-      "\"usage\":{\"amount\":3600,\"unit\":\"seconds\"},"
-      "\"credits\":%s,\"invoice\":{\"month\":\"%04u%02u\"},"
-      "\"cost_type\":\"%s\"}",
-      i % 5, i % 5, day, i % 24, day, i % 24, labels, d, i, et, cost, credits,
-      (unsigned)y % 10000u, (unsigned)m % 100u,
-      types[i % 10 == 8   ? 1
-            : i % 10 == 9 ? 2
-                          : 0]);
-  return n > 0 && (size_t)n < cap ? (size_t)n : 0;
+  puts_(&o, "{\"billing_account_id\":\"012345-6789AB-CDEF01\","
+            "\"service\":{\"id\":\"6F81-5844-456A\","
+            "\"description\":\"Compute Engine\"},"
+            "\"sku\":{\"id\":\"SKU-");
+  putu(&o, (unsigned long long)(i % 5), 1);
+  puts_(&o, "\",\"description\":\"Nvidia L4 GPU ");
+  putu(&o, (unsigned long long)(i % 5), 1);
+  puts_(&o, "\"},\"usage_start_time\":\"");
+  puts_(&o, day);
+  put(&o, "T", 1);
+  putu(&o, (unsigned long long)(i % 24), 2);
+  puts_(&o, ":00:00Z\",\"usage_end_time\":\"");
+  puts_(&o, day);
+  put(&o, "T", 1);
+  putu(&o, (unsigned long long)(i % 24), 2);
+  puts_(&o, ":59:59Z\",\"project\":{\"id\":\"ml-project\"},\"labels\":");
+  if (team) {
+    puts_(&o, "[{\"key\":\"gpugate-team\",\"value\":\"");
+    puts_(&o, team);
+    puts_(&o, "\"},{\"key\":\"gpugate-flavor\",\"value\":\"l4-spot\"}]");
+  } else {
+    puts_(&o, "[]");
+  }
+  puts_(&o, ",\"location\":{\"location\":\"us-central1\","
+            "\"region\":\"us-central1\"},"
+            "\"resource\":{\"name\":\"vm-");
+  putu(&o, (unsigned long long)d, 1);
+  put(&o, "-", 1);
+  putu(&o, (unsigned long long)i, 1);
+  puts_(&o, "\"},\"export_time\":\"");
+  puts_(&o, et);
+  puts_(&o, "\",\"cost\":");
+  money(&o, c);
+  puts_(&o, ",\"currency\":\"USD\",\"currency_conversion_rate\":1,"
+            "\"usage\":{\"amount\":3600,\"unit\":\"seconds\"},"
+            "\"credits\":");
+  if (cr != 0) {
+    puts_(&o, "[{\"name\":\"Spot discount\",\"amount\":");
+    money(&o, cr);
+    puts_(&o, ",\"type\":\"DISCOUNT\",\"id\":\"spot\"}]");
+  } else {
+    puts_(&o, "[]");
+  }
+  puts_(&o, ",\"invoice\":{\"month\":\"");
+  putu(&o, (unsigned)y % 10000u, 4);
+  putu(&o, (unsigned)m % 100u, 2);
+  puts_(&o, "\"},\"cost_type\":\"");
+  puts_(&o, types[i % 10 == 8 ? 1 : i % 10 == 9 ? 2 : 0]);
+  puts_(&o, "\"}");
+  if (o.full)
+    return 0;
+  out[o.len] = '\0';
+  return o.len;
 }
 
 void bq_fixture_totals(const struct bq_fixture *f, const char *team,

@@ -18,6 +18,7 @@
 #include <jansson.h>
 
 #include "db/billing.h"
+#include "db/billing_numeric.h"
 #include "handlers/billing_ingest.h"
 
 Suite *billing_suite(void);
@@ -602,6 +603,118 @@ START_TEST(numeric_binary)
   ck_assert_msg(!strcmp(hex, numeric_cases[_i].hex), "\"%s\": %s, want %s",
                 numeric_cases[_i].text, hex, numeric_cases[_i].hex);
   ck_assert_int_eq(db_numeric_binary(numeric_cases[_i].text, out, 4), -1);
+}
+END_TEST
+
+/* ------------------------------------------- numeric arithmetic in C */
+
+/* Text, PostgreSQL 15's text of text::numeric and of
+ * trim_scale(text::numeric / 3600) (psql, for each line); NULL: refused
+ * (not a number, or more digits than the C arithmetic holds: PostgreSQL
+ * then does it). */
+static const struct {
+  const char *text, *numeric, *per_3600;
+} bnum_cases[] = {
+    {"-0", "0", "0"},
+    {"1.50", "1.50", "0.00041666666666666667"},
+    {"1.5E+3", "1500", "0.41666666666666666667"},
+    {"1e+21", "1000000000000000000000", "277777777777777778"},
+    {"-3599.5", "-3599.5", "-0.99986111111111111111"},
+    {"3599.999999999", "3599.999999999", "0.99999999999972222222"},
+    {"1800", "1800", "0.5"},
+    {"3600", "3600", "1"},
+    {"7200.000", "7200.000", "2"},
+    {"0.0000005", "0.0000005", "0.0000000001388888888888888889"},
+    {"12345678", "12345678", "3429.355"},
+    {"0.00036", "0.00036", "0.0000001"},
+    {"3601", "3601", "1.0002777777777778"},
+    {"1e-07", "0.0000001", "0.0000000000277777777777777778"},
+    {"3600.0001", "3600.0001", "1.00000002777777777778"},
+    {"5e-17", "0.00000000000000005", "0.000000000000000000013888888888888889"},
+    {"36", "36", "0.01"},
+    {"455824009", "455824009", "126617.780277777778"},
+    {"-0.05960116996623266", "-0.05960116996623266",
+     "-0.000016555880546175738889"},
+    {"7074924.717491316", "7074924.717491316", "1965.25686596981"},
+    {"47709585", "47709585", "13252.6625"},
+    {"2.249061789", "2.249061789", "0.00062473938583333333"},
+    {"6537e0", "6537", "1.8158333333333333"},
+    {"6022791.889620082", "6022791.889620082", "1672.9977471166894444"},
+    {"20000", "20000", "5.5555555555555556"},
+    {"60000000", "60000000", "16666.666666666667"},
+    {"70000000", "70000000", "19444.444444444444"},
+    {"3192e-6", "0.003192", "0.000000886666666666666667"},
+    {"2636247363398", "2636247363398", "732290934.27722222"},
+    {"-0.6061376818430533", "-0.6061376818430533", "-0.00016837157828973703"},
+    {"50", "50", "0.01388888888888888889"},
+    {"5561611", "5561611", "1544.8919444444444444"},
+    /* exactly half way at the result's scale: rounded away from zero */
+    {"3600.00000000000000001800", "3600.00000000000000001800",
+     "1.00000000000000000001"},
+    {"-3600.00000000000000001800", "-3600.00000000000000001800",
+     "-1.00000000000000000001"},
+    {"1e-20", "0.00000000000000000001",
+     "0.0000000000000000000000027777777777777778"},
+    {"", NULL, NULL},
+    {"-", NULL, NULL},
+    {"1e", NULL, NULL},
+    {"1.2.3", NULL, NULL},
+    {"12a", NULL, NULL},
+    {"nan", NULL, NULL},
+    {"1234567890123456789012345678901234567", NULL, NULL},
+    {"1e-70", NULL, NULL},
+};
+
+START_TEST(bnum_div)
+{
+  struct bnum x, q;
+  char text[BNUM_TEXT_MAX];
+
+  if (!bnum_cases[_i].numeric) {
+    ck_assert_msg(bnum_parse(bnum_cases[_i].text, &x) == -1, "\"%s\" accepted",
+                  bnum_cases[_i].text);
+    return;
+  }
+  ck_assert_int_eq(bnum_parse(bnum_cases[_i].text, &x), 0);
+  bnum_text(&x, text);
+  ck_assert_str_eq(text, bnum_cases[_i].numeric);
+  ck_assert_int_eq(bnum_div3600(&x, &q), 0);
+  bnum_text(&q, text);
+  ck_assert_str_eq(text, bnum_cases[_i].per_3600);
+}
+END_TEST
+
+/* a + b as PostgreSQL 15 writes (a::numeric + b::numeric)::text; NULL:
+ * more digits than the C arithmetic holds */
+static const struct {
+  const char *a, *b, *sum;
+} bnum_add_cases[] = {
+    {"1.50", "2.5", "4.00"},
+    {"-0.1", "0.10", "0.00"},
+    {"1e-07", "3", "3.0000001"},
+    {"0.000000001", "-0.000000001", "0.000000000"},
+    {"17.2084", "-0.585072", "16.623328"},
+    {"1.5E+3", "0.25", "1500.25"},
+    {"999999999999999999999999999999999999", "1", NULL},
+    {"1392e11", "9.576896053087891e-08", NULL},
+};
+
+START_TEST(bnum_sum)
+{
+  struct bnum a, b;
+  char text[BNUM_TEXT_MAX];
+
+  ck_assert_int_eq(bnum_parse(bnum_add_cases[_i].a, &a), 0);
+  ck_assert_int_eq(bnum_parse(bnum_add_cases[_i].b, &b), 0);
+  if (!bnum_add_cases[_i].sum) {
+    struct bnum was = a;
+    ck_assert_int_eq(bnum_add(&a, &b), -1);
+    ck_assert(a.m == was.m && a.scale == was.scale); /* unchanged */
+    return;
+  }
+  ck_assert_int_eq(bnum_add(&a, &b), 0);
+  bnum_text(&a, text);
+  ck_assert_str_eq(text, bnum_add_cases[_i].sum);
 }
 END_TEST
 
@@ -1341,6 +1454,8 @@ Suite *billing_suite(void)
   TCase *tc = tcase_create("pure");
 
   tcase_add_loop_test(tc, split, 0, N_OF(split_cases));
+  tcase_add_loop_test(tc, bnum_div, 0, N_OF(bnum_cases));
+  tcase_add_loop_test(tc, bnum_sum, 0, N_OF(bnum_add_cases));
   tcase_add_test(tc, split_stops);
   tcase_add_loop_test(tc, timestamp, 0, N_OF(ts_cases));
   tcase_add_loop_test(tc, dec_add, 0, N_OF(dec_cases));

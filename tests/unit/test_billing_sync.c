@@ -56,6 +56,18 @@ static const struct {
     /* a string ending in an escaped backslash; an empty string */
     {"{\"rows\":[{\"f\":[{\"v\":\"x\\\\\"},{\"v\":\"\"},{\"v\":\"y\"}]}]}",
      "x\\||y", ""},
+    /* long runs between escapes, a quote and a backslash at every offset
+     * of a sixteen-byte block, escapes back to back */
+    {"{\"rows\":[{\"f\":[{\"v\":\"0123456789abcdef0123456789\\\"x\\\\"
+     "0123456789abcde\\\"0123456789abcd\\\\\\\"\\n\"},{\"v\":"
+     "\"0123456789abcdef0123456789abcdef\"}]}]}",
+     "0123456789abcdef0123456789\"x\\0123456789abcde\"0123456789abcd\\\"\n|"
+     "0123456789abcdef0123456789abcdef",
+     ""},
+    {"{\"rows\":[{\"f\":[{\"v\":\"0123456789abcdef0123456789abcdef0123\"}]}]}",
+     "0123456789abcdef0123456789abcdef0123", ""},
+    {"{\"rows\":[{\"f\":[{\"v\":\"0123456789abcdef0123456789abcdef0123}]}]}",
+     NULL, ""},
     /* no rows, empty rows, other keys in a row or a cell skipped */
     {"{\"jobComplete\":false,\"jobReference\":{\"jobId\":\"j\"}}", "", ""},
     {"{\"rows\":[]}", "", ""},
