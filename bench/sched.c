@@ -19,7 +19,7 @@
  * decisions of one pass. Build without the Makefile:
  *
  *   cc -std=c11 -O2 -D_GNU_SOURCE -I. -o build/bench_sched bench/sched.c \
- *      scheduler/sched.c
+ *      scheduler/sched*.c scheduler/fairshare.c -lm
  */
 #include <stdbool.h>
 #include <stdio.h>

@@ -26,211 +26,26 @@
  * on, so every round decides at least one job or parks a CQ, and the cycle
  * ends. Nothing depends on the order of the CQ array:
  * every tie is broken by job fields (seq, then the job's array index).
+ *
+ * The input's checks and capacity windows are in sched_input.c, building
+ * and freeing the working state in sched_work.c, fair share over time in
+ * sched_fs.c; what they share is in sched_internal.h.
  */
 #include "scheduler/sched.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "scheduler/fairshare.h"
 #include "scheduler/sched_fs.h"
+#include "scheduler/sched_internal.h"
 
-#define QTY_INF (INT64_MAX / 4) /* an unlimited amount of quota */
-#define ZERO_WEIGHT_SHARE 1e9   /* weight 0 and borrowing: always last */
+#define ZERO_WEIGHT_SHARE 1e9 /* weight 0 and borrowing: always last */
 
-enum kind { KIND_NONE = 0, KIND_FIT, KIND_BORROW, KIND_PREEMPT };
 enum plan { PLAN_NONE = 0, PLAN_WAIT, PLAN_VICTIMS };
-
-/* A pending job with its ordering keys, for the per-CQ sort. */
-struct pend_key {
-  int cq;
-  int tq; /* usage_fs CQs: the team queue (-1 none); else -1 */
-  int32_t priority;
-  int64_t created_at;
-  int64_t seq;
-  int idx;
-};
-
-/* The head of a cluster queue in the current round. */
-struct head {
-  int cq;
-  int job; /* into pending */
-  enum kind kind;
-  int flavor;
-  bool borrow;
-  double share;
-  uint64_t version; /* state version the assignment was computed on */
-};
-
-/* A head with the job's ordering keys, for the round's sort. */
-struct head_key {
-  struct head h;
-  int32_t priority;
-  int64_t created_at;
-  int64_t seq;
-};
-
-struct state {
-  const struct sched_input *in;
-  struct sched_output *out;
-  int nf;
-  struct sched_quota *quota; /* [cq][f][r]; unlisted flavor: all zero */
-  int64_t *guar;             /* [cq][f][r] nominal − lendable */
-  int64_t *pool;             /* [cohort][f][r] Σ lendable */
-  int64_t *use;              /* [cq][f][r] admitted usage */
-  int64_t *pool_used;        /* [cohort][f][r] Σ max(0, use − guar) */
-  int64_t *rel;              /* released view of use */
-  int64_t *rel_pool_used;    /* released view of pool_used */
-  int *adm_start;            /* admitted jobs grouped by CQ */
-  int *adm_idx;
-  bool *victim;   /* per admitted: evicting or chosen this cycle */
-  int *coh_start; /* CQs grouped by cohort */
-  int *coh_idx;
-  int *pend_start; /* pending jobs grouped by CQ, in queue order */
-  int *pend_idx;
-  int *cursor;  /* per CQ: position of its head in pend_idx */
-  bool *done;   /* per CQ: exhausted, blocked or stopped */
-  bool *taken;  /* per pending: decided out of turn (a preemptor's turn) */
-  bool *parked; /* per CQ: its head borrows; it waits for the borrow phase */
-  bool borrow_phase; /* heads that borrow are decided now */
-  double *spent;     /* per team: working copy */
-  struct sched_cand *cands;
-  int *chosen;
-  struct head_key *heads; /* this round's heads, or the earlier preemptors */
-  struct sched_fs fs;     /* fair share over time (sched_fs.h) */
-  uint64_t version;       /* bumped by every decision that changes the state */
-};
-
-static size_t cell(const struct state *s, int c, int f, int r)
-{
-  return ((size_t)c * (size_t)s->nf + (size_t)f) * SCHED_NRES + (size_t)r;
-}
 
 static int64_t max0(int64_t v)
 {
   return v > 0 ? v : 0;
-}
-
-static int64_t min64(int64_t a, int64_t b)
-{
-  return a < b ? a : b;
-}
-
-static int64_t lendable(const struct sched_quota *q)
-{
-  if (q->lending_limit == SCHED_UNLIMITED)
-    return q->nominal;
-  return min64(q->lending_limit, q->nominal);
-}
-
-/*
- * Capacity windows (DWS Calendar mode). A flavor with a window offers its
- * quota only inside it (outside, the CQ's quota there is zero: nothing is
- * admitted nor lent), and takes a job only if the job's longest run ends
- * by the window's end.
- */
-static bool window_set(const struct sched_cq_flavor *fl)
-{
-  return fl->window_from != 0 || fl->window_until != 0;
-}
-
-static bool window_open(const struct sched_cq_flavor *fl, int64_t now)
-{
-  return !window_set(fl) || (now >= fl->window_from && now < fl->window_until);
-}
-
-static bool window_fits(const struct sched_cq_flavor *fl, int64_t now,
-                        int64_t max_run_s)
-{
-  return !window_set(fl) || (window_open(fl, now) && max_run_s > 0 &&
-                             max_run_s <= fl->window_until - now);
-}
-
-static bool quota_valid(const struct sched_quota *q)
-{
-  return q->nominal >= 0 && q->nominal < QTY_INF &&
-         q->borrowing_limit >= SCHED_UNLIMITED &&
-         q->borrowing_limit < QTY_INF && q->lending_limit >= SCHED_UNLIMITED;
-}
-
-static bool job_valid(const struct sched_input *in, const struct sched_job *j,
-                      bool admitted)
-{
-  int r;
-
-  if (j->cq < 0 || j->cq >= in->n_cqs)
-    return false;
-  if (j->team < -1 || j->team >= in->n_teams)
-    return false;
-  if (admitted && (j->flavor < 0 || j->flavor >= in->n_flavors))
-    return false;
-  for (r = 0; r < SCHED_NRES; r++)
-    if (j->request[r] < 0 || j->request[r] >= QTY_INF)
-      return false;
-  return true;
-}
-
-static bool input_valid(const struct sched_input *in)
-{
-  int i, k, r;
-
-  if (in->n_flavors < 0 || in->n_cohorts < 0 || in->n_cqs < 0 ||
-      in->n_teams < 0 || in->n_admitted < 0 || in->n_pending < 0)
-    return false;
-  if ((in->n_cqs && !in->cqs) || (in->n_teams && !in->teams) ||
-      (in->n_admitted && !in->admitted) || (in->n_pending && !in->pending))
-    return false;
-  for (i = 0; i < in->n_cqs; i++) {
-    const struct sched_cq *cq = &in->cqs[i];
-
-    if (cq->cohort < -1 || cq->cohort >= in->n_cohorts)
-      return false;
-    if (cq->n_flavors < 0 || cq->n_flavors > SCHED_MAX_FLAVORS)
-      return false;
-    if (!(cq->weight >= 0)) /* also rejects NaN */
-      return false;
-    for (k = 0; k < cq->n_flavors; k++) {
-      int f = cq->flavors[k].flavor, m;
-
-      if (f < 0 || f >= in->n_flavors)
-        return false;
-      for (m = 0; m < k; m++)
-        if (cq->flavors[m].flavor == f)
-          return false;
-      if (window_set(&cq->flavors[k]) &&
-          cq->flavors[k].window_until <= cq->flavors[k].window_from)
-        return false;
-      for (r = 0; r < SCHED_NRES; r++)
-        if (!quota_valid(&cq->flavors[k].quota[r]))
-          return false;
-    }
-  }
-  for (i = 0; i < in->n_admitted; i++)
-    if (!job_valid(in, &in->admitted[i], true))
-      return false;
-  for (i = 0; i < in->n_pending; i++)
-    if (!job_valid(in, &in->pending[i], false))
-      return false;
-  if (in->n_tqs < 0 || (in->n_tqs && !in->tqs))
-    return false;
-  for (i = 0; i < in->n_tqs; i++) {
-    const struct sched_tq *t = &in->tqs[i];
-
-    if (t->cq < 0 || t->cq >= in->n_cqs || !(t->weight > 0) ||
-        !(t->score >= 0) || !isfinite(t->score) || !isfinite(t->weight))
-      return false;
-  }
-  for (i = 0; i < in->n_cqs; i++) {
-    if (in->cqs[i].usage_fs &&
-        !(in->cqs[i].fs_min_charge_s >= 0 &&
-          in->cqs[i].fs_min_charge_s <= FS_MIN_CHARGE_MAX))
-      return false;
-    for (r = 0; r < SCHED_NRES; r++)
-      if (in->cqs[i].usage_fs && !(in->cqs[i].fs_weights[r] >= 0))
-        return false;
-  }
-  return true;
 }
 
 /* Unused quota of CQ c in (f, r) under usage view u / pu. */
@@ -323,8 +138,8 @@ static bool could_fit(const struct state *s, int c, int f, const int64_t *req)
 }
 
 /* Add (sign 1) or remove (sign −1) req to CQ c, flavor f in view u / pu. */
-static void add_use(const struct state *s, int64_t *u, int64_t *pu, int c,
-                    int f, const int64_t *req, int64_t sign)
+void sched_add_use(const struct state *s, int64_t *u, int64_t *pu, int c, int f,
+                   const int64_t *req, int64_t sign)
 {
   int k = s->in->cqs[c].cohort;
   int r;
@@ -391,7 +206,7 @@ static bool team_held(const struct state *s, const struct sched_job *j)
 }
 
 /* Move usage_fs CQ c's head to its best untaken job (done when none). */
-static void pick(struct state *s, int c)
+void sched_pick(struct state *s, int c)
 {
   int k = sched_fs_pick(&s->fs, c, s->pend_idx, s->taken);
 
@@ -399,23 +214,6 @@ static void pick(struct state *s, int c)
     s->done[c] = true;
   else
     s->cursor[c] = k;
-}
-
-static int cmp_pend(const void *a, const void *b)
-{
-  const struct pend_key *x = a, *y = b;
-
-  if (x->cq != y->cq)
-    return x->cq < y->cq ? -1 : 1;
-  if (x->tq != y->tq)
-    return x->tq < y->tq ? -1 : 1;
-  if (x->priority != y->priority)
-    return x->priority > y->priority ? -1 : 1;
-  if (x->created_at != y->created_at)
-    return x->created_at < y->created_at ? -1 : 1;
-  if (x->seq != y->seq)
-    return x->seq < y->seq ? -1 : 1;
-  return x->idx < y->idx ? -1 : (x->idx > y->idx);
 }
 
 static int cmp_head(const void *a, const void *b)
@@ -453,11 +251,12 @@ static bool victim_ok(const struct state *s, int a)
   return min_runtime <= 0 || s->in->now - v->admitted_at >= min_runtime;
 }
 
-static void release(struct state *s, int a, int64_t sign)
+void sched_release(struct state *s, int a, int64_t sign)
 {
   const struct sched_job *v = &s->in->admitted[a];
 
-  add_use(s, s->rel, s->rel_pool_used, v->cq, v->flavor, v->request, -sign);
+  sched_add_use(s, s->rel, s->rel_pool_used, v->cq, v->flavor, v->request,
+                -sign);
 }
 
 /*
@@ -482,7 +281,7 @@ static enum plan preempt_plan(struct state *s, int c, int f, int jidx,
   if (fits(s, s->rel, s->rel_pool_used, c, f, j->request)) {
     *borrow = borrows(s, s->rel, c, f, j->request);
     if (commit) {
-      add_use(s, s->rel, s->rel_pool_used, c, f, j->request, 1);
+      sched_add_use(s, s->rel, s->rel_pool_used, c, f, j->request, 1);
       s->version++;
     }
     return PLAN_WAIT;
@@ -529,22 +328,22 @@ static enum plan preempt_plan(struct state *s, int c, int f, int jidx,
 
     if (s->cands[i].other && !cq_borrowing(s, s->rel, v->cq, f))
       continue;
-    release(s, s->cands[i].idx, 1);
+    sched_release(s, s->cands[i].idx, 1);
     s->chosen[m++] = i;
     ok = fits(s, s->rel, s->rel_pool_used, c, f, j->request);
   }
   if (!ok) {
     for (i = 0; i < m; i++)
-      release(s, s->cands[s->chosen[i]].idx, -1);
+      sched_release(s, s->cands[s->chosen[i]].idx, -1);
     return PLAN_NONE;
   }
   /* Minimal set: give back every victim the job can do without. */
   for (i = m - 1; i >= 0; i--) {
-    release(s, s->cands[s->chosen[i]].idx, -1);
+    sched_release(s, s->cands[s->chosen[i]].idx, -1);
     if (fits(s, s->rel, s->rel_pool_used, c, f, j->request))
       s->chosen[i] = -1;
     else
-      release(s, s->cands[s->chosen[i]].idx, 1);
+      sched_release(s, s->cands[s->chosen[i]].idx, 1);
   }
   *borrow = borrows(s, s->rel, c, f, j->request);
   for (i = 0; i < m; i++) {
@@ -554,7 +353,7 @@ static enum plan preempt_plan(struct state *s, int c, int f, int jidx,
       continue;
     v = &s->cands[s->chosen[i]];
     if (!commit) {
-      release(s, v->idx, -1);
+      sched_release(s, v->idx, -1);
       continue;
     }
     s->victim[v->idx] = true;
@@ -563,7 +362,7 @@ static enum plan preempt_plan(struct state *s, int c, int f, int jidx,
         v->other ? SCHED_EVICT_RECLAIM : SCHED_EVICT_IN_CLUSTER_QUEUE};
   }
   if (commit) {
-    add_use(s, s->rel, s->rel_pool_used, c, f, j->request, 1);
+    sched_add_use(s, s->rel, s->rel_pool_used, c, f, j->request, 1);
     s->version++;
   }
   return PLAN_VICTIMS;
@@ -589,7 +388,8 @@ static void assign(struct state *s, struct head *h)
 
     if (in->pending[h->job].excluded_flavors & (1u << k))
       continue; /* e.g. none of its regions is one the job allows */
-    if (!window_fits(&cq->flavors[k], in->now, in->pending[h->job].max_run_s))
+    if (!sched_window_fits(&cq->flavors[k], in->now,
+                           in->pending[h->job].max_run_s))
       continue; /* capacity window closed, or too short for the job */
     /* the released view too: quota a preemptor waits for (its victims'
      * evictions under way) is not handed to another job meanwhile, or the
@@ -649,7 +449,7 @@ static void assign(struct state *s, struct head *h)
 static void advance(struct state *s, int c)
 {
   if (s->in->cqs[c].usage_fs) {
-    pick(s, c);
+    sched_pick(s, c);
     return;
   }
   do {
@@ -704,8 +504,8 @@ static void admit(struct state *s, const struct head *h)
   const struct sched_job *j = &s->in->pending[h->job];
   bool b = borrows(s, s->use, h->cq, h->flavor, j->request);
 
-  add_use(s, s->use, s->pool_used, h->cq, h->flavor, j->request, 1);
-  add_use(s, s->rel, s->rel_pool_used, h->cq, h->flavor, j->request, 1);
+  sched_add_use(s, s->use, s->pool_used, h->cq, h->flavor, j->request, 1);
+  sched_add_use(s, s->rel, s->rel_pool_used, h->cq, h->flavor, j->request, 1);
   s->out->admissions[s->out->n_admissions++] =
       (struct sched_admission){h->job, h->flavor, b};
   s->out->reasons[h->job] = SCHED_ADMITTED;
@@ -820,183 +620,6 @@ static int round_once(struct state *s)
   return active;
 }
 
-static void state_free(struct state *s)
-{
-  free(s->quota);
-  free(s->guar);
-  free(s->pool);
-  free(s->use);
-  free(s->pool_used);
-  free(s->rel);
-  free(s->rel_pool_used);
-  free(s->adm_start);
-  free(s->adm_idx);
-  free(s->victim);
-  free(s->coh_start);
-  free(s->coh_idx);
-  free(s->pend_start);
-  free(s->pend_idx);
-  sched_fs_free(&s->fs);
-  free(s->cursor);
-  free(s->done);
-  free(s->taken);
-  free(s->parked);
-  free(s->spent);
-  free(s->cands);
-  free(s->chosen);
-  free(s->heads);
-}
-
-static void *zalloc(size_t n, size_t size)
-{
-  return calloc(n ? n : 1, size);
-}
-
-/* Group n items by key (0..nk−1): start has nk+1 entries. */
-static void group(int *start, int *idx, int nk, int n, const int *key)
-{
-  int i;
-
-  for (i = 0; i < n; i++)
-    start[key[i] + 1]++;
-  for (i = 0; i < nk; i++)
-    start[i + 1] += start[i];
-  for (i = 0; i < n; i++)
-    idx[start[key[i]]++] = i;
-  for (i = nk; i > 0; i--)
-    start[i] = start[i - 1];
-  start[0] = 0;
-}
-
-static int state_init(struct state *s, const struct sched_input *in,
-                      struct sched_output *out)
-{
-  size_t ncell = (size_t)in->n_cqs * (size_t)in->n_flavors * SCHED_NRES;
-  size_t kcell = (size_t)in->n_cohorts * (size_t)in->n_flavors * SCHED_NRES;
-  struct pend_key *pk = NULL;
-  int *key = NULL;
-  int i, r, n_pre = 0, result = -1;
-  size_t nkey =
-      (size_t)(in->n_admitted > in->n_cqs ? in->n_admitted : in->n_cqs);
-
-  memset(s, 0, sizeof(*s));
-  s->in = in;
-  s->out = out;
-  s->nf = in->n_flavors;
-  s->quota = zalloc(ncell, sizeof(*s->quota));
-  s->guar = zalloc(ncell, sizeof(*s->guar));
-  s->pool = zalloc(kcell, sizeof(*s->pool));
-  s->use = zalloc(ncell, sizeof(*s->use));
-  s->pool_used = zalloc(kcell, sizeof(*s->pool_used));
-  s->rel = zalloc(ncell, sizeof(*s->rel));
-  s->rel_pool_used = zalloc(kcell, sizeof(*s->rel_pool_used));
-  s->adm_start = zalloc((size_t)in->n_cqs + 1, sizeof(int));
-  s->adm_idx = zalloc((size_t)in->n_admitted, sizeof(int));
-  s->victim = zalloc((size_t)in->n_admitted, sizeof(bool));
-  s->coh_start = zalloc((size_t)in->n_cohorts + 2, sizeof(int));
-  s->coh_idx = zalloc((size_t)in->n_cqs, sizeof(int));
-  s->pend_start = zalloc((size_t)in->n_cqs + 1, sizeof(int));
-  s->pend_idx = zalloc((size_t)in->n_pending, sizeof(int));
-  s->cursor = zalloc((size_t)in->n_cqs, sizeof(int));
-  s->done = zalloc((size_t)in->n_cqs, sizeof(bool));
-  s->taken = zalloc((size_t)in->n_pending, sizeof(bool));
-  s->parked = zalloc((size_t)in->n_cqs, sizeof(bool));
-  s->spent = zalloc((size_t)in->n_teams, sizeof(double));
-  s->cands = zalloc((size_t)in->n_admitted, sizeof(*s->cands));
-  s->chosen = zalloc((size_t)in->n_admitted, sizeof(int));
-  /* a round's heads (one per CQ), or the earlier preemptors */
-  for (i = 0; i < in->n_pending; i++)
-    n_pre += in->pending[i].preempting;
-  s->heads = zalloc((size_t)(in->n_cqs > n_pre ? in->n_cqs : n_pre),
-                    sizeof(*s->heads));
-  key = zalloc(nkey, sizeof(int));
-  pk = zalloc((size_t)in->n_pending, sizeof(*pk));
-  if (!s->quota || !s->guar || !s->pool || !s->use || !s->pool_used ||
-      !s->rel || !s->rel_pool_used || !s->adm_start || !s->adm_idx ||
-      !s->victim || !s->coh_start || !s->coh_idx || !s->pend_start ||
-      !s->pend_idx || !s->cursor || !s->done || !s->taken || !s->parked ||
-      !s->spent || !s->cands || !s->chosen || !s->heads || !key || !pk ||
-      sched_fs_init(&s->fs, in))
-    goto out;
-
-  /* Quotas, guaranteed parts and cohort pools. */
-  for (i = 0; i < in->n_cqs; i++) {
-    const struct sched_cq *cq = &in->cqs[i];
-    int k;
-
-    for (k = 0; k < cq->n_flavors; k++) {
-      int f = cq->flavors[k].flavor;
-
-      for (r = 0; r < SCHED_NRES; r++) {
-        static const struct sched_quota closed = {0, 0, 0};
-        const struct sched_quota *q = window_open(&cq->flavors[k], in->now)
-                                          ? &cq->flavors[k].quota[r]
-                                          : &closed;
-        size_t x = cell(s, i, f, r);
-
-        s->quota[x] = *q;
-        s->guar[x] = q->nominal - lendable(q);
-        if (cq->cohort >= 0)
-          s->pool[((size_t)cq->cohort * (size_t)s->nf + (size_t)f) *
-                      SCHED_NRES +
-                  (size_t)r] += lendable(q);
-      }
-    }
-  }
-
-  /* Usage of the admitted jobs; both views start equal. */
-  for (i = 0; i < in->n_admitted; i++) {
-    const struct sched_job *j = &in->admitted[i];
-
-    add_use(s, s->use, s->pool_used, j->cq, j->flavor, j->request, 1);
-    key[i] = j->cq;
-  }
-  memcpy(s->rel, s->use, ncell * sizeof(*s->rel));
-  memcpy(s->rel_pool_used, s->pool_used, kcell * sizeof(*s->pool_used));
-  group(s->adm_start, s->adm_idx, in->n_cqs, in->n_admitted, key);
-  for (i = 0; i < in->n_admitted; i++)
-    if (in->admitted[i].evicting) {
-      s->victim[i] = true;
-      release(s, i, 1);
-    }
-
-  /* CQs by cohort; CQs without one go to an extra last group. */
-  for (i = 0; i < in->n_cqs; i++)
-    key[i] = in->cqs[i].cohort >= 0 ? in->cqs[i].cohort : in->n_cohorts;
-  group(s->coh_start, s->coh_idx, in->n_cohorts + 1, in->n_cqs, key);
-
-  /* Pending jobs by CQ, each queue in priority-then-FIFO order. */
-  for (i = 0; i < in->n_pending; i++) {
-    const struct sched_job *j = &in->pending[i];
-
-    pk[i] = (struct pend_key){
-        j->cq, sched_fs_job_tq(in, j), j->priority, j->created_at, j->seq, i};
-    s->pend_start[j->cq + 1]++;
-  }
-  qsort(pk, (size_t)in->n_pending, sizeof(*pk), cmp_pend);
-  for (i = 0; i < in->n_cqs; i++)
-    s->pend_start[i + 1] += s->pend_start[i];
-  for (i = 0; i < in->n_pending; i++)
-    s->pend_idx[i] = pk[i].idx;
-  for (i = 0; i < in->n_cqs; i++) {
-    s->cursor[i] = s->pend_start[i];
-    s->done[i] = s->pend_start[i] == s->pend_start[i + 1];
-  }
-  /* fair share over time: each usage_fs CQ's team-queue segments with
-   * its first head */
-  sched_fs_segments(&s->fs, s->pend_start, s->pend_idx);
-  for (i = 0; i < in->n_cqs; i++)
-    if (in->cqs[i].usage_fs && !s->done[i])
-      pick(s, i);
-  for (i = 0; i < in->n_teams; i++)
-    s->spent[i] = in->teams[i].spent;
-  result = 0;
-out:
-  free(key);
-  free(pk);
-  return result;
-}
-
 /* Stop policies: Hold parks the queue, HoldAndDrain also evicts. */
 static void apply_stops(struct state *s)
 {
@@ -1016,7 +639,7 @@ static void apply_stops(struct state *s)
     if (s->victim[i] || in->cqs[in->admitted[i].cq].stop != SCHED_STOP_DRAIN)
       continue;
     s->victim[i] = true;
-    release(s, i, 1);
+    sched_release(s, i, 1);
     s->out->evictions[s->out->n_evictions++] =
         (struct sched_eviction){i, -1, SCHED_EVICT_STOPPED};
   }
@@ -1030,14 +653,16 @@ int sched_cycle(const struct sched_input *in, struct sched_output *out)
 
   memset(out, 0, sizeof(*out));
   memset(&s, 0, sizeof(s));
-  if (!in || !input_valid(in))
+  if (!in || !sched_input_valid(in))
     return -1;
-  out->admissions = zalloc((size_t)in->n_pending, sizeof(*out->admissions));
-  out->evictions = zalloc((size_t)in->n_admitted, sizeof(*out->evictions));
-  out->reasons = zalloc((size_t)in->n_pending, sizeof(*out->reasons));
+  out->admissions =
+      sched_zalloc((size_t)in->n_pending, sizeof(*out->admissions));
+  out->evictions =
+      sched_zalloc((size_t)in->n_admitted, sizeof(*out->evictions));
+  out->reasons = sched_zalloc((size_t)in->n_pending, sizeof(*out->reasons));
   if (!out->admissions || !out->evictions || !out->reasons)
     goto out;
-  if (state_init(&s, in, out) < 0)
+  if (sched_work_init(&s, in, out) < 0)
     goto out;
   for (i = 0; i < in->n_pending; i++)
     out->reasons[i] = SCHED_INSUFFICIENT_QUOTA;
@@ -1051,7 +676,7 @@ int sched_cycle(const struct sched_input *in, struct sched_output *out)
     ;
   result = 0;
 out:
-  state_free(&s);
+  sched_work_free(&s);
   if (result < 0)
     sched_output_free(out);
   return result;

@@ -1,0 +1,58 @@
+/*
+ * billing_json_internal.h — the fast reader's scratch and flat tree of
+ * values, shared by the reader (billing_json.c) and the document view of
+ * what it read (billing_doc.c). Not part of the reader's interface
+ * (billing_json.h); nothing else includes it.
+ */
+#ifndef GPUGATE_BILLING_JSON_INTERNAL_H
+#define GPUGATE_BILLING_JSON_INTERNAL_H
+
+#include <openssl/evp.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum fkind {
+  FK_OBJ,
+  FK_ARR,
+  FK_STR,
+  FK_INT,
+  FK_REAL,
+  FK_TRUE,
+  FK_FALSE,
+  FK_NULL
+};
+
+struct fnode {
+  enum fkind kind;
+  const char *key; /* members of an object: the decoded key */
+  size_t keylen;
+  const char *str; /* FK_STR: its text (see f_string); numbers: the text */
+  size_t len;
+  bool cooked; /* FK_STR: str is decoded and NUL-terminated, in strs */
+  int child, last, next; /* first and last child, next sibling; -1: none */
+};
+
+struct fmember {
+  const char *key;
+  size_t keylen;
+  uint64_t pfx;      /* the key's first 8 bytes, big-endian, zero-padded */
+  size_t start, end; /* its "key":value in the canonical text */
+};
+
+struct billing_scratch {
+  struct fnode *nodes;
+  size_t n_nodes, cap_nodes;
+  struct fmember *mem; /* the members of the open objects */
+  size_t n_mem, cap_mem;
+  char *canon; /* the canonical text */
+  size_t canon_len, canon_cap;
+  char *tmp; /* an object's members while they are sorted */
+  size_t tmp_cap;
+  char *strs; /* decoded strings; sized for the row, so never moved */
+  size_t strs_len, strs_cap;
+  EVP_MD *sha256;
+  EVP_MD_CTX *md;
+};
+
+#endif
