@@ -498,16 +498,19 @@ static int append_close(char **buf, size_t *len, size_t *cap)
 
 /* All of a cycle's admissions in one statement (jobs and their events),
  * one for their outbox rows: the count of statements does not grow with
- * the admissions. Each update names the job's attempt and PENDING state,
- * so a job cancelled meanwhile is left alone. Planned per call
- * (db_query_planned()), as is sql_reasons. */
+ * the admissions. A job is admitted when this statement runs, not when
+ * the cycle's transaction began (its feed, its decisions before): its
+ * quota, and its usage, are held from then. Each update names the job's attempt
+ * and PENDING state, so a job cancelled meanwhile is left alone. Planned per
+ * call (db_query_planned()), as is sql_reasons. */
 static const char sql_admit_all[] =
     "WITH v AS (SELECT * FROM unnest($1::text[], $2::int[], $3::text[], "
     "$4::text[], $5::boolean[], $6::numeric[], $7::text[], $8::int[]) "
     "AS v(id, attempt, flavor, location, borrowed, cost, message, ord)), "
     "a AS (UPDATE jobs j SET state = 'ADMITTED', reason = NULL, "
     "flavor = v.flavor, location = v.location, borrowed = v.borrowed, "
-    "admitted_at = now(), estimated_cost_usd = v.cost, updated_at = now() "
+    "admitted_at = statement_timestamp(), estimated_cost_usd = v.cost, "
+    "updated_at = now() "
     "FROM v WHERE j.id = v.id AND j.attempt = v.attempt "
     "AND j.state = 'PENDING' "
     "RETURNING j.id, j.team, j.attempt, v.message, v.ord), "

@@ -402,13 +402,15 @@ static void free_job(struct job *j)
   free(j);
 }
 
-/* Caller holds mu. Appends a status event and notifies. */
+/* Caller holds mu. Appends a status event and notifies; the move took
+ * place at now (monotonic ms, not after the present: a timed state ends
+ * when its time is up, however late the tick that sees it). */
 static void set_state(struct job *j, enum state to, long long now,
                       const char *detail)
 {
   char desc[1024], when[40];
 
-  emu_rfc3339(when, sizeof(when));
+  emu_rfc3339_ago(when, sizeof(when), emu_now_ms() - now);
   snprintf(desc, sizeof(desc), "Job state is set from %s to %s for job %s.%s%s",
            state_names[j->state], state_names[to], j->name, detail ? " " : "",
            detail ? detail : "");
@@ -768,16 +770,16 @@ static void step(struct job *j, const struct emu_config *c, long long now)
     break;
   case SCHEDULED:
     if (in_state >= start_ms)
-      set_state(j, RUNNING, now, NULL);
+      set_state(j, RUNNING, j->since_ms + start_ms, NULL);
     break;
   case RUNNING:
     if (in_state >= run_ms)
-      finish_run(j, c, now);
+      finish_run(j, c, j->since_ms + run_ms);
     break;
   case CANCELLATION_IN_PROGRESS:
     if (in_state >= c->cancel_ms) {
       release(j);
-      set_state(j, CANCELLED, now, NULL);
+      set_state(j, CANCELLED, j->since_ms + c->cancel_ms, NULL);
       finish_ops(j->name, "cancel");
     }
     break;

@@ -41,11 +41,21 @@ void emu_sleep_ms(long ms)
 
 void emu_rfc3339(char *buf, size_t len)
 {
+  emu_rfc3339_ago(buf, len, 0);
+}
+
+void emu_rfc3339_ago(char *buf, size_t len, long long ago_ms)
+{
   struct timeval tv;
   struct tm tm;
   char date[32];
 
   gettimeofday(&tv, NULL);
+  if (ago_ms > 0) {
+    long long us = (long long)tv.tv_sec * 1000000 + tv.tv_usec - ago_ms * 1000;
+    tv.tv_sec = (time_t)(us / 1000000);
+    tv.tv_usec = (suseconds_t)(us % 1000000);
+  }
   gmtime_r(&tv.tv_sec, &tm);
   strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S", &tm);
   snprintf(buf, len, "%s.%06ldZ", date, (long)tv.tv_usec);

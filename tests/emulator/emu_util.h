@@ -19,6 +19,8 @@ void emu_sleep_ms(long ms);
 
 /* The current UTC time as RFC 3339 with microseconds ("…T12:00:00.123456Z"). */
 void emu_rfc3339(char *buf, size_t len);
+/* The same for ago_ms milliseconds before now. */
+void emu_rfc3339_ago(char *buf, size_t len, long long ago_ms);
 
 /*
  * Decode unpadded or padded base64url. Returns a new NUL-terminated buffer
