@@ -516,7 +516,7 @@ static long admitted_of(const char *team, const char *queue, long n)
  * 125 s, and the drift counter stays 0 through it. */
 START_TEST(long_run)
 {
-  char id[32], xl_a[32], xl_b[32], zs[X_SHORT][32], zl_b[32];
+  char id[32], xl_a[32], xl_b[32], xs_last[32], zs[X_SHORT][32], zl_b[32];
   long na, nb, d;
   double ratio, us_a, ul_a, us_b, ul_b, zu_s, zu_l;
   long long t0, end;
@@ -562,7 +562,7 @@ START_TEST(long_run)
   for (i = 0; i < X_SHORT; i++) {
     char name[16];
     snprintf(name, sizeof(name), "xs%d", i);
-    submit("team-a", "xs", name, 1, X_SHORT_MS, NULL, id);
+    submit("team-a", "xs", name, 1, X_SHORT_MS, NULL, xs_last);
   }
   submit("team-a", "xl", "xl-a", 1, 50000, NULL, xl_a);
   submit("team-b", "xs", "xs-b0", 1, X_SHORT_MS, NULL, id);
@@ -579,7 +579,18 @@ START_TEST(long_run)
    * create and the Batch's start; Batch starts these jobs at once
    * (EMU_START_MS 0), as a warm pool would, so what is compared is the
    * accrual itself: a 0.5 s job and a 50 s job charged in proportion.
+   * They go once cq-x's short jobs are done, so that their creates do not
+   * queue behind those (the 50 s job then ends within the wait of (c)).
    */
+  end = h_now_ms() + 30000;
+  for (;;) {
+    char st[32];
+    if (!strcmp(state_of("team-a", xs_last, st, sizeof(st)), "SUCCEEDED"))
+      break;
+    ck_assert_msg(h_now_ms() < end, "xs%d did not finish (%s)", X_SHORT - 1,
+                  st);
+    h_sleep_ms(200);
+  }
   for (i = 0; i < X_SHORT; i++) {
     char name[16];
     snprintf(name, sizeof(name), "zs%d", i);
