@@ -26,15 +26,21 @@ static void ws(struct cur *c)
 /* The first quote or backslash in [p, end), or end. A row's JSON is one
  * string with an escaped quote every few bytes: sixteen bytes are looked
  * at a time where SSE2 is there. */
+#ifdef __SSE2__
+/* The bits of v's bytes that are a quote or a backslash. */
+static int specials16(__m128i v)
+{
+  return _mm_movemask_epi8(
+      _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
+                   _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))));
+}
+#endif
+
 static const char *special(const char *p, const char *end)
 {
 #ifdef __SSE2__
-  const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\');
-
   while (end - p >= 16) {
-    __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
-    int m = _mm_movemask_epi8(
-        _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)));
+    int m = specials16(_mm_loadu_si128((const __m128i *)(const void *)p));
     if (m)
       return p + __builtin_ctz((unsigned)m);
     p += 16;
@@ -229,11 +235,9 @@ static int unescape(struct cur *c, struct bq_scratch *s, size_t *at)
 #ifdef __SSE2__
     /* sixteen bytes copied at a time, as far as the next quote or
      * backslash (the bytes stored past it are overwritten next) */
-    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\');
     while (end - p >= 16) {
       __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
-      int m = _mm_movemask_epi8(
-          _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)));
+      int m = specials16(v);
       if (reserve(s, o + 16 + 8) != 0)
         return -1;
       _mm_storeu_si128((__m128i *)(void *)(s->p + o), v);

@@ -9,11 +9,7 @@
 #include <string.h>
 
 #include "scheduler/fairshare.h"
-
-static void *zalloc(size_t n, size_t size)
-{
-  return calloc(n ? n : 1, size);
-}
+#include "scheduler/sched_internal.h"
 
 int sched_fs_init(struct sched_fs *f, const struct sched_input *in)
 {
@@ -21,13 +17,13 @@ int sched_fs_init(struct sched_fs *f, const struct sched_input *in)
 
   memset(f, 0, sizeof(*f));
   f->in = in;
-  f->tq_score = zalloc((size_t)in->n_tqs, sizeof(double));
-  f->cq_fs = zalloc((size_t)in->n_cqs, sizeof(double));
-  f->coh_fs = zalloc((size_t)in->n_cohorts, sizeof(bool));
-  f->segs = zalloc((size_t)in->n_pending, sizeof(*f->segs));
-  f->seg_start = zalloc((size_t)in->n_cqs + 1, sizeof(int));
-  f->cand_score = zalloc((size_t)in->n_admitted, sizeof(double));
-  f->cand_group = zalloc((size_t)in->n_admitted, sizeof(int));
+  f->tq_score = sched_zalloc((size_t)in->n_tqs, sizeof(double));
+  f->cq_fs = sched_zalloc((size_t)in->n_cqs, sizeof(double));
+  f->coh_fs = sched_zalloc((size_t)in->n_cohorts, sizeof(bool));
+  f->segs = sched_zalloc((size_t)in->n_pending, sizeof(*f->segs));
+  f->seg_start = sched_zalloc((size_t)in->n_cqs + 1, sizeof(int));
+  f->cand_score = sched_zalloc((size_t)in->n_admitted, sizeof(double));
+  f->cand_group = sched_zalloc((size_t)in->n_admitted, sizeof(int));
   if (!f->tq_score || !f->cq_fs || !f->coh_fs || !f->segs || !f->seg_start ||
       !f->cand_score || !f->cand_group)
     return -1;
