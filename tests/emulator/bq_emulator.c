@@ -272,11 +272,14 @@ static void add_page(json_t *doc, const struct job *j, long offset, long max)
 {
   long total = total_rows(j), end, i;
   char buf[4096];
+  struct bq_fixture_daytext dt;
 
   if (max <= 0 || max > page_rows)
     max = page_rows;
   end = offset + max < total ? offset + max : total;
   rows_len = 0;
+  if (j->shape != SHAPE_DAYS)
+    bq_fixture_daytext(&fix, j->day, &dt);
   for (i = offset; i < end; i++) {
     rows_put(i == offset ? "[" : ",", 1);
     if (j->shape == SHAPE_DAYS) {
@@ -293,10 +296,12 @@ static void add_page(json_t *doc, const struct job *j, long offset, long max)
       rows_put_string(et, strlen(et));
       rows_put("}]}", 3);
     } else {
-      size_t n = bq_fixture_row(&fix, j->day, i, buf, sizeof(buf));
-      rows_put("{\"f\":[{\"v\":", 11);
-      rows_put_string(buf, n);
-      rows_put("}]}", 3);
+      /* the row's JSON escaped straight into the page */
+      rows_put("{\"f\":[{\"v\":\"", 12);
+      rows_room(sizeof(buf));
+      rows_len += bq_fixture_row(&fix, &dt, j->day, i, true,
+                                 rows_text + rows_len, sizeof(buf));
+      rows_put("\"}]}", 4);
     }
   }
   if (end > offset)
@@ -715,13 +720,16 @@ static int dump(void)
   int d;
   long i;
 
-  for (d = 0; d < fix.days; d++)
+  for (d = 0; d < fix.days; d++) {
+    struct bq_fixture_daytext dt;
+    bq_fixture_daytext(&fix, d, &dt);
     for (i = 0; i < fix.rows_per_day; i++) {
-      size_t n = bq_fixture_row(&fix, d, i, buf, sizeof(buf) - 1);
+      size_t n = bq_fixture_row(&fix, &dt, d, i, false, buf, sizeof(buf) - 1);
       buf[n++] = '\n';
       if (fwrite(buf, 1, n, stdout) != n)
         return 1;
     }
+  }
   return fflush(stdout) == 0 ? 0 : 1;
 }
 

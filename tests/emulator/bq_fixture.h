@@ -16,6 +16,7 @@
 #ifndef GPUGATE_BQ_FIXTURE_H
 #define GPUGATE_BQ_FIXTURE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #define BQ_FIX_MAX_DAYS 400
@@ -38,10 +39,24 @@ int bq_fixture_day_index(const struct bq_fixture *f, const char *day);
  * (40 bytes). */
 void bq_fixture_export_time(const struct bq_fixture *f, int d, char out[40]);
 
-/* Row i of day d as the export's JSON (TO_JSON_STRING of the row, money
- * cast to NUMERIC) into out (cap bytes); its length. */
-size_t bq_fixture_row(const struct bq_fixture *f, int d, long i, char *out,
-                      size_t cap);
+/* The texts every row of day d repeats, made once per day or page. */
+struct bq_fixture_daytext {
+  char day[11];  /* "YYYY-MM-DD" */
+  char et[40];   /* its export_time */
+  char month[7]; /* its invoice month, "YYYYMM" */
+};
+
+void bq_fixture_daytext(const struct bq_fixture *f, int d,
+                        struct bq_fixture_daytext *t);
+
+/* Row i of day d (t: its texts) as the export's JSON (TO_JSON_STRING of the
+ * row, money cast to NUMERIC) into out (cap bytes; no NUL): its length, 0
+ * when it does not fit. escaped: as the text of a JSON string (each quote
+ * preceded by a backslash; the fixture's values hold no other byte to
+ * escape), as a query reply carries it. */
+size_t bq_fixture_row(const struct bq_fixture *f,
+                      const struct bq_fixture_daytext *t, int d, long i,
+                      bool escaped, char *out, size_t cap);
 
 /* Σ cost and Σ credits of the whole fixture, in micro-dollars, for team
  * (NULL: all teams; "(unattributed)" for rows without the label). */
