@@ -312,6 +312,7 @@ void db_billing_batch_free(struct db_billing_batch *b)
   free(b->closed);
   free(b->gpu.p);
   free(b->sums);
+  free(b->canon.p);
   free(b);
 }
 
@@ -330,6 +331,8 @@ void bb_batch_reset(struct db_billing_batch *b)
   b->n = 0;
   b->tuples.len = b->text.len = b->keys.len = 0;
   b->n_keys = 0;
+  b->canon.len = 0;
+  b->n_canon = 0;
   if (b->slots)
     memset(b->slots, 0, b->n_slots * sizeof(*b->slots));
 }
@@ -465,6 +468,7 @@ int db_billing_batch_add(struct db_billing_batch *b,
         0)
       goto bad;
   }
+  row->hash_at = b->tuples.len + 4; /* after the field's length */
   if (bb_add_field(&b->tuples, r->hash, DB_BILLING_HASH_LEN) != 0)
     goto bad;
   for (i = 0; i < sizeof(texts) / sizeof(texts[0]); i++)
@@ -511,4 +515,46 @@ bad:
   b->tuples.len = tuple;
   b->text.len = text;
   return -1;
+}
+
+int bb_hash_pending(struct db_billing_batch *b)
+{
+  const unsigned char *msg[SHA256_LANES];
+  unsigned char out[SHA256_LANES][SHA256_LEN];
+  int i;
+
+  if (b->n_canon == 0)
+    return 0;
+  for (i = 0; i < b->n_canon; i++)
+    msg[i] = (const unsigned char *)b->canon.p + b->canon_off[i];
+  if (sha256_lanes((size_t)b->n_canon, msg, b->canon_len, out) != 0)
+    return -1;
+  for (i = 0; i < b->n_canon; i++) {
+    struct brow *row = &b->rows[b->canon_row[i]];
+    memcpy(row->hash, out[i], DB_BILLING_HASH_LEN);
+    memcpy(b->tuples.p + row->hash_at, out[i], DB_BILLING_HASH_LEN);
+  }
+  b->n_canon = 0;
+  b->canon.len = 0;
+  return 0;
+}
+
+int db_billing_batch_add_canonical(struct db_billing_batch *b,
+                                   const struct db_billing_row *r,
+                                   const char *canon, size_t canon_len)
+{
+  int i;
+
+  /* eight waiting: hashed before a ninth joins them */
+  if (b->n_canon == SHA256_LANES && bb_hash_pending(b) != 0)
+    return -1;
+  if (bb_reserve(&b->canon, canon_len) != 0 || db_billing_batch_add(b, r) != 0)
+    return -1;
+  i = b->n_canon++;
+  memcpy(b->canon.p + b->canon.len, canon, canon_len);
+  b->canon_off[i] = b->canon.len;
+  b->canon_len[i] = canon_len;
+  b->canon_row[i] = b->n - 1;
+  b->canon.len += canon_len;
+  return 0;
 }

@@ -54,6 +54,15 @@ void db_billing_batch_free(struct db_billing_batch *b);
 int db_billing_batch_add(struct db_billing_batch *b,
                          const struct db_billing_row *r);
 
+/*
+ * The same for a row whose hash is not computed yet (r->hash is ignored):
+ * it is SHA-256 of canon[0..canon_len) (copied), computed with the next
+ * rows added so, eight at a time, and for the last few when b is stored.
+ */
+int db_billing_batch_add_canonical(struct db_billing_batch *b,
+                                   const struct db_billing_row *r,
+                                   const char *canon, size_t canon_len);
+
 /* Empty b without storing it, keeping its memory. */
 void db_billing_batch_clear(struct db_billing_batch *b);
 

@@ -14,6 +14,7 @@
 #include "db/billing.h"
 #include "db/billing_numeric.h"
 #include "db/months.h"
+#include "server/sha256_lanes.h"
 
 #define NUMERIC_MAX 2048 /* binary numeric of any amount we write */
 #define N_KEY_FIELDS 10  /* the rollup key as the batch has it */
@@ -21,6 +22,7 @@
 
 struct brow {
   unsigned char hash[DB_BILLING_HASH_LEN];
+  size_t hash_at;          /* where the hash is in tuples */
   size_t tuple, tuple_len; /* its COPY tuple in tuples; without the field
                               count and gpu_hours when divisor is 3600 */
   size_t amounts;          /* "cost\0credits\0gpu_amount\0" in text */
@@ -63,7 +65,17 @@ struct db_billing_batch {
   struct buf gpu;    /* a flush summing in C: GPU-hours of rows, text */
   struct bsum *sums; /* and the sums of each key */
   int cap_sums;
+  /* rows added by their canonical text, hashed eight at a time
+   * (server/sha256_lanes.h): their texts, and their rows in rows */
+  struct buf canon;
+  size_t canon_off[SHA256_LANES], canon_len[SHA256_LANES];
+  size_t canon_row[SHA256_LANES];
+  int n_canon;
 };
+
+/* Hash the rows still waiting for their hash (db_billing_batch_add_canonical)
+ * into their tuples: 0, or -1 (out of memory). */
+int bb_hash_pending(struct db_billing_batch *b);
 
 /* Big-endian integers. */
 void bb_put_be16(unsigned char *p, unsigned v);

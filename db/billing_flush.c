@@ -696,6 +696,10 @@ enum gg_code db_billing_flush(struct db_conn *c, struct db_billing_batch *b,
   *inserted = 0;
   if (b->n == 0)
     return GG_OK;
+  if (bb_hash_pending(b) != 0) {
+    bb_batch_reset(b);
+    return GG_INTERNAL;
+  }
   n = unique_rows(b);
   if (n < 0) {
     bb_batch_reset(b);

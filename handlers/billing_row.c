@@ -157,9 +157,10 @@ bad:
   return -1;
 }
 
-int billing_parse_row_with(struct billing_scratch *s, const char *line,
-                           size_t len, struct billing_row *out, char *err,
-                           size_t errlen)
+int billing_parse_row_unhashed(struct billing_scratch *s, const char *line,
+                               size_t len, struct billing_row *out,
+                               const char **canon, size_t *canon_len, char *err,
+                               size_t errlen)
 {
   struct billing_doc d;
   char ignored[8];
@@ -168,14 +169,33 @@ int billing_parse_row_with(struct billing_scratch *s, const char *line,
   if (billing_json_parse(s, line, len) == 0) {
     billing_json_doc(s, &d);
     if (billing_fields_read(&d, &out->db, &out->text, ignored,
-                            sizeof(ignored)) == 0 &&
-        billing_json_hash(s, out->db.hash) == 0) {
+                            sizeof(ignored)) == 0) {
       out->db.row = line;
       out->db.row_len = len;
+      *canon = billing_json_canonical(s, canon_len);
       return 0;
     }
   }
+  *canon = NULL;
+  *canon_len = 0;
   return billing_parse_row_jansson(line, len, out, err, errlen);
+}
+
+int billing_parse_row_with(struct billing_scratch *s, const char *line,
+                           size_t len, struct billing_row *out, char *err,
+                           size_t errlen)
+{
+  const char *canon;
+  size_t n;
+
+  if (billing_parse_row_unhashed(s, line, len, out, &canon, &n, err, errlen) !=
+      0)
+    return -1;
+  if (canon && billing_json_hash(s, out->db.hash) != 0) {
+    billing_row_clear(out);
+    return fail(err, errlen, "out of memory");
+  }
+  return 0;
 }
 
 int billing_parse_row(const char *line, size_t len, struct billing_row *out,

@@ -55,6 +55,18 @@ int billing_parse_row_with(struct billing_scratch *s, const char *line,
                            size_t len, struct billing_row *out, char *err,
                            size_t errlen);
 
+/*
+ * The same, but the hash is left to the caller where the fast reader took
+ * the row: *canon, *canon_len are then its canonical text (in s, until the
+ * next parse) to hash (as db_billing_batch_add_canonical does, eight rows
+ * at a time), and out->db.hash is not set; where Jansson took it, the hash
+ * is set and *canon is NULL.
+ */
+int billing_parse_row_unhashed(struct billing_scratch *s, const char *line,
+                               size_t len, struct billing_row *out,
+                               const char **canon, size_t *canon_len, char *err,
+                               size_t errlen);
+
 /* The Jansson path alone: the reference the tests hold the other to. */
 int billing_parse_row_jansson(const char *line, size_t len,
                               struct billing_row *out, char *err,

@@ -166,6 +166,8 @@ static int on_row(void *ctx, const char *const *cells, size_t n, char *err,
   struct day_load *l = ctx;
   const char *text = n > 0 ? cells[0] : NULL;
   struct billing_row row;
+  const char *canon;
+  size_t canon_len;
   char why[256];
 
   if (!text) {
@@ -176,8 +178,8 @@ static int on_row(void *ctx, const char *const *cells, size_t n, char *err,
     snprintf(err, errlen, "stopped: the server is shutting down");
     return -1;
   }
-  if (billing_parse_row_with(l->scratch, text, strlen(text), &row, why,
-                             sizeof(why)) != 0) {
+  if (billing_parse_row_unhashed(l->scratch, text, strlen(text), &row, &canon,
+                                 &canon_len, why, sizeof(why)) != 0) {
     if (l->rejected++ == 0)
       log_msg(LOG_WARN, "billing sync: a row rejected: %s", why);
     return 0;
@@ -187,7 +189,9 @@ static int on_row(void *ctx, const char *const *cells, size_t n, char *err,
     snprintf(err, errlen, "the database failed storing rows");
     return -1;
   }
-  if (db_billing_batch_add(l->batch, &row.db) != 0) {
+  if ((canon
+           ? db_billing_batch_add_canonical(l->batch, &row.db, canon, canon_len)
+           : db_billing_batch_add(l->batch, &row.db)) != 0) {
     billing_row_clear(&row);
     if (l->rejected++ == 0)
       log_msg(LOG_WARN, "billing sync: a row rejected: malformed field");

@@ -84,6 +84,7 @@ struct out {
 static void put(struct out *o, const char *s, size_t n)
 {
   size_t i;
+  char *d;
 
   if (o->full || o->len + 2 * n >= o->cap) {
     o->full = true;
@@ -94,11 +95,14 @@ static void put(struct out *o, const char *s, size_t n)
     o->len += n;
     return;
   }
+  d = o->p + o->len; /* not o->p[o->len++]: its stores may alias o */
   for (i = 0; i < n; i++) {
-    if (s[i] == '"')
-      o->p[o->len++] = '\\';
-    o->p[o->len++] = s[i];
+    char ch = s[i];
+    if (ch == '"')
+      *d++ = '\\';
+    *d++ = ch;
   }
+  o->len = (size_t)(d - o->p);
 }
 
 static void puts_(struct out *o, const char *s)

@@ -146,6 +146,32 @@ static void fixture_totals(const struct h_server *emu, char *out, size_t len)
   json_decref(t);
 }
 
+/* The pulled rows are keyed as an upload keys them (the hash of the
+ * canonical row, eight rows at a time in the pull): the fixture's rows
+ * posted as NDJSON (the emulator's dump of them) are all duplicates. */
+static void same_keys_as_upload(const struct h_server *srv, const char *fin)
+{
+  static const char *const dump_env[] = {"BQ_EMU_DAYS=92", "BQ_EMU_ROWS=24",
+                                         NULL};
+  const char *argv[] = {"build/bigquery_emulator", "dump", NULL};
+  const char *hdr[] = {"Content-Type: application/x-ndjson", NULL};
+  size_t cap = (size_t)4 << 20;
+  char *nd = malloc(cap);
+  struct h_resp r;
+
+  ck_assert_ptr_nonnull(nd);
+  ck_assert_int_eq(h_run(argv, dump_env, 60000, NULL, nd, cap), 0);
+  ck_assert_int_eq(h_request_raw(srv, "POST", "/v1/billing/export-rows", fin,
+                                 nd, strlen(nd), hdr, &r),
+                   0);
+  ck_assert_msg(r.status == 200, "upload: %ld %s", r.status, r.body);
+  ck_assert_int_eq(json_integer_value(json_object_get(r.json, "inserted")), 0);
+  ck_assert_int_eq(json_integer_value(json_object_get(r.json, "duplicates")),
+                   92 * 24);
+  h_resp_free(&r);
+  free(nd);
+}
+
 START_TEST(test_sync_revise_fail)
 {
   static const char *const srv_env[] = {"GPUGATE_BILLING_SYNC_INTERVAL_S=0",
@@ -191,6 +217,7 @@ START_TEST(test_sync_revise_fail)
   fixture_totals(&emu, want, sizeof(want));
   report_totals(&srv, fin, before, sizeof(before));
   ck_assert_str_eq(before, want);
+  same_keys_as_upload(&srv, fin);
   st = h_call(&srv, "GET", "/v1/billing/status", fin, NULL, 200);
   ck_assert_str_eq(json_string_value(json_object_get(st, "last_outcome")),
                    "ok");
