@@ -545,6 +545,8 @@ int db_billing_batch_add_canonical(struct db_billing_batch *b,
 {
   int i;
 
+  if (!canon)
+    return db_billing_batch_add(b, r);
   /* eight waiting: hashed before a ninth joins them */
   if (b->n_canon == SHA256_LANES && bb_hash_pending(b) != 0)
     return -1;

@@ -254,6 +254,8 @@ static int on_line(void *ctx, long lineno, const char *line, size_t len,
 {
   struct billing_ingest *bi = ctx;
   struct billing_row row;
+  const char *canon;
+  size_t canon_len;
   char err[256];
   int rc;
 
@@ -267,12 +269,12 @@ static int on_line(void *ctx, long lineno, const char *line, size_t len,
   }
   if (blank(line, len))
     return 0;
-  if (billing_parse_row_with(bi->scratch, line, len, &row, err, sizeof(err)) !=
-      0) {
+  if (billing_parse_row_unhashed(bi->scratch, line, len, &row, &canon,
+                                 &canon_len, err, sizeof(err)) != 0) {
     reject(bi, lineno, err);
     return 0;
   }
-  rc = db_billing_batch_add(bi->filling, &row.db);
+  rc = db_billing_batch_add_canonical(bi->filling, &row.db, canon, canon_len);
   billing_row_clear(&row);
   if (rc != 0) {
     bi->failed = true;

@@ -189,9 +189,8 @@ static int on_row(void *ctx, const char *const *cells, size_t n, char *err,
     snprintf(err, errlen, "the database failed storing rows");
     return -1;
   }
-  if ((canon
-           ? db_billing_batch_add_canonical(l->batch, &row.db, canon, canon_len)
-           : db_billing_batch_add(l->batch, &row.db)) != 0) {
+  if (db_billing_batch_add_canonical(l->batch, &row.db, canon, canon_len) !=
+      0) {
     billing_row_clear(&row);
     if (l->rejected++ == 0)
       log_msg(LOG_WARN, "billing sync: a row rejected: malformed field");

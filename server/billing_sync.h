@@ -12,7 +12,8 @@
  * stay: the difference is posted as corrections in the first open month,
  * db/billing_sync.h): its old rows are deleted,
  * the new ones parsed and stored by the same code as the NDJSON upload
- * (billing_parse_row_with, db_billing_batch_add, db_billing_flush), page by
+ * (billing_parse_row_unhashed, db_billing_batch_add_canonical,
+ * db_billing_flush), page by
  * page, and the day's figures recorded; a failure on the way rolls all of
  * it back. Three things overlap: the next page, and the next day's first
  * (its jobs.query, on a second client), are fetched (batch/bigquery.h)
