@@ -17,6 +17,10 @@
  * every 500 ms, 50 "large" (20 CPU, 1000 ms, priority 200) every 1200 ms;
  * 15,000 jobs. Job k of a set arrives at (k + 1) × interval × DRV_SCALE and
  * runs runtime × DRV_SCALE (passed to the emulator as the job's EMU_RUN_MS).
+ * DRV_HOLD_MS (optional): also print floor_hold_s, the floor with that much
+ * added to every job's runtime (bench/kueue.sh gives it the latency
+ * model's mean create: a job holds its quota from admission, through its
+ * create, until it ends).
  * Job of cohort c, cluster queue q goes to TEAM's queue "c{c}-q{q}" with
  * priority class small|medium|large and cpu_milli = 1000 × request;
  * DRV_REGIONS (comma-separated): each arrival names one as the job's
@@ -187,8 +191,12 @@ static struct arrival *kueue_arrivals(double scale, size_t *n)
   return a;
 }
 
-/* The floor described at the top, in seconds from the first arrival. */
-static double kueue_floor(const struct arrival *a, size_t n, double scale)
+/* The floor described at the top, in seconds from the first arrival;
+ * hold_s is added to every job's runtime (0: the floor itself; a mean
+ * create latency: the floor if each job also held its quota through its
+ * create, as it does from admission on, DRV_HOLD_MS). */
+static double kueue_floor(const struct arrival *a, size_t n, double scale,
+                          double hold_s)
 {
   double floor_s = 0, first = n ? a[0].at_s : 0;
   int c;
@@ -199,7 +207,7 @@ static double kueue_floor(const struct arrival *a, size_t n, double scale)
     /* walk backwards: after = W(a[i].at_s) for this cohort */
     for (i = n; i-- > 0;) {
       const struct klass *k = &classes[a[i].klass];
-      double run = k->runtime_ms * scale / 1000.0;
+      double run = k->runtime_ms * scale / 1000.0 + hold_s;
       if (a[i].cohort != c)
         continue;
       after += k->cpu * run;
@@ -350,6 +358,9 @@ int main(int argc, char **argv)
   const char *mode = argc > 1 ? argv[1] : "";
   const char *token = getenv("DRV_TOKEN");
   double scale = env_double("DRV_SCALE", 1.0);
+  double hold_s = getenv("DRV_HOLD_MS") && *getenv("DRV_HOLD_MS")
+                      ? env_double("DRV_HOLD_MS", 0) / 1000.0
+                      : 0;
   long concurrency = (long)env_double("DRV_CONCURRENCY", 64);
   char regions_s[1024], queues_s[1024];
   char *regions[MAX_REGIONS], *queues[64], url[512], auth[4096];
@@ -370,7 +381,9 @@ int main(int argc, char **argv)
     if (!arr)
       return 1;
     if (!strcmp(mode, "floor")) {
-      printf("jobs=%zu\nfloor_s=%.3f\n", n, kueue_floor(arr, n, scale));
+      printf("jobs=%zu\nfloor_s=%.3f\n", n, kueue_floor(arr, n, scale, 0));
+      if (hold_s > 0)
+        printf("floor_hold_s=%.3f\n", kueue_floor(arr, n, scale, hold_s));
       return 0;
     }
     if (argc != 4)
@@ -457,8 +470,11 @@ int main(int argc, char **argv)
   reap(m, &st, t0, &shown);
   printf("first_submit_unix=%.6f\n", first_wall);
   print_stats(&st, total, now_s() - t0);
-  if (arr)
-    printf("floor_s=%.3f\n", kueue_floor(arr, n, scale));
+  if (arr) {
+    printf("floor_s=%.3f\n", kueue_floor(arr, n, scale, 0));
+    if (hold_s > 0)
+      printf("floor_hold_s=%.3f\n", kueue_floor(arr, n, scale, hold_s));
+  }
   curl_multi_cleanup(m);
   curl_global_cleanup();
   free(st.late);
