@@ -307,10 +307,10 @@ enum gg_code db_job_submit(struct gg_req *req, const struct db_job_new *j,
     goto fail; /* nothing to keep */
   }
   out->idem = DB_IDEM_NEW;
-  out->job = db_job_render_spec(row, 0, j->spec);
+  memcpy(out->id, id, sizeof(out->id));
   /* the reply, with the spec as it was dumped for the INSERT */
   out->text = db_job_render_text_spec(row, 0, spec, &out->text_len);
-  if (!out->job || !out->text) {
+  if (!out->text) {
     db_fail(req, GG_INTERNAL);
     goto fail;
   }
@@ -332,8 +332,7 @@ enum gg_code db_job_submit(struct gg_req *req, const struct db_job_new *j,
 fail:
   if (in_tx)
     db_rollback(db);
-  json_decref(out->job);
-  out->job = NULL;
+  out->id[0] = '\0';
   free(out->text);
   out->text = NULL;
 out:
@@ -374,7 +373,6 @@ enum gg_code db_idem_read(struct gg_req *req, const char *team, const char *key,
 
 void db_submit_result_free(struct db_submit_result *r)
 {
-  json_decref(r->job);
   free(r->text);
   free(r->location);
   free(r->body);
