@@ -432,7 +432,8 @@ enum gg_code db_job_events(struct gg_req *req, const char *team, const char *id,
 }
 
 /* a page of a queue's pending jobs in admission order, after the job
- * whose seq is $3 (0: from the head) */
+ * whose seq is $3 (0: from the head); in the order of
+ * jobs_team_state_queue (0026) */
 /* clang-format off */
 static const char sql_pending[] = JOB_SELECT
     "WHERE j.team = $1 AND j.queue = $2 AND j.state = 'PENDING' "
@@ -655,7 +656,7 @@ enum gg_code db_job_find(struct gg_req *req, const char *team,
   return GG_OK;
 }
 
-/* index-only on jobs_team_state_queue (0013) */
+/* index-only on jobs_team_state_queue (0013, 0026) */
 static const char sql_summary[] =
     "SELECT queue, state, count(*), coalesce(sum(gpu), 0) FROM jobs "
     "WHERE team = $1 GROUP BY queue, state ORDER BY queue, state";
