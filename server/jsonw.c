@@ -118,10 +118,18 @@ void jsonw_string(struct jsonw *w, const char *s)
 
 void jsonw_int(struct jsonw *w, long long v)
 {
-  char buf[24];
-  int n = snprintf(buf, sizeof(buf), "%lld", v);
+  char buf[24], *p = buf + sizeof(buf);
+  /* the magnitude as unsigned: -LLONG_MIN does not fit a long long */
+  unsigned long long u =
+      v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
 
-  jsonw_raw(w, buf, (size_t)n);
+  do {
+    *--p = (char)('0' + u % 10);
+    u /= 10;
+  } while (u);
+  if (v < 0)
+    *--p = '-';
+  jsonw_raw(w, p, (size_t)(buf + sizeof(buf) - p));
 }
 
 void jsonw_real(struct jsonw *w, double v)
@@ -131,6 +139,13 @@ void jsonw_real(struct jsonw *w, double v)
 
   if (!isfinite(v)) {
     w->failed = true; /* Jansson holds no such real */
+    return;
+  }
+  if (v == 0) { /* most costs shown: no snprintf for them */
+    if (signbit(v))
+      jsonw_lit(w, "-0.0");
+    else
+      jsonw_lit(w, "0.0");
     return;
   }
   n = snprintf(buf, sizeof(buf) - 3, "%.15g", v);
