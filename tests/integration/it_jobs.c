@@ -63,18 +63,28 @@ static void submit_small(const char *queue, const char *name, const char *lk,
   submit("team-a", member_a, body, id);
 }
 
-/* GET one of team-a's jobs; a new reference. */
-static json_t *get_job(const char *id)
+/* The raw body of GET team-a's job id (a new string). */
+static char *get_text(const char *id)
 {
-  char path[160];
+  char path[160], *body;
   struct h_resp r;
-  json_t *j;
 
   snprintf(path, sizeof(path), "/v1/teams/team-a/jobs/%.31s", id);
   ck_assert_int_eq(h_request(&srv, "GET", path, member_a, NULL, NULL, &r), 0);
   ck_assert_msg(r.status == 200, "GET %s: %ld %s", path, r.status, r.body);
-  j = json_incref(r.json);
+  body = strdup(r.body);
   h_resp_free(&r);
+  return body;
+}
+
+/* GET one of team-a's jobs; a new reference. */
+static json_t *get_job(const char *id)
+{
+  char *body = get_text(id);
+  json_t *j = json_loads(body, 0, NULL);
+
+  ck_assert_msg(j != NULL, "%s", body);
+  free(body);
   return j;
 }
 
@@ -824,20 +834,6 @@ static char *listed_text(const char *id)
                         JSON_COMPACT | JSON_REAL_PRECISION(15));
   json_decref(items);
   return text;
-}
-
-/* The raw body of GET team-a's job id (a new string). */
-static char *get_text(const char *id)
-{
-  char path[160], *body;
-  struct h_resp r;
-
-  snprintf(path, sizeof(path), "/v1/teams/team-a/jobs/%.31s", id);
-  ck_assert_int_eq(h_request(&srv, "GET", path, member_a, NULL, NULL, &r), 0);
-  ck_assert_msg(r.status == 200, "GET %s: %ld %s", path, r.status, r.body);
-  body = strdup(r.body);
-  h_resp_free(&r);
-  return body;
 }
 
 /*
