@@ -123,7 +123,22 @@
 #            team's foreign-key check (perf: ~7 % of PostgreSQL's CPU; it
 #            locked the team's row FOR KEY SHARE at every insert, one
 #            MultiXact among concurrent submitters) is gone since
-#            migration 0017.
+#            migration 0017. 2026-11-27 (perf, dwarf call graphs of the
+#            backends): index insertions a fifth of PostgreSQL's CPU,
+#            executor start-up 15 %, the state's CHECK 6 % (a table's
+#            CHECK is parsed from its text and planned again by every
+#            statement that writes the table). Migration 0026: the CHECK
+#            is a domain's (prepared once per backend), one b-tree fewer
+#            at the insert (the summary's and the pending pages' indexes
+#            merged), one fewer per event (job_events keyed by (job_id,
+#            id) alone), the labels GIN with jsonb_path_ops; the INSERT
+#            returns only the columns the reply reads (not RETURNING *);
+#            the reply is written from the row (server/jsonw.c), and no
+#            snprintf runs per byte of the request id or per field
+#            validated. CPU per submit, gpugate + PostgreSQL: 525 and
+#            574 µs in two runs before, 440 and 428 after (gpugate 120–126
+#            µs, PostgreSQL 296–336); the two builds alternately on one
+#            private cluster: 479–531 µs before, 396–407 after.
 #   get      one statement; verified tokens are cached (perf: libjwt gone,
 #            libcrypto 1.6 %); the kernel's socket and scheduler work of
 #            the two hops wrk → gpugate → PostgreSQL is ~47 %, libc ~25 %,
@@ -137,10 +152,14 @@
 #            join to flavors is gone (the price comes with the replica's
 #            copy, db/prices.c: 130 → 93 µs per GET in gpugate's
 #            backends), the join to job_positions stays (a pending job's
-#            place). In gpugate, libmicrohttpd zeroing each connection's
-#            64 KiB pool between requests was 10 % (32 KiB now: 5 %),
-#            building and writing the reply with Jansson ~25 %, the
-#            kernel's socket work ~27 %.
+#            place; ~12 µs, and the fair-share join ~15 µs, pgbench on
+#            the statement). In gpugate, libmicrohttpd zeroing each
+#            connection's 64 KiB pool between requests was 10 % (32 KiB
+#            now: 5 %), building and writing the reply with Jansson ~25 %
+#            (since 2026-11-27 the reply is written straight from the row,
+#            server/jsonw.c: gpugate's CPU per GET 65–71 µs in two runs
+#            before, 54–64 in six after), the kernel's socket work
+#            ~27 %.
 #   healthz  the same libmicrohttpd set-up; the difference is gpugate's
 #            per-request work (routing, request id, metrics, access log
 #            level check).

@@ -65,8 +65,9 @@ struct db_submit_result {
                         nothing stored, the target cache flushed; validate
                         again and retry */
   enum db_idem idem; /* with a key: NEW when this request stored the job */
-  json_t *job;       /* new reference: the stored job (NEW only) */
-  char *text;        /* and as the reply's JSON (NEW only; new string) */
+  char id[32];       /* the stored job's id (NEW only) */
+  char *text;        /* and the job as the reply's JSON (NEW only; new
+                        string) */
   size_t text_len;
   int status;     /* REPLAY: the first response's status, */
   char *location; /* its Location (new string or NULL) */

@@ -7,7 +7,6 @@
 #ifndef GPUGATE_DB_JOBS_INTERNAL_H
 #define GPUGATE_DB_JOBS_INTERNAL_H
 
-#include <jansson.h>
 #include <libpq-fe.h>
 #include <stddef.h>
 
@@ -67,13 +66,9 @@ enum {
   C_AHEAD_GPUS
 };
 
-/* One job row as the API shows it, its spec from the row or, when the
- * caller has it, spec (referenced, not copied). Returns a new reference. */
-json_t *db_job_render_spec(const PGresult *r, int row, json_t *spec);
-
-/* One job row written as text with the stored spec spliced in (see
- * db/jobs.c). Returns a new buffer of *len bytes, or NULL when out of
- * memory. */
+/* One job row written as text, as db/jobs.c's render() shows it, with
+ * the stored spec spliced in (see db/jobs.c). Returns a new buffer of *len
+ * bytes, or NULL when out of memory. */
 char *db_job_render_text_spec(const PGresult *r, int row, const char *spec,
                               size_t *len);
 

@@ -159,6 +159,14 @@ static void new_id(char out[32])
 #define SUBMIT_OK                                                              \
   "WITH ok AS (SELECT 1 FROM admission_config_version "                        \
   "WHERE id = 1 AND version = $13::bigint), "
+/* The columns of the new row that JOB_COLUMNS_SPEC reads (and the event
+ * takes): not RETURNING *, which copied every column — the spec and the
+ * labels too — into the CTE's store for nothing. */
+#define SUBMIT_RETURNING                                                       \
+  "id, team, name, queue, cluster_queue, priority_class, priority, state, "    \
+  "reason, attempt, created_at, updated_at, gpu, cpu_milli, memory_mib, "      \
+  "flavor, location, borrowed, admitted_at, estimated_cost_usd, finished_at, " \
+  "run_started_at, seq, batch_job_name, batch_state"
 /* the job ($12: spec, $14: its locations, kept apart for the leader) and
  * its first event; cond: when it is written */
 #define SUBMIT_JOB(cond)                                                       \
@@ -168,7 +176,7 @@ static void new_id(char out[32])
   "$3, $4, $5, $6, $7::int, $8::boolean, 'PENDING', NULL, x.r[1], x.r[2], "    \
   "x.r[3], $10::bigint, $11::jsonb, $12::json, $14 "                           \
   "FROM ok, (SELECT CAST($9 AS bigint[]) AS r) x WHERE " cond " "              \
-  "RETURNING *), "                                                             \
+  "RETURNING " SUBMIT_RETURNING "), "                                          \
   "e AS (INSERT INTO job_events (job_id, team, from_state, to_state, "         \
   "reason, attempt, message, actor) SELECT id, team, NULL, 'PENDING', "        \
   "'Submitted', 1, 'submitted to queue ' || queue, $15 FROM j) "               \
@@ -307,10 +315,10 @@ enum gg_code db_job_submit(struct gg_req *req, const struct db_job_new *j,
     goto fail; /* nothing to keep */
   }
   out->idem = DB_IDEM_NEW;
-  out->job = db_job_render_spec(row, 0, j->spec);
+  memcpy(out->id, id, sizeof(out->id));
   /* the reply, with the spec as it was dumped for the INSERT */
   out->text = db_job_render_text_spec(row, 0, spec, &out->text_len);
-  if (!out->job || !out->text) {
+  if (!out->text) {
     db_fail(req, GG_INTERNAL);
     goto fail;
   }
@@ -332,8 +340,7 @@ enum gg_code db_job_submit(struct gg_req *req, const struct db_job_new *j,
 fail:
   if (in_tx)
     db_rollback(db);
-  json_decref(out->job);
-  out->job = NULL;
+  out->id[0] = '\0';
   free(out->text);
   out->text = NULL;
 out:
@@ -374,7 +381,6 @@ enum gg_code db_idem_read(struct gg_req *req, const char *team, const char *key,
 
 void db_submit_result_free(struct db_submit_result *r)
 {
-  json_decref(r->job);
   free(r->text);
   free(r->location);
   free(r->body);

@@ -34,6 +34,7 @@
 #include "handlers/billing_json.h"
 #include "handlers/billing_json_internal.h"
 #include "handlers/billing_real.h"
+#include "server/jsonw.h"
 
 #define FAST_DEPTH 64
 #define FAST_REAL_MAX 32       /* Jansson's dump holds every "%.17g" (24) */
@@ -270,53 +271,12 @@ static size_t utf8_put(char *d, unsigned cp)
 }
 
 /* Write decoded string d[0..n) as Jansson's dump does (no ASCII escaping,
- * '/' as it is, other control characters as \u00XX). */
+ * '/' as it is, other control characters as \u00XX): jsonw's escaper. */
 static int c_string(struct billing_scratch *s, const char *d, size_t n)
 {
-  static const char hex[] = "0123456789ABCDEF";
-  size_t i;
-
-  if (c_room(s, 6 * n + 2) != 0)
+  if (c_room(s, JSONW_ESCAPED_MAX(n)) != 0)
     return -1;
-  s->canon[s->canon_len++] = '"';
-  for (i = 0; i < n; i++) {
-    unsigned char c = (unsigned char)d[i];
-    const char *e = NULL;
-    switch (c) {
-    case '"':
-      e = "\\\"";
-      break;
-    case '\\':
-      e = "\\\\";
-      break;
-    case '\b':
-      e = "\\b";
-      break;
-    case '\f':
-      e = "\\f";
-      break;
-    case '\n':
-      e = "\\n";
-      break;
-    case '\r':
-      e = "\\r";
-      break;
-    case '\t':
-      e = "\\t";
-      break;
-    default:
-      break;
-    }
-    if (e) {
-      c_put(s, e, 2);
-    } else if (c < 0x20) {
-      char u[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-      c_put(s, u, 6);
-    } else {
-      s->canon[s->canon_len++] = (char)c;
-    }
-  }
-  s->canon[s->canon_len++] = '"';
+  s->canon_len += jsonw_escape(s->canon + s->canon_len, d, n);
   return 0;
 }
 

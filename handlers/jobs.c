@@ -490,8 +490,7 @@ enum gg_code jobs_create(struct gg_req *req)
   }
   if (idem_answer(req, &res))
     goto out;
-  snprintf(loc, sizeof(loc), "/v1/teams/%s/jobs/%s", team,
-           json_string_value(json_object_get(res.job, "id")));
+  snprintf(loc, sizeof(loc), "/v1/teams/%s/jobs/%s", team, res.id);
   req_add_header(req, "Location", loc);
   req_reply_json_text(req, 201, res.text, res.text_len);
   res.text = NULL;

@@ -62,13 +62,32 @@ static bool is_region(const char *s)
   return dashes >= 1 && s[n - 1] >= '0' && s[n - 1] <= '9';
 }
 
+/* append s[0..n) to out (of outlen bytes, *len used), cut at outlen - 1 */
+static void path_put(char *out, size_t outlen, size_t *len, const char *s,
+                     size_t n)
+{
+  if (n > outlen - 1 - *len)
+    n = outlen - 1 - *len;
+  memcpy(out + *len, s, n);
+  *len += n;
+}
+
+/* "prefix.key", or "key" without a prefix, cut to outlen - 1 bytes as
+ * snprintf() would (without its format parsing: this runs for every field
+ * of every body) */
 static void path_of(char *out, size_t outlen, const char *prefix,
                     const char *key)
 {
-  if (*prefix)
-    snprintf(out, outlen, "%s.%s", prefix, key);
-  else
-    snprintf(out, outlen, "%s", key);
+  size_t len = 0;
+
+  if (outlen == 0)
+    return;
+  if (*prefix) {
+    path_put(out, outlen, &len, prefix, strlen(prefix));
+    path_put(out, outlen, &len, ".", 1);
+  }
+  path_put(out, outlen, &len, key, strlen(key));
+  out[len] = '\0';
 }
 
 static const char *type_name(const json_t *v)

@@ -88,6 +88,7 @@ static int plain_id(const char *s)
 
 static void set_request_id(struct gg_req *req)
 {
+  static const char hex[] = "0123456789abcdef";
   const char *given = req_header(req, "X-Request-Id");
   unsigned char rnd[12];
   size_t i;
@@ -98,8 +99,12 @@ static void set_request_id(struct gg_req *req)
   }
   if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
     memset(rnd, 0, sizeof(rnd));
-  for (i = 0; i < sizeof(rnd); i++)
-    snprintf(req->request_id + 2 * i, 3, "%02x", rnd[i]);
+  /* 24 lowercase hex digits (a snprintf per byte was 1 % of a submission) */
+  for (i = 0; i < sizeof(rnd); i++) {
+    req->request_id[2 * i] = hex[rnd[i] >> 4];
+    req->request_id[2 * i + 1] = hex[rnd[i] & 15];
+  }
+  req->request_id[2 * sizeof(rnd)] = '\0';
 }
 
 static const char *allowed_origin(const struct http_server *s,

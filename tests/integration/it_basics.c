@@ -158,6 +158,9 @@ START_TEST(request_id_is_echoed)
   h_request(&srv, "GET", "/healthz", NULL, NULL, evil, &r);
   ck_assert_str_ne(h_header(&r, "X-Request-Id", id, sizeof(id)),
                    "bad id with spaces");
+  /* one of its own instead: 24 lowercase hex digits */
+  ck_assert_uint_eq(strlen(id), 24);
+  ck_assert_uint_eq(strspn(id, "0123456789abcdef"), 24);
   h_resp_free(&r);
 }
 END_TEST

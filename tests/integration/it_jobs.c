@@ -63,18 +63,28 @@ static void submit_small(const char *queue, const char *name, const char *lk,
   submit("team-a", member_a, body, id);
 }
 
-/* GET one of team-a's jobs; a new reference. */
-static json_t *get_job(const char *id)
+/* The raw body of GET team-a's job id (a new string). */
+static char *get_text(const char *id)
 {
-  char path[160];
+  char path[160], *body;
   struct h_resp r;
-  json_t *j;
 
   snprintf(path, sizeof(path), "/v1/teams/team-a/jobs/%.31s", id);
   ck_assert_int_eq(h_request(&srv, "GET", path, member_a, NULL, NULL, &r), 0);
   ck_assert_msg(r.status == 200, "GET %s: %ld %s", path, r.status, r.body);
-  j = json_incref(r.json);
+  body = strdup(r.body);
   h_resp_free(&r);
+  return body;
+}
+
+/* GET one of team-a's jobs; a new reference. */
+static json_t *get_job(const char *id)
+{
+  char *body = get_text(id);
+  json_t *j = json_loads(body, 0, NULL);
+
+  ck_assert_msg(j != NULL, "%s", body);
+  free(body);
   return j;
 }
 
@@ -810,6 +820,121 @@ START_TEST(job_shape_events_admission)
 }
 END_TEST
 
+/* The job id as team-a's list shows it, written by Jansson as the API
+ * writes a job (compact, 15-digit reals); NULL when not listed. */
+static char *listed_text(const char *id)
+{
+  json_t *items = list("/v1/teams/team-a/jobs?limit=500", member_a, NULL, 0);
+  char *text = NULL;
+  size_t i;
+
+  for (i = 0; i < json_array_size(items) && !text; i++)
+    if (!strcmp(h_str(json_array_get(items, i), "id"), id))
+      text = json_dumps(json_array_get(items, i),
+                        JSON_COMPACT | JSON_REAL_PRECISION(15));
+  json_decref(items);
+  return text;
+}
+
+/*
+ * A job's GET and its submission's 201 are written straight from the row
+ * (db/jobs.c), the lists through Jansson: the same job must come out byte
+ * for byte the same, in every shape (pending with its place and the GPUs
+ * ahead, admitted with an admission and costs, cancelled), strings with
+ * characters JSON escapes included.
+ */
+START_TEST(get_text_is_the_list_item)
+{
+  static const char *const odd =
+      "{\"name\": \"esc\", \"queue\": \"lp\", \"task\": {" TASK_OK
+      ", \"env\": {\"X\": \"q\\\"b\\\\s/\\u00e9 tab\\tnl\\nctl\\u0001\"}}}";
+  char ids[4][32], *got = NULL, *listed = NULL, *again = NULL;
+  struct h_resp r;
+  json_t *j, *item, *reparsed;
+  const char *k1, *k2;
+  void *it1, *it2;
+  int i, tries;
+
+  /* the 201: compact Jansson text, members in the list's order */
+  ck_assert_int_eq(
+      h_request(&srv, "POST", "/v1/teams/team-a/jobs", member_a, odd, NULL, &r),
+      0);
+  ck_assert_msg(r.status == 201, "%ld %s", r.status, r.body);
+  snprintf(ids[0], sizeof(ids[0]), "%s", h_str(r.json, "id"));
+  reparsed = json_loads(r.body, 0, NULL);
+  got = json_dumps(reparsed, JSON_COMPACT | JSON_REAL_PRECISION(15));
+  ck_assert_str_eq(r.body, got);
+  free(got);
+  got = NULL;
+  json_decref(reparsed);
+  listed = listed_text(ids[0]);
+  ck_assert_ptr_nonnull(listed);
+  item = json_loads(listed, 0, NULL);
+  it1 = json_object_iter(r.json);
+  it2 = json_object_iter(item);
+  for (; it1 && it2; it1 = json_object_iter_next(r.json, it1),
+                     it2 = json_object_iter_next(item, it2)) {
+    k1 = json_object_iter_key(it1);
+    k2 = json_object_iter_key(it2);
+    ck_assert_str_eq(k1, k2);
+  }
+  ck_assert(!it1 && !it2);
+  json_decref(item);
+  free(listed);
+  listed = NULL;
+  h_resp_free(&r);
+
+  submit_pending("text-pending", ids[1]);
+  submit("team-a", member_a, FULL_JOB, ids[2]);
+  j = wait_state(ids[2], "ADMITTED", 10000);
+  ck_assert_str_eq(h_str(j, "state"), "ADMITTED");
+  json_decref(j);
+  submit_pending("text-cancelled", ids[3]);
+  {
+    char path[160];
+    snprintf(path, sizeof(path), "/v1/teams/team-a/jobs/%.31s/cancel", ids[3]);
+    ck_assert_int_eq(h_request(&srv, "POST", path, member_a, NULL, NULL, &r),
+                     0);
+    ck_assert_msg(r.status == 200, "%ld %s", r.status, r.body);
+    h_resp_free(&r);
+  }
+  /* the pending job's place comes with the next admission cycle */
+  for (tries = 0; tries < 50; tries++) {
+    j = get_job(ids[1]);
+    i = json_is_integer(json_object_get(j, "position_in_cluster_queue"));
+    json_decref(j);
+    if (i)
+      break;
+    h_sleep_ms(100);
+  }
+  for (i = 0; i < 4; i++) {
+    /* the same job read twice around the list: nothing moved between */
+    for (tries = 0; tries < 5; tries++) {
+      free(got);
+      free(listed);
+      free(again);
+      got = get_text(ids[i]);
+      listed = listed_text(ids[i]);
+      again = get_text(ids[i]);
+      if (!strcmp(got, again))
+        break;
+    }
+    ck_assert_ptr_nonnull(listed);
+    ck_assert_msg(!strcmp(got, listed), "job %d\nGET:  %s\nlist: %s", i, got,
+                  listed);
+  }
+  j = json_loads(got, 0, NULL);
+  ck_assert_str_eq(h_str(j, "state"), "CANCELLED");
+  json_decref(j);
+  j = get_job(ids[1]);
+  ck_assert(json_is_object(json_object_get(j, "ahead")));
+  json_decref(j);
+  free(got);
+  free(listed);
+  free(again);
+}
+END_TEST
+
 /* Run the statement on the test database (no result expected). */
 static void sql(PGconn *pg, const char *stmt, const char *p1, const char *p2)
 {
@@ -1389,6 +1514,7 @@ Suite *jobs_suite(void)
   tcase_add_test(tc, invalid_submissions_created_nothing);
   tcase_add_test(tc, all_mistakes_at_once);
   tcase_add_test(tc, job_shape_events_admission);
+  tcase_add_test(tc, get_text_is_the_list_item);
   tcase_add_test(tc, accrued_cost_follows_the_flavor_price);
   tcase_add_test(tc, admitted_in_an_allowed_location);
   tcase_add_test(tc, pending_jobs_keep_their_own_locations);
