@@ -22,7 +22,9 @@
  *      once (db_batch_unclaim): a row is never held while waiting for a
  *      token;
  *   3. wait (curl_multi_poll) for a transfer to end, a NOTIFY on
- *      gpugate_dispatch or a stop;
+ *      gpugate_dispatch, a poke from this replica's admission leader
+ *      (dispatch_poke: the creates of admissions it just committed, without
+ *      the NOTIFY's way through PostgreSQL) or a stop;
  *   4. record each ended call's outcome on the thread's connection, in
  *      its own transaction, or start the row's next call (a cancel Batch
  *      refused: read the job, then delete it, with a token of its own).
@@ -42,6 +44,7 @@
  * DRAIN_MS to end and be recorded; rows whose calls are still running
  * then are given back (their calls are harmless to repeat).
  */
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -528,7 +531,7 @@ struct dispatch *dispatch_start(const struct config *cfg, char *err,
     return NULL;
   }
   s = &d->shared;
-  s->wake[0] = s->wake[1] = -1;
+  s->wake[0] = s->wake[1] = s->poke[0] = s->poke[1] = -1;
   batch_global_init();
   db_batch_race_hook = metrics_batch_race;
   s->cfg = cfg;
@@ -537,7 +540,9 @@ struct dispatch *dispatch_start(const struct config *cfg, char *err,
   s->mutations = budget_new((double)cfg->batch_mutations_per_s,
                             cfg->batch_mutations_burst);
   s->flow = dispatch_flow_new((double)cfg->batch_mutations_per_s);
-  if (!s->mutations || !s->flow || pipe(s->wake) != 0) {
+  if (!s->mutations || !s->flow || pipe(s->wake) != 0 || pipe(s->poke) != 0 ||
+      fcntl(s->poke[0], F_SETFL, O_NONBLOCK) != 0 ||
+      fcntl(s->poke[1], F_SETFL, O_NONBLOCK) != 0) {
     snprintf(err, errlen, "out of memory");
     dispatch_stop(d);
     return NULL;
@@ -548,17 +553,27 @@ struct dispatch *dispatch_start(const struct config *cfg, char *err,
     dispatch_stop(d);
     return NULL;
   }
-  for (i = 0; i < DISPATCH_WORKERS; i++)
+  for (i = 0; i < DISPATCH_WORKERS; i++) {
+    d->dispatchers[i].w.pokeable = true;
     if (dispatch_worker_start(s, &d->dispatchers[i].w, dispatcher, err,
                               errlen) != 0) {
       dispatch_stop(d);
       return NULL;
     }
+  }
   if (dispatch_worker_start(s, &d->sync, dispatch_sync_run, err, errlen) != 0) {
     dispatch_stop(d);
     return NULL;
   }
   return d;
+}
+
+void dispatch_poke(struct dispatch *d)
+{
+  /* a full pipe holds pokes enough already: EAGAIN is fine */
+  if (d && d->shared.poke[1] >= 0 && write(d->shared.poke[1], "p", 1) < 0) {
+    /* the NOTIFY comes anyway */
+  }
 }
 
 void dispatch_stop(struct dispatch *d)
@@ -582,6 +597,10 @@ void dispatch_stop(struct dispatch *d)
   if (s->wake[0] >= 0) {
     close(s->wake[0]);
     close(s->wake[1]);
+  }
+  if (s->poke[0] >= 0) {
+    close(s->poke[0]);
+    close(s->poke[1]);
   }
   budget_free(s->mutations);
   dispatch_flow_free(s->flow);

@@ -18,6 +18,15 @@ struct dispatch *dispatch_start(const struct config *cfg, char *err,
                                 size_t errlen);
 
 /* Stop the workers (finishing calls in progress) and free. Accepts NULL. */
+/*
+ * New creates are in the outbox (this replica's leader just committed
+ * admissions): wake one dispatcher thread now instead of when the NOTIFY
+ * of the commit reaches its session (a round through PostgreSQL's
+ * processes, tens of milliseconds on a busy machine, which an admitted
+ * job spends holding its quota). Never blocks; accepts NULL.
+ */
+void dispatch_poke(struct dispatch *d);
+
 void dispatch_stop(struct dispatch *d);
 
 #endif

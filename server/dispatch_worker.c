@@ -41,20 +41,25 @@ int dispatch_connect(struct dispatch_worker *w, const char *listen)
 
 void dispatch_wait(struct dispatch_worker *w, long ms)
 {
-  int fds[2];
-  bool ready[2] = {false, false};
-  unsigned n = 1;
+  int fds[3];
+  bool ready[3] = {false, false, false};
+  unsigned n = 0;
+  int pg = -1, poke = -1;
   PGnotify *note;
   char drain[16];
 
   /* once stopping, only the calls still under way matter (and the wake
    * byte, left unread, would end every wait at once) */
-  if (atomic_load(&w->d->stop))
-    n = 0;
-  fds[0] = w->d->wake[0];
-  if (n && w->conn.pg && w->listening) {
-    fds[1] = PQsocket(w->conn.pg);
-    n = 2;
+  if (!atomic_load(&w->d->stop)) {
+    fds[n++] = w->d->wake[0];
+    if (w->pokeable && w->d->poke[0] >= 0) {
+      poke = (int)n;
+      fds[n++] = w->d->poke[0];
+    }
+    if (w->conn.pg && w->listening) {
+      pg = (int)n;
+      fds[n++] = PQsocket(w->conn.pg);
+    }
   }
   if (ms > 600000)
     ms = 600000;
@@ -63,7 +68,10 @@ void dispatch_wait(struct dispatch_worker *w, long ms)
   if (n && ready[0] && read(w->d->wake[0], drain, 1) < 0) {
     /* the stop flag is what matters */
   }
-  if (n == 2 && ready[1] && PQconsumeInput(w->conn.pg))
+  if (poke >= 0 && ready[poke] && read(w->d->poke[0], drain, 1) < 0) {
+    /* another dispatcher took it */
+  }
+  if (pg >= 0 && ready[pg] && PQconsumeInput(w->conn.pg))
     while ((note = PQnotifies(w->conn.pg)) != NULL)
       PQfreemem(note);
 }

@@ -24,7 +24,8 @@
 struct dispatch_shared {
   const struct config *cfg;
   atomic_bool stop;
-  int wake[2];                       /* a byte per worker wakes it */
+  int wake[2]; /* a byte per worker wakes it */
+  int poke[2]; /* a byte wakes a dispatcher: new creates (dispatch_poke) */
   struct budget *mutations;          /* per region, the deployment's */
   struct dispatch_flow *flow;        /* calls in flight per region */
   struct batch_token_source *tokens; /* shared by every worker's client */
@@ -38,6 +39,7 @@ struct dispatch_worker {
   struct batch_client *batch;
   struct batch_multi *multi; /* the worker's calls in flight */
   bool listening;
+  bool pokeable;    /* a dispatcher: its waits end on a poke too */
   unsigned rng;     /* retry jitter (batch_backoff_ms) */
   char claimer[96]; /* this worker's name on the leases it takes */
 };

@@ -26,6 +26,7 @@
 #include "server/admission.h"
 #include "server/log.h"
 #include "server/billing_pull.h"
+#include "server/dispatch.h"
 #include "server/loop.h"
 #include "server/metrics.h"
 
@@ -45,6 +46,7 @@ struct loop {
   long long reconciled_at_ms;
   long long published_at_ms; /* last round of queue positions */
   struct billing_pull *pull; /* the leader's BigQuery pull; NULL: off */
+  struct dispatch *dispatch; /* poked when a cycle admits; NULL: none */
 };
 
 static long long now_ms(void)
@@ -158,6 +160,8 @@ static int cycle(struct loop *l)
     log_msg(LOG_WARN, "admission: cycle failed: %s", err);
     return -1;
   }
+  if (r.admitted > 0) /* committed: their creates are in the outbox */
+    dispatch_poke(l->dispatch);
   /* positions only from a state that holds the cycle's own writes, and
    * at most once an interval (the wait below comes back for them) */
   left = 0;
@@ -310,13 +314,14 @@ static void *run(void *arg)
   return NULL;
 }
 
-struct loop *loop_start(const struct config *cfg)
+struct loop *loop_start(const struct config *cfg, struct dispatch *dispatch)
 {
   struct loop *l = calloc(1, sizeof(*l));
 
   if (!l)
     return NULL;
   l->cfg = cfg;
+  l->dispatch = dispatch;
   atomic_init(&l->stop, false);
   l->adm = admission_new(strcmp(cfg->batch_backend, "gcp") == 0,
                          cfg->capacity_window_grace_s);

@@ -11,9 +11,12 @@
 
 struct loop;
 
-/* Start the loop's thread; cfg is borrowed and must outlive it. NULL on
- * failure. */
-struct loop *loop_start(const struct config *cfg);
+struct dispatch;
+
+/* Start the loop's thread; cfg is borrowed and must outlive it, and so
+ * must dispatch (this replica's dispatchers, poked when the leader admits;
+ * NULL: none). NULL on failure. */
+struct loop *loop_start(const struct config *cfg, struct dispatch *dispatch);
 
 /* Stop the thread (finishing a cycle in progress) and free. Accepts NULL. */
 void loop_stop(struct loop *l);

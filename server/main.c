@@ -168,17 +168,17 @@ static int cmd_serve(void)
     fprintf(stderr, "gpugate: cannot start the configuration watch\n");
     goto out;
   }
-  loop = loop_start(&cfg);
-  if (!loop) {
-    fprintf(stderr, "gpugate: cannot start the admission loop\n");
-    goto out;
-  }
   if (!strcmp(cfg.batch_backend, "gcp")) {
     dispatch = dispatch_start(&cfg, err, sizeof(err));
     if (!dispatch) {
       fprintf(stderr, "gpugate: %s\n", err);
       goto out;
     }
+  }
+  loop = loop_start(&cfg, dispatch);
+  if (!loop) {
+    fprintf(stderr, "gpugate: cannot start the admission loop\n");
+    goto out;
   }
 
   if (cfg.port_file[0] && write_port_file(cfg.port_file, http_port(http))) {
@@ -198,8 +198,8 @@ static int cmd_serve(void)
   rc = 0;
 out:
   http_stop(http);
+  loop_stop(loop); /* before the dispatchers it pokes */
   dispatch_stop(dispatch);
-  loop_stop(loop);
   configwatch_stop(watch);
   waker_stop();
   db_pool_free(pool);
