@@ -283,12 +283,13 @@ static size_t g_format(bool neg, uint64_t d, int x, int p, bool jansson,
 }
 
 /*
- * A real as Jansson 2.14 dumps it (jsonp_dtostr, precision 17): "%.17g",
- * ".0" added when it looks like an integer, the exponent's '+' and leading
- * zeros removed. Its length, or 0 when Jansson's buffer could not hold it
- * (the dump then fails).
+ * A real as Jansson 2.14 dumps it (jsonp_dtostr) with a precision (17 in
+ * its sorted dump, 15 in gpugate's replies): "%.<precision>g", ".0" added
+ * when it looks like an integer, the exponent's '+' and leading zeros
+ * removed. Its length, or 0 when Jansson's buffer could not hold it (the
+ * dump then fails).
  */
-size_t billing_real_text(double v, char *buf, size_t size)
+size_t billing_real_jansson(double v, int precision, char *buf, size_t size)
 {
   uint64_t d;
   int ret, x;
@@ -297,9 +298,10 @@ size_t billing_real_text(double v, char *buf, size_t size)
 
   if (v == 0 && size >= 5)
     return (size_t)snprintf(buf, size, "%s", signbit(v) ? "-0.0" : "0.0");
-  if (size >= 32 && sig_digits(fabs(v), 17, &d, &x))
-    return g_format(signbit(v) != 0, d, x, 17, true, buf);
-  ret = snprintf(buf, size, "%.17g", v);
+  if (size >= 32 && precision >= 1 && precision <= 17 &&
+      sig_digits(fabs(v), precision, &d, &x))
+    return g_format(signbit(v) != 0, d, x, precision, true, buf);
+  ret = snprintf(buf, size, "%.*g", precision, v);
   if (ret < 0 || (size_t)ret >= size)
     return 0;
   length = (size_t)ret;
@@ -323,6 +325,11 @@ size_t billing_real_text(double v, char *buf, size_t size)
     }
   }
   return length;
+}
+
+size_t billing_real_text(double v, char *buf, size_t size)
+{
+  return billing_real_jansson(v, 17, buf, size);
 }
 
 void billing_real15(double v, char out[32])

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "handlers/billing_real.h"
 #include "server/jsonw.h"
 
 /* room for n more bytes and the NUL; false once out of memory */
@@ -134,38 +135,15 @@ void jsonw_int(struct jsonw *w, long long v)
 
 void jsonw_real(struct jsonw *w, double v)
 {
-  char buf[40], *e;
-  int n;
+  char buf[40];
+  size_t n;
 
-  if (!isfinite(v)) {
+  if (!isfinite(v) ||
+      (n = billing_real_jansson(v, 15, buf, sizeof(buf))) == 0) {
     w->failed = true; /* Jansson holds no such real */
     return;
   }
-  if (v == 0) { /* most costs shown: no snprintf for them */
-    if (signbit(v))
-      jsonw_lit(w, "-0.0");
-    else
-      jsonw_lit(w, "0.0");
-    return;
-  }
-  n = snprintf(buf, sizeof(buf) - 3, "%.15g", v);
-  e = strchr(buf, 'e');
-  if (!e && !strchr(buf, '.')) {
-    memcpy(buf + n, ".0", 3);
-    n += 2;
-  } else if (e) {
-    /* "1e+20" → "1e20", "1e-05" → "1e-5" */
-    char *start = e + 1, *end = e + 2;
-    if (*start == '-')
-      start++;
-    while (*end == '0')
-      end++;
-    if (end != start) {
-      memmove(start, end, (size_t)(buf + n - end) + 1);
-      n -= (int)(end - start);
-    }
-  }
-  jsonw_raw(w, buf, (size_t)n);
+  jsonw_raw(w, buf, n);
 }
 
 char *jsonw_finish(struct jsonw *w, size_t *len)
