@@ -24,11 +24,16 @@
  * Job of cohort c, cluster queue q goes to TEAM's queue "c{c}-q{q}" with
  * priority class small|medium|large and cpu_milli = 1000 × request;
  * DRV_REGIONS (comma-separated): each arrival names one as the job's
- * `locations`, drawn by a hash of its index, so Batch creates spread evenly
- * over the regions at every moment (round-robin over arrivals aliases with
- * the shape's period: 30 queues per tick, so a queue's jobs alternated
- * between two of four regions, and whichever class was being admitted
- * loaded two regions and left two idle).
+ * `locations`, so that Batch creates spread evenly over the regions at
+ * every moment. Each class's arrivals, in order, are dealt out in blocks
+ * of one per region, each block in an order drawn from the block's number
+ * (region_of): every class is split evenly (the three classes are
+ * admitted one after the other, and the last, 10,500 small jobs, goes at
+ * the pace of the slowest region's budget). Round-robin over all arrivals
+ * aliased with the shape's period (30 queues per tick: a queue's jobs
+ * alternated between two of four regions, and whichever class was being
+ * admitted loaded two regions and left two idle); a hash of the arrival's
+ * index did not alias, but split the small jobs 2,525 to 2,687.
  *
  * burst: job i goes to queue DRV_QUEUES[i mod n] (comma-separated) and
  * region DRV_REGIONS[i mod n], requests 1 CPU, and carries
@@ -82,6 +87,7 @@ static const struct klass classes[] = {
 struct arrival {
   double at_s; /* scheduled, from the start */
   int cohort, cq, klass, k;
+  size_t nth; /* among its class's arrivals, in time order */
 };
 
 struct xfer {
@@ -106,6 +112,26 @@ static uint64_t mix(uint64_t i)
   i = (i ^ (i >> 30)) * 0xbf58476d1ce4e5b9ULL;
   i = (i ^ (i >> 27)) * 0x94d049bb133111ebULL;
   return i ^ (i >> 31);
+}
+
+/* The region of the i-th arrival of class klass: arrivals dealt out in
+ * blocks of n, one to each region, in an order drawn from the block. */
+static size_t region_of(int klass, size_t i, size_t n)
+{
+  size_t order[MAX_REGIONS], j;
+  uint64_t h = mix(((uint64_t)(i / n) << 3) | (uint64_t)klass);
+
+  if (n < 2)
+    return 0;
+  for (j = 0; j < n; j++)
+    order[j] = j;
+  for (j = n; j > 1; j--) { /* Fisher-Yates, from the block's hash */
+    size_t k = (size_t)(h % j), t = order[j - 1];
+    h = mix(h);
+    order[j - 1] = order[k];
+    order[k] = t;
+  }
+  return order[i % n];
 }
 
 static double now_s(void)
@@ -187,6 +213,11 @@ static struct arrival *kueue_arrivals(double scale, size_t *n)
           i++;
         }
   qsort(a, total, sizeof(*a), cmp_arrival);
+  {
+    size_t seen[N_CLASSES] = {0};
+    for (i = 0; i < total; i++)
+      a[i].nth = seen[a[i].klass]++;
+  }
   *n = total;
   return a;
 }
@@ -358,9 +389,8 @@ int main(int argc, char **argv)
   const char *mode = argc > 1 ? argv[1] : "";
   const char *token = getenv("DRV_TOKEN");
   double scale = env_double("DRV_SCALE", 1.0);
-  double hold_s = getenv("DRV_HOLD_MS") && *getenv("DRV_HOLD_MS")
-                      ? env_double("DRV_HOLD_MS", 0) / 1000.0
-                      : 0;
+  const char *hold = getenv("DRV_HOLD_MS");
+  double hold_s = hold && *hold ? env_double("DRV_HOLD_MS", 0) / 1000.0 : 0;
   long concurrency = (long)env_double("DRV_CONCURRENCY", 64);
   char regions_s[1024], queues_s[1024];
   char *regions[MAX_REGIONS], *queues[64], url[512], auth[4096];
@@ -440,7 +470,8 @@ int main(int argc, char **argv)
         snprintf(queue, sizeof(queue), "c%d-q%d", a->cohort, a->cq);
         b = job_body(
             name, queue, k->name, 1000 * k->cpu, lround(k->runtime_ms * scale),
-            n_regions ? regions[mix(next) % n_regions] : NULL, k->name);
+            n_regions ? regions[region_of(a->klass, a->nth, n_regions)] : NULL,
+            k->name);
       } else {
         due = t;
         snprintf(name, sizeof(name), "burst-%zu", next);

@@ -231,9 +231,10 @@ int db_batch_requeue(struct db_conn *c, const char *job_id, const char *reason,
 /*
  * The row is picked and locked first, then joined: joined before the
  * LIMIT, every due row was joined and sorted on each claim (milliseconds
- * with a backlog of thousands). Due rows are taken in batch_ops_due order,
- * so the scan stops at the first row it can lock; rows due at the same
- * moment (one admission's) come in the index's order.
+ * with a backlog of thousands). Due rows no one holds are taken in
+ * batch_ops_unclaimed order (0027), so the scan stops at the first row it
+ * can lock and never passes the rows whose calls are under way; rows due
+ * at the same moment (one admission's) come in the index's order.
  *
  * A claim is a lease, not a lock held open: the row gets claimed_by,
  * claimed_pid (the dispatcher's session) and claimed_until, and the
@@ -241,8 +242,9 @@ int db_batch_requeue(struct db_conn *c, const char *job_id, const char *reason,
  * never waits on a row while Batch answers. A row under a live lease is
  * not claimed again; once the lease has run out or its session is gone
  * (the dispatcher died mid-call, and PostgreSQL ended its backend) any
- * dispatcher may take it at once, and the deterministic Batch job id makes
- * the repeated call harmless.
+ * dispatcher may take it, at its next look for such rows (about once a
+ * second), and the deterministic Batch job id makes the repeated call
+ * harmless.
  *
  * Dispatchers work in parallel, so a job's operations are kept in their
  * (next_at, id) order here: none is claimed while an earlier one of the
@@ -251,29 +253,40 @@ int db_batch_requeue(struct db_conn *c, const char *job_id, const char *reason,
  * create succeeds and the job runs), or a Flex Start failover's create
  * before the cancel of the attempt it replaces.
  */
-static const char sql_claim[] =
-    "WITH o AS (SELECT id FROM batch_ops b "
-    "WHERE next_at <= now() AND region <> ALL ($1::text[]) "
-    "AND (claimed_until IS NULL OR claimed_until < clock_timestamp() "
+#define CLAIM_IN_ORDER                                                         \
+  "AND next_at <= now() AND region <> ALL ($1::text[]) "                       \
+  "AND NOT EXISTS (SELECT 1 FROM batch_ops p WHERE p.job_id = b.job_id "       \
+  "AND (p.next_at, p.id) < (b.next_at, b.id)) "                                \
+  "ORDER BY next_at LIMIT $4::int FOR UPDATE SKIP LOCKED), "
+#define CLAIM_TAKE                                                             \
+  "c AS (UPDATE batch_ops b SET claimed_by = $2, "                             \
+  "claimed_pid = pg_backend_pid(), claimed_until = "                           \
+  "clock_timestamp() + $3::int * interval '1 second' FROM o "                  \
+  "WHERE b.id = o.id RETURNING b.id, b.job_id, b.attempt, b.op, b.region, "    \
+  "b.batch_job_id, b.request_id, b.tries, b.created_at) "                      \
+  "SELECT c.id, c.job_id, c.attempt, c.op, c.region, c.batch_job_id, "         \
+  "c.request_id, c.tries, j.team, j.queue, coalesce(j.flavor, ''), "           \
+  "coalesce(t.spec->>'cost_center', ''), j.max_run_duration_s, j.spec, "       \
+  "coalesce(f.spec, '{}'), j.state, j.attempt, "                               \
+  "j.batch_job_name IS NOT NULL OR j.cancel_requested, "                       \
+  "extract(epoch FROM clock_timestamp() - c.created_at) "                      \
+  "FROM c JOIN jobs j ON j.id = c.job_id "                                     \
+  "LEFT JOIN flavors f ON f.name = j.flavor "                                  \
+  "LEFT JOIN teams t ON t.name = j.team"
+
+/* The rows no dispatcher holds, from batch_ops_unclaimed (0027): the scan
+ * never passes the rows whose calls are under way. */
+static const char sql_claim[] = "WITH o AS (SELECT id FROM batch_ops b WHERE "
+                                "claimed_by IS NULL " CLAIM_IN_ORDER CLAIM_TAKE;
+
+/* The rows held under a lease that ran out or by a session that is gone
+ * (its dispatcher died): a look over every held row, so not made on
+ * every claim (db_batch_claim_many's lapsed). */
+static const char sql_claim_lapsed[] =
+    "WITH o AS (SELECT id FROM batch_ops b WHERE claimed_by IS NOT NULL "
+    "AND (claimed_until < clock_timestamp() "
     "OR NOT EXISTS (SELECT 1 FROM pg_stat_activity a "
-    "WHERE a.pid = b.claimed_pid)) "
-    "AND NOT EXISTS (SELECT 1 FROM batch_ops p WHERE p.job_id = b.job_id "
-    "AND (p.next_at, p.id) < (b.next_at, b.id)) "
-    "ORDER BY next_at LIMIT $4::int FOR UPDATE SKIP LOCKED), "
-    "c AS (UPDATE batch_ops b SET claimed_by = $2, "
-    "claimed_pid = pg_backend_pid(), claimed_until = "
-    "clock_timestamp() + $3::int * interval '1 second' FROM o "
-    "WHERE b.id = o.id RETURNING b.id, b.job_id, b.attempt, b.op, b.region, "
-    "b.batch_job_id, b.request_id, b.tries, b.created_at) "
-    "SELECT c.id, c.job_id, c.attempt, c.op, c.region, c.batch_job_id, "
-    "c.request_id, c.tries, j.team, j.queue, coalesce(j.flavor, ''), "
-    "coalesce(t.spec->>'cost_center', ''), j.max_run_duration_s, j.spec, "
-    "coalesce(f.spec, '{}'), j.state, j.attempt, "
-    "j.batch_job_name IS NOT NULL OR j.cancel_requested, "
-    "extract(epoch FROM clock_timestamp() - c.created_at) "
-    "FROM c JOIN jobs j ON j.id = c.job_id "
-    "LEFT JOIN flavors f ON f.name = j.flavor "
-    "LEFT JOIN teams t ON t.name = j.team";
+    "WHERE a.pid = b.claimed_pid)) " CLAIM_IN_ORDER CLAIM_TAKE;
 
 /* Only the holder of the lease deletes the row: after a lease ran out and
  * another dispatcher took the row, that one records it. */
@@ -365,61 +378,88 @@ static bool claimed_op(PGresult *res, int i, const char *claimer,
           strtol(PQgetvalue(res, i, 16), NULL, 10) != op->attempt);
 }
 
-int db_batch_claim_many(struct db_conn *c, const char *const *skip_regions,
-                        size_t n_skip, const char *claimer, int lease_s,
-                        struct db_batch_op *ops, int max, char *err,
+/* Claim with one of the claim statements into ops[*n..max), until a round
+ * takes a row that is not stale or nothing is left. 0 or -1. */
+static int claim_rounds(struct db_conn *c, const char *sql,
+                        const char *const claim_params[4], char *limit,
+                        size_t limit_size, const char *claimer,
+                        struct db_batch_op *ops, int max, int *n, char *err,
                         size_t errlen)
 {
+  char id[32];
+  const char *params[2] = {id, claimer};
   PGresult *res;
-  char id[32], lease[16], limit[16], *skip = text_array(skip_regions, n_skip);
-  const char *params[2] = {id, claimer},
-             *claim_params[4] = {skip, claimer, lease, limit};
-  int rc = -1, n = 0, rows, i;
+  int rows, i, fresh;
+
+  do {
+    snprintf(limit, limit_size, "%d", max - *n);
+    if (!(res = db_query(c, sql, 4, claim_params, err, errlen)))
+      return -1;
+    rows = PQntuples(res);
+    for (i = 0, fresh = 0; i < rows; i++) {
+      if (!claimed_op(res, i, claimer, &ops[*n])) {
+        (*n)++;
+        fresh++;
+        continue;
+      }
+      /* stale, and ours by the lease just taken */
+      snprintf(id, sizeof(id), "%lld", (long long)ops[*n].id);
+      db_batch_op_free(&ops[*n]);
+      if (db_run(c, sql_drop_claimed, 2, params, NULL, err, errlen)) {
+        PQclear(res);
+        return -1;
+      }
+    }
+    PQclear(res);
+  } while (rows > 0 && fresh == 0 && *n < max);
+  return 0;
+}
+
+int db_batch_claim_many(struct db_conn *c, const char *const *skip_regions,
+                        size_t n_skip, const char *claimer, int lease_s,
+                        bool *lapsed, struct db_batch_op *ops, int max,
+                        char *err, size_t errlen)
+{
+  char lease[16], limit[16], *skip = text_array(skip_regions, n_skip);
+  const char *claim_params[4] = {skip, claimer, lease, limit};
+  int n = 0, n_lapsed = 0;
 
   if (!skip) {
     snprintf(err, errlen, "out of memory");
     return -1;
   }
+  if (max < 1)
+    max = 1;
   snprintf(lease, sizeof(lease), "%d", lease_s);
-  snprintf(limit, sizeof(limit), "%d", max > 0 ? max : 1);
-  /* one statement, so no transaction of its own: the leases are taken
-   * when it returns, and no transaction stays open across a Batch call */
-  while (n == 0) {
-    if (!(res = db_query(c, sql_claim, 4, claim_params, err, errlen)))
-      goto out;
-    rows = PQntuples(res);
-    for (i = 0; i < rows; i++) {
-      if (!claimed_op(res, i, claimer, &ops[n])) {
-        n++;
-        continue;
-      }
-      /* stale, and ours by the lease just taken */
-      snprintf(id, sizeof(id), "%lld", (long long)ops[n].id);
-      db_batch_op_free(&ops[n]);
-      if (db_run(c, sql_drop_claimed, 2, params, NULL, err, errlen)) {
-        PQclear(res);
-        while (n > 0)
-          db_batch_op_free(&ops[--n]);
-        goto out;
-      }
-    }
-    PQclear(res);
-    if (rows == 0)
-      break;
+  /* one statement each, so no transaction of their own: the leases are
+   * taken when it returns, and no transaction stays open across a Batch
+   * call; the lapsed leases first, the oldest rows */
+  if ((lapsed && *lapsed &&
+       claim_rounds(c, sql_claim_lapsed, claim_params, limit, sizeof(limit),
+                    claimer, ops, max, &n, err, errlen)) ||
+      ((n_lapsed = n) < max &&
+       claim_rounds(c, sql_claim, claim_params, limit, sizeof(limit), claimer,
+                    ops, max, &n, err, errlen))) {
+    while (n > 0)
+      db_batch_op_free(&ops[--n]);
+    free(skip);
+    return -1;
   }
-  rc = n;
-out:
+  if (lapsed)
+    *lapsed = n_lapsed > 0;
   free(skip);
-  return rc;
+  return n;
 }
 
 int db_batch_claim(struct db_conn *c, const char *const *skip_regions,
                    size_t n_skip, const char *claimer, int lease_s,
                    struct db_batch_op *op, char *err, size_t errlen)
 {
+  bool lapsed = true;
+
   memset(op, 0, sizeof(*op));
-  return db_batch_claim_many(c, skip_regions, n_skip, claimer, lease_s, op, 1,
-                             err, errlen);
+  return db_batch_claim_many(c, skip_regions, n_skip, claimer, lease_s, &lapsed,
+                             op, 1, err, errlen);
 }
 
 static const char sql_release_many[] =

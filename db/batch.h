@@ -98,13 +98,17 @@ void db_batch_op_free(struct db_batch_op *op);
 
 /*
  * The same for up to max rows at once (rows of different jobs; a job's
- * rows still go one at a time) into ops[0..n). Returns n (0 when nothing
- * is due outside skip_regions), or -1 on error with nothing claimed.
+ * rows still go one at a time) into ops[0..n). With *lapsed true, the rows
+ * held under a lease that ran out or by a session that is gone come first:
+ * a look over every held row, which db_batch_claim always makes and a
+ * dispatcher about once a second; *lapsed is then left true when that look
+ * took rows (there may be more). Returns n (0 when nothing is due outside
+ * skip_regions), or -1 on error with nothing claimed.
  */
 int db_batch_claim_many(struct db_conn *c, const char *const *skip_regions,
                         size_t n_skip, const char *claimer, int lease_s,
-                        struct db_batch_op *ops, int max, char *err,
-                        size_t errlen);
+                        bool *lapsed, struct db_batch_op *ops, int max,
+                        char *err, size_t errlen);
 
 /*
  * Give a claimed row back untouched, before any call about it was made:

@@ -16,7 +16,8 @@
  *      per region about rate × observed latency × 1.5, at least 4, and at
  *      most 256 for the replica), claim up to CLAIM_MAX due rows in one
  *      statement (db_batch_claim_many), skipping the regions whose budget
- *      is spent or whose calls are at their limit;
+ *      is spent or whose calls are at their limit (and about once a
+ *      second, first the rows of a lapsed lease or a dead dispatcher);
  *   2. for each row, take its region's slot and a budget token, and start
  *      its call on the multi handle; a row that gets neither goes back at
  *      once (db_batch_unclaim): a row is never held while waiting for a
@@ -65,6 +66,9 @@
 #define CLAIM_ROUNDS 4     /* claims between two looks at ended calls */
 #define IDLE_MS 500
 #define DRAIN_MS 5000
+/* how often a dispatcher looks for rows held under a lapsed lease or by a
+ * session that is gone (a look passes every held row) */
+#define LAPSED_US 1000000LL
 /* A claim's lease: far longer than the calls of one row can take (up to
  * three Batch calls, 15 s each at most, and their recording), so a live
  * dispatcher never loses its row; after a crash the row waits this long,
@@ -91,6 +95,8 @@ struct flight {
 struct dispatcher {
   struct dispatch_worker w; /* first: the thread gets &w */
   struct flight *flights;
+  long long lapsed_us; /* the last look for lapsed leases */
+  bool lapsed_more;    /* that look took rows: look again */
 };
 
 struct dispatch {
@@ -431,6 +437,7 @@ static void fill(struct dispatcher *t, long *wait_ms)
   struct db_batch_op ops[CLAIM_MAX];
   int round, got, i, want;
   size_t n_spent, n_full, n_back, j;
+  bool lapsed;
   long refill_ms;
 
   for (round = 0; round < CLAIM_ROUNDS; round++) {
@@ -449,8 +456,12 @@ static void fill(struct dispatcher *t, long *wait_ms)
     n_full = dispatch_flow_full(d->flow, spent + n_spent, MAX_SKIP / 2);
     for (j = 0; j < n_spent + n_full; j++)
       skip[j] = spent[j];
+    lapsed = t->lapsed_more || dispatch_now_us() - t->lapsed_us >= LAPSED_US;
+    if (lapsed)
+      t->lapsed_us = dispatch_now_us();
     got = db_batch_claim_many(&w->conn, skip, n_spent + n_full, w->claimer,
-                              LEASE_S, ops, want, err, sizeof(err));
+                              LEASE_S, &lapsed, ops, want, err, sizeof(err));
+    t->lapsed_more = got > 0 && lapsed;
     if (got < 0) {
       log_msg(LOG_WARN, "dispatch: claim failed: %s", err);
       *wait_ms = 1000;
