@@ -1261,6 +1261,73 @@ static void *lease_thread(void *p)
   return NULL;
 }
 
+/*
+ * A claim takes the rows no one holds; a row held under a lease that ran
+ * out, or by a session that is gone, is taken only by a claim that looks
+ * for lapsed leases (a dispatcher's, about once a second), which then
+ * says whether it found any. Each case holds the job's create as stated
+ * (by this test's second session), then claims as stated.
+ */
+START_TEST(lapsed_leases_are_taken_by_the_look_for_them)
+{
+  static const struct {
+    const char *hold; /* how the row is held: SQL setting its lease */
+    bool lapsed;      /* the claim looks for lapsed leases */
+    int rows;         /* rows it takes */
+  } cases[] = {
+      {"claimed_until = now() + interval '60 s'", false, 0},
+      {"claimed_until = now() + interval '60 s'", true, 0},
+      {"claimed_until = now() - interval '1 s'", false, 0},
+      {"claimed_until = now() - interval '1 s'", true, 1},
+      /* a live lease of a session that is gone (no such backend pid) */
+      {"claimed_until = now() + interval '60 s', claimed_pid = 2147483000",
+       false, 0},
+      {"claimed_until = now() + interval '60 s', claimed_pid = 2147483000",
+       true, 1},
+  };
+  struct db_conn *c = conn_open(), *holder = conn_open();
+  struct admission *adm = admission_new(true, 600);
+  struct db_batch_op op, ops[4];
+  char err[256], id[32], sql[256];
+  bool lapsed;
+  size_t k;
+  int n, i;
+
+  submit("failover", false, "lapsed", id);
+  leader_cycle(adm, c);
+  admission_free(adm);
+  for (k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+    /* the job's create, held by the second session (alive) */
+    exec_params(c,
+                "UPDATE batch_ops SET claimed_by = NULL, claimed_pid = "
+                "NULL, claimed_until = NULL WHERE job_id = $1",
+                1, (const char *const[]){id});
+    ck_assert_int_eq(
+        db_batch_claim(holder, NULL, 0, "holder", 60, &op, err, sizeof(err)),
+        1);
+    ck_assert_str_eq(op.job_id, id);
+    db_batch_op_free(&op);
+    snprintf(sql, sizeof(sql), "UPDATE batch_ops SET %s WHERE job_id = $1",
+             cases[k].hold);
+    exec_params(c, sql, 1, (const char *const[]){id});
+
+    lapsed = cases[k].lapsed;
+    n = db_batch_claim_many(c, NULL, 0, "taker", 60, &lapsed, ops, 4, err,
+                            sizeof(err));
+    ck_assert_msg(n == cases[k].rows, "case %zu (%s, look %d): %d rows: %s", k,
+                  cases[k].hold, cases[k].lapsed, n, err);
+    ck_assert_msg(lapsed == (cases[k].lapsed && cases[k].rows > 0),
+                  "case %zu: look again %d", k, lapsed);
+    for (i = 0; i < n; i++) {
+      ck_assert_str_eq(ops[i].job_id, id);
+      db_batch_op_free(&ops[i]);
+    }
+  }
+  conn_close(holder);
+  conn_close(c);
+}
+END_TEST
+
 START_TEST(budget_leases_are_exact)
 {
   struct db_conn *c = conn_open();
@@ -1352,6 +1419,7 @@ Suite *cancel_suite(void)
   tcase_set_timeout(stale, 60);
   tcase_add_test(stale, stale_report_does_not_move_the_next_attempt);
   tcase_add_test(stale, budget_leases_are_exact);
+  tcase_add_test(stale, lapsed_leases_are_taken_by_the_look_for_them);
   tcase_add_test(stale, migration_0018_completes_pending_cancels);
   suite_add_tcase(s, stale);
 
