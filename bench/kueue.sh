@@ -152,7 +152,7 @@
 #             job's allowed regions (JSON) on every cycle: most of its
 #             CPU (malloc, free, Jansson; perf, ~0.23 of a core in the
 #             small phase); now once per distinct list per cycle (db/
-#             sched_state.c loc_memo). gpugate's CPU over the run: 70.7
+#             sched_regions.c). gpugate's CPU over the run: 70.7
 #             s before, 49.0-51.8 after. (3) This script polled with a
 #             new psql every second (~2 % of the machine, perf); one
 #             psql now serves the whole wait.

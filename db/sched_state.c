@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "db/sched_regions.h"
 #include "db/sched_state.h"
 
 /* clang-format off */
@@ -547,86 +548,12 @@ static bool *leave_out(const struct sched_state *st, const struct db_sched *cfg,
   return out;
 }
 
-/*
- * A cycle's parsed regions: every pending job's allowed regions are an
- * input of the cycle, but a workload pinned to regions names one of a few
- * lists, so each distinct text is parsed once a cycle (json_loads of
- * every pending job's list was most of the leader's CPU with 10,000 jobs
- * pending: malloc, free and Jansson), and the flavors it excludes are
- * worked out once per cluster queue. Past LOC_MEMO distinct texts, a job's
- * list is parsed on its own, as before.
- */
-#define LOC_MEMO 32
-#define LOC_SLOTS (LOC_MEMO + 1) /* and the last: no region named */
-
-struct loc_memo {
-  json_t *empty; /* the jobs that name no region */
-  const char *text[LOC_MEMO];
-  json_t *arr[LOC_MEMO];
-  int n;
-  uint64_t *excluded; /* [cq * LOC_SLOTS + k]: the mask + 1, or 0 */
-};
-
-static int loc_memo_init(struct loc_memo *m, int n_cqs)
-{
-  size_t n = (size_t)(n_cqs > 0 ? n_cqs : 1) * LOC_SLOTS;
-
-  memset(m, 0, sizeof(*m));
-  if (!(m->empty = json_array()) ||
-      !(m->excluded = calloc(n, sizeof(*m->excluded))))
-    return -1;
-  return 0;
-}
-
-static void loc_memo_free(struct loc_memo *m)
-{
-  int k;
-
-  json_decref(m->empty);
-  for (k = 0; k < m->n; k++)
-    json_decref(m->arr[k]);
-  free(m->excluded);
-}
-
-/* The job's allowed regions (a new reference, NULL when out of memory)
- * and the flavors of its cluster queue cq they exclude. */
-static json_t *loc_memo_get(struct loc_memo *m, const struct db_sched *cfg,
-                            int cq, const char *text, uint32_t *excluded)
-{
-  json_t *arr;
-  int k;
-
-  if (!text || !strcmp(text, "[]")) {
-    k = LOC_MEMO;
-  } else {
-    for (k = 0; k < m->n && strcmp(m->text[k], text) != 0; k++)
-      ;
-    if (k == m->n) {
-      if (!(arr = json_loads(text, 0, NULL)) && !(arr = json_array()))
-        return NULL;
-      if (m->n == LOC_MEMO) { /* too many lists to keep: this one alone */
-        *excluded = db_sched_excluded(cfg, cq, arr);
-        return arr;
-      }
-      m->text[k] = text;
-      m->arr[k] = arr;
-      m->n++;
-    }
-  }
-  arr = k == LOC_MEMO ? m->empty : m->arr[k];
-  if (!m->excluded[cq * LOC_SLOTS + k])
-    m->excluded[cq * LOC_SLOTS + k] =
-        (uint64_t)db_sched_excluded(cfg, cq, arr) + 1;
-  *excluded = (uint32_t)(m->excluded[cq * LOC_SLOTS + k] - 1);
-  return json_incref(arr);
-}
-
 int db_sched_state_build(const struct sched_state *st,
                          const struct db_sched *cfg, int64_t now_s,
                          int64_t now_us, bool taken_only, struct db_sched *run,
                          int64_t *next_backoff_us)
 {
-  struct loc_memo memo;
+  struct sched_regions memo;
   double *price = calloc((size_t)cfg->in.n_cqs + 1, sizeof(*price));
   struct name_index *x = index_names(st, cfg);
   struct tq_index tqx = {NULL, NULL, NULL};
@@ -651,8 +578,8 @@ int db_sched_state_build(const struct sched_state *st,
   /* each side's arrays sized by its own jobs: with most jobs admitted, a
    * pending side as large as the whole state was most of a cycle's
    * memory */
-  if (loc_memo_init(&memo, cfg->in.n_cqs) || tq_index_of(st, cfg, &tqx) || !x ||
-      (taken_only && !(run->old_left_out = leave_out(st, cfg, x))))
+  if (sched_regions_init(&memo, cfg->in.n_cqs) || tq_index_of(st, cfg, &tqx) ||
+      !x || (taken_only && !(run->old_left_out = leave_out(st, cfg, x))))
     goto oom;
   for (i = 0; i < st->n; i++)
     n_pending += sched_state_pending(&st->jobs[i]);
@@ -725,8 +652,8 @@ int db_sched_state_build(const struct sched_state *st,
     sj->preempting = j->preempting;
     sj->estimated_cost = price[sj->cq] * (double)sj->request[SCHED_GPU] *
                          (double)j->max_run_s / 3600.0;
-    locs =
-        loc_memo_get(&memo, cfg, sj->cq, j->locations, &sj->excluded_flavors);
+    locs = sched_regions_get(&memo, cfg, sj->cq, j->locations,
+                             &sj->excluded_flavors);
     if (!locs || json_array_append_new(run->pending_locations, locs))
       goto oom;
     np++;
@@ -736,13 +663,13 @@ int db_sched_state_build(const struct sched_state *st,
   run->in.teams = run->teams;
   run->in.admitted = run->admitted;
   run->in.pending = run->pending;
-  loc_memo_free(&memo);
+  sched_regions_free(&memo);
   free(price);
   free(x);
   tq_index_free(&tqx);
   return 0;
 oom:
-  loc_memo_free(&memo);
+  sched_regions_free(&memo);
   free(price);
   free(x);
   tq_index_free(&tqx);

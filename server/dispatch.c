@@ -438,6 +438,7 @@ static void fill(struct dispatcher *t, long *wait_ms)
   int round, got, i, want;
   size_t n_spent, n_full, n_back, j;
   bool lapsed;
+  long long now_us;
   long refill_ms;
 
   for (round = 0; round < CLAIM_ROUNDS; round++) {
@@ -456,9 +457,10 @@ static void fill(struct dispatcher *t, long *wait_ms)
     n_full = dispatch_flow_full(d->flow, spent + n_spent, MAX_SKIP / 2);
     for (j = 0; j < n_spent + n_full; j++)
       skip[j] = spent[j];
-    lapsed = t->lapsed_more || dispatch_now_us() - t->lapsed_us >= LAPSED_US;
+    now_us = dispatch_now_us();
+    lapsed = t->lapsed_more || now_us - t->lapsed_us >= LAPSED_US;
     if (lapsed)
-      t->lapsed_us = dispatch_now_us();
+      t->lapsed_us = now_us;
     got = db_batch_claim_many(&w->conn, skip, n_spent + n_full, w->claimer,
                               LEASE_S, &lapsed, ops, want, err, sizeof(err));
     t->lapsed_more = got > 0 && lapsed;

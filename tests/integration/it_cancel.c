@@ -1268,27 +1268,30 @@ static void *lease_thread(void *p)
  * says whether it found any. Each case holds the job's create as stated
  * (by this test's second session), then claims as stated.
  */
+#define HOLD(lease) "UPDATE batch_ops SET " lease " WHERE job_id = $1"
 START_TEST(lapsed_leases_are_taken_by_the_look_for_them)
 {
   static const struct {
-    const char *hold; /* how the row is held: SQL setting its lease */
+    const char *hold; /* how the row is held: its lease, set by SQL */
     bool lapsed;      /* the claim looks for lapsed leases */
     int rows;         /* rows it takes */
   } cases[] = {
-      {"claimed_until = now() + interval '60 s'", false, 0},
-      {"claimed_until = now() + interval '60 s'", true, 0},
-      {"claimed_until = now() - interval '1 s'", false, 0},
-      {"claimed_until = now() - interval '1 s'", true, 1},
+      {HOLD("claimed_until = now() + interval '60 s'"), false, 0},
+      {HOLD("claimed_until = now() + interval '60 s'"), true, 0},
+      {HOLD("claimed_until = now() - interval '1 s'"), false, 0},
+      {HOLD("claimed_until = now() - interval '1 s'"), true, 1},
       /* a live lease of a session that is gone (no such backend pid) */
-      {"claimed_until = now() + interval '60 s', claimed_pid = 2147483000",
+      {HOLD("claimed_until = now() + interval '60 s', "
+            "claimed_pid = 2147483000"),
        false, 0},
-      {"claimed_until = now() + interval '60 s', claimed_pid = 2147483000",
+      {HOLD("claimed_until = now() + interval '60 s', "
+            "claimed_pid = 2147483000"),
        true, 1},
   };
   struct db_conn *c = conn_open(), *holder = conn_open();
   struct admission *adm = admission_new(true, 600);
   struct db_batch_op op, ops[4];
-  char err[256], id[32], sql[256];
+  char err[256], id[32];
   bool lapsed;
   size_t k;
   int n, i;
@@ -1307,9 +1310,7 @@ START_TEST(lapsed_leases_are_taken_by_the_look_for_them)
         1);
     ck_assert_str_eq(op.job_id, id);
     db_batch_op_free(&op);
-    snprintf(sql, sizeof(sql), "UPDATE batch_ops SET %s WHERE job_id = $1",
-             cases[k].hold);
-    exec_params(c, sql, 1, (const char *const[]){id});
+    exec_params(c, cases[k].hold, 1, (const char *const[]){id});
 
     lapsed = cases[k].lapsed;
     n = db_batch_claim_many(c, NULL, 0, "taker", 60, &lapsed, ops, 4, err,
@@ -1327,6 +1328,7 @@ START_TEST(lapsed_leases_are_taken_by_the_look_for_them)
   conn_close(c);
 }
 END_TEST
+#undef HOLD
 
 START_TEST(budget_leases_are_exact)
 {
