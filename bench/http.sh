@@ -70,8 +70,9 @@
 #            pgbench + PostgreSQL. Goals (issue 22): per submit ≤ 0.5 ×
 #            slurmrestd + slurmctld (the means of each side's two runs), per
 #            read ≤ 0.2 ×. Every write run (gpugate's submits, pgbench's
-#            INSERTs) is charged the VACUUM (ANALYZE) of the rows it left,
-#            run right after it (charge_vacuum), so that no run pays for
+#            INSERTs) is charged the VACUUM (ANALYZE) of the rows it left
+#            and a CHECKPOINT of the pages it dirtied, run right after it
+#            (charge_vacuum), so that no run pays for
 #            another's: autovacuum's workers had processed a run's rows
 #            during the next measured run, and the reads (2026-11-27:
 #            PostgreSQL per GET 166 µs before the reads came after a
@@ -94,7 +95,7 @@
 # with the RSS sampler); pgbench INSERT; get (gpugate); pgbench SELECT;
 # slurmrestd (two submit runs, read); pgbench INSERT again; submit
 # (gpugate) again; the 100,000 pending jobs and the submit run at 100k.
-# Each write run is followed by a VACUUM (ANALYZE) charged to it
+# Each write run is followed by a VACUUM (ANALYZE) and a CHECKPOINT charged to it
 # (charge_vacuum; it also gives the planner the statistics autovacuum
 # would gather within its 1-minute naptime — without them it still takes
 # the fresh jobs table for empty and the prepared reads scan it).
@@ -274,12 +275,18 @@ pgbench_tps() {
 # submit run, right after pgbench's second INSERT run (~140,000 rows),
 # showed 438 µs of PostgreSQL per submit against 299 in its first run
 # minutes earlier (2026-11-27), and pgbench's INSERT runs 118-198 µs.
+# The same goes for the pages a run dirtied: a CHECKPOINT after the vacuum
+# writes them out on the run's account, not by the checkpointer, the
+# background writer or an evicting backend during the next run (the
+# cluster has PostgreSQL's default 128 MB of shared buffers, and one
+# pgbench INSERT run leaves ~170,000 rows of bench_jobs).
 charge_vacuum() {
   local n b a v c p pg_children
   n="$(cat "$T/n.last")"
   pg_children="$(bench_pg_children)"
   b="$(bench_pg_ticks)"
   "${PSQL[@]}" -c "VACUUM (ANALYZE)"
+  "${PSQL[@]}" -c "CHECKPOINT"
   bench_pg_settle "$pg_children"
   a="$(bench_pg_ticks)"
   v="$(bench_us_per "$b" "$a" "$n")"
@@ -482,7 +489,7 @@ echo "CPU per request in the measured runs, µs (gpugate PostgreSQL):" \
   "submit $cpu_submit; submit again $cpu_submit2;" \
   "submit at 100k pending $cpu_submit_100k; get $cpu_get"
 echo "(PostgreSQL: the postmaster and every child, autovacuum included; each write" \
-  "run also the VACUUM (ANALYZE) of the rows it left, run right after it, µs per" \
+  "run also the VACUUM (ANALYZE) and CHECKPOINT of what it left, run right after it, µs per" \
   "request: submit $vac_submit, submit again $vac_submit2, submit at 100k pending" \
   "$vac_submit_100k; pgbench INSERT $vac_pg_submit, again $vac_pg_submit2; so no" \
   "run pays for another's rows, and the reads none)"

@@ -128,9 +128,14 @@
 #             bench before the changes below (122.4 and 127.0 with the
 #             first alone), 119.9-121.8 s in five runs after (this part
 #             alone; 120.6 after the dispatch part), 126.8-128.5 in
-#             three make bench runs (their fair-share runs 119.6-124.0:
-#             the first shape of a make bench is slower, not yet
-#             explained). The phases run one
+#             three make bench runs (their fair-share runs 119.6-124.0).
+#             The first shape of a make bench was slower because it ran
+#             on the cluster the dispatch part had used (start_stack):
+#             from ~100 s its creates fell from the budget's ~390/s to
+#             200-340/s, and its jobs waited up to 2.5 s from admission
+#             to create (job events, BENCH_KEEP=1), with PostgreSQL's
+#             shared buffers full. Each part now has a cluster of its
+#             own. The phases run one
 #             after another, each near its own bound (BENCH_KEEP=1, job
 #             rows): the large jobs hold the cohorts' quota until ~70 s
 #             (1,500 × 20 CPU × 1.385 s held ÷ 600 CPU = 69 s; held, from
@@ -177,9 +182,17 @@ PROJECT=bench-project
 bench_setup build/batch_emulator build/bench_driver
 head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$T/push.secret"
 
-# Start the emulator and gpugate on database $1 (created here).
+# Start the emulator and gpugate on database $1 (created here), each part
+# on a PostgreSQL cluster of its own (bench_pg_fresh): on the cluster the
+# dispatch part had used, the shape's tables (~90 MB at its end, with the
+# dispatch part's 17 MB beside them) outgrew PostgreSQL's default 128 MB
+# of shared buffers, and the shape ran 125.2-125.9 s where it ran
+# 120.4-120.7 s alone (2026-11-27: three runs each, and 120.4 / 120.6 after
+# the dispatch part on a new cluster / with 512 MB of shared buffers).
 start_stack() {
   local db="$1"
+  [[ -n "${PG_PART:-}" ]] && bench_pg_fresh "$PG_PART"
+  PG_PART="$db"
   tests/pg.sh createdb "$T/pg" "$db"
   export GPUGATE_DATABASE_URL="${PGURI%/*}/$db"
   PSQL=(psql "$GPUGATE_DATABASE_URL" -X -q -t -A -v ON_ERROR_STOP=1)
@@ -430,6 +443,7 @@ kueue_shape() {
   # the leader reconciled its in-memory state every 10 s of the run
   drift="$(curl -fsS "$GG_URL/metrics" | awk '$1 == "gpugate_admission_state_drift_total" { print $2 }')"
   reconciled="$(grep -c 'admission state drift repaired' "$T/gpugate.log" || true)"
+  bench_log "Kueue baseline: at most $(curl -fsS "$EMU_URL/emulator/healthz" | jq -r '.maxInFlight.create') creates under way at once (emulator)"
   stop_stack
   wall="$(bench_calc "$last - $first")"
   ratio="$(bench_calc "$wall / $floor")"

@@ -24,16 +24,7 @@ bench_cleanup() {
     wait "${BENCH_PIDS[i]}" 2>/dev/null || true
   done
   if [[ -n "${T:-}" && -d "$T" ]]; then
-    if [[ -n "${BENCH_PG_STATEMENTS:-}" && -n "${PGURI:-}" ]]; then
-      psql "${PGURI%/*}/postgres" -X -q -c "
-        SELECT calls, round(total_exec_time) AS total_ms,
-               round(mean_exec_time::numeric, 3) AS mean_ms, rows,
-               left(regexp_replace(query, '\s+', ' ', 'g'), 160) AS query
-        FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 40" \
-        >"$T/pg_stat_statements.txt" 2>&1 || true
-      bench_log "statements by time (BENCH_PG_STATEMENTS):"
-      cat "$T/pg_stat_statements.txt" >&2
-    fi
+    bench_pg_statements
     tests/pg.sh stop "$T/pg" >/dev/null 2>&1 || true
     if [[ -n "${BENCH_KEEP:-}" ]]; then
       bench_log "kept $T (BENCH_KEEP)"
@@ -77,6 +68,17 @@ bench_setup() {
   for b in build/gpugate "$@"; do
     cp -- "$b" "$BIN/"
   done
+  bench_pg_start
+  export GPUGATE_JWT_HS256_SECRET_FILE="$PWD/tests/fixtures/keys/hs256.secret"
+  export GPUGATE_LOG_LEVEL=warn GPUGATE_RATE_LIMIT_RPS=0
+  "$BIN/gpugate" migrate >/dev/null
+}
+
+# A new PostgreSQL cluster in $T/pg and its database gpugate: sets PGURI,
+# PSQL and GPUGATE_DATABASE_URL (BENCH_PG_STATEMENTS: with
+# pg_stat_statements).
+bench_pg_start() {
+  local uri
   uri="$(tests/pg.sh start "$T/pg" 2>/dev/null)" ||
     bench_die "could not start PostgreSQL (tests/pg.sh start $T/pg)"
   if [[ -n "${BENCH_PG_STATEMENTS:-}" ]]; then # diagnosis: statement costs
@@ -90,9 +92,34 @@ bench_setup() {
   PGURI="${uri%/*}/gpugate"
   PSQL=(psql "$PGURI" -X -q -t -A -v ON_ERROR_STOP=1)
   export GPUGATE_DATABASE_URL="$PGURI"
-  export GPUGATE_JWT_HS256_SECRET_FILE="$PWD/tests/fixtures/keys/hs256.secret"
-  export GPUGATE_LOG_LEVEL=warn GPUGATE_RATE_LIMIT_RPS=0
-  "$BIN/gpugate" migrate >/dev/null
+}
+
+# BENCH_PG_STATEMENTS: print the cluster's costliest statements.
+bench_pg_statements() {
+  [[ -n "${BENCH_PG_STATEMENTS:-}" && -n "${PGURI:-}" ]] || return 0
+  psql "${PGURI%/*}/postgres" -X -q -c "
+    SELECT calls, round(total_exec_time) AS total_ms,
+           round(mean_exec_time::numeric, 3) AS mean_ms, rows,
+           left(regexp_replace(query, '\s+', ' ', 'g'), 160) AS query
+    FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 40" \
+    >"$T/pg_stat_statements.txt" 2>&1 || true
+  bench_log "statements by time (BENCH_PG_STATEMENTS):"
+  cat "$T/pg_stat_statements.txt" >&2
+}
+
+# bench_pg_fresh NAME: a new cluster for the next part of a bench, so
+# that no part runs among another's pages. The one so far is stopped and
+# removed (kept as $T/pg-NAME under BENCH_KEEP). Each part's database
+# is created by the part; PGURI names the new cluster's gpugate.
+bench_pg_fresh() {
+  bench_pg_statements
+  tests/pg.sh stop "$T/pg" >/dev/null 2>&1 || true
+  if [[ -n "${BENCH_KEEP:-}" ]]; then
+    mv -- "$T/pg" "$T/pg-$1"
+  else
+    rm -rf -- "$T/pg"
+  fi
+  bench_pg_start
 }
 
 # Wait for a port file; print the port.
