@@ -187,7 +187,7 @@ head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$T/push.secret"
 # dispatch part had used, the shape's tables (~90 MB at its end, with the
 # dispatch part's 17 MB beside them) outgrew PostgreSQL's default 128 MB
 # of shared buffers, and the shape ran 125.2-125.9 s where it ran
-# 120.4-120.7 s alone (2026-11-27: three runs each, and 120.4 / 120.6 after
+# 120.4-120.7 s alone (2026-11-27: four runs and three, and 120.4 / 120.6 after
 # the dispatch part on a new cluster / with 512 MB of shared buffers).
 start_stack() {
   local db="$1"
