@@ -378,21 +378,22 @@ static bool claimed_op(PGresult *res, int i, const char *claimer,
           strtol(PQgetvalue(res, i, 16), NULL, 10) != op->attempt);
 }
 
-/* Claim with one of the claim statements into ops[*n..max), until a round
- * takes a row that is not stale or nothing is left. 0 or -1. */
-static int claim_rounds(struct db_conn *c, const char *sql,
-                        const char *const claim_params[4], char *limit,
-                        size_t limit_size, const char *claimer,
+/* Claim with one of the claim statements ($1 skip, a text array; $3
+ * lease) into ops[*n..max), until a round takes a row that is not stale
+ * or nothing is left. 0 or -1. */
+static int claim_rounds(struct db_conn *c, const char *sql, const char *skip,
+                        const char *claimer, const char *lease,
                         struct db_batch_op *ops, int max, int *n, char *err,
                         size_t errlen)
 {
-  char id[32];
-  const char *params[2] = {id, claimer};
+  char id[32], limit[16];
+  const char *params[2] = {id, claimer},
+             *claim_params[4] = {skip, claimer, lease, limit};
   PGresult *res;
   int rows, i, fresh;
 
   do {
-    snprintf(limit, limit_size, "%d", max - *n);
+    snprintf(limit, sizeof(limit), "%d", max - *n);
     if (!(res = db_query(c, sql, 4, claim_params, err, errlen)))
       return -1;
     rows = PQntuples(res);
@@ -420,8 +421,7 @@ int db_batch_claim_many(struct db_conn *c, const char *const *skip_regions,
                         bool *lapsed, struct db_batch_op *ops, int max,
                         char *err, size_t errlen)
 {
-  char lease[16], limit[16], *skip = text_array(skip_regions, n_skip);
-  const char *claim_params[4] = {skip, claimer, lease, limit};
+  char lease[16], *skip = text_array(skip_regions, n_skip);
   int n = 0, n_lapsed = 0;
 
   if (!skip) {
@@ -435,11 +435,10 @@ int db_batch_claim_many(struct db_conn *c, const char *const *skip_regions,
    * taken when it returns, and no transaction stays open across a Batch
    * call; the lapsed leases first, the oldest rows */
   if ((lapsed && *lapsed &&
-       claim_rounds(c, sql_claim_lapsed, claim_params, limit, sizeof(limit),
-                    claimer, ops, max, &n, err, errlen)) ||
-      ((n_lapsed = n) < max &&
-       claim_rounds(c, sql_claim, claim_params, limit, sizeof(limit), claimer,
-                    ops, max, &n, err, errlen))) {
+       claim_rounds(c, sql_claim_lapsed, skip, claimer, lease, ops, max, &n,
+                    err, errlen)) ||
+      ((n_lapsed = n) < max && claim_rounds(c, sql_claim, skip, claimer, lease,
+                                            ops, max, &n, err, errlen))) {
     while (n > 0)
       db_batch_op_free(&ops[--n]);
     free(skip);
