@@ -229,12 +229,16 @@ int db_batch_requeue(struct db_conn *c, const char *job_id, const char *reason,
 /* ---- the dispatcher's side --------------------------------------------- */
 
 /*
- * The row is picked and locked first, then joined: joined before the
- * LIMIT, every due row was joined and sorted on each claim (milliseconds
- * with a backlog of thousands). Due rows no one holds are taken in
- * batch_ops_unclaimed order (0027), so the scan stops at the first row it
- * can lock and never passes the rows whose calls are under way; rows due
- * at the same moment (one admission's) come in the index's order.
+ * A claim is batch_ops_claim() (migration 0028): the rows are picked and
+ * locked first, then joined to their jobs (joined before the LIMIT, every
+ * due row was joined and sorted on each claim). Due rows no one holds are
+ * taken in batch_ops_unclaimed order (0027), so the scan stops at the
+ * first rows it can lock and never passes the rows whose calls are under
+ * way; rows due at the same moment (one admission's) come in the index's
+ * order. The function fixes the plan's shape: a dispatcher's prepared
+ * claim had taken a generic plan made while the outbox was empty,
+ * quadratic in its rows once admissions filled it (875 ms a claim with
+ * 2,000 rows).
  *
  * A claim is a lease, not a lock held open: the row gets claimed_by,
  * claimed_pid (the dispatcher's session) and claimed_until, and the
@@ -243,50 +247,29 @@ int db_batch_requeue(struct db_conn *c, const char *job_id, const char *reason,
  * not claimed again; once the lease has run out or its session is gone
  * (the dispatcher died mid-call, and PostgreSQL ended its backend) any
  * dispatcher may take it, at its next look for such rows (about once a
- * second), and the deterministic Batch job id makes the repeated call
- * harmless.
+ * second: batch_ops_claim's lapsed), and the deterministic Batch job id
+ * makes the repeated call harmless.
  *
  * Dispatchers work in parallel, so a job's operations are kept in their
- * (next_at, id) order here: none is claimed while an earlier one of the
- * same job is in the outbox, claimed or not. Otherwise a cancel could
- * reach Batch before the create still in flight (404, done; then the
- * create succeeds and the job runs), or a Flex Start failover's create
- * before the cancel of the attempt it replaces.
+ * (next_at, id) order: none is claimed while an earlier one of the same
+ * job is in the outbox, claimed or not. Otherwise a cancel could reach
+ * Batch before the create still in flight (404, done; then the create
+ * succeeds and the job runs), or a Flex Start failover's create before the
+ * cancel of the attempt it replaces.
  */
-#define CLAIM_IN_ORDER                                                         \
-  "AND next_at <= now() AND region <> ALL ($1::text[]) "                       \
-  "AND NOT EXISTS (SELECT 1 FROM batch_ops p WHERE p.job_id = b.job_id "       \
-  "AND (p.next_at, p.id) < (b.next_at, b.id)) "                                \
-  "ORDER BY next_at LIMIT $4::int FOR UPDATE SKIP LOCKED), "
-#define CLAIM_TAKE                                                             \
-  "c AS (UPDATE batch_ops b SET claimed_by = $2, "                             \
-  "claimed_pid = pg_backend_pid(), claimed_until = "                           \
-  "clock_timestamp() + $3::int * interval '1 second' FROM o "                  \
-  "WHERE b.id = o.id RETURNING b.id, b.job_id, b.attempt, b.op, b.region, "    \
-  "b.batch_job_id, b.request_id, b.tries, b.created_at) "                      \
-  "SELECT c.id, c.job_id, c.attempt, c.op, c.region, c.batch_job_id, "         \
-  "c.request_id, c.tries, j.team, j.queue, coalesce(j.flavor, ''), "           \
-  "coalesce(t.spec->>'cost_center', ''), j.max_run_duration_s, j.spec, "       \
-  "coalesce(f.spec, '{}'), j.state, j.attempt, "                               \
-  "j.batch_job_name IS NOT NULL OR j.cancel_requested, "                       \
-  "extract(epoch FROM clock_timestamp() - c.created_at) "                      \
-  "FROM c JOIN jobs j ON j.id = c.job_id "                                     \
-  "LEFT JOIN flavors f ON f.name = j.flavor "                                  \
-  "LEFT JOIN teams t ON t.name = j.team"
+/* The claimed rows and their jobs, all from the function: joined here,
+ * the jobs were read as of this statement's start, before the rows the
+ * function saw had committed. */
+#define CLAIM(lapsed)                                                          \
+  "SELECT * FROM batch_ops_claim($1::text[], $2, $3::int, $4::int, " lapsed ")"
 
-/* The rows no dispatcher holds, from batch_ops_unclaimed (0027): the scan
- * never passes the rows whose calls are under way. */
-static const char sql_claim[] = "WITH o AS (SELECT id FROM batch_ops b WHERE "
-                                "claimed_by IS NULL " CLAIM_IN_ORDER CLAIM_TAKE;
+/* The rows no dispatcher holds. */
+static const char sql_claim[] = CLAIM("false");
 
 /* The rows held under a lease that ran out or by a session that is gone
  * (its dispatcher died): a look over every held row, so not made on
  * every claim (db_batch_claim_many's lapsed). */
-static const char sql_claim_lapsed[] =
-    "WITH o AS (SELECT id FROM batch_ops b WHERE claimed_by IS NOT NULL "
-    "AND (claimed_until < clock_timestamp() "
-    "OR NOT EXISTS (SELECT 1 FROM pg_stat_activity a "
-    "WHERE a.pid = b.claimed_pid)) " CLAIM_IN_ORDER CLAIM_TAKE;
+static const char sql_claim_lapsed[] = CLAIM("true");
 
 /* Only the holder of the lease deletes the row: after a lease ran out and
  * another dispatcher took the row, that one records it. */
