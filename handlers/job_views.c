@@ -2,15 +2,17 @@
  * job_views.c — the job views a console (or any client) needs beyond the
  * plain list: a team's job counts and GPU sums by state and queue
  * (GET /v1/teams/{team}/jobs/summary), the team list with a name search
- * (GET /v1/teams/{team}/jobs?name=), and the administrators' list across
- * teams (GET /v1/jobs). Filters and cursors read exactly like the team
- * list's.
+ * (GET /v1/teams/{team}/jobs?name=), the administrators' list across
+ * teams (GET /v1/jobs), and a job's events as they happen
+ * (GET /v1/teams/{team}/jobs/{id}/events?follow=true). Filters and cursors read
+ * exactly like the team list's.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "db/jobs.h"
+#include "handlers/events.h"
 #include "handlers/handlers.h"
 #include "handlers/job_views.h"
 #include "handlers/validate.h"
@@ -137,4 +139,18 @@ enum gg_code jobs_summary(struct gg_req *req)
     return code;
   req_reply(req, 200, out);
   return GG_OK;
+}
+
+enum gg_code job_views_follow(struct gg_req *req)
+{
+  const char *follow = req_query(req, "follow");
+  const char *id = req_param(req, "id");
+
+  if (!follow || strcmp(follow, "true") != 0) {
+    problem_field(req, "follow", "must be true or false");
+    return problem_fail(req, GG_BAD_REQUEST, "The follow flag is invalid.");
+  }
+  if (!v_path_name(req, "team") || !id || !v_is_name(id))
+    return problem_fail(req, GG_NOT_FOUND, "No such job.");
+  return events_serve(req, req_param(req, "team"), id);
 }

@@ -631,7 +631,10 @@ enum gg_code jobs_events(struct gg_req *req)
   int64_t after = 0, next = 0;
   enum gg_code code;
   int limit;
+  const char *follow = req_query(req, "follow");
 
+  if (follow && strcmp(follow, "false") != 0)
+    return job_views_follow(req); /* live, as Server-Sent Events */
   if (!job_path(req))
     return GG_NOT_FOUND;
   if (!seq_cursor(req, &limit, &after))

@@ -206,7 +206,13 @@ static int parse_connections(struct config *cfg, char *err, size_t errlen)
       env_long("GPUGATE_HTTP_UPLOAD_TIMEOUT_S", 600, 1, 86400,
                &cfg->http_upload_timeout_s, err, errlen) ||
       env_long("GPUGATE_HTTP_MAX_UPLOADS_PER_ROLE", 2, 1, 256,
-               &cfg->http_max_uploads_per_role, err, errlen))
+               &cfg->http_max_uploads_per_role, err, errlen) ||
+      env_long("GPUGATE_EVENTS_HEARTBEAT_MS", 15000, 10, 3600000,
+               &cfg->events_heartbeat_ms, err, errlen) ||
+      env_long("GPUGATE_EVENTS_POLL_MS", 500, 10, 60000, &cfg->events_poll_ms,
+               err, errlen) ||
+      env_long("GPUGATE_EVENTS_CLIENT_BUFFER", 262144, 1024, 1L << 30,
+               &cfg->events_client_buffer, err, errlen))
     return -1;
   if (!m || !*m)
     return 0;

@@ -91,7 +91,11 @@ struct config {
   long http_body_timeout_s;       /* headers to the whole body */
   long http_upload_timeout_s;     /* the same for streamed uploads (billing) */
   long http_max_uploads_per_role; /* concurrent streamed uploads per role */
-  char metrics_listen_host[64];   /* "" = /metrics on GPUGATE_LISTEN */
+  /* the live event stream (server/events_hub.c) */
+  long events_heartbeat_ms;     /* a comment line this often */
+  long events_poll_ms;          /* read without a notice this often */
+  long events_client_buffer;    /* bytes a client may fall behind */
+  char metrics_listen_host[64]; /* "" = /metrics on GPUGATE_LISTEN */
   unsigned short metrics_listen_port;
 
   /* clients behind a load balancer (server/clientaddr.h) */

@@ -364,6 +364,8 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
   n = st->read(st->cls, buf, max);
   if (n > 0)
     return (ssize_t)n;
+  if (n == REQ_STREAM_WAIT)
+    return 0; /* suspended: called again once resumed */
   return n == 0 ? MHD_CONTENT_READER_END_OF_STREAM
                 : MHD_CONTENT_READER_END_WITH_ERROR;
 }
@@ -389,8 +391,10 @@ static struct MHD_Response *stream_response(struct gg_req *req)
   st->read = req->reply_read;
   st->cls = req->reply_read_cls;
   st->cls_free = req->reply_read_free;
-  resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, (size_t)64 * 1024,
-                                           stream_reader, st, stream_free);
+  resp = MHD_create_response_from_callback(
+      MHD_SIZE_UNKNOWN,
+      req->reply_read_block ? req->reply_read_block : (size_t)64 * 1024,
+      stream_reader, st, stream_free);
   if (!resp) {
     free(st);
     return NULL;
@@ -761,7 +765,10 @@ static struct MHD_Daemon *start_daemon(struct http_server *s,
   if (mhd_limit > 0x7fffffffUL)
     mhd_limit = 0x7fffffffUL;
   return MHD_start_daemon(
-      MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG | flags,
+      /* suspend and resume: an event stream waiting for its next event
+       * holds no worker (server/events_hub.c) */
+      MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME |
+          MHD_USE_ERROR_LOG | flags,
       0, connlimit_accept, s->limits, on_request, s, MHD_OPTION_SOCK_ADDR,
       (struct sockaddr *)addr, MHD_OPTION_THREAD_POOL_SIZE, threads,
       /* a second longer than connlimit's idle deadline, which comes first:

@@ -23,6 +23,7 @@
 #include "server/auth.h"
 #include "server/config.h"
 #include "server/configwatch.h"
+#include "server/events_hub.h"
 #include "server/dispatch.h"
 #include "server/http.h"
 #include "server/log.h"
@@ -163,6 +164,10 @@ static int cmd_serve(void)
     fprintf(stderr, "gpugate: cannot start the admission waker\n");
     goto out;
   }
+  if (events_hub_start(&cfg) != 0) {
+    fprintf(stderr, "gpugate: cannot start the event stream listener\n");
+    goto out;
+  }
   watch = configwatch_start(&cfg);
   if (!watch) {
     fprintf(stderr, "gpugate: cannot start the configuration watch\n");
@@ -197,6 +202,7 @@ static int cmd_serve(void)
           sig == SIGINT ? "SIGINT" : "SIGTERM");
   rc = 0;
 out:
+  events_hub_stop(); /* resumes its suspended streams: before http_stop */
   http_stop(http);
   loop_stop(loop); /* before the dispatchers it pokes */
   dispatch_stop(dispatch);

@@ -55,8 +55,12 @@ struct db_pool;
  * A streamed reply body's source: writes up to max bytes into buf and
  * returns how many (> 0), 0 at the end of the body, or -1 on a failure
  * (the connection is then closed, so the client sees a truncated body).
+ * REQ_STREAM_WAIT: nothing yet — the source has suspended the connection
+ * (MHD_suspend_connection) and resumes it when it has more.
  * Called on the server's thread after the handler has returned.
  */
+#define REQ_STREAM_WAIT (-2L)
+
 typedef long (*req_stream_read)(void *cls, char *buf, size_t max);
 
 struct gg_req {
@@ -97,6 +101,7 @@ struct gg_req {
   req_stream_read reply_read;     /* a streamed body, when set */
   void *reply_read_cls;           /* owned until handed to the server */
   void (*reply_read_free)(void *cls);
+  size_t reply_read_block; /* bytes per read; 0: 64 KiB */
   const char *hdr_names[REQ_MAX_HEADERS];
   char *hdr_values[REQ_MAX_HEADERS]; /* owned */
   int n_hdrs;
