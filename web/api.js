@@ -163,3 +163,69 @@ export function peekExp(t) {
     return null;
   }
 }
+
+/*
+ * Follow a Server-Sent Events stream at path (GET /v1/teams/{team}/events)
+ * through fetch, so that it carries the same token or session as every
+ * other request (EventSource cannot send a header). onEvent(type, data)
+ * gets each event's name and parsed data; onState(true | false) says
+ * whether the stream is up. After a drop it reconnects with the last
+ * event's id as Last-Event-ID (nothing lost or repeated), waiting longer
+ * each time up to 30 s. Returns stop().
+ */
+export function follow(path, onEvent, onState) {
+  let stopped = false;
+  let last = null;
+  let delay = 1000;
+  let ctrl = null;
+  let up = null;
+  const state = (s) => { if (s !== up) { up = s; onState(s); } };
+  const dispatch = (block) => {
+    let type = 'message';
+    let data = '';
+    let id = null;
+    for (const line of block.split('\n')) {
+      if (line.startsWith('id: ')) id = line.slice(4);
+      else if (line.startsWith('event: ')) type = line.slice(7);
+      else if (line.startsWith('data: ')) data += line.slice(6);
+    }
+    if (id) last = id;
+    if (!data) return; /* a keep-alive comment */
+    try { onEvent(type, JSON.parse(data)); } catch { /* not ours to break */ }
+  };
+  const run = async () => {
+    while (!stopped) {
+      ctrl = new AbortController();
+      try {
+        const h = headers({ Accept: 'text/event-stream' });
+        if (last) h['Last-Event-ID'] = last;
+        const r = await fetch(path, { headers: h, cache: 'no-store', credentials: credentials(), signal: ctrl.signal });
+        if (r.status === 401) {
+          signOut('Your session has ended. Sign in again.');
+          return;
+        }
+        if (!r.ok || !r.body) throw new ApiError(r.status, null);
+        state(true);
+        delay = 1000;
+        const reader = r.body.pipeThrough(new TextDecoderStream()).getReader();
+        let buf = '';
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          buf += value;
+          let end;
+          while ((end = buf.indexOf('\n\n')) >= 0) {
+            dispatch(buf.slice(0, end));
+            buf = buf.slice(end + 2);
+          }
+        }
+      } catch { /* down: retried below */ }
+      if (stopped) return;
+      state(false);
+      await new Promise((res) => setTimeout(res, delay));
+      delay = Math.min(delay * 2, 30000);
+    }
+  };
+  run();
+  return () => { stopped = true; if (ctrl) ctrl.abort(); };
+}

@@ -202,6 +202,47 @@ async function route() {
       };
       setTimeout(tick, ms);
     },
+    /*
+     * Keep a view current from team's event stream: load() once events
+     * arrive (a burst is one reload, at most one in flight), and every
+     * fallbackMs by polling only while the stream is down. status (an
+     * element) says which. The stream ends with the view.
+     */
+    live(team, load, fallbackMs, status, filter = () => true) {
+      let isLive = false;
+      let pending = false;
+      let running = false;
+      const say = () => {
+        status.dataset.live = isLive ? 'on' : 'off';
+        status.textContent = isLive
+          ? `Live · updated ${new Date().toLocaleTimeString()} as events happen`
+          : `Live updates unavailable · refreshing every ${fallbackMs / 1000} s while this tab is visible`;
+      };
+      const reload = async () => {
+        if (running) { pending = true; return; }
+        running = true;
+        try { await load(); } catch { /* shown by load */ }
+        running = false;
+        if (pending && ctx.alive()) { pending = false; reload(); }
+        say();
+      };
+      const stop = api.follow(`/v1/teams/${team}/events`, (type, data) => {
+        if (!ctx.alive()) { stop(); return; }
+        if (filter(type, data)) reload();
+      }, (up) => {
+        if (!ctx.alive()) { stop(); return; }
+        isLive = up;
+        say();
+        if (up) reload(); /* what happened while it was down */
+      });
+      say();
+      const tick = async () => {
+        if (!ctx.alive()) { stop(); return; }
+        if (!isLive && document.visibilityState === 'visible') await reload();
+        setTimeout(tick, fallbackMs);
+      };
+      setTimeout(tick, fallbackMs);
+    },
   };
   try {
     await found[1](ctx);

@@ -1,6 +1,8 @@
 /*
  * jobs.js — the Jobs views: the table (filters, name search, server-side
- * pages with the API's cursors, live refresh by conditional GET), a job's
+ * pages with the API's cursors, live refresh by conditional GET when the
+ * team's event stream says something changed, polling only while it is
+ * down), a job's
  * page (spec, admission, Batch job, timeline in plain words, cost, Cancel)
  * and the submit form (the API's errors[] shown next to the fields).
  */
@@ -150,7 +152,7 @@ export async function list(ctx) {
       section.dataset.ready = '1';
       return;
     }
-    status.textContent = `Updated ${new Date().toLocaleTimeString()} · refreshes every ${REFRESH_MS / 1000} s while this tab is visible`;
+    if (!team) status.textContent = `Updated ${new Date().toLocaleTimeString()} · refreshes every ${REFRESH_MS / 1000} s while this tab is visible`;
     if (page === last) return; /* 304: unchanged */
     last = page;
     put(clear(tableHolder), jobsTable(page.items, admin && !team));
@@ -165,7 +167,9 @@ export async function list(ctx) {
     section.dataset.ready = '1';
   };
   await load();
-  ctx.poll(load, REFRESH_MS);
+  /* a team's list follows its event stream; every team's list polls */
+  if (team) ctx.live(team, load, REFRESH_MS, status);
+  else ctx.poll(load, REFRESH_MS);
 }
 
 function withoutTeam(q) {
@@ -193,7 +197,8 @@ function timeline(events) {
 export async function page(ctx) {
   const [team, id] = ctx.args;
   const section = h('section', { 'data-view': 'job' });
-  put(clear(ctx.main), section);
+  const status = h('p.status.muted', { 'aria-live': 'polite', 'data-live-status': '1' });
+  put(clear(ctx.main), section, status);
   let lastJob = null;
   let lastEvents = null;
   let confirming = false;
@@ -292,7 +297,8 @@ export async function page(ctx) {
     draw(job, events);
     return true;
   };
-  if (await load()) ctx.poll(load, 2000);
+  /* the team's event stream says when this job changed */
+  if (await load()) ctx.live(team, load, 2000, status, (type, e) => e.job_id === id);
 }
 
 /* ---- the submit form ----------------------------------------------------- */

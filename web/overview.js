@@ -1,6 +1,7 @@
 /*
  * overview.js — the landing view, by role. A member: the team's jobs by
- * state, the head of each queue with why it waits, and the budget strip.
+ * state, the head of each queue with why it waits, and the budget strip,
+ * redrawn as the team's event stream reports changes.
  * An administrator: GPUs in use against nominal quota per flavor, and the
  * cluster queues that are starved or saturated. Finance: month-to-date
  * spend per team against budget.
@@ -8,6 +9,8 @@
 import * as api from './api.js';
 import { h, put, clear, money, num, age, stateChip, tableBox, utcDay, monthStart } from './dom.js';
 import { reasonWords, ALL_STATES } from './words.js';
+
+const REFRESH_MS = 10000;
 
 async function member(ctx, section) {
   const team = ctx.me.team;
@@ -21,7 +24,7 @@ async function member(ctx, section) {
     .then((p) => ({ queue: q, job: p.items[0] })).catch(() => ({ queue: q, job: null }))));
   const b = costs && costs.budget;
   const fair = await fairShareLine(team, queues, heads);
-  put(section, 
+  put(clear(section), 
     h('h1', {}, `Team ${team}`),
     h('h2', {}, 'Jobs by state'),
     h('ul.counts', { 'aria-label': 'Jobs by state' }, ALL_STATES.map((s) => h('li', {},
@@ -132,4 +135,10 @@ export async function render(ctx) {
   else if (role === 'finance') await finance(ctx, section);
   else await member(ctx, section);
   section.dataset.ready = '1';
+  if (role === 'member') {
+    /* the team's event stream redraws it; polling only while that is down */
+    const status = h('p.status.muted', { 'aria-live': 'polite', 'data-live-status': '1' });
+    put(ctx.main, status);
+    ctx.live(ctx.me.team, () => member(ctx, section), REFRESH_MS, status);
+  }
 }

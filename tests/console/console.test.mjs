@@ -212,6 +212,53 @@ test('a member submits through the form and watches it go PENDING â†’ RUNNING â†
   await context.close();
 });
 
+test('a job\'s page follows the event stream: its state changes without a reload or a poll', async () => {
+  const job = await submitJob(member, 'team-a', 'console-live-job');
+  const { page, context } = await open(member, `#/teams/team-a/jobs/${job.id}`);
+  await ready(page, 'job');
+  await page.waitForSelector('[data-live-status][data-live="on"]', { timeout: 20000 });
+  const first = await page.getAttribute('[data-view="job"]', 'data-state');
+  /* a mark that a reload would wipe, and every GET of the job from now on */
+  await page.evaluate(() => { window.liveMark = 'kept'; });
+  const navigations = [];
+  page.on('framenavigated', (f) => { if (f === page.mainFrame()) navigations.push(f.url()); });
+  const gets = [];
+  page.on('request', (r) => { if (r.url().endsWith(`/jobs/${job.id}`) && r.method() === 'GET') gets.push(Date.now()); });
+  await page.waitForFunction((s0) => {
+    const s = document.querySelector('[data-view="job"]')?.dataset.state;
+    return s && s !== s0 && s !== 'ADMITTED' && s !== 'QUEUED';
+  }, first, { timeout: 60000 });
+  const later = await page.getAttribute('[data-view="job"]', 'data-state');
+  assert.notEqual(later, first);
+  assert.equal(await page.evaluate(() => window.liveMark), 'kept', 'the page was reloaded');
+  assert.deepEqual(navigations, [], 'the page navigated');
+  assert.ok(gets.length > 0, 'the job was never fetched again');
+  assert.equal(await page.getAttribute('[data-live-status]', 'data-live'), 'on');
+  await shoot(page, 'job-live');
+  await context.close();
+});
+
+test('the console says so when the event stream is down, and polls instead', async () => {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  await context.route('**/v1/teams/team-a/events', (r) => r.abort());
+  const page = await context.newPage();
+  page.on('pageerror', (e) => pageErrors.push(String(e)));
+  const lists = [];
+  page.on('request', (r) => { if (r.url().includes('/v1/teams/team-a/jobs?')) lists.push(r.url()); });
+  await page.goto(`${base}/#token=${member}`);
+  await page.waitForSelector('[data-view="overview"][data-ready]');
+  await page.evaluate(() => { location.hash = '#/jobs'; });
+  await ready(page, 'jobs');
+  await page.waitForSelector('[data-live="off"]', { timeout: 20000 });
+  assert.match(await page.textContent('[data-live="off"]'), /Live updates unavailable/);
+  const before = lists.length;
+  const deadline = Date.now() + 20000;
+  while (lists.length <= before && Date.now() < deadline) await page.waitForTimeout(250);
+  assert.ok(lists.length > before, 'the list was not polled while the stream was down');
+  await shoot(page, 'jobs-stream-down');
+  await context.close();
+});
+
 test('a member cancels another job from its page', async () => {
   const job = await submitJob(member, 'team-a', 'console-cancel-me', { task: { image: 'us-docker.pkg.dev/p/r/trainer:1.2', cpu_milli: 1000, memory_mib: 4096, gpu: 1 } });
   const { page, context } = await open(member, `#/teams/team-a/jobs/${job.id}`);
@@ -437,7 +484,11 @@ test('polling revalidates: an unchanged list is a 304', async () => {
   page.on('response', (r) => { if (r.url().includes('/v1/teams/team-a/jobs?')) statuses.push(r.status()); });
   await page.evaluate(() => { location.hash = '#/jobs?state=SUCCEEDED'; });
   await ready(page, 'jobs');
-  await page.waitForTimeout(7000);
+  await page.waitForSelector('[data-live="on"]', { timeout: 20000 });
+  /* an event of the team makes the list revalidate: unchanged, a 304 */
+  await submitJob(member, 'team-a', 'console-revalidate');
+  const deadline = Date.now() + 20000;
+  while (!statuses.includes(304) && Date.now() < deadline) await page.waitForTimeout(250);
   assert.ok(statuses.includes(200) && statuses.includes(304), statuses.join(','));
   await context.close();
 });

@@ -477,6 +477,80 @@ START_TEST(slow_client_dropped_others_served)
 }
 END_TEST
 
+/* Run sql on pg; the first column of its first row (static buffer) or
+ * "" when it returns none. Fails the test when it fails. */
+static const char *sql1(PGconn *pg, const char *sql)
+{
+  static char out[64];
+  PGresult *res = PQexec(pg, sql);
+
+  ck_assert_msg(PQresultStatus(res) == PGRES_TUPLES_OK ||
+                    PQresultStatus(res) == PGRES_COMMAND_OK,
+                "%s: %s", sql, PQerrorMessage(pg));
+  snprintf(out, sizeof(out), "%s",
+           PQntuples(res) > 0 ? PQgetvalue(res, 0, 0) : "");
+  PQclear(res);
+  return out;
+}
+
+/*
+ * Sequence values commit out of order: transaction A takes an event id,
+ * B takes the next one and commits first. A stream that sent B's event
+ * with a cursor after A's id would lose A's on resume; this one holds
+ * B's back until A has ended, then sends A's first. (B arriving first
+ * is what an id-ordered stream does as soon as it reads; the keep-alive
+ * comments below only give it the chance to.)
+ */
+START_TEST(cursor_safe_against_out_of_order_commits)
+{
+  struct sse c;
+  struct sse_event ev;
+  PGconn *a = h_db_connect(db_url), *b = h_db_connect(db_url);
+  char id[32], sql[512], first[64] = "";
+  int beats = 0, got = 0;
+  long long until = h_now_ms() + WAIT_MS;
+  json_t *d;
+
+  ck_assert_int_eq(PQstatus(a), CONNECTION_OK);
+  ck_assert_int_eq(PQstatus(b), CONNECTION_OK);
+  submit(&two, "team-a", member_a, "out-of-order", id);
+  sse_open(&two, "/v1/teams/team-a/events", member_a, NULL, 0, &c);
+  ck_assert_int_eq(c.status, 200);
+  sql1(a, "BEGIN");
+#define INSERT_MARK(m)                                                         \
+  "INSERT INTO job_events (job_id, team, from_state, to_state, attempt, "      \
+  "message) VALUES ('%s', 'team-a', 'PENDING', 'PENDING', 1, '" m "') "        \
+  "RETURNING id"
+  snprintf(sql, sizeof(sql), INSERT_MARK("mark-a"), id);
+  snprintf(first, sizeof(first), "%s", sql1(a, sql));
+  snprintf(sql, sizeof(sql), INSERT_MARK("mark-b"), id);
+  ck_assert_msg(strtoll(sql1(b, sql), NULL, 10) > strtoll(first, NULL, 10),
+                "B's id is not after A's");
+  /* B is committed, A is not: several reads of the hub go by */
+  while (beats < 3 && h_now_ms() < until && sse_next(&c, WAIT_MS, &ev)) {
+    if (ev.comment)
+      beats++;
+    ck_assert_msg(!ev.data || !strstr(ev.data, "mark-b"),
+                  "B's event was sent while A's could still commit");
+    free(ev.data);
+  }
+  ck_assert_int_eq(beats, 3);
+  sql1(a, "COMMIT");
+  while (got < 2 && (d = next_job_event(&c, WAIT_MS, first))) {
+    const char *m = h_str(d, "message");
+    if (m && !strcmp(m, got == 0 ? "mark-a" : "mark-b"))
+      got++;
+    else
+      ck_assert_msg(!m || strncmp(m, "mark-", 5) != 0, "%s out of order", m);
+    json_decref(d);
+  }
+  ck_assert_int_eq(got, 2);
+  sse_close(&c);
+  PQfinish(a);
+  PQfinish(b);
+}
+END_TEST
+
 START_TEST(scoped_to_the_team)
 {
   struct sse c;
@@ -598,6 +672,7 @@ Suite *events_suite(void)
   tcase_add_unchecked_fixture(tc, setup, teardown);
   tcase_set_timeout(tc, 180);
   tcase_add_test(tc, events_arrive_in_order);
+  tcase_add_test(tc, cursor_safe_against_out_of_order_commits);
   tcase_add_test(tc, scoped_to_the_team);
   tcase_add_test(tc, follow_ends_with_the_job);
   tcase_add_test(tc, keepalive_comment);
