@@ -118,7 +118,10 @@ build/bench_driver: build/obj/bench/driver.o
 build/bench_admission: build/obj/bench/admission.o $(OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-bench: build/bench_sched build/bench_ingest build/gpugate build/batch_emulator build/bench_hello build/bench_driver build/bench_admission
+build/bench_sse: build/obj/bench/sse.o
+	$(CC) $(LDFLAGS) -o $@ $^
+
+bench: build/bench_sched build/bench_ingest build/gpugate build/batch_emulator build/bench_hello build/bench_driver build/bench_admission build/bench_sse
 	build/bench_sched
 	bench/admission.sh
 	bench/ingest.sh
@@ -127,6 +130,7 @@ bench: build/bench_sched build/bench_ingest build/gpugate build/batch_emulator b
 	bench/kueue.sh
 	BENCH_BATCH_LATENCY=0 bench/kueue.sh
 	bench/race.sh
+	bench/sse.sh
 
 # ASan + UBSan build of the unit tests.
 ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all

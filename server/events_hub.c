@@ -29,6 +29,7 @@
 #include "db/events.h"
 #include "server/events_hub.h"
 #include "server/log.h"
+#include "server/metrics.h"
 #include "server/req.h"
 
 #define RING_CAP 4096
@@ -96,6 +97,7 @@ static void drop(struct events_sub *sub, size_t wanted)
           "(GPUGATE_EVENTS_CLIENT_BUFFER); dropped",
           sub->team, wanted);
   sub->dropped = true;
+  metrics_events_dropped();
   free(sub->buf);
   sub->buf = NULL;
   sub->head = sub->len = sub->cap = 0;
@@ -451,6 +453,7 @@ static bool join(struct events_sub *sub)
     hub.subs->prev = sub;
   hub.subs = sub;
   hub.n_subs++;
+  metrics_events_clients(hub.n_subs);
   return true;
 }
 
@@ -590,6 +593,7 @@ void events_hub_release(void *cls)
     if (sub->next)
       sub->next->prev = sub->prev;
     hub.n_subs--;
+    metrics_events_clients(hub.n_subs);
   }
   pthread_mutex_unlock(&hub.mu);
   free(sub->buf);

@@ -402,6 +402,24 @@ static struct family conn_timed_out = {
     NULL,
     0,
     0};
+static struct family events_clients = {
+    "gpugate_events_clients",
+    "gauge",
+    "Clients of the live event streams on this replica "
+    "(GET /v1/teams/{team}/events and ?follow=true).",
+    true,
+    NULL,
+    0,
+    0};
+static struct family events_dropped = {
+    "gpugate_events_clients_dropped_total",
+    "counter",
+    "Event stream clients disconnected for falling more than "
+    "GPUGATE_EVENTS_CLIENT_BUFFER behind.",
+    true,
+    NULL,
+    0,
+    0};
 static struct family conn_open = {"gpugate_http_open_connections",
                                   "gauge",
                                   "HTTP connections open now (both listeners).",
@@ -546,6 +564,22 @@ void metrics_conn_open(long n)
 
   lb_init(&l);
   add(&conn_open, &l, (double)(n > 0 ? n : 0), true);
+}
+
+void metrics_events_clients(long n)
+{
+  struct lbuf l;
+
+  lb_init(&l);
+  add(&events_clients, &l, (double)(n > 0 ? n : 0), true);
+}
+
+void metrics_events_dropped(void)
+{
+  struct lbuf l;
+
+  lb_init(&l);
+  add(&events_dropped, &l, 1, false);
 }
 
 void metrics_admission_cycle(double seconds)
@@ -816,6 +850,8 @@ static char *render(bool teams)
   metrics_text_family(&o, &conn_refused);
   metrics_text_family(&o, &conn_timed_out);
   metrics_text_family(&o, &conn_open);
+  metrics_text_family(&o, &events_clients);
+  metrics_text_family(&o, &events_dropped);
   metrics_text_family(&o, &state_drift);
   pthread_mutex_unlock(&lock);
   metrics_text_process(&o);
@@ -854,6 +890,8 @@ void metrics_reset(void)
                           &conn_refused,
                           &conn_timed_out,
                           &conn_open,
+                          &events_clients,
+                          &events_dropped,
                           &batch_orphans,
                           &batch_races,
                           &batch_race_winners,

@@ -60,6 +60,10 @@ void metrics_admission_drift(long n);
 void metrics_conn_refused(const char *reason);
 void metrics_conn_timed_out(const char *phase);
 void metrics_conn_open(long n);
+/* Live event streams (server/events_hub.c): how many clients now; one
+ * dropped for falling behind. */
+void metrics_events_clients(long n);
+void metrics_events_dropped(void);
 /* One Pub/Sub push by outcome: applied, ignored, foreign, malformed,
  * unauthorized, failed (a fixed list: see handlers/notifications.c). */
 void metrics_pubsub_push(const char *outcome);

@@ -463,6 +463,16 @@ START_TEST(slow_client_dropped_others_served)
   while (h_log_count(&two, "fell behind") < 1 && h_now_ms() < until)
     h_sleep_ms(100);
   ck_assert_int_ge(h_log_count(&two, "fell behind"), 1);
+  {
+    struct h_resp r;
+    ck_assert_int_eq(h_request(&two, "GET", "/metrics", admin, NULL, NULL, &r),
+                     0);
+    ck_assert_msg(h_sample(r.body, "gpugate_events_clients_dropped_total") >= 1,
+                  "no drop counted");
+    ck_assert_msg(h_sample(r.body, "gpugate_events_clients") >= 1,
+                  "no clients counted");
+    h_resp_free(&r);
+  }
   while ((d = next_job_event(&slow, WAIT_MS, eid))) {
     const char *m = h_str(d, "message");
     if (m && !strncmp(m, "noise-", 6))
