@@ -144,7 +144,8 @@ static void deliver(struct events_sub *sub, const struct evcursor *at,
                     const char *frame, size_t len)
 {
   if (sub->dropped || sub->ended || evcursor_cmp(at, &sub->cur) <= 0 ||
-      strcmp(team, sub->team) != 0 || (sub->job[0] && strcmp(job, sub->job)))
+      strcmp(team, sub->team) != 0 ||
+      (sub->job[0] && strcmp(job, sub->job) != 0))
     return;
   append(sub, frame, len);
   sub->cur = *at;
