@@ -656,6 +656,51 @@ START_TEST(follow_ends_with_the_job)
 }
 END_TEST
 
+/* A job that waits gets its queue position as an event: team-a's
+ * compact cluster queue (2 A100s, no borrowing) is filled first. */
+START_TEST(position_changes_arrive)
+{
+  struct sse c;
+  struct sse_event ev;
+  char fill[32], waiting[32], path[96], body[512];
+  long long until = h_now_ms() + WAIT_MS;
+  json_t *j, *pos = NULL;
+
+  sse_open(&two, "/v1/teams/team-a/events", member_a, NULL, 0, &c);
+  ck_assert_int_eq(c.status, 200);
+  snprintf(path, sizeof(path), "/v1/teams/team-a/jobs");
+  snprintf(body, sizeof(body),
+           "{\"name\": \"compact-fill\", \"queue\": \"compact\", "
+           "\"priority_class\": \"compact\", \"task\": {\"image\": \"" IMAGE
+           "\", \"cpu_milli\": 2000, \"memory_mib\": 10240, \"gpu\": 2}}");
+  j = h_call(&two, "POST", path, member_a, body, 201);
+  snprintf(fill, sizeof(fill), "%s", h_str(j, "id"));
+  json_decref(j);
+  body[strlen("{\"name\": \"compact-")] = 'w'; /* compact-will */
+  j = h_call(&two, "POST", path, member_a, body, 201);
+  snprintf(waiting, sizeof(waiting), "%s", h_str(j, "id"));
+  json_decref(j);
+  while (!pos && h_now_ms() < until &&
+         sse_next(&c, (long)(until - h_now_ms()), &ev)) {
+    if (!strcmp(ev.event, "position") && ev.data) {
+      json_t *d = json_loads(ev.data, 0, NULL);
+      if (d && !strcmp(h_str(d, "job_id"), waiting))
+        pos = d;
+      else
+        json_decref(d);
+    }
+    free(ev.data);
+  }
+  ck_assert_msg(pos != NULL, "no position event for %s (fill %s)", waiting,
+                fill);
+  ck_assert(json_is_integer(json_object_get(pos, "position_in_queue")));
+  ck_assert(json_is_integer(json_object_get(pos, "position_in_cluster_queue")));
+  ck_assert(json_is_integer(json_object_get(pos, "ahead_gpus")));
+  json_decref(pos);
+  sse_close(&c);
+}
+END_TEST
+
 START_TEST(keepalive_comment)
 {
   struct sse c;
@@ -685,6 +730,7 @@ Suite *events_suite(void)
   tcase_add_test(tc, cursor_safe_against_out_of_order_commits);
   tcase_add_test(tc, scoped_to_the_team);
   tcase_add_test(tc, follow_ends_with_the_job);
+  tcase_add_test(tc, position_changes_arrive);
   tcase_add_test(tc, keepalive_comment);
   tcase_add_test(tc, slow_client_dropped_others_served);
   /* last: replica one is gone afterwards */
