@@ -405,8 +405,8 @@ static struct family conn_timed_out = {
 static struct family events_clients = {
     "gpugate_events_clients",
     "gauge",
-    "Clients of the live event streams on this replica "
-    "(GET /v1/teams/{team}/events and ?follow=true).",
+    "Clients of the live event streams on this replica (Server-Sent "
+    "Events of job events and their follows).",
     true,
     NULL,
     0,
