@@ -34,8 +34,9 @@ EMBED   := $(sort $(wildcard db/migrations/*.sql)) openapi/openapi.yaml openapi/
 
 UNIT_SRC  := $(wildcard tests/unit/*.c)
 INTEG_SRC := $(wildcard tests/integration/*.c)
-EMU_SRC   := $(filter-out tests/emulator/bq_%.c,$(wildcard tests/emulator/*.c))
+EMU_SRC   := $(filter-out tests/emulator/bq_%.c tests/emulator/log_%.c,$(wildcard tests/emulator/*.c))
 BQ_EMU_SRC := $(wildcard tests/emulator/bq_*.c)
+LOG_EMU_SRC := $(wildcard tests/emulator/log_*.c)
 
 OBJ      := $(LIB_SRC:%.c=build/obj/%.o) build/obj/gen/embedded.o
 ASAN_OBJ := $(LIB_SRC:%.c=build/asan/%.o) build/asan/gen/embedded.o
@@ -100,6 +101,10 @@ build/batch_emulator: $(EMU_SRC:%.c=build/obj/%.o) $(OBJ)
 
 # the BigQuery emulator (tests/emulator/bq_*.c): a binary of its own
 build/bigquery_emulator: $(BQ_EMU_SRC:%.c=build/obj/%.o)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# the Cloud Logging emulator (tests/emulator/log_*.c): a binary of its own
+build/logging_emulator: $(LOG_EMU_SRC:%.c=build/obj/%.o)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # Benchmarks (not tests): `make bench` prints their figures.

@@ -364,6 +364,8 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
   n = st->read(st->cls, buf, max);
   if (n > 0)
     return (ssize_t)n;
+  if (n == REQ_STREAM_AGAIN) /* the source suspended the connection */
+    return 0;
   return n == 0 ? MHD_CONTENT_READER_END_OF_STREAM
                 : MHD_CONTENT_READER_END_WITH_ERROR;
 }
@@ -761,7 +763,8 @@ static struct MHD_Daemon *start_daemon(struct http_server *s,
   if (mhd_limit > 0x7fffffffUL)
     mhd_limit = 0x7fffffffUL;
   return MHD_start_daemon(
-      MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG | flags,
+      MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME |
+          MHD_USE_ERROR_LOG | flags,
       0, connlimit_accept, s->limits, on_request, s, MHD_OPTION_SOCK_ADDR,
       (struct sockaddr *)addr, MHD_OPTION_THREAD_POOL_SIZE, threads,
       /* a second longer than connlimit's idle deadline, which comes first:

@@ -55,9 +55,13 @@ struct db_pool;
  * A streamed reply body's source: writes up to max bytes into buf and
  * returns how many (> 0), 0 at the end of the body, or -1 on a failure
  * (the connection is then closed, so the client sees a truncated body).
- * Called on the server's thread after the handler has returned.
+ * Called on the server's thread after the handler has returned. A source
+ * with nothing to send yet suspends the connection itself (the server
+ * allows suspend and resume) and returns REQ_STREAM_AGAIN; it is called
+ * again once resumed.
  */
 typedef long (*req_stream_read)(void *cls, char *buf, size_t max);
+#define REQ_STREAM_AGAIN (-2L)
 
 struct gg_req {
   /* filled by the server before the handler runs */
