@@ -377,6 +377,173 @@ START_TEST(follow_ends_with_the_job)
 }
 END_TEST
 
+/* ======================================================================
+ * 200 followers of 50 jobs within the read budget: page reads past it are
+ * answered 429; then the followers' polls (every 100 ms wanted) stay
+ * within what the emptied bucket refills, one call naming every job
+ * ==================================================================== */
+
+#define JOBS 50
+#define PER_JOB 4
+#define FOLLOWERS (JOBS * PER_JOB)
+#define BUDGET_RPM 30 /* GPUGATE_LOGGING_READS_PER_MINUTE of this fixture */
+#define BUDGET_BURST (BUDGET_RPM / 6)
+
+static void setup_budget(void)
+{
+  start_all("it_logs_budget", "30", "LOG_EMU_READS_PER_MINUTE=60");
+}
+
+struct follower {
+  CURL *c;
+  char *body;
+  size_t len;
+  int job;
+};
+
+static size_t on_data(char *p, size_t size, size_t n, void *ctx)
+{
+  struct follower *f = ctx;
+  char *g = realloc(f->body, f->len + size * n + 1);
+
+  if (!g)
+    return 0;
+  f->body = g;
+  memcpy(f->body + f->len, p, size * n);
+  f->len += size * n;
+  f->body[f->len] = '\0';
+  return size * n;
+}
+
+/* Whether follower f has been sent job id's first line. */
+static bool got_hello(const struct follower *f, const char *id)
+{
+  char want[96];
+
+  snprintf(want, sizeof(want), "hello from task 0 of gpugate-%s-a1", id);
+  return f->body && strstr(f->body, want);
+}
+
+START_TEST(followers_within_budget)
+{
+  static struct follower fl[FOLLOWERS];
+  static char ids[JOBS][32];
+  char url[256], auth[4200];
+  struct curl_slist *hl = NULL;
+  CURLM *m = curl_multi_init();
+  json_t *calls, *c;
+  long long start, end, drained = 0;
+  bool started[JOBS];
+  size_t i, n_calls = 0, n_started = 0, k;
+  int j, running = 1;
+  long allowed;
+
+  for (j = 0; j < JOBS; j++)
+    submit(1, "{\"EMU_RUN_MS\": \"60000\"}", ids[j]);
+  wait_state(ids[0], "RUNNING");
+  for (j = 0; j < JOBS; j++) {
+    char path[128];
+    json_t *job;
+    snprintf(path, sizeof(path), "/v1/teams/team-a/jobs/%s", ids[j]);
+    job = h_call(&srv, "GET", path, tok_a, NULL, 200);
+    started[j] = h_str(job, "state") && !strcmp(h_str(job, "state"), "RUNNING");
+    n_started += started[j];
+    json_decref(job);
+  }
+  /* page reads spend the budget: one answered 429 with Retry-After once
+   * the burst and what refilled meanwhile are spent */
+  {
+    long long t0 = h_now_ms();
+    long ok = 0, may;
+    char path[128];
+    struct h_resp r;
+    snprintf(path, sizeof(path), "/v1/teams/team-a/jobs/%s/logs", ids[0]);
+    for (;;) {
+      drained = h_now_ms();
+      ck_assert_int_eq(h_request(&srv, "GET", path, tok_a, NULL, NULL, &r), 0);
+      if (r.status != 200)
+        break;
+      ok++;
+      h_resp_free(&r);
+      may = BUDGET_BURST + (long)((h_now_ms() - t0) * BUDGET_RPM / 60000) + 1;
+      ck_assert_msg(ok <= may, "%ld page reads within a budget of %ld", ok,
+                    may);
+    }
+    ck_assert_msg(h_is_problem(&r, 429, NULL), "%ld %s", r.status, r.body);
+    ck_assert(h_header(&r, "Retry-After", url, sizeof(url)) != NULL);
+    ck_assert(ok >= 1);
+    h_resp_free(&r);
+  }
+  snprintf(auth, sizeof(auth), "Authorization: Bearer %s", tok_a);
+  hl = curl_slist_append(hl, auth);
+  json_decref(h_call(&logemu, "DELETE", "/emulator/calls", NULL, NULL, 200));
+  start = h_now_ms();
+  end = start + 90000;
+  for (i = 0; i < FOLLOWERS; i++) {
+    fl[i].job = (int)(i % JOBS);
+    fl[i].c = curl_easy_init();
+    snprintf(url, sizeof(url),
+             "http://127.0.0.1:%u/v1/teams/team-a/jobs/%s/logs?follow=true",
+             srv.port, ids[fl[i].job]);
+    curl_easy_setopt(fl[i].c, CURLOPT_URL, url);
+    curl_easy_setopt(fl[i].c, CURLOPT_HTTPHEADER, hl);
+    curl_easy_setopt(fl[i].c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(fl[i].c, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(fl[i].c, CURLOPT_WRITEDATA, &fl[i]);
+    curl_multi_add_handle(m, fl[i].c);
+  }
+  /* until every follower of a job running when the streams opened has its
+   * first line: each poll serves them all */
+  for (;;) {
+    bool all = true;
+    curl_multi_perform(m, &running);
+    curl_multi_poll(m, NULL, 0, 100, NULL);
+    for (i = 0; i < FOLLOWERS && all; i++)
+      all = !started[fl[i].job] || got_hello(&fl[i], ids[fl[i].job]);
+    if (all) { /* and polls kept asking a while (each wants 10 a second) */
+      calls = h_emu_get(&logemu, "/emulator/calls");
+      all = json_array_size(json_object_get(calls, "calls")) >= 4;
+      json_decref(calls);
+    }
+    if (all)
+      break;
+    ck_assert_msg(h_now_ms() < end, "a follower of a running job has not "
+                                    "been sent its first line");
+    ck_assert_msg(running == FOLLOWERS, "a follow stream ended: %d left",
+                  running);
+  }
+  calls = h_emu_get(&logemu, "/emulator/calls");
+  end = h_now_ms(); /* after: every call counted was made before */
+  json_array_foreach (json_object_get(calls, "calls"), i, c) {
+    n_calls++;
+    ck_assert_int_eq(json_integer_value(json_object_get(c, "status")), 200);
+  }
+  /* the last, made with every stream open, asked for every followed job */
+  c = json_array_get(json_object_get(calls, "calls"), n_calls - 1);
+  for (j = 0; j < JOBS; j++)
+    ck_assert_msg(h_str(c, "body") && strstr(h_str(c, "body"), ids[j]),
+                  "the last call lacks job %s", ids[j]);
+  /* the bucket held less than a token when the 429 was answered: since
+   * then at most what refilled (plus the fraction it held) */
+  allowed = (long)((end - drained) * BUDGET_RPM / 60000) + 1;
+  fprintf(stderr,
+          "logs: %d followers of %d jobs (%zu running) for %.1f s: %zu "
+          "entries:list calls (budget %ld: %d a minute from an empty bucket)\n",
+          FOLLOWERS, JOBS, n_started, (double)(end - start) / 1000.0, n_calls,
+          allowed, BUDGET_RPM);
+  ck_assert_msg((long)n_calls <= allowed, "%zu calls, budget %ld", n_calls,
+                allowed);
+  json_decref(calls);
+  for (k = 0; k < FOLLOWERS; k++) {
+    curl_multi_remove_handle(m, fl[k].c);
+    curl_easy_cleanup(fl[k].c);
+    free(fl[k].body);
+  }
+  curl_multi_cleanup(m);
+  curl_slist_free_all(hl);
+}
+END_TEST
+
 Suite *logs_suite(void)
 {
   Suite *s = suite_create("logs");
@@ -386,6 +553,11 @@ Suite *logs_suite(void)
   tcase_set_timeout(tc, 180);
   tcase_add_test(tc, two_attempts_filters_and_pages);
   tcase_add_test(tc, follow_ends_with_the_job);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("budget");
+  tcase_add_unchecked_fixture(tc, setup_budget, teardown);
+  tcase_set_timeout(tc, 240);
+  tcase_add_test(tc, followers_within_budget);
   suite_add_tcase(s, tc);
   return s;
 }
