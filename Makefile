@@ -90,7 +90,7 @@ build/gpugate: build/obj/server/main.o $(OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # the emulator's latency model is a pure module with unit tests of its own
-build/unit_tests: $(UNIT_SRC:%.c=build/obj/%.o) build/obj/tests/emulator/emu_latency.o $(OBJ)
+build/unit_tests: $(UNIT_SRC:%.c=build/obj/%.o) build/obj/tests/emulator/emu_latency.o build/obj/tests/emulator/log_filter.o $(OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
 
 build/integration_tests: $(INTEG_SRC:%.c=build/obj/%.o) $(OBJ)
@@ -139,7 +139,7 @@ build/asan/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(WARN) -pthread -MMD -MP $(ASAN_FLAGS) -c -o $@ $<
 
-build/asan/unit_tests: $(UNIT_SRC:%.c=build/asan/%.o) build/asan/tests/emulator/emu_latency.o $(ASAN_OBJ)
+build/asan/unit_tests: $(UNIT_SRC:%.c=build/asan/%.o) build/asan/tests/emulator/emu_latency.o build/asan/tests/emulator/log_filter.o $(ASAN_OBJ)
 	$(CC) $(ASAN_FLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
 
 asan: build/asan/unit_tests

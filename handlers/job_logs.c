@@ -23,6 +23,7 @@
 #include "server/log.h"
 #include "server/logpoll.h"
 #include "server/problem.h"
+#include "server/rfc3339.h"
 
 #define PAGE_DEFAULT 100
 #define TOKEN_MAX 4096 /* characters of page_token */
@@ -116,14 +117,14 @@ static bool read_params(struct gg_req *req, struct params *p)
              *tok = req_query(req, "page_token"),
              *size = req_query(req, "page_size"),
              *follow = req_query(req, "follow");
-  int64_t ns;
+  int64_t us;
 
   memset(p, 0, sizeof(*p));
   p->task = -1;
   p->page_size = PAGE_DEFAULT;
   p->text = wants_text(req_header(req, "Accept"));
   if (since &&
-      (strlen(since) >= sizeof(p->since) || logging_time_ns(since, &ns) != 0))
+      (strlen(since) >= sizeof(p->since) || rfc3339_parse_us(since, &us) != 0))
     problem_field(req, "since", "must be an RFC 3339 date-time");
   else if (since)
     snprintf(p->since, sizeof(p->since), "%s", since);
