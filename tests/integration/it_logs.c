@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tests/integration/harness.h"
 
@@ -377,6 +378,84 @@ START_TEST(follow_ends_with_the_job)
 }
 END_TEST
 
+/* Check the lines of ndjson against logging_v2_messages' kind
+ * (tests/emulator/log_shapes.py). */
+static void shapes(const char *kind, const char *ndjson)
+{
+  char path[256], out[4096];
+  const char *argv[] = {"/usr/bin/python3", "tests/emulator/log_shapes.py",
+                        kind, path, NULL};
+  const char *env[] = {"PYTHONPATH=/usr/lib/google-cloud-sdk/lib/third_party:"
+                       "/usr/lib/google-cloud-sdk/lib",
+                       NULL};
+  int rc;
+
+  h_write_temp("shapes", ndjson, path, sizeof(path));
+  rc = h_run(argv, env, 60000, NULL, out, sizeof(out));
+  unlink(path);
+  ck_assert_msg(rc == 0, "%s: %s", kind, out);
+  ck_assert_msg(strstr(out, "ok ") != NULL, "%s: %s", kind, out);
+}
+
+/* Append doc (stolen) to text as one line. */
+static void add_line(char **text, size_t *len, json_t *doc)
+{
+  char *line = json_dumps(doc, JSON_COMPACT);
+  size_t n = strlen(line);
+
+  *text = realloc(*text, *len + n + 2);
+  memcpy(*text + *len, line, n);
+  *len += n;
+  (*text)[(*len)++] = '\n';
+  (*text)[*len] = '\0';
+  free(line);
+  json_decref(doc);
+}
+
+/* What gpugate asked Logging, what the emulator answered, and every entry
+ * the Batch emulator (and the test) wrote: Google's shapes, by the Cloud
+ * SDK's generated messages. Runs after the tests above filled the
+ * emulators. */
+START_TEST(shapes_are_googles)
+{
+  json_t *calls = h_emu_get(&logemu, "/emulator/calls"), *c, *all, *e;
+  char *reqs = NULL, *resps = NULL, *ents = NULL;
+  size_t rl = 0, sl = 0, el = 0, i;
+
+  ck_assert_uint_gt(json_array_size(json_object_get(calls, "calls")), 0);
+  json_array_foreach (json_object_get(calls, "calls"), i, c) {
+    json_t *body = json_loads(h_str(c, "body"), 0, NULL), *small;
+    ck_assert_ptr_nonnull(body);
+    /* the same request answered again, and in pages of 2 */
+    add_line(&resps, &sl,
+             h_call(&logemu, "POST", "/v2/entries:list", NULL, h_str(c, "body"),
+                    200));
+    small = json_deep_copy(body);
+    json_object_set_new(small, "pageSize", json_integer(2));
+    {
+      char *text = json_dumps(small, JSON_COMPACT);
+      add_line(&resps, &sl,
+               h_call(&logemu, "POST", "/v2/entries:list", NULL, text, 200));
+      free(text);
+    }
+    json_decref(small);
+    add_line(&reqs, &rl, body);
+  }
+  all = h_emu_get(&logemu, "/emulator/entries");
+  ck_assert_uint_gt(json_array_size(json_object_get(all, "entries")), 0);
+  json_array_foreach (json_object_get(all, "entries"), i, e)
+    add_line(&ents, &el, json_incref(e));
+  shapes("ListLogEntriesRequest", reqs);
+  shapes("ListLogEntriesResponse", resps);
+  shapes("LogEntry", ents);
+  free(reqs);
+  free(resps);
+  free(ents);
+  json_decref(all);
+  json_decref(calls);
+}
+END_TEST
+
 /* ======================================================================
  * 200 followers of 50 jobs within the read budget: page reads past it are
  * answered 429; then the followers' polls (every 100 ms wanted) stay
@@ -439,7 +518,7 @@ START_TEST(followers_within_budget)
   long allowed;
 
   for (j = 0; j < JOBS; j++)
-    submit(1, "{\"EMU_RUN_MS\": \"60000\"}", ids[j]);
+    submit(1, "{\"EMU_RUN_MS\": \"600000\"}", ids[j]);
   wait_state(ids[0], "RUNNING");
   for (j = 0; j < JOBS; j++) {
     char path[128];
@@ -553,6 +632,7 @@ Suite *logs_suite(void)
   tcase_set_timeout(tc, 180);
   tcase_add_test(tc, two_attempts_filters_and_pages);
   tcase_add_test(tc, follow_ends_with_the_job);
+  tcase_add_test(tc, shapes_are_googles);
   suite_add_tcase(s, tc);
   tc = tcase_create("budget");
   tcase_add_unchecked_fixture(tc, setup_budget, teardown);
