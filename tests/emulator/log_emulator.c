@@ -76,7 +76,7 @@ static long long now_ms(void)
 }
 
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status,
-                             json_t *doc, const char *retry_after)
+                             json_t *doc)
 {
   char *text = json_dumps(doc, JSON_COMPACT);
   struct MHD_Response *r;
@@ -88,8 +88,6 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status,
   r = MHD_create_response_from_buffer(strlen(text), text,
                                       MHD_RESPMEM_MUST_FREE);
   MHD_add_response_header(r, "Content-Type", "application/json");
-  if (retry_after)
-    MHD_add_response_header(r, "Retry-After", retry_after);
   ret = MHD_queue_response(c, status, r);
   MHD_destroy_response(r);
   return ret;
@@ -115,8 +113,7 @@ static enum MHD_Result error_reply(struct MHD_Connection *c, int status,
 {
   return reply(c, (unsigned)status,
                json_pack("{s:{s:i, s:s, s:s}}", "error", "code", status,
-                         "message", msg, "status", rpc_of(status)),
-               status == 429 ? "60" : NULL);
+                         "message", msg, "status", rpc_of(status)));
 }
 
 /* The first member of doc not in allowed (NULL-terminated), or NULL. */
@@ -254,7 +251,7 @@ static enum MHD_Result on_write(struct MHD_Connection *c, const char *body,
   }
   pthread_mutex_unlock(&mu);
   json_decref(doc);
-  return reply(c, 200, json_object(), NULL);
+  return reply(c, 200, json_object());
 }
 
 /* ---- entries:list -------------------------------------------------------- */
@@ -432,7 +429,7 @@ static enum MHD_Result on_list(struct MHD_Connection *c, const char *body,
     json_decref(arr);
   if (*next)
     json_object_set_new(out, "nextPageToken", json_string(next));
-  return reply(c, 200, out, NULL);
+  return reply(c, 200, out);
 refuse:
   pthread_mutex_lock(&mu);
   json_object_set_new(json_array_get(calls, json_array_size(calls) - 1),
@@ -454,13 +451,13 @@ static enum MHD_Result on_control(struct MHD_Connection *c, const char *method,
     pthread_mutex_lock(&mu);
     doc = json_pack("{s:O}", "calls", calls);
     pthread_mutex_unlock(&mu);
-    return reply(c, 200, doc, NULL);
+    return reply(c, 200, doc);
   }
   if (!strcmp(url, "/emulator/calls") && !strcmp(method, "DELETE")) {
     pthread_mutex_lock(&mu);
     json_array_clear(calls);
     pthread_mutex_unlock(&mu);
-    return reply(c, 200, json_object(), NULL);
+    return reply(c, 200, json_object());
   }
   if (!strcmp(url, "/emulator/entries") && !strcmp(method, "GET")) {
     json_t *arr = json_array();
@@ -468,7 +465,7 @@ static enum MHD_Result on_control(struct MHD_Connection *c, const char *method,
     for (i = 0; i < n_entries; i++)
       json_array_append(arr, entries[i].e);
     pthread_mutex_unlock(&mu);
-    return reply(c, 200, json_pack("{s:o}", "entries", arr), NULL);
+    return reply(c, 200, json_pack("{s:o}", "entries", arr));
   }
   if (!strcmp(url, "/emulator/config") && !strcmp(method, "POST")) {
     json_t *v;
@@ -482,7 +479,7 @@ static enum MHD_Result on_control(struct MHD_Connection *c, const char *method,
     reads_per_minute = (long)json_integer_value(v);
     pthread_mutex_unlock(&mu);
     json_decref(doc);
-    return reply(c, 200, json_object(), NULL);
+    return reply(c, 200, json_object());
   }
   return error_reply(c, 404, "Not found");
 }
