@@ -456,6 +456,27 @@ START_TEST(shapes_are_googles)
 }
 END_TEST
 
+/* Logging's own quota spent (the emulator allows no read): a page read is
+ * answered 429 with a Retry-After, never 5xx. */
+START_TEST(logging_quota_answered_429)
+{
+  char id[32], path[128], retry[16];
+  struct h_resp r;
+
+  submit(1, "{\"EMU_RUN_MS\": \"100\"}", id);
+  json_decref(h_call(&logemu, "POST", "/emulator/config", NULL,
+                     "{\"reads_per_minute\": 0}", 200));
+  snprintf(path, sizeof(path), "/v1/teams/team-a/jobs/%s/logs", id);
+  ck_assert_int_eq(h_request(&srv, "GET", path, tok_a, NULL, NULL, &r), 0);
+  json_decref(h_call(&logemu, "POST", "/emulator/config", NULL,
+                     "{\"reads_per_minute\": 100000}", 200));
+  ck_assert_msg(h_is_problem(&r, 429, NULL), "%ld %s", r.status, r.body);
+  ck_assert_ptr_nonnull(h_header(&r, "Retry-After", retry, sizeof(retry)));
+  ck_assert_int_gt(strtol(retry, NULL, 10), 0);
+  h_resp_free(&r);
+}
+END_TEST
+
 /* ======================================================================
  * 200 followers of 50 jobs within the read budget: page reads past it are
  * answered 429; then the followers' polls (every 100 ms wanted) stay
@@ -633,6 +654,7 @@ Suite *logs_suite(void)
   tcase_add_test(tc, two_attempts_filters_and_pages);
   tcase_add_test(tc, follow_ends_with_the_job);
   tcase_add_test(tc, shapes_are_googles);
+  tcase_add_test(tc, logging_quota_answered_429);
   suite_add_tcase(s, tc);
   tc = tcase_create("budget");
   tcase_add_unchecked_fixture(tc, setup_budget, teardown);
