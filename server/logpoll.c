@@ -186,6 +186,12 @@ void *logpoll_follow(const struct logpoll_follow *w)
     f->pos_ns -= 1; /* entries at since itself are wanted */
   pthread_mutex_init(&f->mu, NULL);
   pthread_mutex_lock(&g.reg);
+  if (g.stop) { /* logpoll_stop has ended the others: none may join now */
+    pthread_mutex_unlock(&g.reg);
+    pthread_mutex_destroy(&f->mu);
+    free(f);
+    return NULL;
+  }
   f->next = g.list;
   g.list = f;
   g.n++;

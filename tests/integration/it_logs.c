@@ -375,6 +375,31 @@ START_TEST(follow_ends_with_the_job)
                     !strcmp(r.body + strlen(r.body) - strlen(want), want),
                 "%s", r.body);
   h_resp_free(&r);
+
+  /* following an ended job: its whole log (here task 1's, as NDJSON),
+   * then the end */
+  snprintf(path, sizeof(path),
+           "/v1/teams/team-a/jobs/%s/logs?follow=true&task=1", id);
+  ck_assert_int_eq(h_request(&srv, "GET", path, tok_a, NULL, NULL, &r), 0);
+  ck_assert_msg(r.status == 200, "%ld %s", r.status, r.body);
+  {
+    char line1[512], line2[512];
+    const char *nl = strchr(r.body, '\n');
+    ck_assert_ptr_nonnull(nl);
+    snprintf(line1, sizeof(line1), "%.*s", (int)(nl - r.body), r.body);
+    snprintf(line2, sizeof(line2), "%s", nl + 1);
+    ck_assert_msg(strstr(line1, "\"task\":1,\"attempt\":1,\"text\":\"hello "
+                                "from task 1 of gpugate-") != NULL,
+                  "%s", r.body);
+    ck_assert_msg(strstr(line2, "\"task\":1,\"attempt\":1,\"text\":\"task 1 "
+                                "of gpugate-") != NULL &&
+                      strstr(line2, "done\"}\n") != NULL &&
+                      strchr(line2, '\n')[1] == '\0',
+                  "%s", r.body);
+  }
+  ck_assert_ptr_nonnull(h_header(&r, "Content-Type", want, sizeof(want)));
+  ck_assert_str_eq(want, "application/x-ndjson");
+  h_resp_free(&r);
 }
 END_TEST
 
