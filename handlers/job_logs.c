@@ -138,7 +138,7 @@ static bool read_params(struct gg_req *req, struct params *p)
     snprintf(p->severity, sizeof(p->severity), "%s", sev);
   if (size && !parse_int(size, 1, LOGGING_PAGE_MAX, &p->page_size))
     problem_field(req, "page_size", "must be 1 to %d", LOGGING_PAGE_MAX);
-  if (follow && strcmp(follow, "true") && strcmp(follow, "false"))
+  if (follow && strcmp(follow, "true") != 0 && strcmp(follow, "false") != 0)
     problem_field(req, "follow", "must be true or false");
   p->follow = follow && !strcmp(follow, "true");
   if (tok && p->follow)
@@ -270,8 +270,9 @@ enum gg_code job_logs(struct gg_req *req)
                         "Cloud Logging cannot be read now; try again later.");
   }
   views = json_array();
-  json_array_foreach (json_object_get(doc, "entries"), i, e)
+  json_array_foreach (json_object_get(doc, "entries"), i, e) {
     json_array_append_new(views, logging_entry_view(e, NULL));
+  }
   google_next = json_string_value(json_object_get(doc, "nextPageToken"));
   if (google_next && *google_next && !(next = seal_token(&p, google_next))) {
     code = problem_fail(req, GG_INTERNAL, "Out of memory.");

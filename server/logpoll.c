@@ -286,7 +286,7 @@ static void append(struct follower *f, const char *s, size_t n)
  * text, or the object as one NDJSON line. New; NULL when out of memory. */
 static char *render(const struct follower *f, const json_t *view, size_t *n)
 {
-  char *s;
+  char *s, *line;
 
   if (f->text) {
     const char *t = json_string_value(json_object_get(view, "text"));
@@ -304,12 +304,14 @@ static char *render(const struct follower *f, const json_t *view, size_t *n)
   if (!s)
     return NULL;
   *n = strlen(s);
-  s = realloc(s, *n + 2);
-  if (s) {
-    s[(*n)++] = '\n';
-    s[*n] = '\0';
+  line = realloc(s, *n + 2);
+  if (!line) {
+    free(s);
+    return NULL;
   }
-  return s;
+  line[(*n)++] = '\n';
+  line[*n] = '\0';
+  return line;
 }
 
 static bool after_pos(const struct follower *f, int64_t ns, const char *id)
@@ -329,7 +331,7 @@ static void deliver(const json_t *e, int64_t ns, const char *id)
     const char *sev = json_string_value(json_object_get(view, "severity"));
     char *s;
     size_t n = 0;
-    if (!f->in_round || strcmp(f->job, job) || !after_pos(f, ns, id))
+    if (!f->in_round || strcmp(f->job, job) != 0 || !after_pos(f, ns, id))
       continue;
     f->pos_ns = ns;
     snprintf(f->pos_id, sizeof(f->pos_id), "%s", id);
@@ -380,7 +382,7 @@ static long round_once(struct db_conn *c)
     f->in_round = false;
     if (i < skip)
       continue;
-    for (k = 0; k < n && strcmp(names[k], f->job); k++)
+    for (k = 0; k < n && strcmp(names[k], f->job) != 0; k++)
       ;
     if (k == n) {
       if (n == POLL_JOBS_MAX)

@@ -26,6 +26,9 @@
  *                        assertions (RS256); unset: signatures not checked.
  *   EMU_SA_EMAIL         required JWT iss; unset: any.                   [run]
  *   EMU_TOKEN_URI        required JWT aud; unset: http://{Host}/token.   [run]
+ *   EMU_LOGGING_URL      the Cloud Logging emulator (build/logging_emulator):
+ *                        jobs write their output there (emu_logs.h); unset:
+ *                        no logs.
  *   EMU_PUSH_URL         POST a Pub/Sub push envelope here on every job
  *                        state change; unset: no pushes.                 [run]
  *   EMU_PUSH_SUBSCRIPTION  the envelope's "subscription".

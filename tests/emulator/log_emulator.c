@@ -358,7 +358,7 @@ static enum MHD_Result on_list(struct MHD_Connection *c, const char *body,
   }
   snprintf(project, sizeof(project), "%s", res + 9);
   order = json_string_value(json_object_get(doc, "orderBy"));
-  if (order && strcmp(order, "timestamp asc") &&
+  if (order && strcmp(order, "timestamp asc") != 0 &&
       !(desc = !strcmp(order, "timestamp desc"))) {
     snprintf(msg, sizeof(msg), "Invalid orderBy: \"%.64s\".", order);
     goto refuse;

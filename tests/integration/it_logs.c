@@ -293,8 +293,9 @@ START_TEST(two_attempts_filters_and_pages)
     p2 = logs(id, q, tok_a, 200);
     json_decref(page);
     page = p2;
-    json_array_foreach (json_object_get(page, "entries"), k, e)
+    json_array_foreach (json_object_get(page, "entries"), k, e) {
       ck_assert_str_eq(h_str(e, "text"), text_of(entries, i * 4 + k));
+    }
     next = h_str(page, "next_page_token");
     if (!next)
       break;
@@ -468,8 +469,9 @@ START_TEST(shapes_are_googles)
   }
   all = h_emu_get(&logemu, "/emulator/entries");
   ck_assert_uint_gt(json_array_size(json_object_get(all, "entries")), 0);
-  json_array_foreach (json_object_get(all, "entries"), i, e)
+  json_array_foreach (json_object_get(all, "entries"), i, e) {
     add_line(&ents, &el, json_incref(e));
+  }
   shapes("ListLogEntriesRequest", reqs);
   shapes("ListLogEntriesResponse", resps);
   shapes("LogEntry", ents);
