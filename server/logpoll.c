@@ -86,8 +86,15 @@ static int call(const char *filter, int page_size, const char *token,
   int rc;
 
   pthread_mutex_lock(&g.client_mu);
-  rc = logging_list(g.client, g.cfg->gcp_project, filter, page_size, token, r);
-  g.calls++;
+  if (g.client) {
+    rc =
+        logging_list(g.client, g.cfg->gcp_project, filter, page_size, token, r);
+    g.calls++;
+  } else { /* stopped meanwhile */
+    memset(r, 0, sizeof(*r));
+    snprintf(r->err, sizeof(r->err), "the log reader has stopped");
+    rc = -1;
+  }
   pthread_mutex_unlock(&g.client_mu);
   return rc;
 }
@@ -570,8 +577,11 @@ void logpoll_stop(void)
   pthread_mutex_unlock(&g.reg);
   pthread_join(g.thread, NULL);
   g.running = false;
+  /* a page read under way holds the client: wait for it */
+  pthread_mutex_lock(&g.client_mu);
   logging_client_free(g.client);
   batch_token_free(g.ts);
   g.client = NULL;
   g.ts = NULL;
+  pthread_mutex_unlock(&g.client_mu);
 }
