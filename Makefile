@@ -34,8 +34,9 @@ EMBED   := $(sort $(wildcard db/migrations/*.sql)) openapi/openapi.yaml openapi/
 
 UNIT_SRC  := $(wildcard tests/unit/*.c)
 INTEG_SRC := $(wildcard tests/integration/*.c)
-EMU_SRC   := $(filter-out tests/emulator/bq_%.c,$(wildcard tests/emulator/*.c))
+EMU_SRC   := $(filter-out tests/emulator/bq_%.c tests/emulator/log_%.c,$(wildcard tests/emulator/*.c))
 BQ_EMU_SRC := $(wildcard tests/emulator/bq_*.c)
+LOG_EMU_SRC := $(wildcard tests/emulator/log_*.c)
 
 OBJ      := $(LIB_SRC:%.c=build/obj/%.o) build/obj/gen/embedded.o
 ASAN_OBJ := $(LIB_SRC:%.c=build/asan/%.o) build/asan/gen/embedded.o
@@ -89,7 +90,7 @@ build/gpugate: build/obj/server/main.o $(OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # the emulator's latency model is a pure module with unit tests of its own
-build/unit_tests: $(UNIT_SRC:%.c=build/obj/%.o) build/obj/tests/emulator/emu_latency.o $(OBJ)
+build/unit_tests: $(UNIT_SRC:%.c=build/obj/%.o) build/obj/tests/emulator/emu_latency.o build/obj/tests/emulator/log_filter.o $(OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
 
 build/integration_tests: $(INTEG_SRC:%.c=build/obj/%.o) $(OBJ)
@@ -100,6 +101,10 @@ build/batch_emulator: $(EMU_SRC:%.c=build/obj/%.o) $(OBJ)
 
 # the BigQuery emulator (tests/emulator/bq_*.c): a binary of its own
 build/bigquery_emulator: $(BQ_EMU_SRC:%.c=build/obj/%.o)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# the Cloud Logging emulator (tests/emulator/log_*.c): a binary of its own
+build/logging_emulator: $(LOG_EMU_SRC:%.c=build/obj/%.o)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # Benchmarks (not tests): `make bench` prints their figures.
@@ -138,7 +143,7 @@ build/asan/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(WARN) -pthread -MMD -MP $(ASAN_FLAGS) -c -o $@ $<
 
-build/asan/unit_tests: $(UNIT_SRC:%.c=build/asan/%.o) build/asan/tests/emulator/emu_latency.o $(ASAN_OBJ)
+build/asan/unit_tests: $(UNIT_SRC:%.c=build/asan/%.o) build/asan/tests/emulator/emu_latency.o build/asan/tests/emulator/log_filter.o $(ASAN_OBJ)
 	$(CC) $(ASAN_FLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
 
 asan: build/asan/unit_tests

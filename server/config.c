@@ -511,7 +511,14 @@ static int load_billing_pull(struct config *cfg, char *err, size_t errlen)
       env_long("GPUGATE_BILLING_SYNC_INTERVAL_S", 21600, 0, 31L * 86400,
                &cfg->billing_sync_interval_s, err, errlen) ||
       env_long("GPUGATE_BILLING_REREAD_DAYS", 10, 0, 366,
-               &cfg->billing_reread_days, err, errlen))
+               &cfg->billing_reread_days, err, errlen) ||
+      env_str("GPUGATE_LOGGING_ENDPOINT", "https://logging.googleapis.com",
+              cfg->logging_endpoint, sizeof(cfg->logging_endpoint), err,
+              errlen) ||
+      env_long("GPUGATE_LOGGING_READS_PER_MINUTE", 50, 1, 60000,
+               &cfg->logging_reads_per_minute, err, errlen) ||
+      env_long("GPUGATE_LOGGING_POLL_MS", 5000, 100, 600000,
+               &cfg->logging_poll_ms, err, errlen))
     return -1;
   for (p = t; *p; p++) {
     if (*p == '.')

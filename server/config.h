@@ -112,6 +112,11 @@ struct config {
   char bigquery_endpoint[512];
   long billing_sync_interval_s; /* 0 = the leader does not pull */
   long billing_reread_days;
+
+  /* a job's logs from Cloud Logging (server/logpoll.h) */
+  char logging_endpoint[512];
+  long logging_reads_per_minute; /* entries:list, whole deployment */
+  long logging_poll_ms;          /* the followers' poll interval */
 };
 
 /*

@@ -27,6 +27,7 @@
 #include "server/dispatch.h"
 #include "server/http.h"
 #include "server/log.h"
+#include "server/logpoll.h"
 #include "server/loop.h"
 #include "server/problem.h"
 #include "server/router.h"
@@ -155,6 +156,8 @@ static int cmd_serve(void)
   pthread_sigmask(SIG_BLOCK, &set, NULL);
   signal(SIGPIPE, SIG_IGN);
 
+  if (logpoll_start(&cfg, err, sizeof(err)) != 0) /* GET …/logs: 503 */
+    log_msg(LOG_WARN, "logs: cannot start the Cloud Logging reader: %s", err);
   http = http_start(&cfg, auth, pool, err, sizeof(err));
   if (!http) {
     fprintf(stderr, "gpugate: %s\n", err);
@@ -203,6 +206,7 @@ static int cmd_serve(void)
   rc = 0;
 out:
   events_hub_stop(); /* resumes its suspended streams: before http_stop */
+  logpoll_stop(); /* resumes its suspended streams: before the server */
   http_stop(http);
   loop_stop(loop); /* before the dispatchers it pokes */
   dispatch_stop(dispatch);

@@ -4,8 +4,9 @@
 # (tests/console/*.test.mjs), against a real gpugate, PostgreSQL and the
 # Batch emulator.
 #
-# It starts a throwaway PostgreSQL (tests/pg.sh), the Batch emulator
-# (jobs run 8 s) and build/gpugate serve with the reference architecture,
+# It starts a throwaway PostgreSQL (tests/pg.sh), the Cloud Logging
+# emulator, the Batch emulator (jobs run 8 s, their output written to
+# Cloud Logging) and build/gpugate serve with the reference architecture,
 # each on a free port, runs the browser tests, and stops everything on
 # exit. CONSOLE_TEST_PATTERN=REGEX runs only the tests whose names match.
 # Screenshots of every view go to $work/shots; a failed run keeps
@@ -25,11 +26,12 @@ chmod 755 "$work"
 pgdir="$work/pg"
 server_pid=""
 emu_pid=""
+log_emu_pid=""
 failed=0
 
 # shellcheck disable=SC2317 # called by the EXIT trap
 cleanup() {
-  for pid in "$server_pid" "$emu_pid"; do
+  for pid in "$server_pid" "$emu_pid" "$log_emu_pid"; do
     if [[ -n "$pid" ]]; then
       kill "$pid" 2>/dev/null
       wait "$pid" 2>/dev/null
@@ -50,7 +52,8 @@ abort() {
 
 command -v chromium >/dev/null 2>&1 || abort "chromium is not installed (deploy/install-deps.sh installs it)"
 command -v node >/dev/null 2>&1 || abort "node is not installed"
-[[ -x build/gpugate && -x build/batch_emulator ]] || abort "build/gpugate or build/batch_emulator is missing (run make)"
+[[ -x build/gpugate && -x build/batch_emulator && -x build/logging_emulator ]] ||
+  abort "build/gpugate, build/batch_emulator or build/logging_emulator is missing (run make)"
 [[ -f deploy/tools/node_modules/playwright-core/package.json &&
   -f deploy/tools/node_modules/oidc-provider/package.json ]] ||
   npm ci --prefix deploy/tools --no-audit --no-fund >/dev/null 2>&1 ||
@@ -74,7 +77,14 @@ tests/pg.sh createdb "$pgdir" gpugate_console >/dev/null 2>&1 || abort "createdb
 db="${uri%/*}/gpugate_console"
 secret="$root/tests/fixtures/keys/hs256.secret"
 
+LOG_EMU_LISTEN=127.0.0.1:0 LOG_EMU_PORT_FILE="$work/logging.port" \
+  build/logging_emulator >"$work/logging_emulator.log" 2>&1 &
+log_emu_pid=$!
+wait_port "$work/logging.port" "$log_emu_pid" "the Cloud Logging emulator"
+logging="127.0.0.1:$(<"$work/logging.port")"
+
 EMU_LISTEN=127.0.0.1:0 EMU_PORT_FILE="$work/emu.port" EMU_PROJECT=console-project \
+  EMU_LOGGING_URL="http://$logging" \
   EMU_RUN_MS=8000 EMU_START_MS=500 \
   EMU_CAPACITY="us-central1/RESERVATION_BOUND=16,us-central1/STANDARD=32,us-central1/SPOT=64,us-central1/FLEX_START=20" \
   build/batch_emulator >"$work/emulator.log" 2>&1 &
@@ -92,6 +102,7 @@ GPUGATE_LISTEN=127.0.0.1:0 GPUGATE_PORT_FILE="$work/port" \
   GPUGATE_BATCH_ENDPOINT="http://$emu" GCE_METADATA_HOST="$emu" \
   GPUGATE_SYNC_INTERVAL_MS=500 GPUGATE_ADMISSION_INTERVAL_MS=500 \
   GPUGATE_RATE_LIMIT_RPS=0 \
+  GPUGATE_LOGGING_ENDPOINT="http://$logging" GPUGATE_LOGGING_POLL_MS=500 \
   build/gpugate serve >"$work/server.log" 2>&1 &
 server_pid=$!
 wait_port "$work/port" "$server_pid" "gpugate"

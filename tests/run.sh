@@ -89,7 +89,7 @@ summary() {
 }
 
 step deps deploy/install-deps.sh
-step build make -j2 all build/unit_tests build/integration_tests build/batch_emulator build/bigquery_emulator
+step build make -j2 all build/unit_tests build/integration_tests build/batch_emulator build/bigquery_emulator build/logging_emulator
 if [ ! -x build/gpugate ]; then summary; fi
 
 check_suite unit build/unit_tests

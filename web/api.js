@@ -112,6 +112,39 @@ export async function get(path) {
   return data;
 }
 
+/*
+ * Follow an NDJSON stream at path: onItem(object) per line as it comes.
+ * Resolves when the server ends the stream; rejects with ApiError on a
+ * refusal, or when signal aborts it.
+ */
+export async function stream(path, onItem, signal) {
+  const r = await fetch(path, {
+    headers: headers({ Accept: 'application/x-ndjson' }),
+    cache: 'no-store',
+    credentials: credentials(),
+    signal,
+  });
+  if (r.status === 401) {
+    signOut('Your session has ended (the server no longer accepts the token). Sign in again.');
+    throw new ApiError(401, await problemOf(r));
+  }
+  if (!r.ok) throw new ApiError(r.status, await problemOf(r));
+  const reader = r.body.getReader();
+  const text = new TextDecoder();
+  let rest = '';
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    rest += text.decode(value, { stream: true });
+    let nl;
+    while ((nl = rest.indexOf('\n')) >= 0) {
+      const line = rest.slice(0, nl);
+      rest = rest.slice(nl + 1);
+      if (line.trim()) onItem(JSON.parse(line));
+    }
+  }
+}
+
 /* Every page of a list (bounded by maxPages). */
 export async function getAll(path, maxPages = 20) {
   const items = [];

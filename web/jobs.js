@@ -203,6 +203,34 @@ export async function page(ctx) {
   let lastEvents = null;
   let confirming = false;
 
+  /* the log pane lives across redraws: its lines come from one follow
+   * stream (GET …/logs?follow=true), which ends when the job ends */
+  const logLines = h('pre.log', { tabindex: '0', 'aria-label': 'The job\'s log, oldest first', 'aria-live': 'polite' });
+  const logState = h('p.muted', { 'data-log-state': 'starting' }, 'Connecting to the log…');
+  const logPane = h('div.card', { 'data-log': '1' }, h('h2', {}, 'Log'), logState, logLines);
+  const setLogState = (state, words) => {
+    logState.dataset.logState = state;
+    logState.textContent = words;
+  };
+  const follow = async () => {
+    const ctl = new AbortController();
+    const watch = setInterval(() => { if (!ctx.alive()) { ctl.abort(); clearInterval(watch); } }, 1000);
+    setLogState('following', 'Following the log as it is written…');
+    try {
+      await api.stream(`/v1/teams/${team}/jobs/${id}/logs?follow=true`, (e) => {
+        const where = [e.attempt != null ? `attempt ${e.attempt}` : null, e.task != null ? `task ${e.task}` : null].filter(Boolean).join(' ');
+        logLines.append(h('span', { dataset: { severity: e.severity } }, `${where ? `[${where}] ` : ''}${e.text}\n`));
+      }, ctl.signal);
+      setLogState('ended', logLines.childNodes.length ? 'The job has ended; this is its whole log.' : 'The job has ended; it wrote no log.');
+    } catch (err) {
+      if (!ctx.alive()) return;
+      setLogState('down', `The log cannot be followed now (${err.status === 429 ? 'Cloud Logging\'s read budget is spent' : err.message || 'the stream broke'}); trying again shortly.`);
+      setTimeout(() => { if (ctx.alive()) { logLines.textContent = ''; follow(); } }, 10000);
+    } finally {
+      clearInterval(watch);
+    }
+  };
+
   const draw = (job, events) => {
     const adm = job.admission;
     const terminal = TERMINAL.includes(job.state);
@@ -270,6 +298,7 @@ export async function page(ctx) {
           ['Estimated', h('span', { dataset: { amount: job.estimated_cost_usd ?? '' } }, money(job.estimated_cost_usd))],
           ['Accrued so far', h('span', { dataset: { amount: job.accrued_cost_usd ?? '' } }, money(job.accrued_cost_usd))],
         ]), h('p.muted', {}, 'Estimated: price × GPUs × the longest run. Accrued: price × GPUs × the time run. The bill arrives per team and month (Costs).'))),
+      logPane,
       h('h2', {}, 'Timeline'),
       timeline(events),
       h('h2', {}, 'Spec'),
@@ -297,8 +326,11 @@ export async function page(ctx) {
     draw(job, events);
     return true;
   };
-  /* the team's event stream says when this job changed */
-  if (await load()) ctx.live(team, load, 2000, status, (type, e) => e.job_id === id);
+  /* the team's event stream says when this job changed; its log follows */
+  if (await load()) {
+    follow();
+    ctx.live(team, load, 2000, status, (type, e) => e.job_id === id);
+  }
 }
 
 /* ---- the submit form ----------------------------------------------------- */

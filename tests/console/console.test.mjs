@@ -180,7 +180,7 @@ test('a member sees her team\'s jobs and not another team\'s; its URL shows not 
   await context.close();
 });
 
-test('a member submits through the form and watches it go PENDING → RUNNING → SUCCEEDED', async () => {
+test('a member submits through the form and watches it go PENDING → RUNNING → SUCCEEDED, its log lines appearing', async () => {
   const { page, context } = await open(member, '#/submit');
   await ready(page, 'submit');
   await page.fill('#sf-name', 'console-form-job');
@@ -193,10 +193,16 @@ test('a member submits through the form and watches it go PENDING → RUNNING �
   await page.waitForFunction(() => /#\/teams\/team-a\/jobs\/j-/.test(location.hash));
   await ready(page, 'job');
   const seen = [];
+  let loggedWhileRunning = false;
   const deadline = Date.now() + 90000;
   for (;;) {
     const st = await page.getAttribute('[data-view="job"]', 'data-state');
     if (seen[seen.length - 1] !== st) seen.push(st);
+    /* the log pane follows: a task's first line shows while it runs */
+    if (st === 'RUNNING' && !loggedWhileRunning) {
+      loggedWhileRunning = /hello from task 0 of gpugate-j-/.test(await page.textContent('pre.log'));
+      if (loggedWhileRunning) await shoot(page, 'job-log-running');
+    }
     if (st === 'RUNNING' && !fs.existsSync(path.join(shots, 'job-running.png'))) await shoot(page, 'job-running');
     if (st === 'SUCCEEDED' || Date.now() > deadline) break;
     await page.waitForTimeout(250);
@@ -207,6 +213,14 @@ test('a member submits through the form and watches it go PENDING → RUNNING �
   const steps = await page.$$eval('.timeline li', (lis) => lis.map((l) => l.dataset.to));
   assert.equal(steps[0], 'PENDING');
   assert.ok(steps.indexOf('RUNNING') > 0 && steps.indexOf('SUCCEEDED') > steps.indexOf('RUNNING'), steps.join(','));
+  /* the stream ended with the job: its whole log, each line with its
+   * attempt and task, and no reload */
+  await page.waitForFunction(() => document.querySelector('[data-log-state]')?.dataset.logState === 'ended', null, { timeout: 60000 });
+  const log = await page.textContent('pre.log');
+  assert.match(log, /\[attempt 1 task 0\] hello from task 0 of gpugate-j-[a-z0-9]+-a1\n/);
+  assert.match(log, /\[attempt 1 task 0\] task 0 of gpugate-j-[a-z0-9]+-a1 done\n/);
+  assert.ok(log.indexOf('hello from task 0') < log.indexOf('done'), log);
+  assert.ok(loggedWhileRunning, `no log line showed while the job ran; the log: ${log}`);
   await shoot(page, 'job-succeeded');
   await axe(page, 'job-page');
   await context.close();

@@ -25,6 +25,7 @@
 
 #include "tests/emulator/emu_config.h"
 #include "tests/emulator/emu_jobs.h"
+#include "tests/emulator/emu_logs.h"
 #include "tests/emulator/emu_push.h"
 #include "tests/emulator/emu_util.h"
 
@@ -426,6 +427,8 @@ static void set_state(struct job *j, enum state to, long long now,
     j->run_end_ms = now;
   place(j);
   emu_push_job_state(j->name, j->uid, state_names[to]);
+  emu_logs_job_state(j->name, j->uid, j->body, state_names[to],
+                     j->spec.task_count);
 }
 
 static struct op *op_at(unsigned long long k)

@@ -26,6 +26,9 @@
  *                        assertions (RS256); unset: signatures not checked.
  *   EMU_SA_EMAIL         required JWT iss; unset: any.                   [run]
  *   EMU_TOKEN_URI        required JWT aud; unset: http://{Host}/token.   [run]
+ *   EMU_LOGGING_URL      the Cloud Logging emulator (build/logging_emulator):
+ *                        jobs write their output there (emu_logs.h); unset:
+ *                        no logs.
  *   EMU_PUSH_URL         POST a Pub/Sub push envelope here on every job
  *                        state change; unset: no pushes.                 [run]
  *   EMU_PUSH_SUBSCRIPTION  the envelope's "subscription".
@@ -65,6 +68,7 @@
 #include "tests/emulator/emu_config.h"
 #include "tests/emulator/emu_http.h"
 #include "tests/emulator/emu_jobs.h"
+#include "tests/emulator/emu_logs.h"
 #include "tests/emulator/emu_oidc.h"
 #include "tests/emulator/emu_push.h"
 #include "tests/emulator/emu_record.h"
@@ -155,7 +159,7 @@ int main(void)
   }
 
   curl_global_init(CURL_GLOBAL_DEFAULT);
-  if (emu_push_start() != 0 || emu_jobs_start() != 0) {
+  if (emu_push_start() != 0 || emu_logs_start() != 0 || emu_jobs_start() != 0) {
     log_msg(LOG_ERROR, "emulator: cannot start threads");
     goto out_threads;
   }
@@ -175,6 +179,7 @@ out_http:
   emu_http_stop();
 out_threads:
   emu_jobs_stop();
+  emu_logs_stop();
   emu_push_stop();
   emu_record_free();
   curl_global_cleanup();

@@ -324,6 +324,24 @@ int h_bq_emulator_start(struct h_server *emu, const char *const *extra_env)
   return start_process(emu, argv, env, "bigquery_emulator");
 }
 
+int h_log_emulator_start(struct h_server *emu, const char *const *extra_env)
+{
+  char port_file[600];
+  const char *env[64];
+  const char *argv[] = {"build/logging_emulator", NULL};
+  size_t n = 0, i;
+
+  if (make_dir(emu, "logging_emulator.log") != 0)
+    return -1;
+  snprintf(port_file, sizeof(port_file), "LOG_EMU_PORT_FILE=%s/port", emu->dir);
+  env[n++] = port_file;
+  env[n++] = "LOG_EMU_LISTEN=127.0.0.1:0";
+  for (i = 0; extra_env && extra_env[i] && n < 62; i++)
+    env[n++] = extra_env[i];
+  env[n] = NULL;
+  return start_process(emu, argv, env, "logging_emulator");
+}
+
 void h_gcp_env(const struct h_server *emu, char store[H_GCP_ENV][128])
 {
   snprintf(store[0], 128, "GPUGATE_BATCH_BACKEND=gcp");

@@ -72,6 +72,10 @@ int h_emulator_start(struct h_server *emu, const char *const *extra_env);
  */
 int h_bq_emulator_start(struct h_server *emu, const char *const *extra_env);
 
+/* build/logging_emulator (the Cloud Logging emulator) the same way, with
+ * its extra environment. Returns 0 or -1. */
+int h_log_emulator_start(struct h_server *emu, const char *const *extra_env);
+
 /*
  * The environment entries that point gpugate at the emulator: backend gcp,
  * project test-project, its endpoint and its metadata server.
