@@ -206,7 +206,7 @@ static int cmd_serve(void)
   rc = 0;
 out:
   events_hub_stop(); /* resumes its suspended streams: before http_stop */
-  logpoll_stop(); /* resumes its suspended streams: before the server */
+  logpoll_stop();    /* resumes its suspended streams: before the server */
   http_stop(http);
   loop_stop(loop); /* before the dispatchers it pokes */
   dispatch_stop(dispatch);
