@@ -195,6 +195,27 @@ static bool signature_ok(const char *token, const char *dot1, const char *dot2,
   return ok;
 }
 
+int oidc_token_issuer(const char *token, char *out, size_t len)
+{
+  const char *dot1 = token ? strchr(token, '.') : NULL;
+  const char *dot2 = dot1 ? strchr(dot1 + 1, '.') : NULL;
+  json_t *claims; /* new */
+  const char *iss;
+  int rc = -1;
+
+  out[0] = '\0';
+  if (!dot2 || strlen(token) > OIDC_TOKEN_MAX)
+    return -1;
+  claims = part_json(dot1 + 1, (size_t)(dot2 - dot1 - 1));
+  iss = json_string_value(json_object_get(claims, "iss"));
+  if (iss && strlen(iss) < len) {
+    memcpy(out, iss, strlen(iss) + 1);
+    rc = 0;
+  }
+  json_decref(claims);
+  return rc;
+}
+
 int oidc_verify(const char *token, const struct oidc_policy *p, time_t now,
                 oidc_key_fn key_for, void *ud, json_t **claims_out,
                 const char **reason)

@@ -46,6 +46,13 @@ typedef json_t *(*oidc_key_fn)(const char *iss, const char *kid, void *ud,
                                enum jwks_alg *alg, char *err, size_t errlen);
 
 /*
+ * The iss claim of token (borrowed), NOT verified, into out[len]: only to
+ * choose the policy that will verify it (and check iss again). Returns 0,
+ * or -1 (out "") when the token has no readable string iss that fits.
+ */
+int oidc_token_issuer(const char *token, char *out, size_t len);
+
+/*
  * Verify token (borrowed) at time now against policy p: a compact JWS
  * whose header names an allowed alg, typ JWT (or at+jwt when allowed), no
  * crit, a kid; claims with a trusted iss; the key key_for gives for (iss,

@@ -44,9 +44,10 @@ static char secret_file[64];
 
 /* ---- the provider process ---- */
 
-/* Start node tests/oidc/provider.mjs (port 0: any) and read its port. */
+/* Start node tests/oidc/provider.mjs (port 0: any; its principals in the
+ * hosted domain hd, NULL: example.com) and read its port. */
 static pid_t provider_start(const char *keys, unsigned short port,
-                            unsigned short *out_port)
+                            const char *hd, unsigned short *out_port)
 {
   char port_arg[16], line[64] = "";
   int fds[2];
@@ -75,7 +76,7 @@ static pid_t provider_start(const char *keys, unsigned short port,
       dup2(fd, 2);
     close(fds[0]);
     execlp("node", "node", "tests/oidc/provider.mjs", "--keys", keys, "--port",
-           port_arg, (char *)NULL);
+           port_arg, "--hd", hd ? hd : "example.com", (char *)NULL);
     _exit(127);
   }
   close(fds[1]);
@@ -105,8 +106,10 @@ static void provider_stop(pid_t pid)
   waitpid(pid, NULL, 0);
 }
 
-/* An access token of client for resource (NULL: the default, RS256). */
-static char *token_of(const char *client, const char *resource)
+/* An access token of client for resource (NULL: the default, RS256) from
+ * the provider at p. */
+static char *token_at(const struct h_server *p, const char *client,
+                      const char *resource)
 {
   const char *hdr[] = {"Content-Type: application/x-www-form-urlencoded", NULL};
   char body[512], *tok;
@@ -116,12 +119,18 @@ static char *token_of(const char *client, const char *resource)
            "grant_type=client_credentials&client_id=%s&client_secret=%s-"
            "secret-0123456789abcdef&scope=api&resource=%s",
            client, client, resource ? resource : "https://gpugate.test/rs");
-  ck_assert_int_eq(h_request(&idp, "POST", "/token", NULL, body, hdr, &r), 0);
+  ck_assert_int_eq(h_request(p, "POST", "/token", NULL, body, hdr, &r), 0);
   ck_assert_msg(r.status == 200, "token for %s: %ld %s", client, r.status,
                 r.body);
   tok = strdup(h_str(r.json, "access_token"));
   h_resp_free(&r);
   return tok;
+}
+
+/* An access token of client from the suite's provider. */
+static char *token_of(const char *client, const char *resource)
+{
+  return token_at(&idp, client, resource);
 }
 
 static long jwks_fetches(void)
@@ -262,7 +271,7 @@ static void setup(void)
   snprintf(keys_file, sizeof(keys_file), "/tmp/gpugate-oidc-keys-%d.json",
            (int)getpid());
   unlink(keys_file);
-  idp_pid = provider_start(keys_file, 0, &idp.port);
+  idp_pid = provider_start(keys_file, 0, NULL, &idp.port);
   snprintf(issuer, sizeof(issuer), "http://127.0.0.1:%u", idp.port);
   h_db_apply("it_oidc", H_REFERENCE, db_url, sizeof(db_url));
   /* access_bindings in an apply file, one naming its subject's issuer */
@@ -630,7 +639,7 @@ START_TEST(outage_and_rotation)
   /* back, on the same issuer, with new keys */
   snprintf(rotated, sizeof(rotated), "%s.rotated", keys_file);
   unlink(rotated);
-  again = provider_start(rotated, port, &idp.port);
+  again = provider_start(rotated, port, NULL, &idp.port);
   ck_assert_uint_eq(idp.port, port);
   h_sleep_ms(2100);
   t = token_of("team-a-bot", NULL);
@@ -682,6 +691,120 @@ START_TEST(events_name_their_actor)
   (void)saw_system;
   free(ci);
   free(bot);
+}
+END_TEST
+
+/* Two issuers of one organisation: the company's IdP (the suite's
+ * provider) and a second oidc-provider standing in for Google (hosted
+ * domain google.test), whose principals have the same sub and the same
+ * group names. A binding subject without an issuer is the first issuer's
+ * only; required claims are per issuer (GPUGATE_OIDC_PROVIDERS_FILE). */
+START_TEST(two_issuers_apart)
+{
+  char keys_b[80], iss_b[128], env_iss[300], env_file[128], file[64];
+  char providers[600], body[512];
+  const char *env[8];
+  struct h_server two, b = {0};
+  json_t *rs = provider_key("RS256"), *c, *j, *subj;
+  char *platform_a, *platform_b, *bot_a, *bot_b, *ci_b, *admin, *t;
+  pid_t b_pid;
+  size_t i;
+
+  snprintf(keys_b, sizeof(keys_b), "/tmp/gpugate-oidc-keys-b-%d.json",
+           (int)getpid());
+  unlink(keys_b);
+  b_pid = provider_start(keys_b, 0, "google.test", &b.port);
+  snprintf(iss_b, sizeof(iss_b), "http://127.0.0.1:%u", b.port);
+  /* hd=example.com is the company's rule, hd=google.test Google's */
+  snprintf(providers, sizeof(providers),
+           "[{\"issuer\": \"%s\", \"required_claims\": [\"hd=example.com\"]},"
+           " {\"issuer\": \"%s\", \"required_claims\": [\"hd=google.test\"],"
+           " \"audiences\": [\"gpugate\"], \"algs\": [\"RS256\", \"ES256\"],"
+           " \"groups_claim\": \"groups\"}]",
+           issuer, iss_b);
+  h_write_temp("oidc-providers", providers, file, sizeof(file));
+  snprintf(env_iss, sizeof(env_iss), "GPUGATE_OIDC_ISSUERS=%s,%s", issuer,
+           iss_b);
+  snprintf(env_file, sizeof(env_file), "GPUGATE_OIDC_PROVIDERS_FILE=%s", file);
+  env[0] = env_iss;
+  env[1] = env_file;
+  env[2] = "GPUGATE_OIDC_AUDIENCES=gpugate";
+  env[3] = "GPUGATE_RATE_LIMIT_RPS=100000";
+  env[4] = NULL;
+  ck_assert_msg(h_server_start(&two, db_url, env) == 0,
+                "gpugate with two issuers did not start; see %s", two.log);
+
+  platform_a = token_of("platform", NULL);
+  platform_b = token_at(&b, "platform", NULL);
+  bot_a = token_of("team-a-bot", NULL);
+  bot_b = token_at(&b, "team-a-bot", NULL);
+  ci_b = token_at(&b, "ci-trainer", NULL);
+  admin = h_token(NULL, "admin", 600);
+
+  /* the same group name at the second issuer grants nothing */
+  ck_assert_int_eq(status_at(&two, "/v1/access-bindings", platform_a), 200);
+  ck_assert_int_eq(status_at(&two, "/v1/access-bindings", platform_b), 403);
+  ck_assert_int_eq(status_at(&two, "/v1/teams/team-a/jobs", bot_a), 200);
+  ck_assert_int_eq(status_at(&two, "/v1/teams/team-a/jobs", bot_b), 403);
+  /* nor the same verified email */
+  ck_assert_int_eq(status_at(&two, "/v1/teams/team-b/jobs", ci_b), 403);
+
+  /* the same sub: a binding without an issuer is the first issuer's */
+  json_decref(h_call(&two, "PUT", "/v1/access-bindings/bot-sub", admin,
+                     "{\"subjects\": [{\"kind\": \"subject\", \"name\": "
+                     "\"team-a-bot\"}], \"role\": \"member\", \"team\": "
+                     "\"team-d\"}",
+                     201));
+  ck_assert_int_eq(status_at(&two, "/v1/teams/team-d/jobs", bot_a), 200);
+  ck_assert_int_eq(status_at(&two, "/v1/teams/team-d/jobs", bot_b), 403);
+  /* and GET says which issuer it matches */
+  j = h_call(&two, "GET", "/v1/access-bindings/bot-sub", admin, NULL, 200);
+  subj = json_array_get(json_object_get(j, "subjects"), 0);
+  ck_assert_str_eq(h_str(subj, "issuer"), issuer);
+  json_decref(j);
+  j = h_call(&two, "GET", "/v1/access-bindings", admin, NULL, 200);
+  json_array_foreach (json_object_get(j, "items"), i, c)
+    if (!strcmp(h_str(c, "name"), "bot-sub"))
+      ck_assert_str_eq(
+          h_str(json_array_get(json_object_get(c, "subjects"), 0), "issuer"),
+          issuer);
+  json_decref(j);
+
+  /* a binding naming the second issuer grants its principals only */
+  snprintf(body, sizeof(body),
+           "{\"subjects\": [{\"kind\": \"group\", \"name\": \"ml-team-a\", "
+           "\"issuer\": \"%s\"}], \"role\": \"member\", \"team\": \"team-c\"}",
+           iss_b);
+  json_decref(
+      h_call(&two, "PUT", "/v1/access-bindings/google-a", admin, body, 201));
+  ck_assert_int_eq(status_at(&two, "/v1/teams/team-c/jobs", bot_b), 200);
+  ck_assert_int_eq(status_at(&two, "/v1/teams/team-c/jobs", bot_a), 404);
+  j = h_call(&two, "GET", "/v1/whoami", bot_b, NULL, 200);
+  ck_assert_str_eq(h_str(j, "issuer"), iss_b);
+  json_decref(j);
+
+  /* required claims per issuer: Google's hd rule is not the company's */
+  c = claims(issuer, "gpugate", "google.test", 0, 300);
+  t = sign("RS256", h_str(rs, "kid"), c, rs, NULL);
+  ck_assert_int_eq(status_at(&two, "/v1/teams/team-a/jobs", t), 401);
+  free(t);
+  json_decref(c);
+
+  json_decref(
+      h_call(&two, "DELETE", "/v1/access-bindings/bot-sub", admin, NULL, 204));
+  json_decref(
+      h_call(&two, "DELETE", "/v1/access-bindings/google-a", admin, NULL, 204));
+  h_server_stop(&two);
+  provider_stop(b_pid);
+  unlink(keys_b);
+  unlink(file);
+  json_decref(rs);
+  free(platform_a);
+  free(platform_b);
+  free(bot_a);
+  free(bot_b);
+  free(ci_b);
+  free(admin);
 }
 END_TEST
 
@@ -857,6 +980,7 @@ Suite *oidc_suite(void)
   tcase_add_test(tc, bindings_decide);
   tcase_add_test(tc, bindings_managed);
   tcase_add_test(tc, bindings_reach_every_replica);
+  tcase_add_test(tc, two_issuers_apart);
   tcase_add_test(tc, events_name_their_actor);
   tcase_add_test(tc, forgeries_refused);
   tcase_add_test(tc, console_sign_in);

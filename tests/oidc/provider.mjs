@@ -1,7 +1,7 @@
 // tests/oidc/provider.mjs — a real, certified OpenID Provider for the test
 // suite: panva's oidc-provider (pinned in deploy/tools), never a mock.
 //
-//   node tests/oidc/provider.mjs --keys FILE [--port N]
+//   node tests/oidc/provider.mjs --keys FILE [--port N] [--hd DOMAIN]
 //
 // Listens on 127.0.0.1 (port N, or a free one), issuer
 // http://127.0.0.1:PORT, and prints "port PORT" once it serves. Its signing
@@ -13,6 +13,10 @@
 // at+jwt) for the resource indicators below; each client stands for a
 // principal (a CI service account, a person) and its tokens carry that
 // principal's email and groups, as a provider's claim mappers would.
+// --hd gives every principal of the organisation that hosted domain
+// instead of example.com: a second instance stands in for another issuer of
+// the same organisation (Google for service accounts), whose principals
+// have the same sub and group names as the first's.
 // GET /test/jwks-fetches answers how many times the key set was fetched.
 import { createRequire } from 'node:module';
 import crypto from 'node:crypto';
@@ -66,6 +70,10 @@ const machines = {
   'unverified': { email: 'trainer-ci@proj.iam.gserviceaccount.com', email_verified: false, hd: 'example.com' },
   'stranger-hd': { groups: ['ml-team-a'], hd: 'evil.example' },
 };
+
+const hd = arg('hd', 'example.com');
+for (const c of [...Object.values(users), ...Object.values(machines)])
+  if (c.hd === 'example.com') c.hd = hd;
 
 // Resource indicators: what the access token's audience and algorithm are.
 const resources = {
