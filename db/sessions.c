@@ -14,14 +14,17 @@
 static const char sql_flow_put[] =
     "WITH old AS (DELETE FROM auth_flows WHERE created_at < now() - "
     "make_interval(secs => $4::int)) "
-    "INSERT INTO auth_flows (state, nonce, code_verifier) VALUES ($1, $2, $3)";
+    "INSERT INTO auth_flows (state, nonce, code_verifier, flow_hash) "
+    "VALUES ($1, $2, $3, $5)";
 
-/* the old ones go with it: a flow is never needed after its TTL */
+/* the old ones go with it: a flow is never needed after its TTL; only the
+ * browser holding the flow cookie takes it (another's leaves it be) */
 static const char sql_flow_take[] =
     "WITH old AS (DELETE FROM auth_flows WHERE created_at < now() - "
     "make_interval(secs => $2::int)) "
-    "DELETE FROM auth_flows WHERE state = $1 AND created_at >= now() - "
-    "make_interval(secs => $2::int) RETURNING nonce, code_verifier";
+    "DELETE FROM auth_flows WHERE state = $1 AND flow_hash = $3 AND "
+    "created_at >= now() - make_interval(secs => $2::int) "
+    "RETURNING nonce, code_verifier";
 
 /* expired sessions go with each new one (an index range) */
 static const char sql_session_put[] =
@@ -57,25 +60,27 @@ static enum gg_code run(struct gg_req *req, const char *sql, int n,
 }
 
 enum gg_code db_flow_put(struct gg_req *req, const char *state,
-                         const char *nonce, const char *verifier)
+                         const char *nonce, const char *verifier,
+                         const char *flow_hash)
 {
   char ttl[16];
-  const char *params[4] = {state, nonce, verifier, ttl};
+  const char *params[5] = {state, nonce, verifier, ttl, flow_hash};
 
   snprintf(ttl, sizeof(ttl), "%d", DB_FLOW_TTL_S);
-  return run(req, sql_flow_put, 4, params, NULL);
+  return run(req, sql_flow_put, 5, params, NULL);
 }
 
-enum gg_code db_flow_take(struct gg_req *req, const char *state, char *nonce,
-                          size_t nonce_len, char *verifier, size_t verifier_len)
+enum gg_code db_flow_take(struct gg_req *req, const char *state,
+                          const char *flow_hash, char *nonce, size_t nonce_len,
+                          char *verifier, size_t verifier_len)
 {
   char ttl[16];
-  const char *params[2] = {state, ttl};
+  const char *params[3] = {state, ttl, flow_hash};
   PGresult *res = NULL;
   enum gg_code code;
 
   snprintf(ttl, sizeof(ttl), "%d", DB_FLOW_TTL_S);
-  if ((code = run(req, sql_flow_take, 2, params, &res)) != GG_OK)
+  if ((code = run(req, sql_flow_take, 3, params, &res)) != GG_OK)
     return code;
   if (PQntuples(res) != 1) {
     PQclear(res);

@@ -15,18 +15,20 @@
 /* A sign-in in flight lives this long. */
 #define DB_FLOW_TTL_S 600
 
-/* Record a sign-in in flight. Strings borrowed. */
+/* Record a sign-in in flight, bound to the browser whose flow cookie
+ * hashes to flow_hash (hex SHA-256). Strings borrowed. */
 enum gg_code db_flow_put(struct gg_req *req, const char *state,
-                         const char *nonce, const char *verifier);
+                         const char *nonce, const char *verifier,
+                         const char *flow_hash);
 
 /*
- * Take (and delete) the sign-in of state when it is younger than
- * DB_FLOW_TTL_S: nonce and verifier copied out. GG_NOT_FOUND (nothing
- * recorded on req) when there is none.
+ * Take (and delete) the sign-in of state started by the browser of
+ * flow_hash when it is younger than DB_FLOW_TTL_S: nonce and verifier
+ * copied out. GG_NOT_FOUND (nothing recorded on req) when there is none.
  */
-enum gg_code db_flow_take(struct gg_req *req, const char *state, char *nonce,
-                          size_t nonce_len, char *verifier,
-                          size_t verifier_len);
+enum gg_code db_flow_take(struct gg_req *req, const char *state,
+                          const char *flow_hash, char *nonce, size_t nonce_len,
+                          char *verifier, size_t verifier_len);
 
 /* Who a session is for. */
 struct db_session {

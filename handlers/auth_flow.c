@@ -2,7 +2,9 @@
  * auth_flow.c — the console's single sign-on, server-side (a backend for
  * the frontend, SPEC §9): GET /auth/login sends the browser to the
  * provider (authorization code with PKCE S256, state and nonce kept in
- * PostgreSQL), GET /auth/callback exchanges the code, verifies the ID
+ * PostgreSQL with the hash of the flow cookie it sets, so that only the
+ * browser that started a sign-in can finish it: RFC 9700 §4.7.1),
+ * GET /auth/callback exchanges the code, verifies the ID
  * token and opens a session whose id only the browser's HttpOnly cookie
  * holds, POST /auth/logout ends it on every replica. No token ever
  * reaches the page.
@@ -25,6 +27,9 @@
 #include "server/problem.h"
 #include "server/session.h"
 
+#define FLOW_COOKIE "__Host-gpugate_flow"
+#define FLOW_CLEAR                                                             \
+  FLOW_COOKIE "=; Path=/; Max-Age=0; HttpOnly; Secure; SameSite=Lax"
 #define RANDOM_BYTES 32
 #define TOKEN_CHARS 44 /* 32 bytes as unpadded base64url, and its NUL */
 
@@ -47,22 +52,44 @@ static enum gg_code not_configured(struct gg_req *req)
 /* The provider's metadata, or a 503 recorded on req. */
 static bool metadata(struct gg_req *req, struct discovery_doc *doc)
 {
-  char err[256];
+  char err[256] = "";
 
   if (discovery_get(req->cfg->oidc.issuers[0], time(NULL), doc, err,
-                    sizeof(err)) == 0 &&
-      doc->authorization_endpoint[0] && doc->token_endpoint[0])
-    return true;
+                    sizeof(err)) == 0) {
+    if (doc->authorization_endpoint[0] && doc->token_endpoint[0])
+      return true;
+    snprintf(err, sizeof(err),
+             "the discovery document has no authorization_endpoint or "
+             "token_endpoint");
+  }
   log_msg(LOG_WARN, "sign-in: %s", err);
   problem_fail(req, GG_UNAVAILABLE,
                "The identity provider cannot be reached; try again shortly.");
   return false;
 }
 
+/* The callback reached without the flow cookie of a sign-in started in
+ * this browser: a page a person can read, and nothing opened. */
+static enum gg_code not_this_browser(struct gg_req *req)
+{
+  static const char page[] =
+      "<!doctype html><meta charset=utf-8><title>Sign-in refused</title>"
+      "<h1>Sign-in refused</h1><p>This sign-in was not started in this "
+      "browser (or it was started more than ten minutes ago), so it cannot "
+      "be finished here: someone may have sent you a link to sign you in as "
+      "them. <a href=\"/auth/login\">Sign in yourself</a>.</p>\n";
+
+  req_add_header(req, "Set-Cookie", FLOW_CLEAR);
+  req_add_header(req, "Cache-Control", "no-store");
+  return req_reply_text(req, 400, "text/html; charset=utf-8", page,
+                        sizeof(page) - 1);
+}
+
 enum gg_code auth_login(struct gg_req *req)
 {
   const struct config_oidc *o = &req->cfg->oidc;
   char state[TOKEN_CHARS], nonce[TOKEN_CHARS], verifier[TOKEN_CHARS];
+  char flow[TOKEN_CHARS], flow_hash[SESSION_HASH_HEX], cookie[160];
   char challenge[TOKEN_CHARS], url[2048], redirect[300];
   unsigned char digest[SHA256_DIGEST_LENGTH];
   struct discovery_doc doc;
@@ -72,11 +99,13 @@ enum gg_code auth_login(struct gg_req *req)
     return not_configured(req);
   if (!metadata(req, &doc))
     return req->code;
-  if (!random_token(state) || !random_token(nonce) || !random_token(verifier))
+  if (!random_token(state) || !random_token(nonce) || !random_token(verifier) ||
+      !random_token(flow))
     return problem_fail(req, GG_INTERNAL, "No randomness for the sign-in.");
   SHA256((const unsigned char *)verifier, strlen(verifier), digest);
   b64url_encode(digest, sizeof(digest), challenge, sizeof(challenge));
-  if ((code = db_flow_put(req, state, nonce, verifier)) != GG_OK)
+  session_hash(flow, flow_hash);
+  if ((code = db_flow_put(req, state, nonce, verifier, flow_hash)) != GG_OK)
     return code;
   snprintf(redirect, sizeof(redirect), "%s/auth/callback", o->public_url);
   snprintf(url, sizeof(url),
@@ -92,6 +121,12 @@ enum gg_code auth_login(struct gg_req *req)
            "&scope=openid%%20email%%20profile%s&state=%s&nonce=%s"
            "&code_challenge=%s&code_challenge_method=S256",
            doc.groups_scope ? "%20groups" : "", state, nonce, challenge);
+  /* Lax: the provider's redirect back is a top-level cross-site GET */
+  snprintf(cookie, sizeof(cookie),
+           FLOW_COOKIE "=%s; Path=/; Max-Age=%d; HttpOnly; Secure; "
+                       "SameSite=Lax",
+           flow, DB_FLOW_TTL_S);
+  req_add_header(req, "Set-Cookie", cookie);
   req_add_header(req, "Location", url);
   req_add_header(req, "Cache-Control", "no-store");
   req_reply(req, 302, NULL);
@@ -103,7 +138,9 @@ enum gg_code auth_callback(struct gg_req *req)
   const struct config_oidc *o = &req->cfg->oidc;
   const char *state = req_query(req, "state"), *code = req_query(req, "code");
   const char *error = req_query(req, "error"), *why = NULL;
-  char nonce[TOKEN_CHARS + 8], verifier[TOKEN_CHARS + 8], redirect[300];
+  const char *flow = req_cookie(req, FLOW_COOKIE);
+  char flow_hash[SESSION_HASH_HEX], nonce[TOKEN_CHARS + 8],
+      verifier[TOKEN_CHARS + 8], redirect[300];
   char err[256], sid[TOKEN_CHARS], hash[SESSION_HASH_HEX], cookie[256];
   struct db_session s = {0};
   struct auth_principal p;
@@ -129,10 +166,15 @@ enum gg_code auth_callback(struct gg_req *req)
     return problem_fail(req, GG_BAD_REQUEST,
                         "The callback lacks the provider's answer.");
   }
-  rc = db_flow_take(req, state, nonce, sizeof(nonce), verifier,
+  if (!flow || !flow[0])
+    return not_this_browser(req);
+  session_hash(flow, flow_hash);
+  req_add_header(req, "Set-Cookie", FLOW_CLEAR); /* used, whatever comes */
+  rc = db_flow_take(req, state, flow_hash, nonce, sizeof(nonce), verifier,
                     sizeof(verifier));
   if (rc == GG_NOT_FOUND) {
-    problem_field(req, "state", "is unknown, used or older than %d s",
+    problem_field(req, "state",
+                  "is unknown, used, older than %d s or of another browser",
                   DB_FLOW_TTL_S);
     return problem_fail(req, GG_BAD_REQUEST,
                         "This sign-in was not started here or has expired; "

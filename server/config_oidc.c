@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "batch/discovery.h"
 #include "batch/jwks.h"
 #include "server/config_oidc.h"
 
@@ -60,9 +61,11 @@ static int add_issuer(const char *item, void *ud, char *err, size_t errlen)
 {
   struct config_oidc *o = ud;
 
-  if (strncmp(item, "https://", 8) != 0 && strncmp(item, "http://", 7) != 0) {
+  if (!discovery_url_ok(item)) {
     snprintf(err, errlen,
-             "GPUGATE_OIDC_ISSUERS: \"%.200s\" is not an http(s) URL", item);
+             "GPUGATE_OIDC_ISSUERS: \"%.200s\" is not an https URL (http:// "
+             "only to localhost, 127.0.0.0/8 or [::1])",
+             item);
     return -1;
   }
   snprintf(o->issuers[o->n_issuers++], sizeof(o->issuers[0]), "%s", item);
@@ -430,6 +433,14 @@ int config_oidc_load(struct config_oidc *o, const char *own_issuer, char *err,
     return -1;
   }
   o->jwks_cooldown_s = n;
+  v = env("GPUGATE_OIDC_MAX_LIFETIME_S", "86400");
+  n = strtol(v, &end, 10);
+  if (*end || end == v || n < 60 || n > 31L * 86400) {
+    snprintf(err, errlen,
+             "GPUGATE_OIDC_MAX_LIFETIME_S: expected seconds in [60, 2678400]");
+    return -1;
+  }
+  o->max_lifetime_s = n;
   v = env("GPUGATE_OIDC_GROUPS_CLAIM", "groups");
   if (strlen(v) >= sizeof(o->groups_claim) || !groups_claim_ok(v)) {
     snprintf(err, errlen,

@@ -29,6 +29,7 @@ struct config_oidc {
   int n_audiences;
   unsigned algs;          /* enum jwks_alg bits */
   long jwks_cooldown_s;   /* fewest seconds between two key-set fetches */
+  long max_lifetime_s;    /* longest exp - iat of a provider token */
   char groups_claim[128]; /* a claim name or a dotted path */
   char required_claim[CONFIG_OIDC_MAX][64];
   char required_value[CONFIG_OIDC_MAX][192];
@@ -45,7 +46,7 @@ struct config_oidc {
 
 /*
  * Fill *o from GPUGATE_OIDC_ISSUERS, GPUGATE_OIDC_AUDIENCES,
- * GPUGATE_OIDC_ALGS, GPUGATE_OIDC_JWKS_COOLDOWN_S,
+ * GPUGATE_OIDC_ALGS, GPUGATE_OIDC_JWKS_COOLDOWN_S, GPUGATE_OIDC_MAX_LIFETIME_S,
  * GPUGATE_OIDC_GROUPS_CLAIM, GPUGATE_OIDC_REQUIRED_CLAIMS,
  * GPUGATE_OIDC_PROVIDERS_FILE (per issuer: a JSON array of {"issuer",
  * "audiences", "algs", "groups_claim", "required_claims"}, every issuer

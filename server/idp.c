@@ -41,6 +41,7 @@ static void policy_of(struct idp *p, int i, long leeway_s)
   }
   o->algs = d->algs;
   o->leeway_s = leeway_s;
+  o->max_lifetime_s = p->cfg.max_lifetime_s;
   o->access_tokens = true;
 }
 

@@ -115,10 +115,19 @@ static int check_claims(const json_t *c, const struct oidc_policy *p,
                         time_t now, const char **reason)
 {
   const char *email = json_string_value(json_object_get(c, "email"));
+  const json_t *aud = json_object_get(c, "aud"); /* borrowed */
   int i;
 
-  if (!aud_ok(json_object_get(c, "aud"), p)) {
+  if (!aud_ok(aud, p)) {
     *reason = "wrong audience";
+    return -1;
+  }
+  /* several audiences: the party it was issued to (azp) must be one of
+   * this policy's (OIDC Core §3.1.3.7), not another audience's client */
+  if (json_is_array(aud) && json_array_size(aud) > 1 &&
+      !listed(json_string_value(json_object_get(c, "azp")), p->audiences,
+              p->n_audiences)) {
+    *reason = "several audiences and azp is not one of ours";
     return -1;
   }
   if (check_times(c, p, now, reason))

@@ -57,10 +57,11 @@ int oidc_token_issuer(const char *token, char *out, size_t len);
  * whose header names an allowed alg, typ JWT (or at+jwt when allowed), no
  * crit, a kid; claims with a trusted iss; the key key_for gives for (iss,
  * kid) pinned to the header's alg; its signature verified by jose; then
- * aud, exp, iat, nbf (each within leeway), lifetime, email and the
- * required claims. On success returns 0 and, when claims is non-NULL,
- * the token's claims (a new reference). Otherwise -1 with *reason (static,
- * lower case, never any part of the token). Thread-safe when key_for is.
+ * aud (with several, azp one of the policy's audiences), exp, iat, nbf (each
+ * within leeway), lifetime, email and the required claims. On success returns 0
+ * and, when claims is non-NULL, the token's claims (a new reference). Otherwise
+ * -1 with *reason (static, lower case, never any part of the token).
+ * Thread-safe when key_for is.
  */
 int oidc_verify(const char *token, const struct oidc_policy *p, time_t now,
                 oidc_key_fn key_for, void *ud, json_t **claims,

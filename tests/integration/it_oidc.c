@@ -167,11 +167,11 @@ static void b64(const void *in, size_t n, char *out, size_t cap)
 /* header.claims.sig of claims (borrowed): signed by jose with jwk (private,
  * borrowed), or HMAC-SHA256 keyed with hmac (NUL-terminated), or unsigned
  * when both are NULL. New string. */
-static char *sign(const char *alg, const char *kid, const json_t *claims,
-                  const json_t *jwk, const char *hmac)
+static char *sign_typ(const char *typ, const char *alg, const char *kid,
+                      const json_t *claims, const json_t *jwk, const char *hmac)
 {
   json_t *hdr =
-      json_pack("{s:s, s:s, s:s}", "alg", alg, "typ", "at+jwt", "kid", kid);
+      json_pack("{s:s, s:s, s:s}", "alg", alg, "typ", typ, "kid", kid);
   char *h = json_dumps(hdr, JSON_COMPACT), *c = json_dumps(claims, 0);
   char hb[512], cb[4096], sb[1024] = "", in[5000], *out = malloc(8192);
 
@@ -197,6 +197,13 @@ static char *sign(const char *alg, const char *kid, const json_t *claims,
   free(h);
   free(c);
   return out;
+}
+
+/* An at+jwt access token, as sign_typ. */
+static char *sign(const char *alg, const char *kid, const json_t *claims,
+                  const json_t *jwk, const char *hmac)
+{
+  return sign_typ("at+jwt", alg, kid, claims, jwk, hmac);
 }
 
 /* Claims as the provider gives team-a-bot, with iss, aud, hd and times
@@ -578,6 +585,8 @@ START_TEST(forgeries_refused)
   WRONG(issuer, "other-api", "example.com", 0, 300);             /* aud */
   WRONG(issuer, "gpugate", "example.com", 700, -120);            /* expired */
   WRONG(issuer, "gpugate", "evil.example", 0, 300);              /* hd */
+  /* longer than GPUGATE_OIDC_MAX_LIFETIME_S (a day by default) */
+  WRONG(issuer, "gpugate", "example.com", 0, 86400 + 600);
 #undef WRONG
   json_decref(rs);
   json_decref(es);
@@ -840,13 +849,31 @@ static size_t discard(char *p, size_t size, size_t n, void *ud)
 static void session_cookie(const struct h_resp *r, char *out, size_t len)
 {
   char set[512];
-  const char *v = h_header(r, "Set-Cookie", set, sizeof(set));
+  const char *v = strstr(r->headers, "Set-Cookie: __Host-gpugate_session=");
 
-  ck_assert_ptr_nonnull(v);
-  ck_assert_msg(strstr(v, "__Host-gpugate_session=") == v, "%s", v);
+  ck_assert_msg(v, "no session cookie: %s", r->headers);
+  v += strlen("Set-Cookie: ");
+  snprintf(set, sizeof(set), "%.*s", (int)strcspn(v, "\r\n"), v);
+  v = set;
   ck_assert_msg(strstr(v, "HttpOnly") && strstr(v, "Secure") &&
                     strstr(v, "SameSite=Strict") && strstr(v, "Path=/"),
                 "cookie attributes: %s", v);
+  snprintf(out, len, "Cookie: %.*s", (int)strcspn(v, ";"), v);
+}
+
+/* The Cookie header of the sign-in's flow cookie in the Set-Cookie of r
+ * (a /auth/login answer), into out; its attributes checked. */
+static void flow_cookie(const struct h_resp *r, char *out, size_t len)
+{
+  char set[512];
+  const char *v = h_header(r, "Set-Cookie", set, sizeof(set));
+
+  ck_assert_ptr_nonnull(v);
+  ck_assert_msg(strstr(v, "__Host-gpugate_flow=") == v, "%s", v);
+  ck_assert_msg(strstr(v, "HttpOnly") && strstr(v, "Secure") &&
+                    strstr(v, "SameSite=Lax") && strstr(v, "Path=/") &&
+                    strstr(v, "Max-Age=600"),
+                "flow cookie attributes: %s", v);
   snprintf(out, len, "Cookie: %.*s", (int)strcspn(v, ";"), v);
 }
 
@@ -857,8 +884,10 @@ static void session_cookie(const struct h_resp *r, char *out, size_t len)
 START_TEST(console_sign_in)
 {
   CURL *c = curl_easy_init();
-  char cookie[256], *url, *next, cb[1024];
+  char cookie[256], *url, *next, cb[1024], flow[256], other_flow[256];
   const char *with[3] = {cookie, "X-GPUGate-CSRF: 1", NULL};
+  const char *with_flow[2] = {flow, NULL};
+  const char *with_other[2] = {other_flow, NULL};
   const char *without[2] = {cookie, NULL};
   struct h_resp r;
   char loc[2048];
@@ -868,6 +897,12 @@ START_TEST(console_sign_in)
                    0);
   ck_assert_int_eq(r.status, 302);
   url = strdup(h_header(&r, "Location", loc, sizeof(loc)));
+  flow_cookie(&r, flow, sizeof(flow));
+  h_resp_free(&r);
+  /* another sign-in started in another browser: its own flow cookie */
+  ck_assert_int_eq(h_request(&srv, "GET", "/auth/login", NULL, NULL, NULL, &r),
+                   0);
+  flow_cookie(&r, other_flow, sizeof(other_flow));
   h_resp_free(&r);
   ck_assert_msg(!strncmp(url, issuer, strlen(issuer)) &&
                     strstr(url, "code_challenge_method=S256") &&
@@ -899,11 +934,30 @@ START_TEST(console_sign_in)
   snprintf(cb, sizeof(cb), "%s", url + strlen("https://gpugate.test"));
   free(url);
 
-  /* back at gpugate: a session, a cookie, and a redirect to the console */
+  /* the callback URL opened by another client (login CSRF: the attacker
+   * sends his own to a victim): without the flow cookie, or with another
+   * sign-in's, it is refused with a page saying so, and opens nothing */
   ck_assert_int_eq(h_request(&srv, "GET", cb, NULL, NULL, NULL, &r), 0);
+  ck_assert_msg(r.status == 400 &&
+                    strstr(r.body, "not started in this browser"),
+                "%ld %s", r.status, r.body);
+  ck_assert_str_eq(h_header(&r, "Content-Type", loc, sizeof(loc)),
+                   "text/html; charset=utf-8");
+  ck_assert_msg(!strstr(r.headers, "gpugate_session="), "%s", r.headers);
+  h_resp_free(&r);
+  ck_assert_int_eq(h_request(&srv, "GET", cb, NULL, NULL, with_other, &r), 0);
+  ck_assert_msg(r.status == 400, "%ld %s", r.status, r.body);
+  ck_assert_msg(!strstr(r.headers, "gpugate_session="), "%s", r.headers);
+  h_resp_free(&r);
+
+  /* back at gpugate in the browser that started it: a session, a cookie,
+   * the flow cookie cleared, and a redirect to the console */
+  ck_assert_int_eq(h_request(&srv, "GET", cb, NULL, NULL, with_flow, &r), 0);
   ck_assert_msg(r.status == 302, "%ld %s", r.status, r.body);
   ck_assert_str_eq(h_header(&r, "Location", loc, sizeof(loc)), "/");
   session_cookie(&r, cookie, sizeof(cookie));
+  ck_assert_msg(strstr(r.headers, "__Host-gpugate_flow=; Path=/; Max-Age=0"),
+                "%s", r.headers);
   h_resp_free(&r);
 
   /* the session at work, with the CSRF header only */
@@ -948,7 +1002,7 @@ START_TEST(console_sign_in)
   h_resp_free(&r);
 
   /* a state is used once */
-  ck_assert_int_eq(h_request(&srv, "GET", cb, NULL, NULL, NULL, &r), 0);
+  ck_assert_int_eq(h_request(&srv, "GET", cb, NULL, NULL, with_flow, &r), 0);
   ck_assert_msg(h_is_problem(&r, 400, "state"), "%ld %s", r.status, r.body);
   h_resp_free(&r);
 

@@ -206,6 +206,29 @@ static const struct {
      "\"token_endpoint\": \"javascript:x\"}",
      NULL, false},
     {IDP, "[]", NULL, false},
+    /* http:// only to this machine */
+    {IDP,
+     "{\"issuer\": \"" IDP "\", \"jwks_uri\": \"http://idp.example.com/k\"}",
+     NULL, false},
+    {IDP,
+     "{\"issuer\": \"" IDP "\", \"jwks_uri\": \"" IDP "/k\", "
+     "\"token_endpoint\": \"http://idp.example.com/token\"}",
+     NULL, false},
+    {IDP,
+     "{\"issuer\": \"" IDP
+     "\", \"jwks_uri\": \"http://127.0.0.1:80@evil.example/k\"}",
+     NULL, false},
+    {IDP,
+     "{\"issuer\": \"" IDP
+     "\", \"jwks_uri\": \"http://127.0.0.1.evil.example/k\"}",
+     NULL, false},
+    {IDP,
+     "{\"issuer\": \"" IDP "\", \"jwks_uri\": \"http://127.0.0.1:8080/k\"}",
+     "http://127.0.0.1:8080/k", false},
+    {IDP, "{\"issuer\": \"" IDP "\", \"jwks_uri\": \"http://[::1]/k\"}",
+     "http://[::1]/k", false},
+    {IDP, "{\"issuer\": \"" IDP "\", \"jwks_uri\": \"http://localhost:9/k\"}",
+     "http://localhost:9/k", false},
     {IDP, "{\"issuer\": \"" IDP "\", \"issuer\": \"" IDP "\"}", NULL, false},
 };
 

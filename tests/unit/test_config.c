@@ -449,6 +449,14 @@ static const struct {
      "GPUGATE_OIDC_AUDIENCES"},
     {{"GPUGATE_OIDC_ISSUERS=gpugate", "GPUGATE_OIDC_AUDIENCES=a"},
      "GPUGATE_OIDC_ISSUERS"},
+    {{"GPUGATE_OIDC_ISSUERS=http://idp.example.com",
+      "GPUGATE_OIDC_AUDIENCES=a"},
+     "GPUGATE_OIDC_ISSUERS"}, /* http:// only on loopback */
+    {{"GPUGATE_OIDC_ISSUERS=http://127.0.0.1@idp.example.com",
+      "GPUGATE_OIDC_AUDIENCES=a"},
+     "GPUGATE_OIDC_ISSUERS"},
+    {{"GPUGATE_OIDC_MAX_LIFETIME_S=59"}, "GPUGATE_OIDC_MAX_LIFETIME_S"},
+    {{"GPUGATE_OIDC_MAX_LIFETIME_S=1d"}, "GPUGATE_OIDC_MAX_LIFETIME_S"},
     {{"GPUGATE_JWT_ISSUER=https://idp.example.com",
       "GPUGATE_OIDC_ISSUERS=https://idp.example.com"},
      "GPUGATE_OIDC_ISSUERS"}, /* gpugate's own issuer */
