@@ -30,8 +30,25 @@ static const char sql_flow_take[] =
 static const char sql_session_put[] =
     "WITH old AS (DELETE FROM sessions WHERE expires_at < now()) "
     "INSERT INTO sessions (id_hash, issuer, subject, email, groups, "
-    "expires_at) VALUES ($1, $2, $3, NULLIF($4, ''), $5::json, now() + "
-    "make_interval(secs => $6::int))";
+    "expires_at, sid) VALUES ($1, $2, $3, NULLIF($4, ''), $5::json, now() + "
+    "make_interval(secs => $6::int), NULLIF($7, ''))";
+
+/* a principal's live sessions, newest first (never their id hashes) */
+static const char sql_session_list[] =
+    "SELECT coalesce(email, ''), coalesce(sid, ''), "
+    "to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), "
+    "to_char(expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') "
+    "FROM sessions WHERE issuer = $1 AND subject = $2 AND expires_at > now() "
+    "ORDER BY created_at DESC, id_hash LIMIT 1000";
+
+static const char sql_session_end_principal[] =
+    "DELETE FROM sessions WHERE issuer = $1 AND subject = $2";
+
+/* Back-Channel Logout: by sid (and sub when given), or all of sub's */
+static const char sql_session_end_logout[] =
+    "DELETE FROM sessions WHERE issuer = $1 AND "
+    "CASE WHEN $2 <> '' THEN sid = $2 AND ($3 = '' OR subject = $3) "
+    "ELSE subject = $3 END";
 
 static const char sql_session_get[] =
     "SELECT issuer, subject, coalesce(email, ''), groups, "
@@ -96,14 +113,14 @@ enum gg_code db_session_put(struct gg_req *req, const char *id_hash,
                             const struct db_session *s, long ttl_s)
 {
   char ttl[24], *groups = json_dumps(s->groups, JSON_COMPACT);
-  const char *params[6] = {id_hash,  s->issuer, s->subject,
-                           s->email, groups,    ttl};
+  const char *params[7] = {id_hash, s->issuer, s->subject, s->email,
+                           groups,  ttl,       s->sid};
   enum gg_code code;
 
   if (!groups)
     return db_fail(req, GG_INTERNAL);
   snprintf(ttl, sizeof(ttl), "%ld", ttl_s);
-  code = run(req, sql_session_put, 6, params, NULL);
+  code = run(req, sql_session_put, 7, params, NULL);
   free(groups);
   return code;
 }
@@ -140,4 +157,64 @@ enum gg_code db_session_delete(struct gg_req *req, const char *id_hash)
   const char *params[1] = {id_hash};
 
   return run(req, sql_session_delete, 1, params, NULL);
+}
+
+enum gg_code db_sessions_list(struct gg_req *req, const char *issuer,
+                              const char *subject, json_t **out)
+{
+  const char *params[2] = {issuer, subject};
+  PGresult *res = NULL;
+  enum gg_code code;
+  json_t *items; /* new */
+  int i;
+
+  *out = NULL;
+  if ((code = run(req, sql_session_list, 2, params, &res)) != GG_OK)
+    return code;
+  items = json_array();
+  for (i = 0; items && i < PQntuples(res); i++) {
+    const char *email = PQgetvalue(res, i, 0), *sid = PQgetvalue(res, i, 1);
+    json_array_append_new(
+        items,
+        json_pack("{s:s, s:s, s:o, s:o, s:s, s:s}", "issuer", issuer, "subject",
+                  subject, "email", email[0] ? json_string(email) : json_null(),
+                  "sid", sid[0] ? json_string(sid) : json_null(), "created_at",
+                  PQgetvalue(res, i, 2), "expires_at", PQgetvalue(res, i, 3)));
+  }
+  PQclear(res);
+  if (!items)
+    return db_fail(req, GG_INTERNAL);
+  *out = items;
+  return GG_OK;
+}
+
+/* Run a DELETE of sessions; how many rows went into *n. */
+static enum gg_code end_sessions(struct gg_req *req, const char *sql, int np,
+                                 const char *const *params, long *n)
+{
+  PGresult *res = NULL;
+  enum gg_code code;
+
+  *n = 0;
+  if ((code = run(req, sql, np, params, &res)) != GG_OK)
+    return code;
+  *n = strtol(PQcmdTuples(res), NULL, 10);
+  PQclear(res);
+  return GG_OK;
+}
+
+enum gg_code db_sessions_end(struct gg_req *req, const char *issuer,
+                             const char *subject, long *n)
+{
+  const char *params[2] = {issuer, subject};
+
+  return end_sessions(req, sql_session_end_principal, 2, params, n);
+}
+
+enum gg_code db_sessions_logout(struct gg_req *req, const char *issuer,
+                                const char *sid, const char *subject, long *n)
+{
+  const char *params[3] = {issuer, sid ? sid : "", subject ? subject : ""};
+
+  return end_sessions(req, sql_session_end_logout, 3, params, n);
 }

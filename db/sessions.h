@@ -37,6 +37,7 @@ struct db_session {
   char email[256]; /* "" when none was verified */
   json_t *groups;  /* owned array of strings */
   long long exp;   /* Unix seconds */
+  char sid[256];   /* the provider's session id (ID token sid), "" = none */
 };
 
 /* Open a session with id_hash (hex) for s (borrowed) lasting ttl_s. */
@@ -50,5 +51,23 @@ enum gg_code db_session_get(struct gg_req *req, const char *id_hash,
 
 /* End the session of id_hash (and any expired ones); absent is fine. */
 enum gg_code db_session_delete(struct gg_req *req, const char *id_hash);
+
+/* The live sessions of (issuer, subject), newest first, as a new array of
+ * {"issuer", "subject", "email", "sid", "created_at", "expires_at"} in
+ * *out. */
+enum gg_code db_sessions_list(struct gg_req *req, const char *issuer,
+                              const char *subject, json_t **out);
+
+/* End every session of (issuer, subject); how many in *n. */
+enum gg_code db_sessions_end(struct gg_req *req, const char *issuer,
+                             const char *subject, long *n);
+
+/*
+ * End the sessions a Back-Channel Logout names: those of issuer with the
+ * provider session id sid (and subject, when not NULL or ""), or, without
+ * a sid, every session of subject. How many in *n.
+ */
+enum gg_code db_sessions_logout(struct gg_req *req, const char *issuer,
+                                const char *sid, const char *subject, long *n);
 
 #endif

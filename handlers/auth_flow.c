@@ -150,6 +150,7 @@ enum gg_code auth_callback(struct gg_req *req)
   json_t *groups = NULL;
   char *id_token = NULL;
   enum gg_code rc;
+  long ttl;
 
   if (!o->client_id[0])
     return not_configured(req);
@@ -197,7 +198,7 @@ enum gg_code auth_callback(struct gg_req *req)
   }
   idp = idp_new(o, req->cfg->jwt_leeway_s);
   if (!idp || idp_verify_id_token(idp, id_token, nonce, time(NULL), &p, &groups,
-                                  &why) != 0) {
+                                  s.sid, sizeof(s.sid), &why) != 0) {
     rc = problem_fail(req, GG_UNAUTHORIZED,
                       "The identity provider's ID token is invalid: %s.",
                       why ? why : "out of memory");
@@ -212,12 +213,19 @@ enum gg_code auth_callback(struct gg_req *req)
   snprintf(s.subject, sizeof(s.subject), "%s", p.subject);
   snprintf(s.email, sizeof(s.email), "%s", p.email);
   s.groups = groups;
-  if ((rc = db_session_put(req, hash, &s, o->session_ttl_s)) != GG_OK)
+  /* no refresh token to re-validate it: the session lasts no longer than
+   * the ID token that opened it */
+  ttl = o->session_ttl_s;
+  if (p.exp - (long long)time(NULL) < ttl)
+    ttl = (long)(p.exp - (long long)time(NULL));
+  if (ttl < 1)
+    ttl = 1;
+  if ((rc = db_session_put(req, hash, &s, ttl)) != GG_OK)
     goto out;
   snprintf(cookie, sizeof(cookie),
            SESSION_COOKIE "=%s; Path=/; Max-Age=%ld; HttpOnly; Secure; "
                           "SameSite=Strict",
-           sid, o->session_ttl_s);
+           sid, ttl);
   req_add_header(req, "Set-Cookie", cookie);
   req_add_header(req, "Location", "/");
   req_add_header(req, "Cache-Control", "no-store");

@@ -217,10 +217,64 @@ int idp_verify(const struct idp *p, const char *token, time_t now,
   return rc;
 }
 
+int idp_verify_logout_token(const struct idp *p, const char *token, time_t now,
+                            char *sub, size_t sublen, char *sid, size_t sidlen,
+                            const char **reason)
+{
+  struct oidc_policy pol;
+  json_t *claims = NULL; /* new */
+  int rc;
+
+  sub[0] = sid[0] = '\0';
+  if (!p->cfg.client_id[0]) {
+    *reason = "console sign-in is not configured";
+    return -1;
+  }
+  /* the console's client at the first issuer; typ logout+jwt allowed, and
+   * no required claim: a logout token carries none of the ID token's */
+  pol = p->console;
+  pol.logout_tokens = true;
+  pol.n_required = 0;
+  if (oidc_verify(token, &pol, now, key_for, (void *)p, &claims, reason) != 0)
+    return -1;
+  rc = idp_logout_claims(claims, sub, sublen, sid, sidlen, reason);
+  json_decref(claims);
+  return rc;
+}
+
+int idp_logout_claims(const json_t *claims, char *sub, size_t sublen, char *sid,
+                      size_t sidlen, const char **reason)
+{
+  const json_t *events = json_object_get(claims, "events"); /* borrowed */
+
+  sub[0] = sid[0] = '\0';
+  if (!json_is_object(events) ||
+      !json_is_object(json_object_get(events, IDP_LOGOUT_EVENT))) {
+    *reason = "no back-channel logout event";
+    return -1;
+  }
+  if (json_object_get(claims, "nonce")) {
+    *reason = "a logout token carries no nonce";
+    return -1;
+  }
+  if (!copy_claim(claims, "sub", sub, sublen) ||
+      !copy_claim(claims, "sid", sid, sidlen)) {
+    sub[0] = sid[0] = '\0';
+    *reason = "sub or sid is not a string that fits";
+    return -1;
+  }
+  if (!sub[0] && !sid[0]) {
+    *reason = "neither sid nor sub";
+    return -1;
+  }
+  *reason = NULL;
+  return 0;
+}
+
 int idp_verify_id_token(const struct idp *p, const char *token,
                         const char *nonce, time_t now,
-                        struct auth_principal *out, json_t **groups,
-                        const char **reason)
+                        struct auth_principal *out, json_t **groups, char *sid,
+                        size_t sidlen, const char **reason)
 {
   const char *g[IDP_MAX_GROUPS];
   json_t *claims = NULL; /* new */
@@ -243,6 +297,8 @@ int idp_verify_id_token(const struct idp *p, const char *token,
   }
   if (principal_of(p, claims, out, g, &n, reason) != 0)
     goto out;
+  if (!copy_claim(claims, "sid", sid, sidlen))
+    sid[0] = '\0'; /* an unusable sid: the session ends only by sub */
   *groups = json_array();
   for (i = 0; i < n; i++)
     json_array_append_new(*groups, json_string(g[i]));

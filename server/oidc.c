@@ -159,6 +159,9 @@ static bool typ_ok(const json_t *typ, const struct oidc_policy *p)
     return false;
   if (!strcasecmp(s, "JWT"))
     return true;
+  if (p->logout_tokens && (!strcasecmp(s, "logout+jwt") ||
+                           !strcasecmp(s, "application/logout+jwt")))
+    return true;
   return p->access_tokens &&
          (!strcasecmp(s, "at+jwt") || !strcasecmp(s, "application/at+jwt"));
 }

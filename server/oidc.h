@@ -35,6 +35,7 @@ struct oidc_policy {
   } required[OIDC_MAX_LIST];
   int n_required;
   bool access_tokens; /* typ at+jwt (RFC 9068) accepted beside JWT */
+  bool logout_tokens; /* typ logout+jwt (Back-Channel Logout) beside JWT */
 };
 
 /*

@@ -1024,6 +1024,198 @@ START_TEST(console_sign_in)
 }
 END_TEST
 
+/* A whole sign-in of user (devInteractions: any password) in a browser of
+ * its own (a fresh provider session): the Cookie header of its gpugate
+ * session into cookie. */
+static void sign_in(const char *user, char *cookie, size_t len)
+{
+  CURL *c = curl_easy_init();
+  char loc[2048], flow[256], login[128], *url, *next;
+  const char *with_flow[2] = {flow, NULL};
+  struct h_resp r;
+  int hops;
+
+  ck_assert_int_eq(h_request(&srv, "GET", "/auth/login", NULL, NULL, NULL, &r),
+                   0);
+  ck_assert_int_eq(r.status, 302);
+  url = strdup(h_header(&r, "Location", loc, sizeof(loc)));
+  flow_cookie(&r, flow, sizeof(flow));
+  h_resp_free(&r);
+  snprintf(login, sizeof(login), "prompt=login&login=%s&password=any", user);
+  curl_easy_setopt(c, CURLOPT_COOKIEFILE, "");
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
+  for (hops = 0; hops < 10 && strncmp(url, "https://gpugate.test/", 21);
+       hops++) {
+    const char *form = NULL;
+    if (strstr(url, "/interaction/"))
+      form = hops < 3 ? login : "prompt=consent";
+    if (form) {
+      curl_easy_setopt(c, CURLOPT_URL, url);
+      curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+      ck_assert_int_eq(curl_easy_perform(c), CURLE_OK);
+    }
+    next = browse(c, url, form);
+    free(url);
+    url = next;
+  }
+  curl_easy_cleanup(c);
+  ck_assert_msg(strstr(url, "/auth/callback?code="), "ended at %s", url);
+  ck_assert_int_eq(h_request(&srv, "GET", url + strlen("https://gpugate.test"),
+                             NULL, NULL, with_flow, &r),
+                   0);
+  free(url);
+  ck_assert_msg(r.status == 302, "%ld %s", r.status, r.body);
+  session_cookie(&r, cookie, len);
+  h_resp_free(&r);
+}
+
+/* GET /v1/whoami by the session of cookie at s: its status. */
+static long session_status(const struct h_server *s, const char *cookie)
+{
+  const char *with[3] = {cookie, "X-GPUGate-CSRF: 1", NULL};
+  struct h_resp r;
+  long st;
+
+  ck_assert_int_eq(h_request(s, "GET", "/v1/whoami", NULL, NULL, with, &r), 0);
+  st = r.status;
+  h_resp_free(&r);
+  return st;
+}
+
+/* A logout token of the suite's provider for the console: sid and sub
+ * (NULL: absent), the events member unless no_events, a nonce when given;
+ * typ logout+jwt. New string. */
+static char *logout_token(const char *sid, const char *sub, bool no_events,
+                          const char *nonce, const char *aud)
+{
+  json_t *rs = provider_key("RS256");
+  time_t now = time(NULL);
+  json_t *c =
+      json_pack("{s:s, s:s, s:I, s:I, s:s}", "iss", issuer, "aud", aud, "iat",
+                (json_int_t)now, "exp", (json_int_t)(now + 120), "jti", "j-1");
+  char *t;
+
+  if (sid)
+    json_object_set_new(c, "sid", json_string(sid));
+  if (sub)
+    json_object_set_new(c, "sub", json_string(sub));
+  if (!no_events)
+    json_object_set_new(
+        c, "events",
+        json_pack("{s:{}}",
+                  "http://schemas.openid.net/event/backchannel-logout"));
+  if (nonce)
+    json_object_set_new(c, "nonce", json_string(nonce));
+  t = sign_typ("logout+jwt", "RS256", h_str(rs, "kid"), c, rs, NULL);
+  json_decref(c);
+  json_decref(rs);
+  return t;
+}
+
+/* POST /auth/backchannel-logout with token as the provider does: status. */
+static long backchannel(const char *token)
+{
+  const char *hdr[] = {"Content-Type: application/x-www-form-urlencoded", NULL};
+  char body[8300];
+  struct h_resp r;
+  long st;
+
+  snprintf(body, sizeof(body), "logout_token=%s", token);
+  ck_assert_int_eq(
+      h_request(&srv, "POST", "/auth/backchannel-logout", NULL, body, hdr, &r),
+      0);
+  st = r.status;
+  ck_assert_msg(st == 200 || h_is_problem(&r, 400, "logout_token"), "%ld %s",
+                st, r.body);
+  h_resp_free(&r);
+  return st;
+}
+
+/* Sessions follow the provider: an administrator lists and ends a
+ * principal's sessions; the provider's Back-Channel Logout ends the
+ * session of its sid (or every session of its sub) on every replica;
+ * forged or malformed logout tokens end nothing. */
+START_TEST(sessions_follow_provider)
+{
+  char one[256], two[256], three[256], path[300], *t;
+  char *admin = h_token(NULL, "admin", 600);
+  char *member = h_token("team-a", "member", 600);
+  const char *sid;
+  struct h_server other;
+  json_t *j;
+  struct h_resp r;
+
+  ck_assert_msg(start_gpugate(&other) == 0, "second replica: see %s",
+                other.log);
+  sign_in("bob", one, sizeof(one));
+  sign_in("bob", two, sizeof(two));
+  ck_assert_int_eq(session_status(&other, one), 200);
+
+  /* an administrator sees bob's two sessions, with the provider's sid */
+  snprintf(path, sizeof(path), "/v1/sessions?issuer=%s&subject=bob", issuer);
+  j = h_call(&srv, "GET", path, admin, NULL, 200);
+  ck_assert_uint_eq(json_array_size(json_object_get(j, "items")), 2);
+  sid = h_str(json_array_get(json_object_get(j, "items"), 0), "sid");
+  ck_assert_msg(sid && sid[0], "no sid: %s", json_dumps(j, 0));
+  ck_assert_str_eq(
+      h_str(json_array_get(json_object_get(j, "items"), 0), "email"),
+      "bob@example.com");
+  ck_assert_int_eq(
+      h_request(&srv, "GET", "/v1/sessions?subject=bob", admin, NULL, NULL, &r),
+      0);
+  ck_assert_msg(h_is_problem(&r, 400, "issuer"), "%ld %s", r.status, r.body);
+  h_resp_free(&r);
+  ck_assert_int_eq(status_of(path, member), 403);
+
+  /* forged or malformed logout tokens end nothing */
+  t = logout_token(sid, "bob", false, "n-1", "gpugate-console"); /* nonce */
+  ck_assert_int_eq(backchannel(t), 400);
+  free(t);
+  t = logout_token(sid, "bob", true, NULL, "gpugate-console"); /* no events */
+  ck_assert_int_eq(backchannel(t), 400);
+  free(t);
+  t = logout_token(sid, "bob", false, NULL, "gpugate"); /* another aud */
+  ck_assert_int_eq(backchannel(t), 400);
+  free(t);
+  t = logout_token(NULL, NULL, false, NULL, "gpugate-console"); /* nobody */
+  ck_assert_int_eq(backchannel(t), 400);
+  free(t);
+  ck_assert_int_eq(backchannel("not.a.token"), 400);
+  ck_assert_int_eq(session_status(&srv, one), 200);
+  ck_assert_int_eq(session_status(&srv, two), 200);
+
+  /* the provider ends the newest session by its sid: that one only, on
+   * every replica */
+  t = logout_token(sid, "bob", false, NULL, "gpugate-console");
+  ck_assert_int_eq(backchannel(t), 200);
+  free(t);
+  json_decref(j);
+  ck_assert_int_eq(session_status(&srv, two), 401);
+  ck_assert_int_eq(session_status(&other, two), 401);
+  ck_assert_int_eq(session_status(&other, one), 200);
+
+  /* an administrator ends the rest */
+  j = h_call(&srv, "DELETE", path, admin, NULL, 200);
+  ck_assert_int_eq(json_integer_value(json_object_get(j, "ended")), 1);
+  json_decref(j);
+  ck_assert_int_eq(session_status(&other, one), 401);
+  j = h_call(&srv, "GET", path, admin, NULL, 200);
+  ck_assert_uint_eq(json_array_size(json_object_get(j, "items")), 0);
+  json_decref(j);
+
+  /* a logout token naming only sub ends all of that principal's */
+  sign_in("bob", three, sizeof(three));
+  ck_assert_int_eq(session_status(&srv, three), 200);
+  t = logout_token(NULL, "bob", false, NULL, "gpugate-console");
+  ck_assert_int_eq(backchannel(t), 200);
+  free(t);
+  ck_assert_int_eq(session_status(&other, three), 401);
+  h_server_stop(&other);
+  free(admin);
+  free(member);
+}
+END_TEST
+
 Suite *oidc_suite(void)
 {
   Suite *s = suite_create("oidc");
@@ -1038,6 +1230,7 @@ Suite *oidc_suite(void)
   tcase_add_test(tc, events_name_their_actor);
   tcase_add_test(tc, forgeries_refused);
   tcase_add_test(tc, console_sign_in);
+  tcase_add_test(tc, sessions_follow_provider);
   tcase_add_test(tc, random_kids_bounded);
   tcase_add_test(tc, outage_and_rotation);
   suite_add_tcase(s, tc);

@@ -17,6 +17,8 @@
 // instead of example.com: a second instance stands in for another issuer of
 // the same organisation (Google for service accounts), whose principals
 // have the same sub and group names as the first's.
+// The console's client is registered for Back-Channel Logout at the
+// redirect's origin (/auth/backchannel-logout).
 // GET /test/jwks-fetches answers how many times the key set was fetched.
 import { createRequire } from 'node:module';
 import crypto from 'node:crypto';
@@ -107,6 +109,11 @@ server.listen(port, '127.0.0.1', () => {
       client_id: 'gpugate-console',
       client_secret: 'console-secret-0123456789abcdef',
       redirect_uris: [arg('redirect', 'https://gpugate.test/auth/callback')],
+      // Back-Channel Logout 1.0: ID tokens carry sid; ending the session
+      // at /session/end posts a logout_token there
+      backchannel_logout_uri: arg('redirect', 'https://gpugate.test/auth/callback')
+        .replace(/\/auth\/callback$/, '/auth/backchannel-logout'),
+      backchannel_logout_session_required: true,
       grant_types: ['authorization_code'],
       response_types: ['code'],
       token_endpoint_auth_method: 'client_secret_post',
@@ -132,6 +139,7 @@ server.listen(port, '127.0.0.1', () => {
     scopes: ['openid', 'email', 'profile', 'groups', 'api'],
     features: {
       devInteractions: { enabled: true },
+      backchannelLogout: { enabled: true },
       clientCredentials: { enabled: true },
       resourceIndicators: {
         enabled: true,
@@ -148,11 +156,19 @@ server.listen(port, '127.0.0.1', () => {
       const m = token.kind === 'ClientCredentials' && machines[token.clientId];
       return m ? { ...m } : undefined;
     },
+    // its own outgoing requests (the back-channel logout) go to gpugate on
+    // 127.0.0.1, which the provider's SSRF guard refuses: a test provider
+    // fetches without it
+    fetch: (url, { dispatcher, ...options }) => fetch(url, options),
     // ID tokens carry the scopes' claims (email, groups), as Okta's and
     // Entra's do, rather than only via userinfo
     conformIdTokenClaims: false,
   });
   provider.proxy = false;
+  provider.on('backchannel.error', (ctx, err, client, sub, sid) =>
+    console.error(`backchannel logout of ${client && client.clientId} failed: ${err && err.message}`));
+  provider.on('backchannel.success', (ctx, client) =>
+    console.error(`backchannel logout of ${client.clientId} sent`));
   handler = provider.callback();
   process.stdout.write(`port ${actual}\n`);
 });
