@@ -10,12 +10,15 @@
 #include "db/db.h"
 #include "db/sessions.h"
 
-/* sign-ins never finished go with the next one started (an index range) */
+/* sign-ins never finished go with the next one started (an index range);
+ * at most DB_FLOWS_MAX in flight: counting stops past the bound, so a
+ * full table costs a bounded scan, and a sign-in then waits (none stored) */
 static const char sql_flow_put[] =
     "WITH old AS (DELETE FROM auth_flows WHERE created_at < now() - "
     "make_interval(secs => $4::int)) "
     "INSERT INTO auth_flows (state, nonce, code_verifier, flow_hash) "
-    "VALUES ($1, $2, $3, $5)";
+    "SELECT $1, $2, $3, $5 WHERE (SELECT count(*) FROM (SELECT 1 FROM "
+    "auth_flows LIMIT $6::int) f) < $6::int";
 
 /* the old ones go with it: a flow is never needed after its TTL; only the
  * browser holding the flow cookie takes it (another's leaves it be) */
@@ -80,11 +83,18 @@ enum gg_code db_flow_put(struct gg_req *req, const char *state,
                          const char *nonce, const char *verifier,
                          const char *flow_hash)
 {
-  char ttl[16];
-  const char *params[5] = {state, nonce, verifier, ttl, flow_hash};
+  char ttl[16], max[16];
+  const char *params[6] = {state, nonce, verifier, ttl, flow_hash, max};
+  PGresult *res = NULL;
+  enum gg_code code;
 
   snprintf(ttl, sizeof(ttl), "%d", DB_FLOW_TTL_S);
-  return run(req, sql_flow_put, 5, params, NULL);
+  snprintf(max, sizeof(max), "%d", DB_FLOWS_MAX);
+  if ((code = run(req, sql_flow_put, 6, params, &res)) != GG_OK)
+    return code;
+  code = strtol(PQcmdTuples(res), NULL, 10) == 1 ? GG_OK : GG_UNAVAILABLE;
+  PQclear(res);
+  return code;
 }
 
 enum gg_code db_flow_take(struct gg_req *req, const char *state,

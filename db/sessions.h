@@ -14,9 +14,12 @@
 
 /* A sign-in in flight lives this long. */
 #define DB_FLOW_TTL_S 600
+/* Sign-ins in flight at most (every replica together). */
+#define DB_FLOWS_MAX 100000
 
 /* Record a sign-in in flight, bound to the browser whose flow cookie
- * hashes to flow_hash (hex SHA-256). Strings borrowed. */
+ * hashes to flow_hash (hex SHA-256). Strings borrowed. GG_UNAVAILABLE
+ * (nothing recorded on req) when DB_FLOWS_MAX are in flight already. */
 enum gg_code db_flow_put(struct gg_req *req, const char *state,
                          const char *nonce, const char *verifier,
                          const char *flow_hash);

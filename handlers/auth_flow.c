@@ -10,6 +10,7 @@
  * reaches the page.
  */
 #include <openssl/sha.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,12 +26,17 @@
 #include "server/idp.h"
 #include "server/log.h"
 #include "server/problem.h"
+#include "server/ratelimit.h"
 #include "server/session.h"
 
 #define FLOW_COOKIE "__Host-gpugate_flow"
 #define FLOW_CLEAR                                                             \
   FLOW_COOKIE "=; Path=/; Max-Age=0; HttpOnly; Secure; SameSite=Lax"
 #define RANDOM_BYTES 32
+/* sign-in requests (/auth/login, /auth/callback) per client address: a
+ * person needs two per sign-in; a script filling auth_flows is slowed */
+#define SIGNIN_RPS 2
+#define SIGNIN_BURST 30
 #define TOKEN_CHARS 44 /* 32 bytes as unpadded base64url, and its NUL */
 
 /* 32 random bytes as base64url into out[TOKEN_CHARS]; false on failure. */
@@ -47,6 +53,38 @@ static enum gg_code not_configured(struct gg_req *req)
   return problem_fail(req, GG_NOT_FOUND,
                       "Console sign-in is not configured "
                       "(GPUGATE_OIDC_CLIENT_ID).");
+}
+
+static struct ratelimit *signin_limit; /* per client address */
+static pthread_once_t signin_once = PTHREAD_ONCE_INIT;
+
+static void signin_init(void)
+{
+  signin_limit = ratelimit_new(SIGNIN_RPS, SIGNIN_BURST);
+}
+
+/* Whether this client may make one more sign-in request now; otherwise a
+ * 429 with Retry-After is recorded on req. */
+static bool signin_allowed(struct gg_req *req)
+{
+  struct timespec ts;
+  long retry = 1;
+  char v[24];
+
+  pthread_once(&signin_once, signin_init);
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  if (!req->client_text[0] || !signin_limit ||
+      ratelimit_take(signin_limit, req->client_text,
+                     (long long)ts.tv_sec * 1000000LL + ts.tv_nsec / 1000,
+                     &retry))
+    return true;
+  snprintf(v, sizeof(v), "%ld", retry);
+  req_add_header(req, "Retry-After", v);
+  problem_fail(req, GG_TOO_MANY_REQUESTS,
+               "Too many sign-in requests from this address; retry after %ld "
+               "s.",
+               retry);
+  return false;
 }
 
 /* The provider's metadata, or a 503 recorded on req. */
@@ -97,6 +135,8 @@ enum gg_code auth_login(struct gg_req *req)
 
   if (!o->client_id[0])
     return not_configured(req);
+  if (!signin_allowed(req))
+    return req->code;
   if (!metadata(req, &doc))
     return req->code;
   if (!random_token(state) || !random_token(nonce) || !random_token(verifier) ||
@@ -105,7 +145,14 @@ enum gg_code auth_login(struct gg_req *req)
   SHA256((const unsigned char *)verifier, strlen(verifier), digest);
   b64url_encode(digest, sizeof(digest), challenge, sizeof(challenge));
   session_hash(flow, flow_hash);
-  if ((code = db_flow_put(req, state, nonce, verifier, flow_hash)) != GG_OK)
+  code = db_flow_put(req, state, nonce, verifier, flow_hash);
+  if (code == GG_UNAVAILABLE && req->code == GG_OK) {
+    req_add_header(req, "Retry-After", "60");
+    return problem_fail(req, GG_UNAVAILABLE,
+                        "Too many sign-ins are in flight; try again in a "
+                        "minute.");
+  }
+  if (code != GG_OK)
     return code;
   snprintf(redirect, sizeof(redirect), "%s/auth/callback", o->public_url);
   snprintf(url, sizeof(url),
@@ -154,6 +201,8 @@ enum gg_code auth_callback(struct gg_req *req)
 
   if (!o->client_id[0])
     return not_configured(req);
+  if (!signin_allowed(req))
+    return req->code;
   if (error) {
     problem_field(req, "error", "the provider answered \"%.64s\"", error);
     return problem_fail(req, GG_UNAUTHORIZED,

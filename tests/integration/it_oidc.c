@@ -1216,6 +1216,65 @@ START_TEST(sessions_follow_provider)
 }
 END_TEST
 
+/* /auth/login and /auth/callback are limited per client address by
+ * default, and the sign-ins in flight are bounded. */
+START_TEST(signin_bounded)
+{
+  struct h_server other;
+  struct h_resp r;
+  char v[64];
+  PGconn *pg;
+  long long before;
+  int i, allowed = 0, limited = 0;
+
+  /* a replica of its own: its limiter starts full */
+  ck_assert_msg(start_gpugate(&other) == 0, "replica: see %s", other.log);
+  for (i = 0; i < 1000 && !limited; i++) {
+    ck_assert_int_eq(
+        h_request(&other, "GET", "/auth/login", NULL, NULL, NULL, &r), 0);
+    if (r.status == 302)
+      allowed++;
+    else {
+      ck_assert_msg(h_is_problem(&r, 429, NULL), "%ld %s", r.status, r.body);
+      ck_assert_ptr_nonnull(h_header(&r, "Retry-After", v, sizeof(v)));
+      limited++;
+    }
+    h_resp_free(&r);
+  }
+  ck_assert_msg(limited == 1 && allowed >= 30, "allowed %d, limited %d",
+                allowed, limited);
+  /* the callback too */
+  ck_assert_int_eq(h_request(&other, "GET", "/auth/callback?state=x&code=y",
+                             NULL, NULL, NULL, &r),
+                   0);
+  ck_assert_msg(r.status == 429, "%ld %s", r.status, r.body);
+  h_resp_free(&r);
+  h_server_stop(&other);
+
+  /* auth_flows full: a new sign-in waits, nothing is stored */
+  pg = h_db_connect(db_url);
+  ck_assert_int_eq(PQstatus(pg), CONNECTION_OK);
+  h_db_int(pg, "WITH f AS (INSERT INTO auth_flows (state, nonce, "
+               "code_verifier, flow_hash) SELECT 'fill-' || g, 'n', 'v', 'h' "
+               "FROM generate_series(1, 100000) g RETURNING 1) "
+               "SELECT count(*) FROM f");
+  before = h_db_int(pg, "SELECT count(*) FROM auth_flows");
+  ck_assert_int_eq(h_request(&srv, "GET", "/auth/login", NULL, NULL, NULL, &r),
+                   0);
+  ck_assert_msg(h_is_problem(&r, 503, NULL) && strstr(r.body, "in flight"),
+                "%ld %s", r.status, r.body);
+  h_resp_free(&r);
+  ck_assert_int_eq(h_db_int(pg, "SELECT count(*) FROM auth_flows"), before);
+  h_db_int(pg, "WITH d AS (DELETE FROM auth_flows RETURNING 1) "
+               "SELECT count(*) FROM d");
+  PQfinish(pg);
+  ck_assert_int_eq(h_request(&srv, "GET", "/auth/login", NULL, NULL, NULL, &r),
+                   0);
+  ck_assert_int_eq(r.status, 302);
+  h_resp_free(&r);
+}
+END_TEST
+
 Suite *oidc_suite(void)
 {
   Suite *s = suite_create("oidc");
@@ -1231,6 +1290,7 @@ Suite *oidc_suite(void)
   tcase_add_test(tc, forgeries_refused);
   tcase_add_test(tc, console_sign_in);
   tcase_add_test(tc, sessions_follow_provider);
+  tcase_add_test(tc, signin_bounded);
   tcase_add_test(tc, random_kids_bounded);
   tcase_add_test(tc, outage_and_rotation);
   suite_add_tcase(s, tc);
