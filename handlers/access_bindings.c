@@ -85,9 +85,10 @@ static enum gg_code decorate(struct gg_req *req, json_t *obj)
 
   if (!o || !o->n_issuers) /* gpugate apply: no server configuration */
     return GG_OK;
-  json_array_foreach (json_object_get(obj, "subjects"), i, s)
+  json_array_foreach (json_object_get(obj, "subjects"), i, s) {
     if (json_is_object(s) && !json_is_string(json_object_get(s, "issuer")))
       json_object_set_new(s, "issuer", json_string(o->issuers[0]));
+  }
   return GG_OK;
 }
 

@@ -105,26 +105,17 @@ void auth_backchannel_logout_chunk(struct gg_req *req, const char *data,
   f->buf[f->n] = '\0';
 }
 
-static int hex(char c)
-{
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
-}
-
 /*
  * The value of name in the application/x-www-form-urlencoded form
- * (NUL-terminated, borrowed), percent-decoded into out[size]; false when
- * absent, given twice, badly encoded or too long.
+ * (NUL-terminated, borrowed) into out[size]; false when absent, given
+ * twice or too long. A JWT is base64url and dots, which form encoding
+ * leaves as they are: a value with any other byte (an escape included) is
+ * no token, and is refused here rather than decoded.
  */
-static bool form_value(const char *form, const char *name, char *out,
+static bool form_token(const char *form, const char *name, char *out,
                        size_t size)
 {
-  size_t nlen = strlen(name), o = 0;
+  size_t nlen = strlen(name), n;
   const char *p = form, *v = NULL;
 
   while (p && *p) {
@@ -138,23 +129,14 @@ static bool form_value(const char *form, const char *name, char *out,
   }
   if (!v)
     return false;
-  for (; *v && *v != '&'; v++) {
-    char c = *v;
-    if (c == '%') {
-      int hi = hex(v[1]), lo = hi < 0 ? -1 : hex(v[2]);
-      if (lo < 0)
-        return false;
-      c = (char)(hi * 16 + lo);
-      v += 2;
-    } else if (c == '+') {
-      c = ' ';
-    }
-    if (o + 1 >= size)
-      return false;
-    out[o++] = c;
-  }
-  out[o] = '\0';
-  return o > 0;
+  n = strcspn(v, "&");
+  if (n == 0 || n >= size ||
+      strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                "0123456789-_.") < n)
+    return false;
+  memcpy(out, v, n);
+  out[n] = '\0';
+  return true;
 }
 
 enum gg_code auth_backchannel_logout(struct gg_req *req)
@@ -178,7 +160,7 @@ enum gg_code auth_backchannel_logout(struct gg_req *req)
     return problem_fail(req, GG_UNSUPPORTED_MEDIA,
                         "The logout request must be "
                         "application/x-www-form-urlencoded.");
-  if (!f || !form_value(f->buf, "logout_token", token, sizeof(token))) {
+  if (!f || !form_token(f->buf, "logout_token", token, sizeof(token))) {
     problem_field(req, "logout_token", "is required, once");
     return problem_fail(req, GG_BAD_REQUEST, "No logout_token.");
   }

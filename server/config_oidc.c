@@ -169,10 +169,11 @@ static int strings(const json_t *v, size_t idx, const char *field, size_t size,
   if (!json_is_array(v) || json_array_size(v) > CONFIG_OIDC_MAX ||
       (!empty_ok && json_array_size(v) == 0))
     goto bad;
-  json_array_foreach (v, i, s)
+  json_array_foreach (v, i, s) {
     if (!json_is_string(s) || json_string_length(s) == 0 ||
         json_string_length(s) >= size)
       goto bad;
+  }
   return 0;
 bad:
   snprintf(err, errlen,
@@ -209,9 +210,10 @@ static int provider_entry(const json_t *e, size_t idx,
     if (strings(v, idx, "audiences", sizeof(d->audiences[0]), 0, err, errlen))
       return -1;
     d->n_audiences = 0;
-    json_array_foreach (v, i, s)
+    json_array_foreach (v, i, s) {
       snprintf(d->audiences[d->n_audiences++], sizeof(d->audiences[0]), "%s",
                json_string_value(s));
+    }
   }
   if ((v = json_object_get(e, "algs"))) {
     if (strings(v, idx, "algs", 16, 0, err, errlen))
