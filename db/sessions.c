@@ -33,8 +33,9 @@ static const char sql_flow_take[] =
 static const char sql_session_put[] =
     "WITH old AS (DELETE FROM sessions WHERE expires_at < now()) "
     "INSERT INTO sessions (id_hash, issuer, subject, email, groups, "
-    "expires_at, sid) VALUES ($1, $2, $3, NULLIF($4, ''), $5::json, now() + "
-    "make_interval(secs => $6::int), NULLIF($7, ''))";
+    "expires_at, sid, refresh_token, nonce) VALUES ($1, $2, $3, NULLIF($4, "
+    "''), $5::json, now() + make_interval(secs => $6::int), NULLIF($7, ''), "
+    "NULLIF($8, ''), NULLIF($9, ''))";
 
 /* a principal's live sessions, newest first (never their id hashes) */
 static const char sql_session_list[] =
@@ -55,8 +56,22 @@ static const char sql_session_end_logout[] =
 
 static const char sql_session_get[] =
     "SELECT issuer, subject, coalesce(email, ''), groups, "
-    "extract(epoch FROM expires_at)::bigint FROM sessions "
+    "extract(epoch FROM expires_at)::bigint, refresh_token IS NOT NULL AND "
+    "refreshed_at < now() - make_interval(secs => $2::int) FROM sessions "
     "WHERE id_hash = $1 AND expires_at > now()";
+
+/* one refresh in flight per session, whichever replica claims it first */
+static const char sql_session_claim[] =
+    "UPDATE sessions SET refreshing_until = now() + make_interval(secs => "
+    "$3::int) WHERE id_hash = $1 AND expires_at > now() AND refresh_token "
+    "IS NOT NULL AND refreshed_at < now() - make_interval(secs => $2::int) "
+    "AND (refreshing_until IS NULL OR refreshing_until < now()) "
+    "RETURNING refresh_token, coalesce(nonce, '')";
+
+static const char sql_session_refreshed[] =
+    "UPDATE sessions SET email = NULLIF($2, ''), groups = $3::json, "
+    "refresh_token = coalesce(NULLIF($4, ''), refresh_token), "
+    "refreshed_at = now(), refreshing_until = NULL WHERE id_hash = $1";
 
 static const char sql_session_delete[] =
     "DELETE FROM sessions WHERE id_hash = $1 OR expires_at < now()";
@@ -123,27 +138,30 @@ enum gg_code db_session_put(struct gg_req *req, const char *id_hash,
                             const struct db_session *s, long ttl_s)
 {
   char ttl[24], *groups = json_dumps(s->groups, JSON_COMPACT);
-  const char *params[7] = {id_hash, s->issuer, s->subject, s->email,
-                           groups,  ttl,       s->sid};
+  const char *params[9] = {id_hash,  s->issuer,        s->subject,
+                           s->email, groups,           ttl,
+                           s->sid,   s->refresh_token, s->nonce};
   enum gg_code code;
 
   if (!groups)
     return db_fail(req, GG_INTERNAL);
   snprintf(ttl, sizeof(ttl), "%ld", ttl_s);
-  code = run(req, sql_session_put, 7, params, NULL);
+  code = run(req, sql_session_put, 9, params, NULL);
   free(groups);
   return code;
 }
 
 enum gg_code db_session_get(struct gg_req *req, const char *id_hash,
-                            struct db_session *out)
+                            long refresh_s, struct db_session *out)
 {
-  const char *params[1] = {id_hash};
+  char every[24];
+  const char *params[2] = {id_hash, every};
   PGresult *res = NULL;
   enum gg_code code;
 
   memset(out, 0, sizeof(*out));
-  if ((code = run(req, sql_session_get, 1, params, &res)) != GG_OK)
+  snprintf(every, sizeof(every), "%ld", refresh_s);
+  if ((code = run(req, sql_session_get, 2, params, &res)) != GG_OK)
     return code;
   if (PQntuples(res) != 1) {
     PQclear(res);
@@ -158,8 +176,47 @@ enum gg_code db_session_get(struct gg_req *req, const char *id_hash,
     out->groups = json_array();
   }
   out->exp = strtoll(PQgetvalue(res, 0, 4), NULL, 10);
+  out->refresh_due = PQgetvalue(res, 0, 5)[0] == 't';
   PQclear(res);
   return GG_OK;
+}
+
+enum gg_code db_session_claim_refresh(struct gg_req *req, const char *id_hash,
+                                      long refresh_s, struct db_session *out)
+{
+  char every[24], claim[24];
+  const char *params[3] = {id_hash, every, claim};
+  PGresult *res = NULL;
+  enum gg_code code;
+
+  snprintf(every, sizeof(every), "%ld", refresh_s);
+  snprintf(claim, sizeof(claim), "%d", DB_REFRESH_CLAIM_S);
+  if ((code = run(req, sql_session_claim, 3, params, &res)) != GG_OK)
+    return code;
+  if (PQntuples(res) != 1 ||
+      (size_t)PQgetlength(res, 0, 0) >= sizeof(out->refresh_token)) {
+    PQclear(res);
+    return GG_NOT_FOUND;
+  }
+  snprintf(out->refresh_token, sizeof(out->refresh_token), "%s",
+           PQgetvalue(res, 0, 0));
+  snprintf(out->nonce, sizeof(out->nonce), "%s", PQgetvalue(res, 0, 1));
+  PQclear(res);
+  return GG_OK;
+}
+
+enum gg_code db_session_refreshed(struct gg_req *req, const char *id_hash,
+                                  const struct db_session *s)
+{
+  char *groups = json_dumps(s->groups, JSON_COMPACT);
+  const char *params[4] = {id_hash, s->email, groups, s->refresh_token};
+  enum gg_code code;
+
+  if (!groups)
+    return db_fail(req, GG_INTERNAL);
+  code = run(req, sql_session_refreshed, 4, params, NULL);
+  free(groups);
+  return code;
 }
 
 enum gg_code db_session_delete(struct gg_req *req, const char *id_hash)

@@ -41,6 +41,9 @@ struct db_session {
   json_t *groups;  /* owned array of strings */
   long long exp;   /* Unix seconds */
   char sid[256];   /* the provider's session id (ID token sid), "" = none */
+  char refresh_token[2048]; /* the provider's; "" = none (never logged) */
+  char nonce[64];           /* the sign-in's nonce (refreshed ID tokens) */
+  bool refresh_due;         /* get: a refresh token older than the interval */
 };
 
 /* Open a session with id_hash (hex) for s (borrowed) lasting ttl_s. */
@@ -50,7 +53,22 @@ enum gg_code db_session_put(struct gg_req *req, const char *id_hash,
 /* The live session of id_hash into *out (free out->groups). GG_NOT_FOUND
  * (nothing recorded) when none or expired. */
 enum gg_code db_session_get(struct gg_req *req, const char *id_hash,
-                            struct db_session *out);
+                            long refresh_s, struct db_session *out);
+
+/*
+ * Claim the one refresh in flight of id_hash when it is due (its claims
+ * older than refresh_s) and unclaimed (a claim lapses after
+ * DB_REFRESH_CLAIM_S): its refresh token and nonce into out. GG_NOT_FOUND
+ * (nothing recorded) when not due or claimed elsewhere.
+ */
+#define DB_REFRESH_CLAIM_S 30
+enum gg_code db_session_claim_refresh(struct gg_req *req, const char *id_hash,
+                                      long refresh_s, struct db_session *out);
+
+/* A refresh of id_hash succeeded: s's email and groups (borrowed), its
+ * refresh token when the provider rotated it (else kept); claim released. */
+enum gg_code db_session_refreshed(struct gg_req *req, const char *id_hash,
+                                  const struct db_session *s);
 
 /* End the session of id_hash (and any expired ones); absent is fine. */
 enum gg_code db_session_delete(struct gg_req *req, const char *id_hash);

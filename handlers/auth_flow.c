@@ -238,7 +238,8 @@ enum gg_code auth_callback(struct gg_req *req)
   x = (struct code_exchange){doc.token_endpoint, o->client_id,
                              o->client_secret,   code,
                              verifier,           redirect};
-  id_token = code_exchange_id_token(&x, err, sizeof(err));
+  id_token = code_exchange_id_token(&x, s.refresh_token,
+                                    sizeof(s.refresh_token), err, sizeof(err));
   if (!id_token) {
     log_msg(LOG_WARN, "sign-in: %s", err);
     rc = problem_fail(req, GG_UNAUTHORIZED,
@@ -246,8 +247,8 @@ enum gg_code auth_callback(struct gg_req *req)
     goto out;
   }
   idp = idp_new(o, req->cfg->jwt_leeway_s);
-  if (!idp || idp_verify_id_token(idp, id_token, nonce, time(NULL), &p, &groups,
-                                  s.sid, sizeof(s.sid), &why) != 0) {
+  if (!idp || idp_verify_id_token(idp, id_token, nonce, false, time(NULL), &p,
+                                  &groups, s.sid, sizeof(s.sid), &why) != 0) {
     rc = problem_fail(req, GG_UNAUTHORIZED,
                       "The identity provider's ID token is invalid: %s.",
                       why ? why : "out of memory");
@@ -261,11 +262,13 @@ enum gg_code auth_callback(struct gg_req *req)
   snprintf(s.issuer, sizeof(s.issuer), "%s", p.issuer);
   snprintf(s.subject, sizeof(s.subject), "%s", p.subject);
   snprintf(s.email, sizeof(s.email), "%s", p.email);
+  snprintf(s.nonce, sizeof(s.nonce), "%s", nonce);
   s.groups = groups;
-  /* no refresh token to re-validate it: the session lasts no longer than
-   * the ID token that opened it */
+  /* re-validated with the refresh token every GPUGATE_SESSION_REFRESH_S
+   * (server/session.c); without one, the session lasts no longer than the
+   * ID token that opened it */
   ttl = o->session_ttl_s;
-  if (p.exp - (long long)time(NULL) < ttl)
+  if (!s.refresh_token[0] && p.exp - (long long)time(NULL) < ttl)
     ttl = (long)(p.exp - (long long)time(NULL));
   if (ttl < 1)
     ttl = 1;

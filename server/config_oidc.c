@@ -350,6 +350,14 @@ static int load_client(struct config_oidc *o, char *err, size_t errlen)
              "GPUGATE_SESSION_TTL_S: expected seconds in [60, 2678400]");
     return -1;
   }
+  v = env("GPUGATE_SESSION_REFRESH_S", "900");
+  o->session_refresh_s = strtol(v, &end, 10);
+  if (*end || end == v || o->session_refresh_s < 1 ||
+      o->session_refresh_s > 86400) {
+    snprintf(err, errlen,
+             "GPUGATE_SESSION_REFRESH_S: expected seconds in [1, 86400]");
+    return -1;
+  }
   if ((strncmp(url, "https://", 8) != 0 && strncmp(url, "http://", 7) != 0 &&
        url[0]) ||
       strlen(url) >= sizeof(o->public_url)) {

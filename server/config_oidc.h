@@ -42,6 +42,7 @@ struct config_oidc {
   char client_id[256];     /* "" = no sign-in */
   char client_secret[512]; /* from GPUGATE_OIDC_CLIENT_SECRET_FILE */
   long session_ttl_s;      /* console session lifetime */
+  long session_refresh_s;  /* re-validate a session with a refresh token */
 };
 
 /*

@@ -272,7 +272,7 @@ int idp_logout_claims(const json_t *claims, char *sub, size_t sublen, char *sid,
 }
 
 int idp_verify_id_token(const struct idp *p, const char *token,
-                        const char *nonce, time_t now,
+                        const char *nonce, bool refreshed, time_t now,
                         struct auth_principal *out, json_t **groups, char *sid,
                         size_t sidlen, const char **reason)
 {
@@ -291,7 +291,7 @@ int idp_verify_id_token(const struct idp *p, const char *token,
                   reason) != 0)
     return -1;
   got = json_string_value(json_object_get(claims, "nonce"));
-  if (!got || !nonce || strcmp(got, nonce) != 0) {
+  if (got ? !nonce || strcmp(got, nonce) != 0 : !refreshed) {
     *reason = "nonce does not match the sign-in";
     goto out;
   }

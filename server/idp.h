@@ -43,10 +43,11 @@ int idp_verify(const struct idp *p, const char *token, time_t now,
  * nonce, and the required claims. Fills *out as idp_verify does,
  * *groups with the token's groups (a new array of strings) and sid with
  * the provider's session id ("" when none). Returns 0, or -1 with
- * *reason.
+ * *reason. refreshed: the ID token of a refresh (OIDC Core §12.2), whose
+ * nonce may be absent but, when present, must be the sign-in's.
  */
 int idp_verify_id_token(const struct idp *p, const char *token,
-                        const char *nonce, time_t now,
+                        const char *nonce, bool refreshed, time_t now,
                         struct auth_principal *out, json_t **groups, char *sid,
                         size_t sidlen, const char **reason);
 

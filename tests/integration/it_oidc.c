@@ -265,6 +265,7 @@ static int start_gpugate(struct h_server *s)
   env[n++] = "GPUGATE_OIDC_REQUIRED_CLAIMS=hd=example.com";
   env[n++] = "GPUGATE_OIDC_JWKS_COOLDOWN_S=2";
   env[n++] = "GPUGATE_RATE_LIMIT_RPS=100000";
+  env[n++] = "GPUGATE_SESSION_REFRESH_S=1";
   env[n] = NULL;
   return h_server_start(s, db_url, env);
 }
@@ -1275,6 +1276,73 @@ START_TEST(signin_bounded)
 }
 END_TEST
 
+/* GET /v1/whoami by the session of cookie at srv: its status, and the
+ * number of its grants in *grants (0 unless 200). */
+static long session_grants(const char *cookie, size_t *grants)
+{
+  const char *with[3] = {cookie, "X-GPUGate-CSRF: 1", NULL};
+  struct h_resp r;
+  long st;
+
+  ck_assert_int_eq(h_request(&srv, "GET", "/v1/whoami", NULL, NULL, with, &r),
+                   0);
+  st = r.status;
+  *grants = st == 200 ? json_array_size(json_object_get(r.json, "grants")) : 0;
+  h_resp_free(&r);
+  return st;
+}
+
+/* Sessions follow the provider with its refresh token (refreshed every
+ * GPUGATE_SESSION_REFRESH_S, 1 s here): a person who loses a group at the
+ * provider loses that grant; one the provider no longer refreshes (removed)
+ * is signed out. Polled with a generous bound, never timed. */
+START_TEST(sessions_refresh)
+{
+  PGconn *pg = h_db_connect(db_url);
+  char cookie[256];
+  size_t grants = 0;
+  long st = 0;
+  int i;
+
+  ck_assert_int_eq(PQstatus(pg), CONNECTION_OK);
+  json_decref(h_call(&idp, "PUT", "/test/accounts/cat", NULL,
+                     "{\"groups\": [\"ml-team-a\", \"ml-team-b\"]}", 204));
+  sign_in("cat", cookie, sizeof(cookie));
+  ck_assert_int_eq(session_grants(cookie, &grants), 200);
+  ck_assert_uint_eq(grants, 2);
+  /* the provider gave a refresh token: kept with the session */
+  ck_assert_int_eq(h_db_int(pg, "SELECT count(*) FROM sessions WHERE "
+                                "subject = 'cat' AND refresh_token <> ''"),
+                   1);
+
+  /* cat leaves ml-team-b at the provider: team-b's grant goes */
+  json_decref(h_call(&idp, "PUT", "/test/accounts/cat", NULL,
+                     "{\"groups\": [\"ml-team-a\"]}", 204));
+  for (i = 0; i < 200; i++) {
+    if ((st = session_grants(cookie, &grants)) != 200 || grants != 2)
+      break;
+    usleep(100000);
+  }
+  ck_assert_msg(st == 200 && grants == 1, "after 20 s: %ld, %zu grants", st,
+                grants);
+
+  /* cat is removed at the provider: the refresh is refused, the session
+   * ends */
+  json_decref(h_call(&idp, "DELETE", "/test/accounts/cat", NULL, NULL, 204));
+  for (i = 0; i < 200; i++) {
+    if ((st = session_grants(cookie, &grants)) != 200)
+      break;
+    usleep(100000);
+  }
+  ck_assert_msg(st == 401, "after 20 s: %ld", st);
+  ck_assert_int_eq(
+      h_db_int(pg, "SELECT count(*) FROM sessions WHERE subject = 'cat'"), 0);
+  json_decref(h_call(&idp, "PUT", "/test/accounts/cat", NULL,
+                     "{\"groups\": [\"ml-team-a\", \"ml-team-b\"]}", 204));
+  PQfinish(pg);
+}
+END_TEST
+
 Suite *oidc_suite(void)
 {
   Suite *s = suite_create("oidc");
@@ -1290,6 +1358,7 @@ Suite *oidc_suite(void)
   tcase_add_test(tc, forgeries_refused);
   tcase_add_test(tc, console_sign_in);
   tcase_add_test(tc, sessions_follow_provider);
+  tcase_add_test(tc, sessions_refresh);
   tcase_add_test(tc, signin_bounded);
   tcase_add_test(tc, random_kids_bounded);
   tcase_add_test(tc, outage_and_rotation);

@@ -20,6 +20,10 @@
 // The console's client is registered for Back-Channel Logout at the
 // redirect's origin (/auth/backchannel-logout).
 // GET /test/jwks-fetches answers how many times the key set was fetched.
+// The console's client gets refresh tokens; PUT /test/accounts/ID with
+// {"groups": [...]} changes a person's groups at run time, DELETE
+// /test/accounts/ID removes the person (a refresh is then refused), as an
+// administrator would at a real IdP.
 import { createRequire } from 'node:module';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -57,7 +61,9 @@ const users = {
   ann: { email: 'ann@example.com', email_verified: true, groups: ['ml-team-a'], hd: 'example.com' },
   bob: { email: 'bob@example.com', email_verified: true, groups: ['ml-team-a', 'ml-team-b'], hd: 'example.com' },
   eve: { email: 'eve@example.com', email_verified: true, groups: ['nobody'], hd: 'example.com' },
+  cat: { email: 'cat@example.com', email_verified: true, groups: ['ml-team-a', 'ml-team-b'], hd: 'example.com' },
 };
+const removed = {};
 
 // Machine principals with client credentials: the claims their access
 // tokens carry (besides sub = client_id).
@@ -98,6 +104,24 @@ const server = http.createServer((req, res) => {
     res.end(JSON.stringify({ fetches: jwksFetches }));
     return;
   }
+  const account = req.url.match(/^\/test\/accounts\/([a-z]+)$/);
+  if (account && (req.method === 'PUT' || req.method === 'DELETE')) {
+    const id = account[1];
+    let body = '';
+    req.on('data', (d) => { body += d; });
+    req.on('end', () => {
+      if (req.method === 'DELETE') {
+        if (users[id]) removed[id] = users[id];
+        delete users[id];
+      } else {
+        if (!users[id] && removed[id]) users[id] = removed[id];
+        if (users[id]) users[id].groups = JSON.parse(body).groups;
+      }
+      res.statusCode = users[id] || req.method === 'DELETE' ? 204 : 404;
+      res.end();
+    });
+    return;
+  }
   if (req.url.startsWith('/jwks')) jwksFetches++;
   handler(req, res);
 });
@@ -114,7 +138,7 @@ server.listen(port, '127.0.0.1', () => {
       backchannel_logout_uri: arg('redirect', 'https://gpugate.test/auth/callback')
         .replace(/\/auth\/callback$/, '/auth/backchannel-logout'),
       backchannel_logout_session_required: true,
-      grant_types: ['authorization_code'],
+      grant_types: ['authorization_code', 'refresh_token'],
       response_types: ['code'],
       token_endpoint_auth_method: 'client_secret_post',
       scope: 'openid email profile groups',
@@ -152,6 +176,9 @@ server.listen(port, '127.0.0.1', () => {
         },
       },
     },
+    // the console's client gets a refresh token at every code exchange (a
+    // provider configured to, or asked for offline_access)
+    issueRefreshToken: async (ctx, client) => client.grantTypeAllowed('refresh_token'),
     extraTokenClaims: async (ctx, token) => {
       const m = token.kind === 'ClientCredentials' && machines[token.clientId];
       return m ? { ...m } : undefined;
