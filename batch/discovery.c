@@ -22,9 +22,41 @@
 #define DISCOVERY_TOTAL_MS 5000L
 #define DISCOVERY_MAX_RESPONSE ((size_t)64 * 1024)
 
-static bool http_url(const char *s)
+bool discovery_url_ok(const char *url)
 {
-  return s && (!strncmp(s, "https://", 8) || !strncmp(s, "http://", 7));
+  const char *host, *end;
+  size_t n, i;
+
+  if (!url)
+    return false;
+  if (!strncmp(url, "https://", 8))
+    return url[8] != '\0';
+  if (strncmp(url, "http://", 7) != 0)
+    return false;
+  /* http:// only to this machine: the authority, no user info, is
+   * localhost, 127.0.0.0/8 or [::1], with or without a port */
+  host = url + 7;
+  n = strcspn(host, "/?#");
+  if (memchr(host, '@', n))
+    return false;
+  if (!strncmp(host, "[::1]", 5))
+    end = host + 5;
+  else {
+    end = host + strcspn(host, ":/?#");
+    if ((size_t)(end - host) == 9 && !strncmp(host, "localhost", 9))
+      ;
+    else if ((size_t)(end - host) > 4 && !strncmp(host, "127.", 4)) {
+      for (i = 4; host + i < end; i++)
+        if (!((host[i] >= '0' && host[i] <= '9') || host[i] == '.'))
+          return false;
+    } else
+      return false;
+  }
+  if (*end == ':') {
+    for (end++; *end >= '0' && *end <= '9'; end++)
+      ;
+  }
+  return *end == '\0' || *end == '/' || *end == '?' || *end == '#';
 }
 
 /* Copy the URL member name of doc into dst; false when absent or unfit
@@ -37,7 +69,7 @@ static bool url_member(const json_t *doc, const char *name, char *dst,
   dst[0] = '\0';
   if (!v)
     return !required;
-  if (!http_url(v) || strlen(v) >= size)
+  if (!discovery_url_ok(v) || strlen(v) >= size)
     return false;
   snprintf(dst, size, "%s", v);
   return true;

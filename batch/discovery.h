@@ -35,6 +35,14 @@ int discovery_get(const char *issuer, time_t now, struct discovery_doc *out,
 int discovery_parse(const char *issuer, const char *json, size_t len,
                     struct discovery_doc *out, char *err, size_t errlen);
 
+/*
+ * Whether url (may be NULL) may be an issuer, a jwks_uri or an endpoint:
+ * https://, or http:// to this machine only (localhost, 127.0.0.0/8,
+ * [::1]; tests and a provider beside gpugate), never with user info in
+ * its authority. Pure.
+ */
+bool discovery_url_ok(const char *url);
+
 /* Forget every cached document (tests). */
 void discovery_reset(void);
 

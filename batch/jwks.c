@@ -210,6 +210,13 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t done = PTHREAD_COND_INITIALIZER;
 static struct slot slots[JWKS_MAX_SETS];
 static unsigned long epoch; /* bumped by jwks_reset: stale fetches drop */
+/* the last fetch of sets no longer cached: a slot taken over and given
+ * back to its URL keeps its cooldown (a ring, oldest overwritten) */
+static struct {
+  char url[512];
+  time_t last_fetch;
+} recent[JWKS_RECENT];
+static unsigned n_recent;
 
 /*
  * Fetch the set at url (no lock held): a new set in *out and its max-age
@@ -288,10 +295,19 @@ static struct slot *slot_for(const char *url, time_t now)
   }
   if (!lru || strlen(url) >= sizeof(lru->url))
     return NULL;
+  if (lru->url[0] && lru->last_fetch) {
+    i = (int)(n_recent++ % JWKS_RECENT);
+    snprintf(recent[i].url, sizeof(recent[i].url), "%s", lru->url);
+    recent[i].last_fetch = lru->last_fetch;
+  }
   jwks_set_free(&lru->set);
   memset(lru, 0, sizeof(*lru));
   snprintf(lru->url, sizeof(lru->url), "%s", url);
   lru->last_used = now;
+  for (i = 0; i < JWKS_RECENT; i++)
+    if (recent[i].url[0] && !strcmp(recent[i].url, url) &&
+        recent[i].last_fetch > lru->last_fetch)
+      lru->last_fetch = recent[i].last_fetch;
   return lru;
 }
 
@@ -424,6 +440,8 @@ void jwks_reset(void)
 
   pthread_mutex_lock(&mu);
   epoch++;
+  memset(recent, 0, sizeof(recent));
+  n_recent = 0;
   for (i = 0; i < JWKS_MAX_SETS; i++) {
     jwks_set_free(&slots[i].set);
     if (slots[i].fetching) {

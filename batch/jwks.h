@@ -24,8 +24,12 @@
 #include <jansson.h>
 
 #define JWKS_MAX_KEYS 16
-/* Distinct key-set URLs cached at once (least recently used replaced). */
-#define JWKS_MAX_SETS 8
+/* Distinct key-set URLs cached at once (least recently used replaced):
+ * one per trusted issuer (CONFIG_OIDC_MAX) and Google's for Pub/Sub, so
+ * that a configuration never evicts. A replaced set's last fetch is still
+ * remembered (JWKS_RECENT of them), so its cooldown holds. */
+#define JWKS_MAX_SETS 9
+#define JWKS_RECENT 32
 /* Default fewest seconds between two fetches of one key set. */
 #define JWKS_COOLDOWN_S 30
 

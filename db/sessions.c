@@ -10,30 +10,68 @@
 #include "db/db.h"
 #include "db/sessions.h"
 
-/* sign-ins never finished go with the next one started (an index range) */
+/* sign-ins never finished go with the next one started (an index range);
+ * at most DB_FLOWS_MAX in flight: counting stops past the bound, so a
+ * full table costs a bounded scan, and a sign-in then waits (none stored) */
 static const char sql_flow_put[] =
     "WITH old AS (DELETE FROM auth_flows WHERE created_at < now() - "
     "make_interval(secs => $4::int)) "
-    "INSERT INTO auth_flows (state, nonce, code_verifier) VALUES ($1, $2, $3)";
+    "INSERT INTO auth_flows (state, nonce, code_verifier, flow_hash) "
+    "SELECT $1, $2, $3, $5 WHERE (SELECT count(*) FROM (SELECT 1 FROM "
+    "auth_flows LIMIT $6::int) f) < $6::int";
 
-/* the old ones go with it: a flow is never needed after its TTL */
+/* the old ones go with it: a flow is never needed after its TTL; only the
+ * browser holding the flow cookie takes it (another's leaves it be) */
 static const char sql_flow_take[] =
     "WITH old AS (DELETE FROM auth_flows WHERE created_at < now() - "
     "make_interval(secs => $2::int)) "
-    "DELETE FROM auth_flows WHERE state = $1 AND created_at >= now() - "
-    "make_interval(secs => $2::int) RETURNING nonce, code_verifier";
+    "DELETE FROM auth_flows WHERE state = $1 AND flow_hash = $3 AND "
+    "created_at >= now() - make_interval(secs => $2::int) "
+    "RETURNING nonce, code_verifier";
 
 /* expired sessions go with each new one (an index range) */
 static const char sql_session_put[] =
     "WITH old AS (DELETE FROM sessions WHERE expires_at < now()) "
     "INSERT INTO sessions (id_hash, issuer, subject, email, groups, "
-    "expires_at) VALUES ($1, $2, $3, NULLIF($4, ''), $5::json, now() + "
-    "make_interval(secs => $6::int))";
+    "expires_at, sid, refresh_token, nonce) VALUES ($1, $2, $3, NULLIF($4, "
+    "''), $5::json, now() + make_interval(secs => $6::int), NULLIF($7, ''), "
+    "NULLIF($8, ''), NULLIF($9, ''))";
+
+/* a principal's live sessions, newest first (never their id hashes) */
+static const char sql_session_list[] =
+    "SELECT coalesce(email, ''), coalesce(sid, ''), "
+    "to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), "
+    "to_char(expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') "
+    "FROM sessions WHERE issuer = $1 AND subject = $2 AND expires_at > now() "
+    "ORDER BY created_at DESC, id_hash LIMIT 1000";
+
+static const char sql_session_end_principal[] =
+    "DELETE FROM sessions WHERE issuer = $1 AND subject = $2";
+
+/* Back-Channel Logout: by sid (and sub when given), or all of sub's */
+static const char sql_session_end_logout[] =
+    "DELETE FROM sessions WHERE issuer = $1 AND "
+    "CASE WHEN $2 <> '' THEN sid = $2 AND ($3 = '' OR subject = $3) "
+    "ELSE subject = $3 END";
 
 static const char sql_session_get[] =
     "SELECT issuer, subject, coalesce(email, ''), groups, "
-    "extract(epoch FROM expires_at)::bigint FROM sessions "
+    "extract(epoch FROM expires_at)::bigint, refresh_token IS NOT NULL AND "
+    "refreshed_at < now() - make_interval(secs => $2::int) FROM sessions "
     "WHERE id_hash = $1 AND expires_at > now()";
+
+/* one refresh in flight per session, whichever replica claims it first */
+static const char sql_session_claim[] =
+    "UPDATE sessions SET refreshing_until = now() + make_interval(secs => "
+    "$3::int) WHERE id_hash = $1 AND expires_at > now() AND refresh_token "
+    "IS NOT NULL AND refreshed_at < now() - make_interval(secs => $2::int) "
+    "AND (refreshing_until IS NULL OR refreshing_until < now()) "
+    "RETURNING refresh_token, coalesce(nonce, '')";
+
+static const char sql_session_refreshed[] =
+    "UPDATE sessions SET email = NULLIF($2, ''), groups = $3::json, "
+    "refresh_token = coalesce(NULLIF($4, ''), refresh_token), "
+    "refreshed_at = now(), refreshing_until = NULL WHERE id_hash = $1";
 
 static const char sql_session_delete[] =
     "DELETE FROM sessions WHERE id_hash = $1 OR expires_at < now()";
@@ -57,25 +95,34 @@ static enum gg_code run(struct gg_req *req, const char *sql, int n,
 }
 
 enum gg_code db_flow_put(struct gg_req *req, const char *state,
-                         const char *nonce, const char *verifier)
+                         const char *nonce, const char *verifier,
+                         const char *flow_hash)
 {
-  char ttl[16];
-  const char *params[4] = {state, nonce, verifier, ttl};
-
-  snprintf(ttl, sizeof(ttl), "%d", DB_FLOW_TTL_S);
-  return run(req, sql_flow_put, 4, params, NULL);
-}
-
-enum gg_code db_flow_take(struct gg_req *req, const char *state, char *nonce,
-                          size_t nonce_len, char *verifier, size_t verifier_len)
-{
-  char ttl[16];
-  const char *params[2] = {state, ttl};
+  char ttl[16], max[16];
+  const char *params[6] = {state, nonce, verifier, ttl, flow_hash, max};
   PGresult *res = NULL;
   enum gg_code code;
 
   snprintf(ttl, sizeof(ttl), "%d", DB_FLOW_TTL_S);
-  if ((code = run(req, sql_flow_take, 2, params, &res)) != GG_OK)
+  snprintf(max, sizeof(max), "%d", DB_FLOWS_MAX);
+  if ((code = run(req, sql_flow_put, 6, params, &res)) != GG_OK)
+    return code;
+  code = strtol(PQcmdTuples(res), NULL, 10) == 1 ? GG_OK : GG_UNAVAILABLE;
+  PQclear(res);
+  return code;
+}
+
+enum gg_code db_flow_take(struct gg_req *req, const char *state,
+                          const char *flow_hash, char *nonce, size_t nonce_len,
+                          char *verifier, size_t verifier_len)
+{
+  char ttl[16];
+  const char *params[3] = {state, ttl, flow_hash};
+  PGresult *res = NULL;
+  enum gg_code code;
+
+  snprintf(ttl, sizeof(ttl), "%d", DB_FLOW_TTL_S);
+  if ((code = run(req, sql_flow_take, 3, params, &res)) != GG_OK)
     return code;
   if (PQntuples(res) != 1) {
     PQclear(res);
@@ -91,27 +138,30 @@ enum gg_code db_session_put(struct gg_req *req, const char *id_hash,
                             const struct db_session *s, long ttl_s)
 {
   char ttl[24], *groups = json_dumps(s->groups, JSON_COMPACT);
-  const char *params[6] = {id_hash,  s->issuer, s->subject,
-                           s->email, groups,    ttl};
+  const char *params[9] = {id_hash,  s->issuer,        s->subject,
+                           s->email, groups,           ttl,
+                           s->sid,   s->refresh_token, s->nonce};
   enum gg_code code;
 
   if (!groups)
     return db_fail(req, GG_INTERNAL);
   snprintf(ttl, sizeof(ttl), "%ld", ttl_s);
-  code = run(req, sql_session_put, 6, params, NULL);
+  code = run(req, sql_session_put, 9, params, NULL);
   free(groups);
   return code;
 }
 
 enum gg_code db_session_get(struct gg_req *req, const char *id_hash,
-                            struct db_session *out)
+                            long refresh_s, struct db_session *out)
 {
-  const char *params[1] = {id_hash};
+  char every[24];
+  const char *params[2] = {id_hash, every};
   PGresult *res = NULL;
   enum gg_code code;
 
   memset(out, 0, sizeof(*out));
-  if ((code = run(req, sql_session_get, 1, params, &res)) != GG_OK)
+  snprintf(every, sizeof(every), "%ld", refresh_s);
+  if ((code = run(req, sql_session_get, 2, params, &res)) != GG_OK)
     return code;
   if (PQntuples(res) != 1) {
     PQclear(res);
@@ -126,8 +176,47 @@ enum gg_code db_session_get(struct gg_req *req, const char *id_hash,
     out->groups = json_array();
   }
   out->exp = strtoll(PQgetvalue(res, 0, 4), NULL, 10);
+  out->refresh_due = PQgetvalue(res, 0, 5)[0] == 't';
   PQclear(res);
   return GG_OK;
+}
+
+enum gg_code db_session_claim_refresh(struct gg_req *req, const char *id_hash,
+                                      long refresh_s, struct db_session *out)
+{
+  char every[24], claim[24];
+  const char *params[3] = {id_hash, every, claim};
+  PGresult *res = NULL;
+  enum gg_code code;
+
+  snprintf(every, sizeof(every), "%ld", refresh_s);
+  snprintf(claim, sizeof(claim), "%d", DB_REFRESH_CLAIM_S);
+  if ((code = run(req, sql_session_claim, 3, params, &res)) != GG_OK)
+    return code;
+  if (PQntuples(res) != 1 ||
+      (size_t)PQgetlength(res, 0, 0) >= sizeof(out->refresh_token)) {
+    PQclear(res);
+    return GG_NOT_FOUND;
+  }
+  snprintf(out->refresh_token, sizeof(out->refresh_token), "%s",
+           PQgetvalue(res, 0, 0));
+  snprintf(out->nonce, sizeof(out->nonce), "%s", PQgetvalue(res, 0, 1));
+  PQclear(res);
+  return GG_OK;
+}
+
+enum gg_code db_session_refreshed(struct gg_req *req, const char *id_hash,
+                                  const struct db_session *s)
+{
+  char *groups = json_dumps(s->groups, JSON_COMPACT);
+  const char *params[4] = {id_hash, s->email, groups, s->refresh_token};
+  enum gg_code code;
+
+  if (!groups)
+    return db_fail(req, GG_INTERNAL);
+  code = run(req, sql_session_refreshed, 4, params, NULL);
+  free(groups);
+  return code;
 }
 
 enum gg_code db_session_delete(struct gg_req *req, const char *id_hash)
@@ -135,4 +224,64 @@ enum gg_code db_session_delete(struct gg_req *req, const char *id_hash)
   const char *params[1] = {id_hash};
 
   return run(req, sql_session_delete, 1, params, NULL);
+}
+
+enum gg_code db_sessions_list(struct gg_req *req, const char *issuer,
+                              const char *subject, json_t **out)
+{
+  const char *params[2] = {issuer, subject};
+  PGresult *res = NULL;
+  enum gg_code code;
+  json_t *items; /* new */
+  int i;
+
+  *out = NULL;
+  if ((code = run(req, sql_session_list, 2, params, &res)) != GG_OK)
+    return code;
+  items = json_array();
+  for (i = 0; items && i < PQntuples(res); i++) {
+    const char *email = PQgetvalue(res, i, 0), *sid = PQgetvalue(res, i, 1);
+    json_array_append_new(
+        items,
+        json_pack("{s:s, s:s, s:o, s:o, s:s, s:s}", "issuer", issuer, "subject",
+                  subject, "email", email[0] ? json_string(email) : json_null(),
+                  "sid", sid[0] ? json_string(sid) : json_null(), "created_at",
+                  PQgetvalue(res, i, 2), "expires_at", PQgetvalue(res, i, 3)));
+  }
+  PQclear(res);
+  if (!items)
+    return db_fail(req, GG_INTERNAL);
+  *out = items;
+  return GG_OK;
+}
+
+/* Run a DELETE of sessions; how many rows went into *n. */
+static enum gg_code end_sessions(struct gg_req *req, const char *sql, int np,
+                                 const char *const *params, long *n)
+{
+  PGresult *res = NULL;
+  enum gg_code code;
+
+  *n = 0;
+  if ((code = run(req, sql, np, params, &res)) != GG_OK)
+    return code;
+  *n = strtol(PQcmdTuples(res), NULL, 10);
+  PQclear(res);
+  return GG_OK;
+}
+
+enum gg_code db_sessions_end(struct gg_req *req, const char *issuer,
+                             const char *subject, long *n)
+{
+  const char *params[2] = {issuer, subject};
+
+  return end_sessions(req, sql_session_end_principal, 2, params, n);
+}
+
+enum gg_code db_sessions_logout(struct gg_req *req, const char *issuer,
+                                const char *sid, const char *subject, long *n)
+{
+  const char *params[3] = {issuer, sid ? sid : "", subject ? subject : ""};
+
+  return end_sessions(req, sql_session_end_logout, 3, params, n);
 }

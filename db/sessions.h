@@ -14,19 +14,24 @@
 
 /* A sign-in in flight lives this long. */
 #define DB_FLOW_TTL_S 600
+/* Sign-ins in flight at most (every replica together). */
+#define DB_FLOWS_MAX 100000
 
-/* Record a sign-in in flight. Strings borrowed. */
+/* Record a sign-in in flight, bound to the browser whose flow cookie
+ * hashes to flow_hash (hex SHA-256). Strings borrowed. GG_UNAVAILABLE
+ * (nothing recorded on req) when DB_FLOWS_MAX are in flight already. */
 enum gg_code db_flow_put(struct gg_req *req, const char *state,
-                         const char *nonce, const char *verifier);
+                         const char *nonce, const char *verifier,
+                         const char *flow_hash);
 
 /*
- * Take (and delete) the sign-in of state when it is younger than
- * DB_FLOW_TTL_S: nonce and verifier copied out. GG_NOT_FOUND (nothing
- * recorded on req) when there is none.
+ * Take (and delete) the sign-in of state started by the browser of
+ * flow_hash when it is younger than DB_FLOW_TTL_S: nonce and verifier
+ * copied out. GG_NOT_FOUND (nothing recorded on req) when there is none.
  */
-enum gg_code db_flow_take(struct gg_req *req, const char *state, char *nonce,
-                          size_t nonce_len, char *verifier,
-                          size_t verifier_len);
+enum gg_code db_flow_take(struct gg_req *req, const char *state,
+                          const char *flow_hash, char *nonce, size_t nonce_len,
+                          char *verifier, size_t verifier_len);
 
 /* Who a session is for. */
 struct db_session {
@@ -35,6 +40,10 @@ struct db_session {
   char email[256]; /* "" when none was verified */
   json_t *groups;  /* owned array of strings */
   long long exp;   /* Unix seconds */
+  char sid[256];   /* the provider's session id (ID token sid), "" = none */
+  char refresh_token[2048]; /* the provider's; "" = none (never logged) */
+  char nonce[64];           /* the sign-in's nonce (refreshed ID tokens) */
+  bool refresh_due;         /* get: a refresh token older than the interval */
 };
 
 /* Open a session with id_hash (hex) for s (borrowed) lasting ttl_s. */
@@ -44,9 +53,42 @@ enum gg_code db_session_put(struct gg_req *req, const char *id_hash,
 /* The live session of id_hash into *out (free out->groups). GG_NOT_FOUND
  * (nothing recorded) when none or expired. */
 enum gg_code db_session_get(struct gg_req *req, const char *id_hash,
-                            struct db_session *out);
+                            long refresh_s, struct db_session *out);
+
+/*
+ * Claim the one refresh in flight of id_hash when it is due (its claims
+ * older than refresh_s) and unclaimed (a claim lapses after
+ * DB_REFRESH_CLAIM_S): its refresh token and nonce into out. GG_NOT_FOUND
+ * (nothing recorded) when not due or claimed elsewhere.
+ */
+#define DB_REFRESH_CLAIM_S 30
+enum gg_code db_session_claim_refresh(struct gg_req *req, const char *id_hash,
+                                      long refresh_s, struct db_session *out);
+
+/* A refresh of id_hash succeeded: s's email and groups (borrowed), its
+ * refresh token when the provider rotated it (else kept); claim released. */
+enum gg_code db_session_refreshed(struct gg_req *req, const char *id_hash,
+                                  const struct db_session *s);
 
 /* End the session of id_hash (and any expired ones); absent is fine. */
 enum gg_code db_session_delete(struct gg_req *req, const char *id_hash);
+
+/* The live sessions of (issuer, subject), newest first, as a new array of
+ * {"issuer", "subject", "email", "sid", "created_at", "expires_at"} in
+ * *out. */
+enum gg_code db_sessions_list(struct gg_req *req, const char *issuer,
+                              const char *subject, json_t **out);
+
+/* End every session of (issuer, subject); how many in *n. */
+enum gg_code db_sessions_end(struct gg_req *req, const char *issuer,
+                             const char *subject, long *n);
+
+/*
+ * End the sessions a Back-Channel Logout names: those of issuer with the
+ * provider session id sid (and subject, when not NULL or ""), or, without
+ * a sid, every session of subject. How many in *n.
+ */
+enum gg_code db_sessions_logout(struct gg_req *req, const char *issuer,
+                                const char *sid, const char *subject, long *n);
 
 #endif

@@ -75,8 +75,25 @@ static void check(struct gg_req *req, json_t *spec)
   }
 }
 
+/* Each subject shows the issuer it matches: one naming none is the first
+ * of GPUGATE_OIDC_ISSUERS's (null only while no issuer is trusted). */
+static enum gg_code decorate(struct gg_req *req, json_t *obj)
+{
+  const struct config_oidc *o = req->cfg ? &req->cfg->oidc : NULL;
+  json_t *s; /* borrowed */
+  size_t i;
+
+  if (!o || !o->n_issuers) /* gpugate apply: no server configuration */
+    return GG_OK;
+  json_array_foreach (json_object_get(obj, "subjects"), i, s) {
+    if (json_is_object(s) && !json_is_string(json_object_get(s, "issuer")))
+      json_object_set_new(s, "issuer", json_string(o->issuers[0]));
+  }
+  return GG_OK;
+}
+
 static const struct admin_kind kind = {
-    DB_ACCESS_BINDING, "name", NULL, fields, check, NULL};
+    DB_ACCESS_BINDING, "name", NULL, fields, check, decorate};
 
 enum gg_code access_bindings_list(struct gg_req *req)
 {

@@ -2,12 +2,15 @@
  * auth_flow.c — the console's single sign-on, server-side (a backend for
  * the frontend, SPEC §9): GET /auth/login sends the browser to the
  * provider (authorization code with PKCE S256, state and nonce kept in
- * PostgreSQL), GET /auth/callback exchanges the code, verifies the ID
+ * PostgreSQL with the hash of the flow cookie it sets, so that only the
+ * browser that started a sign-in can finish it: RFC 9700 §4.7.1),
+ * GET /auth/callback exchanges the code, verifies the ID
  * token and opens a session whose id only the browser's HttpOnly cookie
  * holds, POST /auth/logout ends it on every replica. No token ever
  * reaches the page.
  */
 #include <openssl/sha.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,9 +26,17 @@
 #include "server/idp.h"
 #include "server/log.h"
 #include "server/problem.h"
+#include "server/ratelimit.h"
 #include "server/session.h"
 
+#define FLOW_COOKIE "__Host-gpugate_flow"
+#define FLOW_CLEAR                                                             \
+  FLOW_COOKIE "=; Path=/; Max-Age=0; HttpOnly; Secure; SameSite=Lax"
 #define RANDOM_BYTES 32
+/* sign-in requests (/auth/login, /auth/callback) per client address: a
+ * person needs two per sign-in; a script filling auth_flows is slowed */
+#define SIGNIN_RPS 2
+#define SIGNIN_BURST 30
 #define TOKEN_CHARS 44 /* 32 bytes as unpadded base64url, and its NUL */
 
 /* 32 random bytes as base64url into out[TOKEN_CHARS]; false on failure. */
@@ -44,25 +55,79 @@ static enum gg_code not_configured(struct gg_req *req)
                       "(GPUGATE_OIDC_CLIENT_ID).");
 }
 
+static struct ratelimit *signin_limit; /* per client address */
+static pthread_once_t signin_once = PTHREAD_ONCE_INIT;
+
+static void signin_init(void)
+{
+  signin_limit = ratelimit_new(SIGNIN_RPS, SIGNIN_BURST);
+}
+
+/* Whether this client may make one more sign-in request now; otherwise a
+ * 429 with Retry-After is recorded on req. */
+static bool signin_allowed(struct gg_req *req)
+{
+  struct timespec ts;
+  long retry = 1;
+  char v[24];
+
+  pthread_once(&signin_once, signin_init);
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  if (!req->client_text[0] || !signin_limit ||
+      ratelimit_take(signin_limit, req->client_text,
+                     (long long)ts.tv_sec * 1000000LL + ts.tv_nsec / 1000,
+                     &retry))
+    return true;
+  snprintf(v, sizeof(v), "%ld", retry);
+  req_add_header(req, "Retry-After", v);
+  problem_fail(req, GG_TOO_MANY_REQUESTS,
+               "Too many sign-in requests from this address; retry after %ld "
+               "s.",
+               retry);
+  return false;
+}
+
 /* The provider's metadata, or a 503 recorded on req. */
 static bool metadata(struct gg_req *req, struct discovery_doc *doc)
 {
-  char err[256];
+  char err[256] = "";
 
   if (discovery_get(req->cfg->oidc.issuers[0], time(NULL), doc, err,
-                    sizeof(err)) == 0 &&
-      doc->authorization_endpoint[0] && doc->token_endpoint[0])
-    return true;
+                    sizeof(err)) == 0) {
+    if (doc->authorization_endpoint[0] && doc->token_endpoint[0])
+      return true;
+    snprintf(err, sizeof(err),
+             "the discovery document has no authorization_endpoint or "
+             "token_endpoint");
+  }
   log_msg(LOG_WARN, "sign-in: %s", err);
   problem_fail(req, GG_UNAVAILABLE,
                "The identity provider cannot be reached; try again shortly.");
   return false;
 }
 
+/* The callback reached without the flow cookie of a sign-in started in
+ * this browser: a page a person can read, and nothing opened. */
+static enum gg_code not_this_browser(struct gg_req *req)
+{
+  static const char page[] =
+      "<!doctype html><meta charset=utf-8><title>Sign-in refused</title>"
+      "<h1>Sign-in refused</h1><p>This sign-in was not started in this "
+      "browser (or it was started more than ten minutes ago), so it cannot "
+      "be finished here: someone may have sent you a link to sign you in as "
+      "them. <a href=\"/auth/login\">Sign in yourself</a>.</p>\n";
+
+  req_add_header(req, "Set-Cookie", FLOW_CLEAR);
+  req_add_header(req, "Cache-Control", "no-store");
+  return req_reply_text(req, 400, "text/html; charset=utf-8", page,
+                        sizeof(page) - 1);
+}
+
 enum gg_code auth_login(struct gg_req *req)
 {
   const struct config_oidc *o = &req->cfg->oidc;
   char state[TOKEN_CHARS], nonce[TOKEN_CHARS], verifier[TOKEN_CHARS];
+  char flow[TOKEN_CHARS], flow_hash[SESSION_HASH_HEX], cookie[160];
   char challenge[TOKEN_CHARS], url[2048], redirect[300];
   unsigned char digest[SHA256_DIGEST_LENGTH];
   struct discovery_doc doc;
@@ -70,13 +135,24 @@ enum gg_code auth_login(struct gg_req *req)
 
   if (!o->client_id[0])
     return not_configured(req);
+  if (!signin_allowed(req))
+    return req->code;
   if (!metadata(req, &doc))
     return req->code;
-  if (!random_token(state) || !random_token(nonce) || !random_token(verifier))
+  if (!random_token(state) || !random_token(nonce) || !random_token(verifier) ||
+      !random_token(flow))
     return problem_fail(req, GG_INTERNAL, "No randomness for the sign-in.");
   SHA256((const unsigned char *)verifier, strlen(verifier), digest);
   b64url_encode(digest, sizeof(digest), challenge, sizeof(challenge));
-  if ((code = db_flow_put(req, state, nonce, verifier)) != GG_OK)
+  session_hash(flow, flow_hash);
+  code = db_flow_put(req, state, nonce, verifier, flow_hash);
+  if (code == GG_UNAVAILABLE && req->code == GG_OK) {
+    req_add_header(req, "Retry-After", "60");
+    return problem_fail(req, GG_UNAVAILABLE,
+                        "Too many sign-ins are in flight; try again in a "
+                        "minute.");
+  }
+  if (code != GG_OK)
     return code;
   snprintf(redirect, sizeof(redirect), "%s/auth/callback", o->public_url);
   snprintf(url, sizeof(url),
@@ -92,6 +168,12 @@ enum gg_code auth_login(struct gg_req *req)
            "&scope=openid%%20email%%20profile%s&state=%s&nonce=%s"
            "&code_challenge=%s&code_challenge_method=S256",
            doc.groups_scope ? "%20groups" : "", state, nonce, challenge);
+  /* Lax: the provider's redirect back is a top-level cross-site GET */
+  snprintf(cookie, sizeof(cookie),
+           FLOW_COOKIE "=%s; Path=/; Max-Age=%d; HttpOnly; Secure; "
+                       "SameSite=Lax",
+           flow, DB_FLOW_TTL_S);
+  req_add_header(req, "Set-Cookie", cookie);
   req_add_header(req, "Location", url);
   req_add_header(req, "Cache-Control", "no-store");
   req_reply(req, 302, NULL);
@@ -103,7 +185,9 @@ enum gg_code auth_callback(struct gg_req *req)
   const struct config_oidc *o = &req->cfg->oidc;
   const char *state = req_query(req, "state"), *code = req_query(req, "code");
   const char *error = req_query(req, "error"), *why = NULL;
-  char nonce[TOKEN_CHARS + 8], verifier[TOKEN_CHARS + 8], redirect[300];
+  const char *flow = req_cookie(req, FLOW_COOKIE);
+  char flow_hash[SESSION_HASH_HEX], nonce[TOKEN_CHARS + 8],
+      verifier[TOKEN_CHARS + 8], redirect[300];
   char err[256], sid[TOKEN_CHARS], hash[SESSION_HASH_HEX], cookie[256];
   struct db_session s = {0};
   struct auth_principal p;
@@ -113,9 +197,12 @@ enum gg_code auth_callback(struct gg_req *req)
   json_t *groups = NULL;
   char *id_token = NULL;
   enum gg_code rc;
+  long ttl;
 
   if (!o->client_id[0])
     return not_configured(req);
+  if (!signin_allowed(req))
+    return req->code;
   if (error) {
     problem_field(req, "error", "the provider answered \"%.64s\"", error);
     return problem_fail(req, GG_UNAUTHORIZED,
@@ -129,10 +216,15 @@ enum gg_code auth_callback(struct gg_req *req)
     return problem_fail(req, GG_BAD_REQUEST,
                         "The callback lacks the provider's answer.");
   }
-  rc = db_flow_take(req, state, nonce, sizeof(nonce), verifier,
+  if (!flow || !flow[0])
+    return not_this_browser(req);
+  session_hash(flow, flow_hash);
+  req_add_header(req, "Set-Cookie", FLOW_CLEAR); /* used, whatever comes */
+  rc = db_flow_take(req, state, flow_hash, nonce, sizeof(nonce), verifier,
                     sizeof(verifier));
   if (rc == GG_NOT_FOUND) {
-    problem_field(req, "state", "is unknown, used or older than %d s",
+    problem_field(req, "state",
+                  "is unknown, used, older than %d s or of another browser",
                   DB_FLOW_TTL_S);
     return problem_fail(req, GG_BAD_REQUEST,
                         "This sign-in was not started here or has expired; "
@@ -146,7 +238,8 @@ enum gg_code auth_callback(struct gg_req *req)
   x = (struct code_exchange){doc.token_endpoint, o->client_id,
                              o->client_secret,   code,
                              verifier,           redirect};
-  id_token = code_exchange_id_token(&x, err, sizeof(err));
+  id_token = code_exchange_id_token(&x, s.refresh_token,
+                                    sizeof(s.refresh_token), err, sizeof(err));
   if (!id_token) {
     log_msg(LOG_WARN, "sign-in: %s", err);
     rc = problem_fail(req, GG_UNAUTHORIZED,
@@ -154,8 +247,8 @@ enum gg_code auth_callback(struct gg_req *req)
     goto out;
   }
   idp = idp_new(o, req->cfg->jwt_leeway_s);
-  if (!idp || idp_verify_id_token(idp, id_token, nonce, time(NULL), &p, &groups,
-                                  &why) != 0) {
+  if (!idp || idp_verify_id_token(idp, id_token, nonce, false, time(NULL), &p,
+                                  &groups, s.sid, sizeof(s.sid), &why) != 0) {
     rc = problem_fail(req, GG_UNAUTHORIZED,
                       "The identity provider's ID token is invalid: %s.",
                       why ? why : "out of memory");
@@ -169,13 +262,22 @@ enum gg_code auth_callback(struct gg_req *req)
   snprintf(s.issuer, sizeof(s.issuer), "%s", p.issuer);
   snprintf(s.subject, sizeof(s.subject), "%s", p.subject);
   snprintf(s.email, sizeof(s.email), "%s", p.email);
+  snprintf(s.nonce, sizeof(s.nonce), "%s", nonce);
   s.groups = groups;
-  if ((rc = db_session_put(req, hash, &s, o->session_ttl_s)) != GG_OK)
+  /* re-validated with the refresh token every GPUGATE_SESSION_REFRESH_S
+   * (server/session.c); without one, the session lasts no longer than the
+   * ID token that opened it */
+  ttl = o->session_ttl_s;
+  if (!s.refresh_token[0] && p.exp - (long long)time(NULL) < ttl)
+    ttl = (long)(p.exp - (long long)time(NULL));
+  if (ttl < 1)
+    ttl = 1;
+  if ((rc = db_session_put(req, hash, &s, ttl)) != GG_OK)
     goto out;
   snprintf(cookie, sizeof(cookie),
            SESSION_COOKIE "=%s; Path=/; Max-Age=%ld; HttpOnly; Secure; "
                           "SameSite=Strict",
-           sid, o->session_ttl_s);
+           sid, ttl);
   req_add_header(req, "Set-Cookie", cookie);
   req_add_header(req, "Location", "/");
   req_add_header(req, "Cache-Control", "no-store");

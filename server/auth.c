@@ -340,6 +340,7 @@ struct auth_ctx *auth_new(const struct config *cfg, char *err, size_t errlen)
     snprintf(err, errlen, "auth: out of memory");
     goto out;
   }
+  bindings_set_first_issuer(cfg->oidc.n_issuers ? cfg->oidc.issuers[0] : NULL);
 
   ret = a;
   a = NULL;

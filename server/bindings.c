@@ -2,9 +2,12 @@
  * bindings.c — the access bindings compiled into a flat table once per
  * load, matched under a read lock: a subject matches by group (in the
  * token's groups claim), by email (the verified email, case-insensitively)
- * or by subject (sub, exactly), and only for its issuer when it names one.
+ * or by subject (sub, exactly), and only for its issuer: the one it names,
+ * else the first of GPUGATE_OIDC_ISSUERS (so trusting a second issuer
+ * later never widens a binding written for the first).
  */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -17,7 +20,7 @@ enum subject_kind { SUBJ_GROUP, SUBJ_EMAIL, SUBJ_SUBJECT };
 struct subject {
   enum subject_kind kind;
   char *name;   /* owned */
-  char *issuer; /* owned; NULL: any trusted issuer */
+  char *issuer; /* owned; NULL: the first issuer */
 };
 
 struct binding {
@@ -31,6 +34,7 @@ static pthread_mutex_t reload_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct binding *table; /* owned */
 static size_t n_table;
 static unsigned long generation = 1;
+static char first_issuer[BINDINGS_ISSUER_MAX + 1]; /* "": none trusted */
 
 static void free_table(struct binding *t, size_t n)
 {
@@ -133,12 +137,22 @@ int bindings_reload(PGconn *pg, char *err, size_t errlen)
   return rc;
 }
 
+void bindings_set_first_issuer(const char *iss)
+{
+  pthread_rwlock_wrlock(&lock);
+  snprintf(first_issuer, sizeof(first_issuer), "%s", iss ? iss : "");
+  generation++;
+  pthread_rwlock_unlock(&lock);
+}
+
+/* Under the read lock. */
 static bool subject_matches(const struct subject *s,
                             const struct bindings_identity *id)
 {
+  const char *want = s->issuer ? s->issuer : first_issuer;
   size_t i;
 
-  if (s->issuer && (!id->issuer || strcmp(s->issuer, id->issuer) != 0))
+  if (!want[0] || !id->issuer || strcmp(want, id->issuer) != 0)
     return false;
   switch (s->kind) {
   case SUBJ_GROUP:

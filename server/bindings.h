@@ -32,6 +32,11 @@ struct bindings_identity {
   size_t n_groups;
 };
 
+/* The issuer a subject naming none matches: the first of
+ * GPUGATE_OIDC_ISSUERS (copied; NULL or "": such subjects match nothing).
+ * Advances the generation. */
+void bindings_set_first_issuer(const char *iss);
+
 /* Replace the cache with all (an array of {"name", spec...} as
  * db_bindings_read gives; stolen). */
 void bindings_set(json_t *all);

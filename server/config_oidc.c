@@ -4,10 +4,13 @@
  * misspelt algorithm or a claim without a value never silently widens
  * what is accepted.
  */
+#include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "batch/discovery.h"
 #include "batch/jwks.h"
 #include "server/config_oidc.h"
 
@@ -58,9 +61,11 @@ static int add_issuer(const char *item, void *ud, char *err, size_t errlen)
 {
   struct config_oidc *o = ud;
 
-  if (strncmp(item, "https://", 8) != 0 && strncmp(item, "http://", 7) != 0) {
+  if (!discovery_url_ok(item)) {
     snprintf(err, errlen,
-             "GPUGATE_OIDC_ISSUERS: \"%.200s\" is not an http(s) URL", item);
+             "GPUGATE_OIDC_ISSUERS: \"%.200s\" is not an https URL (http:// "
+             "only to localhost, 127.0.0.0/8 or [::1])",
+             item);
     return -1;
   }
   snprintf(o->issuers[o->n_issuers++], sizeof(o->issuers[0]), "%s", item);
@@ -93,23 +98,31 @@ static int add_alg(const char *item, void *ud, char *err, size_t errlen)
   return 0;
 }
 
-static int add_claim(const char *item, void *ud, char *err, size_t errlen)
+/* "claim=value" into claim[64], value[192]; -1 when not that shape. */
+static int parse_claim(const char *item, char claim[64], char value[192])
 {
-  struct config_oidc *o = ud;
   const char *eq = strchr(item, '=');
   size_t n = eq ? (size_t)(eq - item) : 0;
 
-  if (!eq || n == 0 || n >= sizeof(o->required_claim[0]) || !eq[1] ||
-      strlen(eq + 1) >= sizeof(o->required_value[0])) {
+  if (!eq || n == 0 || n >= 64 || !eq[1] || strlen(eq + 1) >= 192)
+    return -1;
+  memcpy(claim, item, n);
+  claim[n] = '\0';
+  snprintf(value, 192, "%s", eq + 1);
+  return 0;
+}
+
+static int add_claim(const char *item, void *ud, char *err, size_t errlen)
+{
+  struct config_oidc *o = ud;
+
+  if (parse_claim(item, o->required_claim[o->n_required],
+                  o->required_value[o->n_required])) {
     snprintf(err, errlen,
              "GPUGATE_OIDC_REQUIRED_CLAIMS: \"%.64s\" is not claim=value",
              item);
     return -1;
   }
-  memcpy(o->required_claim[o->n_required], item, n);
-  o->required_claim[o->n_required][n] = '\0';
-  snprintf(o->required_value[o->n_required], sizeof(o->required_value[0]), "%s",
-           eq + 1);
   o->n_required++;
   return 0;
 }
@@ -143,6 +156,182 @@ static const char *env(const char *name, const char *dflt)
   return v && *v ? v : dflt;
 }
 
+#define PF "GPUGATE_OIDC_PROVIDERS_FILE"
+
+/* v (borrowed) as an array of 1..max (min 0 when empty_ok) strings, each
+ * non-empty and shorter than size; -1 with err naming [idx].field. */
+static int strings(const json_t *v, size_t idx, const char *field, size_t size,
+                   int empty_ok, char *err, size_t errlen)
+{
+  const json_t *s; /* borrowed */
+  size_t i;
+
+  if (!json_is_array(v) || json_array_size(v) > CONFIG_OIDC_MAX ||
+      (!empty_ok && json_array_size(v) == 0))
+    goto bad;
+  json_array_foreach (v, i, s) {
+    if (!json_is_string(s) || json_string_length(s) == 0 ||
+        json_string_length(s) >= size)
+      goto bad;
+  }
+  return 0;
+bad:
+  snprintf(err, errlen,
+           PF ": [%zu].%s: expected an array of %s to %d non-empty strings "
+              "of at most %zu bytes",
+           idx, field, empty_ok ? "0" : "1", CONFIG_OIDC_MAX, size - 1);
+  return -1;
+}
+
+/* One entry e (borrowed) of the providers file, the idx-th, over d. */
+static int provider_entry(const json_t *e, size_t idx,
+                          struct config_oidc_provider *d, char *err,
+                          size_t errlen)
+{
+  static const char *const known[] = {"issuer",       "audiences",       "algs",
+                                      "groups_claim", "required_claims", NULL};
+  const json_t *v, *s; /* borrowed */
+  const char *key;
+  size_t i;
+  int k;
+
+  json_object_foreach ((json_t *)e, key, v) {
+    for (k = 0; known[k] && strcmp(known[k], key) != 0; k++)
+      ;
+    if (!known[k]) {
+      snprintf(err, errlen,
+               PF ": [%zu].%.64s: unknown field (issuer, audiences, algs, "
+                  "groups_claim, required_claims)",
+               idx, key);
+      return -1;
+    }
+  }
+  if ((v = json_object_get(e, "audiences"))) {
+    if (strings(v, idx, "audiences", sizeof(d->audiences[0]), 0, err, errlen))
+      return -1;
+    d->n_audiences = 0;
+    json_array_foreach (v, i, s) {
+      snprintf(d->audiences[d->n_audiences++], sizeof(d->audiences[0]), "%s",
+               json_string_value(s));
+    }
+  }
+  if ((v = json_object_get(e, "algs"))) {
+    if (strings(v, idx, "algs", 16, 0, err, errlen))
+      return -1;
+    d->algs = 0;
+    json_array_foreach (v, i, s) {
+      enum jwks_alg a = jwks_alg_parse(json_string_value(s));
+      if (a == JWKS_ALG_NONE) {
+        snprintf(err, errlen,
+                 PF ": [%zu].algs[%zu]: \"%.32s\" is not accepted (RS256 or "
+                    "ES256; never none or an HMAC)",
+                 idx, i, json_string_value(s));
+        return -1;
+      }
+      d->algs |= (unsigned)a;
+    }
+  }
+  if ((v = json_object_get(e, "groups_claim"))) {
+    if (!json_is_string(v) ||
+        json_string_length(v) >= sizeof(d->groups_claim) ||
+        !groups_claim_ok(json_string_value(v))) {
+      snprintf(err, errlen,
+               PF ": [%zu].groups_claim: expected a claim name or a dotted "
+                  "path such as realm_access.roles",
+               idx);
+      return -1;
+    }
+    snprintf(d->groups_claim, sizeof(d->groups_claim), "%s",
+             json_string_value(v));
+  }
+  if ((v = json_object_get(e, "required_claims"))) {
+    if (strings(v, idx, "required_claims", 256, 1, err, errlen))
+      return -1;
+    d->n_required = 0;
+    json_array_foreach (v, i, s) {
+      if (parse_claim(json_string_value(s), d->required_claim[d->n_required],
+                      d->required_value[d->n_required])) {
+        snprintf(err, errlen,
+                 PF ": [%zu].required_claims[%zu]: \"%.64s\" is not "
+                    "claim=value",
+                 idx, i, json_string_value(s));
+        return -1;
+      }
+      d->n_required++;
+    }
+  }
+  return 0;
+}
+
+/*
+ * Every issuer's settings: the GPUGATE_OIDC_* values, then what
+ * GPUGATE_OIDC_PROVIDERS_FILE says of it. Strict: an unknown field, an
+ * issuer not trusted or listed twice, a value of the wrong shape stops
+ * the server with a message naming the entry and the field.
+ */
+static int load_providers(struct config_oidc *o, char *err, size_t errlen)
+{
+  const char *path = env(PF, "");
+  bool seen[CONFIG_OIDC_MAX] = {false};
+  json_t *root = NULL, *e; /* new; borrowed */
+  json_error_t jerr;
+  size_t idx;
+  int i, rc = -1;
+
+  for (i = 0; i < o->n_issuers; i++) {
+    struct config_oidc_provider *d = &o->providers[i];
+    memcpy(d->audiences, o->audiences, sizeof(d->audiences));
+    d->n_audiences = o->n_audiences;
+    d->algs = o->algs;
+    memcpy(d->groups_claim, o->groups_claim, sizeof(d->groups_claim));
+    memcpy(d->required_claim, o->required_claim, sizeof(d->required_claim));
+    memcpy(d->required_value, o->required_value, sizeof(d->required_value));
+    d->n_required = o->n_required;
+  }
+  if (!path[0])
+    return 0;
+  if (!o->n_issuers) {
+    snprintf(err, errlen, PF ": needs GPUGATE_OIDC_ISSUERS");
+    return -1;
+  }
+  root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+  if (!root) {
+    snprintf(err, errlen, PF ": %.200s: line %d: %.120s", path, jerr.line,
+             jerr.text);
+    return -1;
+  }
+  if (!json_is_array(root)) {
+    snprintf(err, errlen,
+             PF ": expected a JSON array of {\"issuer\", \"audiences\", "
+                "\"algs\", \"groups_claim\", \"required_claims\"}");
+    goto out;
+  }
+  json_array_foreach (root, idx, e) {
+    const char *iss = json_string_value(json_object_get(e, "issuer"));
+
+    if (!json_is_object(e) || !iss) {
+      snprintf(err, errlen,
+               PF ": [%zu].issuer: required (an object per issuer)", idx);
+      goto out;
+    }
+    for (i = 0; i < o->n_issuers && strcmp(o->issuers[i], iss) != 0; i++)
+      ;
+    if (i == o->n_issuers || seen[i]) {
+      snprintf(err, errlen, PF ": [%zu].issuer: \"%.200s\" is %s", idx, iss,
+               i == o->n_issuers ? "not one of GPUGATE_OIDC_ISSUERS"
+                                 : "listed twice");
+      goto out;
+    }
+    seen[i] = true;
+    if (provider_entry(e, idx, &o->providers[i], err, errlen))
+      goto out;
+  }
+  rc = 0;
+out:
+  json_decref(root);
+  return rc;
+}
+
 /* The console's confidential client: all of it or none. */
 static int load_client(struct config_oidc *o, char *err, size_t errlen)
 {
@@ -159,6 +348,14 @@ static int load_client(struct config_oidc *o, char *err, size_t errlen)
       o->session_ttl_s > 31L * 86400) {
     snprintf(err, errlen,
              "GPUGATE_SESSION_TTL_S: expected seconds in [60, 2678400]");
+    return -1;
+  }
+  v = env("GPUGATE_SESSION_REFRESH_S", "900");
+  o->session_refresh_s = strtol(v, &end, 10);
+  if (*end || end == v || o->session_refresh_s < 1 ||
+      o->session_refresh_s > 86400) {
+    snprintf(err, errlen,
+             "GPUGATE_SESSION_REFRESH_S: expected seconds in [1, 86400]");
     return -1;
   }
   if ((strncmp(url, "https://", 8) != 0 && strncmp(url, "http://", 7) != 0 &&
@@ -246,6 +443,14 @@ int config_oidc_load(struct config_oidc *o, const char *own_issuer, char *err,
     return -1;
   }
   o->jwks_cooldown_s = n;
+  v = env("GPUGATE_OIDC_MAX_LIFETIME_S", "86400");
+  n = strtol(v, &end, 10);
+  if (*end || end == v || n < 60 || n > 31L * 86400) {
+    snprintf(err, errlen,
+             "GPUGATE_OIDC_MAX_LIFETIME_S: expected seconds in [60, 2678400]");
+    return -1;
+  }
+  o->max_lifetime_s = n;
   v = env("GPUGATE_OIDC_GROUPS_CLAIM", "groups");
   if (strlen(v) >= sizeof(o->groups_claim) || !groups_claim_ok(v)) {
     snprintf(err, errlen,
@@ -254,5 +459,7 @@ int config_oidc_load(struct config_oidc *o, const char *own_issuer, char *err,
     return -1;
   }
   snprintf(o->groups_claim, sizeof(o->groups_claim), "%s", v);
+  if (load_providers(o, err, errlen))
+    return -1;
   return load_client(o, err, errlen);
 }

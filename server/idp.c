@@ -16,9 +16,34 @@
 
 struct idp {
   struct config_oidc cfg;
-  struct oidc_policy policy;  /* strings borrowed from cfg */
+  /* one policy per issuer, index for index with cfg.issuers (strings
+   * borrowed from cfg): each issuer's own audiences, algorithms and
+   * required claims */
+  struct oidc_policy policy[CONFIG_OIDC_MAX];
   struct oidc_policy console; /* ID tokens of the console's sign-in */
 };
+
+/* The policy of issuer i from its settings in p->cfg. */
+static void policy_of(struct idp *p, int i, long leeway_s)
+{
+  const struct config_oidc_provider *d = &p->cfg.providers[i];
+  struct oidc_policy *o = &p->policy[i];
+  int k;
+
+  o->issuers[0] = p->cfg.issuers[i];
+  o->n_issuers = 1;
+  for (k = 0; k < d->n_audiences && k < OIDC_MAX_LIST; k++)
+    o->audiences[o->n_audiences++] = d->audiences[k];
+  for (k = 0; k < d->n_required && k < OIDC_MAX_LIST; k++) {
+    o->required[k].claim = d->required_claim[k];
+    o->required[k].value = d->required_value[k];
+    o->n_required++;
+  }
+  o->algs = d->algs;
+  o->leeway_s = leeway_s;
+  o->max_lifetime_s = p->cfg.max_lifetime_s;
+  o->access_tokens = true;
+}
 
 struct idp *idp_new(const struct config_oidc *o, long leeway_s)
 {
@@ -28,21 +53,10 @@ struct idp *idp_new(const struct config_oidc *o, long leeway_s)
   if (!o || o->n_issuers == 0 || !(p = calloc(1, sizeof(*p))))
     return NULL;
   p->cfg = *o;
-  for (i = 0; i < p->cfg.n_issuers && i < OIDC_MAX_LIST; i++)
-    p->policy.issuers[p->policy.n_issuers++] = p->cfg.issuers[i];
-  for (i = 0; i < p->cfg.n_audiences && i < OIDC_MAX_LIST; i++)
-    p->policy.audiences[p->policy.n_audiences++] = p->cfg.audiences[i];
-  for (i = 0; i < p->cfg.n_required && i < OIDC_MAX_LIST; i++) {
-    p->policy.required[i].claim = p->cfg.required_claim[i];
-    p->policy.required[i].value = p->cfg.required_value[i];
-    p->policy.n_required++;
-  }
-  p->policy.algs = p->cfg.algs;
-  p->policy.leeway_s = leeway_s;
-  p->policy.access_tokens = true;
+  for (i = 0; i < p->cfg.n_issuers && i < CONFIG_OIDC_MAX; i++)
+    policy_of(p, i, leeway_s);
   /* the console's sign-in: the first issuer's ID tokens for its client */
-  p->console = p->policy;
-  p->console.n_issuers = 1;
+  p->console = p->policy[0];
   p->console.audiences[0] = p->cfg.client_id;
   p->console.n_audiences = 1;
   p->console.access_tokens = false;
@@ -54,14 +68,20 @@ void idp_free(struct idp *p)
   free(p);
 }
 
-bool idp_trusts(const struct idp *p, const char *iss)
+/* The index of issuer iss in p, or -1. */
+static int issuer_index(const struct idp *p, const char *iss)
 {
   int i;
 
-  for (i = 0; p && iss && i < p->policy.n_issuers; i++)
-    if (!strcmp(iss, p->policy.issuers[i]))
-      return true;
-  return false;
+  for (i = 0; p && iss && i < p->cfg.n_issuers; i++)
+    if (!strcmp(iss, p->cfg.issuers[i]))
+      return i;
+  return -1;
+}
+
+bool idp_trusts(const struct idp *p, const char *iss)
+{
+  return issuer_index(p, iss) >= 0;
 }
 
 /* The key for (iss, kid): the issuer's discovered JWKS, through the one
@@ -147,6 +167,8 @@ static int principal_of(const struct idp *p, const json_t *claims,
                         struct auth_principal *out, const char **groups,
                         size_t *n, const char **reason)
 {
+  int i;
+
   memset(out, 0, sizeof(*out));
   out->provider = true;
   out->exp = (long long)json_integer_value(json_object_get(claims, "exp"));
@@ -160,7 +182,11 @@ static int principal_of(const struct idp *p, const json_t *claims,
   if (json_is_true(json_object_get(claims, "email_verified")) &&
       !copy_claim(claims, "email", out->email, sizeof(out->email)))
     out->email[0] = '\0';
-  *n = idp_groups(claims, p->cfg.groups_claim, groups, IDP_MAX_GROUPS);
+  /* verified against iss's policy, so iss is one of p's */
+  i = issuer_index(p, out->issuer);
+  *n = i < 0 ? 0
+             : idp_groups(claims, p->cfg.providers[i].groups_claim, groups,
+                          IDP_MAX_GROUPS);
   return 0;
 }
 
@@ -169,10 +195,17 @@ int idp_verify(const struct idp *p, const char *token, time_t now,
 {
   const char *groups[IDP_MAX_GROUPS];
   json_t *claims = NULL; /* new */
+  char iss[256];
   size_t n = 0;
-  int rc = -1;
+  int rc = -1, i;
 
-  if (oidc_verify(token, &p->policy, now, key_for, (void *)p, &claims,
+  /* the token's own iss picks the policy, which checks iss again */
+  oidc_token_issuer(token, iss, sizeof(iss));
+  if ((i = issuer_index(p, iss)) < 0) {
+    *reason = "issuer not trusted";
+    return -1;
+  }
+  if (oidc_verify(token, &p->policy[i], now, key_for, (void *)p, &claims,
                   reason) != 0)
     return -1;
   if (principal_of(p, claims, out, groups, &n, reason) == 0) {
@@ -184,10 +217,64 @@ int idp_verify(const struct idp *p, const char *token, time_t now,
   return rc;
 }
 
+int idp_verify_logout_token(const struct idp *p, const char *token, time_t now,
+                            char *sub, size_t sublen, char *sid, size_t sidlen,
+                            const char **reason)
+{
+  struct oidc_policy pol;
+  json_t *claims = NULL; /* new */
+  int rc;
+
+  sub[0] = sid[0] = '\0';
+  if (!p->cfg.client_id[0]) {
+    *reason = "console sign-in is not configured";
+    return -1;
+  }
+  /* the console's client at the first issuer; typ logout+jwt allowed, and
+   * no required claim: a logout token carries none of the ID token's */
+  pol = p->console;
+  pol.logout_tokens = true;
+  pol.n_required = 0;
+  if (oidc_verify(token, &pol, now, key_for, (void *)p, &claims, reason) != 0)
+    return -1;
+  rc = idp_logout_claims(claims, sub, sublen, sid, sidlen, reason);
+  json_decref(claims);
+  return rc;
+}
+
+int idp_logout_claims(const json_t *claims, char *sub, size_t sublen, char *sid,
+                      size_t sidlen, const char **reason)
+{
+  const json_t *events = json_object_get(claims, "events"); /* borrowed */
+
+  sub[0] = sid[0] = '\0';
+  if (!json_is_object(events) ||
+      !json_is_object(json_object_get(events, IDP_LOGOUT_EVENT))) {
+    *reason = "no back-channel logout event";
+    return -1;
+  }
+  if (json_object_get(claims, "nonce")) {
+    *reason = "a logout token carries no nonce";
+    return -1;
+  }
+  if (!copy_claim(claims, "sub", sub, sublen) ||
+      !copy_claim(claims, "sid", sid, sidlen)) {
+    sub[0] = sid[0] = '\0';
+    *reason = "sub or sid is not a string that fits";
+    return -1;
+  }
+  if (!sub[0] && !sid[0]) {
+    *reason = "neither sid nor sub";
+    return -1;
+  }
+  *reason = NULL;
+  return 0;
+}
+
 int idp_verify_id_token(const struct idp *p, const char *token,
-                        const char *nonce, time_t now,
-                        struct auth_principal *out, json_t **groups,
-                        const char **reason)
+                        const char *nonce, bool refreshed, time_t now,
+                        struct auth_principal *out, json_t **groups, char *sid,
+                        size_t sidlen, const char **reason)
 {
   const char *g[IDP_MAX_GROUPS];
   json_t *claims = NULL; /* new */
@@ -204,12 +291,14 @@ int idp_verify_id_token(const struct idp *p, const char *token,
                   reason) != 0)
     return -1;
   got = json_string_value(json_object_get(claims, "nonce"));
-  if (!got || !nonce || strcmp(got, nonce) != 0) {
+  if (got ? !nonce || strcmp(got, nonce) != 0 : !refreshed) {
     *reason = "nonce does not match the sign-in";
     goto out;
   }
   if (principal_of(p, claims, out, g, &n, reason) != 0)
     goto out;
+  if (!copy_claim(claims, "sid", sid, sidlen))
+    sid[0] = '\0'; /* an unusable sid: the session ends only by sub */
   *groups = json_array();
   for (i = 0; i < n; i++)
     json_array_append_new(*groups, json_string(g[i]));

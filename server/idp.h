@@ -40,14 +40,39 @@ int idp_verify(const struct idp *p, const char *token, time_t now,
 /*
  * Verify the ID token (borrowed) of a console sign-in at now: issued by
  * the first issuer for the console's client (aud = client_id), carrying
- * nonce, and the required claims. Fills *out as idp_verify does and
- * *groups with the token's groups (a new array of strings). Returns 0, or
- * -1 with *reason.
+ * nonce, and the required claims. Fills *out as idp_verify does,
+ * *groups with the token's groups (a new array of strings) and sid with
+ * the provider's session id ("" when none). Returns 0, or -1 with
+ * *reason. refreshed: the ID token of a refresh (OIDC Core §12.2), whose
+ * nonce may be absent but, when present, must be the sign-in's.
  */
 int idp_verify_id_token(const struct idp *p, const char *token,
-                        const char *nonce, time_t now,
-                        struct auth_principal *out, json_t **groups,
-                        const char **reason);
+                        const char *nonce, bool refreshed, time_t now,
+                        struct auth_principal *out, json_t **groups, char *sid,
+                        size_t sidlen, const char **reason);
+
+#define IDP_LOGOUT_EVENT "http://schemas.openid.net/event/backchannel-logout"
+
+/*
+ * Verify an OpenID Connect Back-Channel Logout 1.0 logout_token (borrowed)
+ * at now: signed by the first issuer for the console's client (aud =
+ * client_id), typ JWT or logout+jwt, an `events` object holding
+ * IDP_LOGOUT_EVENT, no `nonce`, and a `sid` or a `sub` (copied out, "" when
+ * absent). Returns 0, or -1 with *reason (static, never any part of the
+ * token). Thread-safe.
+ */
+int idp_verify_logout_token(const struct idp *p, const char *token, time_t now,
+                            char *sub, size_t sublen, char *sid, size_t sidlen,
+                            const char **reason);
+
+/*
+ * The Back-Channel Logout checks of verified claims (borrowed): an
+ * `events` object holding IDP_LOGOUT_EVENT, no `nonce`, string `sub` and
+ * `sid` that fit (copied out, "" when absent), at least one of them.
+ * Returns 0, or -1 with *reason (sub and sid ""). Pure.
+ */
+int idp_logout_claims(const json_t *claims, char *sub, size_t sublen, char *sid,
+                      size_t sidlen, const char **reason);
 
 /*
  * The grants of the identity in p (issuer, subject, email) with groups

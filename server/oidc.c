@@ -115,10 +115,19 @@ static int check_claims(const json_t *c, const struct oidc_policy *p,
                         time_t now, const char **reason)
 {
   const char *email = json_string_value(json_object_get(c, "email"));
+  const json_t *aud = json_object_get(c, "aud"); /* borrowed */
   int i;
 
-  if (!aud_ok(json_object_get(c, "aud"), p)) {
+  if (!aud_ok(aud, p)) {
     *reason = "wrong audience";
+    return -1;
+  }
+  /* several audiences: the party it was issued to (azp) must be one of
+   * this policy's (OIDC Core §3.1.3.7), not another audience's client */
+  if (json_is_array(aud) && json_array_size(aud) > 1 &&
+      !listed(json_string_value(json_object_get(c, "azp")), p->audiences,
+              p->n_audiences)) {
+    *reason = "several audiences and azp is not one of ours";
     return -1;
   }
   if (check_times(c, p, now, reason))
@@ -149,6 +158,9 @@ static bool typ_ok(const json_t *typ, const struct oidc_policy *p)
   if (!s)
     return false;
   if (!strcasecmp(s, "JWT"))
+    return true;
+  if (p->logout_tokens && (!strcasecmp(s, "logout+jwt") ||
+                           !strcasecmp(s, "application/logout+jwt")))
     return true;
   return p->access_tokens &&
          (!strcasecmp(s, "at+jwt") || !strcasecmp(s, "application/at+jwt"));
@@ -193,6 +205,27 @@ static bool signature_ok(const char *token, const char *dot1, const char *dot2,
   json_decref(jws);
   ERR_clear_error();
   return ok;
+}
+
+int oidc_token_issuer(const char *token, char *out, size_t len)
+{
+  const char *dot1 = token ? strchr(token, '.') : NULL;
+  const char *dot2 = dot1 ? strchr(dot1 + 1, '.') : NULL;
+  json_t *claims; /* new */
+  const char *iss;
+  int rc = -1;
+
+  out[0] = '\0';
+  if (!dot2 || strlen(token) > OIDC_TOKEN_MAX)
+    return -1;
+  claims = part_json(dot1 + 1, (size_t)(dot2 - dot1 - 1));
+  iss = json_string_value(json_object_get(claims, "iss"));
+  if (iss && strlen(iss) < len) {
+    memcpy(out, iss, strlen(iss) + 1);
+    rc = 0;
+  }
+  json_decref(claims);
+  return rc;
 }
 
 int oidc_verify(const char *token, const struct oidc_policy *p, time_t now,

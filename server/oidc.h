@@ -35,6 +35,7 @@ struct oidc_policy {
   } required[OIDC_MAX_LIST];
   int n_required;
   bool access_tokens; /* typ at+jwt (RFC 9068) accepted beside JWT */
+  bool logout_tokens; /* typ logout+jwt (Back-Channel Logout) beside JWT */
 };
 
 /*
@@ -46,14 +47,22 @@ typedef json_t *(*oidc_key_fn)(const char *iss, const char *kid, void *ud,
                                enum jwks_alg *alg, char *err, size_t errlen);
 
 /*
+ * The iss claim of token (borrowed), NOT verified, into out[len]: only to
+ * choose the policy that will verify it (and check iss again). Returns 0,
+ * or -1 (out "") when the token has no readable string iss that fits.
+ */
+int oidc_token_issuer(const char *token, char *out, size_t len);
+
+/*
  * Verify token (borrowed) at time now against policy p: a compact JWS
  * whose header names an allowed alg, typ JWT (or at+jwt when allowed), no
  * crit, a kid; claims with a trusted iss; the key key_for gives for (iss,
  * kid) pinned to the header's alg; its signature verified by jose; then
- * aud, exp, iat, nbf (each within leeway), lifetime, email and the
- * required claims. On success returns 0 and, when claims is non-NULL,
- * the token's claims (a new reference). Otherwise -1 with *reason (static,
- * lower case, never any part of the token). Thread-safe when key_for is.
+ * aud (with several, azp one of the policy's audiences), exp, iat, nbf (each
+ * within leeway), lifetime, email and the required claims. On success returns 0
+ * and, when claims is non-NULL, the token's claims (a new reference). Otherwise
+ * -1 with *reason (static, lower case, never any part of the token).
+ * Thread-safe when key_for is.
  */
 int oidc_verify(const char *token, const struct oidc_policy *p, time_t now,
                 oidc_key_fn key_for, void *ud, json_t **claims,

@@ -64,6 +64,17 @@ export async function probeSession() {
   return { me: await r.json(), problem: null };
 }
 
+/* /v1/whoami as the token t would answer it, without using t for anything
+ * else: who a #token= link would sign in as, before it is kept. */
+export async function whoamiOf(t) {
+  const r = await fetch('/v1/whoami', {
+    headers: { Accept: 'application/json', Authorization: `Bearer ${t.trim()}` },
+    cache: 'no-store', credentials: 'omit',
+  });
+  if (!r.ok) return { me: null, problem: await problemOf(r) };
+  return { me: await r.json(), problem: null };
+}
+
 export function whenSignedOut(f) {
   onSignedOut = f;
 }

@@ -2,7 +2,8 @@
  * app.js — the console's shell: signing in (with the organisation's
  * provider when the server offers it — the server keeps the session — or
  * a token from the URL fragment #token=…, read once and removed from the
- * address bar, or pasted), who you are, a team switcher for people in
+ * address bar, shown with whose it is and used only once the person says
+ * so, or pasted), who you are, a team switcher for people in
  * several teams, the navigation for your role, and a hash router that
  * renders one view at a time into <main>. Views live in their own modules; each
  * marks its root data-ready once its data is on screen.
@@ -22,6 +23,7 @@ let me = null; /* /v1/whoami of the current token or session */
 let expiryTimer = null;
 let generation = 0; /* bumped on every navigation: stale work stops */
 let signInMessage = '';
+let offered = null; /* a #token= token not yet accepted */
 
 const NAV = {
   member: [['#/', 'Overview'], ['#/jobs', 'Jobs'], ['#/submit', 'Submit'], ['#/queues', 'Queues'], ['#/costs', 'Costs']],
@@ -41,17 +43,49 @@ const ROUTES = [
 ];
 
 /* A token in the fragment is taken once and removed from the address bar
- * and the history entry, so it is neither bookmarked nor shared. */
+ * and the history entry, so it is neither bookmarked nor shared. It is not
+ * used yet: a link can be anyone's, so the person first sees whose it is. */
 function takeFragmentToken() {
   const frag = location.hash.slice(1);
   if (!frag.startsWith('token=')) return;
   const params = new URLSearchParams(frag);
   const t = params.get('token');
   history.replaceState(null, '', `${location.pathname}${location.search}#/`);
-  if (t) {
-    api.setToken(t);
-    me = null;
+  if (t) offered = t;
+}
+
+/* Whose the offered token is, and a choice: use it, or not. */
+async function confirmToken(gen) {
+  const t = offered;
+  let probe = { me: null, problem: null };
+  try { probe = await api.whoamiOf(t); } catch { /* offline */ }
+  if (gen !== generation) return;
+  if (!probe.me) {
+    offered = null;
+    signInMessage = `The link's token was not accepted: ${(probe.problem && (probe.problem.detail || probe.problem.title)) || 'the server cannot be reached'}.`;
+    signInView();
+    return;
   }
+  const m = probe.me;
+  const whose = m.email || m.subject || '(no subject)';
+  const grants = (m.grants && m.grants.length ? m.grants : [{ role: m.role, team: m.team }])
+    .map((g) => (g.team ? `${g.role} of ${g.team}` : g.role)).join(', ');
+  generation++;
+  clear(who);
+  renderNav('');
+  put(clear(main), h('section', { 'data-view': 'confirm-token', 'data-ready': '1' },
+    h('h1', {}, 'Use the token of this link?'),
+    h('p', {}, 'The link you opened carries a token. Use it only if it is yours or you expected it: whatever you do next is done as its owner.'),
+    h('dl.card', {},
+      h('dt', {}, 'Token of'), h('dd', { id: 'offered-who' }, whose),
+      m.issuer ? h('dt', {}, 'Issued by') : null, m.issuer ? h('dd', {}, m.issuer) : null,
+      h('dt', {}, 'May act as'), h('dd', { id: 'offered-grants' }, grants),
+      h('dt', {}, 'Until'), h('dd', {}, when(new Date(m.exp * 1000).toISOString()))),
+    h('p', {},
+      h('button', { type: 'button', id: 'use-token', onclick: () => { offered = null; api.setToken(t); me = null; route(); } }, `Use it: sign in as ${whose}`),
+      ' ',
+      h('button.link', { type: 'button', id: 'reject-token', onclick: () => { offered = null; signInMessage = 'The link\'s token was not used.'; route(); } }, 'Do not use it'))));
+  document.title = 'Use this token? · gpugate console';
 }
 
 /* The teams the caller is a member of (a provider's principal may have
@@ -148,6 +182,10 @@ function signInView() {
 async function route() {
   takeFragmentToken();
   const gen = ++generation;
+  if (offered) {
+    await confirmToken(gen);
+    return;
+  }
   const { path, params } = parseHash();
   if (!api.token() && !api.inSession()) {
     /* a session the server keeps (the cookie is not readable here) */

@@ -59,7 +59,9 @@ async function submitJob(tok, team, name, extra = {}) {
   return r.json;
 }
 
-async function open(tok, hash = '', viewport = { width: 1280, height: 900 }, waitOverview = true) {
+/* A page at the console opened by a #token= link; unless confirm is
+ * false, the person then says yes to using the link's token. */
+async function open(tok, hash = '', viewport = { width: 1280, height: 900 }, waitOverview = true, confirm = true) {
   const context = await browser.newContext({ viewport, timezoneId: 'Europe/Amsterdam', locale: 'en-US', acceptDownloads: true });
   const page = await context.newPage();
   page.on('request', (r) => {
@@ -70,6 +72,10 @@ async function open(tok, hash = '', viewport = { width: 1280, height: 900 }, wai
   page.on('pageerror', (e) => pageErrors.push(String(e)));
   page.on('dialog', (d) => { dialogs.push(d.message()); d.dismiss(); });
   await page.goto(`${base}/${tok ? `#token=${tok}` : ''}`);
+  if (tok && confirm) {
+    await page.waitForSelector('[data-view="confirm-token"][data-ready]');
+    await page.click('#use-token');
+  }
   if (tok && waitOverview) await page.waitForSelector('[data-view="overview"][data-ready]');
   if (hash) {
     await page.evaluate((h) => { location.hash = h; }, hash);
@@ -140,9 +146,18 @@ test('the page and its files: strict CSP, nosniff, no-referrer, same origin only
   assert.ok(total < 300 * 1024, `first load ${total} bytes compressed`);
 });
 
-test('sign in through the fragment: the token leaves the address bar, who you are is shown', async () => {
-  const { page, context } = await open(member);
+test('sign in through the fragment: the token leaves the address bar, whose it is is asked first, who you are is shown', async () => {
+  const { page, context } = await open(member, '', undefined, false, false);
+  /* a link's token can be anyone's: shown, not used until the person says so */
+  await page.waitForSelector('[data-view="confirm-token"][data-ready]');
   assert.doesNotMatch(page.url(), /token=/);
+  assert.equal(await page.evaluate(() => sessionStorage.getItem('gpugate.token')), null);
+  assert.equal(await page.textContent('#offered-who'), 'team-a:member');
+  assert.equal(await page.textContent('#offered-grants'), 'member of team-a');
+  await shoot(page, 'confirm-token');
+  await axe(page, 'confirm-token');
+  await page.click('#use-token');
+  await ready(page, 'overview');
   assert.equal(await page.evaluate(() => sessionStorage.getItem('gpugate.token')), member);
   assert.equal(await page.evaluate(() => document.cookie), '');
   assert.match(await page.textContent('#who'), /team-a · member/);
@@ -150,6 +165,16 @@ test('sign in through the fragment: the token leaves the address bar, who you ar
   assert.match(navText, /Jobs/);
   await shoot(page, 'overview-member');
   await axe(page, 'overview-member');
+  await context.close();
+});
+
+test('a #token= link refused by the person is never used', async () => {
+  const { page, context } = await open(member, '', undefined, false, false);
+  await page.waitForSelector('[data-view="confirm-token"][data-ready]');
+  await page.click('#reject-token');
+  await page.waitForSelector('[data-view="signin"][data-ready]');
+  assert.match(await page.textContent('[data-view="signin"]'), /not used/);
+  assert.equal(await page.evaluate(() => sessionStorage.getItem('gpugate.token')), null);
   await context.close();
 });
 

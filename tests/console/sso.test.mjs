@@ -6,7 +6,10 @@
  * provider's login and consent pages → back to the console, signed in by
  * the server's session cookie. Then: who is signed in, the team switcher,
  * jobs listed, the cookie out of the page's reach, a cross-site logout
- * refused, and the real logout.
+ * refused, and the real logout. Then: the sign-in bound to its browser by
+ * the flow cookie (an attacker's callback URL opened by a signed-in victim
+ * is refused and leaves her session as it was), and the provider's
+ * Back-Channel Logout ending the console's session.
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -113,7 +116,8 @@ after(async () => {
   }
   for (const c of [server, provider]) if (c) c.kill('SIGTERM');
   assert.deepEqual(pageErrors, [], 'no script errors');
-  fs.rmSync(work, { recursive: true, force: true });
+  if (process.env.SSO_KEEP) console.error(`sso: kept ${work}`);
+  else fs.rmSync(work, { recursive: true, force: true });
 });
 
 test('sign in with the provider, see who and which teams, list jobs, sign out', async () => {
@@ -180,5 +184,95 @@ test('sign in with the provider, see who and which teams, list jobs, sign out', 
   const after = await page.evaluate(async () =>
     (await fetch('/v1/whoami', { headers: { 'X-GPUGate-CSRF': '1' } })).status);
   assert.equal(after, 401);
+  await context.close();
+});
+
+/* Sign in as user in context (a browser of its own) through the provider's
+ * pages; stop at gpugate's callback (not followed) when stop is true and
+ * return its URL. */
+async function signIn(context, user, stop = false) {
+  const page = await context.newPage();
+  page.on('pageerror', (e) => pageErrors.push(String(e)));
+  let callback = null;
+  if (stop) {
+    /* the attacker keeps his callback URL unused: his browser drops its own
+     * flow cookie, so gpugate refuses (and does not take) his state */
+    page.on('request', (r) => {
+      if (r.url().startsWith(`${base}/auth/callback?`)) callback = r.url();
+    });
+  }
+  await page.goto(`${base}/`);
+  await page.waitForSelector('[data-view="signin"][data-ready]');
+  await page.locator('#sso').click();
+  await page.waitForURL(`${issuer}/interaction/**`);
+  /* the flow cookie: HttpOnly, Secure, SameSite=Lax, ten minutes */
+  const flow = (await context.cookies()).find((k) => k.name === '__Host-gpugate_flow');
+  assert.ok(flow && flow.httpOnly && flow.secure && flow.sameSite === 'Lax' && flow.path === '/',
+    JSON.stringify(flow));
+  assert.ok(flow.expires - Date.now() / 1000 > 590 && flow.expires - Date.now() / 1000 <= 600, String(flow.expires));
+  if (stop) await context.clearCookies({ name: '__Host-gpugate_flow' });
+  await page.fill('input[name="login"]', user);
+  await page.fill('input[name="password"]', 'any');
+  await page.click('button[type="submit"]');
+  await page.waitForSelector('input[name="prompt"][value="consent"]', { state: 'attached' });
+  await page.click('button[type="submit"]');
+  if (stop) {
+    for (let i = 0; i < 200 && !callback; i++) await new Promise((r) => setTimeout(r, 50));
+    assert.ok(callback, 'the provider did not send the browser back');
+    return { page, callback };
+  }
+  await page.waitForSelector('[data-view="overview"][data-ready]', { timeout: 20000 });
+  return { page, callback: null };
+}
+
+const whoami = (page) => page.evaluate(async () => {
+  const r = await fetch('/v1/whoami', { headers: { 'X-GPUGate-CSRF': '1' } });
+  return { status: r.status, body: r.ok ? await r.json() : null };
+});
+
+test('an attacker\'s callback URL opened in a signed-in victim\'s browser is refused; her session is untouched', async () => {
+  const victim = await browser.newContext();
+  const { page } = await signIn(victim, 'bob');
+  assert.equal((await whoami(page)).body.email, 'bob@example.com');
+  assert.equal((await victim.cookies()).find((k) => k.name === '__Host-gpugate_flow'), undefined,
+    'the flow cookie is cleared once used');
+
+  /* the attacker signs in as himself and keeps the callback URL */
+  const attacker = await browser.newContext();
+  const { callback } = await signIn(attacker, 'eve', true);
+  assert.match(callback, /\/auth\/callback\?code=/);
+
+  /* the victim opens it: refused, with a page saying why */
+  const lure = await victim.newPage();
+  const resp = await lure.goto(callback);
+  assert.equal(resp.status(), 400);
+  assert.match(await lure.textContent('body'), /not started in this browser/);
+  /* still bob, not eve */
+  const still = await whoami(page);
+  assert.equal(still.status, 200);
+  assert.equal(still.body.email, 'bob@example.com');
+  await attacker.close();
+  await victim.close();
+});
+
+test('the provider\'s back-channel logout ends the console\'s session', async () => {
+  const context = await browser.newContext();
+  const { page } = await signIn(context, 'bob');
+  assert.equal((await whoami(page)).status, 200);
+  /* sign out at the provider (RP-initiated logout page, "yes"): it posts a
+   * logout_token to gpugate's /auth/backchannel-logout */
+  const op = await context.newPage();
+  await op.goto(`${issuer}/session/end`);
+  await op.click('button[name="logout"][value="yes"]');
+  await op.waitForLoadState();
+  let st = 200;
+  for (let i = 0; i < 200 && st === 200; i++) {
+    st = (await whoami(page)).status;
+    if (st === 200) await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.equal(st, 401, 'the session outlived the provider\'s logout');
+  /* the console, reloaded, asks to sign in again */
+  await page.reload();
+  await page.waitForSelector('[data-view="signin"][data-ready]');
   await context.close();
 });

@@ -8,8 +8,10 @@
  * (tests/fixtures/keys/rsa1.pem, kid "k1") so that the claim checks run
  * behind a valid signature; bit 2 of the first byte picks the policy
  * (Pub/Sub push, or an OpenID Provider's tokens with at+jwt, several
- * audiences and a required claim). oidc_verify() must give 0 or -1 with a
- * reason that never contains the token.
+ * audiences and a required claim), and bit 3 the console's Back-Channel
+ * Logout tokens (typ logout+jwt), whose verified claims then go through
+ * idp_logout_claims(). oidc_verify() must give 0 or -1 with a reason that
+ * never contains the token; an accepted logout token names a sid or a sub.
  */
 #include <jose/jose.h>
 #include <jose/openssl.h>
@@ -21,6 +23,7 @@
 #include <string.h>
 
 #include "batch/jwks.h"
+#include "server/idp.h"
 #include "server/oidc.h"
 #include "tests/fuzz/fake_req.h"
 
@@ -166,7 +169,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
       .required = {{"hd", "example.com"}, {"email_verified", "true"}},
       .n_required = 2,
       .access_tokens = true};
+  static const struct oidc_policy logout = {
+      .issuers = {"https://idp.example.com"},
+      .n_issuers = 1,
+      .audiences = {"gpugate-console"},
+      .n_audiences = 1,
+      .algs = JWKS_ALG_RS256 | JWKS_ALG_ES256,
+      .leeway_s = 60,
+      .max_lifetime_s = 86400,
+      .logout_tokens = true};
   json_t *claims_out = NULL;
+  char sub[128], sid[256];
   int rc;
   const char *reason = NULL;
   char *token = NULL, *header = NULL;
@@ -190,10 +203,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   }
   if (!token)
     goto out;
-  rc = oidc_verify(token, data[0] & 4 ? &idp : &push, NOW, key_for, NULL,
-                   &claims_out, &reason);
+  rc = oidc_verify(token,
+                   data[0] & 8   ? &logout
+                   : data[0] & 4 ? &idp
+                                 : &push,
+                   NOW, key_for, NULL, &claims_out, &reason);
   if (rc == 0 && !json_is_object(claims_out))
     abort(); /* an accepted token hands its claims over */
+  if (rc == 0 && data[0] & 8) {
+    rc = idp_logout_claims(claims_out, sub, sizeof(sub), sid, sizeof(sid),
+                           &reason);
+    if (rc == 0 &&
+        (reason || (!sub[0] && !sid[0]) || !memchr(sub, '\0', sizeof(sub)) ||
+         !memchr(sid, '\0', sizeof(sid))))
+      abort(); /* accepted: it names whose sessions end */
+  }
   json_decref(claims_out);
   if (rc != 0) {
     if (!reason || !*reason)

@@ -44,9 +44,10 @@ static char secret_file[64];
 
 /* ---- the provider process ---- */
 
-/* Start node tests/oidc/provider.mjs (port 0: any) and read its port. */
+/* Start node tests/oidc/provider.mjs (port 0: any; its principals in the
+ * hosted domain hd, NULL: example.com) and read its port. */
 static pid_t provider_start(const char *keys, unsigned short port,
-                            unsigned short *out_port)
+                            const char *hd, unsigned short *out_port)
 {
   char port_arg[16], line[64] = "";
   int fds[2];
@@ -75,7 +76,7 @@ static pid_t provider_start(const char *keys, unsigned short port,
       dup2(fd, 2);
     close(fds[0]);
     execlp("node", "node", "tests/oidc/provider.mjs", "--keys", keys, "--port",
-           port_arg, (char *)NULL);
+           port_arg, "--hd", hd ? hd : "example.com", (char *)NULL);
     _exit(127);
   }
   close(fds[1]);
@@ -105,8 +106,10 @@ static void provider_stop(pid_t pid)
   waitpid(pid, NULL, 0);
 }
 
-/* An access token of client for resource (NULL: the default, RS256). */
-static char *token_of(const char *client, const char *resource)
+/* An access token of client for resource (NULL: the default, RS256) from
+ * the provider at p. */
+static char *token_at(const struct h_server *p, const char *client,
+                      const char *resource)
 {
   const char *hdr[] = {"Content-Type: application/x-www-form-urlencoded", NULL};
   char body[512], *tok;
@@ -116,12 +119,18 @@ static char *token_of(const char *client, const char *resource)
            "grant_type=client_credentials&client_id=%s&client_secret=%s-"
            "secret-0123456789abcdef&scope=api&resource=%s",
            client, client, resource ? resource : "https://gpugate.test/rs");
-  ck_assert_int_eq(h_request(&idp, "POST", "/token", NULL, body, hdr, &r), 0);
+  ck_assert_int_eq(h_request(p, "POST", "/token", NULL, body, hdr, &r), 0);
   ck_assert_msg(r.status == 200, "token for %s: %ld %s", client, r.status,
                 r.body);
   tok = strdup(h_str(r.json, "access_token"));
   h_resp_free(&r);
   return tok;
+}
+
+/* An access token of client from the suite's provider. */
+static char *token_of(const char *client, const char *resource)
+{
+  return token_at(&idp, client, resource);
 }
 
 static long jwks_fetches(void)
@@ -158,11 +167,11 @@ static void b64(const void *in, size_t n, char *out, size_t cap)
 /* header.claims.sig of claims (borrowed): signed by jose with jwk (private,
  * borrowed), or HMAC-SHA256 keyed with hmac (NUL-terminated), or unsigned
  * when both are NULL. New string. */
-static char *sign(const char *alg, const char *kid, const json_t *claims,
-                  const json_t *jwk, const char *hmac)
+static char *sign_typ(const char *typ, const char *alg, const char *kid,
+                      const json_t *claims, const json_t *jwk, const char *hmac)
 {
   json_t *hdr =
-      json_pack("{s:s, s:s, s:s}", "alg", alg, "typ", "at+jwt", "kid", kid);
+      json_pack("{s:s, s:s, s:s}", "alg", alg, "typ", typ, "kid", kid);
   char *h = json_dumps(hdr, JSON_COMPACT), *c = json_dumps(claims, 0);
   char hb[512], cb[4096], sb[1024] = "", in[5000], *out = malloc(8192);
 
@@ -188,6 +197,13 @@ static char *sign(const char *alg, const char *kid, const json_t *claims,
   free(h);
   free(c);
   return out;
+}
+
+/* An at+jwt access token, as sign_typ. */
+static char *sign(const char *alg, const char *kid, const json_t *claims,
+                  const json_t *jwk, const char *hmac)
+{
+  return sign_typ("at+jwt", alg, kid, claims, jwk, hmac);
 }
 
 /* Claims as the provider gives team-a-bot, with iss, aud, hd and times
@@ -249,6 +265,7 @@ static int start_gpugate(struct h_server *s)
   env[n++] = "GPUGATE_OIDC_REQUIRED_CLAIMS=hd=example.com";
   env[n++] = "GPUGATE_OIDC_JWKS_COOLDOWN_S=2";
   env[n++] = "GPUGATE_RATE_LIMIT_RPS=100000";
+  env[n++] = "GPUGATE_SESSION_REFRESH_S=1";
   env[n] = NULL;
   return h_server_start(s, db_url, env);
 }
@@ -262,7 +279,7 @@ static void setup(void)
   snprintf(keys_file, sizeof(keys_file), "/tmp/gpugate-oidc-keys-%d.json",
            (int)getpid());
   unlink(keys_file);
-  idp_pid = provider_start(keys_file, 0, &idp.port);
+  idp_pid = provider_start(keys_file, 0, NULL, &idp.port);
   snprintf(issuer, sizeof(issuer), "http://127.0.0.1:%u", idp.port);
   h_db_apply("it_oidc", H_REFERENCE, db_url, sizeof(db_url));
   /* access_bindings in an apply file, one naming its subject's issuer */
@@ -569,6 +586,8 @@ START_TEST(forgeries_refused)
   WRONG(issuer, "other-api", "example.com", 0, 300);             /* aud */
   WRONG(issuer, "gpugate", "example.com", 700, -120);            /* expired */
   WRONG(issuer, "gpugate", "evil.example", 0, 300);              /* hd */
+  /* longer than GPUGATE_OIDC_MAX_LIFETIME_S (a day by default) */
+  WRONG(issuer, "gpugate", "example.com", 0, 86400 + 600);
 #undef WRONG
   json_decref(rs);
   json_decref(es);
@@ -630,7 +649,7 @@ START_TEST(outage_and_rotation)
   /* back, on the same issuer, with new keys */
   snprintf(rotated, sizeof(rotated), "%s.rotated", keys_file);
   unlink(rotated);
-  again = provider_start(rotated, port, &idp.port);
+  again = provider_start(rotated, port, NULL, &idp.port);
   ck_assert_uint_eq(idp.port, port);
   h_sleep_ms(2100);
   t = token_of("team-a-bot", NULL);
@@ -685,6 +704,120 @@ START_TEST(events_name_their_actor)
 }
 END_TEST
 
+/* Two issuers of one organisation: the company's IdP (the suite's
+ * provider) and a second oidc-provider standing in for Google (hosted
+ * domain google.test), whose principals have the same sub and the same
+ * group names. A binding subject without an issuer is the first issuer's
+ * only; required claims are per issuer (GPUGATE_OIDC_PROVIDERS_FILE). */
+START_TEST(two_issuers_apart)
+{
+  char keys_b[80], iss_b[128], env_iss[300], env_file[128], file[64];
+  char providers[600], body[512];
+  const char *env[8];
+  struct h_server two, b = {0};
+  json_t *rs = provider_key("RS256"), *c, *j, *subj;
+  char *platform_a, *platform_b, *bot_a, *bot_b, *ci_b, *admin, *t;
+  pid_t b_pid;
+  size_t i;
+
+  snprintf(keys_b, sizeof(keys_b), "/tmp/gpugate-oidc-keys-b-%d.json",
+           (int)getpid());
+  unlink(keys_b);
+  b_pid = provider_start(keys_b, 0, "google.test", &b.port);
+  snprintf(iss_b, sizeof(iss_b), "http://127.0.0.1:%u", b.port);
+  /* hd=example.com is the company's rule, hd=google.test Google's */
+  snprintf(providers, sizeof(providers),
+           "[{\"issuer\": \"%s\", \"required_claims\": [\"hd=example.com\"]},"
+           " {\"issuer\": \"%s\", \"required_claims\": [\"hd=google.test\"],"
+           " \"audiences\": [\"gpugate\"], \"algs\": [\"RS256\", \"ES256\"],"
+           " \"groups_claim\": \"groups\"}]",
+           issuer, iss_b);
+  h_write_temp("oidc-providers", providers, file, sizeof(file));
+  snprintf(env_iss, sizeof(env_iss), "GPUGATE_OIDC_ISSUERS=%s,%s", issuer,
+           iss_b);
+  snprintf(env_file, sizeof(env_file), "GPUGATE_OIDC_PROVIDERS_FILE=%s", file);
+  env[0] = env_iss;
+  env[1] = env_file;
+  env[2] = "GPUGATE_OIDC_AUDIENCES=gpugate";
+  env[3] = "GPUGATE_RATE_LIMIT_RPS=100000";
+  env[4] = NULL;
+  ck_assert_msg(h_server_start(&two, db_url, env) == 0,
+                "gpugate with two issuers did not start; see %s", two.log);
+
+  platform_a = token_of("platform", NULL);
+  platform_b = token_at(&b, "platform", NULL);
+  bot_a = token_of("team-a-bot", NULL);
+  bot_b = token_at(&b, "team-a-bot", NULL);
+  ci_b = token_at(&b, "ci-trainer", NULL);
+  admin = h_token(NULL, "admin", 600);
+
+  /* the same group name at the second issuer grants nothing */
+  ck_assert_int_eq(status_at(&two, "/v1/access-bindings", platform_a), 200);
+  ck_assert_int_eq(status_at(&two, "/v1/access-bindings", platform_b), 403);
+  ck_assert_int_eq(status_at(&two, "/v1/teams/team-a/jobs", bot_a), 200);
+  ck_assert_int_eq(status_at(&two, "/v1/teams/team-a/jobs", bot_b), 403);
+  /* nor the same verified email */
+  ck_assert_int_eq(status_at(&two, "/v1/teams/team-b/jobs", ci_b), 403);
+
+  /* the same sub: a binding without an issuer is the first issuer's */
+  json_decref(h_call(&two, "PUT", "/v1/access-bindings/bot-sub", admin,
+                     "{\"subjects\": [{\"kind\": \"subject\", \"name\": "
+                     "\"team-a-bot\"}], \"role\": \"member\", \"team\": "
+                     "\"team-d\"}",
+                     201));
+  ck_assert_int_eq(status_at(&two, "/v1/teams/team-d/jobs", bot_a), 200);
+  ck_assert_int_eq(status_at(&two, "/v1/teams/team-d/jobs", bot_b), 403);
+  /* and GET says which issuer it matches */
+  j = h_call(&two, "GET", "/v1/access-bindings/bot-sub", admin, NULL, 200);
+  subj = json_array_get(json_object_get(j, "subjects"), 0);
+  ck_assert_str_eq(h_str(subj, "issuer"), issuer);
+  json_decref(j);
+  j = h_call(&two, "GET", "/v1/access-bindings", admin, NULL, 200);
+  json_array_foreach (json_object_get(j, "items"), i, c)
+    if (!strcmp(h_str(c, "name"), "bot-sub"))
+      ck_assert_str_eq(
+          h_str(json_array_get(json_object_get(c, "subjects"), 0), "issuer"),
+          issuer);
+  json_decref(j);
+
+  /* a binding naming the second issuer grants its principals only */
+  snprintf(body, sizeof(body),
+           "{\"subjects\": [{\"kind\": \"group\", \"name\": \"ml-team-a\", "
+           "\"issuer\": \"%s\"}], \"role\": \"member\", \"team\": \"team-c\"}",
+           iss_b);
+  json_decref(
+      h_call(&two, "PUT", "/v1/access-bindings/google-a", admin, body, 201));
+  ck_assert_int_eq(status_at(&two, "/v1/teams/team-c/jobs", bot_b), 200);
+  ck_assert_int_eq(status_at(&two, "/v1/teams/team-c/jobs", bot_a), 404);
+  j = h_call(&two, "GET", "/v1/whoami", bot_b, NULL, 200);
+  ck_assert_str_eq(h_str(j, "issuer"), iss_b);
+  json_decref(j);
+
+  /* required claims per issuer: Google's hd rule is not the company's */
+  c = claims(issuer, "gpugate", "google.test", 0, 300);
+  t = sign("RS256", h_str(rs, "kid"), c, rs, NULL);
+  ck_assert_int_eq(status_at(&two, "/v1/teams/team-a/jobs", t), 401);
+  free(t);
+  json_decref(c);
+
+  json_decref(
+      h_call(&two, "DELETE", "/v1/access-bindings/bot-sub", admin, NULL, 204));
+  json_decref(
+      h_call(&two, "DELETE", "/v1/access-bindings/google-a", admin, NULL, 204));
+  h_server_stop(&two);
+  provider_stop(b_pid);
+  unlink(keys_b);
+  unlink(file);
+  json_decref(rs);
+  free(platform_a);
+  free(platform_b);
+  free(bot_a);
+  free(bot_b);
+  free(ci_b);
+  free(admin);
+}
+END_TEST
+
 /* ---- console sign-in, driven as a browser would ---- */
 
 /* One request of the browser at the provider (cookies kept in c): GET
@@ -717,13 +850,31 @@ static size_t discard(char *p, size_t size, size_t n, void *ud)
 static void session_cookie(const struct h_resp *r, char *out, size_t len)
 {
   char set[512];
-  const char *v = h_header(r, "Set-Cookie", set, sizeof(set));
+  const char *v = strstr(r->headers, "Set-Cookie: __Host-gpugate_session=");
 
-  ck_assert_ptr_nonnull(v);
-  ck_assert_msg(strstr(v, "__Host-gpugate_session=") == v, "%s", v);
+  ck_assert_msg(v, "no session cookie: %s", r->headers);
+  v += strlen("Set-Cookie: ");
+  snprintf(set, sizeof(set), "%.*s", (int)strcspn(v, "\r\n"), v);
+  v = set;
   ck_assert_msg(strstr(v, "HttpOnly") && strstr(v, "Secure") &&
                     strstr(v, "SameSite=Strict") && strstr(v, "Path=/"),
                 "cookie attributes: %s", v);
+  snprintf(out, len, "Cookie: %.*s", (int)strcspn(v, ";"), v);
+}
+
+/* The Cookie header of the sign-in's flow cookie in the Set-Cookie of r
+ * (a /auth/login answer), into out; its attributes checked. */
+static void flow_cookie(const struct h_resp *r, char *out, size_t len)
+{
+  char set[512];
+  const char *v = h_header(r, "Set-Cookie", set, sizeof(set));
+
+  ck_assert_ptr_nonnull(v);
+  ck_assert_msg(strstr(v, "__Host-gpugate_flow=") == v, "%s", v);
+  ck_assert_msg(strstr(v, "HttpOnly") && strstr(v, "Secure") &&
+                    strstr(v, "SameSite=Lax") && strstr(v, "Path=/") &&
+                    strstr(v, "Max-Age=600"),
+                "flow cookie attributes: %s", v);
   snprintf(out, len, "Cookie: %.*s", (int)strcspn(v, ";"), v);
 }
 
@@ -734,8 +885,10 @@ static void session_cookie(const struct h_resp *r, char *out, size_t len)
 START_TEST(console_sign_in)
 {
   CURL *c = curl_easy_init();
-  char cookie[256], *url, *next, cb[1024];
+  char cookie[256], *url, *next, cb[1024], flow[256], other_flow[256];
   const char *with[3] = {cookie, "X-GPUGate-CSRF: 1", NULL};
+  const char *with_flow[2] = {flow, NULL};
+  const char *with_other[2] = {other_flow, NULL};
   const char *without[2] = {cookie, NULL};
   struct h_resp r;
   char loc[2048];
@@ -745,6 +898,12 @@ START_TEST(console_sign_in)
                    0);
   ck_assert_int_eq(r.status, 302);
   url = strdup(h_header(&r, "Location", loc, sizeof(loc)));
+  flow_cookie(&r, flow, sizeof(flow));
+  h_resp_free(&r);
+  /* another sign-in started in another browser: its own flow cookie */
+  ck_assert_int_eq(h_request(&srv, "GET", "/auth/login", NULL, NULL, NULL, &r),
+                   0);
+  flow_cookie(&r, other_flow, sizeof(other_flow));
   h_resp_free(&r);
   ck_assert_msg(!strncmp(url, issuer, strlen(issuer)) &&
                     strstr(url, "code_challenge_method=S256") &&
@@ -776,11 +935,30 @@ START_TEST(console_sign_in)
   snprintf(cb, sizeof(cb), "%s", url + strlen("https://gpugate.test"));
   free(url);
 
-  /* back at gpugate: a session, a cookie, and a redirect to the console */
+  /* the callback URL opened by another client (login CSRF: the attacker
+   * sends his own to a victim): without the flow cookie, or with another
+   * sign-in's, it is refused with a page saying so, and opens nothing */
   ck_assert_int_eq(h_request(&srv, "GET", cb, NULL, NULL, NULL, &r), 0);
+  ck_assert_msg(r.status == 400 &&
+                    strstr(r.body, "not started in this browser"),
+                "%ld %s", r.status, r.body);
+  ck_assert_str_eq(h_header(&r, "Content-Type", loc, sizeof(loc)),
+                   "text/html; charset=utf-8");
+  ck_assert_msg(!strstr(r.headers, "gpugate_session="), "%s", r.headers);
+  h_resp_free(&r);
+  ck_assert_int_eq(h_request(&srv, "GET", cb, NULL, NULL, with_other, &r), 0);
+  ck_assert_msg(r.status == 400, "%ld %s", r.status, r.body);
+  ck_assert_msg(!strstr(r.headers, "gpugate_session="), "%s", r.headers);
+  h_resp_free(&r);
+
+  /* back at gpugate in the browser that started it: a session, a cookie,
+   * the flow cookie cleared, and a redirect to the console */
+  ck_assert_int_eq(h_request(&srv, "GET", cb, NULL, NULL, with_flow, &r), 0);
   ck_assert_msg(r.status == 302, "%ld %s", r.status, r.body);
   ck_assert_str_eq(h_header(&r, "Location", loc, sizeof(loc)), "/");
   session_cookie(&r, cookie, sizeof(cookie));
+  ck_assert_msg(strstr(r.headers, "__Host-gpugate_flow=; Path=/; Max-Age=0"),
+                "%s", r.headers);
   h_resp_free(&r);
 
   /* the session at work, with the CSRF header only */
@@ -825,7 +1003,7 @@ START_TEST(console_sign_in)
   h_resp_free(&r);
 
   /* a state is used once */
-  ck_assert_int_eq(h_request(&srv, "GET", cb, NULL, NULL, NULL, &r), 0);
+  ck_assert_int_eq(h_request(&srv, "GET", cb, NULL, NULL, with_flow, &r), 0);
   ck_assert_msg(h_is_problem(&r, 400, "state"), "%ld %s", r.status, r.body);
   h_resp_free(&r);
 
@@ -847,6 +1025,324 @@ START_TEST(console_sign_in)
 }
 END_TEST
 
+/* A whole sign-in of user (devInteractions: any password) in a browser of
+ * its own (a fresh provider session): the Cookie header of its gpugate
+ * session into cookie. */
+static void sign_in(const char *user, char *cookie, size_t len)
+{
+  CURL *c = curl_easy_init();
+  char loc[2048], flow[256], login[128], *url, *next;
+  const char *with_flow[2] = {flow, NULL};
+  struct h_resp r;
+  int hops;
+
+  ck_assert_int_eq(h_request(&srv, "GET", "/auth/login", NULL, NULL, NULL, &r),
+                   0);
+  ck_assert_int_eq(r.status, 302);
+  url = strdup(h_header(&r, "Location", loc, sizeof(loc)));
+  flow_cookie(&r, flow, sizeof(flow));
+  h_resp_free(&r);
+  snprintf(login, sizeof(login), "prompt=login&login=%s&password=any", user);
+  curl_easy_setopt(c, CURLOPT_COOKIEFILE, "");
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
+  for (hops = 0; hops < 10 && strncmp(url, "https://gpugate.test/", 21);
+       hops++) {
+    const char *form = NULL;
+    if (strstr(url, "/interaction/"))
+      form = hops < 3 ? login : "prompt=consent";
+    if (form) {
+      curl_easy_setopt(c, CURLOPT_URL, url);
+      curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+      ck_assert_int_eq(curl_easy_perform(c), CURLE_OK);
+    }
+    next = browse(c, url, form);
+    free(url);
+    url = next;
+  }
+  curl_easy_cleanup(c);
+  ck_assert_msg(strstr(url, "/auth/callback?code="), "ended at %s", url);
+  ck_assert_int_eq(h_request(&srv, "GET", url + strlen("https://gpugate.test"),
+                             NULL, NULL, with_flow, &r),
+                   0);
+  free(url);
+  ck_assert_msg(r.status == 302, "%ld %s", r.status, r.body);
+  session_cookie(&r, cookie, len);
+  h_resp_free(&r);
+}
+
+/* GET /v1/whoami by the session of cookie at s: its status. */
+static long session_status(const struct h_server *s, const char *cookie)
+{
+  const char *with[3] = {cookie, "X-GPUGate-CSRF: 1", NULL};
+  struct h_resp r;
+  long st;
+
+  ck_assert_int_eq(h_request(s, "GET", "/v1/whoami", NULL, NULL, with, &r), 0);
+  st = r.status;
+  h_resp_free(&r);
+  return st;
+}
+
+/* A logout token of the suite's provider for the console: sid and sub
+ * (NULL: absent), the events member unless no_events, a nonce when given;
+ * typ logout+jwt. New string. */
+static char *logout_token(const char *sid, const char *sub, bool no_events,
+                          const char *nonce, const char *aud)
+{
+  json_t *rs = provider_key("RS256");
+  time_t now = time(NULL);
+  json_t *c =
+      json_pack("{s:s, s:s, s:I, s:I, s:s}", "iss", issuer, "aud", aud, "iat",
+                (json_int_t)now, "exp", (json_int_t)(now + 120), "jti", "j-1");
+  char *t;
+
+  if (sid)
+    json_object_set_new(c, "sid", json_string(sid));
+  if (sub)
+    json_object_set_new(c, "sub", json_string(sub));
+  if (!no_events)
+    json_object_set_new(
+        c, "events",
+        json_pack("{s:{}}",
+                  "http://schemas.openid.net/event/backchannel-logout"));
+  if (nonce)
+    json_object_set_new(c, "nonce", json_string(nonce));
+  t = sign_typ("logout+jwt", "RS256", h_str(rs, "kid"), c, rs, NULL);
+  json_decref(c);
+  json_decref(rs);
+  return t;
+}
+
+/* POST /auth/backchannel-logout with token as the provider does: status. */
+static long backchannel(const char *token)
+{
+  const char *hdr[] = {"Content-Type: application/x-www-form-urlencoded", NULL};
+  char body[8300];
+  struct h_resp r;
+  long st;
+
+  snprintf(body, sizeof(body), "logout_token=%s", token);
+  ck_assert_int_eq(
+      h_request(&srv, "POST", "/auth/backchannel-logout", NULL, body, hdr, &r),
+      0);
+  st = r.status;
+  ck_assert_msg(st == 200 || h_is_problem(&r, 400, "logout_token"), "%ld %s",
+                st, r.body);
+  h_resp_free(&r);
+  return st;
+}
+
+/* Sessions follow the provider: an administrator lists and ends a
+ * principal's sessions; the provider's Back-Channel Logout ends the
+ * session of its sid (or every session of its sub) on every replica;
+ * forged or malformed logout tokens end nothing. */
+START_TEST(sessions_follow_provider)
+{
+  char one[256], two[256], three[256], path[300], *t;
+  char *admin = h_token(NULL, "admin", 600);
+  char *member = h_token("team-a", "member", 600);
+  const char *sid;
+  struct h_server other;
+  json_t *j;
+  struct h_resp r;
+
+  ck_assert_msg(start_gpugate(&other) == 0, "second replica: see %s",
+                other.log);
+  sign_in("bob", one, sizeof(one));
+  sign_in("bob", two, sizeof(two));
+  ck_assert_int_eq(session_status(&other, one), 200);
+
+  /* an administrator sees bob's two sessions, with the provider's sid */
+  snprintf(path, sizeof(path), "/v1/sessions?issuer=%s&subject=bob", issuer);
+  j = h_call(&srv, "GET", path, admin, NULL, 200);
+  ck_assert_uint_eq(json_array_size(json_object_get(j, "items")), 2);
+  sid = h_str(json_array_get(json_object_get(j, "items"), 0), "sid");
+  ck_assert_msg(sid && sid[0], "no sid: %s", json_dumps(j, 0));
+  ck_assert_str_eq(
+      h_str(json_array_get(json_object_get(j, "items"), 0), "email"),
+      "bob@example.com");
+  ck_assert_int_eq(
+      h_request(&srv, "GET", "/v1/sessions?subject=bob", admin, NULL, NULL, &r),
+      0);
+  ck_assert_msg(h_is_problem(&r, 400, "issuer"), "%ld %s", r.status, r.body);
+  h_resp_free(&r);
+  ck_assert_int_eq(status_of(path, member), 403);
+
+  /* forged or malformed logout tokens end nothing */
+  t = logout_token(sid, "bob", false, "n-1", "gpugate-console"); /* nonce */
+  ck_assert_int_eq(backchannel(t), 400);
+  free(t);
+  t = logout_token(sid, "bob", true, NULL, "gpugate-console"); /* no events */
+  ck_assert_int_eq(backchannel(t), 400);
+  free(t);
+  t = logout_token(sid, "bob", false, NULL, "gpugate"); /* another aud */
+  ck_assert_int_eq(backchannel(t), 400);
+  free(t);
+  t = logout_token(NULL, NULL, false, NULL, "gpugate-console"); /* nobody */
+  ck_assert_int_eq(backchannel(t), 400);
+  free(t);
+  ck_assert_int_eq(backchannel("not.a.token"), 400);
+  ck_assert_int_eq(session_status(&srv, one), 200);
+  ck_assert_int_eq(session_status(&srv, two), 200);
+
+  /* the provider ends the newest session by its sid: that one only, on
+   * every replica */
+  t = logout_token(sid, "bob", false, NULL, "gpugate-console");
+  ck_assert_int_eq(backchannel(t), 200);
+  free(t);
+  json_decref(j);
+  ck_assert_int_eq(session_status(&srv, two), 401);
+  ck_assert_int_eq(session_status(&other, two), 401);
+  ck_assert_int_eq(session_status(&other, one), 200);
+
+  /* an administrator ends the rest */
+  j = h_call(&srv, "DELETE", path, admin, NULL, 200);
+  ck_assert_int_eq(json_integer_value(json_object_get(j, "ended")), 1);
+  json_decref(j);
+  ck_assert_int_eq(session_status(&other, one), 401);
+  j = h_call(&srv, "GET", path, admin, NULL, 200);
+  ck_assert_uint_eq(json_array_size(json_object_get(j, "items")), 0);
+  json_decref(j);
+
+  /* a logout token naming only sub ends all of that principal's */
+  sign_in("bob", three, sizeof(three));
+  ck_assert_int_eq(session_status(&srv, three), 200);
+  t = logout_token(NULL, "bob", false, NULL, "gpugate-console");
+  ck_assert_int_eq(backchannel(t), 200);
+  free(t);
+  ck_assert_int_eq(session_status(&other, three), 401);
+  h_server_stop(&other);
+  free(admin);
+  free(member);
+}
+END_TEST
+
+/* /auth/login and /auth/callback are limited per client address by
+ * default, and the sign-ins in flight are bounded. */
+START_TEST(signin_bounded)
+{
+  struct h_server other;
+  struct h_resp r;
+  char v[64];
+  PGconn *pg;
+  long long before;
+  int i, allowed = 0, limited = 0;
+
+  /* a replica of its own: its limiter starts full */
+  ck_assert_msg(start_gpugate(&other) == 0, "replica: see %s", other.log);
+  for (i = 0; i < 1000 && !limited; i++) {
+    ck_assert_int_eq(
+        h_request(&other, "GET", "/auth/login", NULL, NULL, NULL, &r), 0);
+    if (r.status == 302)
+      allowed++;
+    else {
+      ck_assert_msg(h_is_problem(&r, 429, NULL), "%ld %s", r.status, r.body);
+      ck_assert_ptr_nonnull(h_header(&r, "Retry-After", v, sizeof(v)));
+      limited++;
+    }
+    h_resp_free(&r);
+  }
+  ck_assert_msg(limited == 1 && allowed >= 30, "allowed %d, limited %d",
+                allowed, limited);
+  /* the callback too */
+  ck_assert_int_eq(h_request(&other, "GET", "/auth/callback?state=x&code=y",
+                             NULL, NULL, NULL, &r),
+                   0);
+  ck_assert_msg(r.status == 429, "%ld %s", r.status, r.body);
+  h_resp_free(&r);
+  h_server_stop(&other);
+
+  /* auth_flows full: a new sign-in waits, nothing is stored */
+  pg = h_db_connect(db_url);
+  ck_assert_int_eq(PQstatus(pg), CONNECTION_OK);
+  h_db_int(pg, "WITH f AS (INSERT INTO auth_flows (state, nonce, "
+               "code_verifier, flow_hash) SELECT 'fill-' || g, 'n', 'v', 'h' "
+               "FROM generate_series(1, 100000) g RETURNING 1) "
+               "SELECT count(*) FROM f");
+  before = h_db_int(pg, "SELECT count(*) FROM auth_flows");
+  ck_assert_int_eq(h_request(&srv, "GET", "/auth/login", NULL, NULL, NULL, &r),
+                   0);
+  ck_assert_msg(h_is_problem(&r, 503, NULL) && strstr(r.body, "in flight"),
+                "%ld %s", r.status, r.body);
+  h_resp_free(&r);
+  ck_assert_int_eq(h_db_int(pg, "SELECT count(*) FROM auth_flows"), before);
+  h_db_int(pg, "WITH d AS (DELETE FROM auth_flows RETURNING 1) "
+               "SELECT count(*) FROM d");
+  PQfinish(pg);
+  ck_assert_int_eq(h_request(&srv, "GET", "/auth/login", NULL, NULL, NULL, &r),
+                   0);
+  ck_assert_int_eq(r.status, 302);
+  h_resp_free(&r);
+}
+END_TEST
+
+/* GET /v1/whoami by the session of cookie at srv: its status, and the
+ * number of its grants in *grants (0 unless 200). */
+static long session_grants(const char *cookie, size_t *grants)
+{
+  const char *with[3] = {cookie, "X-GPUGate-CSRF: 1", NULL};
+  struct h_resp r;
+  long st;
+
+  ck_assert_int_eq(h_request(&srv, "GET", "/v1/whoami", NULL, NULL, with, &r),
+                   0);
+  st = r.status;
+  *grants = st == 200 ? json_array_size(json_object_get(r.json, "grants")) : 0;
+  h_resp_free(&r);
+  return st;
+}
+
+/* Sessions follow the provider with its refresh token (refreshed every
+ * GPUGATE_SESSION_REFRESH_S, 1 s here): a person who loses a group at the
+ * provider loses that grant; one the provider no longer refreshes (removed)
+ * is signed out. Polled with a generous bound, never timed. */
+START_TEST(sessions_refresh)
+{
+  PGconn *pg = h_db_connect(db_url);
+  char cookie[256];
+  size_t grants = 0;
+  long st = 0;
+  int i;
+
+  ck_assert_int_eq(PQstatus(pg), CONNECTION_OK);
+  json_decref(h_call(&idp, "PUT", "/test/accounts/cat", NULL,
+                     "{\"groups\": [\"ml-team-a\", \"ml-team-b\"]}", 204));
+  sign_in("cat", cookie, sizeof(cookie));
+  ck_assert_int_eq(session_grants(cookie, &grants), 200);
+  ck_assert_uint_eq(grants, 2);
+  /* the provider gave a refresh token: kept with the session */
+  ck_assert_int_eq(h_db_int(pg, "SELECT count(*) FROM sessions WHERE "
+                                "subject = 'cat' AND refresh_token <> ''"),
+                   1);
+
+  /* cat leaves ml-team-b at the provider: team-b's grant goes */
+  json_decref(h_call(&idp, "PUT", "/test/accounts/cat", NULL,
+                     "{\"groups\": [\"ml-team-a\"]}", 204));
+  for (i = 0; i < 200; i++) {
+    if ((st = session_grants(cookie, &grants)) != 200 || grants != 2)
+      break;
+    usleep(100000);
+  }
+  ck_assert_msg(st == 200 && grants == 1, "after 20 s: %ld, %zu grants", st,
+                grants);
+
+  /* cat is removed at the provider: the refresh is refused, the session
+   * ends */
+  json_decref(h_call(&idp, "DELETE", "/test/accounts/cat", NULL, NULL, 204));
+  for (i = 0; i < 200; i++) {
+    if ((st = session_grants(cookie, &grants)) != 200)
+      break;
+    usleep(100000);
+  }
+  ck_assert_msg(st == 401, "after 20 s: %ld", st);
+  ck_assert_int_eq(
+      h_db_int(pg, "SELECT count(*) FROM sessions WHERE subject = 'cat'"), 0);
+  json_decref(h_call(&idp, "PUT", "/test/accounts/cat", NULL,
+                     "{\"groups\": [\"ml-team-a\", \"ml-team-b\"]}", 204));
+  PQfinish(pg);
+}
+END_TEST
+
 Suite *oidc_suite(void)
 {
   Suite *s = suite_create("oidc");
@@ -857,9 +1353,13 @@ Suite *oidc_suite(void)
   tcase_add_test(tc, bindings_decide);
   tcase_add_test(tc, bindings_managed);
   tcase_add_test(tc, bindings_reach_every_replica);
+  tcase_add_test(tc, two_issuers_apart);
   tcase_add_test(tc, events_name_their_actor);
   tcase_add_test(tc, forgeries_refused);
   tcase_add_test(tc, console_sign_in);
+  tcase_add_test(tc, sessions_follow_provider);
+  tcase_add_test(tc, sessions_refresh);
+  tcase_add_test(tc, signin_bounded);
   tcase_add_test(tc, random_kids_bounded);
   tcase_add_test(tc, outage_and_rotation);
   suite_add_tcase(s, tc);

@@ -55,12 +55,26 @@ static const struct {
      NULL,
      {"ml-team-b"},
      "member:team-b,admin:"},
+    /* a subject naming no issuer is the first issuer's (IDP) only */
     {"the same subject of another issuer",
      "https://other",
      "00u1",
      NULL,
      {NULL},
-     "member:team-b"},
+     ""},
+    {"the same group of another issuer",
+     "https://other",
+     "x",
+     NULL,
+     {"ml-team-a", "finance"},
+     ""},
+    {"the same email of another issuer",
+     "https://other",
+     "x",
+     "ci@proj.example",
+     {NULL},
+     ""},
+    {"no issuer", NULL, "00u1", NULL, {"ml-team-a"}, ""},
     {"finance", IDP, "y", NULL, {"finance"}, "finance:"},
     {"nothing", IDP, "z", "z@example.com", {"nobody"}, ""},
     {"a group name is exact", IDP, "x", NULL, {"ML-TEAM-A"}, ""},
@@ -77,6 +91,7 @@ START_TEST(grants_table)
 
   while (id.n_groups < 3 && cases[_i].groups[id.n_groups])
     id.n_groups++;
+  bindings_set_first_issuer(IDP);
   bindings_set(json_loads(set, 0, NULL));
   ck_assert_uint_eq(bindings_count(), 5); /* "junk" matches nobody */
   n = bindings_grants(&id, g, AUTH_MAX_GRANTS, &gen);
@@ -97,11 +112,33 @@ START_TEST(reload_replaces)
   struct auth_grant g[AUTH_MAX_GRANTS];
   unsigned long gen1, gen2;
 
+  bindings_set_first_issuer(IDP);
   bindings_set(json_loads(set, 0, NULL));
   ck_assert_int_eq(bindings_grants(&id, g, AUTH_MAX_GRANTS, &gen1), 1);
   bindings_set(json_array());
   ck_assert_int_eq(bindings_grants(&id, g, AUTH_MAX_GRANTS, &gen2), 0);
   ck_assert_uint_gt(gen2, gen1);
+}
+END_TEST
+
+/* Trusting no issuer, a subject naming none matches nothing; trusting a
+ * different first issuer moves it there and advances the generation. */
+START_TEST(first_issuer_decides)
+{
+  const char *groups[] = {"ml-team-a"};
+  struct bindings_identity id = {IDP, "x", NULL, groups, 1};
+  struct bindings_identity other = {"https://other", "x", NULL, groups, 1};
+  struct auth_grant g[AUTH_MAX_GRANTS];
+  unsigned long gen1, gen2;
+
+  bindings_set(json_loads(set, 0, NULL));
+  bindings_set_first_issuer(NULL);
+  ck_assert_int_eq(bindings_grants(&id, g, AUTH_MAX_GRANTS, &gen1), 0);
+  bindings_set_first_issuer("https://other");
+  ck_assert_int_eq(bindings_grants(&id, g, AUTH_MAX_GRANTS, &gen2), 0);
+  ck_assert_int_eq(bindings_grants(&other, g, AUTH_MAX_GRANTS, &gen2), 1);
+  ck_assert_uint_gt(gen2, gen1);
+  bindings_set_first_issuer(IDP);
 }
 END_TEST
 
@@ -169,6 +206,29 @@ static const struct {
      "\"token_endpoint\": \"javascript:x\"}",
      NULL, false},
     {IDP, "[]", NULL, false},
+    /* http:// only to this machine */
+    {IDP,
+     "{\"issuer\": \"" IDP "\", \"jwks_uri\": \"http://idp.example.com/k\"}",
+     NULL, false},
+    {IDP,
+     "{\"issuer\": \"" IDP "\", \"jwks_uri\": \"" IDP "/k\", "
+     "\"token_endpoint\": \"http://idp.example.com/token\"}",
+     NULL, false},
+    {IDP,
+     "{\"issuer\": \"" IDP
+     "\", \"jwks_uri\": \"http://127.0.0.1:80@evil.example/k\"}",
+     NULL, false},
+    {IDP,
+     "{\"issuer\": \"" IDP
+     "\", \"jwks_uri\": \"http://127.0.0.1.evil.example/k\"}",
+     NULL, false},
+    {IDP,
+     "{\"issuer\": \"" IDP "\", \"jwks_uri\": \"http://127.0.0.1:8080/k\"}",
+     "http://127.0.0.1:8080/k", false},
+    {IDP, "{\"issuer\": \"" IDP "\", \"jwks_uri\": \"http://[::1]/k\"}",
+     "http://[::1]/k", false},
+    {IDP, "{\"issuer\": \"" IDP "\", \"jwks_uri\": \"http://localhost:9/k\"}",
+     "http://localhost:9/k", false},
     {IDP, "{\"issuer\": \"" IDP "\", \"issuer\": \"" IDP "\"}", NULL, false},
 };
 
@@ -197,6 +257,7 @@ Suite *bindings_suite(void)
 
   tcase_add_loop_test(tc, grants_table, 0, N_OF(cases));
   tcase_add_test(tc, reload_replaces);
+  tcase_add_test(tc, first_issuer_decides);
   tcase_add_loop_test(tc, groups_at_path, 0, N_OF(group_cases));
   tcase_add_loop_test(tc, discovery_documents, 0, N_OF(discovery_cases));
   suite_add_tcase(s, tc);

@@ -449,6 +449,14 @@ static const struct {
      "GPUGATE_OIDC_AUDIENCES"},
     {{"GPUGATE_OIDC_ISSUERS=gpugate", "GPUGATE_OIDC_AUDIENCES=a"},
      "GPUGATE_OIDC_ISSUERS"},
+    {{"GPUGATE_OIDC_ISSUERS=http://idp.example.com",
+      "GPUGATE_OIDC_AUDIENCES=a"},
+     "GPUGATE_OIDC_ISSUERS"}, /* http:// only on loopback */
+    {{"GPUGATE_OIDC_ISSUERS=http://127.0.0.1@idp.example.com",
+      "GPUGATE_OIDC_AUDIENCES=a"},
+     "GPUGATE_OIDC_ISSUERS"},
+    {{"GPUGATE_OIDC_MAX_LIFETIME_S=59"}, "GPUGATE_OIDC_MAX_LIFETIME_S"},
+    {{"GPUGATE_OIDC_MAX_LIFETIME_S=1d"}, "GPUGATE_OIDC_MAX_LIFETIME_S"},
     {{"GPUGATE_JWT_ISSUER=https://idp.example.com",
       "GPUGATE_OIDC_ISSUERS=https://idp.example.com"},
      "GPUGATE_OIDC_ISSUERS"}, /* gpugate's own issuer */
@@ -468,6 +476,8 @@ static const struct {
     {{"GPUGATE_OIDC_GROUPS_CLAIM=$.groups[*]"}, "GPUGATE_OIDC_GROUPS_CLAIM"},
     {{"GPUGATE_OIDC_CLIENT_ID=gpugate"}, "GPUGATE_OIDC_CLIENT_ID"},
     {{"GPUGATE_SESSION_TTL_S=59"}, "GPUGATE_SESSION_TTL_S"},
+    {{"GPUGATE_SESSION_REFRESH_S=0"}, "GPUGATE_SESSION_REFRESH_S"},
+    {{"GPUGATE_SESSION_REFRESH_S=15m"}, "GPUGATE_SESSION_REFRESH_S"},
     {{"GPUGATE_PUBLIC_URL=gpugate.example.com"}, "GPUGATE_PUBLIC_URL"},
 };
 
@@ -527,6 +537,105 @@ START_TEST(oidc_settings)
   ck_assert_str_eq(cfg.oidc.required_claim[1], "tid");
   ck_assert_str_eq(cfg.oidc.required_value[1], "a=b");
   config_free(&cfg);
+  clear_env();
+}
+END_TEST
+
+/* GPUGATE_OIDC_PROVIDERS_FILE: each issuer's audiences, algorithms,
+ * groups claim and required claims, the rest from GPUGATE_OIDC_*; strict,
+ * with the entry and field named. */
+static const struct {
+  const char *file; /* NULL: the variable names a missing file */
+  const char *want; /* "" accepted, else what the error names */
+} provider_files[] = {
+    {"[]", ""},
+    {"[{\"issuer\": \"https://accounts.google.com\", \"required_claims\": "
+     "[\"hd=example.com\"], \"groups_claim\": \"roles\", \"audiences\": "
+     "[\"g1\"], \"algs\": [\"RS256\"]}]",
+     ""},
+    {NULL, "GPUGATE_OIDC_PROVIDERS_FILE"},
+    {"{}", "expected a JSON array"},
+    {"[{\"issuer\": \"https://a\", \"issuer\": \"https://a\"}]", "line 1"},
+    {"[{}]", "[0].issuer"},
+    {"[\"https://idp.example.com/\"]", "[0].issuer"},
+    {"[{\"issuer\": \"https://other.example\"}]", "not one of"},
+    {"[{\"issuer\": \"https://idp.example.com/\"}, {\"issuer\": "
+     "\"https://idp.example.com/\"}]",
+     "[1].issuer: \"https://idp.example.com/\" is listed twice"},
+    {"[{\"issuer\": \"https://idp.example.com/\", \"audience\": [\"a\"]}]",
+     "[0].audience: unknown field"},
+    {"[{\"issuer\": \"https://idp.example.com/\", \"audiences\": []}]",
+     "[0].audiences"},
+    {"[{\"issuer\": \"https://idp.example.com/\", \"audiences\": \"a\"}]",
+     "[0].audiences"},
+    {"[{\"issuer\": \"https://idp.example.com/\", \"audiences\": [\"\"]}]",
+     "[0].audiences"},
+    {"[{\"issuer\": \"https://idp.example.com/\", \"algs\": [\"HS256\"]}]",
+     "[0].algs[0]"},
+    {"[{\"issuer\": \"https://idp.example.com/\", \"algs\": [\"none\"]}]",
+     "[0].algs[0]"},
+    {"[{\"issuer\": \"https://idp.example.com/\", \"groups_claim\": "
+     "\"a..b\"}]",
+     "[0].groups_claim"},
+    {"[{\"issuer\": \"https://idp.example.com/\", \"groups_claim\": 1}]",
+     "[0].groups_claim"},
+    {"[{\"issuer\": \"https://idp.example.com/\", \"required_claims\": "
+     "[\"hd\"]}]",
+     "[0].required_claims[0]"},
+    {"[{\"issuer\": \"https://idp.example.com/\", \"required_claims\": "
+     "\"hd=x\"}]",
+     "[0].required_claims"},
+};
+
+START_TEST(oidc_providers_file)
+{
+  struct config cfg;
+  char err[256] = "", path[] = "/tmp/gpugate-providers-XXXXXX", env[80];
+  int fd, rc;
+
+  clear_env();
+  set_env("GPUGATE_OIDC_ISSUERS=https://idp.example.com/,"
+          "https://accounts.google.com");
+  set_env("GPUGATE_OIDC_AUDIENCES=gpugate");
+  set_env("GPUGATE_OIDC_REQUIRED_CLAIMS=tid=t1");
+  fd = mkstemp(path);
+  ck_assert_int_ge(fd, 0);
+  if (provider_files[_i].file)
+    ck_assert(write(fd, provider_files[_i].file,
+                    strlen(provider_files[_i].file)) > 0);
+  close(fd);
+  if (!provider_files[_i].file)
+    unlink(path);
+  snprintf(env, sizeof(env), "GPUGATE_OIDC_PROVIDERS_FILE=%s", path);
+  set_env(env);
+  rc = config_load(&cfg, err, sizeof(err));
+  unlink(path);
+  if (!provider_files[_i].want[0]) {
+    ck_assert_msg(rc == 0, "case %d: %s", _i, err);
+    /* the first issuer keeps the GPUGATE_OIDC_* values */
+    ck_assert_int_eq(cfg.oidc.providers[0].n_required, 1);
+    ck_assert_str_eq(cfg.oidc.providers[0].required_claim[0], "tid");
+    ck_assert_str_eq(cfg.oidc.providers[0].groups_claim, "groups");
+    ck_assert_str_eq(cfg.oidc.providers[0].audiences[0], "gpugate");
+    ck_assert_uint_eq(cfg.oidc.providers[0].algs, 3);
+    if (_i == 1) { /* the second its own */
+      ck_assert_int_eq(cfg.oidc.providers[1].n_required, 1);
+      ck_assert_str_eq(cfg.oidc.providers[1].required_claim[0], "hd");
+      ck_assert_str_eq(cfg.oidc.providers[1].required_value[0], "example.com");
+      ck_assert_str_eq(cfg.oidc.providers[1].groups_claim, "roles");
+      ck_assert_int_eq(cfg.oidc.providers[1].n_audiences, 1);
+      ck_assert_str_eq(cfg.oidc.providers[1].audiences[0], "g1");
+      ck_assert_uint_eq(cfg.oidc.providers[1].algs, 1); /* RS256 */
+    }
+    config_free(&cfg);
+  } else {
+    ck_assert_msg(rc == -1, "case %d: accepted", _i);
+    ck_assert_msg(strstr(err, "GPUGATE_OIDC_PROVIDERS_FILE") &&
+                      strstr(err, provider_files[_i].want),
+                  "case %d: \"%s\" does not name %s", _i, err,
+                  provider_files[_i].want);
+    ck_assert_msg(strchr(err, '\n') == NULL, "case %d: \"%s\"", _i, err);
+  }
   clear_env();
 }
 END_TEST
@@ -1123,6 +1232,7 @@ Suite *config_suite(void)
   tcase_add_test(tc, error_bounded);
   tcase_add_test(tc, capacity_window_grace);
   tcase_add_test(tc, oidc_settings);
+  tcase_add_loop_test(tc, oidc_providers_file, 0, N_OF(provider_files));
   tcase_add_test(tc, read_file);
   tcase_add_loop_test(tc, footprint, 0, N_OF(footprint_cases));
   suite_add_tcase(s, tc);

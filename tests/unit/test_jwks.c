@@ -257,6 +257,8 @@ struct tok {
   int verified; /* 1 true, 0 false, -1 absent */
   long iat, exp;
   const char *reason; /* NULL: accepted */
+  const char *aud2;   /* a second audience (aud an array), or NULL */
+  const char *azp;    /* NULL: absent */
 };
 
 #define RSA1 KEY_DIR "rsa1.pem"
@@ -268,76 +270,100 @@ struct tok {
 static const struct tok tok_cases[] = {
     /* Pub/Sub push: Google's RS256 ID token for a service account */
     {"push", PUSH, "RS256", "rs", NULL, RSA1, NULL, G, AUD, SA, NULL, 1,
-     NOW - 10, NOW + 3590, OK},
+     NOW - 10, NOW + 3590, OK, NULL, NULL},
     {"push, iss without https", PUSH, "RS256", "rs", NULL, RSA1, NULL,
-     "accounts.google.com", AUD, SA, NULL, 1, NOW, NOW + 3600, OK},
+     "accounts.google.com", AUD, SA, NULL, 1, NOW, NOW + 3600, OK, NULL, NULL},
     {"push within leeway (exp)", PUSH, "RS256", "rs", NULL, RSA1, NULL, G, AUD,
-     SA, NULL, 1, NOW - 3650, NOW - 50, OK},
+     SA, NULL, 1, NOW - 3650, NOW - 50, OK, NULL, NULL},
     {"push within leeway (iat)", PUSH, "RS256", "rs", NULL, RSA1, NULL, G, AUD,
-     SA, NULL, 1, NOW + 50, NOW + 3650, OK},
+     SA, NULL, 1, NOW + 50, NOW + 3650, OK, NULL, NULL},
     {"push ES256 (push is RS256 only)", PUSH, "ES256", "es", NULL, EC1, NULL, G,
-     AUD, SA, NULL, 1, NOW, NOW + 3600, "algorithm not allowed"},
+     AUD, SA, NULL, 1, NOW, NOW + 3600, "algorithm not allowed", NULL, NULL},
     {"push signed by another key", PUSH, "RS256", "rs", NULL, RSA2, NULL, G,
-     AUD, SA, NULL, 1, NOW, NOW + 3600, "bad signature"},
+     AUD, SA, NULL, 1, NOW, NOW + 3600, "bad signature", NULL, NULL},
     {"push unknown kid", PUSH, "RS256", "other", NULL, RSA1, NULL, G, AUD, SA,
-     NULL, 1, NOW, NOW + 3600, "signing key unknown or unavailable"},
+     NULL, 1, NOW, NOW + 3600, "signing key unknown or unavailable", NULL,
+     NULL},
     {"push no kid", PUSH, "RS256", NULL, NULL, RSA1, NULL, G, AUD, SA, NULL, 1,
-     NOW, NOW + 3600, "no key id"},
+     NOW, NOW + 3600, "no key id", NULL, NULL},
     {"push another issuer", PUSH, "RS256", "rs", NULL, RSA1, NULL,
      "https://evil.example", AUD, SA, NULL, 1, NOW, NOW + 3600,
-     "issuer not trusted"},
+     "issuer not trusted", NULL, NULL},
     {"push another audience", PUSH, "RS256", "rs", NULL, RSA1, NULL, G,
-     "https://other/push", SA, NULL, 1, NOW, NOW + 3600, "wrong audience"},
+     "https://other/push", SA, NULL, 1, NOW, NOW + 3600, "wrong audience", NULL,
+     NULL},
     {"push another account", PUSH, "RS256", "rs", NULL, RSA1, NULL, G, AUD,
      "x@evil.iam.gserviceaccount.com", NULL, 1, NOW, NOW + 3600,
-     "wrong service account"},
+     "wrong service account", NULL, NULL},
     {"push email not verified", PUSH, "RS256", "rs", NULL, RSA1, NULL, G, AUD,
-     SA, NULL, 0, NOW, NOW + 3600, "email not verified"},
+     SA, NULL, 0, NOW, NOW + 3600, "email not verified", NULL, NULL},
     {"push email_verified absent", PUSH, "RS256", "rs", NULL, RSA1, NULL, G,
-     AUD, SA, NULL, -1, NOW, NOW + 3600, "email not verified"},
+     AUD, SA, NULL, -1, NOW, NOW + 3600, "email not verified", NULL, NULL},
     {"push expired", PUSH, "RS256", "rs", NULL, RSA1, NULL, G, AUD, SA, NULL, 1,
-     NOW - 3700, NOW - 61, "token expired"},
+     NOW - 3700, NOW - 61, "token expired", NULL, NULL},
     {"push from the future", PUSH, "RS256", "rs", NULL, RSA1, NULL, G, AUD, SA,
-     NULL, 1, NOW + 61, NOW + 3661, "token issued in the future"},
+     NULL, 1, NOW + 61, NOW + 3661, "token issued in the future", NULL, NULL},
     {"push living a day", PUSH, "RS256", "rs", NULL, RSA1, NULL, G, AUD, SA,
-     NULL, 1, NOW - 10, NOW + 86400, "token lifetime out of range"},
+     NULL, 1, NOW - 10, NOW + 86400, "token lifetime out of range", NULL, NULL},
 
     /* an OpenID Provider: RS256 and ES256 ID tokens, at+jwt access tokens */
     {"provider RS256", PROVIDER, "RS256", "rs", "JWT", RSA1, NULL, IDP, AUD,
-     "ann@example.com", "example.com", 1, NOW, NOW + 600, OK},
+     "ann@example.com", "example.com", 1, NOW, NOW + 600, OK, NULL, NULL},
     {"provider ES256", PROVIDER, "ES256", "es", NULL, EC1, NULL, IDP, AUD,
-     "ann@example.com", "example.com", 1, NOW, NOW + 600, OK},
+     "ann@example.com", "example.com", 1, NOW, NOW + 600, OK, NULL, NULL},
     {"provider at+jwt", PROVIDER, "ES256", "es", "at+jwt", EC1, NULL, IDP, AUD,
-     NULL, "example.com", -1, NOW, NOW + 600, OK},
+     NULL, "example.com", -1, NOW, NOW + 600, OK, NULL, NULL},
     {"provider application/at+jwt", PROVIDER, "RS256", "rs",
      "application/at+jwt", RSA1, NULL, IDP, AUD, NULL, "example.com", -1, NOW,
-     NOW + 600, OK},
+     NOW + 600, OK, NULL, NULL},
     {"provider typ dpop+jwt", PROVIDER, "RS256", "rs", "dpop+jwt", RSA1, NULL,
      IDP, AUD, NULL, "example.com", -1, NOW, NOW + 600,
-     "unsupported token type"},
+     "unsupported token type", NULL, NULL},
     {"alg none", PROVIDER, "none", "rs", NULL, NULL, NULL, IDP, AUD, NULL,
-     "example.com", -1, NOW, NOW + 600, "malformed token"},
+     "example.com", -1, NOW, NOW + 600, "malformed token", NULL, NULL},
     {"HS256 keyed with the public PEM", PROVIDER, "HS256", "rs", NULL, NULL,
      PUBPEM, IDP, AUD, NULL, "example.com", -1, NOW, NOW + 600,
-     "algorithm not allowed"},
+     "algorithm not allowed", NULL, NULL},
     {"RS256 header on the EC key", PROVIDER, "RS256", "es", NULL, RSA1, NULL,
      IDP, AUD, NULL, "example.com", -1, NOW, NOW + 600,
-     "algorithm does not match the key"},
+     "algorithm does not match the key", NULL, NULL},
     {"ES256 header on the RSA key", PROVIDER, "ES256", "rs", NULL, EC1, NULL,
      IDP, AUD, NULL, "example.com", -1, NOW, NOW + 600,
-     "algorithm does not match the key"},
+     "algorithm does not match the key", NULL, NULL},
     {"a stranger's key with a known kid", PROVIDER, "RS256", "rs", NULL, RSA2,
-     NULL, IDP, AUD, NULL, "example.com", -1, NOW, NOW + 600, "bad signature"},
+     NULL, IDP, AUD, NULL, "example.com", -1, NOW, NOW + 600, "bad signature",
+     NULL, NULL},
     {"wrong iss", PROVIDER, "RS256", "rs", NULL, RSA1, NULL, IDP "/", AUD, NULL,
-     "example.com", -1, NOW, NOW + 600, "issuer not trusted"},
+     "example.com", -1, NOW, NOW + 600, "issuer not trusted", NULL, NULL},
     {"wrong aud", PROVIDER, "RS256", "rs", NULL, RSA1, NULL, IDP, "account",
-     NULL, "example.com", -1, NOW, NOW + 600, "wrong audience"},
+     NULL, "example.com", -1, NOW, NOW + 600, "wrong audience", NULL, NULL},
     {"expired", PROVIDER, "RS256", "rs", NULL, RSA1, NULL, IDP, AUD, NULL,
-     "example.com", -1, NOW - 700, NOW - 61, "token expired"},
+     "example.com", -1, NOW - 700, NOW - 61, "token expired", NULL, NULL},
     {"hd mismatch", PROVIDER, "RS256", "rs", NULL, RSA1, NULL, IDP, AUD, NULL,
-     "evil.com", -1, NOW, NOW + 600, "a required claim does not hold"},
+     "evil.com", -1, NOW, NOW + 600, "a required claim does not hold", NULL,
+     NULL},
     {"hd absent", PROVIDER, "RS256", "rs", NULL, RSA1, NULL, IDP, AUD, NULL,
-     NULL, -1, NOW, NOW + 600, "a required claim does not hold"},
+     NULL, -1, NOW, NOW + 600, "a required claim does not hold", NULL, NULL},
+    /* provider tokens live at most GPUGATE_OIDC_MAX_LIFETIME_S */
+    {"provider living two days", PROVIDER, "RS256", "rs", NULL, RSA1, NULL, IDP,
+     AUD, NULL, "example.com", -1, NOW, NOW + 2 * 86400,
+     "token lifetime out of range", NULL, NULL},
+    {"provider living a day", PROVIDER, "RS256", "rs", NULL, RSA1, NULL, IDP,
+     AUD, NULL, "example.com", -1, NOW, NOW + 86400, OK, NULL, NULL},
+    /* several audiences: azp must be ours (OIDC Core §3.1.3.7) */
+    {"two audiences, no azp", PROVIDER, "RS256", "rs", NULL, RSA1, NULL, IDP,
+     AUD, NULL, "example.com", -1, NOW, NOW + 600,
+     "several audiences and azp is not one of ours", "https://other.example",
+     NULL},
+    {"two audiences, azp another's", PROVIDER, "RS256", "rs", NULL, RSA1, NULL,
+     IDP, AUD, NULL, "example.com", -1, NOW, NOW + 600,
+     "several audiences and azp is not one of ours", "https://other.example",
+     "https://other.example"},
+    {"two audiences, azp ours", PROVIDER, "RS256", "rs", NULL, RSA1, NULL, IDP,
+     AUD, NULL, "example.com", -1, NOW, NOW + 600, OK, "https://other.example",
+     AUD},
+    {"one audience, any azp", PROVIDER, "RS256", "rs", NULL, RSA1, NULL, IDP,
+     AUD, NULL, "example.com", -1, NOW, NOW + 600, OK, NULL, "some-client"},
 };
 
 START_TEST(tokens)
@@ -357,6 +383,7 @@ START_TEST(tokens)
                             .n_audiences = 2,
                             .algs = JWKS_ALG_RS256 | JWKS_ALG_ES256,
                             .leeway_s = 60,
+                            .max_lifetime_s = 86400,
                             .required = {{"hd", "example.com"}},
                             .n_required = 1,
                             .access_tokens = true};
@@ -369,6 +396,10 @@ START_TEST(tokens)
   char *tok;
   int rc;
 
+  if (t->aud2)
+    json_object_set_new(claims, "aud", json_pack("[s, s]", t->aud, t->aud2));
+  if (t->azp)
+    json_object_set_new(claims, "azp", json_string(t->azp));
   if (t->kid)
     json_object_set_new(hdr, "kid", json_string(t->kid));
   if (t->typ)
@@ -647,6 +678,49 @@ START_TEST(cooldown_and_outage)
 }
 END_TEST
 
+/* A key set pushed out of the cache by others keeps its cooldown: once
+ * back, an unknown kid does not refetch it before the cooldown ends. */
+START_TEST(cooldown_survives_eviction)
+{
+  static const char *const first[] = {"a"};
+  enum jwks_alg alg;
+  char url[128], other[128], err[128];
+  json_t *jwk;
+  int i, before;
+
+  jwks_reset();
+  ks_start();
+  set_doc(first, 1);
+  snprintf(url, sizeof(url), "http://127.0.0.1:%u/certs", ks.port);
+  jwk = jwks_key(url, "a", 30, NOW, &alg, err, sizeof(err));
+  ck_assert_msg(jwk != NULL, "%s", err);
+  json_decref(jwk);
+  /* as many other sets as the cache holds: url's slot is taken over */
+  for (i = 0; i < JWKS_MAX_SETS; i++) {
+    snprintf(other, sizeof(other), "http://127.0.0.1:%u/other-%d", ks.port, i);
+    jwk = jwks_key(other, "a", 30, NOW + 1, &alg, err, sizeof(err));
+    ck_assert_msg(jwk != NULL, "%s", err);
+    json_decref(jwk);
+  }
+  ck_assert_uint_eq(jwks_fetches(url), 0); /* no longer cached */
+  before = ks.requests;
+  /* back within the cooldown, with made-up kids: no fetch */
+  for (i = 0; i < 20; i++) {
+    char kid[32];
+    snprintf(kid, sizeof(kid), "forged-%d", i);
+    ck_assert_ptr_null(jwks_key(url, kid, 30, NOW + 2, &alg, err, sizeof(err)));
+  }
+  ck_assert_int_eq(ks.requests, before);
+  /* after it, one */
+  jwk = jwks_key(url, "a", 30, NOW + 30, &alg, err, sizeof(err));
+  ck_assert_msg(jwk != NULL, "%s", err);
+  json_decref(jwk);
+  ck_assert_int_eq(ks.requests, before + 1);
+  ks_stop();
+  jwks_reset();
+}
+END_TEST
+
 Suite *jwks_suite(void)
 {
   Suite *s = suite_create("jwks");
@@ -660,6 +734,7 @@ Suite *jwks_suite(void)
   tcase_add_loop_test(tc, junk, 0, N_OF(junk_tokens));
   tcase_add_test(tc, fetch_outside_the_lock);
   tcase_add_test(tc, cooldown_and_outage);
+  tcase_add_test(tc, cooldown_survives_eviction);
   suite_add_tcase(s, tc);
   return s;
 }
