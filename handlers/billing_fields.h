@@ -69,7 +69,8 @@ struct billing_doc_ops {
    * document; NULL when v is not a string */
   const char *(*string)(struct billing_doc *d, billing_val v);
   /* a number as decimal text: an integer as it is, a real as "%.15g";
-   * out holds 32 bytes; 0, or -1 when v is not a number */
+   * out holds 32 bytes (of BILLING_AMOUNT_MAX); 0, or -1 when v is not a
+   * number */
   int (*number)(struct billing_doc *d, billing_val v, char out[32]);
 };
 
@@ -79,6 +80,14 @@ struct billing_doc {
   billing_val root; /* the row: an object */
 };
 
+/* Longest amount text: a NUMERIC is at most 29 + 9 digits, a sign and a
+ * point; a double's "%.15g" at most 24 bytes. */
+#define BILLING_AMOUNT_MAX 48
+
+/* Whether s is a plain decimal ("-12.5", "3"; no exponent, no sign but
+ * '-') shorter than BILLING_AMOUNT_MAX. */
+bool billing_decimal_string(const char *s);
+
 /* The text of a row's fields that is not in the document as it is. */
 struct billing_field_text {
   char currency[4];
@@ -86,7 +95,7 @@ struct billing_field_text {
   char usage_day[16];
   char invoice_month[8];
   char location[BILLING_NAME_MAX + 1];
-  char cost[32];
+  char cost[BILLING_AMOUNT_MAX];
   char credits[BILLING_DEC_MAX];
   char gpu_amount[32];
 };

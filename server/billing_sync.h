@@ -56,11 +56,13 @@ size_t billing_sync_plan(const struct billing_day_figures *remote, size_t nr,
 
 /* What a sync did. */
 struct billing_sync_report {
-  long days_remote;   /* days in the window of the export */
-  long days_read;     /* days re-read (replaced) */
-  long rows_read;     /* rows stored by them */
-  long rows_rejected; /* rows the row parser refused (logged) */
-  long calls;         /* HTTP calls to BigQuery */
+  long days_remote;       /* days in the window of the export */
+  long days_read;         /* days re-read (replaced) */
+  long rows_read;         /* rows stored by them */
+  long rows_rejected;     /* rows the row parser refused (logged) */
+  long days_unreconciled; /* days rolled back: not reconciled */
+  long calls;             /* HTTP calls to BigQuery */
+  long long bytes;        /* Σ totalBytesProcessed of its queries */
 };
 
 /*

@@ -505,7 +505,9 @@ static int load_billing_pull(struct config *cfg, char *err, size_t errlen)
       env_long("GPUGATE_BILLING_SYNC_INTERVAL_S", 21600, 0, 31L * 86400,
                &cfg->billing_sync_interval_s, err, errlen) ||
       env_long("GPUGATE_BILLING_REREAD_DAYS", 10, 0, 366,
-               &cfg->billing_reread_days, err, errlen))
+               &cfg->billing_reread_days, err, errlen) ||
+      env_long("GPUGATE_BILLING_MAX_BYTES_BILLED", 10L << 30, 0, LONG_MAX,
+               &cfg->billing_max_bytes_billed, err, errlen))
     return -1;
   for (p = t; *p; p++) {
     if (*p == '.')

@@ -123,17 +123,31 @@ static void putu(struct out *o, unsigned long long v, int width)
   put(o, d + sizeof(d) - n, n);
 }
 
-/* micro-dollars as an exact decimal number */
+/* micro-dollars as TO_JSON_STRING writes a NUMERIC (ZetaSQL json_format.cc,
+ * JsonFromNumericOrBool(NumericValue)): NumericValue's text, its trailing
+ * fractional zeros dropped, quoted when it has a fractional part (or lies
+ * outside ±2^53, which a fixture amount never does), else a bare number. */
 static void money(struct out *o, long long micros)
 {
   unsigned long long a =
       micros < 0 ? (unsigned long long)-micros : (unsigned long long)micros;
+  unsigned long long frac = a % 1000000;
+  int width = 6;
 
+  if (frac)
+    put(o, "\"", 1);
   if (micros < 0)
     put(o, "-", 1);
   putu(o, a / 1000000, 1);
-  put(o, ".", 1);
-  putu(o, a % 1000000, 6);
+  if (frac) {
+    while (frac % 10 == 0) {
+      frac /= 10;
+      width--;
+    }
+    put(o, ".", 1);
+    putu(o, frac, width);
+    put(o, "\"", 1);
+  }
 }
 
 void bq_fixture_daytext(const struct bq_fixture *f, int d,
@@ -143,22 +157,30 @@ void bq_fixture_daytext(const struct bq_fixture *f, int d,
 
   bq_fixture_day(f, d, t->day);
   bq_fixture_export_time(f, d, t->et);
+  /* TO_JSON_STRING's TIMESTAMP: the shortest scale that holds it
+   * (JsonFromTimestamp, NarrowTimestampScaleIfPossible): whole seconds */
+  snprintf(t->et_json, sizeof(t->et_json), "%.19sZ", t->et);
   civil(f->start + d, &y, &m, &dd);
   snprintf(t->month, sizeof(t->month), "%04u%02u", (unsigned)y % 10000u,
            (unsigned)m % 100u);
 }
 
+/* A double as TO_JSON_STRING writes a FLOAT64 (RoundTripDoubleToString:
+ * the shortest text that reads back the same; the fixture's are whole or
+ * short decimals) — given here as that text. */
 size_t bq_fixture_row(const struct bq_fixture *f,
                       const struct bq_fixture_daytext *t, int d, long i,
                       bool escaped, char *out, size_t cap)
 {
   static const char *const types[3] = {"regular", "tax", "adjustment"};
-  const char *day = t->day, *et = t->et;
+  const char *day = t->day;
   long long c = cost_of(f, d, i), cr = credit_of(c, i);
   const char *team = teams[i % 4];
   struct out o = {out, 0, cap, false, escaped};
 
-  puts_(&o, "{\"billing_account_id\":\"012345-6789AB-CDEF01\","
+  /* the columns of the standard usage cost export, in its schema's order,
+   * NULL ones present as null (JsonFromValue writes "null") */
+  puts_(&o, "{\"billing_account_id\":\"" BQ_FIX_ACCOUNT "\","
             "\"service\":{\"id\":\"6F81-5844-456A\","
             "\"description\":\"Compute Engine\"},"
             "\"sku\":{\"id\":\"SKU-");
@@ -173,7 +195,10 @@ size_t bq_fixture_row(const struct bq_fixture *f,
   puts_(&o, day);
   put(&o, "T", 1);
   putu(&o, (unsigned long long)(i % 24), 2);
-  puts_(&o, ":59:59Z\",\"project\":{\"id\":\"ml-project\"},\"labels\":");
+  puts_(&o, ":59:59Z\",\"project\":{\"id\":\"ml-project\","
+            "\"number\":\"123456789012\",\"name\":\"ml-project\","
+            "\"labels\":[],\"ancestry_numbers\":null,\"ancestors\":[]},"
+            "\"labels\":");
   if (team) {
     puts_(&o, "[{\"key\":\"gpugate-team\",\"value\":\"");
     puts_(&o, team);
@@ -181,32 +206,52 @@ size_t bq_fixture_row(const struct bq_fixture *f,
   } else {
     puts_(&o, "[]");
   }
-  puts_(&o, ",\"location\":{\"location\":\"us-central1\","
-            "\"region\":\"us-central1\"},"
+  puts_(&o, ",\"system_labels\":[],"
+            "\"location\":{\"location\":\"us-central1\",\"country\":\"US\","
+            "\"region\":\"us-central1\",\"zone\":null},"
             "\"resource\":{\"name\":\"vm-");
   putu(&o, (unsigned long long)d, 1);
   put(&o, "-", 1);
   putu(&o, (unsigned long long)i, 1);
-  puts_(&o, "\"},\"export_time\":\"");
-  puts_(&o, et);
+  puts_(&o, "\",\"global_name\":null},\"tags\":[],"
+            "\"transaction_type\":\"GOOGLE\",\"seller_name\":null,"
+            "\"export_time\":\"");
+  puts_(&o, t->et_json);
   puts_(&o, "\",\"cost\":");
   money(&o, c);
   puts_(&o, ",\"currency\":\"USD\",\"currency_conversion_rate\":1,"
-            "\"usage\":{\"amount\":3600,\"unit\":\"seconds\"},"
+            "\"usage\":{\"amount\":3600,\"unit\":\"seconds\","
+            "\"amount_in_pricing_units\":1,\"pricing_unit\":\"hour\"},"
             "\"credits\":");
   if (cr != 0) {
     puts_(&o, "[{\"name\":\"Spot discount\",\"amount\":");
     money(&o, cr);
-    puts_(&o, ",\"type\":\"DISCOUNT\",\"id\":\"spot\"}]");
+    puts_(&o, ",\"full_name\":null,\"id\":\"spot\",\"type\":\"DISCOUNT\"}]");
   } else {
     puts_(&o, "[]");
   }
   puts_(&o, ",\"invoice\":{\"month\":\"");
   puts_(&o, t->month);
-  puts_(&o, "\"},\"cost_type\":\"");
+  puts_(&o, "\",\"publisher_type\":\"GOOGLE\"},\"cost_type\":\"");
   puts_(&o, types[i % 10 == 8 ? 1 : i % 10 == 9 ? 2 : 0]);
-  puts_(&o, "\"}");
+  puts_(&o, "\",\"adjustment_info\":null,"
+            "\"price\":{\"effective_price\":\"0.5\",\"tier_start_amount\":0,"
+            "\"unit\":\"hour\",\"pricing_unit_quantity\":1},"
+            "\"cost_at_list\":null}");
   return o.full ? 0 : o.len;
+}
+
+void bq_fixture_day_sums(const struct bq_fixture *f, int d, long rows,
+                         long long *cost, long long *credits)
+{
+  long i;
+
+  *cost = *credits = 0;
+  for (i = 0; i < rows; i++) {
+    long long c = cost_of(f, d, i);
+    *cost += c;
+    *credits += credit_of(c, i);
+  }
 }
 
 void bq_fixture_totals(const struct bq_fixture *f, const char *team,

@@ -19,7 +19,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define BQ_FIX_MAX_DAYS 400
+#define BQ_FIX_MAX_DAYS 800
+#define BQ_FIX_ACCOUNT "012345-6789AB-CDEF01" /* every row's account */
 
 struct bq_fixture {
   int days;          /* usage days, from start on */
@@ -41,22 +42,29 @@ void bq_fixture_export_time(const struct bq_fixture *f, int d, char out[40]);
 
 /* The texts every row of day d repeats, made once per day or page. */
 struct bq_fixture_daytext {
-  char day[11];  /* "YYYY-MM-DD" */
-  char et[40];   /* its export_time */
-  char month[7]; /* its invoice month, "YYYYMM" */
+  char day[11];     /* "YYYY-MM-DD" */
+  char et[40];      /* its export_time, as FORMAT_TIMESTAMP %E6S writes it */
+  char et_json[40]; /* the same as TO_JSON_STRING writes it */
+  char month[7];    /* its invoice month, "YYYYMM" */
 };
 
 void bq_fixture_daytext(const struct bq_fixture *f, int d,
                         struct bq_fixture_daytext *t);
 
-/* Row i of day d (t: its texts) as the export's JSON (TO_JSON_STRING of the
- * row, money cast to NUMERIC) into out (cap bytes; no NUL): its length, 0
- * when it does not fit. escaped: as the text of a JSON string (each quote
- * preceded by a backslash; the fixture's values hold no other byte to
- * escape), as a query reply carries it. */
+/* Row i of day d (t: its texts) as the export's JSON, as BigQuery's
+ * TO_JSON_STRING writes the row with money cast to NUMERIC (ZetaSQL
+ * json_format.cc: a NUMERIC with a fraction quoted, NULL fields present,
+ * TIMESTAMP at its shortest scale; tests/emulator/README.md) into out (cap
+ * bytes; no NUL): its length, 0 when it does not fit. escaped: as the text of a
+ * JSON string (each quote preceded by a backslash; the fixture's values hold no
+ * other byte to escape), as a query reply carries it. */
 size_t bq_fixture_row(const struct bq_fixture *f,
                       const struct bq_fixture_daytext *t, int d, long i,
                       bool escaped, char *out, size_t cap);
+
+/* Σ cost and Σ credits of the first rows rows of day d, in micro-dollars. */
+void bq_fixture_day_sums(const struct bq_fixture *f, int d, long rows,
+                         long long *cost, long long *credits);
 
 /* Σ cost and Σ credits of the whole fixture, in micro-dollars, for team
  * (NULL: all teams; "(unattributed)" for rows without the label). */

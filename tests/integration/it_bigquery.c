@@ -282,6 +282,165 @@ START_TEST(test_sync_revise_fail)
 }
 END_TEST
 
+/* The day entry of a status, or NULL. */
+static json_t *status_day(json_t *st, const char *day)
+{
+  json_t *d;
+  size_t i;
+
+  json_array_foreach (json_object_get(st, "days"), i, d) {
+    if (!strcmp(json_string_value(json_object_get(d, "day")), day))
+      return d;
+  }
+  return NULL;
+}
+
+/*
+ * BigQuery's own encoding (ZetaSQL TO_JSON_STRING): every cost and credit
+ * amount of the fixture has a fractional part, so each arrives quoted
+ * ("cost":"0.001234"), and NULL fields are present. A pull of 4 days × 24
+ * rows stores all 96 rows, every day reconciles with the source's count and
+ * sums, and the report equals the fixture's exact totals.
+ */
+START_TEST(test_real_encoding)
+{
+  static const char *const env4[] = {"BQ_EMU_DAYS=4", "BQ_EMU_ROWS=24",
+                                     "BQ_EMU_PAGE_ROWS=10", NULL};
+  static const char *const srv_env[] = {"GPUGATE_BILLING_SYNC_INTERVAL_S=0",
+                                        NULL};
+  struct h_server emu, srv;
+  char db_url[512], out[4096], got[512], want[512];
+  char *fin = h_token(NULL, "finance", 3600);
+  json_t *st, *d;
+  size_t i;
+
+  ck_assert_int_eq(h_db_create("it_bigquery_enc", db_url, sizeof(db_url)), 0);
+  ck_assert_int_eq(h_bq_emulator_start(&emu, env4), 0);
+  ck_assert_int_eq(h_server_start(&srv, db_url, srv_env), 0);
+  ck_assert_msg(billing_sync(db_url, &emu, out, sizeof(out)) == 0, "%s", out);
+  st = h_call(&srv, "GET", "/v1/billing/status", fin, NULL, 200);
+  ck_assert_str_eq(json_string_value(json_object_get(st, "last_outcome")),
+                   "ok");
+  ck_assert_int_eq(json_integer_value(json_object_get(st, "rows")), 96);
+  ck_assert_int_eq(json_integer_value(json_object_get(st, "rows_read")), 96);
+  ck_assert_uint_eq(json_array_size(json_object_get(st, "days")), 4);
+  json_array_foreach (json_object_get(st, "days"), i, d)
+    ck_assert_msg(json_is_true(json_object_get(d, "reconciled")),
+                  "day %s not reconciled",
+                  json_string_value(json_object_get(d, "day")));
+  json_decref(st);
+  fixture_totals(&emu, want, sizeof(want));
+  report_totals(&srv, fin, got, sizeof(got));
+  ck_assert_str_eq(got, want);
+  h_server_stop(&srv);
+  h_server_stop(&emu);
+  free(fin);
+}
+END_TEST
+
+/*
+ * A day whose rows do not add up to the source's own figures (the emulator
+ * loses one row of 2026-08-02 in transit): that day is rolled back, the
+ * sync fails naming it, /v1/billing/status says reconciled false with the
+ * source's and the stored figures as exact decimals, the gauge counts it;
+ * the other days commit. Once the rows arrive whole, the next sync
+ * reconciles it and the gauge is 0.
+ */
+START_TEST(test_unreconciled_day)
+{
+  static const char *const env4[] = {"BQ_EMU_DAYS=4", "BQ_EMU_ROWS=24",
+                                     "BQ_EMU_PAGE_ROWS=10", NULL};
+  struct h_server emu, srv;
+  char db_url[512], endpoint[128], got[512], want[512];
+  char *fin = h_token(NULL, "finance", 3600);
+  char *adm = h_token(NULL, "admin", 3600);
+  const char *srv_env[] = {endpoint,
+                           "GPUGATE_GCP_TOKEN_SOURCE=none",
+                           "GPUGATE_BILLING_BIGQUERY_TABLE=" TABLE,
+                           "GPUGATE_BILLING_SYNC_INTERVAL_S=1",
+                           "GPUGATE_ADMISSION_INTERVAL_MS=200",
+                           NULL};
+  json_t *st = NULL, *d, *src, *sto;
+  struct h_resp r;
+  int tries;
+
+  ck_assert_int_eq(h_db_create("it_bigquery_unrec", db_url, sizeof(db_url)), 0);
+  ck_assert_int_eq(h_bq_emulator_start(&emu, env4), 0);
+  emu_post(&emu, "/emulator/config", "{\"short_day\": \"2026-08-02\"}");
+  snprintf(endpoint, sizeof(endpoint),
+           "GPUGATE_BIGQUERY_ENDPOINT=http://127.0.0.1:%u", emu.port);
+  ck_assert_int_eq(h_server_start(&srv, db_url, srv_env), 0);
+  /* the leader pulls at once (and again every second) */
+  for (tries = 0; tries < 200; tries++) {
+    json_decref(st);
+    st = h_call(&srv, "GET", "/v1/billing/status", fin, NULL, 200);
+    if (!strcmp(json_string_value(json_object_get(st, "last_outcome")),
+                "failed"))
+      break;
+    h_sleep_ms(100);
+  }
+  ck_assert_str_eq(json_string_value(json_object_get(st, "last_outcome")),
+                   "failed");
+  ck_assert_msg(strstr(json_string_value(json_object_get(st, "last_error")),
+                       "2026-08-02"),
+                "%s", json_string_value(json_object_get(st, "last_error")));
+  ck_assert_int_eq(json_integer_value(json_object_get(st, "rows")), 72);
+  d = status_day(st, "2026-08-02");
+  ck_assert_ptr_nonnull(d);
+  ck_assert(json_is_false(json_object_get(d, "reconciled")));
+  src = json_object_get(d, "source");
+  sto = json_object_get(d, "stored");
+  ck_assert_int_eq(json_integer_value(json_object_get(src, "rows")), 24);
+  ck_assert_int_eq(json_integer_value(json_object_get(sto, "rows")), 23);
+  ck_assert(json_is_string(json_object_get(src, "cost")));
+  ck_assert(json_is_string(json_object_get(sto, "credits")));
+  ck_assert_str_ne(json_string_value(json_object_get(src, "cost")),
+                   json_string_value(json_object_get(sto, "cost")));
+  ck_assert(json_is_true(
+      json_object_get(status_day(st, "2026-08-01"), "reconciled")));
+  json_decref(st);
+  st = NULL;
+  ck_assert_int_eq(h_request(&srv, "GET", "/metrics", adm, NULL, NULL, &r), 0);
+  ck_assert_msg(strstr(r.body, "gpugate_billing_days_unreconciled 1"), "%s",
+                r.body);
+  h_resp_free(&r);
+
+  /* the rows arrive whole: the next pull reconciles the day */
+  emu_post(&emu, "/emulator/config", "{\"short_day\": null}");
+  for (tries = 0; tries < 200; tries++) {
+    json_decref(st);
+    st = h_call(&srv, "GET", "/v1/billing/status", fin, NULL, 200);
+    if (json_is_true(
+            json_object_get(status_day(st, "2026-08-02"), "reconciled")))
+      break;
+    h_sleep_ms(100);
+  }
+  ck_assert_int_eq(json_integer_value(json_object_get(st, "rows")), 96);
+  d = status_day(st, "2026-08-02");
+  ck_assert(json_is_true(json_object_get(d, "reconciled")));
+  ck_assert_ptr_null(json_object_get(d, "source"));
+  json_decref(st);
+  for (tries = 0; tries < 200; tries++) {
+    bool zero;
+    ck_assert_int_eq(h_request(&srv, "GET", "/metrics", adm, NULL, NULL, &r),
+                     0);
+    zero = strstr(r.body, "gpugate_billing_days_unreconciled 0") != NULL;
+    h_resp_free(&r);
+    if (zero)
+      break;
+    h_sleep_ms(100);
+  }
+  ck_assert_int_lt(tries, 200);
+  fixture_totals(&emu, want, sizeof(want));
+  report_totals(&srv, fin, got, sizeof(got));
+  ck_assert_str_eq(got, want);
+  h_server_stop(&srv);
+  h_server_stop(&emu);
+  free(fin);
+  free(adm);
+}
+END_TEST
+
 /* "123.456789" (at most 6 decimals) in micro-units. */
 static long long micro_of(const char *s)
 {
@@ -565,8 +724,8 @@ START_TEST(test_bq_cli)
                         "--nouse_legacy_sql",
                         "--parameter=day::2026-08-01",
                         "SELECT TO_JSON_STRING(t) AS row FROM `" TABLE "` AS t "
-                        "WHERE DATE(usage_start_time) = CAST(@day AS DATE) "
-                        "-- gpugate:billing-rows",
+                        "WHERE DATE(_PARTITIONTIME) >= CAST(@day AS DATE) "
+                        "AND DATE(usage_start_time) = CAST(@day AS DATE)",
                         NULL};
   const char *env[] = {cfg,
                        tokenv,
@@ -585,7 +744,7 @@ START_TEST(test_bq_cli)
   job = h_call(&emu, "POST", "/bigquery/v2/projects/billing-project/jobs", NULL,
                "{\"jobReference\": {\"jobId\": \"bqjob_r1_1\"},"
                " \"configuration\": {\"query\": {\"query\":"
-               " \"-- gpugate:billing-rows\\nSELECT 1\", \"useLegacySql\":"
+               " \"SELECT TO_JSON_STRING(t) FROM t\", \"useLegacySql\":"
                " false, \"queryParameters\": [{\"name\": \"day\","
                " \"parameterType\": {\"type\": \"STRING\"},"
                " \"parameterValue\": {\"value\": \"2026-08-01\"}}]}}}",
@@ -616,7 +775,7 @@ START_TEST(test_bq_cli)
   json_decref(h_call(&emu, "POST", "/bigquery/v2/projects/billing-project/jobs",
                      NULL,
                      "{\"configuration\": {\"query\": {\"query\":"
-                     " \"-- gpugate:billing-rows\\nSELECT 1\"}}}",
+                     " \"SELECT TO_JSON_STRING(t) FROM t\"}}}",
                      400));
   json_decref(take_log(&emu));
 
@@ -673,6 +832,8 @@ Suite *bigquery_suite(void)
 
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_sync_revise_fail);
+  tcase_add_test(tc, test_real_encoding);
+  tcase_add_test(tc, test_unreconciled_day);
   tcase_add_test(tc, test_closed_month_reread);
   tcase_add_test(tc, test_only_the_leader_pulls);
   tcase_add_test(tc, test_bq_cli);

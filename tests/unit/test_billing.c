@@ -389,8 +389,28 @@ static const struct row_case row_cases[] = {
     /* rejections, each naming the field */
     REJECT("{" SVC "," SKU_GPU "," START ",\"currency\":\"USD\"}",
            "cost: required"),
+    /* TO_JSON_STRING's NUMERIC with a fraction, or beyond ±2^53: quoted,
+     * kept digit for digit */
+    {"{" SVC "," SKU_GPU "," START
+     ",\"cost\":\"12345678.123456789\",\"currency\":\"USD\","
+     "\"credits\":[{\"amount\":\"-0.000000001\"},{\"amount\":-2}]}",
+     NULL, NULL, NULL, NULL, NULL, NULL, NULL, "12345678.123456789", "USD",
+     "-2.000000001", NULL, NULL, NULL, 0},
+    {"{" SVC "," SKU_GPU "," START
+     ",\"cost\":\"99999999999999999999999999999.999999999\","
+     "\"currency\":\"USD\"}",
+     NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+     "99999999999999999999999999999.999999999", "USD", "0", NULL, NULL, NULL,
+     0},
+    /* a string that is not a plain decimal is not an amount */
     REJECT("{" SVC "," SKU_GPU "," START
-           ",\"cost\":\"1.25\",\"currency\":\"USD\"}",
+           ",\"cost\":\"1.25e3\",\"currency\":\"USD\"}",
+           "cost: not a number"),
+    REJECT("{" SVC "," SKU_GPU "," START
+           ",\"cost\":\"NaN\",\"currency\":\"USD\"}",
+           "cost: not a number"),
+    REJECT("{" SVC "," SKU_GPU "," START
+           ",\"cost\":\".5\",\"currency\":\"USD\"}",
            "cost: not a number"),
     REJECT("{" SVC "," SKU_GPU "," START ",\"cost\":true,\"currency\":\"USD\"}",
            "cost: not a number"),
@@ -425,7 +445,7 @@ static const struct row_case row_cases[] = {
            "cost_type: must be regular, tax, adjustment or rounding_error"),
     REJECT("{" BASE ",\"billing_account_id\":12}",
            "billing_account_id: not a string"),
-    REJECT("{" BASE ",\"credits\":[{\"amount\":\"-1\"}]}",
+    REJECT("{" BASE ",\"credits\":[{\"amount\":\"-1.\"}]}",
            "credits[0].amount: not a number"),
     REJECT("{" BASE ",\"labels\":{}}", "labels: not an array"),
     REJECT("{" BASE ",\"labels\":[\"a\"]}", "labels[0]: not an object"),
