@@ -185,10 +185,7 @@ static enum gg_code take_back_frozen(struct db_conn *c, const char *day,
       PQclear(res);
       return GG_INTERNAL;
     }
-    if (correction)
-      snprintf(rday, sizeof(rday), "%s-01", month);
-    else
-      snprintf(rday, sizeof(rday), "%s", day);
+    db_month_report_day(day, month, closed, n_closed, rday);
     lit_add(lit[0], sizeof(lit[0]), inv);
     lit_add(lit[1], sizeof(lit[1]), month);
     lit_add(lit[2], sizeof(lit[2]), correction ? "Correction" : "");
@@ -480,15 +477,18 @@ enum gg_code db_billing_status(struct db_conn *c, int limit, json_t **out)
 
   *out = NULL;
   snprintf(lim, sizeof(lim), "%d", limit);
-  /* data_through: the last usage hour actually loaded (the end of the
-   * latest hour of a row the pull holds) */
+  /* data_through: the last usage hour actually loaded by the pull (the
+   * hour of its latest row, as cost reports give it), not the end of its
+   * latest day */
   st = db_exec(c,
                "SELECT to_char(s.last_sync_at AT TIME ZONE 'UTC', "
                "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), s.last_outcome, "
                "to_char(s.last_success_at AT TIME ZONE 'UTC', "
                "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), s.last_error, "
-               "(SELECT to_char(max(day) + 1, 'YYYY-MM-DD\"T\"00:00:00\"Z\"') "
-               "FROM billing_sync_days), s.days_read, s.rows_read, "
+               "(SELECT to_char(date_trunc('hour', max(usage_start) AT TIME "
+               "ZONE 'UTC'), 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') FROM "
+               "billing_rows WHERE usage_day = (SELECT max(day) FROM "
+               "billing_sync_days)), s.days_read, s.rows_read, "
                "(SELECT coalesce(sum(rows), 0) FROM billing_sync_days), "
                "s.bytes_processed, (SELECT count(*) FROM billing_unreconciled) "
                "FROM billing_sync_state s WHERE id = 1",

@@ -30,7 +30,9 @@
  *   POST /emulator/touch      {"day": "YYYY-MM-DD"}: that day's export_time
  *        moves by a minute, its amounts stay
  *   POST /emulator/config     {"incomplete_polls": n, "page_rows": n,
- *        "page_delay_ms": n, "short_day": "YYYY-MM-DD" | null}
+ *        "page_delay_ms": n, "short_day": "YYYY-MM-DD" | null,
+ *        "empty_summary": bool}
+ *   GET  /emulator/last_query   the body of the last jobs.query request
  *   GET  /emulator/totals?team=T   {"cost", "credits", "net"} exact
  *        decimals of the whole fixture (all teams without team)
  *
@@ -76,9 +78,11 @@ static struct job jobs[MAX_JOBS];
 static int n_jobs;
 static long page_rows = 1000;
 static int incomplete_polls = 1;
+static bool empty_summary;    /* the summary answers no day (a swapped view) */
 static int short_day = -1;    /* its rows query answers one row fewer */
 static long page_delay_ms;    /* before every page of rows */
 static long long bytes_total; /* totalBytesProcessed of every job */
+static char *last_query;      /* the body of the last jobs.query */
 static json_t *req_log;
 static struct {
   int status, count, skip;
@@ -283,7 +287,9 @@ static long day_rows(int d)
 
 static long total_rows(const struct job *j)
 {
-  return j->shape == SHAPE_DAYS ? fix.days - j->day : day_rows(j->day);
+  if (j->shape == SHAPE_DAYS)
+    return empty_summary ? 0 : fix.days - j->day;
+  return day_rows(j->day);
 }
 
 /* CAST(micro-dollars AS STRING) of a NUMERIC: no trailing zeros. */
@@ -498,6 +504,8 @@ static enum MHD_Result on_query(struct MHD_Connection *c, const char *body,
   int st;
 
   pthread_mutex_lock(&mu);
+  free(last_query);
+  last_query = strndup(body ? body : "", len);
   st = take_fault("query");
   if (st) {
     log_call("POST", "query", NULL, NULL, st, false);
@@ -702,6 +710,8 @@ static enum MHD_Result on_control(struct MHD_Connection *c, const char *method,
       incomplete_polls = (int)json_integer_value(v);
     if ((v = json_object_get(doc, "page_rows")) && json_integer_value(v) > 0)
       page_rows = (long)json_integer_value(v);
+    if ((v = json_object_get(doc, "empty_summary")))
+      empty_summary = json_is_true(v);
     if ((v = json_object_get(doc, "page_delay_ms")))
       page_delay_ms = (long)json_integer_value(v);
     if ((v = json_object_get(doc, "short_day")))
@@ -718,6 +728,10 @@ static enum MHD_Result on_control(struct MHD_Connection *c, const char *method,
                     money(credits), "net", money(cost + credits), "rows",
                     (json_int_t)fix.days * fix.rows_per_day, "bytes",
                     (json_int_t)bytes_total);
+  } else if (!strcmp(url, "/emulator/last_query") && !strcmp(method, "GET")) {
+    out = json_loads(last_query ? last_query : "{}", 0, NULL);
+    if (!out)
+      out = json_object();
   } else if (!strcmp(url, "/emulator/healthz")) {
     out = json_pack("{s:s}", "status", "ok");
   } else {
@@ -815,9 +829,11 @@ static long env_long(const char *name, long def)
   return v && *v ? strtol(v, NULL, 10) : def;
 }
 
-/* `bigquery_emulator dump`: the fixture's rows as NDJSON on stdout (the
- * rows a sync loads; bench/ingest.sh copies them for its floor). */
-static int dump(void)
+/* `bigquery_emulator dump`: the fixture's rows as NDJSON on stdout, as the
+ * rows query returns them (the rows a sync loads; bench/ingest.sh copies
+ * them for its floor); `dump-export`: as BigQuery's own NDJSON export
+ * writes the same rows. */
+static int dump(bool export_form)
 {
   char buf[4096];
   int d;
@@ -827,7 +843,10 @@ static int dump(void)
     struct bq_fixture_daytext dt;
     bq_fixture_daytext(&fix, d, &dt);
     for (i = 0; i < fix.rows_per_day; i++) {
-      size_t n = bq_fixture_row(&fix, &dt, d, i, false, buf, sizeof(buf) - 1);
+      size_t n =
+          export_form
+              ? bq_fixture_row_export(&fix, &dt, d, i, buf, sizeof(buf) - 1)
+              : bq_fixture_row(&fix, &dt, d, i, false, buf, sizeof(buf) - 1);
       buf[n++] = '\n';
       if (fwrite(buf, 1, n, stdout) != n)
         return 1;
@@ -880,7 +899,9 @@ int main(int argc, char **argv)
     return 1;
   }
   if (argc > 1)
-    return !strcmp(argv[1], "dump") ? dump() : 2;
+    return !strcmp(argv[1], "dump")          ? dump(false)
+           : !strcmp(argv[1], "dump-export") ? dump(true)
+                                             : 2;
   req_log = json_array();
   memset(&addr, 0, sizeof(addr));
   addr.sin_family = AF_INET;

@@ -73,12 +73,19 @@ static long long credit_of(long long cost, long i)
   return i % 3 == 0 ? -(cost / 10) : 0;
 }
 
+/* Two decimal digits at p. */
+static unsigned atoi2(const char *p)
+{
+  return (unsigned)(p[0] - '0') * 10 + (unsigned)(p[1] - '0');
+}
+
 /* A row being written: plain appends (snprintf took most of the
  * emulator's time at a million rows), escaped or not. */
 struct out {
   char *p;
   size_t len, cap;
   bool full, escaped;
+  bool export_form; /* BigQuery's NDJSON export, not TO_JSON_STRING */
 };
 
 static void put(struct out *o, const char *s, size_t n)
@@ -133,8 +140,9 @@ static void money(struct out *o, long long micros)
       micros < 0 ? (unsigned long long)-micros : (unsigned long long)micros;
   unsigned long long frac = a % 1000000;
   int width = 6;
+  bool quote = frac && !o->export_form; /* the export: a FLOAT64 number */
 
-  if (frac)
+  if (quote)
     put(o, "\"", 1);
   if (micros < 0)
     put(o, "-", 1);
@@ -146,8 +154,9 @@ static void money(struct out *o, long long micros)
     }
     put(o, ".", 1);
     putu(o, frac, width);
-    put(o, "\"", 1);
   }
+  if (quote)
+    put(o, "\"", 1);
 }
 
 void bq_fixture_daytext(const struct bq_fixture *f, int d,
@@ -165,21 +174,50 @@ void bq_fixture_daytext(const struct bq_fixture *f, int d,
            (unsigned)m % 100u);
 }
 
-/* A double as TO_JSON_STRING writes a FLOAT64 (RoundTripDoubleToString:
- * the shortest text that reads back the same; the fixture's are whole or
- * short decimals) — given here as that text. */
-size_t bq_fixture_row(const struct bq_fixture *f,
-                      const struct bq_fixture_daytext *t, int d, long i,
-                      bool escaped, char *out, size_t cap)
+/* A TIMESTAMP of day at hh:mm:ss: TO_JSON_STRING's RFC 3339 at its
+ * shortest scale ("2026-08-01T04:00:00Z"), or the NDJSON export's
+ * "2026-08-01 04:00:00 UTC". */
+static void stamp(struct out *o, const char *day, unsigned hh, unsigned mm,
+                  unsigned ss)
+{
+  put(o, "\"", 1);
+  puts_(o, day);
+  put(o, o->export_form ? " " : "T", 1);
+  putu(o, hh, 2);
+  put(o, ":", 1);
+  putu(o, mm, 2);
+  put(o, ":", 1);
+  putu(o, ss, 2);
+  puts_(o, o->export_form ? " UTC\"" : "Z\"");
+}
+
+/* ",\"name\":null" for TO_JSON_STRING (a NULL field is written); nothing
+ * for the export (it leaves NULL fields out). */
+static void null_field(struct out *o, const char *name)
+{
+  if (o->export_form)
+    return;
+  put(o, ",\"", 2);
+  puts_(o, name);
+  puts_(o, "\":null");
+}
+
+/* Row i of day d in either form (see bq_fixture.h). FLOAT64s are written
+ * as RoundTripDoubleToString does (the fixture's are whole: "1", "3600"),
+ * the same in both forms. */
+static size_t row(const struct bq_fixture *f,
+                  const struct bq_fixture_daytext *t, int d, long i,
+                  bool escaped, bool export_form, char *out, size_t cap)
 {
   static const char *const types[3] = {"regular", "tax", "adjustment"};
   const char *day = t->day;
   long long c = cost_of(f, d, i), cr = credit_of(c, i);
   const char *team = teams[i % 4];
-  struct out o = {out, 0, cap, false, escaped};
+  struct out o = {out, 0, cap, false, escaped, export_form};
+  unsigned h = (unsigned)(i % 24);
+  char et_day[11];
 
-  /* the columns of the standard usage cost export, in its schema's order,
-   * NULL ones present as null (JsonFromValue writes "null") */
+  /* the columns of the standard usage cost export, in its schema's order */
   puts_(&o, "{\"billing_account_id\":\"" BQ_FIX_ACCOUNT "\","
             "\"service\":{\"id\":\"6F81-5844-456A\","
             "\"description\":\"Compute Engine\"},"
@@ -187,18 +225,15 @@ size_t bq_fixture_row(const struct bq_fixture *f,
   putu(&o, (unsigned long long)(i % 5), 1);
   puts_(&o, "\",\"description\":\"Nvidia L4 GPU ");
   putu(&o, (unsigned long long)(i % 5), 1);
-  puts_(&o, "\"},\"usage_start_time\":\"");
-  puts_(&o, day);
-  put(&o, "T", 1);
-  putu(&o, (unsigned long long)(i % 24), 2);
-  puts_(&o, ":00:00Z\",\"usage_end_time\":\"");
-  puts_(&o, day);
-  put(&o, "T", 1);
-  putu(&o, (unsigned long long)(i % 24), 2);
-  puts_(&o, ":59:59Z\",\"project\":{\"id\":\"ml-project\","
+  puts_(&o, "\"},\"usage_start_time\":");
+  stamp(&o, day, h, 0, 0);
+  puts_(&o, ",\"usage_end_time\":");
+  stamp(&o, day, h, 59, 59);
+  puts_(&o, ",\"project\":{\"id\":\"ml-project\","
             "\"number\":\"123456789012\",\"name\":\"ml-project\","
-            "\"labels\":[],\"ancestry_numbers\":null,\"ancestors\":[]},"
-            "\"labels\":");
+            "\"labels\":[]");
+  null_field(&o, "ancestry_numbers");
+  puts_(&o, ",\"ancestors\":[]},\"labels\":");
   if (team) {
     puts_(&o, "[{\"key\":\"gpugate-team\",\"value\":\"");
     puts_(&o, team);
@@ -208,16 +243,23 @@ size_t bq_fixture_row(const struct bq_fixture *f,
   }
   puts_(&o, ",\"system_labels\":[],"
             "\"location\":{\"location\":\"us-central1\",\"country\":\"US\","
-            "\"region\":\"us-central1\",\"zone\":null},"
-            "\"resource\":{\"name\":\"vm-");
+            "\"region\":\"us-central1\"");
+  null_field(&o, "zone");
+  puts_(&o, "},\"resource\":{\"name\":\"vm-");
   putu(&o, (unsigned long long)d, 1);
   put(&o, "-", 1);
   putu(&o, (unsigned long long)i, 1);
-  puts_(&o, "\",\"global_name\":null},\"tags\":[],"
-            "\"transaction_type\":\"GOOGLE\",\"seller_name\":null,"
-            "\"export_time\":\"");
-  puts_(&o, t->et_json);
-  puts_(&o, "\",\"cost\":");
+  put(&o, "\"", 1);
+  null_field(&o, "global_name");
+  puts_(&o, "},\"tags\":[],\"transaction_type\":\"GOOGLE\"");
+  null_field(&o, "seller_name");
+  puts_(&o, ",\"export_time\":");
+  /* t->et is "YYYY-MM-DDTHH:MM:SS.000000Z" (the day after): its day,
+   * then its time */
+  memcpy(et_day, t->et, 10);
+  et_day[10] = '\0';
+  stamp(&o, et_day, atoi2(t->et + 11), atoi2(t->et + 14), atoi2(t->et + 17));
+  puts_(&o, ",\"cost\":");
   money(&o, c);
   puts_(&o, ",\"currency\":\"USD\",\"currency_conversion_rate\":1,"
             "\"usage\":{\"amount\":3600,\"unit\":\"seconds\","
@@ -226,7 +268,8 @@ size_t bq_fixture_row(const struct bq_fixture *f,
   if (cr != 0) {
     puts_(&o, "[{\"name\":\"Spot discount\",\"amount\":");
     money(&o, cr);
-    puts_(&o, ",\"full_name\":null,\"id\":\"spot\",\"type\":\"DISCOUNT\"}]");
+    null_field(&o, "full_name");
+    puts_(&o, ",\"id\":\"spot\",\"type\":\"DISCOUNT\"}]");
   } else {
     puts_(&o, "[]");
   }
@@ -234,11 +277,29 @@ size_t bq_fixture_row(const struct bq_fixture *f,
   puts_(&o, t->month);
   puts_(&o, "\",\"publisher_type\":\"GOOGLE\"},\"cost_type\":\"");
   puts_(&o, types[i % 10 == 8 ? 1 : i % 10 == 9 ? 2 : 0]);
-  puts_(&o, "\",\"adjustment_info\":null,"
-            "\"price\":{\"effective_price\":\"0.5\",\"tier_start_amount\":0,"
-            "\"unit\":\"hour\",\"pricing_unit_quantity\":1},"
-            "\"cost_at_list\":null}");
+  put(&o, "\"", 1);
+  null_field(&o, "adjustment_info");
+  /* price's NUMERICs: TO_JSON_STRING quotes 0.5 (a fraction); the export
+   * writes a NUMERIC as a string too */
+  puts_(&o, ",\"price\":{\"effective_price\":\"0.5\",\"tier_start_amount\":0,"
+            "\"unit\":\"hour\",\"pricing_unit_quantity\":1}");
+  null_field(&o, "cost_at_list");
+  put(&o, "}", 1);
   return o.full ? 0 : o.len;
+}
+
+size_t bq_fixture_row(const struct bq_fixture *f,
+                      const struct bq_fixture_daytext *t, int d, long i,
+                      bool escaped, char *out, size_t cap)
+{
+  return row(f, t, d, i, escaped, false, out, cap);
+}
+
+size_t bq_fixture_row_export(const struct bq_fixture *f,
+                             const struct bq_fixture_daytext *t, int d, long i,
+                             char *out, size_t cap)
+{
+  return row(f, t, d, i, false, true, out, cap);
 }
 
 void bq_fixture_day_sums(const struct bq_fixture *f, int d, long rows,

@@ -62,6 +62,13 @@ size_t bq_fixture_row(const struct bq_fixture *f,
                       const struct bq_fixture_daytext *t, int d, long i,
                       bool escaped, char *out, size_t cap);
 
+/* The same row as BigQuery's own NDJSON export writes it (EXPORT DATA, bq
+ * extract): TIMESTAMP as "2026-08-01 04:00:00 UTC", the FLOAT64 money as
+ * numbers, NULL fields left out. */
+size_t bq_fixture_row_export(const struct bq_fixture *f,
+                             const struct bq_fixture_daytext *t, int d, long i,
+                             char *out, size_t cap);
+
 /* Σ cost and Σ credits of the first rows rows of day d, in micro-dollars. */
 void bq_fixture_day_sums(const struct bq_fixture *f, int d, long rows,
                          long long *cost, long long *credits);
