@@ -129,10 +129,10 @@ void db_month_pacific(long long now, char out[DB_MONTH_LEN])
   start += (7 - wd) % 7 + 7;
   end = civil_days(y, 11, 1, &wd);
   end += (7 - wd) % 7;
-  t = (time_t)(now - (now >= start * 86400LL + 10 * 3600 &&
-                              now < end * 86400LL + 9 * 3600
-                          ? 7 * 3600
-                          : 8 * 3600));
+  t = (time_t)(now - (now >= start * 86400LL + 10LL * 3600 &&
+                              now < end * 86400LL + 9LL * 3600
+                          ? 7LL * 3600
+                          : 8LL * 3600));
   gmtime_r(&t, &tm);
   snprintf(out, DB_MONTH_LEN, "%04u-%02u",
            (unsigned)(tm.tm_year + 1900) % 10000u,
