@@ -631,6 +631,84 @@ START_TEST(test_reread_keeps_other_accounts)
 }
 END_TEST
 
+/* Two rows of an old upload, written as Jansson's sorted compact dump, so
+ * that SHA-256 of the line is the key gpugate gave a row before keys were
+ * a row's meaning (0004: "SHA-256 of the canonical JSON"). */
+#define OLD_ROWS                                                               \
+  "{\"billing_account_id\":\"OLD-ACCOUNT-0001\",\"cost\":1.25,"                \
+  "\"credits\":[],\"currency\":\"USD\",\"invoice\":{\"month\":\"202608\"},"    \
+  "\"labels\":[{\"key\":\"gpugate-team\",\"value\":\"team-o\"}],"              \
+  "\"service\":{\"description\":\"Compute Engine\",\"id\":\"S\"},"             \
+  "\"sku\":{\"description\":\"Nvidia L4 GPU\",\"id\":\"K\"},"                  \
+  "\"usage_start_time\":\"2026-08-03 05:00:00 UTC\"}\n"                        \
+  "{\"billing_account_id\":\"OLD-ACCOUNT-0001\",\"cost\":2.5,"                 \
+  "\"credits\":[],\"currency\":\"USD\",\"invoice\":{\"month\":\"202608\"},"    \
+  "\"labels\":[{\"key\":\"gpugate-team\",\"value\":\"team-o\"}],"              \
+  "\"service\":{\"description\":\"Compute Engine\",\"id\":\"S\"},"             \
+  "\"sku\":{\"description\":\"Nvidia L4 GPU\",\"id\":\"K\"},"                  \
+  "\"usage_start_time\":\"2026-08-03 06:00:00 UTC\"}\n"
+
+/*
+ * Rows stored before keys were a row's meaning keep no old key after the
+ * upgrade: `gpugate migrate` re-keys them once (with the same C key as an
+ * upload), so the same file uploaded again is all duplicates and the
+ * totals stay (before: the rows were counted a second time).
+ */
+START_TEST(test_old_keys_rekeyed)
+{
+  struct h_server srv;
+  char db_url[512], out[4096];
+  const char *migrate[] = {"migrate", NULL};
+  char *fin = h_token(NULL, "finance", 3600);
+  long long total, old_keys, recorded;
+  json_t *rep;
+  PGconn *pg;
+  PGresult *res;
+
+  ck_assert_int_eq(h_db_create("it_bigquery_rekey", db_url, sizeof(db_url)), 0);
+  ck_assert_int_eq(h_server_start(&srv, db_url, NULL), 0);
+  rep = upload(&srv, fin, OLD_ROWS);
+  ck_assert_int_eq(json_integer_value(json_object_get(rep, "inserted")), 2);
+  json_decref(rep);
+  total = month_amount(&srv, fin, "2026-08", "total");
+  h_server_stop(&srv);
+
+  /* as a database from before the upgrade holds them: the old keys, and
+   * no re-key recorded */
+  pg = PQconnectdb(db_url);
+  ck_assert_int_eq(PQstatus(pg), CONNECTION_OK);
+  res = PQexec(pg, "UPDATE billing_rows"
+                   " SET row_hash = sha256(convert_to(row, 'UTF8'));"
+                   "DO $$ BEGIN IF to_regclass('billing_rekey') IS NOT NULL"
+                   " THEN DELETE FROM billing_rekey; END IF; END $$");
+  ck_assert_msg(PQresultStatus(res) == PGRES_COMMAND_OK, "%s",
+                PQerrorMessage(pg));
+  PQclear(res);
+
+  ck_assert_msg(h_gpugate(db_url, migrate, out, sizeof(out)) == 0, "%s", out);
+  old_keys = h_db_int(pg, "SELECT count(*) FROM billing_rows"
+                          " WHERE row_hash = sha256(convert_to(row, 'UTF8'))");
+  recorded =
+      h_db_int(pg, "SELECT rekeyed FROM billing_rekey WHERE version = 1");
+  PQfinish(pg);
+
+  ck_assert_int_eq(h_server_start(&srv, db_url, NULL), 0);
+  rep = upload(&srv, fin, OLD_ROWS);
+  ck_assert_msg(
+      json_integer_value(json_object_get(rep, "inserted")) == 0 &&
+          json_integer_value(json_object_get(rep, "duplicates")) == 2,
+      "re-upload after the upgrade: inserted %lld, duplicates %lld",
+      (long long)json_integer_value(json_object_get(rep, "inserted")),
+      (long long)json_integer_value(json_object_get(rep, "duplicates")));
+  json_decref(rep);
+  ck_assert_int_eq(month_amount(&srv, fin, "2026-08", "total"), total);
+  ck_assert_int_eq(old_keys, 0); /* none left with its old key */
+  ck_assert_int_eq(recorded, 2); /* and the re-key recorded: run once */
+  h_server_stop(&srv);
+  free(fin);
+}
+END_TEST
+
 /*
  * A days answer without the stored days (a swapped view, a wrong
  * location) deletes nothing: the sync is refused and says so, the rows
@@ -1248,6 +1326,10 @@ Suite *bigquery_suite(void)
   tcase_add_test(tc, test_closed_month_reread);
   tcase_add_test(tc, test_only_the_leader_pulls);
   tcase_add_test(tc, test_bq_cli);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("upgrade");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, test_old_keys_rekeyed);
   suite_add_tcase(s, tc);
   return s;
 }
