@@ -53,6 +53,26 @@ struct billing_day_stored {
 enum gg_code db_billing_sync_days(struct db_conn *c, const char *from,
                                   struct billing_day_figures **out, size_t *n);
 
+/* A partition of the export (DATE(_PARTITIONTIME)): MAX(export_time) of
+ * its rows and the first usage day it holds. */
+struct billing_partition {
+  char day[11];
+  char export_time[BILLING_EXPORT_TIME_MAX];
+  char first[11];
+};
+
+/* The partitions stored from day `from` on ("" = all), in day order, into
+ * a new array *out (free it) of *n. GG_OK or the failure. */
+enum gg_code db_billing_sync_partitions(struct db_conn *c, const char *from,
+                                        struct billing_partition **out,
+                                        size_t *n);
+
+/* Record the partitions p[0..n) as read (upserted). GG_OK or the
+ * failure. */
+enum gg_code db_billing_sync_partitions_save(struct db_conn *c,
+                                             const struct billing_partition *p,
+                                             size_t n);
+
 /* The first day of a sync's window: the latest stored day minus reread
  * days, into day (11 bytes; "" when nothing is stored: every day). */
 enum gg_code db_billing_sync_window(struct db_conn *c, long reread,

@@ -55,6 +55,26 @@ size_t billing_sync_plan(const struct billing_day_figures *remote, size_t nr,
   return n;
 }
 
+void billing_sync_scan_from(const struct billing_partition *remote, size_t nr,
+                            const struct billing_partition *stored, size_t ns,
+                            const char *from, char out[11])
+{
+  size_t i, j = 0;
+
+  snprintf(out, 11, "%s", from);
+  if (!*from)
+    return; /* everything is summed */
+  for (i = 0; i < nr; i++) {
+    while (j < ns && strcmp(stored[j].day, remote[i].day) < 0)
+      j++;
+    if (j < ns && !strcmp(stored[j].day, remote[i].day) &&
+        !strcmp(stored[j].export_time, remote[i].export_time))
+      continue; /* unchanged since read */
+    if (strcmp(remote[i].first, out) < 0)
+      snprintf(out, 11, "%s", remote[i].first);
+  }
+}
+
 /* ---- the queries -----------------------------------------------------------
  *
  * BigQuery is asked by what the queries say, no marker: the summary counts
@@ -69,7 +89,23 @@ size_t billing_sync_plan(const struct billing_day_figures *remote, size_t nr,
  * json_format.cc), which the row parser reads as the exact decimal it is.
  * The summary's sums are the same casts summed: what the stored rows must
  * add up to.
+ *
+ * Before them, the partitions of the window and their MAX(export_time) (as
+ * Koku asks, SELECT DATE(_PARTITIONTIME), MAX(export_time) ... GROUP BY 1),
+ * with the first usage day each holds: a partition whose export_time moved
+ * makes the summary start at its first usage day, so a late row for an old
+ * usage day is summed and its day re-read (billing_sync_scan_from). The
+ * summary then reads the partitions from that day on only.
  */
+static const char sql_parts[] =
+    "SELECT CAST(DATE(_PARTITIONTIME) AS STRING) AS partition_day,"
+    " FORMAT_TIMESTAMP('%Y-%m-%dT%H:%M:%E6SZ', MAX(export_time), 'UTC')"
+    " AS export_time,"
+    " CAST(MIN(DATE(usage_start_time)) AS STRING) AS first_usage_day"
+    " FROM `%TABLE%`"
+    " WHERE DATE(_PARTITIONTIME) >= @from_day"
+    " GROUP BY partition_day ORDER BY partition_day";
+
 static const char sql_days[] =
     "SELECT CAST(DATE(usage_start_time) AS STRING) AS day,"
     " COUNT(*) AS row_count,"
@@ -168,6 +204,49 @@ static int on_day(void *ctx, const char *const *cells, size_t n, char *err,
     return -1;
   }
   d->n++;
+  return 0;
+}
+
+/* ---- the partitions -------------------------------------------------------
+ */
+
+struct parts {
+  struct billing_partition *v;
+  size_t n, cap;
+};
+
+static int on_part(void *ctx, const char *const *cells, size_t n, char *err,
+                   size_t errlen)
+{
+  struct parts *p = ctx;
+  const char *day = n > 0 ? cells[0] : NULL, *et = n > 1 ? cells[1] : NULL,
+             *first = n > 2 ? cells[2] : NULL;
+  struct billing_partition *f;
+
+  if (!day || !et || !first || strlen(day) != 10 || strlen(first) != 10 ||
+      strlen(et) >= BILLING_EXPORT_TIME_MAX) {
+    snprintf(err, errlen, "billing-partitions: a malformed row");
+    return -1;
+  }
+  if (p->n == p->cap) {
+    size_t cap = p->cap ? 2 * p->cap : 128;
+    struct billing_partition *g = realloc(p->v, cap * sizeof(*g));
+    if (!g) {
+      snprintf(err, errlen, "billing-partitions: out of memory");
+      return -1;
+    }
+    p->v = g;
+    p->cap = cap;
+  }
+  f = &p->v[p->n];
+  memcpy(f->day, day, 11);
+  memcpy(f->first, first, 11);
+  snprintf(f->export_time, sizeof(f->export_time), "%s", et);
+  if (p->n > 0 && strcmp(p->v[p->n - 1].day, f->day) >= 0) {
+    snprintf(err, errlen, "billing-partitions: out of order");
+    return -1;
+  }
+  p->n++;
   return 0;
 }
 
@@ -368,8 +447,12 @@ static int sync_days(const struct config *cfg, struct bq_client *bq[2],
                      const atomic_bool *cancel, struct billing_sync_report *rep,
                      char *err, size_t errlen)
 {
-  char from[11] = "";
+  char from[11] = "", scan[11] = "";
+  char *q_parts = with_table(sql_parts, cfg->billing_bq_table);
   char *q_days = with_table(sql_days, cfg->billing_bq_table);
+  struct parts parts = {NULL, 0, 0};
+  struct billing_partition *read_parts = NULL;
+  size_t nrp = 0;
   char *q_rows = with_table(sql_rows, cfg->billing_bq_table);
   struct days remote = {NULL, 0, 0};
   struct billing_day_figures *stored = NULL;
@@ -385,7 +468,7 @@ static int sync_days(const struct config *cfg, struct bq_client *bq[2],
   memset(&l, 0, sizeof(l));
   l.cancel = cancel;
   l.scratch = billing_scratch_new();
-  if (!q_days || !q_rows || !l.scratch) {
+  if (!q_parts || !q_days || !q_rows || !l.scratch) {
     snprintf(err, errlen, "out of memory");
     goto out;
   }
@@ -393,12 +476,24 @@ static int sync_days(const struct config *cfg, struct bq_client *bq[2],
     snprintf(err, errlen, "the database failed");
     goto out;
   }
+  /* the window's partitions: those whose export_time moved take the
+   * summary back to their first usage day */
   params = json_array();
   json_array_append_new(
       params, bq_param("from_day", "DATE", *from ? from : "1970-01-01"));
+  if (bq_query(bq[0], q_parts, params, on_part, &parts, err, errlen) != 0)
+    goto out;
+  if (db_billing_sync_partitions(db, from, &read_parts, &nrp) != GG_OK) {
+    snprintf(err, errlen, "the database failed");
+    goto out;
+  }
+  billing_sync_scan_from(parts.v, parts.n, read_parts, nrp, from, scan);
+  params = json_array();
+  json_array_append_new(
+      params, bq_param("from_day", "DATE", *scan ? scan : "1970-01-01"));
   if (bq_query(bq[0], q_days, params, on_day, &remote, err, errlen) != 0)
     goto out;
-  if (db_billing_sync_days(db, from, &stored, &ns) != GG_OK) {
+  if (db_billing_sync_days(db, scan, &stored, &ns) != GG_OK) {
     snprintf(err, errlen, "the database failed");
     goto out;
   }
@@ -413,7 +508,7 @@ static int sync_days(const struct config *cfg, struct bq_client *bq[2],
     goto out;
   if (progress)
     fprintf(stderr, "%zu days in the export since %s, %zu to read\n", remote.n,
-            *from ? from : "the start", np);
+            *scan ? scan : "the start", np);
   l.store = billing_store_start(db, progress, np);
   if (!l.store) {
     snprintf(err, errlen, "out of memory");
@@ -460,8 +555,18 @@ static int sync_days(const struct config *cfg, struct bq_client *bq[2],
              rep->days_unreconciled, which);
     rc = -1;
   }
+  /* the partitions are read once every day they hold committed: a sync
+   * that failed sums them again */
+  if (rc == 0 &&
+      db_billing_sync_partitions_save(db, parts.v, parts.n) != GG_OK) {
+    snprintf(err, errlen, "the database failed recording the partitions");
+    rc = -1;
+  }
 out:
   rep->rows_rejected = l.rejected;
+  free(parts.v);
+  free(read_parts);
+  free(q_parts);
   billing_scratch_free(l.scratch);
   free(plan);
   free(stored);

@@ -4,8 +4,9 @@
  * shapes (jobReference, jobComplete, schema.fields, rows[].f[].v,
  * totalRows as a string, pageToken), over a generated billing export
  * (bq_fixture.h). It runs no SQL: it recognises a query by what it asks
- * (a per-day summary: COUNT(*), GROUP BY, @from_day; a day's rows:
- * TO_JSON_STRING, @day), accounts the bytes of the partitions its
+ * (the partitions: DATE(_PARTITIONTIME) selected, MAX(export_time),
+ * GROUP BY, @from_day; a per-day summary: COUNT(*), GROUP BY, @from_day; a
+ * day's rows: TO_JSON_STRING, @day), accounts the bytes of the partitions its
  * _PARTITIONTIME filter keeps, and honours maximumBytesBilled
  * (tests/emulator/README.md names the source of each point).
  *
@@ -27,6 +28,9 @@
  *        kind, after skipping skip, answer status (a google.rpc.Status)
  *   POST /emulator/revise     {"day": "YYYY-MM-DD"}: that day's costs
  *        change and its export_time moves (one revision more)
+ *   POST /emulator/late       {"day": "YYYY-MM-DD", "partition":
+ *        "YYYY-MM-DD"}: one row more for that usage day, exported late,
+ *        in that later partition (its export_time moves, and the day's)
  *   POST /emulator/touch      {"day": "YYYY-MM-DD"}: that day's export_time
  *        moves by a minute, its amounts stay
  *   POST /emulator/config     {"incomplete_polls": n, "page_rows": n,
@@ -61,14 +65,15 @@
 #define BODY_MAX ((size_t)1 << 20)
 #define LOG_MAX 100000
 
-enum shape { SHAPE_DAYS, SHAPE_ROWS };
+enum shape { SHAPE_DAYS, SHAPE_ROWS, SHAPE_PARTS };
 
 struct job {
   char id[128];
   char request_id[80];
   enum shape shape;
-  int day;         /* SHAPE_ROWS: the day; SHAPE_DAYS: the first day */
-  int polls;       /* incomplete replies left */
+  int day;   /* SHAPE_ROWS: the day; SHAPE_DAYS: the first day; SHAPE_PARTS:
+                the first partition */
+  int polls; /* incomplete replies left */
   long long bytes; /* totalBytesProcessed: the partitions it scans */
 };
 
@@ -235,15 +240,16 @@ static void log_call(const char *method, const char *call, const struct job *j,
     return;
   if (j && j->shape == SHAPE_ROWS)
     bq_fixture_day(&fix, j->day, day);
-  json_array_append_new(req_log,
-                        json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:b, s:I}",
-                                  "method", method, "call", call, "shape",
-                                  !j                       ? ""
-                                  : j->shape == SHAPE_DAYS ? "billing-days"
-                                                           : "billing-rows",
-                                  "day", day, "page_token", token ? token : "",
-                                  "status", status, "complete", complete,
-                                  "bytes", (json_int_t)(j ? j->bytes : 0)));
+  json_array_append_new(
+      req_log,
+      json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:b, s:I}", "method", method,
+                "call", call, "shape",
+                !j                        ? ""
+                : j->shape == SHAPE_DAYS  ? "billing-days"
+                : j->shape == SHAPE_PARTS ? "billing-partitions"
+                                          : "billing-rows",
+                "day", day, "page_token", token ? token : "", "status", status,
+                "complete", complete, "bytes", (json_int_t)(j ? j->bytes : 0)));
 }
 
 /* The status of an injected fault for this call, or 0. */
@@ -274,21 +280,58 @@ static json_t *schema_of(enum shape s)
                      "mode", "NULLABLE", "name", "credits", "type", "STRING",
                      "mode", "NULLABLE", "name", "accounts", "type", "STRING",
                      "mode", "NULLABLE");
+  if (s == SHAPE_PARTS)
+    return json_pack("{s:[{s:s, s:s, s:s}, {s:s, s:s, s:s}, {s:s, s:s, s:s}]}",
+                     "fields", "name", "partition_day", "type", "STRING",
+                     "mode", "NULLABLE", "name", "export_time", "type",
+                     "STRING", "mode", "NULLABLE", "name", "first_usage_day",
+                     "type", "STRING", "mode", "NULLABLE");
   return json_pack("{s:[{s:s, s:s, s:s}]}", "fields", "name", "row", "type",
                    "STRING", "mode", "NULLABLE");
+}
+
+/* The partitions from j's first on that hold rows; with page (not NULL),
+ * those of index offset..end written into the page. */
+static long partitions(const struct job *j, long offset, long end, bool page)
+{
+  long n = 0;
+  int p;
+
+  for (p = j->day > 1 ? j->day : 1; p <= fix.days; p++) {
+    char et[40], first[11], day[11];
+    if (!bq_fixture_partition(&fix, p, et, first))
+      continue;
+    if (page && n >= offset && n < end) {
+      /* the partition's date: day p of the fixture's calendar */
+      bq_fixture_day(&fix, p, day);
+      rows_put(n == offset ? "[" : ",", 1);
+      rows_put("{\"f\":[{\"v\":", 11);
+      rows_put_string(day, strlen(day));
+      rows_put("},{\"v\":", 7);
+      rows_put_string(et, strlen(et));
+      rows_put("},{\"v\":", 7);
+      rows_put_string(first, strlen(first));
+      rows_put("}]}", 3);
+    }
+    n++;
+  }
+  return n;
 }
 
 /* Rows of day d the rows query answers (one fewer on the short day). */
 static long day_rows(int d)
 {
-  return d == short_day && fix.rows_per_day > 0 ? fix.rows_per_day - 1
-                                                : fix.rows_per_day;
+  long n = bq_fixture_day_rows(&fix, d);
+
+  return d == short_day && n > 0 ? n - 1 : n;
 }
 
 static long total_rows(const struct job *j)
 {
   if (j->shape == SHAPE_DAYS)
     return empty_summary ? 0 : fix.days - j->day;
+  if (j->shape == SHAPE_PARTS)
+    return empty_summary ? 0 : partitions(j, 0, 0, false);
   return day_rows(j->day);
 }
 
@@ -321,9 +364,14 @@ static void add_page(json_t *doc, const struct job *j, long offset, long max)
     max = page_rows;
   end = offset + max < total ? offset + max : total;
   rows_len = 0;
-  if (j->shape != SHAPE_DAYS)
+  if (j->shape == SHAPE_ROWS)
     bq_fixture_daytext(&fix, j->day, &dt);
-  for (i = offset; i < end; i++) {
+  if (j->shape == SHAPE_PARTS) {
+    partitions(j, offset, end, true);
+    i = end;
+  } else
+    i = offset;
+  for (; i < end; i++) {
     rows_put(i == offset ? "[" : ",", 1);
     if (j->shape == SHAPE_DAYS) {
       char day[11], et[40], n[24], cost[48], credits[48];
@@ -331,9 +379,9 @@ static void add_page(json_t *doc, const struct job *j, long offset, long max)
       long long c, cr;
       bq_fixture_day(&fix, d, day);
       bq_fixture_export_time(&fix, d, et);
-      snprintf(n, sizeof(n), "%ld", fix.rows_per_day);
+      snprintf(n, sizeof(n), "%ld", bq_fixture_day_rows(&fix, d));
       /* the source's own count and sums: every row, the short day's too */
-      bq_fixture_day_sums(&fix, d, fix.rows_per_day, &c, &cr);
+      bq_fixture_day_sums(&fix, d, bq_fixture_day_rows(&fix, d), &c, &cr);
       numeric_text(c, cost, sizeof(cost));
       numeric_text(cr, credits, sizeof(credits));
       rows_put("{\"f\":[{\"v\":", 11);
@@ -415,6 +463,8 @@ static long long scanned(const char *text, int first)
     from = first - 1;
   if (first < 0)
     return 0;
+  if (from > fix.days)
+    from = fix.days;
   return (long long)(fix.days - from) * per_day;
 }
 
@@ -444,8 +494,21 @@ static struct job *job_for(json_t *q, const char *rid, const char *id,
   /* what the query asks, not who wrote it: the per-day summary counts and
    * groups and takes @from_day; the rows are TO_JSON_STRING of a day's
    * rows, @day */
-  if (strstr(text, "COUNT(*)") && strstr(text, "GROUP BY") &&
-      param(q, "from_day")) {
+  if (strstr(text, "DATE(_PARTITIONTIME) AS STRING)") &&
+      strstr(text, "MAX(export_time)") && strstr(text, "GROUP BY") &&
+      !strstr(text, "COUNT(*)") && param(q, "from_day")) {
+    /* the partitions (Koku's query): grouped by the partition it selects,
+     * MAX(export_time) each, from @from_day's partition on */
+    const char *from = param(q, "from_day");
+    nj.shape = SHAPE_PARTS;
+    nj.day = *from ? bq_fixture_day_index(&fix, from) : 0;
+    if (nj.day < 0) {
+      char first[11];
+      bq_fixture_day(&fix, 0, first);
+      nj.day = strcmp(from, first) < 0 ? 0 : fix.days + 1;
+    }
+  } else if (strstr(text, "COUNT(*)") && strstr(text, "GROUP BY") &&
+             param(q, "from_day")) {
     const char *from = param(q, "from_day");
     nj.shape = SHAPE_DAYS;
     nj.day = *from ? bq_fixture_day_index(&fix, from) : 0;
@@ -704,6 +767,21 @@ static enum MHD_Result on_control(struct MHD_Connection *c, const char *method,
       fix.revision[d]++;
       out = json_pack("{s:i}", "revision", fix.revision[d]);
     }
+  } else if (!strcmp(url, "/emulator/late") && !strcmp(method, "POST")) {
+    const char *day = json_string_value(json_object_get(doc, "day"));
+    const char *part = json_string_value(json_object_get(doc, "partition"));
+    int d = day ? bq_fixture_day_index(&fix, day) : -1;
+    int p = part ? bq_fixture_day_index(&fix, part) : -1;
+    if (d < 0 || p <= d + 1) {
+      status = 400;
+      out = json_pack("{s:s}", "error",
+                      "day, partition: days of the fixture, the partition "
+                      "after the day's own");
+    } else {
+      fix.late[d] = p;
+      out =
+          json_pack("{s:I}", "rows", (json_int_t)bq_fixture_day_rows(&fix, d));
+    }
   } else if (!strcmp(url, "/emulator/config") && !strcmp(method, "POST")) {
     json_t *v;
     if ((v = json_object_get(doc, "incomplete_polls")))
@@ -723,11 +801,14 @@ static enum MHD_Result on_control(struct MHD_Connection *c, const char *method,
     const char *team =
         MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "team");
     long long cost, credits;
+    json_int_t rows = 0;
+    int d;
     bq_fixture_totals(&fix, team, &cost, &credits);
+    for (d = 0; d < fix.days; d++)
+      rows += bq_fixture_day_rows(&fix, d);
     out = json_pack("{s:o, s:o, s:o, s:I, s:I}", "cost", money(cost), "credits",
-                    money(credits), "net", money(cost + credits), "rows",
-                    (json_int_t)fix.days * fix.rows_per_day, "bytes",
-                    (json_int_t)bytes_total);
+                    money(credits), "net", money(cost + credits), "rows", rows,
+                    "bytes", (json_int_t)bytes_total);
   } else if (!strcmp(url, "/emulator/last_query") && !strcmp(method, "GET")) {
     out = json_loads(last_query ? last_query : "{}", 0, NULL);
     if (!out)
@@ -842,7 +923,7 @@ static int dump(bool export_form)
   for (d = 0; d < fix.days; d++) {
     struct bq_fixture_daytext dt;
     bq_fixture_daytext(&fix, d, &dt);
-    for (i = 0; i < fix.rows_per_day; i++) {
+    for (i = 0; i < bq_fixture_day_rows(&fix, d); i++) {
       size_t n =
           export_form
               ? bq_fixture_row_export(&fix, &dt, d, i, buf, sizeof(buf) - 1)

@@ -49,7 +49,8 @@ int bq_fixture_day_index(const struct bq_fixture *f, const char *day)
   return -1;
 }
 
-void bq_fixture_export_time(const struct bq_fixture *f, int d, char out[40])
+/* The export_time of day d's own rows (not its late row). */
+static void rows_export_time(const struct bq_fixture *f, int d, char out[40])
 {
   int y, m, dd;
 
@@ -60,6 +61,59 @@ void bq_fixture_export_time(const struct bq_fixture *f, int d, char out[40])
   snprintf(out, 40, "%04u-%02u-%02uT%02u:%02u:00.000000Z", (unsigned)y % 10000u,
            (unsigned)m % 100u, (unsigned)dd % 100u, (unsigned)(hours % 24),
            (unsigned)f->touched[d] % 60u);
+}
+
+/* The export_time of day d's late row, or "". */
+static void late_export_time(const struct bq_fixture *f, int d, char out[40])
+{
+  int y, m, dd;
+
+  out[0] = '\0';
+  if (!f->late[d])
+    return;
+  civil(f->start + f->late[d], &y, &m, &dd);
+  snprintf(out, 40, "%04u-%02u-%02uT04:00:30.000000Z", (unsigned)y % 10000u,
+           (unsigned)m % 100u, (unsigned)dd % 100u);
+}
+
+void bq_fixture_export_time(const struct bq_fixture *f, int d, char out[40])
+{
+  char late[40];
+
+  rows_export_time(f, d, out);
+  late_export_time(f, d, late);
+  if (strcmp(late, out) > 0)
+    memcpy(out, late, 40);
+}
+
+long bq_fixture_day_rows(const struct bq_fixture *f, int d)
+{
+  return f->rows_per_day + (f->late[d] ? 1 : 0);
+}
+
+int bq_fixture_partition(const struct bq_fixture *f, int p, char et[40],
+                         char first[11])
+{
+  char e[40];
+  int d, any = 0;
+
+  et[0] = '\0';
+  if (p >= 1 && p - 1 < f->days && f->rows_per_day > 0) {
+    rows_export_time(f, p - 1, et);
+    bq_fixture_day(f, p - 1, first);
+    any = 1;
+  }
+  for (d = 0; d < f->days; d++) {
+    if (f->late[d] != p)
+      continue;
+    late_export_time(f, d, e);
+    if (strcmp(e, et) > 0)
+      memcpy(et, e, 40);
+    if (!any || d < p - 1) /* the first usage day: the earliest */
+      bq_fixture_day(f, d, first);
+    any = 1;
+  }
+  return any;
 }
 
 static long long cost_of(const struct bq_fixture *f, int d, long i)
@@ -165,7 +219,8 @@ void bq_fixture_daytext(const struct bq_fixture *f, int d,
   int y, m, dd;
 
   bq_fixture_day(f, d, t->day);
-  bq_fixture_export_time(f, d, t->et);
+  rows_export_time(f, d, t->et);
+  late_export_time(f, d, t->late_et);
   /* TO_JSON_STRING's TIMESTAMP: the shortest scale that holds it
    * (JsonFromTimestamp, NarrowTimestampScaleIfPossible): whole seconds */
   snprintf(t->et_json, sizeof(t->et_json), "%.19sZ", t->et);
@@ -215,6 +270,7 @@ static size_t row(const struct bq_fixture *f,
   const char *team = teams[i % 4];
   struct out o = {out, 0, cap, false, escaped, export_form};
   unsigned h = (unsigned)(i % 24);
+  const char *et = i >= f->rows_per_day && *t->late_et ? t->late_et : t->et;
   char et_day[11];
 
   /* the columns of the standard usage cost export, in its schema's order */
@@ -254,11 +310,11 @@ static size_t row(const struct bq_fixture *f,
   puts_(&o, "},\"tags\":[],\"transaction_type\":\"GOOGLE\"");
   null_field(&o, "seller_name");
   puts_(&o, ",\"export_time\":");
-  /* t->et is "YYYY-MM-DDTHH:MM:SS.000000Z" (the day after): its day,
-   * then its time */
-  memcpy(et_day, t->et, 10);
+  /* et is "YYYY-MM-DDTHH:MM:SS.000000Z" (the day after, or the late
+   * row's partition day): its day, then its time */
+  memcpy(et_day, et, 10);
   et_day[10] = '\0';
-  stamp(&o, et_day, atoi2(t->et + 11), atoi2(t->et + 14), atoi2(t->et + 17));
+  stamp(&o, et_day, atoi2(et + 11), atoi2(et + 14), atoi2(et + 17));
   puts_(&o, ",\"cost\":");
   money(&o, c);
   puts_(&o, ",\"currency\":\"USD\",\"currency_conversion_rate\":1,"
@@ -323,7 +379,7 @@ void bq_fixture_totals(const struct bq_fixture *f, const char *team,
 
   *cost = *credits = 0;
   for (d = 0; d < f->days; d++)
-    for (i = 0; i < f->rows_per_day; i++) {
+    for (i = 0; i < bq_fixture_day_rows(f, d); i++) {
       const char *t = teams[i % 4] ? teams[i % 4] : "(unattributed)";
       long long c = cost_of(f, d, i);
       if (team && strcmp(team, t) != 0)

@@ -226,6 +226,7 @@ START_TEST(test_sync_revise_fail)
   /* 1. the first sync loads all 92 days */
   ck_assert_msg(billing_sync(db_url, &emu, out, sizeof(out)) == 0, "%s", out);
   log = take_log(&emu);
+  ck_assert_int_eq(count(log, "query", "billing-partitions", NULL), 1);
   ck_assert_int_eq(count(log, "query", "billing-days", NULL), 1);
   ck_assert_int_eq(count(log, "query", "billing-rows", NULL), 92);
   {
@@ -239,7 +240,7 @@ START_TEST(test_sync_revise_fail)
       if (*json_string_value(json_object_get(e, "page_token")))
         paged++;
     }
-    ck_assert_int_eq(incomplete, 93); /* every jobs.query reply */
+    ck_assert_int_eq(incomplete, 94); /* every jobs.query reply */
     ck_assert_int_ge(paged, 92 * 2);  /* rows: pages 2 and 3 of each day */
   }
   json_decref(log);
@@ -807,6 +808,54 @@ START_TEST(test_bytes_bounded_by_window)
 END_TEST
 
 /*
+ * A late row for an old usage day (2026-08-06, outside the re-read
+ * window) exported in a recent partition (2026-08-29, inside it) is found:
+ * the pull keys on the export's partitions and their MAX(export_time), as
+ * Koku does, and re-reads the usage days a moved partition holds (before:
+ * the summary read the window's usage days only, and the row was never
+ * loaded).
+ */
+START_TEST(test_late_row_found)
+{
+  static const char *const env30[] = {"BQ_EMU_DAYS=30", "BQ_EMU_ROWS=24",
+                                      "BQ_EMU_PAGE_ROWS=1000", NULL};
+  static const char *const srv_env[] = {"GPUGATE_BILLING_SYNC_INTERVAL_S=0",
+                                        NULL};
+  struct h_server emu, srv;
+  char db_url[512], out[4096];
+  char *fin = h_token(NULL, "finance", 3600);
+  long long before;
+  json_t *log;
+  int reread;
+
+  ck_assert_int_eq(h_db_create("it_bigquery_late", db_url, sizeof(db_url)), 0);
+  ck_assert_int_eq(h_bq_emulator_start(&emu, env30), 0);
+  ck_assert_int_eq(h_server_start(&srv, db_url, srv_env), 0);
+  ck_assert_msg(billing_sync(db_url, &emu, out, sizeof(out)) == 0, "%s", out);
+  before = month_amount(&srv, fin, "2026-08", "total");
+  ck_assert_int_eq(before, fixture_net(&emu));
+  json_decref(take_log(&emu));
+
+  emu_post(&emu, "/emulator/late",
+           "{\"day\": \"2026-08-06\", \"partition\": \"2026-08-29\"}");
+  ck_assert_msg(billing_sync(db_url, &emu, out, sizeof(out)) == 0, "%s", out);
+  log = take_log(&emu);
+  reread = count(log, "query", "billing-rows", "2026-08-06");
+  json_decref(log);
+  ck_assert_msg(month_amount(&srv, fin, "2026-08", "total") ==
+                    fixture_net(&emu),
+                "late row: stored %lld, export %lld (before it: %lld); "
+                "2026-08-06 re-read %d times",
+                month_amount(&srv, fin, "2026-08", "total"), fixture_net(&emu),
+                before, reread);
+  ck_assert_int_eq(reread, 1);
+  h_server_stop(&srv);
+  h_server_stop(&emu);
+  free(fin);
+}
+END_TEST
+
+/*
  * maximumBytesBilled is sent with every query: a limit below what the
  * first (whole-table) read scans makes BigQuery refuse it before it runs,
  * and the sync fails saying so.
@@ -1320,7 +1369,6 @@ Suite *bigquery_suite(void)
   tcase_add_test(tc, test_two_pulls_at_once);
   tcase_add_test(tc, test_reread_keeps_other_accounts);
   tcase_add_test(tc, test_empty_answer_refused);
-  tcase_add_test(tc, test_bytes_bounded_by_window);
   tcase_add_test(tc, test_max_bytes_billed);
   tcase_add_test(tc, test_messages_conform);
   tcase_add_test(tc, test_closed_month_reread);
@@ -1330,6 +1378,11 @@ Suite *bigquery_suite(void)
   tc = tcase_create("upgrade");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_old_keys_rekeyed);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("partitions");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, test_late_row_found);
+  tcase_add_test(tc, test_bytes_bounded_by_window);
   suite_add_tcase(s, tc);
   return s;
 }

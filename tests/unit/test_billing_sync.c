@@ -326,6 +326,74 @@ START_TEST(plan_table)
 }
 END_TEST
 
+/* ---- the first usage day summed again ----------------------------------- */
+
+#define E1 "2026-10-05T04:00:00.000000Z"
+#define E2 "2026-10-05T04:00:30.000000Z"
+
+struct scan_case {
+  const char *name;
+  struct billing_partition remote[4], stored[4];
+  size_t nr, ns;
+  const char *from, *want;
+};
+
+static const struct scan_case scan_cases[] = {
+    {"nothing moved: the window",
+     {{"2026-10-04", E1, "2026-10-03"}, {"2026-10-05", E1, "2026-10-04"}},
+     {{"2026-10-04", E1, "2026-10-03"}, {"2026-10-05", E1, "2026-10-04"}},
+     2,
+     2,
+     "2026-10-03",
+     "2026-10-03"},
+    {"a late row for an old day in a moved partition",
+     {{"2026-10-04", E1, "2026-10-03"}, {"2026-10-05", E2, "2026-08-06"}},
+     {{"2026-10-04", E1, "2026-10-03"}, {"2026-10-05", E1, "2026-10-04"}},
+     2,
+     2,
+     "2026-10-03",
+     "2026-08-06"},
+    {"an old day in an unmoved partition: read before",
+     {{"2026-10-05", E1, "2026-08-06"}},
+     {{"2026-10-05", E1, "2026-08-06"}},
+     1,
+     1,
+     "2026-10-03",
+     "2026-10-03"},
+    {"a partition never read",
+     {{"2026-10-04", E1, "2026-10-03"}, {"2026-10-06", E1, "2026-09-30"}},
+     {{"2026-10-04", E1, "2026-10-03"}},
+     2,
+     1,
+     "2026-10-03",
+     "2026-09-30"},
+    {"everything summed: stays everything",
+     {{"2026-10-05", E2, "2026-08-06"}},
+     {{"2026-10-05", E1, "2026-08-06"}},
+     1,
+     1,
+     "",
+     ""},
+    {"the earliest of two moved",
+     {{"2026-10-04", E2, "2026-09-01"}, {"2026-10-05", E2, "2026-08-06"}},
+     {{"2026-10-03", E1, "2026-10-02"}},
+     2,
+     1,
+     "2026-10-03",
+     "2026-08-06"},
+};
+
+START_TEST(scan_table)
+{
+  const struct scan_case *c = &scan_cases[_i];
+  char out[11];
+
+  billing_sync_scan_from(c->remote, c->nr, c->stored, c->ns, c->from, out);
+  ck_assert_msg(!strcmp(out, c->want), "%s: got \"%s\", want \"%s\"", c->name,
+                out, c->want);
+}
+END_TEST
+
 /* ---- configuration ------------------------------------------------------ */
 
 static const char *const vars[] = {
@@ -415,6 +483,8 @@ Suite *billing_sync_suite(void)
 
   tcase_add_loop_test(tc, plan_table, 0,
                       (int)(sizeof(plan_cases) / sizeof(plan_cases[0])));
+  tcase_add_loop_test(tc, scan_table, 0,
+                      (int)(sizeof(scan_cases) / sizeof(scan_cases[0])));
   tcase_add_test(tc, config_defaults);
   tcase_add_loop_test(tc, page_table, 0,
                       (int)(sizeof(page_cases) / sizeof(page_cases[0])));
