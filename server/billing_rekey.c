@@ -86,7 +86,7 @@ static int new_keys(struct billing_scratch *s, const PGresult *res,
       h[2 * k] = hex[r.db.hash[k] >> 4];
       h[2 * k + 1] = hex[r.db.hash[k] & 15];
     }
-    h[2 * DB_BILLING_HASH_LEN] = '\0';
+    h[sizeof(h) - 1] = '\0';
     billing_row_clear(&r);
     if (!strcmp(h, PQgetvalue(res, i, 1)))
       continue; /* its key already */
