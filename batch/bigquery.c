@@ -27,6 +27,8 @@ struct bq_client {
   CURL *h;
   long backoff_ms;
   long calls;
+  long long max_bytes;       /* maximumBytesBilled of every query (0: none) */
+  long long bytes;           /* totalBytesProcessed of the queries run */
   struct bq_scratch scratch; /* the cells of a page's rows */
 };
 
@@ -72,6 +74,16 @@ void bq_client_set_backoff_ms(struct bq_client *c, long ms)
 long bq_client_calls(const struct bq_client *c)
 {
   return c->calls;
+}
+
+void bq_client_set_max_bytes_billed(struct bq_client *c, long long bytes)
+{
+  c->max_bytes = bytes;
+}
+
+long long bq_client_bytes(const struct bq_client *c)
+{
+  return c->bytes;
 }
 
 json_t *bq_param(const char *name, const char *type, const char *value)
@@ -296,6 +308,11 @@ int bq_query_start(struct bq_client *c, const char *sql, json_t *params,
                 "maxResults", BQ_PAGE_ROWS, "timeoutMs", BQ_POLL_MS);
   if (body && *c->location)
     json_object_set_new(body, "location", json_string(c->location));
+  if (body && c->max_bytes > 0) { /* an int64: a string in JSON */
+    char max[24];
+    snprintf(max, sizeof(max), "%lld", c->max_bytes);
+    json_object_set_new(body, "maximumBytesBilled", json_string(max));
+  }
   text = body ? json_dumps(body, JSON_COMPACT) : NULL;
   json_decref(body);
   snprintf(url, sizeof(url), "%s/bigquery/v2/projects/%s/queries", c->endpoint,
@@ -329,6 +346,13 @@ int bq_query_start(struct bq_client *c, const char *sql, json_t *params,
       free(r);
       return -1;
     }
+  }
+  {
+    /* what the job scanned, and is billed for (an int64 as a string) */
+    const char *b =
+        json_string_value(json_object_get(r->cur.doc, "totalBytesProcessed"));
+    if (b)
+      c->bytes += strtoll(b, NULL, 10);
   }
   *out = r;
   return 0;

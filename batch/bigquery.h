@@ -71,4 +71,12 @@ json_t *bq_param(const char *name, const char *type, const char *value);
 /* Calls made so far (every HTTP request, retries included). */
 long bq_client_calls(const struct bq_client *c);
 
+/* maximumBytesBilled of every query from now on (0: none): BigQuery fails
+ * a query that would bill more, before it runs. */
+void bq_client_set_max_bytes_billed(struct bq_client *c, long long bytes);
+
+/* Σ totalBytesProcessed of the queries run so far (as their completed
+ * replies said). */
+long long bq_client_bytes(const struct bq_client *c);
+
 #endif

@@ -220,10 +220,8 @@ static int key_report(const struct db_billing_batch *b, int k,
                          b->n_closed, month, &correction) != 0)
     return -1;
   *charge_class = correction ? "Correction" : "";
-  if (correction)
-    snprintf(report_day, 16, "%s-01", month);
-  else
-    memcpy(report_day, day, sizeof(day));
+  db_month_report_day(day, month, (const char(*)[DB_MONTH_LEN])b->closed,
+                      b->n_closed, report_day);
   return 0;
 }
 
@@ -411,13 +409,21 @@ static int sum_rows(struct db_billing_batch *b, size_t n)
 /*
  * Inside the flush's transaction: wait for a month close under way (and
  * keep one from starting until commit: SHARE conflicts with the close's
- * insert), then read the closed months into b->closed, ascending.
+ * insert) and for a pulled day's replacement, then read the closed months
+ * into b->closed, ascending.
  */
 static enum gg_code read_closed(struct db_conn *c, struct db_billing_batch *b)
 {
-  PGresult *res = PQexec(c->pg, "LOCK TABLE month_closes IN SHARE MODE; "
-                                "SELECT month FROM month_closes "
-                                "ORDER BY month COLLATE \"C\"");
+  PGresult *res = PQexec(c->pg,
+                         /* a pulled day being replaced holds this lock
+                          * exclusively (db_billing_day_begin): a batch
+                          * waits for it, never lands between its delete
+                          * and its reconciliation; the pull's own batches
+                          * hold it already */
+                         "SELECT pg_advisory_xact_lock_shared(1735418215, 2);"
+                         " LOCK TABLE month_closes IN SHARE MODE; "
+                         "SELECT month FROM month_closes "
+                         "ORDER BY month COLLATE \"C\"");
   enum gg_code code = GG_OK;
   int i, rows;
 

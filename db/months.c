@@ -4,7 +4,9 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "db/billing.h"
 #include "db/months.h"
 
 static bool digits(const char *s, int n)
@@ -65,7 +67,6 @@ int db_month_attribute(const char *usage_day, const char *invoice_month,
                        char month[DB_MONTH_LEN], bool *correction)
 {
   char usage[DB_MONTH_LEN], own[DB_MONTH_LEN];
-  const char *last;
 
   *correction = false;
   if (!usage_day || strlen(usage_day) != 10 || usage_day[7] != '-')
@@ -76,16 +77,64 @@ int db_month_attribute(const char *usage_day, const char *invoice_month,
     return -1;
   if (*invoice_month && !db_month_valid(invoice_month))
     return -1;
+  /* a Correction changes an invoice already issued: it is decided by the
+   * row's invoice month (else its usage month), never by its usage month
+   * alone (FOCUS ChargeClass) */
   memcpy(own, *invoice_month ? invoice_month : usage, DB_MONTH_LEN);
-  if (!closed_in(own, closed, n) && !closed_in(usage, closed, n)) {
-    memcpy(month, own, DB_MONTH_LEN);
+  memcpy(month, own, DB_MONTH_LEN);
+  if (!closed_in(own, closed, n))
     return 0;
-  }
   *correction = true;
-  last = strcmp(own, usage) > 0 ? own : usage;
-  memcpy(month, last, DB_MONTH_LEN);
   while (closed_in(month, closed, n))
     if (db_month_next(month, month) != 0)
       return -1;
   return 0;
+}
+
+void db_month_report_day(const char *usage_day, const char *month,
+                         const char (*closed)[DB_MONTH_LEN], size_t n,
+                         char out[11])
+{
+  char usage[DB_MONTH_LEN];
+
+  memcpy(usage, usage_day, 7);
+  usage[7] = '\0';
+  if (strcmp(usage, month) != 0 && closed_in(usage, closed, n))
+    snprintf(out, 11, "%.7s-01", month);
+  else
+    snprintf(out, 11, "%.10s", usage_day);
+}
+
+/* Days since 1970-01-01 of y-m-d, and its weekday (0 = Sunday). */
+static long civil_days(long y, long m, long d, int *weekday)
+{
+  long days = db_days_from_civil(y, m, d);
+
+  *weekday = (int)(((days % 7) + 11) % 7); /* 1970-01-01 was a Thursday */
+  return days;
+}
+
+void db_month_pacific(long long now, char out[DB_MONTH_LEN])
+{
+  time_t t = (time_t)now;
+  struct tm tm;
+  long y, start, end;
+  int wd;
+
+  gmtime_r(&t, &tm);
+  y = tm.tm_year + 1900L;
+  /* DST: from the second Sunday of March, 02:00 PST (10:00 UTC), to the
+   * first Sunday of November, 02:00 PDT (09:00 UTC) */
+  start = civil_days(y, 3, 1, &wd);
+  start += (7 - wd) % 7 + 7;
+  end = civil_days(y, 11, 1, &wd);
+  end += (7 - wd) % 7;
+  t = (time_t)(now - (now >= start * 86400LL + 10LL * 3600 &&
+                              now < end * 86400LL + 9LL * 3600
+                          ? 7LL * 3600
+                          : 8LL * 3600));
+  gmtime_r(&t, &tm);
+  snprintf(out, DB_MONTH_LEN, "%04u-%02u",
+           (unsigned)(tm.tm_year + 1900) % 10000u,
+           (unsigned)(tm.tm_mon + 1) % 100u);
 }

@@ -124,9 +124,10 @@ static const char *doc_string(struct billing_doc *d, billing_val v)
   return n->str;
 }
 
-/* An integer as written ("-0" as "0", as Jansson reads it), a real as
- * "%.15g". */
-static int doc_number(struct billing_doc *d, billing_val v, char out[32])
+/* A number as it was written: the exact decimal the row holds, to
+ * PostgreSQL's numeric ("-0" as "0", as Jansson reads it). */
+static int doc_number(struct billing_doc *d, billing_val v,
+                      char out[BILLING_AMOUNT_MAX])
 {
   const struct billing_scratch *s = d->impl;
   const struct fnode *n;
@@ -135,25 +136,58 @@ static int doc_number(struct billing_doc *d, billing_val v, char out[32])
   if (i < 0)
     return -1;
   n = &s->nodes[i];
-  if (n->kind == FK_INT) {
-    if (n->len >= 32)
-      return -1;
-    if (n->len == 2 && n->str[0] == '-' && n->str[1] == '0') {
-      memcpy(out, "0", 2);
-    } else {
-      memcpy(out, n->str, n->len);
-      out[n->len] = '\0';
-    }
-    return 0;
-  }
-  if (n->kind != FK_REAL || n->len >= BILLING_NUM_MAX)
+  if ((n->kind != FK_INT && n->kind != FK_REAL) || n->len >= BILLING_AMOUNT_MAX)
     return -1;
-  billing_real15(billing_read_real(n->str, n->len), out);
+  if (n->kind == FK_INT && n->len == 2 && n->str[0] == '-' &&
+      n->str[1] == '0') {
+    memcpy(out, "0", 2);
+  } else {
+    memcpy(out, n->str, n->len);
+    out[n->len] = '\0';
+  }
   return 0;
 }
 
+static billing_val doc_member(struct billing_doc *d, billing_val o,
+                              billing_val prev, size_t i, const char **key,
+                              size_t *keylen)
+{
+  const struct billing_scratch *s = d->impl;
+  int n = node_of(d, o), c;
+
+  (void)i;
+  if (n < 0 || s->nodes[n].kind != FK_OBJ)
+    return BILLING_NONE;
+  c = prev == BILLING_NONE ? s->nodes[n].child : s->nodes[prev - 1].next;
+  if (c < 0)
+    return BILLING_NONE;
+  *key = s->nodes[c].key;
+  *keylen = s->nodes[c].keylen;
+  return (billing_val)c + 1;
+}
+
+static int doc_real(struct billing_doc *d, billing_val v, double *out)
+{
+  const struct billing_scratch *s = d->impl;
+  int i = node_of(d, v);
+
+  if (i < 0 || s->nodes[i].kind != FK_REAL)
+    return 0;
+  *out = billing_read_real(s->nodes[i].str, s->nodes[i].len);
+  return 1;
+}
+
+static bool doc_truth(struct billing_doc *d, billing_val v)
+{
+  const struct billing_scratch *s = d->impl;
+  int i = node_of(d, v);
+
+  return i >= 0 && s->nodes[i].kind == FK_TRUE;
+}
+
 static const struct billing_doc_ops doc_ops = {
-    doc_kind, doc_get, doc_lookup, doc_item, doc_string, doc_number,
+    doc_kind,   doc_get,    doc_lookup, doc_item,  doc_string,
+    doc_number, doc_member, doc_real,   doc_truth,
 };
 
 void billing_json_doc(struct billing_scratch *s, struct billing_doc *out)

@@ -111,13 +111,53 @@ int billing_gpu_divisor(const char *sku_desc, const char *pricing_unit,
   return 0;
 }
 
-/* cost: a number, as decimal text. */
+bool billing_decimal_string(const char *s)
+{
+  const char *p = s;
+
+  if (*p == '-')
+    p++;
+  if (*p < '0' || *p > '9')
+    return false;
+  while (*p >= '0' && *p <= '9')
+    p++;
+  if (*p == '.') {
+    p++;
+    if (*p < '0' || *p > '9')
+      return false;
+    while (*p >= '0' && *p <= '9')
+      p++;
+  }
+  return *p == '\0' && (size_t)(p - s) < BILLING_AMOUNT_MAX;
+}
+
+/*
+ * An amount as decimal text into out (BILLING_AMOUNT_MAX bytes): a JSON
+ * number, or a string holding a plain decimal, which is how BigQuery's
+ * TO_JSON_STRING writes a NUMERIC with a fractional part or beyond ±2^53
+ * ("cost":"1.25"; ZetaSQL json_format.cc). The string's digits are kept as
+ * they are, to PostgreSQL's numeric. 0, or -1 when v is neither.
+ */
+static int amount_text(struct billing_doc *d, billing_val v, char *out)
+{
+  const char *s;
+
+  if (kind(d, v) == BILLING_NUMBER)
+    return d->ops->number(d, v, out);
+  s = kind(d, v) == BILLING_STRING ? str(d, v) : NULL;
+  if (!s || !billing_decimal_string(s))
+    return -1;
+  memcpy(out, s, strlen(s) + 1);
+  return 0;
+}
+
+/* cost: a number (or a NUMERIC's quoted decimal), as decimal text. */
 static int read_cost(struct billing_doc *d, billing_val v,
                      struct billing_field_text *t, char *err, size_t errlen)
 {
   if (absent(d, v))
     return fail(err, errlen, "cost: required");
-  if (kind(d, v) != BILLING_NUMBER || d->ops->number(d, v, t->cost) != 0)
+  if (amount_text(d, v, t->cost) != 0)
     return fail(err, errlen, "cost: not a number");
   return 0;
 }
@@ -163,7 +203,7 @@ static int read_credits(struct billing_doc *d, billing_val credits,
                         struct billing_field_text *t, char *err, size_t errlen)
 {
   billing_val c = BILLING_NONE;
-  char text[32];
+  char text[BILLING_AMOUNT_MAX];
   size_t i;
 
   memcpy(t->credits, "0", 2);
@@ -176,8 +216,7 @@ static int read_credits(struct billing_doc *d, billing_val credits,
     if (kind(d, c) != BILLING_OBJECT)
       return fail(err, errlen, "credits[%zu]: not an object", i);
     amount = get(d, c, "amount");
-    if (kind(d, amount) != BILLING_NUMBER ||
-        d->ops->number(d, amount, text) != 0)
+    if (amount_text(d, amount, text) != 0)
       return fail(err, errlen, "credits[%zu].amount: not a number", i);
     if (billing_dec_add(t->credits, text) != 0)
       return fail(err, errlen, "credits: sum out of range");

@@ -29,6 +29,10 @@
 /* The cost_type values a row may carry, NULL-terminated. */
 extern const char *const billing_cost_types[];
 
+/* Longest amount text: a NUMERIC is at most 29 + 9 digits, a sign and a
+ * point; a JSON number the fast reader takes, less than 64 bytes. */
+#define BILLING_AMOUNT_MAX 64
+
 /* A value of a document; BILLING_NONE: absent. */
 typedef uintptr_t billing_val;
 #define BILLING_NONE ((billing_val)0)
@@ -68,9 +72,22 @@ struct billing_doc_ops {
   /* json_string_value: decoded and NUL-terminated, borrowed from the
    * document; NULL when v is not a string */
   const char *(*string)(struct billing_doc *d, billing_val v);
-  /* a number as decimal text: an integer as it is, a real as "%.15g";
-   * out holds 32 bytes; 0, or -1 when v is not a number */
-  int (*number)(struct billing_doc *d, billing_val v, char out[32]);
+  /* a number as decimal text, never through a double where the text is
+   * there: as it was written (an integer's "-0" as "0"), which PostgreSQL's
+   * numeric reads exactly ("1.50", "2e-07"); 0, or -1 when v is not a
+   * number or its text is BILLING_AMOUNT_MAX bytes or more */
+  int (*number)(struct billing_doc *d, billing_val v,
+                char out[BILLING_AMOUNT_MAX]);
+  /* member i of object o, prev being member i - 1 (BILLING_NONE for i =
+   * 0), its name in *key (borrowed, *keylen bytes, not NUL-terminated),
+   * or BILLING_NONE past the end or when o is not an object */
+  billing_val (*member)(struct billing_doc *d, billing_val o, billing_val prev,
+                        size_t i, const char **key, size_t *keylen);
+  /* 1 with *out when v is a number written with a fraction or an exponent
+   * (a FLOAT64's value), 0 when it is not */
+  int (*real)(struct billing_doc *d, billing_val v, double *out);
+  /* whether v is true */
+  bool (*truth)(struct billing_doc *d, billing_val v);
 };
 
 struct billing_doc {
@@ -79,6 +96,10 @@ struct billing_doc {
   billing_val root; /* the row: an object */
 };
 
+/* Whether s is a plain decimal ("-12.5", "3"; no exponent, no sign but
+ * '-') shorter than BILLING_AMOUNT_MAX. */
+bool billing_decimal_string(const char *s);
+
 /* The text of a row's fields that is not in the document as it is. */
 struct billing_field_text {
   char currency[4];
@@ -86,9 +107,9 @@ struct billing_field_text {
   char usage_day[16];
   char invoice_month[8];
   char location[BILLING_NAME_MAX + 1];
-  char cost[32];
+  char cost[BILLING_AMOUNT_MAX];
   char credits[BILLING_DEC_MAX];
-  char gpu_amount[32];
+  char gpu_amount[BILLING_AMOUNT_MAX];
 };
 
 /*

@@ -94,6 +94,7 @@ void billing_scratch_free(struct billing_scratch *s)
   free(s->canon);
   free(s->tmp);
   free(s->strs);
+  billing_keytext_free(&s->key);
   EVP_MD_CTX_free(s->md);
   EVP_MD_free(s->sha256);
   free(s);
@@ -761,6 +762,11 @@ int billing_json_hash(struct billing_scratch *s, unsigned char *hash)
                  hn == DB_BILLING_HASH_LEN
              ? 0
              : -1;
+}
+
+struct billing_keytext *billing_json_keytext(struct billing_scratch *s)
+{
+  return &s->key;
 }
 
 const char *billing_json_canonical(const struct billing_scratch *s, size_t *len)

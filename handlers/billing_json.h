@@ -34,6 +34,9 @@ void billing_json_doc(struct billing_scratch *s, struct billing_doc *out);
  * 0, or -1 on failure. */
 int billing_json_hash(struct billing_scratch *s, unsigned char *hash);
 
+/* The buffer of a row's key text (billing_key.h) kept in s. */
+struct billing_keytext *billing_json_keytext(struct billing_scratch *s);
+
 /* Its canonical text (borrowed from s, not NUL-terminated). */
 const char *billing_json_canonical(const struct billing_scratch *s,
                                    size_t *len);

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "handlers/billing_key.h"
+
 enum fkind {
   FK_OBJ,
   FK_ARR,
@@ -53,6 +55,7 @@ struct billing_scratch {
   size_t strs_len, strs_cap;
   EVP_MD *sha256;
   EVP_MD_CTX *md;
+  struct billing_keytext key; /* the row's key text (billing_key.h) */
 };
 
 #endif

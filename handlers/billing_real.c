@@ -332,17 +332,6 @@ size_t billing_real_text(double v, char *buf, size_t size)
   return billing_real_jansson(v, 17, buf, size);
 }
 
-void billing_real15(double v, char out[32])
-{
-  uint64_t d;
-  int x;
-
-  if (v != 0 && sig_digits(fabs(v), 15, &d, &x))
-    g_format(signbit(v) != 0, d, x, 15, false, out);
-  else
-    snprintf(out, 32, "%.15g", v);
-}
-
 double billing_read_real(const char *s, size_t len)
 {
   return len < BILLING_NUM_MAX ? read_real(s, len) : strtod(s, NULL);

@@ -1,7 +1,8 @@
 /*
  * billing_real.h — reals of billing rows read and written without printf:
- * strtod of a JSON number's text, Jansson 2.14's dump of a real ("%.17g"
- * and its touches) and "%.15g" (amounts), each exactly as glibc and
+ * strtod of a JSON number's text and Jansson 2.14's dump of a real
+ * ("%.17g" and its touches; amounts are never written from a double:
+ * billing_fields.h), each exactly as glibc and
  * Jansson do it, by exact integer arithmetic where it can and by glibc
  * where it cannot. Pure functions, thread-safe.
  */
@@ -28,8 +29,5 @@ size_t billing_real_text(double v, char *buf, size_t size);
 /* The same with another precision (1 to 17): Jansson's dump with
  * JSON_REAL_PRECISION(precision), as server/jsonw.c writes replies (15). */
 size_t billing_real_jansson(double v, int precision, char *buf, size_t size);
-
-/* snprintf(out, 32, "%.15g", v): how amounts are written. */
-void billing_real15(double v, char out[32]);
 
 #endif

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "handlers/billing_key.h"
 #include "handlers/billing_row.h"
 
 static int fail(char *err, size_t errlen, const char *fmt, ...)
@@ -85,46 +86,84 @@ static const char *jdoc_string(struct billing_doc *d, billing_val v)
   return json_string_value(J(v));
 }
 
-/* A JSON number as decimal text (see billing_row.h on "%.15g"). */
-static int jdoc_number(struct billing_doc *d, billing_val v, char out[32])
+/* A JSON number as decimal text: an integer as it is; a real, which
+ * Jansson holds as a double only, as "%.17g", the text that reads back as
+ * that double (the fast reader, which keeps a number's text as it was
+ * written, declined the row: nesting deeper than it goes). */
+static int jdoc_number(struct billing_doc *d, billing_val v,
+                       char out[BILLING_AMOUNT_MAX])
 {
   (void)d;
   if (json_is_integer(J(v)))
-    snprintf(out, 32, "%" JSON_INTEGER_FORMAT, json_integer_value(J(v)));
+    snprintf(out, BILLING_AMOUNT_MAX, "%" JSON_INTEGER_FORMAT,
+             json_integer_value(J(v)));
   else if (json_is_real(J(v)))
-    snprintf(out, 32, "%.15g", json_real_value(J(v)));
+    snprintf(out, BILLING_AMOUNT_MAX, "%.17g", json_real_value(J(v)));
   else
     return -1;
   return 0;
 }
 
+static billing_val jdoc_member(struct billing_doc *d, billing_val o,
+                               billing_val prev, size_t i, const char **key,
+                               size_t *keylen)
+{
+  json_t *obj = (json_t *)o;
+  void *it;
+
+  (void)d;
+  (void)prev;
+  if (!obj || !json_is_object(obj))
+    return BILLING_NONE;
+  it = json_object_iter(obj);
+  while (it && i-- > 0)
+    it = json_object_iter_next(obj, it);
+  if (!it)
+    return BILLING_NONE;
+  *key = json_object_iter_key(it);
+  *keylen = strlen(*key);
+  return (billing_val)json_object_iter_value(it);
+}
+
+static int jdoc_real(struct billing_doc *d, billing_val v, double *out)
+{
+  (void)d;
+  if (!json_is_real(J(v)))
+    return 0;
+  *out = json_real_value(J(v));
+  return 1;
+}
+
+static bool jdoc_truth(struct billing_doc *d, billing_val v)
+{
+  (void)d;
+  return json_is_true(J(v));
+}
+
 static const struct billing_doc_ops jdoc_ops = {
-    jdoc_kind, jdoc_get, jdoc_lookup, jdoc_item, jdoc_string, jdoc_number,
+    jdoc_kind,   jdoc_get,    jdoc_lookup, jdoc_item,  jdoc_string,
+    jdoc_number, jdoc_member, jdoc_real,   jdoc_truth,
 };
 
-/* SHA-256 of the canonical dump of doc. Rows fit the stack buffer; a
- * larger one is dumped into the heap. Returns 0 or -1 (memory). */
-static int canonical_hash(const json_t *doc, unsigned char *hash)
+/* SHA-256 of text[0..n) into hash; 0 or -1. */
+static int sha256(const char *text, size_t n, unsigned char *hash)
 {
-  const size_t flags = JSON_SORT_KEYS | JSON_COMPACT;
-  char stack[8192], *text = stack;
-  size_t n = json_dumpb(doc, stack, sizeof(stack), flags);
   unsigned int hn = 0;
-  int ok;
 
-  if (n == 0)
-    return -1;
-  if (n > sizeof(stack)) {
-    text = malloc(n);
-    if (!text || json_dumpb(doc, text, n, flags) != n) {
-      free(text);
-      return -1;
-    }
-  }
-  ok = EVP_Digest(text, n, hash, &hn, EVP_sha256(), NULL);
-  if (text != stack)
-    free(text);
-  return ok && hn == DB_BILLING_HASH_LEN ? 0 : -1;
+  return EVP_Digest(text, n, hash, &hn, EVP_sha256(), NULL) &&
+                 hn == DB_BILLING_HASH_LEN
+             ? 0
+             : -1;
+}
+
+/* The row's key (billing_key.h): the SHA-256 of its meaning. */
+static int key_hash(struct billing_doc *d, unsigned char *hash)
+{
+  struct billing_keytext t = {NULL, 0, 0};
+  int rc = billing_key_text(d, &t) == 0 ? sha256(t.p, t.len, hash) : -1;
+
+  billing_keytext_free(&t);
+  return rc;
 }
 
 int billing_parse_row_jansson(const char *line, size_t len,
@@ -145,7 +184,7 @@ int billing_parse_row_jansson(const char *line, size_t len,
   d.root = (billing_val)out->doc;
   if (billing_fields_read(&d, &out->db, &out->text, err, errlen) != 0)
     goto bad;
-  if (canonical_hash(out->doc, out->db.hash) != 0) {
+  if (key_hash(&d, out->db.hash) != 0) {
     fail(err, errlen, "out of memory");
     goto bad;
   }
@@ -170,10 +209,14 @@ int billing_parse_row_unhashed(struct billing_scratch *s, const char *line,
     billing_json_doc(s, &d);
     if (billing_fields_read(&d, &out->db, &out->text, ignored,
                             sizeof(ignored)) == 0) {
-      out->db.row = line;
-      out->db.row_len = len;
-      *canon = billing_json_canonical(s, canon_len);
-      return 0;
+      struct billing_keytext *key = billing_json_keytext(s);
+      if (billing_key_text(&d, key) == 0) {
+        out->db.row = line;
+        out->db.row_len = len;
+        *canon = key->p;
+        *canon_len = key->len;
+        return 0;
+      }
     }
   }
   *canon = NULL;
@@ -191,7 +234,7 @@ int billing_parse_row_with(struct billing_scratch *s, const char *line,
   if (billing_parse_row_unhashed(s, line, len, out, &canon, &n, err, errlen) !=
       0)
     return -1;
-  if (canon && billing_json_hash(s, out->db.hash) != 0) {
+  if (canon && sha256(canon, n, out->db.hash) != 0) {
     billing_row_clear(out);
     return fail(err, errlen, "out of memory");
   }

@@ -2,18 +2,17 @@
  * billing_row.h — one line of a billing export parsed into a row to store:
  * the fast reader (billing_json.h) when it can, Jansson when it cannot,
  * the fields checked once for both (billing_fields.h), and the row's key,
- * the SHA-256 of its canonical JSON (Jansson's dump with sorted keys,
- * compact), so the same row however its keys are ordered or spaced is
- * stored once.
+ * the SHA-256 of its meaning (billing_key.h: instants, exact decimals,
+ * nulls dropped, keys sorted), so the same row however it is written —
+ * BigQuery's TO_JSON_STRING or its NDJSON export, any key order or
+ * spacing — is stored once.
  *
- * Amounts. Jansson holds a JSON number as a 64-bit integer or a double.
- * Integers are passed to SQL as they are; reals as "%.15g", whose 15
- * significant digits give back every decimal of at most 15 significant
- * digits exactly (1234.567890123, 0.1) and drop the binary noise of
- * float-valued exports (0.30000000000000004 becomes 0.3). Amounts with more
- * significant digits are rounded to 15. From there on everything is exact
- * decimal: the credits of a row are added in decimal (billing_decimal.h),
- * and PostgreSQL sums numerics.
+ * Amounts stay decimal text from the line to PostgreSQL's numeric: a
+ * number as it was written ("12345678.123456789", "2e-07"), a NUMERIC's
+ * quoted decimal as it is; only a row the fast reader declines has its
+ * reals through Jansson's double, written as "%.17g" (the same double,
+ * not the same digits). The credits of a row are added in decimal
+ * (billing_decimal.h), and PostgreSQL sums numerics.
  */
 #ifndef GPUGATE_BILLING_ROW_H
 #define GPUGATE_BILLING_ROW_H
@@ -57,7 +56,7 @@ int billing_parse_row_with(struct billing_scratch *s, const char *line,
 
 /*
  * The same, but the hash is left to the caller where the fast reader took
- * the row: *canon, *canon_len are then its canonical text (in s, until the
+ * the row: *canon, *canon_len are then its key text (in s, until the
  * next parse) to hash (as db_billing_batch_add_canonical does, eight rows
  * at a time), and out->db.hash is not set; where Jansson took it, the hash
  * is set and *canon is NULL.

@@ -3,9 +3,10 @@
  * state and totals) and POST /v1/costs/months/{month}/close (finance
  * freezes a month; later rows for it are posted as corrections).
  *
- * Only a month that has ended can be closed: the current UTC month (and
- * any later one) is still accruing, so closing it would make every row of
- * the rest of the month a correction. That is refused with 422.
+ * Only a month that has ended can be closed: the current invoice month —
+ * a US/Pacific month, as Cloud Billing's are (db_month_pacific) — and any
+ * later one is still accruing, so closing it would make every row of the
+ * rest of the month a correction. That is refused with 422.
  */
 #include <stdio.h>
 #include <string.h>
@@ -46,7 +47,6 @@ enum gg_code costs_month_close(struct gg_req *req)
   const char *by = actor ? actor : "(finance token)";
   char now_month[32];
   time_t now = time(NULL);
-  struct tm tm;
   json_t *out = NULL;
 
   if (!db_month_valid(month)) {
@@ -55,9 +55,8 @@ enum gg_code costs_month_close(struct gg_req *req)
                         "The month in the path is "
                         "invalid; see errors.");
   }
-  gmtime_r(&now, &tm);
-  snprintf(now_month, sizeof(now_month), "%04d-%02d", tm.tm_year + 1900,
-           tm.tm_mon + 1);
+  /* invoice months are US/Pacific: this one is still accruing there */
+  db_month_pacific((long long)now, now_month);
   if (strcmp(month, now_month) >= 0) {
     problem_field(req, "month",
                   "must have ended: months before %s can be closed", now_month);

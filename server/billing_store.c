@@ -10,6 +10,7 @@
 #include "db/billing.h"
 #include "db/billing_sync.h"
 #include "server/billing_store.h"
+#include "server/log.h"
 #include "server/metrics.h"
 
 #define QUEUE_MAX 64 /* items queued (a day is 2 + its batches) */
@@ -37,7 +38,9 @@ struct billing_store {
   size_t n_free;
   bool failed;
   char err[256];
-  long days, rows; /* committed */
+  long days, rows;             /* committed */
+  long unreconciled;           /* days rolled back: not reconciled */
+  char unreconciled_days[128]; /* the first of them, "D1, D2" */
 };
 
 /* The thread's work on one item, without the lock; in_tx: a day's
@@ -46,11 +49,13 @@ struct billing_store {
 static bool handle(struct billing_store *s, struct item *it, bool *in_tx)
 {
   enum gg_code code = GG_OK;
+  struct billing_day_stored stored;
+  bool reconciled;
   long inserted = 0;
 
   switch (it->kind) {
   case BEGIN:
-    code = db_billing_day_begin(s->db, it->figs.day);
+    code = db_billing_day_begin(s->db, it->figs.day, it->figs.accounts);
     *in_tx = code == GG_OK;
     if (code != GG_OK)
       snprintf(s->err, sizeof(s->err), "the database failed replacing %s",
@@ -67,10 +72,26 @@ static bool handle(struct billing_store *s, struct item *it, bool *in_tx)
     break;
   case COMMIT:
     *in_tx = false;
-    code = db_billing_day_commit(s->db, &it->figs);
+    code = db_billing_day_commit(s->db, &it->figs, &reconciled, &stored);
     if (code != GG_OK) {
       snprintf(s->err, sizeof(s->err), "the database failed committing %s",
                it->figs.day);
+      break;
+    }
+    if (!reconciled) {
+      size_t n = strlen(s->unreconciled_days);
+      if (n + 14 < sizeof(s->unreconciled_days))
+        snprintf(s->unreconciled_days + n, sizeof(s->unreconciled_days) - n,
+                 "%s%s", n ? ", " : "", it->figs.day);
+      s->unreconciled++;
+      log_msg(LOG_WARN,
+              "billing sync: %s does not reconcile: the export has %ld rows, "
+              "cost %s, credits %s; stored %ld rows, cost %s, credits %s "
+              "(rolled back)",
+              it->figs.day, it->figs.rows, it->figs.cost, it->figs.credits,
+              stored.rows, stored.cost, stored.credits);
+      if (s->progress)
+        fprintf(stderr, "%s: not reconciled (rolled back)\n", it->figs.day);
       break;
     }
     s->days++;
@@ -200,13 +221,14 @@ struct db_billing_batch *billing_store_batch(struct billing_store *s)
   return b;
 }
 
-int billing_store_begin(struct billing_store *s, const char *day)
+int billing_store_begin(struct billing_store *s,
+                        const struct billing_day_figures *f)
 {
   struct item it;
 
   memset(&it, 0, sizeof(it));
   it.kind = BEGIN;
-  snprintf(it.figs.day, sizeof(it.figs.day), "%s", day);
+  it.figs = *f;
   return enqueue(s, &it);
 }
 
@@ -242,6 +264,7 @@ void billing_store_abort(struct billing_store *s)
 }
 
 int billing_store_finish(struct billing_store *s, long *days, long *rows,
+                         long *unreconciled, char *which, size_t whichlen,
                          char *err, size_t errlen)
 {
   struct item it;
@@ -253,6 +276,8 @@ int billing_store_finish(struct billing_store *s, long *days, long *rows,
   pthread_join(s->thread, NULL);
   *days = s->days;
   *rows = s->rows;
+  *unreconciled = s->unreconciled;
+  snprintf(which, whichlen, "%s", s->unreconciled_days);
   rc = s->failed ? -1 : 0;
   if (s->failed)
     snprintf(err, errlen, "%s", s->err);

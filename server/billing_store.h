@@ -36,21 +36,25 @@ struct billing_store *billing_store_start(struct db_conn *db, bool progress,
  * failed. */
 struct db_billing_batch *billing_store_batch(struct billing_store *s);
 
-/* Queue: the beginning of day ("YYYY-MM-DD"); a filled batch of it (given
- * back to the store, empty or not); its end, committed with the export's
- * figures f and rows the count of rows queued for it; or its end, rolled
- * back. Each returns 0, or -1 once the thread has failed (the batch is
- * taken back all the same). */
-int billing_store_begin(struct billing_store *s, const char *day);
+/* Queue: the beginning of f's day (its accounts: those whose rows it
+ * replaces); a filled batch of it (given back to the store, empty or not);
+ * its end, committed with the export's figures f (when what was stored
+ * reconciles with them: else rolled back and counted) and rows the count
+ * of rows queued for it; or its end, rolled back. Each returns 0, or -1
+ * once the thread has failed (the batch is taken back all the same). */
+int billing_store_begin(struct billing_store *s,
+                        const struct billing_day_figures *f);
 int billing_store_put(struct billing_store *s, struct db_billing_batch *b);
 int billing_store_commit(struct billing_store *s,
                          const struct billing_day_figures *f, long rows);
 void billing_store_abort(struct billing_store *s);
 
 /* Wait until the queue is done, stop the thread and free s: the days
- * committed and their rows. Returns 0, or -1 with err filled when the
+ * committed and their rows, the days that did not reconcile and the first
+ * of them ("D1, D2" into which). Returns 0, or -1 with err filled when the
  * thread failed. */
 int billing_store_finish(struct billing_store *s, long *days, long *rows,
+                         long *unreconciled, char *which, size_t whichlen,
                          char *err, size_t errlen);
 
 #endif

@@ -54,13 +54,27 @@ size_t billing_sync_plan(const struct billing_day_figures *remote, size_t nr,
                          const struct billing_day_figures *stored, size_t ns,
                          struct billing_day_plan *out);
 
+/*
+ * The first usage day a sync sums again, given the export's partitions of
+ * the window remote[0..nr) and those read before stored[0..ns) (both in
+ * day order; db/billing_sync.h) and the window's first day `from` ("":
+ * everything): `from`, or the earlier first usage day of a partition
+ * whose MAX(export_time) moved or that was never read — a late row for an
+ * old usage day, as Koku finds it. Into out (11 bytes). Pure.
+ */
+void billing_sync_scan_from(const struct billing_partition *remote, size_t nr,
+                            const struct billing_partition *stored, size_t ns,
+                            const char *from, char out[11]);
+
 /* What a sync did. */
 struct billing_sync_report {
-  long days_remote;   /* days in the window of the export */
-  long days_read;     /* days re-read (replaced) */
-  long rows_read;     /* rows stored by them */
-  long rows_rejected; /* rows the row parser refused (logged) */
-  long calls;         /* HTTP calls to BigQuery */
+  long days_remote;       /* days in the window of the export */
+  long days_read;         /* days re-read (replaced) */
+  long rows_read;         /* rows stored by them */
+  long rows_rejected;     /* rows the row parser refused (logged) */
+  long days_unreconciled; /* days rolled back: not reconciled */
+  long calls;             /* HTTP calls to BigQuery */
+  long long bytes;        /* Σ totalBytesProcessed of its queries */
 };
 
 /*

@@ -512,6 +512,8 @@ static int load_billing_pull(struct config *cfg, char *err, size_t errlen)
                &cfg->billing_sync_interval_s, err, errlen) ||
       env_long("GPUGATE_BILLING_REREAD_DAYS", 10, 0, 366,
                &cfg->billing_reread_days, err, errlen) ||
+      env_long("GPUGATE_BILLING_MAX_BYTES_BILLED", 10L << 30, 0, LONG_MAX,
+               &cfg->billing_max_bytes_billed, err, errlen) ||
       env_str("GPUGATE_LOGGING_ENDPOINT", "https://logging.googleapis.com",
               cfg->logging_endpoint, sizeof(cfg->logging_endpoint), err,
               errlen) ||

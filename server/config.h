@@ -112,6 +112,8 @@ struct config {
   char bigquery_endpoint[512];
   long billing_sync_interval_s; /* 0 = the leader does not pull */
   long billing_reread_days;
+  long billing_max_bytes_billed; /* maximumBytesBilled of a pull query; 0 =
+                                    none (default 10 GiB) */
 
   /* a job's logs from Cloud Logging (server/logpoll.h) */
   char logging_endpoint[512];

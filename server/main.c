@@ -19,6 +19,7 @@
 #include "batch/bigquery.h"
 #include "db/db.h"
 #include "handlers/billing_ingest.h"
+#include "server/billing_rekey.h"
 #include "server/billing_sync.h"
 #include "server/auth.h"
 #include "server/config.h"
@@ -84,6 +85,8 @@ static int migrate(const struct config *cfg, int wait_s)
     return -1;
   }
   rc = db_migrate(pg, err, sizeof(err));
+  if (rc == 0) /* rows stored before a row's key was its meaning */
+    rc = billing_rekey(pg, err, sizeof(err));
   PQfinish(pg);
   if (rc != 0)
     fprintf(stderr, "gpugate: migration failed: %s\n", err);

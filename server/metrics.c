@@ -330,6 +330,24 @@ static struct family billing_rows_stored = {
     NULL,
     0,
     0};
+static struct family billing_unreconciled = {
+    "gpugate_billing_days_unreconciled",
+    "gauge",
+    "Usage days of the billing export whose last read did not reconcile "
+    "with the export's own count and sums (rolled back).",
+    false,
+    NULL,
+    0,
+    0};
+static struct family billing_bytes = {
+    "gpugate_billing_sync_bytes_processed",
+    "gauge",
+    "Bytes the last BigQuery pull's queries processed "
+    "(totalBytesProcessed).",
+    false,
+    NULL,
+    0,
+    0};
 static struct family state_drift = {
     "gpugate_admission_state_drift_total",
     "counter",
@@ -511,7 +529,8 @@ void metrics_billing_rows(long n)
   add(&billing_rows, &l, (double)n, false);
 }
 
-void metrics_billing_sync(double last_success_s, long rows)
+void metrics_billing_sync(double last_success_s, long rows, long unreconciled,
+                          long long bytes)
 {
   struct lbuf l;
 
@@ -521,6 +540,12 @@ void metrics_billing_sync(double last_success_s, long rows)
   lb_init(&l);
   if (rows >= 0)
     add(&billing_rows_stored, &l, (double)rows, true);
+  lb_init(&l);
+  if (unreconciled >= 0)
+    add(&billing_unreconciled, &l, (double)unreconciled, true);
+  lb_init(&l);
+  if (bytes >= 0)
+    add(&billing_bytes, &l, (double)bytes, true);
 }
 
 void metrics_admission_drift(long n)
@@ -844,6 +869,8 @@ static char *render(bool teams)
   metrics_text_family(&o, &billing_rows);
   metrics_text_family(&o, &billing_sync_success);
   metrics_text_family(&o, &billing_rows_stored);
+  metrics_text_family(&o, &billing_unreconciled);
+  metrics_text_family(&o, &billing_bytes);
   metrics_text_family(&o, &pubsub_pushes);
   if (teams)
     metrics_text_family(&o, &team_cost);
@@ -899,7 +926,9 @@ void metrics_reset(void)
                           &fs_usage,
                           &fs_score,
                           &billing_sync_success,
-                          &billing_rows_stored};
+                          &billing_rows_stored,
+                          &billing_unreconciled,
+                          &billing_bytes};
   size_t i;
 
   pthread_mutex_lock(&lock);

@@ -48,8 +48,10 @@ void metrics_dispatch_backlog(long rows);
 void metrics_billing_rows(long n);
 
 /* The BigQuery pull: when it last succeeded (Unix seconds; 0: never, not
- * set) and the rows it holds (-1: unknown, not set). */
-void metrics_billing_sync(double last_success_s, long rows);
+ * set), the rows it holds, the days not reconciled and the last sync's
+ * bytes processed (each -1: unknown, not set). */
+void metrics_billing_sync(double last_success_s, long rows, long unreconciled,
+                          long long bytes);
 
 /* A reconciliation of the leader's admission state found n jobs different
  * from the database (0 records that one ran). */

@@ -3,9 +3,12 @@
  * BigQuery v2 REST calls gpugate's billing pull makes, in BigQuery's JSON
  * shapes (jobReference, jobComplete, schema.fields, rows[].f[].v,
  * totalRows as a string, pageToken), over a generated billing export
- * (bq_fixture.h). It runs no SQL: it recognises gpugate's two queries by
- * their leading comment (-- gpugate:billing-days, -- gpugate:billing-rows)
- * and their named parameters (@from_day, @day).
+ * (bq_fixture.h). It runs no SQL: it recognises a query by what it asks
+ * (the partitions: DATE(_PARTITIONTIME) selected, MAX(export_time),
+ * GROUP BY, @from_day; a per-day summary: COUNT(*), GROUP BY, @from_day; a
+ * day's rows: TO_JSON_STRING, @day), accounts the bytes of the partitions its
+ * _PARTITIONTIME filter keeps, and honours maximumBytesBilled
+ * (tests/emulator/README.md names the source of each point).
  *
  *   POST /bigquery/v2/projects/{p}/queries          jobs.query
  *   GET  /bigquery/v2/projects/{p}/queries/{jobId}  getQueryResults
@@ -25,9 +28,15 @@
  *        kind, after skipping skip, answer status (a google.rpc.Status)
  *   POST /emulator/revise     {"day": "YYYY-MM-DD"}: that day's costs
  *        change and its export_time moves (one revision more)
+ *   POST /emulator/late       {"day": "YYYY-MM-DD", "partition":
+ *        "YYYY-MM-DD"}: one row more for that usage day, exported late,
+ *        in that later partition (its export_time moves, and the day's)
  *   POST /emulator/touch      {"day": "YYYY-MM-DD"}: that day's export_time
  *        moves by a minute, its amounts stay
- *   POST /emulator/config     {"incomplete_polls": n, "page_rows": n}
+ *   POST /emulator/config     {"incomplete_polls": n, "page_rows": n,
+ *        "page_delay_ms": n, "short_day": "YYYY-MM-DD" | null,
+ *        "empty_summary": bool}
+ *   GET  /emulator/last_query   the body of the last jobs.query request
  *   GET  /emulator/totals?team=T   {"cost", "credits", "net"} exact
  *        decimals of the whole fixture (all teams without team)
  *
@@ -56,14 +65,16 @@
 #define BODY_MAX ((size_t)1 << 20)
 #define LOG_MAX 100000
 
-enum shape { SHAPE_DAYS, SHAPE_ROWS };
+enum shape { SHAPE_DAYS, SHAPE_ROWS, SHAPE_PARTS };
 
 struct job {
   char id[128];
   char request_id[80];
   enum shape shape;
-  int day;   /* SHAPE_ROWS: the day; SHAPE_DAYS: the first day */
+  int day;   /* SHAPE_ROWS: the day; SHAPE_DAYS: the first day; SHAPE_PARTS:
+                the first partition */
   int polls; /* incomplete replies left */
+  long long bytes; /* totalBytesProcessed: the partitions it scans */
 };
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -72,6 +83,11 @@ static struct job jobs[MAX_JOBS];
 static int n_jobs;
 static long page_rows = 1000;
 static int incomplete_polls = 1;
+static bool empty_summary;    /* the summary answers no day (a swapped view) */
+static int short_day = -1;    /* its rows query answers one row fewer */
+static long page_delay_ms;    /* before every page of rows */
+static long long bytes_total; /* totalBytesProcessed of every job */
+static char *last_query;      /* the body of the last jobs.query */
 static json_t *req_log;
 static struct {
   int status, count, skip;
@@ -224,14 +240,16 @@ static void log_call(const char *method, const char *call, const struct job *j,
     return;
   if (j && j->shape == SHAPE_ROWS)
     bq_fixture_day(&fix, j->day, day);
-  json_array_append_new(req_log,
-                        json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:b}",
-                                  "method", method, "call", call, "shape",
-                                  !j                       ? ""
-                                  : j->shape == SHAPE_DAYS ? "billing-days"
-                                                           : "billing-rows",
-                                  "day", day, "page_token", token ? token : "",
-                                  "status", status, "complete", complete));
+  json_array_append_new(
+      req_log,
+      json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:b, s:I}", "method", method,
+                "call", call, "shape",
+                !j                        ? ""
+                : j->shape == SHAPE_DAYS  ? "billing-days"
+                : j->shape == SHAPE_PARTS ? "billing-partitions"
+                                          : "billing-rows",
+                "day", day, "page_token", token ? token : "", "status", status,
+                "complete", complete, "bytes", (json_int_t)(j ? j->bytes : 0)));
 }
 
 /* The status of an injected fault for this call, or 0. */
@@ -253,18 +271,86 @@ static int take_fault(const char *call)
 static json_t *schema_of(enum shape s)
 {
   if (s == SHAPE_DAYS)
-    return json_pack("{s:[{s:s, s:s, s:s}, {s:s, s:s, s:s}, {s:s, s:s, s:s}]}",
+    return json_pack("{s:[{s:s, s:s, s:s}, {s:s, s:s, s:s}, {s:s, s:s, s:s}, "
+                     "{s:s, s:s, s:s}, {s:s, s:s, s:s}, {s:s, s:s, s:s}]}",
                      "fields", "name", "day", "type", "STRING", "mode",
                      "NULLABLE", "name", "row_count", "type", "INTEGER", "mode",
                      "NULLABLE", "name", "export_time", "type", "STRING",
+                     "mode", "NULLABLE", "name", "cost", "type", "STRING",
+                     "mode", "NULLABLE", "name", "credits", "type", "STRING",
+                     "mode", "NULLABLE", "name", "accounts", "type", "STRING",
                      "mode", "NULLABLE");
+  if (s == SHAPE_PARTS)
+    return json_pack("{s:[{s:s, s:s, s:s}, {s:s, s:s, s:s}, {s:s, s:s, s:s}]}",
+                     "fields", "name", "partition_day", "type", "STRING",
+                     "mode", "NULLABLE", "name", "export_time", "type",
+                     "STRING", "mode", "NULLABLE", "name", "first_usage_day",
+                     "type", "STRING", "mode", "NULLABLE");
   return json_pack("{s:[{s:s, s:s, s:s}]}", "fields", "name", "row", "type",
                    "STRING", "mode", "NULLABLE");
 }
 
+/* The partitions from j's first on that hold rows; with page (not NULL),
+ * those of index offset..end written into the page. */
+static long partitions(const struct job *j, long offset, long end, bool page)
+{
+  long n = 0;
+  int p;
+
+  for (p = j->day > 1 ? j->day : 1; p <= fix.days; p++) {
+    char et[40], first[11], day[11];
+    if (!bq_fixture_partition(&fix, p, et, first))
+      continue;
+    if (page && n >= offset && n < end) {
+      /* the partition's date: day p of the fixture's calendar */
+      bq_fixture_day(&fix, p, day);
+      rows_put(n == offset ? "[" : ",", 1);
+      rows_put("{\"f\":[{\"v\":", 11);
+      rows_put_string(day, strlen(day));
+      rows_put("},{\"v\":", 7);
+      rows_put_string(et, strlen(et));
+      rows_put("},{\"v\":", 7);
+      rows_put_string(first, strlen(first));
+      rows_put("}]}", 3);
+    }
+    n++;
+  }
+  return n;
+}
+
+/* Rows of day d the rows query answers (one fewer on the short day). */
+static long day_rows(int d)
+{
+  long n = bq_fixture_day_rows(&fix, d);
+
+  return d == short_day && n > 0 ? n - 1 : n;
+}
+
 static long total_rows(const struct job *j)
 {
-  return j->shape == SHAPE_DAYS ? fix.days - j->day : fix.rows_per_day;
+  if (j->shape == SHAPE_DAYS)
+    return empty_summary ? 0 : fix.days - j->day;
+  if (j->shape == SHAPE_PARTS)
+    return empty_summary ? 0 : partitions(j, 0, 0, false);
+  return day_rows(j->day);
+}
+
+/* CAST(micro-dollars AS STRING) of a NUMERIC: no trailing zeros. */
+static void numeric_text(long long micros, char *out, size_t len)
+{
+  long long a = micros < 0 ? -micros : micros, frac = a % 1000000;
+  int width = 6;
+
+  if (!frac) {
+    snprintf(out, len, "%s%lld", micros < 0 ? "-" : "", a / 1000000);
+    return;
+  }
+  while (frac % 10 == 0) {
+    frac /= 10;
+    width--;
+  }
+  snprintf(out, len, "%s%lld.%0*lld", micros < 0 ? "-" : "", a / 1000000, width,
+           frac);
 }
 
 /* The page of j from offset, at most max rows, into doc. */
@@ -278,22 +364,38 @@ static void add_page(json_t *doc, const struct job *j, long offset, long max)
     max = page_rows;
   end = offset + max < total ? offset + max : total;
   rows_len = 0;
-  if (j->shape != SHAPE_DAYS)
+  if (j->shape == SHAPE_ROWS)
     bq_fixture_daytext(&fix, j->day, &dt);
-  for (i = offset; i < end; i++) {
+  if (j->shape == SHAPE_PARTS) {
+    partitions(j, offset, end, true);
+    i = end;
+  } else
+    i = offset;
+  for (; i < end; i++) {
     rows_put(i == offset ? "[" : ",", 1);
     if (j->shape == SHAPE_DAYS) {
-      char day[11], et[40], n[24];
+      char day[11], et[40], n[24], cost[48], credits[48];
       int d = j->day + (int)i;
+      long long c, cr;
       bq_fixture_day(&fix, d, day);
       bq_fixture_export_time(&fix, d, et);
-      snprintf(n, sizeof(n), "%ld", fix.rows_per_day);
+      snprintf(n, sizeof(n), "%ld", bq_fixture_day_rows(&fix, d));
+      /* the source's own count and sums: every row, the short day's too */
+      bq_fixture_day_sums(&fix, d, bq_fixture_day_rows(&fix, d), &c, &cr);
+      numeric_text(c, cost, sizeof(cost));
+      numeric_text(cr, credits, sizeof(credits));
       rows_put("{\"f\":[{\"v\":", 11);
       rows_put_string(day, strlen(day));
       rows_put("},{\"v\":", 7);
       rows_put_string(n, strlen(n));
       rows_put("},{\"v\":", 7);
       rows_put_string(et, strlen(et));
+      rows_put("},{\"v\":", 7);
+      rows_put_string(cost, strlen(cost));
+      rows_put("},{\"v\":", 7);
+      rows_put_string(credits, strlen(credits));
+      rows_put("},{\"v\":", 7);
+      rows_put_string(BQ_FIX_ACCOUNT, strlen(BQ_FIX_ACCOUNT));
       rows_put("}]}", 3);
     } else {
       /* the row's JSON escaped straight into the page */
@@ -317,9 +419,12 @@ static void add_page(json_t *doc, const struct job *j, long offset, long max)
 
 static json_t *job_doc(const struct job *j, const char *kind)
 {
+  char bytes[32];
+
+  snprintf(bytes, sizeof(bytes), "%lld", j->bytes);
   return json_pack("{s:s, s:{s:s, s:s, s:s}, s:s, s:b}", "kind", kind,
                    "jobReference", "projectId", "billing-project", "jobId",
-                   j->id, "location", "US", "totalBytesProcessed", "0",
+                   j->id, "location", "US", "totalBytesProcessed", bytes,
                    "cacheHit", 0);
 }
 
@@ -337,6 +442,30 @@ static const char *param(json_t *body, const char *name)
           json_object_get(json_object_get(p, "parameterValue"), "value"));
   }
   return NULL;
+}
+
+/*
+ * The bytes a query scans (totalBytesProcessed): BigQuery reads the
+ * partitions a filter on the pseudo-column _PARTITIONTIME keeps, and the
+ * whole table without one. The export's rows of usage day d are in the
+ * partition of the day after (exported then); each partition is taken as
+ * BQ_ROW_BYTES per row. gpugate's filter keeps the partitions from its
+ * parameter's day on (from_day or day, the job's first day): days first - 1
+ * on.
+ */
+#define BQ_ROW_BYTES 1000LL
+static long long scanned(const char *text, int first)
+{
+  long long per_day = fix.rows_per_day * BQ_ROW_BYTES;
+  int from = 0;
+
+  if (strstr(text, "_PARTITIONTIME") && first > 0)
+    from = first - 1;
+  if (first < 0)
+    return 0;
+  if (from > fix.days)
+    from = fix.days;
+  return (long long)(fix.days - from) * per_day;
 }
 
 /*
@@ -362,22 +491,55 @@ static struct job *job_for(json_t *q, const char *rid, const char *id,
     if (!strcmp(jobs[i].request_id, rid))
       return &jobs[i];
   memset(&nj, 0, sizeof(nj));
-  if (strstr(text, "-- gpugate:billing-days")) {
+  /* what the query asks, not who wrote it: the per-day summary counts and
+   * groups and takes @from_day; the rows are TO_JSON_STRING of a day's
+   * rows, @day */
+  if (strstr(text, "DATE(_PARTITIONTIME) AS STRING)") &&
+      strstr(text, "MAX(export_time)") && strstr(text, "GROUP BY") &&
+      !strstr(text, "COUNT(*)") && param(q, "from_day")) {
+    /* the partitions (Koku's query): grouped by the partition it selects,
+     * MAX(export_time) each, from @from_day's partition on */
+    const char *from = param(q, "from_day");
+    nj.shape = SHAPE_PARTS;
+    nj.day = *from ? bq_fixture_day_index(&fix, from) : 0;
+    if (nj.day < 0) {
+      char first[11];
+      bq_fixture_day(&fix, 0, first);
+      nj.day = strcmp(from, first) < 0 ? 0 : fix.days + 1;
+    }
+  } else if (strstr(text, "COUNT(*)") && strstr(text, "GROUP BY") &&
+             param(q, "from_day")) {
     const char *from = param(q, "from_day");
     nj.shape = SHAPE_DAYS;
-    nj.day = from && *from ? bq_fixture_day_index(&fix, from) : 0;
+    nj.day = *from ? bq_fixture_day_index(&fix, from) : 0;
     if (nj.day < 0) { /* before or after the fixture */
       char first[11];
       bq_fixture_day(&fix, 0, first);
       nj.day = strcmp(from, first) < 0 ? 0 : fix.days;
     }
-  } else if (strstr(text, "-- gpugate:billing-rows")) {
-    const char *day = param(q, "day");
+  } else if (strstr(text, "TO_JSON_STRING") && param(q, "day")) {
     nj.shape = SHAPE_ROWS;
-    nj.day = day ? bq_fixture_day_index(&fix, day) : -1;
+    nj.day = bq_fixture_day_index(&fix, param(q, "day"));
   } else {
     nj.day = -2;
   }
+  nj.bytes = scanned(text, nj.day);
+  {
+    /* maximumBytesBilled (an int64 as a string): a query that would scan
+     * more fails before running (bytesBilledLimitExceeded) */
+    static char msg[160];
+    const char *max =
+        json_string_value(json_object_get(q, "maximumBytesBilled"));
+    if (max && nj.day >= 0 && nj.bytes > strtoll(max, NULL, 10)) {
+      snprintf(msg, sizeof(msg),
+               "Query exceeded limit for bytes billed: %s. %lld or higher "
+               "required.",
+               max, nj.bytes);
+      *why = msg;
+      return NULL;
+    }
+  }
+  bytes_total += nj.bytes;
   if (nj.day < 0 || n_jobs == MAX_JOBS || (id && strlen(id) >= sizeof(nj.id))) {
     *why = nj.day == -2 ? "Unrecognized query (the emulator knows gpugate's "
                           "billing queries)"
@@ -405,6 +567,8 @@ static enum MHD_Result on_query(struct MHD_Connection *c, const char *body,
   int st;
 
   pthread_mutex_lock(&mu);
+  free(last_query);
+  last_query = strndup(body ? body : "", len);
   st = take_fault("query");
   if (st) {
     log_call("POST", "query", NULL, NULL, st, false);
@@ -518,7 +682,7 @@ static enum MHD_Result on_results(struct MHD_Connection *c, const char *id)
       MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "maxResults");
   struct job *j = NULL;
   json_t *out;
-  long offset = 0;
+  long offset = 0, delay;
   int i, st;
 
   pthread_mutex_lock(&mu);
@@ -550,7 +714,10 @@ static enum MHD_Result on_results(struct MHD_Connection *c, const char *id)
   }
   log_call("GET", "results", j, token, 200,
            json_is_true(json_object_get(out, "jobComplete")));
+  delay = j->shape == SHAPE_ROWS ? page_delay_ms : 0;
   pthread_mutex_unlock(&mu);
+  if (delay > 0) /* a slow page: the reader stays inside the day */
+    usleep((useconds_t)delay * 1000);
   return reply(c, 200, out);
 }
 
@@ -600,21 +767,52 @@ static enum MHD_Result on_control(struct MHD_Connection *c, const char *method,
       fix.revision[d]++;
       out = json_pack("{s:i}", "revision", fix.revision[d]);
     }
+  } else if (!strcmp(url, "/emulator/late") && !strcmp(method, "POST")) {
+    const char *day = json_string_value(json_object_get(doc, "day"));
+    const char *part = json_string_value(json_object_get(doc, "partition"));
+    int d = day ? bq_fixture_day_index(&fix, day) : -1;
+    int p = part ? bq_fixture_day_index(&fix, part) : -1;
+    if (d < 0 || p <= d + 1) {
+      status = 400;
+      out = json_pack("{s:s}", "error",
+                      "day, partition: days of the fixture, the partition "
+                      "after the day's own");
+    } else {
+      fix.late[d] = p;
+      out =
+          json_pack("{s:I}", "rows", (json_int_t)bq_fixture_day_rows(&fix, d));
+    }
   } else if (!strcmp(url, "/emulator/config") && !strcmp(method, "POST")) {
     json_t *v;
     if ((v = json_object_get(doc, "incomplete_polls")))
       incomplete_polls = (int)json_integer_value(v);
     if ((v = json_object_get(doc, "page_rows")) && json_integer_value(v) > 0)
       page_rows = (long)json_integer_value(v);
+    if ((v = json_object_get(doc, "empty_summary")))
+      empty_summary = json_is_true(v);
+    if ((v = json_object_get(doc, "page_delay_ms")))
+      page_delay_ms = (long)json_integer_value(v);
+    if ((v = json_object_get(doc, "short_day")))
+      short_day = json_is_string(v)
+                      ? bq_fixture_day_index(&fix, json_string_value(v))
+                      : -1;
     out = json_object();
   } else if (!strcmp(url, "/emulator/totals") && !strcmp(method, "GET")) {
     const char *team =
         MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "team");
     long long cost, credits;
+    json_int_t rows = 0;
+    int d;
     bq_fixture_totals(&fix, team, &cost, &credits);
-    out = json_pack("{s:o, s:o, s:o, s:I}", "cost", money(cost), "credits",
-                    money(credits), "net", money(cost + credits), "rows",
-                    (json_int_t)fix.days * fix.rows_per_day);
+    for (d = 0; d < fix.days; d++)
+      rows += bq_fixture_day_rows(&fix, d);
+    out = json_pack("{s:o, s:o, s:o, s:I, s:I}", "cost", money(cost), "credits",
+                    money(credits), "net", money(cost + credits), "rows", rows,
+                    "bytes", (json_int_t)bytes_total);
+  } else if (!strcmp(url, "/emulator/last_query") && !strcmp(method, "GET")) {
+    out = json_loads(last_query ? last_query : "{}", 0, NULL);
+    if (!out)
+      out = json_object();
   } else if (!strcmp(url, "/emulator/healthz")) {
     out = json_pack("{s:s}", "status", "ok");
   } else {
@@ -712,9 +910,11 @@ static long env_long(const char *name, long def)
   return v && *v ? strtol(v, NULL, 10) : def;
 }
 
-/* `bigquery_emulator dump`: the fixture's rows as NDJSON on stdout (the
- * rows a sync loads; bench/ingest.sh copies them for its floor). */
-static int dump(void)
+/* `bigquery_emulator dump`: the fixture's rows as NDJSON on stdout, as the
+ * rows query returns them (the rows a sync loads; bench/ingest.sh copies
+ * them for its floor); `dump-export`: as BigQuery's own NDJSON export
+ * writes the same rows. */
+static int dump(bool export_form)
 {
   char buf[4096];
   int d;
@@ -723,8 +923,11 @@ static int dump(void)
   for (d = 0; d < fix.days; d++) {
     struct bq_fixture_daytext dt;
     bq_fixture_daytext(&fix, d, &dt);
-    for (i = 0; i < fix.rows_per_day; i++) {
-      size_t n = bq_fixture_row(&fix, &dt, d, i, false, buf, sizeof(buf) - 1);
+    for (i = 0; i < bq_fixture_day_rows(&fix, d); i++) {
+      size_t n =
+          export_form
+              ? bq_fixture_row_export(&fix, &dt, d, i, buf, sizeof(buf) - 1)
+              : bq_fixture_row(&fix, &dt, d, i, false, buf, sizeof(buf) - 1);
       buf[n++] = '\n';
       if (fwrite(buf, 1, n, stdout) != n)
         return 1;
@@ -777,7 +980,9 @@ int main(int argc, char **argv)
     return 1;
   }
   if (argc > 1)
-    return !strcmp(argv[1], "dump") ? dump() : 2;
+    return !strcmp(argv[1], "dump")          ? dump(false)
+           : !strcmp(argv[1], "dump-export") ? dump(true)
+                                             : 2;
   req_log = json_array();
   memset(&addr, 0, sizeof(addr));
   addr.sin_family = AF_INET;

@@ -49,7 +49,8 @@ int bq_fixture_day_index(const struct bq_fixture *f, const char *day)
   return -1;
 }
 
-void bq_fixture_export_time(const struct bq_fixture *f, int d, char out[40])
+/* The export_time of day d's own rows (not its late row). */
+static void rows_export_time(const struct bq_fixture *f, int d, char out[40])
 {
   int y, m, dd;
 
@@ -60,6 +61,59 @@ void bq_fixture_export_time(const struct bq_fixture *f, int d, char out[40])
   snprintf(out, 40, "%04u-%02u-%02uT%02u:%02u:00.000000Z", (unsigned)y % 10000u,
            (unsigned)m % 100u, (unsigned)dd % 100u, (unsigned)(hours % 24),
            (unsigned)f->touched[d] % 60u);
+}
+
+/* The export_time of day d's late row, or "". */
+static void late_export_time(const struct bq_fixture *f, int d, char out[40])
+{
+  int y, m, dd;
+
+  out[0] = '\0';
+  if (!f->late[d])
+    return;
+  civil(f->start + f->late[d], &y, &m, &dd);
+  snprintf(out, 40, "%04u-%02u-%02uT04:00:30.000000Z", (unsigned)y % 10000u,
+           (unsigned)m % 100u, (unsigned)dd % 100u);
+}
+
+void bq_fixture_export_time(const struct bq_fixture *f, int d, char out[40])
+{
+  char late[40];
+
+  rows_export_time(f, d, out);
+  late_export_time(f, d, late);
+  if (strcmp(late, out) > 0)
+    memcpy(out, late, 40);
+}
+
+long bq_fixture_day_rows(const struct bq_fixture *f, int d)
+{
+  return f->rows_per_day + (f->late[d] ? 1 : 0);
+}
+
+int bq_fixture_partition(const struct bq_fixture *f, int p, char et[40],
+                         char first[11])
+{
+  char e[40];
+  int d, any = 0;
+
+  et[0] = '\0';
+  if (p >= 1 && p - 1 < f->days && f->rows_per_day > 0) {
+    rows_export_time(f, p - 1, et);
+    bq_fixture_day(f, p - 1, first);
+    any = 1;
+  }
+  for (d = 0; d < f->days; d++) {
+    if (f->late[d] != p)
+      continue;
+    late_export_time(f, d, e);
+    if (strcmp(e, et) > 0)
+      memcpy(et, e, 40);
+    if (!any || d < p - 1) /* the first usage day: the earliest */
+      bq_fixture_day(f, d, first);
+    any = 1;
+  }
+  return any;
 }
 
 static long long cost_of(const struct bq_fixture *f, int d, long i)
@@ -73,12 +127,19 @@ static long long credit_of(long long cost, long i)
   return i % 3 == 0 ? -(cost / 10) : 0;
 }
 
+/* Two decimal digits at p. */
+static unsigned atoi2(const char *p)
+{
+  return (unsigned)(p[0] - '0') * 10 + (unsigned)(p[1] - '0');
+}
+
 /* A row being written: plain appends (snprintf took most of the
  * emulator's time at a million rows), escaped or not. */
 struct out {
   char *p;
   size_t len, cap;
   bool full, escaped;
+  bool export_form; /* BigQuery's NDJSON export, not TO_JSON_STRING */
 };
 
 static void put(struct out *o, const char *s, size_t n)
@@ -123,17 +184,33 @@ static void putu(struct out *o, unsigned long long v, int width)
   put(o, d + sizeof(d) - n, n);
 }
 
-/* micro-dollars as an exact decimal number */
+/* micro-dollars as TO_JSON_STRING writes a NUMERIC (ZetaSQL json_format.cc,
+ * JsonFromNumericOrBool(NumericValue)): NumericValue's text, its trailing
+ * fractional zeros dropped, quoted when it has a fractional part (or lies
+ * outside ±2^53, which a fixture amount never does), else a bare number. */
 static void money(struct out *o, long long micros)
 {
   unsigned long long a =
       micros < 0 ? (unsigned long long)-micros : (unsigned long long)micros;
+  unsigned long long frac = a % 1000000;
+  int width = 6;
+  bool quote = frac && !o->export_form; /* the export: a FLOAT64 number */
 
+  if (quote)
+    put(o, "\"", 1);
   if (micros < 0)
     put(o, "-", 1);
   putu(o, a / 1000000, 1);
-  put(o, ".", 1);
-  putu(o, a % 1000000, 6);
+  if (frac) {
+    while (frac % 10 == 0) {
+      frac /= 10;
+      width--;
+    }
+    put(o, ".", 1);
+    putu(o, frac, width);
+  }
+  if (quote)
+    put(o, "\"", 1);
 }
 
 void bq_fixture_daytext(const struct bq_fixture *f, int d,
@@ -142,38 +219,77 @@ void bq_fixture_daytext(const struct bq_fixture *f, int d,
   int y, m, dd;
 
   bq_fixture_day(f, d, t->day);
-  bq_fixture_export_time(f, d, t->et);
+  rows_export_time(f, d, t->et);
+  late_export_time(f, d, t->late_et);
+  /* TO_JSON_STRING's TIMESTAMP: the shortest scale that holds it
+   * (JsonFromTimestamp, NarrowTimestampScaleIfPossible): whole seconds */
+  snprintf(t->et_json, sizeof(t->et_json), "%.19sZ", t->et);
   civil(f->start + d, &y, &m, &dd);
   snprintf(t->month, sizeof(t->month), "%04u%02u", (unsigned)y % 10000u,
            (unsigned)m % 100u);
 }
 
-size_t bq_fixture_row(const struct bq_fixture *f,
-                      const struct bq_fixture_daytext *t, int d, long i,
-                      bool escaped, char *out, size_t cap)
+/* A TIMESTAMP of day at hh:mm:ss: TO_JSON_STRING's RFC 3339 at its
+ * shortest scale ("2026-08-01T04:00:00Z"), or the NDJSON export's
+ * "2026-08-01 04:00:00 UTC". */
+static void stamp(struct out *o, const char *day, unsigned hh, unsigned mm,
+                  unsigned ss)
+{
+  put(o, "\"", 1);
+  puts_(o, day);
+  put(o, o->export_form ? " " : "T", 1);
+  putu(o, hh, 2);
+  put(o, ":", 1);
+  putu(o, mm, 2);
+  put(o, ":", 1);
+  putu(o, ss, 2);
+  puts_(o, o->export_form ? " UTC\"" : "Z\"");
+}
+
+/* ",\"name\":null" for TO_JSON_STRING (a NULL field is written); nothing
+ * for the export (it leaves NULL fields out). */
+static void null_field(struct out *o, const char *name)
+{
+  if (o->export_form)
+    return;
+  put(o, ",\"", 2);
+  puts_(o, name);
+  puts_(o, "\":null");
+}
+
+/* Row i of day d in either form (see bq_fixture.h). FLOAT64s are written
+ * as RoundTripDoubleToString does (the fixture's are whole: "1", "3600"),
+ * the same in both forms. */
+static size_t row(const struct bq_fixture *f,
+                  const struct bq_fixture_daytext *t, int d, long i,
+                  bool escaped, bool export_form, char *out, size_t cap)
 {
   static const char *const types[3] = {"regular", "tax", "adjustment"};
-  const char *day = t->day, *et = t->et;
+  const char *day = t->day;
   long long c = cost_of(f, d, i), cr = credit_of(c, i);
   const char *team = teams[i % 4];
-  struct out o = {out, 0, cap, false, escaped};
+  struct out o = {out, 0, cap, false, escaped, export_form};
+  unsigned h = (unsigned)(i % 24);
+  const char *et = i >= f->rows_per_day && *t->late_et ? t->late_et : t->et;
+  char et_day[11];
 
-  puts_(&o, "{\"billing_account_id\":\"012345-6789AB-CDEF01\","
+  /* the columns of the standard usage cost export, in its schema's order */
+  puts_(&o, "{\"billing_account_id\":\"" BQ_FIX_ACCOUNT "\","
             "\"service\":{\"id\":\"6F81-5844-456A\","
             "\"description\":\"Compute Engine\"},"
             "\"sku\":{\"id\":\"SKU-");
   putu(&o, (unsigned long long)(i % 5), 1);
   puts_(&o, "\",\"description\":\"Nvidia L4 GPU ");
   putu(&o, (unsigned long long)(i % 5), 1);
-  puts_(&o, "\"},\"usage_start_time\":\"");
-  puts_(&o, day);
-  put(&o, "T", 1);
-  putu(&o, (unsigned long long)(i % 24), 2);
-  puts_(&o, ":00:00Z\",\"usage_end_time\":\"");
-  puts_(&o, day);
-  put(&o, "T", 1);
-  putu(&o, (unsigned long long)(i % 24), 2);
-  puts_(&o, ":59:59Z\",\"project\":{\"id\":\"ml-project\"},\"labels\":");
+  puts_(&o, "\"},\"usage_start_time\":");
+  stamp(&o, day, h, 0, 0);
+  puts_(&o, ",\"usage_end_time\":");
+  stamp(&o, day, h, 59, 59);
+  puts_(&o, ",\"project\":{\"id\":\"ml-project\","
+            "\"number\":\"123456789012\",\"name\":\"ml-project\","
+            "\"labels\":[]");
+  null_field(&o, "ancestry_numbers");
+  puts_(&o, ",\"ancestors\":[]},\"labels\":");
   if (team) {
     puts_(&o, "[{\"key\":\"gpugate-team\",\"value\":\"");
     puts_(&o, team);
@@ -181,32 +297,78 @@ size_t bq_fixture_row(const struct bq_fixture *f,
   } else {
     puts_(&o, "[]");
   }
-  puts_(&o, ",\"location\":{\"location\":\"us-central1\","
-            "\"region\":\"us-central1\"},"
-            "\"resource\":{\"name\":\"vm-");
+  puts_(&o, ",\"system_labels\":[],"
+            "\"location\":{\"location\":\"us-central1\",\"country\":\"US\","
+            "\"region\":\"us-central1\"");
+  null_field(&o, "zone");
+  puts_(&o, "},\"resource\":{\"name\":\"vm-");
   putu(&o, (unsigned long long)d, 1);
   put(&o, "-", 1);
   putu(&o, (unsigned long long)i, 1);
-  puts_(&o, "\"},\"export_time\":\"");
-  puts_(&o, et);
-  puts_(&o, "\",\"cost\":");
+  put(&o, "\"", 1);
+  null_field(&o, "global_name");
+  puts_(&o, "},\"tags\":[],\"transaction_type\":\"GOOGLE\"");
+  null_field(&o, "seller_name");
+  puts_(&o, ",\"export_time\":");
+  /* et is "YYYY-MM-DDTHH:MM:SS.000000Z" (the day after, or the late
+   * row's partition day): its day, then its time */
+  memcpy(et_day, et, 10);
+  et_day[10] = '\0';
+  stamp(&o, et_day, atoi2(et + 11), atoi2(et + 14), atoi2(et + 17));
+  puts_(&o, ",\"cost\":");
   money(&o, c);
   puts_(&o, ",\"currency\":\"USD\",\"currency_conversion_rate\":1,"
-            "\"usage\":{\"amount\":3600,\"unit\":\"seconds\"},"
+            "\"usage\":{\"amount\":3600,\"unit\":\"seconds\","
+            "\"amount_in_pricing_units\":1,\"pricing_unit\":\"hour\"},"
             "\"credits\":");
   if (cr != 0) {
     puts_(&o, "[{\"name\":\"Spot discount\",\"amount\":");
     money(&o, cr);
-    puts_(&o, ",\"type\":\"DISCOUNT\",\"id\":\"spot\"}]");
+    null_field(&o, "full_name");
+    puts_(&o, ",\"id\":\"spot\",\"type\":\"DISCOUNT\"}]");
   } else {
     puts_(&o, "[]");
   }
   puts_(&o, ",\"invoice\":{\"month\":\"");
   puts_(&o, t->month);
-  puts_(&o, "\"},\"cost_type\":\"");
+  puts_(&o, "\",\"publisher_type\":\"GOOGLE\"},\"cost_type\":\"");
   puts_(&o, types[i % 10 == 8 ? 1 : i % 10 == 9 ? 2 : 0]);
-  puts_(&o, "\"}");
+  put(&o, "\"", 1);
+  null_field(&o, "adjustment_info");
+  /* price's NUMERICs: TO_JSON_STRING quotes 0.5 (a fraction); the export
+   * writes a NUMERIC as a string too */
+  puts_(&o, ",\"price\":{\"effective_price\":\"0.5\",\"tier_start_amount\":0,"
+            "\"unit\":\"hour\",\"pricing_unit_quantity\":1}");
+  null_field(&o, "cost_at_list");
+  put(&o, "}", 1);
   return o.full ? 0 : o.len;
+}
+
+size_t bq_fixture_row(const struct bq_fixture *f,
+                      const struct bq_fixture_daytext *t, int d, long i,
+                      bool escaped, char *out, size_t cap)
+{
+  return row(f, t, d, i, escaped, false, out, cap);
+}
+
+size_t bq_fixture_row_export(const struct bq_fixture *f,
+                             const struct bq_fixture_daytext *t, int d, long i,
+                             char *out, size_t cap)
+{
+  return row(f, t, d, i, false, true, out, cap);
+}
+
+void bq_fixture_day_sums(const struct bq_fixture *f, int d, long rows,
+                         long long *cost, long long *credits)
+{
+  long i;
+
+  *cost = *credits = 0;
+  for (i = 0; i < rows; i++) {
+    long long c = cost_of(f, d, i);
+    *cost += c;
+    *credits += credit_of(c, i);
+  }
 }
 
 void bq_fixture_totals(const struct bq_fixture *f, const char *team,
@@ -217,7 +379,7 @@ void bq_fixture_totals(const struct bq_fixture *f, const char *team,
 
   *cost = *credits = 0;
   for (d = 0; d < f->days; d++)
-    for (i = 0; i < f->rows_per_day; i++) {
+    for (i = 0; i < bq_fixture_day_rows(f, d); i++) {
       const char *t = teams[i % 4] ? teams[i % 4] : "(unattributed)";
       long long c = cost_of(f, d, i);
       if (team && strcmp(team, t) != 0)

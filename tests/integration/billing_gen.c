@@ -466,8 +466,9 @@ static int render(const struct line *l, enum flaw flaw, struct sb *b)
   if (flaw == F_COST_STRING)
     add(b, "\"");
   add_amount(b, l->cost, l->cost_style);
-  if (flaw == F_COST_STRING)
-    add(b, "\"");
+  if (flaw == F_COST_STRING) /* a quoted plain decimal is a NUMERIC's form
+                                (TO_JSON_STRING): with a unit it is none */
+    add(b, " USD\"");
   if (flaw != F_NO_CURRENCY)
     add(b, ",\"currency\":\"%s\"", l->currency);
   add(b, ",\"currency_conversion_rate\":%s,",

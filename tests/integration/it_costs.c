@@ -14,6 +14,7 @@
  * members, and a gzip body cut short), "malformed" and "budget".
  */
 #include <check.h>
+#include <libpq-fe.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1308,6 +1309,57 @@ START_TEST(hostile_rows_reports_answer)
 }
 END_TEST
 
+static void setup_exact(void)
+{
+  start("it_costs_exact");
+}
+
+/*
+ * Money stays decimal text from the wire to numeric on the upload path: a
+ * cost of 12345678.123456789 (a JSON number, as a file may hold it) and a
+ * credit of "-0.000000001" (a NUMERIC's quoted form) are stored, row and
+ * rollup, to the last digit (before: the cost went through a double and
+ * "%.15g", 12345678.1234568).
+ */
+START_TEST(upload_amounts_exact)
+{
+  static const char row[] =
+      "{\"billing_account_id\":\"EXACT-0001\","
+      "\"service\":{\"id\":\"S\",\"description\":\"Compute Engine\"},"
+      "\"sku\":{\"id\":\"K\",\"description\":\"Nvidia L4 GPU\"},"
+      "\"usage_start_time\":\"2026-07-15 05:00:00 UTC\","
+      "\"labels\":[{\"key\":\"gpugate-team\",\"value\":\"team-exact\"}],"
+      "\"cost\":12345678.123456789,\"currency\":\"USD\","
+      "\"credits\":[{\"amount\":\"-0.000000001\"}]}\n";
+  const char *hdr[] = {"Content-Type: application/x-ndjson", NULL};
+  struct h_resp r;
+
+  ck_assert_int_eq(h_request_raw(&srv, "POST", "/v1/billing/export-rows",
+                                 finance, row, strlen(row), hdr, &r),
+                   0);
+  ck_assert_msg(r.status == 200, "%ld %s", r.status, r.body);
+  ck_assert_int_eq(int_of(r.json, "inserted"), 1);
+  h_resp_free(&r);
+  /* stored as the exact decimals they were (reports round to 6 decimals,
+   * from these) */
+  {
+    PGconn *pg = PQconnectdb(db_url);
+    PGresult *res = PQexec(pg, "SELECT cost::text || ' ' || credits::text"
+                               " FROM billing_rows WHERE team = 'team-exact'");
+    ck_assert_int_eq(PQresultStatus(res), PGRES_TUPLES_OK);
+    ck_assert_int_eq(PQntuples(res), 1);
+    ck_assert_str_eq(PQgetvalue(res, 0, 0), "12345678.123456789 -0.000000001");
+    PQclear(res);
+    res = PQexec(pg, "SELECT sum(cost)::text || ' ' || sum(credits)::text"
+                     " FROM cost_rollups WHERE team = 'team-exact'");
+    ck_assert_int_eq(PQresultStatus(res), PGRES_TUPLES_OK);
+    ck_assert_str_eq(PQgetvalue(res, 0, 0), "12345678.123456789 -0.000000001");
+    PQclear(res);
+    PQfinish(pg);
+  }
+}
+END_TEST
+
 Suite *costs_suite(void)
 {
   Suite *s = suite_create("costs");
@@ -1344,6 +1396,12 @@ Suite *costs_suite(void)
   tcase_add_unchecked_fixture(tc, setup_budget, teardown);
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, budget_hold);
+  suite_add_tcase(s, tc);
+
+  tc = tcase_create("exact");
+  tcase_add_unchecked_fixture(tc, setup_exact, teardown);
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, upload_amounts_exact);
   suite_add_tcase(s, tc);
 
   tc = tcase_create("hostile");

@@ -340,12 +340,16 @@ static const struct row_case row_cases[] = {
      NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0},
     {"{" BASE ",\"invoice\":\"202608\"}", "invoice: not an object", NULL, NULL,
      NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0},
-    /* amounts */
+    /* amounts: the text of the wire, never through a double */
     {"{" SVC "," SKU_CPU "," START
      ",\"cost\":0.30000000000000004,\"currency\":\"eur\","
      "\"credits\":[{\"amount\":-0.1},{\"amount\":-0.2},{\"amount\":2e-7}]}",
-     NULL, NULL, NULL, NULL, NULL, NULL, NULL, "0.3", "EUR", "-0.2999998", NULL,
-     NULL, "0", 0},
+     NULL, NULL, NULL, NULL, NULL, NULL, NULL, "0.30000000000000004", "EUR",
+     "-0.2999998", NULL, NULL, "0", 0},
+    {"{" SVC "," SKU_CPU "," START
+     ",\"cost\":12345678.123456789,\"currency\":\"USD\"}",
+     NULL, NULL, NULL, NULL, NULL, NULL, NULL, "12345678.123456789", "USD", "0",
+     NULL, NULL, NULL, 0},
     {"{" SVC "," SKU_CPU "," START ",\"cost\":-12,\"currency\":\"JPY\","
      "\"credits\":[]}",
      NULL, NULL, NULL, NULL, NULL, NULL, NULL, "-12", "JPY", "0", NULL, NULL,
@@ -355,7 +359,7 @@ static const struct row_case row_cases[] = {
      NULL, NULL, NULL, NULL, NULL, NULL, NULL, "1234.567890123", NULL, "0",
      NULL, NULL, NULL, 0},
     {"{" SVC "," SKU_CPU "," START ",\"cost\":1e-7,\"currency\":\"USD\"}", NULL,
-     NULL, NULL, NULL, NULL, NULL, NULL, "1e-07", NULL, NULL, NULL, NULL, NULL,
+     NULL, NULL, NULL, NULL, NULL, NULL, "1e-7", NULL, NULL, NULL, NULL, NULL,
      0},
     /* GPU-hours */
     {"{" BASE "," USAGE "}", NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
@@ -389,8 +393,28 @@ static const struct row_case row_cases[] = {
     /* rejections, each naming the field */
     REJECT("{" SVC "," SKU_GPU "," START ",\"currency\":\"USD\"}",
            "cost: required"),
+    /* TO_JSON_STRING's NUMERIC with a fraction, or beyond ±2^53: quoted,
+     * kept digit for digit */
+    {"{" SVC "," SKU_GPU "," START
+     ",\"cost\":\"12345678.123456789\",\"currency\":\"USD\","
+     "\"credits\":[{\"amount\":\"-0.000000001\"},{\"amount\":-2}]}",
+     NULL, NULL, NULL, NULL, NULL, NULL, NULL, "12345678.123456789", "USD",
+     "-2.000000001", NULL, NULL, NULL, 0},
+    {"{" SVC "," SKU_GPU "," START
+     ",\"cost\":\"99999999999999999999999999999.999999999\","
+     "\"currency\":\"USD\"}",
+     NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+     "99999999999999999999999999999.999999999", "USD", "0", NULL, NULL, NULL,
+     0},
+    /* a string that is not a plain decimal is not an amount */
     REJECT("{" SVC "," SKU_GPU "," START
-           ",\"cost\":\"1.25\",\"currency\":\"USD\"}",
+           ",\"cost\":\"1.25e3\",\"currency\":\"USD\"}",
+           "cost: not a number"),
+    REJECT("{" SVC "," SKU_GPU "," START
+           ",\"cost\":\"NaN\",\"currency\":\"USD\"}",
+           "cost: not a number"),
+    REJECT("{" SVC "," SKU_GPU "," START
+           ",\"cost\":\".5\",\"currency\":\"USD\"}",
            "cost: not a number"),
     REJECT("{" SVC "," SKU_GPU "," START ",\"cost\":true,\"currency\":\"USD\"}",
            "cost: not a number"),
@@ -425,7 +449,7 @@ static const struct row_case row_cases[] = {
            "cost_type: must be regular, tax, adjustment or rounding_error"),
     REJECT("{" BASE ",\"billing_account_id\":12}",
            "billing_account_id: not a string"),
-    REJECT("{" BASE ",\"credits\":[{\"amount\":\"-1\"}]}",
+    REJECT("{" BASE ",\"credits\":[{\"amount\":\"-1.\"}]}",
            "credits[0].amount: not a number"),
     REJECT("{" BASE ",\"labels\":{}}", "labels: not an array"),
     REJECT("{" BASE ",\"labels\":[\"a\"]}", "labels[0]: not an object"),
@@ -525,7 +549,31 @@ static const struct {
     /* an unknown field is part of the row */
     {"{" BASE "}", "{" BASE ",\"export_time\":\"2026-08-02 00:00:00 UTC\"}",
      false},
-    {"{" BASE ",\"x\":1}", "{" BASE ",\"x\":1.0}", false}, /* int vs real */
+    /* a row's key is its meaning: a number is its value, int or real */
+    {"{" BASE ",\"x\":1}", "{" BASE ",\"x\":1.0}", true},
+    /* the same row as TO_JSON_STRING writes it (the pull: RFC 3339, a
+     * NUMERIC quoted, NULL fields present) and as BigQuery's NDJSON export
+     * does (an upload: " UTC", FLOAT64 money, NULL fields left out) */
+    {"{" SVC "," SKU_GPU ",\"usage_start_time\":\"2026-08-01T10:00:00Z\","
+     "\"cost\":\"0.001234\",\"currency\":\"USD\",\"seller_name\":null,"
+     "\"tags\":[],\"credits\":[{\"amount\":\"-0.3\",\"full_name\":null}],"
+     "\"export_time\":\"2026-08-02T04:00:00.5Z\"}",
+     "{" SVC "," SKU_GPU ",\"usage_start_time\":\"2026-08-01 10:00:00 UTC\","
+     "\"cost\":0.001234,\"currency\":\"USD\","
+     "\"credits\":[{\"amount\":-0.30000000000000004}],"
+     "\"export_time\":\"2026-08-02 04:00:00.500000 UTC\"}",
+     true},
+    /* NUMERIC's 9 decimals: a FLOAT64 rounded as CAST(x AS NUMERIC) does */
+    {"{" BASE ",\"x\":\"12345678.123456789\"}",
+     "{" BASE ",\"x\":12345678.123456789}", true},
+    {"{" BASE ",\"x\":\"0.000000001\"}", "{" BASE ",\"x\":\"0.000000002\"}",
+     false},
+    /* another instant, another row */
+    {"{" BASE ",\"t\":\"2026-08-01T10:00:00Z\"}",
+     "{" BASE ",\"t\":\"2026-08-01 10:00:01 UTC\"}", false},
+    /* a null and an absent field are the same; a present value is not */
+    {"{" BASE ",\"y\":null}", "{" BASE "}", true},
+    {"{" BASE ",\"y\":\"\"}", "{" BASE "}", false},
 };
 
 START_TEST(hash)
@@ -1151,10 +1199,17 @@ static void same_row(const struct billing_row *a, const struct billing_row *b,
   SAME(usage_start);
   SAME(usage_day);
   SAME(invoice_month);
-  SAME(cost);
-  SAME(credits);
-  SAME(gpu_amount);
 #undef SAME
+  /* amounts: the fast path keeps a number's text, Jansson has its double
+   * only ("%.17g"): the same values */
+#define SAME_NUM(f)                                                            \
+  ck_assert_msg(fabs(strtod(a->db.f, NULL) - strtod(b->db.f, NULL)) <=         \
+                    1e-12 * fmax(1.0, fabs(strtod(a->db.f, NULL))),            \
+                #f ": \"%s\" vs \"%s\" in %s", a->db.f, b->db.f, line)
+  SAME_NUM(cost);
+  SAME_NUM(credits);
+  SAME_NUM(gpu_amount);
+#undef SAME_NUM
   ck_assert_int_eq(a->db.gpu_divisor, b->db.gpu_divisor);
   ck_assert_ptr_eq(a->db.row, b->db.row);
   ck_assert_uint_eq(a->db.row_len, b->db.row_len);
@@ -1236,7 +1291,7 @@ START_TEST(reals)
   int i, bad = 0;
 
   for (i = 0; i < 60000; i++) {
-    char text[64], mine[64], want[32];
+    char text[64], mine[64];
     double v = 0, got;
     uint64_t bits;
     json_t *real;
@@ -1287,10 +1342,6 @@ START_TEST(reals)
                   "%s: \"%.*s\", Jansson \"%s\"", text, (int)n, mine, dump);
     free(dump);
     json_decref(real);
-    billing_real15(v, mine);
-    snprintf(want, sizeof(want), "%.15g", v);
-    ck_assert_msg(!strcmp(mine, want), "%s: \"%s\", printf \"%s\"", text, mine,
-                  want);
   }
   ck_assert_int_eq(bad, 0);
 }

@@ -112,7 +112,7 @@ static const struct {
     /* every rule's message */
     {"{" SVC "," SKU "," START ",\"currency\":\"USD\"}", "cost: required", NULL,
      NULL, NULL, NULL, 0},
-    {"{" SVC "," SKU "," START ",\"cost\":\"1\",\"currency\":\"USD\"}",
+    {"{" SVC "," SKU "," START ",\"cost\":\"1x\",\"currency\":\"USD\"}",
      "cost: not a number", NULL, NULL, NULL, NULL, 0},
     {"{" SVC "," SKU "," START ",\"cost\":1,\"currency\":\"US\"}",
      "currency: not a 3-letter code", NULL, NULL, NULL, NULL, 0},
@@ -128,7 +128,7 @@ static const struct {
      NULL, 0},
     {"{" OK_ROW ",\"credits\":[{\"amount\":1},2]}", "credits[1]: not an object",
      NULL, NULL, NULL, NULL, 0},
-    {"{" OK_ROW ",\"credits\":[{\"amount\":\"1\"}]}",
+    {"{" OK_ROW ",\"credits\":[{\"amount\":\"+1\"}]}",
      "credits[0].amount: not a number", NULL, NULL, NULL, NULL, 0},
     {"{" OK_ROW ",\"labels\":{}}", "labels: not an array", NULL, NULL, NULL,
      NULL, 0},

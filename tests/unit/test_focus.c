@@ -116,9 +116,9 @@ END_TEST
   "BilledCost,BillingAccountId,BillingAccountName,BillingCurrency,"            \
   "BillingPeriodStart,BillingPeriodEnd,ChargeCategory,ChargeClass,"            \
   "ChargeDescription,ChargePeriodStart,ChargePeriodEnd,ContractedCost,"        \
-  "EffectiveCost,InvoiceIssuer,ListCost,PricingQuantity,PricingUnit,"          \
-  "Provider,Publisher,ServiceCategory,ServiceName,ResourceId,Tags,x_Team,"     \
-  "x_Flavor\r\n"
+  "EffectiveCost,InvoiceIssuerName,ListCost,PricingQuantity,PricingUnit,"      \
+  "ProviderName,PublisherName,ServiceCategory,ServiceName,ResourceId,Tags,"    \
+  "x_Team,x_Flavor\r\n"
 
 START_TEST(header)
 {

@@ -6,6 +6,7 @@
  */
 #include <check.h>
 #include <string.h>
+#include <time.h>
 
 #include "db/months.h"
 
@@ -72,9 +73,10 @@ START_TEST(attribution_table)
       {"2026-08-15", "", closed_aug, 1, "2026-09", true},
       {"2026-09-02", "2026-09", closed_aug, 1, "2026-09", false},
       {"2026-07-31", "2026-07", closed_aug, 1, "2026-07", false},
-      /* invoiced in open September for closed August's usage: a correction
-       * in September */
-      {"2026-08-31", "2026-09", closed_aug, 1, "2026-09", true},
+      /* invoiced in open September for closed August's usage: a regular
+       * row of September (a Correction is decided by the invoice month) */
+      {"2026-08-31", "2026-09", closed_aug, 1, "2026-09", false},
+      {"2026-07-31", "2026-08", closed_run, 3, "2026-10", true},
       /* invoiced in closed August for July's (open) usage */
       {"2026-07-31", "2026-08", closed_aug, 1, "2026-09", true},
       /* a run of closed months: the first open one after it */
@@ -112,6 +114,47 @@ START_TEST(attribution_table)
 }
 END_TEST
 
+/* Invoice months are US/Pacific months, daylight time included. */
+START_TEST(pacific_month_table)
+{
+  static const struct {
+    const char *utc; /* an instant, as "YYYY-MM-DD HH:MM:SS" UTC */
+    const char *month;
+  } cases[] = {
+      /* PDT (UTC-7): September starts at 07:00 UTC */
+      {"2026-09-01 06:59:59", "2026-08"},
+      {"2026-09-01 07:00:00", "2026-09"},
+      /* PST (UTC-8): December starts at 08:00 UTC */
+      {"2026-12-01 07:59:59", "2026-11"},
+      {"2026-12-01 08:00:00", "2026-12"},
+      /* November 1st 2026 is a Sunday: still PDT at midnight */
+      {"2026-11-01 06:59:59", "2026-10"},
+      {"2026-11-01 07:00:00", "2026-11"},
+      /* March starts in PST; April in PDT */
+      {"2027-03-01 07:59:59", "2027-02"},
+      {"2027-03-01 08:00:00", "2027-03"},
+      {"2027-04-01 06:59:59", "2027-03"},
+      {"2027-04-01 07:00:00", "2027-04"},
+      /* the new year, in PST */
+      {"2027-01-01 07:59:59", "2026-12"},
+      {"2027-01-01 08:00:00", "2027-01"},
+      /* UTC's month ended, Pacific's not: not closable yet */
+      {"2026-08-01 03:00:00", "2026-07"},
+  };
+  size_t i;
+
+  for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    struct tm tm;
+    char month[DB_MONTH_LEN];
+    memset(&tm, 0, sizeof(tm));
+    ck_assert_ptr_nonnull(strptime(cases[i].utc, "%Y-%m-%d %H:%M:%S", &tm));
+    db_month_pacific((long long)timegm(&tm), month);
+    ck_assert_msg(!strcmp(month, cases[i].month), "%s UTC: %s, want %s",
+                  cases[i].utc, month, cases[i].month);
+  }
+}
+END_TEST
+
 Suite *months_suite(void)
 {
   Suite *s = suite_create("months");
@@ -119,6 +162,7 @@ Suite *months_suite(void)
 
   tcase_add_test(tc, month_valid_and_next_table);
   tcase_add_test(tc, attribution_table);
+  tcase_add_test(tc, pacific_month_table);
   suite_add_tcase(s, tc);
   return s;
 }

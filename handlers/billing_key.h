@@ -1,0 +1,48 @@
+/*
+ * billing_key.h — a billing row's key: the SHA-256 of its meaning, so that
+ * one row is one row whichever form it came in. BigQuery writes a row two
+ * ways: TO_JSON_STRING (the pull: TIMESTAMP as "2026-08-01T04:00:00Z", a
+ * NUMERIC with a fraction quoted, NULL fields present) and its own NDJSON
+ * export (an upload: "2026-08-01 04:00:00 UTC", FLOAT64 money as numbers,
+ * NULL fields left out). The key text is the row with
+ *
+ *   - members sorted by name, and null, empty-array and empty-object
+ *     members dropped (a NULL and an empty REPEATED column mean the same);
+ *   - every string that is a timestamp written as its UTC instant,
+ *     "YYYY-MM-DDTHH:MM:SS[.ffffff]Z" (no trailing fractional zeros);
+ *   - every number, and every string that is a plain decimal, written as a
+ *     NUMERIC: rounded half away from zero to 9 decimals (a FLOAT64 from
+ *     its binary value, as CAST(x AS NUMERIC) does; a decimal string from
+ *     its digits), no trailing zeros, no exponent, "-0" as "0";
+ *
+ * compact, with the other strings JSON-escaped. Pure, thread-safe.
+ */
+#ifndef GPUGATE_BILLING_KEY_H
+#define GPUGATE_BILLING_KEY_H
+
+#include <stddef.h>
+
+#include "handlers/billing_fields.h"
+
+/* The key text being written; reused from row to row. */
+struct billing_keytext {
+  char *p;
+  size_t len, cap;
+};
+
+/* The key text of row d->root into t (emptied first). 0, or -1 when out
+ * of memory or the row nests deeper than 64. */
+int billing_key_text(struct billing_doc *d, struct billing_keytext *t);
+
+/* A decimal ("-12.30", "007", "1.0000000005") as a NUMERIC's text into
+ * out (BILLING_AMOUNT_MAX bytes): rounded half away from zero to 9
+ * decimals, no trailing zeros. 0, or -1 when it does not fit. */
+int billing_key_decimal(const char *s, char *out);
+
+/* A FLOAT64 as CAST(x AS NUMERIC) would write it, into out (64 bytes:
+ * BILLING_AMOUNT_MAX). */
+void billing_key_real(double v, char *out);
+
+void billing_keytext_free(struct billing_keytext *t); /* accepts NULL */
+
+#endif
