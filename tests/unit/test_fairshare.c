@@ -806,6 +806,47 @@ START_TEST(charge)
 }
 END_TEST
 
+/*
+ * it_fairshare (d) with min_charge_s 0, on a controlled clock: 100 jobs of
+ * 0.5 s, held one after another with a gap of 1.5 s between them (their
+ * creates, the sync), charge what one job held 50 s charges, read at the
+ * same instant, to 1e-9 (the half-life of 10 days decays both alike over
+ * 200 s: within 2e-4 of each other, which the bound takes in). The
+ * integration test keeps only what holds on a slow machine.
+ */
+START_TEST(charge_many_short_as_one_long)
+{
+  const double h = 864000, req[SCHED_NRES] = {1, 0, 0};
+  struct fs_usage shorts, one;
+  int64_t at;
+  int k;
+
+  fs_usage_init(&shorts, 0);
+  fs_usage_init(&one, 0);
+  for (k = 0; k < 100; k++) {
+    at = (int64_t)k * 2 * S;
+    ck_assert_int_eq(fs_admit(&shorts, h, 0, at, at, k + 1, req), 0);
+    ck_assert_int_eq(
+        fs_release(&shorts, h, 0, at, at + S / 2, at + S / 2, k + 1, req), 0);
+  }
+  ck_assert_int_eq(fs_admit(&one, h, 0, 150 * S, 150 * S, 1, req), 0);
+  ck_assert_int_eq(fs_release(&one, h, 0, 150 * S, 200 * S, 200 * S, 1, req),
+                   0);
+  ck_assert_int_eq(fs_advance(&shorts, h, 200 * S), 0);
+  ck_assert_int_eq(fs_advance(&one, h, 200 * S), 0);
+  ck_assert_msg(fabs(shorts.u[SCHED_GPU] - one.u[SCHED_GPU]) <=
+                    2e-4 * one.u[SCHED_GPU],
+                "100 x 0.5 s charged %.9g, 1 x 50 s %.9g", shorts.u[SCHED_GPU],
+                one.u[SCHED_GPU]);
+  /* the closed form: h/ln2 · (1 − 2^(−50/h)) */
+  ck_assert_msg(fabs(one.u[SCHED_GPU] - h / M_LN2 * -expm1(-50 / h * M_LN2)) <=
+                    1e-9 * 50,
+                "1 x 50 s charged %.12g", one.u[SCHED_GPU]);
+  fs_usage_free(&shorts);
+  fs_usage_free(&one);
+}
+END_TEST
+
 /* Units: GPUs, millicores → CPUs, MiB → GiB. */
 START_TEST(units)
 {
@@ -1013,6 +1054,7 @@ Suite *fairshare_suite(void)
   tcase_add_loop_test(tc, fields, 0, N_OF(field_cases));
   tcase_add_loop_test(tc, math, 0, N_OF(math_cases));
   tcase_add_loop_test(tc, charge, 0, N_OF(charge_cases));
+  tcase_add_test(tc, charge_many_short_as_one_long);
   tcase_add_test(tc, units);
   tcase_add_loop_test(tc, score, 0, N_OF(score_cases));
   tcase_add_loop_test(tc, cmp, 0, N_OF(cmp_cases));
