@@ -31,6 +31,8 @@ struct emu_config {
   long long flex_wait_ms;
   long long start_ms;  /* SCHEDULED → RUNNING */
   long long cancel_ms; /* CANCELLATION_IN_PROGRESS → CANCELLED */
+  /* an accepted :cancel leaves the job as it is this long first */
+  long long cancel_lag_ms;
   long long delete_ms; /* DELETION_IN_PROGRESS → gone */
   double fail_rate;
   long long seed;
