@@ -149,6 +149,15 @@ int db_batch_give_up(struct db_conn *c, const struct db_batch_op *op,
  */
 int db_batch_observe(struct db_conn *c, const char *batch_job_name,
                      const char *batch_state, char *err, size_t errlen);
+/*
+ * Batch took a cancel of batch_job_name (a full name, "projects/…"), the
+ * Batch job of the attempt it names: a job that does not name it yet (its
+ * create's answer was lost) names it now, in its own transaction, so that
+ * what Batch reports next ends the cancel or the eviction. Batch's state is
+ * not decided here (an accepted cancel may act later). 0 or -1.
+ */
+int db_batch_adopt(struct db_conn *c, const char *batch_job_name, char *err,
+                   size_t errlen);
 /* The same with when Batch says the job ended (batch_job_ended_us(); 0:
  * unknown): a final state's finished_at is that time, kept between the
  * job's start (or admission) and now, instead of now. */

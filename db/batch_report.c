@@ -101,6 +101,28 @@ static PGresult *adopt(struct db_conn *c, const char *name, char *err,
   return db_query(c, sql_adopt, 3, params, err, errlen);
 }
 
+int db_batch_adopt(struct db_conn *c, const char *batch_job_name, char *err,
+                   size_t errlen)
+{
+  PGresult *res;
+
+  if (db_begin(c) != GG_OK) {
+    snprintf(err, errlen, "BEGIN failed");
+    return -1;
+  }
+  if (!(res = adopt(c, batch_job_name, err, errlen))) {
+    db_rollback(c);
+    return -1;
+  }
+  PQclear(res);
+  if (db_commit(c) != GG_OK) {
+    snprintf(err, errlen, "COMMIT failed");
+    db_rollback(c);
+    return -1;
+  }
+  return 0;
+}
+
 /* ---- race mode: copies of one attempt in several regions --------------- */
 
 void (*db_batch_race_hook)(const char *event, const char *region,
