@@ -299,10 +299,29 @@ static const char sql_observe_peek[] =
     "SELECT id, state, cancel_requested, batch_state IS NOT DISTINCT FROM $2 "
     "FROM jobs WHERE batch_job_name = $1";
 
+/*
+ * Batch's own state only moves forward (issue 34, defect 5): Pub/Sub
+ * redelivers a message it did not see acknowledged after later ones, and a
+ * sync's listing can be older than a push. A job's Batch states come in
+ * one order (QUEUED, SCHEDULED, RUNNING, then stopping, then ended), the
+ * order of their status events, so a report is recorded only when its
+ * state is not behind the one recorded: a QUEUED redelivered after
+ * SCHEDULED would have made a Flex Start job that has its capacity fail
+ * over (db_batch_flex_expired reads batch_state).
+ */
+#define BATCH_STATE_RANK(s)                                                    \
+  "CASE " s " WHEN 'QUEUED' THEN 1 WHEN 'SCHEDULED' THEN 2 "                   \
+  "WHEN 'RUNNING' THEN 3 WHEN 'CANCELLATION_IN_PROGRESS' THEN 4 "              \
+  "WHEN 'DELETION_IN_PROGRESS' THEN 5 WHEN 'SUCCEEDED' THEN 6 "                \
+  "WHEN 'FAILED' THEN 6 WHEN 'CANCELLED' THEN 6 WHEN 'NOT_FOUND' THEN 7 "      \
+  "ELSE 0 END"
+
 static const char sql_observe_note[] =
     "UPDATE jobs SET batch_state = $2 WHERE id = $1 AND state = $3 "
     "AND cancel_requested = $4::boolean AND batch_job_name = $5 "
-    "AND batch_state IS DISTINCT FROM $2";
+    "AND batch_state IS DISTINCT FROM $2 "
+    "AND (batch_state IS NULL OR " BATCH_STATE_RANK(
+        "$2::text") " >= " BATCH_STATE_RANK("batch_state") ")";
 
 /* $6: the move is to a final state, with reason $7; $10 the Batch job;
  * $11 when Batch says it ended (µs, 0: unknown): its finished_at, kept

@@ -640,6 +640,61 @@ START_TEST(stale_report_does_not_move_the_next_attempt)
 }
 END_TEST
 
+/* --- 3a''. a redelivered report does not move batch_state back -------- */
+
+/*
+ * Pub/Sub redelivers a message it did not see acknowledged, after later
+ * ones: QUEUED arrives again once the Flex Start job is SCHEDULED (it has
+ * its capacity). Batch's state must not go back to QUEUED, or the job,
+ * past max_wait_s, fails over to its next location though it is about to
+ * run. Before: batch_state went back, and the failover moved the job.
+ */
+START_TEST(redelivered_report_does_not_move_back)
+{
+  struct db_conn *c = conn_open();
+  struct admission *adm = admission_new(true, 600);
+  struct db_batch_op op;
+  char err[256], name[256], st[32], bst[32], id[32];
+  int rc, moved;
+
+  submit("failover", false, "redelivered", id);
+  leader_cycle(adm, c);
+  admission_free(adm);
+  rc = db_batch_claim(c, NULL, 0, "redelivered", 60, &op, err, sizeof(err));
+  ck_assert_msg(rc == 1, "no create to claim: %s", err);
+  ck_assert_str_eq(op.job_id, id);
+  batch_job_name(PROJECT, op.region, op.batch_job_id, name, sizeof(name));
+  ck_assert_int_eq(db_batch_done_create(c, &op, name, err, sizeof(err)), 0);
+  db_batch_op_free(&op);
+  ck_assert_int_ge(db_batch_observe(c, name, "SCHEDULED", err, sizeof(err)), 0);
+  /* the first QUEUED, redelivered */
+  ck_assert_int_ge(db_batch_observe(c, name, "QUEUED", err, sizeof(err)), 0);
+  job_field(c, id, "batch_state", bst, sizeof(bst));
+  /* past max_wait_s (2 s) */
+  exec_params(c,
+              "UPDATE jobs SET queued_at = now() - interval '1 hour' "
+              "WHERE id = $1",
+              1, (const char *const[]){id});
+  moved = db_batch_flex_expired(c, err, sizeof(err));
+  ck_assert_msg(moved >= 0, "flex_expired: %s", err);
+  job_field(c, id, "state", st, sizeof(st));
+  fprintf(stderr,
+          "it_cancel redelivered QUEUED after SCHEDULED: batch_state %s, "
+          "%d moved, the job %s attempt %d\n",
+          bst, moved, st, job_attempt(c, id));
+  ck_assert_str_eq(bst, "SCHEDULED");
+  ck_assert_int_eq(job_attempt(c, id), 1);
+  ck_assert_str_eq(st, "QUEUED");
+  exec_params(c, "DELETE FROM batch_ops WHERE job_id = $1", 1,
+              (const char *const[]){id});
+  exec_params(c,
+              "UPDATE jobs SET state = 'CANCELLED', finished_at = now() "
+              "WHERE id = $1",
+              1, (const char *const[]){id});
+  conn_close(c);
+}
+END_TEST
+
 /* --- 3a'. a cancel reads the job under its lock (issue 34, defect 3) --- */
 
 struct cancel_arg {
@@ -1577,6 +1632,7 @@ Suite *cancel_suite(void)
   tcase_set_timeout(stale, 60);
   tcase_add_test(stale, stale_report_does_not_move_the_next_attempt);
   tcase_add_test(stale, cancel_reads_the_job_under_its_lock);
+  tcase_add_test(stale, redelivered_report_does_not_move_back);
   tcase_add_test(stale, budget_leases_are_exact);
   tcase_add_test(stale, lapsed_leases_are_taken_by_the_look_for_them);
   tcase_add_test(stale, migration_0018_completes_pending_cancels);
