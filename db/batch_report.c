@@ -65,12 +65,17 @@ static const char *next_state(const char *state, bool cancel_requested,
  * BatchJobCreated per attempt, and every event starts where the last one
  * ended). An EVICTING job only takes the name (sql_created_evicting).
  */
+/* $4 false: Batch has no such job (a cancel answered 404, the create never
+ * made it): the job takes the name only, with no BatchJobCreated for a
+ * Batch job that never existed, and the report moves it from ADMITTED. */
 static const char sql_adopt[] =
     "WITH u AS (UPDATE jobs SET batch_job_name = $3, "
-    "state = CASE WHEN state = 'ADMITTED' THEN 'QUEUED' ELSE state END, "
-    "batch_state = CASE WHEN state = 'ADMITTED' THEN 'QUEUED' "
-    "ELSE batch_state END, "
-    "queued_at = coalesce(queued_at, now()), updated_at = now() "
+    "state = CASE WHEN state = 'ADMITTED' AND $4::boolean THEN 'QUEUED' "
+    "ELSE state END, "
+    "batch_state = CASE WHEN state = 'ADMITTED' AND $4::boolean "
+    "THEN 'QUEUED' ELSE batch_state END, "
+    "queued_at = CASE WHEN $4::boolean THEN coalesce(queued_at, now()) "
+    "ELSE queued_at END, updated_at = now() "
     "WHERE id = $1 AND attempt = $2::int "
     "AND state IN ('ADMITTED', 'EVICTING') AND batch_job_name IS NULL "
     "RETURNING id, team, attempt, state, cancel_requested), "
@@ -80,12 +85,12 @@ static const char sql_adopt[] =
     "WHERE state = 'QUEUED') "
     "SELECT id, state, cancel_requested FROM u";
 
-static PGresult *adopt(struct db_conn *c, const char *name, char *err,
-                       size_t errlen)
+static PGresult *adopt(struct db_conn *c, const char *name, bool exists,
+                       char *err, size_t errlen)
 {
   const char *base = strrchr(name, '/'), *dash;
   char id[32], attempt[16];
-  const char *params[3] = {id, attempt, name};
+  const char *params[4] = {id, attempt, name, exists ? "t" : "f"};
   size_t idlen;
 
   base = base ? base + 1 : name;
@@ -98,7 +103,7 @@ static PGresult *adopt(struct db_conn *c, const char *name, char *err,
   memcpy(id, base + 8, idlen);
   id[idlen] = '\0';
   snprintf(attempt, sizeof(attempt), "%.15s", dash + 2);
-  return db_query(c, sql_adopt, 3, params, err, errlen);
+  return db_query(c, sql_adopt, 4, params, err, errlen);
 }
 
 int db_batch_adopt(struct db_conn *c, const char *batch_job_name, char *err,
@@ -110,7 +115,7 @@ int db_batch_adopt(struct db_conn *c, const char *batch_job_name, char *err,
     snprintf(err, errlen, "BEGIN failed");
     return -1;
   }
-  if (!(res = adopt(c, batch_job_name, err, errlen))) {
+  if (!(res = adopt(c, batch_job_name, true, err, errlen))) {
     db_rollback(c);
     return -1;
   }
@@ -459,7 +464,8 @@ int db_batch_observe_at(struct db_conn *c, const char *batch_job_name,
         race_k > 0)
       return race_observe(c, rid, rattempt, race_k, batch_job_name, batch_state,
                           err, errlen);
-    res = adopt(c, batch_job_name, err, errlen);
+    res = adopt(c, batch_job_name, strcmp(batch_state, "NOT_FOUND") != 0, err,
+                errlen);
     if (!res)
       goto fail;
   }

@@ -793,6 +793,65 @@ START_TEST(cancel_reads_the_job_under_its_lock)
 }
 END_TEST
 
+/* --- 3c. a 404 to a user's cancel: no BatchJobCreated ------------------ */
+
+/*
+ * A user cancels an ADMITTED job whose create is at Batch (under a lease):
+ * the cancel is queued behind it. The create never made the Batch job,
+ * and the cancel is answered 404: the job is CANCELLED with no
+ * BatchJobCreated event for a Batch job that never existed. Before (issue
+ * 34, defect 6): the 404 adopted the name as a create's answer would,
+ * ADMITTED -> QUEUED BatchJobCreated, then CANCELLED.
+ */
+START_TEST(cancel_404_writes_no_created_event)
+{
+  struct db_conn *c = conn_open();
+  struct admission *adm = admission_new(true, 600);
+  struct db_pool *pool = db_pool_new(db_url, 2);
+  struct cancel_arg a;
+  struct db_batch_op op;
+  char err[256], name[256], st[32], id[32], q[256];
+  long long created;
+  int rc;
+
+  ck_assert_ptr_nonnull(pool);
+  db_pool_set_batch(pool, true);
+  submit("failover", false, "never-made", id);
+  leader_cycle(adm, c);
+  admission_free(adm);
+  rc = db_batch_claim(c, NULL, 0, "never-made", 60, &op, err, sizeof(err));
+  ck_assert_msg(rc == 1, "no create to claim: %s", err);
+  ck_assert_str_eq(op.job_id, id);
+  batch_job_name(PROJECT, op.region, op.batch_job_id, name, sizeof(name));
+  a = (struct cancel_arg){pool, id, GG_OK, false};
+  cancel_thread(&a);
+  ck_assert_int_eq(a.code, GG_OK);
+  /* the dispatcher: the create failed (nothing made), the cancel 404 */
+  ck_assert_int_eq(db_batch_retry(c, &op, 0, "lost", err, sizeof(err)), 0);
+  db_batch_op_free(&op);
+  ck_assert_int_ge(db_batch_observe(c, name, "NOT_FOUND", err, sizeof(err)), 0);
+  job_field(c, id, "state", st, sizeof(st));
+  snprintf(q, sizeof(q),
+           "SELECT count(*) FROM job_events WHERE job_id = '%s' "
+           "AND reason = 'BatchJobCreated'",
+           id);
+  created = h_db_int(c->pg, q);
+  fprintf(stderr,
+          "it_cancel cancel answered 404: the job %s, %lld BatchJobCreated "
+          "event(s)\n",
+          st, created);
+  ck_assert_str_eq(st, "CANCELLED");
+  ck_assert_msg(created == 0,
+                "%lld BatchJobCreated event(s) for a Batch job that never "
+                "existed",
+                created);
+  exec_params(c, "DELETE FROM batch_ops WHERE job_id = $1", 1,
+              (const char *const[]){id});
+  db_pool_free(pool);
+  conn_close(c);
+}
+END_TEST
+
 /* --- 3b. the random walk: cancels against every automatic move -------- */
 
 /* Batch as the walk knows it: each Batch job ever created. */
@@ -1633,6 +1692,7 @@ Suite *cancel_suite(void)
   tcase_add_test(stale, stale_report_does_not_move_the_next_attempt);
   tcase_add_test(stale, cancel_reads_the_job_under_its_lock);
   tcase_add_test(stale, redelivered_report_does_not_move_back);
+  tcase_add_test(stale, cancel_404_writes_no_created_event);
   tcase_add_test(stale, budget_leases_are_exact);
   tcase_add_test(stale, lapsed_leases_are_taken_by_the_look_for_them);
   tcase_add_test(stale, migration_0018_completes_pending_cancels);
