@@ -21,12 +21,15 @@
  * Each prints how long its job took to settle.
  */
 #include <check.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tests/integration/harness.h"
+#include "tests/unit/rng.h"
 
 Suite *faults_suite(void);
 
@@ -46,28 +49,40 @@ static bool str_is(const json_t *o, const char *k, const char *want)
   return v && want && !strcmp(v, want);
 }
 
-static void setup(void)
+static const char *srv_env[H_GCP_ENV + 8];
+static char gcp[H_GCP_ENV][128];
+
+static void start_gpugate(void)
 {
-  const char *emu_env[] = {"EMU_RUN_MS=600000",      "EMU_START_MS=50",
-                           "EMU_CANCEL_MS=100",      "EMU_DELETE_MS=100",
-                           "EMU_REQUIRE_AUTH=false", NULL};
-  char gcp[H_GCP_ENV][128];
-  const char *env[H_GCP_ENV + 8];
+  ck_assert_msg(h_server_start(&srv, db_url, srv_env) == 0,
+                "gpugate did not start; see %s", srv.log);
+}
+
+static void setup_with(const char *fixture, const char *const *emu_env)
+{
   size_t n = 0, i;
 
   ck_assert_msg(h_emulator_start(&emu, emu_env) == 0,
                 "the emulator did not start; see %s", emu.log);
   h_gcp_env(&emu, gcp);
-  h_db_apply("it_faults", FIXTURE, db_url, sizeof(db_url));
+  h_db_apply("it_faults", fixture, db_url, sizeof(db_url));
   for (i = 0; i < H_GCP_ENV; i++)
-    env[n++] = gcp[i];
-  env[n++] = "GPUGATE_SYNC_INTERVAL_MS=300";
-  env[n++] = "GPUGATE_RATE_LIMIT_RPS=100000";
-  env[n++] = "GPUGATE_ADMISSION_INTERVAL_MS=200";
-  env[n] = NULL;
-  ck_assert_msg(h_server_start(&srv, db_url, env) == 0,
-                "gpugate did not start; see %s", srv.log);
+    srv_env[n++] = gcp[i];
+  srv_env[n++] = "GPUGATE_SYNC_INTERVAL_MS=300";
+  srv_env[n++] = "GPUGATE_RATE_LIMIT_RPS=100000";
+  srv_env[n++] = "GPUGATE_ADMISSION_INTERVAL_MS=200";
+  srv_env[n] = NULL;
+  start_gpugate();
   tok = h_token("team-x", "member", 3600);
+}
+
+static void setup(void)
+{
+  const char *emu_env[] = {"EMU_RUN_MS=600000",      "EMU_START_MS=50",
+                           "EMU_CANCEL_MS=100",      "EMU_DELETE_MS=100",
+                           "EMU_REQUIRE_AUTH=false", NULL};
+
+  setup_with(FIXTURE, emu_env);
 }
 
 static void teardown(void)
@@ -367,6 +382,261 @@ START_TEST(shapes_match_googles_messages)
 }
 END_TEST
 
+/* ---- the property: random interleavings against random faults --------- */
+
+/*
+ * Random runs, each from its seed: jobs submitted (low and urgent, so
+ * preemptions), cancelled, and gpugate killed (kill -9: its admission
+ * leader and its dispatchers at once) and started again, against a Batch
+ * that refuses (400, 429, 500, 503) or loses (after the effect) a share of
+ * its mutations, answers late (latency, so out of order) and may act on a
+ * cancel only later. Then the faults stop and, once gpugate is quiet (no
+ * EVICTING job, no pending cancel, an empty outbox; bounded), the
+ * invariant holds:
+ *   - no live Batch job for a job that is CANCELLED, FAILED, SUCCEEDED or
+ *     PENDING, nor for an attempt the job has left;
+ *   - no job EVICTING or cancel-requested (each ended within the bound);
+ *   - no job ADMITTED (holding quota) without its Batch job made, and each
+ *     QUEUED or RUNNING job's Batch job exists.
+ * The seeds in fixed_seeds (kept when a run failed) always run; then
+ * PROP_RUNS more from GPUGATE_TEST_SEED (default: the time). Each run
+ * prints its seed and what it did.
+ */
+#define PROP_RUNS 2
+#define PROP_STEPS 24
+#define PROP_QUIET_MS 60000
+#define PROP_JOBS 32
+
+static const unsigned long long fixed_seeds[] = {34};
+
+struct prop {
+  struct rng rng;
+  char ids[PROP_JOBS][32];
+  int n;
+  int submits, cancels, kills, urgent;
+};
+
+static void prop_submit(struct prop *p)
+{
+  char name[32];
+  bool urgent = below(&p->rng, 3) == 0;
+
+  if (p->n >= PROP_JOBS)
+    return;
+  snprintf(name, sizeof(name), "p%d", p->n);
+  submit(name, urgent ? "urgent" : "default", 2,
+         2000 + 500L * below(&p->rng, 12), p->ids[p->n]);
+  p->n++;
+  p->submits++;
+  p->urgent += urgent;
+}
+
+static void prop_cancel(struct prop *p)
+{
+  char path[160];
+  json_t *j;
+
+  if (!p->n)
+    return;
+  snprintf(path, sizeof(path), "/v1/teams/team-x/jobs/%.31s/cancel",
+           p->ids[below(&p->rng, p->n)]);
+  /* 200, also once it ended (a cancel is idempotent) */
+  j = h_call(&srv, "POST", path, tok, NULL, 200);
+  json_decref(j);
+  p->cancels++;
+}
+
+static void prop_kill(struct prop *p)
+{
+  ck_assert_int_eq(h_server_kill(&srv, SIGKILL), 0);
+  h_sleep_ms(200 + 100L * below(&p->rng, 5));
+  start_gpugate();
+  p->kills++;
+}
+
+/* Quiet: nothing left that gpugate must still do about Batch. */
+static long long unsettled(PGconn *pg)
+{
+  return h_db_int(pg, "SELECT (SELECT count(*) FROM jobs WHERE state IN "
+                      "('EVICTING', 'ADMITTED') OR (cancel_requested AND "
+                      "state NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED'))) "
+                      "+ (SELECT count(*) FROM batch_ops)");
+}
+
+/* The violations of the invariant; the first goes to first. */
+static int violations(PGconn *pg, char *first, size_t len)
+{
+  json_t *all = h_emu_get(&emu, "/emulator/jobs"), *e;
+  PGresult *res;
+  size_t i;
+  int bad = 0, r;
+
+  first[0] = '\0';
+  /* each live Batch job belongs to a job that holds quota with that
+   * attempt */
+  json_array_foreach (json_object_get(all, "jobs"), i, e) {
+    const char *bid = h_str(e, "jobId"), *st = h_str(e, "state");
+    const char *params[1] = {bid};
+    if (!bid || !st || !live(st))
+      continue;
+    res = PQexecParams(
+        pg,
+        "SELECT state, cancel_requested FROM jobs WHERE 'gpugate-' || id || "
+        "'-a' || attempt = $1 AND state IN ('QUEUED', 'RUNNING')",
+        1, NULL, params, NULL, NULL, 0);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
+      if (!bad++)
+        snprintf(first, len, "Batch job %s is %s, its job is not running it",
+                 bid, st);
+    }
+    PQclear(res);
+  }
+  /* each job that holds quota names a Batch job that Batch has */
+  res = PQexec(pg, "SELECT id, attempt, state FROM jobs WHERE state IN "
+                   "('ADMITTED', 'QUEUED', 'RUNNING', 'EVICTING') "
+                   "OR (cancel_requested AND state NOT IN ('SUCCEEDED', "
+                   "'FAILED', 'CANCELLED'))");
+  ck_assert(PQresultStatus(res) == PGRES_TUPLES_OK);
+  for (r = 0; r < PQntuples(res); r++) {
+    const char *st = PQgetvalue(res, r, 2);
+    char bid[64], est[48];
+    snprintf(bid, sizeof(bid), "gpugate-%s-a%s", PQgetvalue(res, r, 0),
+             PQgetvalue(res, r, 1));
+    emu_state(bid, est, sizeof(est));
+    if (strcmp(st, "QUEUED") != 0 && strcmp(st, "RUNNING") != 0) {
+      if (!bad++)
+        snprintf(first, len, "job %s is %s after the quiet", bid, st);
+    } else if (!strcmp(est, "-")) {
+      if (!bad++)
+        snprintf(first, len, "job %s is %s and Batch has no such job", bid, st);
+    }
+  }
+  PQclear(res);
+  json_decref(all);
+  return bad;
+}
+
+static void prop_run(unsigned long long seed)
+{
+  struct prop p;
+  char spec[512], first[256], summary[256];
+  PGconn *pg = h_db_connect(db_url);
+  long long t0 = h_now_ms(), end, left;
+  int step, bad;
+  double err_rate, lost_rate;
+  long lag;
+
+  memset(&p, 0, sizeof(p));
+  p.rng.s = seed;
+  err_rate = 0.05 * below(&p.rng, 4);  /* 0 to 15 % */
+  lost_rate = 0.05 * below(&p.rng, 3); /* 0 to 10 % */
+  lag = 300L * below(&p.rng, 4);
+  snprintf(spec, sizeof(spec),
+           "{\"error_rate\": %.2f, \"codes\": [400, 429, 500, 503], "
+           "\"lost_response_rate\": %.2f, \"lost_response_mode\": \"%s\", "
+           "\"calls\": [\"create\", \"cancel\", \"delete\"]}",
+           err_rate, lost_rate, below(&p.rng, 2) ? "503" : "reset");
+  faults(spec);
+  snprintf(spec, sizeof(spec),
+           "{\"EMU_LATENCY_MS\": \"create:%d/%d,cancel:100/400,"
+           "delete:100/400,get:30/120,list:30/120\", "
+           "\"EMU_CANCEL_LAG_MS\": %ld, \"EMU_SEED\": %llu}",
+           100 + 100 * below(&p.rng, 3), 900, lag, seed % 1000000007ULL);
+  emu_config(spec);
+  for (step = 0; step < PROP_STEPS; step++) {
+    int what = below(&p.rng, 10);
+    if (what < 4)
+      prop_submit(&p);
+    else if (what < 7)
+      prop_cancel(&p);
+    else if (what < 8)
+      prop_kill(&p);
+    else
+      h_sleep_ms(100 + 100L * below(&p.rng, 5));
+  }
+  /* the faults stop; gpugate finishes what it started */
+  faults("{}");
+  emu_config("{\"EMU_LATENCY_MS\": \"\", \"EMU_CANCEL_LAG_MS\": 0}");
+  end = h_now_ms() + PROP_QUIET_MS;
+  while ((left = unsettled(pg)) > 0 && h_now_ms() < end)
+    h_sleep_ms(200);
+  h_sleep_ms(1000); /* a sync after the last move */
+  bad = violations(pg, first, sizeof(first));
+  h_db_state_summary(pg, summary, sizeof(summary));
+  fprintf(stderr,
+          "it_faults property seed %llu: %d submits (%d urgent), %d cancels, "
+          "%d kills; errors %.0f %%, lost %.0f %%, cancel lag %ld ms; quiet "
+          "after %.1f s (%lld left); %s; %d violations%s%s\n",
+          seed, p.submits, p.urgent, p.cancels, p.kills, err_rate * 100,
+          lost_rate * 100, lag, (double)(h_now_ms() - t0) / 1000.0, left,
+          summary, bad, bad ? ": " : "", first);
+  ck_assert_msg(left == 0, "seed %llu: not quiet after %d ms (%s)", seed,
+                PROP_QUIET_MS, summary);
+  ck_assert_msg(bad == 0, "seed %llu: %d violations, the first: %s", seed, bad,
+                first);
+  /* the next run starts from nothing running */
+  for (step = 0; step < p.n; step++) {
+    char path[160];
+    snprintf(path, sizeof(path), "/v1/teams/team-x/jobs/%.31s/cancel",
+             p.ids[step]);
+    json_decref(h_call(&srv, "POST", path, tok, NULL, 200));
+  }
+  end = h_now_ms() + PROP_QUIET_MS;
+  while (unsettled(pg) > 0 ||
+         h_db_int(pg, "SELECT count(*) FROM jobs WHERE state NOT IN "
+                      "('SUCCEEDED', 'FAILED', 'CANCELLED')") > 0) {
+    ck_assert_msg(h_now_ms() < end, "seed %llu: the jobs did not end", seed);
+    h_sleep_ms(200);
+  }
+  PQfinish(pg);
+}
+
+static void setup_property(void)
+{
+  const char *emu_env[] = {"EMU_START_MS=50", "EMU_CANCEL_MS=100",
+                           "EMU_DELETE_MS=100", "EMU_REQUIRE_AUTH=false", NULL};
+  json_t *cfg = json_load_file(FIXTURE, 0, NULL);
+  char path[256], *text;
+
+  /* room for three 2-GPU jobs at once, so some wait and some preempt */
+  ck_assert_ptr_nonnull(cfg);
+  json_object_set_new(
+      json_object_get(
+          json_object_get(
+              json_array_get(
+                  json_object_get(
+                      json_object_get(json_object_get(cfg, "cluster_queues"),
+                                      "cq-f"),
+                      "flavors"),
+                  0),
+              "resources"),
+          "gpu"),
+      "nominal", json_integer(6));
+  text = json_dumps(cfg, JSON_INDENT(1));
+  json_decref(cfg);
+  h_write_temp("faults-config", text, path, sizeof(path));
+  free(text);
+  setup_with(path, emu_env);
+  unlink(path);
+}
+
+START_TEST(property_cancel_and_eviction_always_finish)
+{
+  const char *env_seed = getenv("GPUGATE_TEST_SEED");
+  unsigned long long seed =
+      env_seed ? strtoull(env_seed, NULL, 10) : (unsigned long long)time(NULL);
+  size_t i;
+  int runs = 0;
+
+  for (i = 0; i < sizeof(fixed_seeds) / sizeof(fixed_seeds[0]); i++, runs++)
+    prop_run(fixed_seeds[i]);
+  for (i = 0; i < PROP_RUNS; i++, runs++)
+    prop_run(seed + i);
+  fprintf(stderr, "it_faults property: %d runs (fixed seeds, then %llu..)\n",
+          runs, seed);
+}
+END_TEST
+
 /* Each case on its own gpugate, emulator and database: a job one case
  * leaves holding quota does not hold up the next. */
 static TCase *one_case(const char *name, const TTest *test)
@@ -388,5 +658,12 @@ Suite *faults_suite(void)
   suite_add_tcase(
       s, one_case("lost_create", eviction_ends_a_create_whose_answer_was_lost));
   suite_add_tcase(s, one_case("shapes", shapes_match_googles_messages));
+  {
+    TCase *tc = tcase_create("property");
+    tcase_add_unchecked_fixture(tc, setup_property, teardown);
+    tcase_set_timeout(tc, 400);
+    tcase_add_test(tc, property_cancel_and_eviction_always_finish);
+    suite_add_tcase(s, tc);
+  }
   return s;
 }
