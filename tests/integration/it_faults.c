@@ -403,7 +403,7 @@ END_TEST
  * prints its seed and what it did.
  */
 #define PROP_RUNS 2
-#define PROP_STEPS 24
+#define PROP_STEPS 30
 #define PROP_QUIET_MS 60000
 #define PROP_JOBS 32
 
@@ -411,21 +411,25 @@ static const unsigned long long fixed_seeds[] = {34};
 
 struct prop {
   struct rng rng;
+  char spec[512]; /* the run's faults */
   char ids[PROP_JOBS][32];
   int n;
-  int submits, cancels, kills, urgent;
+  int submits, cancels, kills, urgent, bursts;
 };
 
 static void prop_submit(struct prop *p)
 {
   char name[32];
-  bool urgent = below(&p->rng, 3) == 0;
+  bool urgent = below(&p->rng, 2) == 0;
 
   if (p->n >= PROP_JOBS)
     return;
   snprintf(name, sizeof(name), "p%d", p->n);
+  /* most run until a cancel or a preemption ends them: a cancel Batch
+   * never took must not pass for one because the job ended on its own */
   submit(name, urgent ? "urgent" : "default", 2,
-         2000 + 500L * below(&p->rng, 12), p->ids[p->n]);
+         below(&p->rng, 4) ? 600000 : 2000 + 500L * below(&p->rng, 12),
+         p->ids[p->n]);
   p->n++;
   p->submits++;
   p->urgent += urgent;
@@ -444,6 +448,30 @@ static void prop_cancel(struct prop *p)
   j = h_call(&srv, "POST", path, tok, NULL, 200);
   json_decref(j);
   p->cancels++;
+}
+
+/* A burst of the faults the invariant is about, then the run's faults
+ * again: the next :cancel and DELETE refused (400) once each, then a
+ * cancel; or the next create's answer lost after the effect (503), a low
+ * job's, with an urgent one right behind it. */
+static void prop_burst(struct prop *p)
+{
+  if (below(&p->rng, 2)) {
+    faults("{\"error_rate\": 1, \"codes\": [400], \"calls\": "
+           "[\"cancel\", \"delete\"], \"max_faults\": 2}");
+    prop_cancel(p);
+  } else if (p->n + 2 <= PROP_JOBS) {
+    faults("{\"lost_response_rate\": 1, \"lost_response_mode\": \"503\", "
+           "\"calls\": [\"create\"], \"max_faults\": 1}");
+    submit("burst-low", "default", 2, 600000, p->ids[p->n++]);
+    h_sleep_ms(100);
+    submit("burst-high", "urgent", 2, 600000, p->ids[p->n++]);
+    p->submits += 2;
+    p->urgent++;
+  }
+  h_sleep_ms(1500);
+  faults(p->spec);
+  p->bursts++;
 }
 
 static void prop_kill(struct prop *p)
@@ -528,29 +556,35 @@ static void prop_run(unsigned long long seed)
 
   memset(&p, 0, sizeof(p));
   p.rng.s = seed;
-  err_rate = 0.05 * below(&p.rng, 4);  /* 0 to 15 % */
-  lost_rate = 0.05 * below(&p.rng, 3); /* 0 to 10 % */
+  err_rate = 0.15 + 0.05 * below(&p.rng, 4);  /* 15 to 30 % */
+  lost_rate = 0.05 + 0.05 * below(&p.rng, 3); /* 5 to 15 % */
   lag = 300L * below(&p.rng, 4);
-  snprintf(spec, sizeof(spec),
-           "{\"error_rate\": %.2f, \"codes\": [400, 429, 500, 503], "
+  /* 400 twice as often as each other code: a refusal is what a cancel
+   * must survive */
+  snprintf(p.spec, sizeof(p.spec),
+           "{\"error_rate\": %.2f, \"codes\": [400, 400, 429, 500, 503], "
            "\"lost_response_rate\": %.2f, \"lost_response_mode\": \"%s\", "
            "\"calls\": [\"create\", \"cancel\", \"delete\"]}",
            err_rate, lost_rate, below(&p.rng, 2) ? "503" : "reset");
-  faults(spec);
+  faults(p.spec);
+  /* creates take long enough for a cancel or a preemption to meet one
+   * under way */
   snprintf(spec, sizeof(spec),
            "{\"EMU_LATENCY_MS\": \"create:%d/%d,cancel:100/400,"
            "delete:100/400,get:30/120,list:30/120\", "
            "\"EMU_CANCEL_LAG_MS\": %ld, \"EMU_SEED\": %llu}",
-           100 + 100 * below(&p.rng, 3), 900, lag, seed % 1000000007ULL);
+           300 + 200 * below(&p.rng, 3), 1500, lag, seed % 1000000007ULL);
   emu_config(spec);
   for (step = 0; step < PROP_STEPS; step++) {
-    int what = below(&p.rng, 10);
-    if (what < 4)
+    int what = below(&p.rng, 13);
+    if (what < 5)
       prop_submit(&p);
-    else if (what < 7)
+    else if (what < 9)
       prop_cancel(&p);
-    else if (what < 8)
+    else if (what < 10)
       prop_kill(&p);
+    else if (what < 11)
+      prop_burst(&p);
     else
       h_sleep_ms(100 + 100L * below(&p.rng, 5));
   }
@@ -565,11 +599,13 @@ static void prop_run(unsigned long long seed)
   h_db_state_summary(pg, summary, sizeof(summary));
   fprintf(stderr,
           "it_faults property seed %llu: %d submits (%d urgent), %d cancels, "
-          "%d kills; errors %.0f %%, lost %.0f %%, cancel lag %ld ms; quiet "
+          "%d kills, %d bursts; errors %.0f %%, lost %.0f %%, cancel lag %ld "
+          "ms; quiet "
           "after %.1f s (%lld left); %s; %d violations%s%s\n",
-          seed, p.submits, p.urgent, p.cancels, p.kills, err_rate * 100,
-          lost_rate * 100, lag, (double)(h_now_ms() - t0) / 1000.0, left,
-          summary, bad, bad ? ": " : "", first);
+          seed, p.submits, p.urgent, p.cancels, p.kills, p.bursts,
+          err_rate * 100, lost_rate * 100, lag,
+          (double)(h_now_ms() - t0) / 1000.0, left, summary, bad,
+          bad ? ": " : "", first);
   ck_assert_msg(left == 0, "seed %llu: not quiet after %d ms (%s)", seed,
                 PROP_QUIET_MS, summary);
   ck_assert_msg(bad == 0, "seed %llu: %d violations, the first: %s", seed, bad,
