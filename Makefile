@@ -127,6 +127,7 @@ bench: build/bench_sched build/bench_ingest build/gpugate build/batch_emulator b
 	bench/kueue.sh
 	BENCH_BATCH_LATENCY=0 bench/kueue.sh
 	bench/race.sh
+	bench/faults.sh
 
 # ASan + UBSan build of the unit tests.
 ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
