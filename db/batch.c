@@ -19,6 +19,10 @@
  *     and a withdrawn create that was tried before does not count as
  *     withdrawn (db_batch_withdraw_create: the eviction or the cancel waits
  *     for Batch's word on it);
+ *   - CANCELLATION_IN_PROGRESS is not an end (batch_state_target: no
+ *     move): the Batch job may still run, so the job keeps its state and
+ *     its quota until Batch reports CANCELLED, DELETION_IN_PROGRESS, a
+ *     final state or 404;
  *   - a cancel row is never dropped on a refusal (server/dispatch.c,
  *     record_failure: a cancel is retried, whatever Batch answered), and
  *     only a 404 or Batch's ended state completes it;

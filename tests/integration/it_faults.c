@@ -251,6 +251,51 @@ START_TEST(refused_cancel_is_not_lost)
 }
 END_TEST
 
+/* ---- a cancel Batch is still carrying out ---------------------------- */
+
+/* Batch reports CANCELLATION_IN_PROGRESS for EMU_CANCEL_MS: the Batch job
+ * may still run, so the job keeps its quota (QUEUED or RUNNING, cancel
+ * requested) until Batch reports CANCELLED. */
+START_TEST(quota_held_while_cancellation_in_progress)
+{
+  char id[32], batch[64], st[48];
+  long long end;
+  int seen = 0;
+  json_t *j;
+
+  emu_config("{\"EMU_CANCEL_MS\": 6000}");
+  submit("slowcancel", "default", 2, 600000, id);
+  json_decref(wait_state(id, "RUNNING", 30000));
+  snprintf(batch, sizeof(batch), "gpugate-%s-a1", id);
+  cancel(id);
+  end = h_now_ms() + 40000;
+  for (;;) {
+    emu_state(batch, st, sizeof(st));
+    if (!strcmp(st, "CANCELLED"))
+      break;
+    j = get_job(id);
+    if (!strcmp(st, "CANCELLATION_IN_PROGRESS")) {
+      seen++;
+      ck_assert_msg(str_is(j, "state", "RUNNING") ||
+                        str_is(j, "state", "QUEUED"),
+                    "Batch job %s is %s (poll %d), yet the job is %s: its "
+                    "quota is released before Batch ended it",
+                    batch, st, seen, h_str(j, "state"));
+    }
+    json_decref(j);
+    ck_assert_msg(h_now_ms() < end, "Batch job %s is %s after 40 s", batch, st);
+    h_sleep_ms(100);
+  }
+  json_decref(wait_state(id, "CANCELLED", 30000));
+  fprintf(stderr,
+          "it_faults cancelling: the job held its quota through %d polls "
+          "of CANCELLATION_IN_PROGRESS, CANCELLED after Batch's CANCELLED\n",
+          seen);
+  ck_assert_msg(seen > 0, "never saw CANCELLATION_IN_PROGRESS");
+  emu_config("{\"EMU_CANCEL_MS\": 100}");
+}
+END_TEST
+
 /* ---- a cancel behind a create whose answer was lost -----------------------
  */
 
@@ -693,6 +738,8 @@ Suite *faults_suite(void)
   suite_add_tcase(s, one_case("overtaking", cancel_never_overtakes_its_create));
   suite_add_tcase(
       s, one_case("lost_create", eviction_ends_a_create_whose_answer_was_lost));
+  suite_add_tcase(
+      s, one_case("cancelling", quota_held_while_cancellation_in_progress));
   suite_add_tcase(s, one_case("shapes", shapes_match_googles_messages));
   {
     TCase *tc = tcase_create("property");
