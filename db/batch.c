@@ -25,7 +25,11 @@
  *     final state or 404;
  *   - a cancel row is never dropped on a refusal (server/dispatch.c,
  *     record_failure: a cancel is retried, whatever Batch answered), and
- *     only a 404 or Batch's ended state completes it;
+ *     only a 404 or Batch's ended state completes it; nor on an
+ *     acceptance: Batch may take a cancel and never act on it, so the row
+ *     stays and goes out again after a growing bound
+ *     (db_batch_recheck_cancel) until Batch reports the job ended (the
+ *     move deletes it, batch_report.c DROP_RECHECKS) or absent;
  *   - a cancel Batch took names the Batch job on the job when the create's
  *     answer never did (server/dispatch.c, cancel_done; batch_report.c,
  *     adopt), so what Batch reports next moves the job out of
@@ -657,6 +661,24 @@ int db_batch_done_cancel(struct db_conn *c, const struct db_batch_op *op,
                           errlen) < 0
              ? -1
              : 0;
+}
+
+static const char sql_recheck_cancel[] =
+    "UPDATE batch_ops SET tries = tries + 1, "
+    "last_error = 'accepted; sent again unless Batch reports the job ended', "
+    "next_at = clock_timestamp() + least(60000, 5000 * power(2, "
+    "least(tries, 4))::bigint) * interval '1 millisecond', "
+    "claimed_by = NULL, claimed_pid = NULL, claimed_until = NULL "
+    "WHERE id = $1::bigint AND claimed_by = $2";
+
+int db_batch_recheck_cancel(struct db_conn *c, const struct db_batch_op *op,
+                            char *err, size_t errlen)
+{
+  char id[24];
+  const char *params[2] = {id, op->claimed_by};
+
+  snprintf(id, sizeof(id), "%lld", (long long)op->id);
+  return db_run(c, sql_recheck_cancel, 2, params, NULL, err, errlen);
 }
 
 /* The delay counts from now, when the failure is known: not from the

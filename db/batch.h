@@ -133,6 +133,13 @@ int db_batch_done_create(struct db_conn *c, const struct db_batch_op *op,
  * second transaction: no sync follows such a copy. */
 int db_batch_done_cancel(struct db_conn *c, const struct db_batch_op *op,
                          bool gone, char *err, size_t errlen);
+/* A cancel (or delete) Batch took of a job's own Batch job: Batch may
+ * still never act on it, so the row stays in the outbox and goes out again
+ * after a bound that doubles with each try (5 s, then up to 60 s), until
+ * Batch reports the job ended (the row is deleted with the move,
+ * batch_report.c) or answers 404. */
+int db_batch_recheck_cancel(struct db_conn *c, const struct db_batch_op *op,
+                            char *err, size_t errlen);
 int db_batch_retry(struct db_conn *c, const struct db_batch_op *op,
                    long delay_ms, const char *error, char *err, size_t errlen);
 /* Batch refused the call for good: a refused create fails the job (a raced

@@ -328,6 +328,17 @@ static const char sql_observe_note[] =
     "AND (batch_state IS NULL OR " BATCH_STATE_RANK(
         "$2::text") " >= " BATCH_STATE_RANK("batch_state") ")";
 
+/* Batch reported the job ended: the cancel rows waiting to be sent again
+ * (db_batch_recheck_cancel) have done their work; one under a lease ends
+ * on its own. when: an SQL condition; name: the Batch job's name. */
+#define DROP_RECHECKS(when, name)                                              \
+  "r AS (DELETE FROM batch_ops WHERE " when " AND op = 'cancel' "              \
+  "AND claimed_by IS NULL AND batch_job_id = regexp_replace(" name             \
+  ", '^.*/', '') RETURNING id) "
+
+static const char sql_drop_rechecks[] =
+    "WITH " DROP_RECHECKS("true", "$1") "SELECT count(*) FROM r";
+
 /* $6: the move is to a final state, with reason $7; $10 the Batch job;
  * $11 when Batch says it ended (µs, 0: unknown): its finished_at, kept
  * between its start (or admission) and now, so a job's run and its usage
@@ -346,9 +357,10 @@ static const char sql_observe_move[] =
     "AND batch_job_name = $10 RETURNING id, team, attempt), "
     "e AS (INSERT INTO job_events (job_id, team, from_state, to_state, "
     "reason, attempt, message) SELECT id, team, $2, $3, $8, attempt, $9 "
-    "FROM u) "
-    "SELECT CASE WHEN $6::boolean "
-    "THEN pg_notify('gpugate_admission', 'batch') END FROM u";
+    "FROM u), " DROP_RECHECKS(
+        "$6::boolean AND EXISTS (SELECT 1 FROM u)",
+        "$10") "SELECT CASE WHEN $6::boolean "
+               "THEN pg_notify('gpugate_admission', 'batch') END FROM u";
 
 /*
  * Write what next_state() decided for job id (read as state and
@@ -481,7 +493,8 @@ int db_batch_observe_at(struct db_conn *c, const char *batch_job_name,
 
   to = next_state(state, cancel_requested, batch_state, &reason);
   if (to && !strcmp(to, "PENDING")) {
-    if (db_batch_requeue(c, id, "Requeued",
+    if (db_run(c, sql_drop_rechecks, 1, params, NULL, err, errlen) ||
+        db_batch_requeue(c, id, "Requeued",
                          "evicted; its Batch job is cancelled and it waits "
                          "again in its queue with its original place",
                          &rows, err, errlen))

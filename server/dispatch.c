@@ -280,7 +280,12 @@ static void cancel_done(struct dispatcher *t, struct flight *f, bool gone)
 
   if (batch_job_id_parse(f->op.batch_job_id, id, sizeof(id), &attempt, &k) != 0)
     k = 0;
-  if (db_batch_done_cancel(&t->w.conn, &f->op, gone, err, sizeof(err)) != 0 ||
+  if ((!gone && k == 0
+           /* Batch took it, but may never act on it: sent again after a
+            * bound until Batch reports the job ended or absent */
+           ? db_batch_recheck_cancel(&t->w.conn, &f->op, err, sizeof(err))
+           : db_batch_done_cancel(&t->w.conn, &f->op, gone, err,
+                                  sizeof(err))) != 0 ||
       /* Batch has no such job: an eviction waiting for it completes now */
       (gone && db_batch_observe(&t->w.conn, f->name, "NOT_FOUND", err,
                                 sizeof(err)) < 0) ||

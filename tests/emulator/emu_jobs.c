@@ -69,6 +69,7 @@ struct job {
   struct job *qprev, *qnext; /* the QUEUED list */
   bool queued;               /* on the QUEUED list */
   long long cancel_at_ms;    /* an accepted cancel acts then (0: none) */
+  bool cancel_dropped;       /* EMU_CANCEL_DROP_FIRST: one was lost */
 };
 
 struct op {
@@ -1133,9 +1134,17 @@ static enum emu_jobs_rc start_op(const char *name, const char *verb,
   else if (only_live &&
            (terminal(j->state) || j->state == DELETION_IN_PROGRESS))
     rc = EMU_JOBS_BAD_STATE;
-  else if (to == CANCELLATION_IN_PROGRESS && c.cancel_lag_ms > 0 &&
+  else if (to == CANCELLATION_IN_PROGRESS && c.cancel_drop_first &&
+           !j->cancel_dropped &&
            (j->state == QUEUED || j->state == SCHEDULED ||
             j->state == RUNNING)) {
+    /* accepted, never acted on: the job runs on (its operation stays
+     * done: false) until a later :cancel */
+    j->cancel_dropped = true;
+    rc = new_op(j, verb, op);
+  } else if (to == CANCELLATION_IN_PROGRESS && c.cancel_lag_ms > 0 &&
+             (j->state == QUEUED || j->state == SCHEDULED ||
+              j->state == RUNNING)) {
     /* accepted, acted on later: the job runs on meanwhile (its operation
      * is not done until the job is CANCELLED) */
     if (!j->cancel_at_ms) {

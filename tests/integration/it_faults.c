@@ -251,6 +251,34 @@ START_TEST(refused_cancel_is_not_lost)
 }
 END_TEST
 
+/* ---- a cancel Batch took and never acted on --------------------------- */
+
+/* Batch answers the first :cancel with its Operation and leaves the job
+ * running: gpugate sends it again after a bound and the job is CANCELLED
+ * (before issue 34's item 2 the row was done on the answer and the job ran
+ * on, cancel-requested, for ever). */
+START_TEST(dropped_cancel_is_sent_again)
+{
+  char id[32], batch[64], st[48];
+  long long t0;
+
+  submit("dropped", "default", 2, 600000, id);
+  json_decref(wait_state(id, "RUNNING", 30000));
+  snprintf(batch, sizeof(batch), "gpugate-%s-a1", id);
+  emu_config("{\"EMU_CANCEL_DROP_FIRST\": true}");
+  t0 = h_now_ms();
+  cancel(id);
+  json_decref(wait_state(id, "CANCELLED", 45000));
+  emu_state(batch, st, sizeof(st));
+  fprintf(stderr,
+          "it_faults dropped cancel: CANCELLED %.1f s after the cancel, "
+          "Batch job %s\n",
+          (double)(h_now_ms() - t0) / 1000.0, st);
+  ck_assert_msg(!live(st), "Batch job %s is %s", batch, st);
+  emu_config("{\"EMU_CANCEL_DROP_FIRST\": false}");
+}
+END_TEST
+
 /* ---- a cancel Batch is still carrying out ---------------------------- */
 
 /* Batch reports CANCELLATION_IN_PROGRESS for EMU_CANCEL_MS: the Batch job
@@ -738,6 +766,7 @@ Suite *faults_suite(void)
   suite_add_tcase(s, one_case("overtaking", cancel_never_overtakes_its_create));
   suite_add_tcase(
       s, one_case("lost_create", eviction_ends_a_create_whose_answer_was_lost));
+  suite_add_tcase(s, one_case("dropped", dropped_cancel_is_sent_again));
   suite_add_tcase(
       s, one_case("cancelling", quota_held_while_cancellation_in_progress));
   suite_add_tcase(s, one_case("shapes", shapes_match_googles_messages));
