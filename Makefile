@@ -135,6 +135,7 @@ bench: build/bench_sched build/bench_ingest build/gpugate build/batch_emulator b
 	bench/kueue.sh
 	BENCH_BATCH_LATENCY=0 bench/kueue.sh
 	bench/race.sh
+	bench/faults.sh
 	bench/sse.sh
 
 # ASan + UBSan build of the unit tests.

@@ -444,7 +444,7 @@ enum batch_state batch_state_parse(const char *s)
              {"RUNNING", BATCH_STATE_RUNNING},
              {"SUCCEEDED", BATCH_STATE_SUCCEEDED},
              {"FAILED", BATCH_STATE_FAILED},
-             {"CANCELLATION_IN_PROGRESS", BATCH_STATE_CANCELLED},
+             {"CANCELLATION_IN_PROGRESS", BATCH_STATE_CANCELLING},
              {"CANCELLED", BATCH_STATE_CANCELLED},
              {"DELETION_IN_PROGRESS", BATCH_STATE_DELETED}};
   size_t i;
@@ -467,6 +467,11 @@ const char *batch_state_target(enum batch_state st, enum batch_intent intent,
     break;
   case BATCH_STATE_RUNNING:
     to = stopping ? NULL : "RUNNING";
+    break;
+  case BATCH_STATE_CANCELLING:
+    /* the Batch job may still run: a cancel or an eviction (and the quota
+     * it holds) waits for CANCELLED; one cancelled outside gpugate is
+     * judged then too (db/batch.c, the invariant) */
     break;
   case BATCH_STATE_SUCCEEDED: /* finished before our cancel took effect */
     to = "SUCCEEDED";

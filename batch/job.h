@@ -58,8 +58,9 @@ enum batch_state {
   BATCH_STATE_RUNNING,     /* RUNNING */
   BATCH_STATE_SUCCEEDED,   /* SUCCEEDED */
   BATCH_STATE_FAILED,      /* FAILED */
-  BATCH_STATE_CANCELLED,   /* CANCELLATION_IN_PROGRESS, CANCELLED */
-  BATCH_STATE_DELETED      /* DELETION_IN_PROGRESS, or a 404 on get */
+  BATCH_STATE_CANCELLED,   /* CANCELLED */
+  BATCH_STATE_DELETED,     /* DELETION_IN_PROGRESS, or a 404 on get */
+  BATCH_STATE_CANCELLING   /* CANCELLATION_IN_PROGRESS: may still run */
 };
 
 /* Why gpugate last asked Batch to stop the job, if it did. */

@@ -7,6 +7,39 @@
  * deletes the row in the same transaction that records the result. If
  * gpugate dies between the call and the commit the row stays, the next
  * claim calls again, and Batch's ALREADY_EXISTS counts as success.
+ *
+ * THE INVARIANT (SPEC §10; issue 34): while a job is cancel-requested or
+ * EVICTING and any Batch job of it may exist (created, or a create whose
+ * outcome is unknown), gpugate keeps trying to end that Batch job, with
+ * backoff and never giving up on a 4xx, until Batch reports it ended or
+ * absent (404); only then does the job leave cancel-requested or EVICTING,
+ * and its quota is released only then. What keeps it:
+ *   - a create whose answer is unknown is possibly made, never forgotten:
+ *     its deterministic id is the one the cancel names (sql_request_cancel),
+ *     and a withdrawn create that was tried before does not count as
+ *     withdrawn (db_batch_withdraw_create: the eviction or the cancel waits
+ *     for Batch's word on it);
+ *   - CANCELLATION_IN_PROGRESS is not an end (batch_state_target: no
+ *     move): the Batch job may still run, so the job keeps its state and
+ *     its quota until Batch reports CANCELLED, DELETION_IN_PROGRESS, a
+ *     final state or 404;
+ *   - a cancel row is never dropped on a refusal (server/dispatch.c,
+ *     record_failure: a cancel is retried, whatever Batch answered), and
+ *     only a 404 or Batch's ended state completes it; nor on an
+ *     acceptance: Batch may take a cancel and never act on it, so the row
+ *     stays and goes out again after a growing bound
+ *     (db_batch_recheck_cancel) until Batch reports the job ended (the
+ *     move deletes it, batch_report.c DROP_RECHECKS) or absent;
+ *   - a cancel Batch took names the Batch job on the job when the create's
+ *     answer never did (server/dispatch.c, cancel_done; batch_report.c,
+ *     adopt), so what Batch reports next moves the job out of
+ *     cancel-requested or EVICTING; nothing else does;
+ *   - a job's rows go out in order: a retried row keeps the rows queued
+ *     behind it behind it (sql_retry), and a create is stale once a cancel
+ *     is pending (claimed_op), so no create reaches Batch after the cancel
+ *     that ends it.
+ * tests/integration/it_faults.c checks it against a Batch that refuses and
+ * loses answers, as a property of random interleavings.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -90,11 +123,14 @@ static const char sql_request_create[] =
 
 /* A create under a live lease may be at Batch right now: it is not
  * withdrawn, and the caller asks for a cancel, which goes out after it. */
+/* A create tried before (tries > 0: its answer was lost, or an error that
+ * may have followed the effect) is possibly made: withdrawn all the same,
+ * but it counts as a Batch job that may exist (db_batch_withdraw_create). */
 static const char sql_withdraw_create[] =
     "DELETE FROM batch_ops WHERE job_id = $1 AND attempt = $2::int "
     "AND op = 'create' AND (claimed_until IS NULL "
     "OR claimed_until < clock_timestamp() OR NOT EXISTS (SELECT 1 FROM "
-    "pg_stat_activity a WHERE a.pid = claimed_pid)) RETURNING 1";
+    "pg_stat_activity a WHERE a.pid = claimed_pid)) RETURNING tries";
 
 /* How many Batch jobs the attempt has or would have: its raced copies, or
  * one. */
@@ -169,12 +205,17 @@ int db_batch_withdraw_create(struct db_conn *c, const char *job_id, int attempt,
   char a[16];
   const char *params[2] = {job_id, a};
   PGresult *res;
-  int rows = 0;
+  int rows = 0, i;
   long copies;
+  bool tried = false;
 
   snprintf(a, sizeof(a), "%d", attempt);
-  if (db_run(c, sql_withdraw_create, 2, params, &rows, err, errlen))
+  if (!(res = db_query(c, sql_withdraw_create, 2, params, err, errlen)))
     return -1;
+  rows = PQntuples(res);
+  for (i = 0; i < rows; i++)
+    tried |= strtol(PQgetvalue(res, i, 0), NULL, 10) > 0;
+  PQclear(res);
   if (rows == 0)
     return 0;
   if (!(res = db_query(c, sql_copies_of, 2, params, err, errlen)))
@@ -186,7 +227,7 @@ int db_batch_withdraw_create(struct db_conn *c, const char *job_id, int attempt,
   /* withdrawn only when no Batch job of the attempt was created: with a
    * race, some copies may exist while the creates of others were still
    * waiting */
-  return rows >= copies ? 1 : 0;
+  return rows >= copies && !tried ? 1 : 0;
 }
 
 int db_batch_request_cancel(struct db_conn *c, const char *job_id, char *err,
@@ -356,9 +397,12 @@ static bool claimed_op(PGresult *res, int i, const char *claimer,
             strcmp(PQgetvalue(res, i, 15), "QUEUED") != 0) ||
            strtol(PQgetvalue(res, i, 16), NULL, 10) != op->attempt ||
            PQgetvalue(res, i, 17)[0] == 't';
+  /* a job whose cancel is pending is never created: the cancel queued
+   * behind this row ends whatever an earlier try of it made */
   return !strcmp(op->op, "create") &&
          (strcmp(PQgetvalue(res, i, 15), "ADMITTED") != 0 ||
-          strtol(PQgetvalue(res, i, 16), NULL, 10) != op->attempt);
+          strtol(PQgetvalue(res, i, 16), NULL, 10) != op->attempt ||
+          PQgetvalue(res, i, 17)[0] == 't');
 }
 
 /* Claim with one of the claim statements ($1 skip, a text array; $3
@@ -619,14 +663,39 @@ int db_batch_done_cancel(struct db_conn *c, const struct db_batch_op *op,
              : 0;
 }
 
+static const char sql_recheck_cancel[] =
+    "UPDATE batch_ops SET tries = tries + 1, "
+    "last_error = 'accepted; sent again unless Batch reports the job ended', "
+    "next_at = clock_timestamp() + least(60000, 5000 * power(2, "
+    "least(tries, 4))::bigint) * interval '1 millisecond', "
+    "claimed_by = NULL, claimed_pid = NULL, claimed_until = NULL "
+    "WHERE id = $1::bigint AND claimed_by = $2";
+
+int db_batch_recheck_cancel(struct db_conn *c, const struct db_batch_op *op,
+                            char *err, size_t errlen)
+{
+  char id[24];
+  const char *params[2] = {id, op->claimed_by};
+
+  snprintf(id, sizeof(id), "%lld", (long long)op->id);
+  return db_run(c, sql_recheck_cancel, 2, params, NULL, err, errlen);
+}
+
 /* The delay counts from now, when the failure is known: not from the
  * claim, before the Batch call (a slow failure would otherwise eat its own
  * backoff or Retry-After). The lease ends with it. */
+/* The job's later rows move with it: a job's rows go out in (next_at, id)
+ * order, and a row put off must not let the ones queued behind it overtake
+ * it (a cancel queued while its create was at Batch, sent before the
+ * create is retried; the create of attempt N+1 before the retried cancel
+ * of attempt N). */
 static const char sql_retry[] =
-    "UPDATE batch_ops SET tries = tries + 1, last_error = $3, "
+    "WITH r AS (UPDATE batch_ops SET tries = tries + 1, last_error = $3, "
     "next_at = clock_timestamp() + $2::bigint * interval '1 millisecond', "
     "claimed_by = NULL, claimed_pid = NULL, claimed_until = NULL "
-    "WHERE id = $1::bigint AND claimed_by = $4";
+    "WHERE id = $1::bigint AND claimed_by = $4 RETURNING job_id, next_at) "
+    "UPDATE batch_ops b SET next_at = r.next_at FROM r "
+    "WHERE b.job_id = r.job_id AND b.id > $1::bigint AND b.next_at < r.next_at";
 
 int db_batch_retry(struct db_conn *c, const struct db_batch_op *op,
                    long delay_ms, const char *error, char *err, size_t errlen)

@@ -133,6 +133,13 @@ int db_batch_done_create(struct db_conn *c, const struct db_batch_op *op,
  * second transaction: no sync follows such a copy. */
 int db_batch_done_cancel(struct db_conn *c, const struct db_batch_op *op,
                          bool gone, char *err, size_t errlen);
+/* A cancel (or delete) Batch took of a job's own Batch job: Batch may
+ * still never act on it, so the row stays in the outbox and goes out again
+ * after a bound that doubles with each try (5 s, then up to 60 s), until
+ * Batch reports the job ended (the row is deleted with the move,
+ * batch_report.c) or answers 404. */
+int db_batch_recheck_cancel(struct db_conn *c, const struct db_batch_op *op,
+                            char *err, size_t errlen);
 int db_batch_retry(struct db_conn *c, const struct db_batch_op *op,
                    long delay_ms, const char *error, char *err, size_t errlen);
 /* Batch refused the call for good: a refused create fails the job (a raced
@@ -149,6 +156,15 @@ int db_batch_give_up(struct db_conn *c, const struct db_batch_op *op,
  */
 int db_batch_observe(struct db_conn *c, const char *batch_job_name,
                      const char *batch_state, char *err, size_t errlen);
+/*
+ * Batch took a cancel of batch_job_name (a full name, "projects/…"), the
+ * Batch job of the attempt it names: a job that does not name it yet (its
+ * create's answer was lost) names it now, in its own transaction, so that
+ * what Batch reports next ends the cancel or the eviction. Batch's state is
+ * not decided here (an accepted cancel may act later). 0 or -1.
+ */
+int db_batch_adopt(struct db_conn *c, const char *batch_job_name, char *err,
+                   size_t errlen);
 /* The same with when Batch says the job ended (batch_job_ended_us(); 0:
  * unknown): a final state's finished_at is that time, kept between the
  * job's start (or admission) and now, instead of now. */

@@ -65,12 +65,17 @@ static const char *next_state(const char *state, bool cancel_requested,
  * BatchJobCreated per attempt, and every event starts where the last one
  * ended). An EVICTING job only takes the name (sql_created_evicting).
  */
+/* $4 false: Batch has no such job (a cancel answered 404, the create never
+ * made it): the job takes the name only, with no BatchJobCreated for a
+ * Batch job that never existed, and the report moves it from ADMITTED. */
 static const char sql_adopt[] =
     "WITH u AS (UPDATE jobs SET batch_job_name = $3, "
-    "state = CASE WHEN state = 'ADMITTED' THEN 'QUEUED' ELSE state END, "
-    "batch_state = CASE WHEN state = 'ADMITTED' THEN 'QUEUED' "
-    "ELSE batch_state END, "
-    "queued_at = coalesce(queued_at, now()), updated_at = now() "
+    "state = CASE WHEN state = 'ADMITTED' AND $4::boolean THEN 'QUEUED' "
+    "ELSE state END, "
+    "batch_state = CASE WHEN state = 'ADMITTED' AND $4::boolean "
+    "THEN 'QUEUED' ELSE batch_state END, "
+    "queued_at = CASE WHEN $4::boolean THEN coalesce(queued_at, now()) "
+    "ELSE queued_at END, updated_at = now() "
     "WHERE id = $1 AND attempt = $2::int "
     "AND state IN ('ADMITTED', 'EVICTING') AND batch_job_name IS NULL "
     "RETURNING id, team, attempt, state, cancel_requested), "
@@ -80,12 +85,12 @@ static const char sql_adopt[] =
     "WHERE state = 'QUEUED') "
     "SELECT id, state, cancel_requested FROM u";
 
-static PGresult *adopt(struct db_conn *c, const char *name, char *err,
-                       size_t errlen)
+static PGresult *adopt(struct db_conn *c, const char *name, bool exists,
+                       char *err, size_t errlen)
 {
   const char *base = strrchr(name, '/'), *dash;
   char id[32], attempt[16];
-  const char *params[3] = {id, attempt, name};
+  const char *params[4] = {id, attempt, name, exists ? "t" : "f"};
   size_t idlen;
 
   base = base ? base + 1 : name;
@@ -98,7 +103,29 @@ static PGresult *adopt(struct db_conn *c, const char *name, char *err,
   memcpy(id, base + 8, idlen);
   id[idlen] = '\0';
   snprintf(attempt, sizeof(attempt), "%.15s", dash + 2);
-  return db_query(c, sql_adopt, 3, params, err, errlen);
+  return db_query(c, sql_adopt, 4, params, err, errlen);
+}
+
+int db_batch_adopt(struct db_conn *c, const char *batch_job_name, char *err,
+                   size_t errlen)
+{
+  PGresult *res;
+
+  if (db_begin(c) != GG_OK) {
+    snprintf(err, errlen, "BEGIN failed");
+    return -1;
+  }
+  if (!(res = adopt(c, batch_job_name, true, err, errlen))) {
+    db_rollback(c);
+    return -1;
+  }
+  PQclear(res);
+  if (db_commit(c) != GG_OK) {
+    snprintf(err, errlen, "COMMIT failed");
+    db_rollback(c);
+    return -1;
+  }
+  return 0;
 }
 
 /* ---- race mode: copies of one attempt in several regions --------------- */
@@ -277,10 +304,40 @@ static const char sql_observe_peek[] =
     "SELECT id, state, cancel_requested, batch_state IS NOT DISTINCT FROM $2 "
     "FROM jobs WHERE batch_job_name = $1";
 
+/*
+ * Batch's own state only moves forward (issue 34, defect 5): Pub/Sub
+ * redelivers a message it did not see acknowledged after later ones, and a
+ * sync's listing can be older than a push. A job's Batch states come in
+ * one order (QUEUED, SCHEDULED, RUNNING, then stopping, then ended), the
+ * order of their status events, so a report is recorded only when its
+ * state is not behind the one recorded: a QUEUED redelivered after
+ * SCHEDULED would have made a Flex Start job that has its capacity fail
+ * over (db_batch_flex_expired reads batch_state).
+ */
+#define BATCH_STATE_RANK(s)                                                    \
+  "CASE " s " WHEN 'QUEUED' THEN 1 WHEN 'SCHEDULED' THEN 2 "                   \
+  "WHEN 'RUNNING' THEN 3 WHEN 'CANCELLATION_IN_PROGRESS' THEN 4 "              \
+  "WHEN 'DELETION_IN_PROGRESS' THEN 5 WHEN 'SUCCEEDED' THEN 6 "                \
+  "WHEN 'FAILED' THEN 6 WHEN 'CANCELLED' THEN 6 WHEN 'NOT_FOUND' THEN 7 "      \
+  "ELSE 0 END"
+
 static const char sql_observe_note[] =
     "UPDATE jobs SET batch_state = $2 WHERE id = $1 AND state = $3 "
     "AND cancel_requested = $4::boolean AND batch_job_name = $5 "
-    "AND batch_state IS DISTINCT FROM $2";
+    "AND batch_state IS DISTINCT FROM $2 "
+    "AND (batch_state IS NULL OR " BATCH_STATE_RANK(
+        "$2::text") " >= " BATCH_STATE_RANK("batch_state") ")";
+
+/* Batch reported the job ended: the cancel rows waiting to be sent again
+ * (db_batch_recheck_cancel) have done their work; one under a lease ends
+ * on its own. when: an SQL condition; name: the Batch job's name. */
+#define DROP_RECHECKS(when, name)                                              \
+  "r AS (DELETE FROM batch_ops WHERE " when " AND op = 'cancel' "              \
+  "AND claimed_by IS NULL AND batch_job_id = regexp_replace(" name             \
+  ", '^.*/', '') RETURNING id) "
+
+static const char sql_drop_rechecks[] =
+    "WITH " DROP_RECHECKS("true", "$1") "SELECT count(*) FROM r";
 
 /* $6: the move is to a final state, with reason $7; $10 the Batch job;
  * $11 when Batch says it ended (µs, 0: unknown): its finished_at, kept
@@ -300,9 +357,10 @@ static const char sql_observe_move[] =
     "AND batch_job_name = $10 RETURNING id, team, attempt), "
     "e AS (INSERT INTO job_events (job_id, team, from_state, to_state, "
     "reason, attempt, message) SELECT id, team, $2, $3, $8, attempt, $9 "
-    "FROM u) "
-    "SELECT CASE WHEN $6::boolean "
-    "THEN pg_notify('gpugate_admission', 'batch') END FROM u";
+    "FROM u), " DROP_RECHECKS(
+        "$6::boolean AND EXISTS (SELECT 1 FROM u)",
+        "$10") "SELECT CASE WHEN $6::boolean "
+               "THEN pg_notify('gpugate_admission', 'batch') END FROM u";
 
 /*
  * Write what next_state() decided for job id (read as state and
@@ -418,7 +476,8 @@ int db_batch_observe_at(struct db_conn *c, const char *batch_job_name,
         race_k > 0)
       return race_observe(c, rid, rattempt, race_k, batch_job_name, batch_state,
                           err, errlen);
-    res = adopt(c, batch_job_name, err, errlen);
+    res = adopt(c, batch_job_name, strcmp(batch_state, "NOT_FOUND") != 0, err,
+                errlen);
     if (!res)
       goto fail;
   }
@@ -434,7 +493,8 @@ int db_batch_observe_at(struct db_conn *c, const char *batch_job_name,
 
   to = next_state(state, cancel_requested, batch_state, &reason);
   if (to && !strcmp(to, "PENDING")) {
-    if (db_batch_requeue(c, id, "Requeued",
+    if (db_run(c, sql_drop_rechecks, 1, params, NULL, err, errlen) ||
+        db_batch_requeue(c, id, "Requeued",
                          "evicted; its Batch job is cancelled and it waits "
                          "again in its queue with its original place",
                          &rows, err, errlen))

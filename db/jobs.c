@@ -475,7 +475,7 @@ enum gg_code db_queue_pending(struct gg_req *req, const char *team,
 static const char sql_notify[] = "SELECT pg_notify('gpugate_admission', $1)";
 
 static const char sql_attempt[] =
-    "SELECT attempt FROM jobs WHERE team = $1 AND id = $2";
+    "SELECT attempt, state FROM jobs WHERE team = $1 AND id = $2";
 
 static const char sql_lock_job[] =
     "SELECT state, attempt FROM jobs WHERE team = $1 AND id = $2 FOR UPDATE";
@@ -503,20 +503,26 @@ static bool finished(const char *state)
          !strcmp(state, "CANCELLED");
 }
 
+/* Times db_job_cancel reads the job again when it moved between the
+ * unlocked read and the lock (an admission, a failover, a requeue). */
+#define CANCEL_ROUNDS 8
+
 enum gg_code db_job_cancel(struct gg_req *req, const char *team, const char *id,
                            json_t **out)
 {
   struct db_conn *db = req_db(req);
   const char *params[4] = {team, id, NULL, req_actor(req)};
   bool batch = db_pool_batch(req->pool);
-  char state[16], err[256];
+  char state[16], seen[16] = "", err[256];
   PGresult *res = NULL;
   enum gg_code code;
-  int withdrawn = 1;
+  int withdrawn = 1, round = 0, attempt = 0;
 
   *out = NULL;
   if (!db)
     return db_fail(req, GG_UNAVAILABLE);
+again:
+  withdrawn = 1;
   if ((code = db_begin(db)) != GG_OK)
     return db_fail(req, code);
   if (batch) {
@@ -524,9 +530,9 @@ enum gg_code db_job_cancel(struct gg_req *req, const char *team, const char *id,
     if (!(res = db_req_exec(req, db, sql_attempt, 2, params)))
       goto fail;
     if (PQntuples(res) == 1) {
-      withdrawn = db_batch_withdraw_create(
-          db, id, (int)strtol(PQgetvalue(res, 0, 0), NULL, 10), err,
-          sizeof(err));
+      attempt = (int)strtol(PQgetvalue(res, 0, 0), NULL, 10);
+      snprintf(seen, sizeof(seen), "%s", PQgetvalue(res, 0, 1));
+      withdrawn = db_batch_withdraw_create(db, id, attempt, err, sizeof(err));
       if (withdrawn < 0) {
         db_fail(req, GG_UNAVAILABLE);
         goto fail;
@@ -542,6 +548,20 @@ enum gg_code db_job_cancel(struct gg_req *req, const char *team, const char *id,
     goto fail;
   }
   snprintf(state, sizeof(state), "%s", PQgetvalue(res, 0, 0));
+  /* The attempt was read, and its creates withdrawn, before the lock: an
+   * admission, a failover or a requeue that committed in between wrote a
+   * create this transaction did not withdraw, and it would go out after
+   * the cancel was accepted. The job is read again, now that a move waits
+   * for this lock. */
+  if (batch && seen[0] &&
+      (strcmp(seen, state) != 0 ||
+       strtol(PQgetvalue(res, 0, 1), NULL, 10) != attempt) &&
+      ++round < CANCEL_ROUNDS) {
+    PQclear(res);
+    res = NULL;
+    db_rollback(db);
+    goto again;
+  }
   PQclear(res);
   res = NULL;
   params[2] = state;

@@ -136,7 +136,11 @@ static void record_failure(struct dispatcher *t, const struct db_batch_op *op,
   char err[256];
   int rc;
 
-  if (r->error.retryable) {
+  /* A cancel is never given up (db/batch.c, the invariant): the Batch job
+   * may exist, and nothing else would end it. A refusal (400 once, then
+   * accepted, as Batch answers now and then) is tried again with backoff
+   * until Batch reports the job ended or absent (404). */
+  if (r->error.retryable || !strcmp(op->op, "cancel")) {
     long delay = batch_backoff_ms(op->tries, r->error.retry_after_ms, &w->rng);
     log_op(LOG_WARN, "batch call failed; will retry", op, r);
     rc =
@@ -271,10 +275,26 @@ static void cancel_done(struct dispatcher *t, struct flight *f, bool gone)
 {
   char err[256];
 
-  if (db_batch_done_cancel(&t->w.conn, &f->op, gone, err, sizeof(err)) != 0 ||
+  char id[32];
+  int attempt, k = 0;
+
+  if (batch_job_id_parse(f->op.batch_job_id, id, sizeof(id), &attempt, &k) != 0)
+    k = 0;
+  if ((!gone && k == 0
+           /* Batch took it, but may never act on it: sent again after a
+            * bound until Batch reports the job ended or absent */
+           ? db_batch_recheck_cancel(&t->w.conn, &f->op, err, sizeof(err))
+           : db_batch_done_cancel(&t->w.conn, &f->op, gone, err,
+                                  sizeof(err))) != 0 ||
       /* Batch has no such job: an eviction waiting for it completes now */
       (gone && db_batch_observe(&t->w.conn, f->name, "NOT_FOUND", err,
-                                sizeof(err)) < 0))
+                                sizeof(err)) < 0) ||
+      /* Batch took the cancel of a Batch job the job may not name yet (its
+       * create's answer was lost): the job names it now (db/batch_report.c,
+       * adopt), so that what Batch reports next ends the cancel or the
+       * eviction (a raced copy: db_batch_done_cancel) */
+      (!gone && k == 0 &&
+       db_batch_adopt(&t->w.conn, f->name, err, sizeof(err)) < 0))
     not_recorded(&f->op, err);
 }
 

@@ -40,6 +40,8 @@ static const struct key keys[] = {
     {"EMU_FLEX_WAIT_MS", FIELD(flex_wait_ms), 0, 86400000, K_LONG, true},
     {"EMU_START_MS", FIELD(start_ms), 0, 86400000, K_LONG, true},
     {"EMU_CANCEL_MS", FIELD(cancel_ms), 0, 86400000, K_LONG, true},
+    {"EMU_CANCEL_LAG_MS", FIELD(cancel_lag_ms), 0, 86400000, K_LONG, true},
+    {"EMU_CANCEL_DROP_FIRST", FIELD(cancel_drop_first), NOLIMIT, K_BOOL, true},
     {"EMU_DELETE_MS", FIELD(delete_ms), 0, 86400000, K_LONG, true},
     {"EMU_FAIL_RATE", FIELD(fail_rate), 0, 1, K_DOUBLE, true},
     {"EMU_SEED", FIELD(seed), 0, 9e18, K_LONG, true},

@@ -31,7 +31,10 @@ struct emu_config {
   long long flex_wait_ms;
   long long start_ms;  /* SCHEDULED → RUNNING */
   long long cancel_ms; /* CANCELLATION_IN_PROGRESS → CANCELLED */
-  long long delete_ms; /* DELETION_IN_PROGRESS → gone */
+  /* an accepted :cancel leaves the job as it is this long first */
+  long long cancel_lag_ms;
+  bool cancel_drop_first; /* the first accepted :cancel of a job is lost */
+  long long delete_ms;    /* DELETION_IN_PROGRESS → gone */
   double fail_rate;
   long long seed;
   long long token_ttl_s;

@@ -19,9 +19,11 @@ struct settings {
   unsigned codes[MAX_CODES];
   size_t n_codes;
   long long timeout_ms, retry_after_s, max_faults;
-  bool timeout_reset, timeout_slow, tokens;
+  bool timeout_reset, timeout_slow, tokens, lost_503;
   char methods[MAX_METHODS][8];
   size_t n_methods;
+  char calls[MAX_METHODS][8];
+  size_t n_calls;
   char regions[MAX_REGIONS][64];
   size_t n_regions;
 };
@@ -98,19 +100,20 @@ int emu_fault_configure(const json_t *spec, char *err, size_t errlen)
                        .max_faults = -1};
   json_t *codes = NULL, *methods = NULL, *regions = NULL, *tokens = NULL, *e;
   json_t *er = NULL, *tr = NULL, *rr = NULL, *lr = NULL, *tms = NULL,
-         *ras = NULL, *mf = NULL;
-  const char *mode = NULL;
+         *ras = NULL, *mf = NULL, *calls = NULL;
+  const char *mode = NULL, *lost_mode = NULL;
   json_error_t jerr;
   size_t i;
 
   if (json_unpack_ex((json_t *)spec, &jerr, JSON_STRICT,
                      "{s?o, s?o, s?o, s?o, s?s, s?o, s?o, s?o, s?o, s?o, s?o, "
-                     "s?o}",
+                     "s?o, s?o, s?s}",
                      "error_rate", &er, "codes", &codes, "timeout_rate", &tr,
                      "timeout_ms", &tms, "timeout_mode", &mode, "reset_rate",
                      &rr, "lost_response_rate", &lr, "retry_after_s", &ras,
                      "tokens", &tokens, "methods", &methods, "regions",
-                     &regions, "max_faults", &mf) != 0) {
+                     &regions, "max_faults", &mf, "calls", &calls,
+                     "lost_response_mode", &lost_mode) != 0) {
     snprintf(err, errlen, "%s", jerr.text);
     return -1;
   }
@@ -132,6 +135,12 @@ int emu_fault_configure(const json_t *spec, char *err, size_t errlen)
              "timeout_mode must be \"503\", \"reset\" or \"slow\"");
     return -1;
   }
+  if (lost_mode && strcmp(lost_mode, "reset") != 0 &&
+      strcmp(lost_mode, "503") != 0) {
+    snprintf(err, errlen, "lost_response_mode must be \"reset\" or \"503\"");
+    return -1;
+  }
+  s.lost_503 = lost_mode && !strcmp(lost_mode, "503");
   s.timeout_reset = mode && !strcmp(mode, "reset");
   s.timeout_slow = mode && !strcmp(mode, "slow");
   if (tokens && !json_is_boolean(tokens)) {
@@ -161,8 +170,20 @@ int emu_fault_configure(const json_t *spec, char *err, size_t errlen)
               err, errlen) ||
       strings(regions, "regions must be an array of Batch locations",
               &s.regions[0][0], MAX_REGIONS, sizeof(s.regions[0]), &s.n_regions,
-              err, errlen))
+              err, errlen) ||
+      strings(calls,
+              "calls must be an array of create, get, list, cancel, delete",
+              &s.calls[0][0], MAX_METHODS, sizeof(s.calls[0]), &s.n_calls, err,
+              errlen))
     return -1;
+  for (i = 0; i < s.n_calls; i++)
+    if (strcmp(s.calls[i], "create") && strcmp(s.calls[i], "get") &&
+        strcmp(s.calls[i], "list") && strcmp(s.calls[i], "cancel") &&
+        strcmp(s.calls[i], "delete")) {
+      snprintf(err, errlen,
+               "calls must be an array of create, get, list, cancel, delete");
+      return -1;
+    }
   pthread_mutex_lock(&mu);
   cur = s;
   memset(injected, 0, sizeof(injected));
@@ -175,7 +196,7 @@ json_t *emu_fault_to_json(void)
   struct settings s;
   long long n[5];
   json_t *codes = json_array(), *methods = json_array(),
-         *regions = json_array();
+         *regions = json_array(), *calls = json_array(), *out;
   size_t i;
 
   pthread_mutex_lock(&mu);
@@ -188,7 +209,9 @@ json_t *emu_fault_to_json(void)
     json_array_append_new(methods, json_string(s.methods[i]));
   for (i = 0; i < s.n_regions; i++)
     json_array_append_new(regions, json_string(s.regions[i]));
-  return json_pack(
+  for (i = 0; i < s.n_calls; i++)
+    json_array_append_new(calls, json_string(s.calls[i]));
+  out = json_pack(
       "{s:f, s:o, s:f, s:I, s:s, s:f, s:f, s:I, s:b, s:o, s:o, s:I, "
       "s:{s:I, s:I, s:I, s:I}}",
       "error_rate", s.error_rate, "codes", codes, "timeout_rate",
@@ -203,6 +226,14 @@ json_t *emu_fault_to_json(void)
       (json_int_t)n[EMU_FAULT_ERROR], "timeout",
       (json_int_t)n[EMU_FAULT_TIMEOUT], "reset", (json_int_t)n[EMU_FAULT_RESET],
       "lost_response", (json_int_t)n[EMU_FAULT_LOST_RESPONSE]);
+  if (out) {
+    json_object_set_new(out, "calls", calls);
+    json_object_set_new(out, "lost_response_mode",
+                        json_string(s.lost_503 ? "503" : "reset"));
+  } else {
+    json_decref(calls);
+  }
+  return out;
 }
 
 /* Whether path names one of the regions ("/locations/<region>/"). */
@@ -222,12 +253,12 @@ static bool region_ok(const struct settings *s, const char *path)
 }
 
 void emu_fault_draw(bool token_endpoint, const char *method, const char *path,
-                    struct emu_fault *out)
+                    const char *call, struct emu_fault *out)
 {
   struct settings s;
   double r, total;
   size_t i;
-  bool method_ok;
+  bool method_ok, call_ok;
 
   memset(out, 0, sizeof(*out));
   pthread_mutex_lock(&mu);
@@ -239,7 +270,10 @@ void emu_fault_draw(bool token_endpoint, const char *method, const char *path,
   method_ok = s.n_methods == 0;
   for (i = 0; i < s.n_methods; i++)
     method_ok |= !strcmp(s.methods[i], method);
-  if (!method_ok || !region_ok(&s, path))
+  call_ok = s.n_calls == 0;
+  for (i = 0; i < s.n_calls; i++)
+    call_ok |= !strcmp(s.calls[i], call);
+  if (!method_ok || !call_ok || !region_ok(&s, path))
     return;
   r = emu_rand(EMU_RAND_FAULT);
   if (r < s.reset_rate)
@@ -266,6 +300,7 @@ void emu_fault_draw(bool token_endpoint, const char *method, const char *path,
   out->timeout_ms = s.timeout_ms;
   out->timeout_reset = s.timeout_reset;
   out->timeout_slow = s.timeout_slow;
+  out->lost_503 = s.lost_503;
   out->retry_after_s = s.retry_after_s;
 }
 

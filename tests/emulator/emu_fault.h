@@ -25,13 +25,16 @@ struct emu_fault {
   bool timeout_reset;      /* EMU_FAULT_TIMEOUT: close instead of 503 */
   long long retry_after_s; /* 429: Retry-After and RetryInfo */
   bool timeout_slow;       /* EMU_FAULT_TIMEOUT: then serve it as usual */
+  bool lost_503;           /* EMU_FAULT_LOST_RESPONSE: 503, not a close */
 };
 
 /*
  * Replace the fault settings with spec (borrowed): {"error_rate", "codes",
  * "timeout_rate", "timeout_ms", "timeout_mode": "503"|"reset"|"slow",
  * "reset_rate", "lost_response_rate", "retry_after_s", "tokens",
- * "methods": ["POST", …], "regions": ["us-east4", …], "max_faults"}; {}
+ * "methods": ["POST", …], "regions": ["us-east4", …], "max_faults",
+ * "calls": ["create", "get", "list", "cancel", "delete"],
+ * "lost_response_mode": "reset"|"503"}; {}
  * turns faults off. Returns 0,
  * or -1 with a message in err (settings unchanged).
  */
@@ -41,11 +44,12 @@ int emu_fault_configure(const json_t *spec, char *err, size_t errlen);
 json_t *emu_fault_to_json(void);
 
 /*
- * Draw the fault for one request with method and path; token_endpoint
+ * Draw the fault for one request with method and path, a call of kind
+ * call (emu_call_name(): "create", …, "other"); token_endpoint
  * says whether it is a token endpoint (faulted only with "tokens": true).
  */
 void emu_fault_draw(bool token_endpoint, const char *method, const char *path,
-                    struct emu_fault *out);
+                    const char *call, struct emu_fault *out);
 
 /* The google.rpc.Code name for an HTTP status ("UNAVAILABLE" for 503). */
 const char *emu_fault_status_name(unsigned http);

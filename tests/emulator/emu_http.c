@@ -284,11 +284,12 @@ static bool pipeline(struct emu_req *r, const struct route *route)
   enum emu_route_kind kind =
       route ? route->kind
             : (!strncmp(r->path, "/emulator/", 10) ? EMU_CONTROL : EMU_API);
-  struct emu_fault f = {EMU_FAULT_NONE, 0, 0, false, 0, false};
+  struct emu_fault f = {EMU_FAULT_NONE, 0, 0, false, 0, false, false};
   struct emu_config c;
 
   if (kind != EMU_CONTROL)
-    emu_fault_draw(kind == EMU_TOKEN, r->method, r->path, &f);
+    emu_fault_draw(kind == EMU_TOKEN, r->method, r->path,
+                   emu_call_name(route ? route->call : EMU_CALL_OTHER), &f);
   switch (f.kind) {
   case EMU_FAULT_RESET:
     record(r, kind, 0, f.kind);
@@ -349,6 +350,18 @@ static bool pipeline(struct emu_req *r, const struct route *route)
     route->handler(r);
     if (!r->status)
       emu_reply_error(r, 500, "INTERNAL", NULL, "The handler set no reply.");
+  }
+  if (f.kind == EMU_FAULT_LOST_RESPONSE && f.lost_503) {
+    /* the call took effect; its answer is a 503, as from a front end
+     * that lost the backend's reply */
+    free(r->reply_text);
+    r->reply_text = NULL;
+    r->retry_after[0] = '\0';
+    emu_reply_error(r, 503, "UNAVAILABLE", NULL,
+                    "The service is currently unavailable (the call took "
+                    "effect; its answer was lost).");
+    record(r, kind, r->status, f.kind);
+    return true;
   }
   record(r, kind, f.kind == EMU_FAULT_LOST_RESPONSE ? 0 : r->status, f.kind);
   return f.kind != EMU_FAULT_LOST_RESPONSE;

@@ -69,6 +69,8 @@ struct job {
   long long due_ms;          /* when its timed state is over */
   struct job *qprev, *qnext; /* the QUEUED list */
   bool queued;               /* on the QUEUED list */
+  long long cancel_at_ms;    /* an accepted cancel acts then (0: none) */
+  bool cancel_dropped;       /* EMU_CANCEL_DROP_FIRST: one was lost */
 };
 
 struct op {
@@ -262,12 +264,16 @@ static long long after_ms(long long since, long long ms)
 /* Caller holds mu. When j's timed state is over (tick: in_state >= …). */
 static long long due_of(const struct job *j)
 {
+  long long at;
+
   switch (j->state) {
   case SCHEDULED:
-    return after_ms(j->since_ms,
-                    j->spec.start_ms >= 0 ? j->spec.start_ms : t_start);
+    at = after_ms(j->since_ms,
+                  j->spec.start_ms >= 0 ? j->spec.start_ms : t_start);
+    return j->cancel_at_ms && j->cancel_at_ms < at ? j->cancel_at_ms : at;
   case RUNNING:
-    return after_ms(j->since_ms, j->spec.run_ms >= 0 ? j->spec.run_ms : t_run);
+    at = after_ms(j->since_ms, j->spec.run_ms >= 0 ? j->spec.run_ms : t_run);
+    return j->cancel_at_ms && j->cancel_at_ms < at ? j->cancel_at_ms : at;
   case CANCELLATION_IN_PROGRESS:
     return after_ms(j->since_ms, t_cancel);
   default:
@@ -763,6 +769,14 @@ static void step(struct job *j, const struct emu_config *c, long long now)
   long long run_ms = j->spec.run_ms >= 0 ? j->spec.run_ms : c->run_ms;
   long long start_ms = j->spec.start_ms >= 0 ? j->spec.start_ms : c->start_ms;
 
+  if (j->cancel_at_ms && now >= j->cancel_at_ms) {
+    /* a cancel accepted EMU_CANCEL_LAG_MS ago acts now */
+    j->cancel_at_ms = 0;
+    if (j->state == QUEUED || j->state == SCHEDULED || j->state == RUNNING) {
+      set_state(j, CANCELLATION_IN_PROGRESS, now, NULL);
+      return;
+    }
+  }
   switch (j->state) {
   case QUEUED:
     if (!try_schedule(j, c, now))
@@ -1110,10 +1124,12 @@ json_t *emu_jobs_list(const char *project, const char *location,
 static enum emu_jobs_rc start_op(const char *name, const char *verb,
                                  enum state to, bool only_live, json_t **op)
 {
+  struct emu_config c;
   struct job *j;
   enum emu_jobs_rc rc;
 
   *op = NULL;
+  emu_config_get(&c);
   pthread_mutex_lock(&mu);
   j = find(name);
   if (!j)
@@ -1121,7 +1137,26 @@ static enum emu_jobs_rc start_op(const char *name, const char *verb,
   else if (only_live &&
            (terminal(j->state) || j->state == DELETION_IN_PROGRESS))
     rc = EMU_JOBS_BAD_STATE;
-  else {
+  else if (to == CANCELLATION_IN_PROGRESS && c.cancel_drop_first &&
+           !j->cancel_dropped &&
+           (j->state == QUEUED || j->state == SCHEDULED ||
+            j->state == RUNNING)) {
+    /* accepted, never acted on: the job runs on (its operation stays
+     * done: false) until a later :cancel */
+    j->cancel_dropped = true;
+    rc = new_op(j, verb, op);
+  } else if (to == CANCELLATION_IN_PROGRESS && c.cancel_lag_ms > 0 &&
+             (j->state == QUEUED || j->state == SCHEDULED ||
+              j->state == RUNNING)) {
+    /* accepted, acted on later: the job runs on meanwhile (its operation
+     * is not done until the job is CANCELLED) */
+    if (!j->cancel_at_ms) {
+      j->cancel_at_ms = emu_now_ms() + c.cancel_lag_ms;
+      place(j);
+    }
+    rc = new_op(j, verb, op);
+    pthread_cond_broadcast(&cv);
+  } else {
     if (j->state != to)
       set_state(j, to, emu_now_ms(), NULL);
     rc = new_op(j, verb, op);

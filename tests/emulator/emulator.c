@@ -17,6 +17,10 @@
  *   EMU_FLEX_WAIT_MS     FLEX_START jobs stay QUEUED at least this. 1000. [run]
  *   EMU_START_MS         SCHEDULED → RUNNING after this. 100.            [run]
  *   EMU_CANCEL_MS        CANCELLATION_IN_PROGRESS → CANCELLED. 200.      [run]
+ *   EMU_CANCEL_LAG_MS    an accepted :cancel acts this much later (the job
+ *                        stays QUEUED/SCHEDULED/RUNNING meanwhile). 0. [run]
+ *   EMU_CANCEL_DROP_FIRST the first accepted :cancel of each job is
+ *                        answered but never acted on. false.        [run]
  *   EMU_DELETE_MS        DELETION_IN_PROGRESS → gone (404). 200.         [run]
  *   EMU_FAIL_RATE        fraction of runs that end FAILED. 0.            [run]
  *   EMU_SEED             seed of the fault and outcome draws. 42.        [run]

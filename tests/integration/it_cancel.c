@@ -640,6 +640,218 @@ START_TEST(stale_report_does_not_move_the_next_attempt)
 }
 END_TEST
 
+/* --- 3a''. a redelivered report does not move batch_state back -------- */
+
+/*
+ * Pub/Sub redelivers a message it did not see acknowledged, after later
+ * ones: QUEUED arrives again once the Flex Start job is SCHEDULED (it has
+ * its capacity). Batch's state must not go back to QUEUED, or the job,
+ * past max_wait_s, fails over to its next location though it is about to
+ * run. Before: batch_state went back, and the failover moved the job.
+ */
+START_TEST(redelivered_report_does_not_move_back)
+{
+  struct db_conn *c = conn_open();
+  struct admission *adm = admission_new(true, 600);
+  struct db_batch_op op;
+  char err[256], name[256], st[32], bst[32], id[32];
+  int rc, moved;
+
+  submit("failover", false, "redelivered", id);
+  leader_cycle(adm, c);
+  admission_free(adm);
+  rc = db_batch_claim(c, NULL, 0, "redelivered", 60, &op, err, sizeof(err));
+  ck_assert_msg(rc == 1, "no create to claim: %s", err);
+  ck_assert_str_eq(op.job_id, id);
+  batch_job_name(PROJECT, op.region, op.batch_job_id, name, sizeof(name));
+  ck_assert_int_eq(db_batch_done_create(c, &op, name, err, sizeof(err)), 0);
+  db_batch_op_free(&op);
+  ck_assert_int_ge(db_batch_observe(c, name, "SCHEDULED", err, sizeof(err)), 0);
+  /* the first QUEUED, redelivered */
+  ck_assert_int_ge(db_batch_observe(c, name, "QUEUED", err, sizeof(err)), 0);
+  job_field(c, id, "batch_state", bst, sizeof(bst));
+  /* past max_wait_s (2 s) */
+  exec_params(c,
+              "UPDATE jobs SET queued_at = now() - interval '1 hour' "
+              "WHERE id = $1",
+              1, (const char *const[]){id});
+  moved = db_batch_flex_expired(c, err, sizeof(err));
+  ck_assert_msg(moved >= 0, "flex_expired: %s", err);
+  job_field(c, id, "state", st, sizeof(st));
+  fprintf(stderr,
+          "it_cancel redelivered QUEUED after SCHEDULED: batch_state %s, "
+          "%d moved, the job %s attempt %d\n",
+          bst, moved, st, job_attempt(c, id));
+  ck_assert_str_eq(bst, "SCHEDULED");
+  ck_assert_int_eq(job_attempt(c, id), 1);
+  ck_assert_str_eq(st, "QUEUED");
+  exec_params(c, "DELETE FROM batch_ops WHERE job_id = $1", 1,
+              (const char *const[]){id});
+  exec_params(c,
+              "UPDATE jobs SET state = 'CANCELLED', finished_at = now() "
+              "WHERE id = $1",
+              1, (const char *const[]){id});
+  conn_close(c);
+}
+END_TEST
+
+/* --- 3a'. a cancel reads the job under its lock (issue 34, defect 3) --- */
+
+struct cancel_arg {
+  struct db_pool *pool;
+  const char *id;
+  enum gg_code code;
+  volatile bool done;
+};
+
+static void *cancel_thread(void *p)
+{
+  struct cancel_arg *a = p;
+  struct gg_req req;
+  json_t *out = NULL;
+
+  memset(&req, 0, sizeof(req));
+  req.pool = a->pool;
+  a->code = db_job_cancel(&req, "team-x", a->id, &out);
+  a->done = true;
+  json_decref(out);
+  json_decref(req.reply);
+  db_release(a->pool, req.db);
+  return NULL;
+}
+
+/*
+ * The user's cancel reads a PENDING job while an admission of it is under
+ * way (its transaction holds the job row, its create written): the cancel
+ * waits for the job's lock, and once the admission commits it must not
+ * leave that create in the outbox, where a dispatcher would send it after
+ * the cancel was accepted. Before: the cancel had read the attempt without
+ * a lock and withdrawn nothing, and the create stayed.
+ */
+START_TEST(cancel_reads_the_job_under_its_lock)
+{
+  struct db_conn *c = conn_open(), *look = conn_open();
+  struct db_pool *pool = db_pool_new(db_url, 2);
+  struct cancel_arg a;
+  char id[32], q[256], st[32];
+  long long end, creates;
+  pthread_t t;
+
+  ck_assert_ptr_nonnull(pool);
+  db_pool_set_batch(pool, true);
+  submit("failover", false, "locked", id);
+  /* the admission, as db_sched_apply writes it, not yet committed */
+  exec_ok(c, "BEGIN");
+  exec_params(c,
+              "UPDATE jobs SET state = 'ADMITTED', flavor = 'flex-failover', "
+              "location = 'us-central1', admitted_at = now() WHERE id = $1",
+              1, (const char *const[]){id});
+  exec_params(c,
+              "INSERT INTO batch_ops (job_id, attempt, op, region, "
+              "batch_job_id) VALUES ($1, 1, 'create', 'us-central1', "
+              "'gpugate-' || $1 || '-a1')",
+              1, (const char *const[]){id});
+  a = (struct cancel_arg){pool, id, GG_OK, false};
+  ck_assert_int_eq(pthread_create(&t, NULL, cancel_thread, &a), 0);
+  snprintf(q, sizeof(q),
+           "SELECT count(*) FROM pg_stat_activity WHERE pid <> %d "
+           "AND wait_event_type = 'Lock' AND datname = current_database()",
+           PQbackendPID(c->pg));
+  end = h_now_ms() + 10000;
+  /* from another session: c's transaction sees one snapshot of the
+   * statistics views */
+  while (h_db_int(look->pg, q) < 1) {
+    ck_assert_msg(h_now_ms() < end && !a.done,
+                  "the cancel never waited on the job (%s: %d)",
+                  a.done ? "done" : "running", (int)a.code);
+    h_sleep_ms(10);
+  }
+  exec_ok(c, "COMMIT");
+  pthread_join(t, NULL);
+  ck_assert_int_eq(a.code, GG_OK);
+  snprintf(q, sizeof(q),
+           "SELECT count(*) FROM batch_ops WHERE job_id = '%s' "
+           "AND op = 'create'",
+           id);
+  creates = h_db_int(c->pg, q);
+  job_field(c, id, "state", st, sizeof(st));
+  fprintf(stderr,
+          "it_cancel cancel under lock: the job is %s, %lld create(s) left "
+          "in the outbox\n",
+          st, creates);
+  ck_assert_msg(creates == 0,
+                "%lld create(s) of %s left in the outbox after its cancel",
+                creates, id);
+  ck_assert_str_eq(st, "CANCELLED");
+  /* the cancel queued behind a withdrawn create (404 at Batch) is not
+   * the next cases' */
+  exec_params(c, "DELETE FROM batch_ops WHERE job_id = $1", 1,
+              (const char *const[]){id});
+  db_pool_free(pool);
+  conn_close(look);
+  conn_close(c);
+}
+END_TEST
+
+/* --- 3c. a 404 to a user's cancel: no BatchJobCreated ------------------ */
+
+/*
+ * A user cancels an ADMITTED job whose create is at Batch (under a lease):
+ * the cancel is queued behind it. The create never made the Batch job,
+ * and the cancel is answered 404: the job is CANCELLED with no
+ * BatchJobCreated event for a Batch job that never existed. Before (issue
+ * 34, defect 6): the 404 adopted the name as a create's answer would,
+ * ADMITTED -> QUEUED BatchJobCreated, then CANCELLED.
+ */
+START_TEST(cancel_404_writes_no_created_event)
+{
+  struct db_conn *c = conn_open();
+  struct admission *adm = admission_new(true, 600);
+  struct db_pool *pool = db_pool_new(db_url, 2);
+  struct cancel_arg a;
+  struct db_batch_op op;
+  char err[256], name[256], st[32], id[32], q[256];
+  long long created;
+  int rc;
+
+  ck_assert_ptr_nonnull(pool);
+  db_pool_set_batch(pool, true);
+  submit("failover", false, "never-made", id);
+  leader_cycle(adm, c);
+  admission_free(adm);
+  rc = db_batch_claim(c, NULL, 0, "never-made", 60, &op, err, sizeof(err));
+  ck_assert_msg(rc == 1, "no create to claim: %s", err);
+  ck_assert_str_eq(op.job_id, id);
+  batch_job_name(PROJECT, op.region, op.batch_job_id, name, sizeof(name));
+  a = (struct cancel_arg){pool, id, GG_OK, false};
+  cancel_thread(&a);
+  ck_assert_int_eq(a.code, GG_OK);
+  /* the dispatcher: the create failed (nothing made), the cancel 404 */
+  ck_assert_int_eq(db_batch_retry(c, &op, 0, "lost", err, sizeof(err)), 0);
+  db_batch_op_free(&op);
+  ck_assert_int_ge(db_batch_observe(c, name, "NOT_FOUND", err, sizeof(err)), 0);
+  job_field(c, id, "state", st, sizeof(st));
+  snprintf(q, sizeof(q),
+           "SELECT count(*) FROM job_events WHERE job_id = '%s' "
+           "AND reason = 'BatchJobCreated'",
+           id);
+  created = h_db_int(c->pg, q);
+  fprintf(stderr,
+          "it_cancel cancel answered 404: the job %s, %lld BatchJobCreated "
+          "event(s)\n",
+          st, created);
+  ck_assert_str_eq(st, "CANCELLED");
+  ck_assert_msg(created == 0,
+                "%lld BatchJobCreated event(s) for a Batch job that never "
+                "existed",
+                created);
+  exec_params(c, "DELETE FROM batch_ops WHERE job_id = $1", 1,
+              (const char *const[]){id});
+  db_pool_free(pool);
+  conn_close(c);
+}
+END_TEST
+
 /* --- 3b. the random walk: cancels against every automatic move -------- */
 
 /* Batch as the walk knows it: each Batch job ever created. */
@@ -1478,6 +1690,9 @@ Suite *cancel_suite(void)
   tcase_add_unchecked_fixture(stale, setup_stale, teardown_db);
   tcase_set_timeout(stale, 60);
   tcase_add_test(stale, stale_report_does_not_move_the_next_attempt);
+  tcase_add_test(stale, cancel_reads_the_job_under_its_lock);
+  tcase_add_test(stale, redelivered_report_does_not_move_back);
+  tcase_add_test(stale, cancel_404_writes_no_created_event);
   tcase_add_test(stale, budget_leases_are_exact);
   tcase_add_test(stale, lapsed_leases_are_taken_by_the_look_for_them);
   tcase_add_test(stale, migration_0018_completes_pending_cancels);

@@ -14,6 +14,7 @@
 
 #include "handlers/fairshare_fields.h"
 #include "scheduler/fairshare.h"
+#include "scheduler/state.h"
 #include "server/problem.h"
 #include "server/req.h"
 #include "tests/unit/rng.h"
@@ -806,6 +807,146 @@ START_TEST(charge)
 }
 END_TEST
 
+/*
+ * it_fairshare (d) with min_charge_s 0, on a controlled clock: 100 jobs of
+ * 0.5 s, held one after another with a gap of 1.5 s between them (their
+ * creates, the sync), charge what one job held 50 s charges, read at the
+ * same instant, to 1e-9 (the half-life of 10 days decays both alike over
+ * 200 s: within 2e-4 of each other, which the bound takes in). The
+ * integration test keeps only what holds on a slow machine.
+ */
+START_TEST(charge_many_short_as_one_long)
+{
+  const double h = 864000, req[SCHED_NRES] = {1, 0, 0};
+  struct fs_usage shorts, one;
+  int64_t at;
+  int k;
+
+  fs_usage_init(&shorts, 0);
+  fs_usage_init(&one, 0);
+  for (k = 0; k < 100; k++) {
+    at = (int64_t)k * 2 * S;
+    ck_assert_int_eq(fs_admit(&shorts, h, 0, at, at, k + 1, req), 0);
+    ck_assert_int_eq(
+        fs_release(&shorts, h, 0, at, at + S / 2, at + S / 2, k + 1, req), 0);
+  }
+  ck_assert_int_eq(fs_admit(&one, h, 0, 150 * S, 150 * S, 1, req), 0);
+  ck_assert_int_eq(fs_release(&one, h, 0, 150 * S, 200 * S, 200 * S, 1, req),
+                   0);
+  ck_assert_int_eq(fs_advance(&shorts, h, 200 * S), 0);
+  ck_assert_int_eq(fs_advance(&one, h, 200 * S), 0);
+  ck_assert_msg(fabs(shorts.u[SCHED_GPU] - one.u[SCHED_GPU]) <=
+                    2e-4 * one.u[SCHED_GPU],
+                "100 x 0.5 s charged %.9g, 1 x 50 s %.9g", shorts.u[SCHED_GPU],
+                one.u[SCHED_GPU]);
+  /* the closed form: h/ln2 · (1 − 2^(−50/h)) */
+  ck_assert_msg(fabs(one.u[SCHED_GPU] - h / M_LN2 * -expm1(-50 / h * M_LN2)) <=
+                    1e-9 * 50,
+                "1 x 50 s charged %.12g", one.u[SCHED_GPU]);
+  fs_usage_free(&shorts);
+  fs_usage_free(&one);
+}
+END_TEST
+
+/*
+ * The quota log the leader's accounts are charged from (scheduler/state.c,
+ * admission_fs.c's drain), on a controlled clock: a Flex Start failover
+ * moves the job to its next attempt in another location with the same
+ * admission (db/batch.c sql_flex_move keeps admitted_at), so it is neither
+ * a stop nor a start, and the job is charged once: exactly what one
+ * admission held until its release charges. A requeue admitted again (a
+ * new admitted_at) is a stop and a start. Before (issue 34, defect 4):
+ * every failover logged a stop and a start, and the start charged the 60 s
+ * minimum again from the first admission.
+ */
+static const struct {
+  const char *what;
+  int attempt2;        /* the second version's attempt */
+  int64_t admitted2_s; /* and its admission */
+  int stops, starts;   /* events the second version logs */
+} failover_cases[] = {
+    {"a Flex Start failover: same admission", 2, 0, 0, 0},
+    {"requeued and admitted again", 2, 40, 1, 1},
+    {"same attempt, same admission", 1, 0, 0, 0},
+};
+
+START_TEST(failover_charges_once)
+{
+  const double h = 864000, m = 60, req[SCHED_NRES] = {1, 0, 0};
+  struct sched_state st;
+  struct sched_state_job j;
+  struct fs_usage u, want;
+  int k, stops = 0, starts = 0;
+
+  sched_state_init(&st);
+  st.log_quota = true;
+  fs_usage_init(&u, 0);
+  fs_usage_init(&want, 0);
+  memset(&j, 0, sizeof(j));
+  snprintf(j.id, sizeof(j.id), "j1");
+  j.team = sched_state_name(&st, "ta");
+  j.queue = sched_state_name(&st, "q");
+  j.cq = sched_state_name(&st, "cq");
+  j.flavor = sched_state_name(&st, "flex");
+  snprintf(j.state, sizeof(j.state), "QUEUED");
+  j.seq = 7;
+  j.attempt = 1;
+  j.request[SCHED_GPU] = 1;
+  j.admitted_at_us = 0;
+  ck_assert_int_ge(sched_state_put(&st, &j), 0);
+  ck_assert_int_eq(st.n_qlog, 1);
+  ck_assert(st.qlog[0].start);
+  ck_assert_int_eq(fs_admit(&u, h, m, 0, 0, 7, req), 0);
+  st.n_qlog = 0;
+  /* 30 s later the next version */
+  j.attempt = failover_cases[_i].attempt2;
+  j.admitted_at_us = failover_cases[_i].admitted2_s * S;
+  snprintf(j.state, sizeof(j.state), "ADMITTED");
+  ck_assert_int_ge(sched_state_put(&st, &j), 0);
+  for (k = 0; k < st.n_qlog; k++) {
+    const struct sched_quota_event *e = &st.qlog[k];
+    if (e->start) {
+      starts++;
+      ck_assert_int_eq(
+          fs_admit(&u, h, m, e->admitted_at_us, 40 * S, e->seq, req), 0);
+    } else {
+      stops++;
+      ck_assert_int_eq(
+          fs_release(&u, h, m, e->admitted_at_us, 40 * S, 40 * S, e->seq, req),
+          0);
+    }
+  }
+  st.n_qlog = 0;
+  ck_assert_msg(stops == failover_cases[_i].stops &&
+                    starts == failover_cases[_i].starts,
+                "case \"%s\": %d stops and %d starts, want %d and %d",
+                failover_cases[_i].what, stops, starts,
+                failover_cases[_i].stops, failover_cases[_i].starts);
+  /* released at 200 s: charged as one admission held from 0 (and, for a
+   * requeue, a second one from 40 s) */
+  ck_assert_int_eq(
+      fs_release(&u, h, m, j.admitted_at_us, 200 * S, 200 * S, 7, req), 0);
+  ck_assert_int_eq(fs_admit(&want, h, m, 0, 0, 7, req), 0);
+  if (failover_cases[_i].stops) {
+    ck_assert_int_eq(fs_release(&want, h, m, 0, 40 * S, 40 * S, 7, req), 0);
+    ck_assert_int_eq(fs_admit(&want, h, m, 40 * S, 40 * S, 7, req), 0);
+    ck_assert_int_eq(fs_release(&want, h, m, 40 * S, 200 * S, 200 * S, 7, req),
+                     0);
+  } else {
+    ck_assert_int_eq(fs_release(&want, h, m, 0, 200 * S, 200 * S, 7, req), 0);
+  }
+  ck_assert_int_eq(fs_advance(&u, h, 200 * S), 0);
+  ck_assert_int_eq(fs_advance(&want, h, 200 * S), 0);
+  ck_assert_msg(fabs(u.u[SCHED_GPU] - want.u[SCHED_GPU]) <=
+                    1e-9 * want.u[SCHED_GPU],
+                "case \"%s\": charged %.9g GPU-s, want %.9g",
+                failover_cases[_i].what, u.u[SCHED_GPU], want.u[SCHED_GPU]);
+  fs_usage_free(&u);
+  fs_usage_free(&want);
+  sched_state_free(&st);
+}
+END_TEST
+
 /* Units: GPUs, millicores → CPUs, MiB → GiB. */
 START_TEST(units)
 {
@@ -1013,6 +1154,8 @@ Suite *fairshare_suite(void)
   tcase_add_loop_test(tc, fields, 0, N_OF(field_cases));
   tcase_add_loop_test(tc, math, 0, N_OF(math_cases));
   tcase_add_loop_test(tc, charge, 0, N_OF(charge_cases));
+  tcase_add_test(tc, charge_many_short_as_one_long);
+  tcase_add_loop_test(tc, failover_charges_once, 0, N_OF(failover_cases));
   tcase_add_test(tc, units);
   tcase_add_loop_test(tc, score, 0, N_OF(score_cases));
   tcase_add_loop_test(tc, cmp, 0, N_OF(cmp_cases));
