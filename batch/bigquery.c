@@ -100,18 +100,6 @@ static void sleep_ms(long ms)
     ;
 }
 
-/* The error message of a google.rpc.Status reply, or the body's start. */
-static void reply_message(const struct batch_http_resp *resp, char *out,
-                          size_t len)
-{
-  json_t *doc = resp->body ? json_loadb(resp->body, resp->len, 0, NULL) : NULL;
-  const char *m = json_string_value(
-      json_object_get(json_object_get(doc, "error"), "message"));
-
-  snprintf(out, len, "%.200s", m ? m : resp->body ? resp->body : "");
-  json_decref(doc);
-}
-
 /*
  * One call with retries: method on url with body (NULL: none). Returns 0
  * with the 2xx reply in *out (free it with batch_http_resp_free), or -1
@@ -169,7 +157,7 @@ static int call(struct bq_client *c, const char *what, const char *method,
       *out = resp;
       return 0;
     } else {
-      reply_message(&resp, msg, sizeof(msg));
+      batch_http_status_message(&resp, msg, sizeof(msg));
       snprintf(err, errlen, "%s: HTTP %ld: %s", what, resp.status, msg);
       retry = resp.status == 429 || resp.status >= 500;
       if (resp.status == 401 && reauth && c->ts) {

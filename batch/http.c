@@ -3,6 +3,7 @@
  * libcurl easy handle (see http.h). Never logs: URLs, headers and bodies
  * may carry tokens.
  */
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,6 +183,17 @@ void batch_http_transport_error(const struct batch_http_resp *resp,
                             ? "DEADLINE_EXCEEDED"
                             : "UNAVAILABLE",
                         msg, true);
+}
+
+void batch_http_status_message(const struct batch_http_resp *resp, char *out,
+                               size_t len)
+{
+  json_t *doc = resp->body ? json_loadb(resp->body, resp->len, 0, NULL) : NULL;
+  const char *m = json_string_value(
+      json_object_get(json_object_get(doc, "error"), "message"));
+
+  snprintf(out, len, "%.200s", m ? m : resp->body ? resp->body : "");
+  json_decref(doc);
 }
 
 bool batch_http_was_reset(const struct batch_http_resp *resp)

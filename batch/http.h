@@ -91,6 +91,13 @@ void batch_http_resp_free(struct batch_http_resp *resp);
 void batch_http_transport_error(const struct batch_http_resp *resp,
                                 const char *what, struct batch_error *e);
 
+/*
+ * The message of a google.rpc.Status error reply (error.message), else the
+ * start of the body, into out (NUL-terminated, at most 200 characters).
+ */
+void batch_http_status_message(const struct batch_http_resp *resp, char *out,
+                               size_t len);
+
 /* Whether a failed perform was a connection reset or empty reply. */
 bool batch_http_was_reset(const struct batch_http_resp *resp);
 

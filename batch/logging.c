@@ -320,18 +320,6 @@ long logging_client_calls(const struct logging_client *c)
   return c->calls;
 }
 
-/* The message of a google.rpc.Status reply, or the body's start. */
-static void reply_message(const struct batch_http_resp *resp, char *out,
-                          size_t len)
-{
-  json_t *doc = resp->body ? json_loadb(resp->body, resp->len, 0, NULL) : NULL;
-  const char *m = json_string_value(
-      json_object_get(json_object_get(doc, "error"), "message"));
-
-  snprintf(out, len, "%.200s", m ? m : resp->body ? resp->body : "");
-  json_decref(doc);
-}
-
 int logging_list(struct logging_client *c, const char *project,
                  const char *filter, int page_size, const char *page_token,
                  struct logging_result *r)
@@ -390,7 +378,7 @@ int logging_list(struct logging_client *c, const char *project,
   r->status = resp.status;
   snprintf(r->retry_after, sizeof(r->retry_after), "%s", resp.retry_after);
   if (resp.status < 200 || resp.status >= 300) {
-    reply_message(&resp, msg, sizeof(msg));
+    batch_http_status_message(&resp, msg, sizeof(msg));
     if (resp.status == 401 && c->ts)
       batch_token_invalidate(c->ts);
     snprintf(r->err, sizeof(r->err), "entries:list: HTTP %ld: %.200s",
