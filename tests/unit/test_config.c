@@ -635,6 +635,7 @@ START_TEST(oidc_providers_file)
                   "case %d: \"%s\" does not name %s", _i, err,
                   provider_files[_i].want);
     ck_assert_msg(strchr(err, '\n') == NULL, "case %d: \"%s\"", _i, err);
+    config_free(&cfg); /* the caller's whatever the result */
   }
   clear_env();
 }
