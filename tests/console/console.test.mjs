@@ -285,6 +285,8 @@ test('the console says so when the event stream is down, and polls instead', asy
   const lists = [];
   page.on('request', (r) => { if (r.url().includes('/v1/teams/team-a/jobs?')) lists.push(r.url()); });
   await page.goto(`${base}/#token=${member}`);
+  await page.waitForSelector('[data-view="confirm-token"][data-ready]');
+  await page.click('#use-token');
   await page.waitForSelector('[data-view="overview"][data-ready]');
   await page.evaluate(() => { location.hash = '#/jobs'; });
   await ready(page, 'jobs');
