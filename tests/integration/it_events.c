@@ -487,12 +487,14 @@ START_TEST(slow_client_dropped_others_served)
 }
 END_TEST
 
-/* Run sql on pg; the first column of its first row (static buffer) or
- * "" when it returns none. Fails the test when it fails. */
-static const char *sql1(PGconn *pg, const char *sql)
+/* Run sql on pg with $1 = param (NULL: no parameter); the first column of
+ * its first row (static buffer) or "" when it returns none. Fails the test
+ * when it fails. */
+static const char *sql1p(PGconn *pg, const char *sql, const char *param)
 {
   static char out[64];
-  PGresult *res = PQexec(pg, sql);
+  PGresult *res =
+      PQexecParams(pg, sql, param ? 1 : 0, NULL, &param, NULL, NULL, 0);
 
   ck_assert_msg(PQresultStatus(res) == PGRES_TUPLES_OK ||
                     PQresultStatus(res) == PGRES_COMMAND_OK,
@@ -516,7 +518,7 @@ START_TEST(cursor_safe_against_out_of_order_commits)
   struct sse c;
   struct sse_event ev;
   PGconn *a = h_db_connect(db_url), *b = h_db_connect(db_url);
-  char id[32], sql[512], first[64] = "";
+  char id[32], first[64] = "";
   int beats = 0, got = 0;
   long long until = h_now_ms() + WAIT_MS;
   json_t *d;
@@ -526,15 +528,14 @@ START_TEST(cursor_safe_against_out_of_order_commits)
   submit(&two, "team-a", member_a, "out-of-order", id);
   sse_open(&two, "/v1/teams/team-a/events", member_a, NULL, 0, &c);
   ck_assert_int_eq(c.status, 200);
-  sql1(a, "BEGIN");
+  sql1p(a, "BEGIN", NULL);
 #define INSERT_MARK(m)                                                         \
   "INSERT INTO job_events (job_id, team, from_state, to_state, attempt, "      \
-  "message) VALUES ('%s', 'team-a', 'PENDING', 'PENDING', 1, '" m "') "        \
+  "message) VALUES ($1, 'team-a', 'PENDING', 'PENDING', 1, '" m "') "          \
   "RETURNING id"
-  snprintf(sql, sizeof(sql), INSERT_MARK("mark-a"), id);
-  snprintf(first, sizeof(first), "%s", sql1(a, sql));
-  snprintf(sql, sizeof(sql), INSERT_MARK("mark-b"), id);
-  ck_assert_msg(strtoll(sql1(b, sql), NULL, 10) > strtoll(first, NULL, 10),
+  snprintf(first, sizeof(first), "%s", sql1p(a, INSERT_MARK("mark-a"), id));
+  ck_assert_msg(strtoll(sql1p(b, INSERT_MARK("mark-b"), id), NULL, 10) >
+                    strtoll(first, NULL, 10),
                 "B's id is not after A's");
   /* B is committed, A is not: several reads of the hub go by */
   while (beats < 3 && h_now_ms() < until && sse_next(&c, WAIT_MS, &ev)) {
@@ -545,7 +546,7 @@ START_TEST(cursor_safe_against_out_of_order_commits)
     free(ev.data);
   }
   ck_assert_int_eq(beats, 3);
-  sql1(a, "COMMIT");
+  sql1p(a, "COMMIT", NULL);
   while (got < 2 && (d = next_job_event(&c, WAIT_MS, first))) {
     const char *m = h_str(d, "message");
     if (m && !strcmp(m, got == 0 ? "mark-a" : "mark-b"))
