@@ -8,7 +8,8 @@
 #   tests/pg.sh createdb DIR NAME  create database NAME unless it exists
 #
 # Layout of DIR: data/ (the cluster), port (the TCP port, chosen once at
-# random among free ports in 20000-60000 and reused on restart), log (server
+# random among free ports below the kernel's ephemeral range, so from
+# 20000-32767 by default, and reused on restart), log (server
 # log), .s.PGSQL.PORT (the Unix socket), .lock.
 #
 # The server listens on 127.0.0.1 only, trusts every local connection, and
@@ -132,16 +133,23 @@ port_in_use() {
   (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
 
+# Below the kernel's ephemeral range (ip_local_port_range): a port in that
+# range can be taken as the source port of any outgoing connection while
+# the cluster is down, and its restart on the same port would then fail.
 pick_port() {
-  local i p
+  local i p lo=20000 hi=32767 eph
+  if eph="$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null)" &&
+    [[ "$eph" =~ ^[0-9]+$ ]] && ((eph > lo + 1000)); then
+    hi=$((eph - 1))
+  fi
   for ((i = 0; i < 100; i++)); do
-    p=$((20000 + (RANDOM * 32768 + RANDOM) % 40001))
+    p=$((lo + (RANDOM * 32768 + RANDOM) % (hi - lo + 1)))
     if ! port_in_use "$p"; then
       echo "$p"
       return 0
     fi
   done
-  die "no free TCP port found in 20000-60000"
+  die "no free TCP port found in $lo-$hi"
 }
 
 uri_for() {

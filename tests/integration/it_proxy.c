@@ -238,7 +238,7 @@ START_TEST(proxied_connection_cap)
     direct[i] = dial("127.0.0.3", srv.port);
     ck_assert_int_ge(direct[i], 0);
   }
-  ck_assert_int_eq(read_reply(direct[CAP], 3000, out, sizeof(out)), -1);
+  ck_assert_int_eq(read_reply(direct[CAP], 30000, out, sizeof(out)), -1);
   for (i = 0; i <= CAP; i++)
     close(direct[i]);
 
@@ -327,10 +327,10 @@ START_TEST(ipv6_listener)
   h_sleep_ms(300); /* those accepted first */
   held[CAP] = dial("::1", srv.port);
   ck_assert_int_ge(held[CAP], 0);
-  ck_assert_int_eq(read_reply(held[CAP], 3000, out, sizeof(out)), -1);
+  ck_assert_int_eq(read_reply(held[CAP], 30000, out, sizeof(out)), -1);
   send_all(held[0], "GET /healthz HTTP/1.1\r\nHost: gpugate\r\n"
                     "Connection: close\r\n\r\n");
-  ck_assert_int_eq(read_reply(held[0], 3000, out, sizeof(out)), 200);
+  ck_assert_int_eq(read_reply(held[0], 30000, out, sizeof(out)), 200);
   for (i = 0; i <= CAP; i++)
     close(held[i]);
   h_server_stop(&srv);
