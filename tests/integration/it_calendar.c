@@ -294,7 +294,7 @@ START_TEST(window)
   }
 
   /* admitted at opening, in cal */
-  j = wait_state(a, "ADMITTED|QUEUED|RUNNING", 4000);
+  j = wait_state(a, "ADMITTED|QUEUED|RUNNING", 30000);
   at = when(json_object_get(j, "admission"), "admitted_at");
   ck_assert_msg(at >= win_from && at <= win_from + 4,
                 "admitted at %lld, opens %lld", at, win_from);
@@ -308,7 +308,7 @@ START_TEST(window)
 
   /* B (2 GPUs) is too long for the window: the next flavor, spot */
   submit("b", 2, 3600, 600000, b);
-  j = wait_state(b, "ADMITTED|QUEUED|RUNNING", 4000);
+  j = wait_state(b, "ADMITTED|QUEUED|RUNNING", 30000);
   ck_assert_str_eq(h_str(json_object_get(j, "admission"), "flavor"), "spot");
   json_decref(j);
 
@@ -316,7 +316,7 @@ START_TEST(window)
    * although D, the same size but short, goes into the window after it */
   submit("c", 4, 3600, 600000, c);
   submit("d", 4, 10, 1000, d);
-  j = wait_state(d, "ADMITTED|QUEUED|RUNNING|SUCCEEDED", 4000);
+  j = wait_state(d, "ADMITTED|QUEUED|RUNNING|SUCCEEDED", 30000);
   ck_assert_str_eq(h_str(json_object_get(j, "admission"), "flavor"), "cal");
   json_decref(j);
   j = get_job(c);
@@ -329,7 +329,7 @@ START_TEST(window)
   snprintf(cfg, sizeof(cfg),
            "{\"EMU_CAPACITY\": \"us-central1/RESERVATION_BOUND=8\"}");
   json_decref(h_call(&emu, "POST", "/emulator/config", NULL, cfg, 200));
-  json_decref(wait_state(a, "RUNNING", 5000));
+  json_decref(wait_state(a, "RUNNING", 30000));
   json_decref(wait_state(d, "SUCCEEDED", 15000));
 
   /* E starts at once and its run ends by the window's end: it will be
@@ -337,7 +337,7 @@ START_TEST(window)
   e_run = (int)(win_until - (long long)time(NULL) - 6);
   ck_assert_msg(e_run > 2, "too late for E: %d s", e_run);
   submit("e", 4, e_run, 600000, e_id);
-  j = wait_state(e_id, "RUNNING", 5000);
+  j = wait_state(e_id, "RUNNING", 30000);
   ck_assert_str_eq(h_str(json_object_get(j, "admission"), "flavor"), "cal");
   json_decref(j);
 
@@ -349,7 +349,7 @@ START_TEST(window)
   ck_assert_ptr_null(event_of(a, "EVICTING", "CapacityWindowEnded"));
 
   /* evicted at end − grace, back to PENDING as attempt 2 */
-  j = wait_state(a, "PENDING", 8000);
+  j = wait_state(a, "PENDING", 30000);
   ck_assert_int_eq(json_integer_value(json_object_get(j, "attempt")), 2);
   json_decref(j);
   e = event_of(a, "EVICTING", "CapacityWindowEnded");
@@ -523,7 +523,7 @@ START_TEST(admin_moves_window)
   cal = cal_flavor(now - 1, now + 7200);
   put("/v1/flavors/cal", cal, 200);
   free(cal);
-  j = wait_state(a, "ADMITTED|QUEUED|RUNNING|SUCCEEDED", 3000);
+  j = wait_state(a, "ADMITTED|QUEUED|RUNNING|SUCCEEDED", 30000);
   ck_assert_str_eq(h_str(json_object_get(j, "admission"), "flavor"), "cal");
   json_decref(j);
 }

@@ -1033,7 +1033,7 @@ START_TEST(push_notifications_move_jobs_without_sync)
   json_decref(reqs);
   /* the emulator counts a push delivered when gpugate's answer is back,
    * which can be just after gpugate shows the state it applied */
-  end = h_now_ms() + 5000;
+  end = h_now_ms() + 30000;
   for (;;) {
     health = h_call(&emu, "GET", "/emulator/healthz", NULL, NULL, 200);
     if (json_integer_value(json_object_get(json_object_get(health, "pushes"),

@@ -692,7 +692,7 @@ START_TEST(cancel_and_delete_operations)
   json_decref(create(&s, tok, "us-central1", "gpugate-1-a1", body, 200));
   json_decref(create(&s, tok, "us-central1", "gpugate-2-a1", body, 200));
   ck_assert(
-      wait_state(&s, tok, "us-central1", "gpugate-1-a1", "RUNNING", 5000));
+      wait_state(&s, tok, "us-central1", "gpugate-1-a1", "RUNNING", 30000));
 
   op = h_call(&s, "POST", JOBS "/gpugate-1-a1:cancel", tok, "{}", 200);
   ck_assert_ptr_nonnull(strstr(h_str(op, "name"),
@@ -707,7 +707,7 @@ START_TEST(cancel_and_delete_operations)
       state_of(&s, tok, "us-central1", "gpugate-1-a1", st, sizeof(st)),
       "CANCELLATION_IN_PROGRESS");
   ck_assert(
-      wait_state(&s, tok, "us-central1", "gpugate-1-a1", "CANCELLED", 3000));
+      wait_state(&s, tok, "us-central1", "gpugate-1-a1", "CANCELLED", 30000));
   snprintf(path, sizeof(path), "/v1/%s", h_str(op, "name"));
   json_decref(op);
   op = h_call(&s, "GET", path, tok, NULL, 200);
@@ -727,7 +727,7 @@ START_TEST(cancel_and_delete_operations)
   ck_assert_str_eq(
       state_of(&s, tok, "us-central1", "gpugate-2-a1", st, sizeof(st)),
       "DELETION_IN_PROGRESS");
-  ck_assert(wait_state(&s, tok, "us-central1", "gpugate-2-a1", "GONE", 3000));
+  ck_assert(wait_state(&s, tok, "us-central1", "gpugate-2-a1", "GONE", 30000));
   expect_status(h_call(&s, "DELETE", JOBS "/gpugate-2-a1", tok, NULL, 404), 404,
                 "NOT_FOUND");
   /* after the delete the name can be created again, and that counts */
@@ -755,12 +755,12 @@ START_TEST(lifecycle_with_capacity)
                    "\"100\"");
 
   json_decref(create(&s, tok, "us-central1", "job-a", big, 200));
-  ck_assert(wait_state(&s, tok, "us-central1", "job-a", "RUNNING", 5000));
+  ck_assert(wait_state(&s, tok, "us-central1", "job-a", "RUNNING", 30000));
   json_decref(create(&s, tok, "us-central1", "job-b", big, 200));
   json_decref(create(&s, tok, "us-central1", "job-huge", huge, 200));
   /* STANDARD has no limit here, and its per-job override fails it fast */
   json_decref(create(&s, tok, "us-central1", "job-f", fails, 200));
-  ck_assert(wait_state(&s, tok, "us-central1", "job-f", "FAILED", 5000));
+  ck_assert(wait_state(&s, tok, "us-central1", "job-f", "FAILED", 30000));
 
   /* while A runs, B cannot have been scheduled: A holds all 8 GPUs */
   h_sleep_ms(200);
@@ -784,7 +784,7 @@ START_TEST(lifecycle_with_capacity)
                      "{\"EMU_CAPACITY\": \"us-central1/SPOT=16\", "
                      "\"EMU_RUN_MS\": 100}",
                      200));
-  ck_assert(wait_state(&s, tok, "us-central1", "job-huge", "SUCCEEDED", 5000));
+  ck_assert(wait_state(&s, tok, "us-central1", "job-huge", "SUCCEEDED", 30000));
   expect_status(h_call(&s, "POST", "/emulator/config", NULL,
                        "{\"EMU_LISTEN\": \"127.0.0.1:1\"}", 400),
                 400, "INVALID_ARGUMENT");
@@ -817,14 +817,14 @@ START_TEST(flex_start_waits_and_zero_capacity_never_schedules)
   json_decref(create(&s, tok, "us-central1", "std-1", std, 200));
   json_decref(create(&s, tok, "europe-west4", "flex-eu", flex_eu, 200));
   /* the STANDARD job does not wait */
-  ck_assert(wait_state(&s, tok, "us-central1", "std-1", "RUNNING", 1200));
+  ck_assert(wait_state(&s, tok, "us-central1", "std-1", "RUNNING", 30000));
   state_of(&s, tok, "us-central1", "flex-1", st, sizeof(st));
   if (h_now_ms() - t0 < 1400)
     ck_assert_str_eq(st, "QUEUED");
-  ck_assert(wait_state(&s, tok, "us-central1", "flex-1", "RUNNING", 5000));
+  ck_assert(wait_state(&s, tok, "us-central1", "flex-1", "RUNNING", 30000));
   elapsed = h_now_ms() - t0;
   ck_assert_int_ge(elapsed, 1500);
-  ck_assert(wait_state(&s, tok, "us-central1", "flex-1", "SUCCEEDED", 5000));
+  ck_assert(wait_state(&s, tok, "us-central1", "flex-1", "SUCCEEDED", 30000));
 
   /* europe-west4 has no FLEX_START capacity at all */
   ck_assert_str_eq(state_of(&s, tok, "europe-west4", "flex-eu", st, sizeof(st)),
@@ -1171,9 +1171,9 @@ START_TEST(push_notifications_on_every_state_change)
   snprintf(uid, sizeof(uid), "%s", h_str(job, "uid"));
   json_decref(job);
   ck_assert(
-      wait_state(&s, tok, "us-central1", "gpugate-9-a1", "SUCCEEDED", 5000));
+      wait_state(&s, tok, "us-central1", "gpugate-9-a1", "SUCCEEDED", 30000));
   /* the first delivery was refused with 500 and is retried in order */
-  end = h_now_ms() + 5000;
+  end = h_now_ms() + 30000;
   do {
     pushed_states(&k, name, states, sizeof(states));
     if (!strcmp(states, "QUEUED SCHEDULED RUNNING SUCCEEDED"))

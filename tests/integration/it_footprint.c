@@ -773,7 +773,7 @@ START_TEST(race_capacity_in_region_3_first)
 
   submit("race", "race-r3", id);
   wait_copies(id);
-  j = wait_state(id, "QUEUED", 5000);
+  j = wait_state(id, "QUEUED", 30000);
   ck_assert_msg(!h_str(json_object_get(j, "batch_job"), "name"),
                 "a Batch job named before any copy won: %s",
                 h_str(json_object_get(j, "batch_job"), "name"));
