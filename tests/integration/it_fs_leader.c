@@ -12,11 +12,13 @@
  * same with a 3 s minimum); team-a's queues la (cq-l) and ma (cq-m),
  * team-b's lb (cq-l).
  *
- *   new leader   leader A writes team-a's usage, then admits a job to
- *                each of la and ma which end; A stops, its last write
- *                put back to the one before the admissions (A stopped
- *                before saving). Leader B's usage of la and ma has both
- *                intervals (the old leader charged neither).
+ *   new leader   leader A writes its usage while team-b's j3 runs (that
+ *                write counts j3 accruing), then admits j1 to la and j2 to
+ *                ma; all three end; A stops, its writes put back to those
+ *                (A stopped before saving the rest). Leader B's usage has
+ *                j1's and j2's intervals whole and j3's up to its end (the
+ *                old leader charged none of it after the write); leader
+ *                C, after B, charges nothing twice.
  *   failed cycle while team-b's job runs, every cycle that writes usage
  *                fails (a trigger refuses the write) for a while; once
  *                writes go through again and the job has ended, lb's
@@ -229,22 +231,58 @@ static void times_of(const char *id, long long *adm, long long *fin)
   *fin = us_of("finished_at", from);
 }
 
+/* Print a usage against its closed form; whether they agree (within the
+ * float text's precision and a µs of the times). */
+static bool close_to(const char *what, double got, double want)
+{
+  bool ok = fabs(got - want) <= 1e-6 * fabs(want) + 1e-4;
+
+  fprintf(stderr, "fs_leader %s: usage %.9g GPU-s, closed form %.9g%s\n", what,
+          got, want, ok ? "" : "  <-- differs");
+  return ok;
+}
+
 static void check_close(const char *what, double got, double want)
 {
-  fprintf(stderr, "fs_leader %s: usage %.9g GPU-s, closed form %.9g\n", what,
-          got, want);
-  ck_assert_msg(fabs(got - want) <= 1e-6 * fabs(want) + 1e-4,
+  ck_assert_msg(close_to(what, got, want),
                 "%s: usage %.9g GPU-s, closed form %.9g (off by %.6g)", what,
                 got, want, got - want);
 }
 
+/* Start a leader and wait until it has written every team queue's usage
+ * (2 of team-a's, 1 of team-b's, 3 resources each). */
+static void restart_leader(const char *what)
+{
+  char sql[512];
+  long long start_us = us_of("now()", "(SELECT 1) x");
+
+  start_server();
+  snprintf(sql, sizeof(sql),
+           "SELECT (count(*) = 9)::int FROM fair_share_usage WHERE as_of > "
+           "to_timestamp(%lld / 1000000.0)",
+           start_us);
+  wait_for(what, sql);
+}
+
 START_TEST(new_leader_charges_ended)
 {
-  char j1[32], j2[32], sql[512];
-  long long t0, t1, adm1, fin1, adm2, fin2, start_us;
-  double u0l, u0m, ul, um;
+  char j1[32], j2[32], j3[32], sql[512];
+  long long t0, t1, adm1, fin1, adm2, fin2, adm3, fin3, t3;
+  double u0l, u0m, ul, um, ub;
+  int round, bad = 0;
 
-  /* leader A has written team-a's usage (every account at its start) */
+  /* team-b's j3 runs while leader A writes its usage: that write counts
+   * it accruing; the write is kept, and A hears of j3's end only after */
+  submit("team-b", "lb", 2, 4000, j3);
+  wait_state(j3, "RUNNING");
+  snprintf(sql, sizeof(sql),
+           "SELECT count(*) FROM fair_share_usage u, jobs j WHERE j.id = "
+           "'%.31s' AND u.team = 'team-b' AND u.as_of > j.admitted_at",
+           j3);
+  wait_for("team-b's usage written with j3 running", sql);
+  exec_ok("CREATE TABLE fs_saved_b AS SELECT * FROM fair_share_usage "
+          "WHERE team = 'team-b'");
+  /* team-a's usage as A wrote it before j1 and j2 */
   wait_for("team-a's usage written",
            "SELECT (count(*) = 6)::int FROM fair_share_usage "
            "WHERE team = 'team-a'");
@@ -256,31 +294,48 @@ START_TEST(new_leader_charges_ended)
   submit("team-a", "ma", 1, 500, j2);
   wait_state(j1, "SUCCEEDED");
   wait_state(j2, "SUCCEEDED");
-  /* A stops; its writes since fs_saved are undone: it stopped before
-   * saving them */
+  wait_state(j3, "SUCCEEDED");
+  /* A stops; its writes since fs_saved and fs_saved_b are undone: it
+   * stopped before saving them */
   h_server_stop(&srv);
   exec_ok("BEGIN");
-  exec_ok("DELETE FROM fair_share_usage WHERE team = 'team-a'");
+  exec_ok("DELETE FROM fair_share_usage");
   exec_ok("INSERT INTO fair_share_usage SELECT * FROM fs_saved");
+  exec_ok("INSERT INTO fair_share_usage SELECT * FROM fs_saved_b");
   exec_ok("COMMIT");
-  start_us = us_of("now()", "(SELECT 1) x");
-  start_server(); /* leader B */
-  snprintf(sql, sizeof(sql),
-           "SELECT (count(*) = 6)::int FROM fair_share_usage WHERE team = "
-           "'team-a' "
-           "AND as_of > to_timestamp(%lld / 1000000.0)",
-           start_us);
-  wait_for("leader B wrote team-a's usage", sql);
   times_of(j1, &adm1, &fin1);
   times_of(j2, &adm2, &fin2);
-  ul = stored_gpu("team-a", "la", &t1);
-  check_close("la (ended before the new leader, no minimum)", ul,
-              u0l * exp2(-(double)(t1 - t0) / 1e6 / HALF_LIFE_S) +
-                  interval(adm1, fin1, t1, 2, 0));
-  um = stored_gpu("team-a", "ma", &t1);
-  check_close("ma (ended before the new leader, 3 s minimum)", um,
-              u0m * exp2(-(double)(t1 - t0) / 1e6 / HALF_LIFE_S) +
-                  interval(adm2, fin2, t1, 1, 3));
+  times_of(j3, &adm3, &fin3);
+  /* leader B charges what A did not write; then leader C, after B
+   * stopped having written all of it, charges nothing twice */
+  for (round = 0; round < 2; round++) {
+    const char *who = round ? "C" : "B";
+    char what[160];
+    if (round)
+      h_server_stop(&srv);
+    snprintf(what, sizeof(what), "leader %s wrote every usage", who);
+    restart_leader(what);
+    /* each usage read before its closed form is evaluated at its as_of */
+    ul = stored_gpu("team-a", "la", &t1);
+    snprintf(what, sizeof(what),
+             "leader %s: la (j1 admitted after the last write, ended)", who);
+    bad += !close_to(what, ul,
+                     u0l * exp2(-(double)(t1 - t0) / 1e6 / HALF_LIFE_S) +
+                         interval(adm1, fin1, t1, 2, 0));
+    um = stored_gpu("team-a", "ma", &t1);
+    snprintf(what, sizeof(what),
+             "leader %s: ma (j2 the same, inside its 3 s minimum)", who);
+    bad += !close_to(what, um,
+                     u0m * exp2(-(double)(t1 - t0) / 1e6 / HALF_LIFE_S) +
+                         interval(adm2, fin2, t1, 1, 3));
+    /* team-b had nothing before j3: its usage is j3's interval whole */
+    ub = stored_gpu("team-b", "lb", &t3);
+    snprintf(what, sizeof(what),
+             "leader %s: lb (j3 counted by the last write, ended untold)", who);
+    bad += !close_to(what, ub, interval(adm3, fin3, t3, 2, 0));
+    ck_assert_msg(!bad, "leader %s: %d usages differ from their closed form",
+                  who, bad);
+  }
 }
 END_TEST
 
