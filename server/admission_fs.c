@@ -142,54 +142,53 @@ static int restore(struct admission_fs *b, struct account *acc, int n,
                    const bool *fresh, const struct sched_state *st,
                    int64_t now_us)
 {
+  int m = st->n + b->n_ended, i, k, rc = -1;
   int *count = calloc((size_t)n + 2, sizeof(*count));
   int *at = calloc((size_t)n + 2, sizeof(*at));
-  int *of = calloc((size_t)st->n + (size_t)b->n_ended + 1, sizeof(*of));
-  struct fs_hold *holds =
-      calloc((size_t)st->n + (size_t)b->n_ended + 1, sizeof(*holds));
-  int i, k, m = st->n + b->n_ended, rc = -1;
+  int *of = calloc((size_t)m + 1, sizeof(*of)); /* jobs, then ended */
+  struct fs_hold *holds = calloc((size_t)m + 1, sizeof(*holds));
 
   if (!count || !at || !of || !holds)
     goto out;
   /* which fresh account each hold is for (-1: none), then bucketed */
-  for (i = 0; i < m; i++) {
-    const struct sched_state_job *j = i < st->n ? &st->jobs[i] : NULL;
-    const struct db_fs_ended *e = j ? NULL : &b->ended[i - st->n];
+  for (i = 0; i < m; i++)
     of[i] = -1;
-    if (j && sched_state_pending(j))
-      continue;
-    if (e && sched_state_find(st, e->id) >= 0)
-      continue;
-    k = j ? find(acc, n, j->team->s, j->queue->s)
-          : find(acc, n, e->team, e->queue);
-    if (k >= 0 && fresh[k]) {
+  for (i = 0; i < st->n; i++) {
+    const struct sched_state_job *j = &st->jobs[i];
+    if (!sched_state_pending(j) &&
+        (k = find(acc, n, j->team->s, j->queue->s)) >= 0 && fresh[k])
       of[i] = k;
-      count[k + 1]++;
-    }
   }
+  for (i = 0; i < b->n_ended; i++) {
+    const struct db_fs_ended *e = &b->ended[i];
+    if (sched_state_find(st, e->id) < 0 &&
+        (k = find(acc, n, e->team, e->queue)) >= 0 && fresh[k])
+      of[st->n + i] = k;
+  }
+  for (i = 0; i < m; i++)
+    if (of[i] >= 0)
+      count[of[i] + 1]++;
   for (k = 0; k < n; k++)
     count[k + 1] += count[k];
   memcpy(at, count, (size_t)(n + 1) * sizeof(*at));
-  for (i = 0; i < m; i++) {
-    const struct sched_state_job *j = i < st->n ? &st->jobs[i] : NULL;
+  for (i = 0; i < st->n; i++) {
+    const struct sched_state_job *j = &st->jobs[i];
     struct fs_hold *h;
-    const struct db_fs_row *row;
     if (of[i] < 0)
       continue;
     h = &holds[at[of[i]]++];
-    if (!j) {
-      *h = b->ended[i - st->n].hold;
-      continue;
-    }
-    row = stored(b, acc[of[i]].team, acc[of[i]].queue);
     h->key = j->seq;
     h->admitted_us = j->admitted_at_us;
     h->ended_us = 0;
     /* admissions are written by leaders' cycles after their usage is:
      * admitted at or before as_of, it was counted when stored */
-    h->counted = row && j->admitted_at_us <= acc[of[i]].u.at_us;
+    h->counted = stored(b, acc[of[i]].team, acc[of[i]].queue) &&
+                 j->admitted_at_us <= acc[of[i]].u.at_us;
     fs_request(j->request, h->req);
   }
+  for (i = 0; i < b->n_ended; i++)
+    if (of[st->n + i] >= 0)
+      holds[at[of[st->n + i]]++] = b->ended[i].hold;
   for (k = 0; k < n; k++)
     if (fresh[k])
       fs_restore(&acc[k].u, acc[k].half_life_s, acc[k].min_charge_s, now_us,
