@@ -69,11 +69,78 @@ int db_fs_load(struct db_conn *c, struct db_fs_row **rows, int *n, char *err,
 }
 
 static const char sql_save[] =
-    "INSERT INTO fair_share_usage AS f (team, queue, resource, usage, as_of) "
-    "SELECT t, q, r, u, to_timestamp(a / 1000000.0) FROM unnest($1::text[], "
-    "$2::text[], $3::text[], $4::float8[], $5::bigint[]) AS x(t, q, r, u, a) "
+    "INSERT INTO fair_share_usage AS f (team, queue, resource, usage, as_of, "
+    "seen) SELECT t, q, r, u, to_timestamp(a / 1000000.0), "
+    "nullif($6, '')::pg_snapshot FROM unnest($1::text[], $2::text[], "
+    "$3::text[], $4::float8[], $5::bigint[]) AS x(t, q, r, u, a) "
     "ON CONFLICT (team, queue, resource) DO UPDATE SET usage = "
-    "excluded.usage, as_of = excluded.as_of";
+    "excluded.usage, as_of = excluded.as_of, seen = excluded.seen";
+
+/*
+ * The holds that ended since each stored usage was written and that it
+ * does not have whole (see db_fs_ended()). An end was told to the leader
+ * that wrote the row when the job's event into its final state was
+ * written by a transaction visible in the feed snapshot it had read (an
+ * event of before 0041, with no xid, is old: told). The candidates are the
+ * jobs written since the oldest of those snapshots (the feed's own rule,
+ * on its index); a row of before 0044 (no snapshot) reads them all once.
+ */
+static const char sql_ended[] =
+    "WITH u AS (SELECT DISTINCT ON (team, queue) team, queue, as_of, seen "
+    "FROM fair_share_usage ORDER BY team, queue), "
+    "lo AS (SELECT CASE WHEN bool_or(seen IS NULL) THEN '0'::xid8 ELSE "
+    "min(pg_snapshot_xmin(seen)) END AS x FROM u) "
+    "SELECT j.team, j.queue, j.id, j.seq, j.gpu, j.cpu_milli, j.memory_mib, "
+    "(extract(epoch FROM j.admitted_at) * 1000000)::bigint, "
+    "(extract(epoch FROM coalesce(j.finished_at, j.updated_at)) * "
+    "1000000)::bigint, j.admitted_at <= u.as_of "
+    "FROM u JOIN jobs j ON j.team = u.team AND j.queue = u.queue "
+    "WHERE j.change_xid >= coalesce((SELECT x FROM lo), '0'::xid8) "
+    "AND j.admitted_at IS NOT NULL "
+    "AND j.state IN ('SUCCEEDED', 'FAILED', 'CANCELLED') "
+    "AND (j.admitted_at > u.as_of OR (u.seen IS NOT NULL AND NOT EXISTS "
+    "(SELECT 1 FROM job_events e WHERE e.job_id = j.id "
+    "AND e.to_state = j.state AND (e.xid IS NULL OR "
+    "pg_visible_in_snapshot(e.xid, u.seen)))))";
+
+int db_fs_ended(struct db_conn *c, struct db_fs_ended **out, int *n, char *err,
+                size_t errlen)
+{
+  PGresult *res = db_query(c, sql_ended, 0, NULL, err, errlen);
+  struct db_fs_ended *v;
+  int i;
+
+  *out = NULL;
+  *n = 0;
+  if (!res)
+    return -1;
+  if (!(v = calloc((size_t)PQntuples(res) + 1, sizeof(*v)))) {
+    PQclear(res);
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  for (i = 0; i < PQntuples(res); i++) {
+    struct db_fs_ended *e = &v[i];
+    int64_t request[SCHED_NRES];
+    snprintf(e->team, sizeof(e->team), "%s", PQgetvalue(res, i, 0));
+    snprintf(e->queue, sizeof(e->queue), "%s", PQgetvalue(res, i, 1));
+    snprintf(e->id, sizeof(e->id), "%s", PQgetvalue(res, i, 2));
+    e->hold.key = strtoll(PQgetvalue(res, i, 3), NULL, 10);
+    request[SCHED_GPU] = strtoll(PQgetvalue(res, i, 4), NULL, 10);
+    request[SCHED_CPU] = strtoll(PQgetvalue(res, i, 5), NULL, 10);
+    request[SCHED_MEM] = strtoll(PQgetvalue(res, i, 6), NULL, 10);
+    fs_request(request, e->hold.req);
+    e->hold.admitted_us = strtoll(PQgetvalue(res, i, 7), NULL, 10);
+    e->hold.ended_us = strtoll(PQgetvalue(res, i, 8), NULL, 10);
+    if (e->hold.ended_us <= 0) /* ended: never read as holding */
+      e->hold.ended_us = 1;
+    e->hold.counted = PQgetvalue(res, i, 9)[0] == 't';
+  }
+  *n = PQntuples(res);
+  *out = v;
+  PQclear(res);
+  return 0;
+}
 
 /* the standing of the team queues written, and no other's */
 static const char sql_save_ranks[] =
@@ -155,12 +222,12 @@ out:
 }
 
 int db_fs_save(struct db_conn *c, const struct db_fs_row *rows, int n,
-               char *err, size_t errlen)
+               const char *seen, char *err, size_t errlen)
 {
   /* PostgreSQL array literals; names are [a-z0-9-], never quoted */
   char *a[5] = {NULL, NULL, NULL, NULL, NULL};
   size_t len[5] = {0}, cap[5] = {0};
-  const char *params[5];
+  const char *params[6];
   int i, k, r, rc = -1;
 
   if (n == 0)
@@ -191,7 +258,8 @@ int db_fs_save(struct db_conn *c, const struct db_fs_row *rows, int n,
       goto oom;
     params[k] = a[k];
   }
-  rc = db_run(c, sql_save, 5, params, NULL, err, errlen);
+  params[5] = seen ? seen : "";
+  rc = db_run(c, sql_save, 6, params, NULL, err, errlen);
   if (rc == 0)
     rc = save_ranks(c, rows, n, err, errlen);
   goto out;

@@ -11,6 +11,7 @@
 
 #include "db/db.h"
 #include "db/sched.h"
+#include "scheduler/fairshare.h"
 #include "scheduler/sched.h"
 #include "server/req.h"
 
@@ -32,12 +33,34 @@ int db_fs_load(struct db_conn *c, struct db_fs_row **rows, int *n, char *err,
 
 /*
  * Write n team queues' usage (upsert, one statement) valued at each row's
- * as_of_us, and their standing (fair_share_ranks, 0023: these rows only,
- * one statement), inside the caller's transaction. Returns 0 or -1 with
- * err.
+ * as_of_us, with seen, the snapshot of the change feed the leader had read
+ * (db_feed.snapshot; "" or NULL: none), and their standing
+ * (fair_share_ranks, 0023: these rows only, one statement), inside the
+ * caller's transaction. Returns 0 or -1 with err.
  */
 int db_fs_save(struct db_conn *c, const struct db_fs_row *rows, int n,
-               char *err, size_t errlen);
+               const char *seen, char *err, size_t errlen);
+
+/* A job of a team queue with stored usage that held quota and ended since
+ * that usage was written, and that the usage does not have whole. */
+struct db_fs_ended {
+  char team[DB_NAME_LEN], queue[DB_NAME_LEN];
+  char id[32];
+  struct fs_hold hold; /* ended_us > 0; counted: admitted at or before the
+                          usage's as_of, its end not told to its writer */
+};
+
+/*
+ * Every such job, for a leader that reads the usage back (fs_restore()):
+ * admitted after its team queue's as_of and ended, or admitted before it
+ * and ended without the writer being told (its event into its final state
+ * not visible in the stored snapshot). ended_us is finished_at (else the
+ * last write). *out a new array of *n (caller frees). A job that has
+ * ended since the caller's own read of the active jobs is among them: the
+ * caller skips the jobs it holds. Returns 0, or -1 with err filled.
+ */
+int db_fs_ended(struct db_conn *c, struct db_fs_ended **out, int *n, char *err,
+                size_t errlen);
 
 /*
  * The fair_sharing status of team queue (team, queue): {"weight", "usage":

@@ -34,12 +34,13 @@
 /* One row even when no job matches: the snapshot's xmin, now and the
  * configuration version, then the jobs (NULL id: none). */
 #define READ(cond)                                                             \
-  "SELECT x.xmin::text, x.now_s, x.now_us, x.version, j.* FROM (SELECT "       \
-  "pg_snapshot_xmin(pg_current_snapshot()), "                                  \
+  "SELECT x.xmin::text, x.now_s, x.now_us, x.version, x.snap, j.* FROM "     \
+  "(SELECT pg_snapshot_xmin(pg_current_snapshot()), "                          \
   "floor(extract(epoch FROM now()))::bigint, "                                \
   "(extract(epoch FROM now()) * 1000000)::bigint, "                            \
-  "(SELECT version FROM admission_config_version WHERE id = 1)) "              \
-  "x(xmin, now_s, now_us, version) LEFT JOIN LATERAL (SELECT " JOB_COLS        \
+  "(SELECT version FROM admission_config_version WHERE id = 1), "              \
+  "pg_current_snapshot()::text) "                                              \
+  "x(xmin, now_s, now_us, version, snap) LEFT JOIN LATERAL (SELECT " JOB_COLS  \
   " FROM jobs WHERE " cond ") j ON true"
 /* clang-format on */
 
@@ -57,6 +58,7 @@ enum {
   F_NOW_S,
   F_NOW_US,
   F_VERSION,
+  F_SNAPSHOT,
   F_ID,
   F_ATTEMPT,
   F_CQ,
@@ -130,6 +132,10 @@ static void header_of(const PGresult *r, struct db_feed *f)
   f->now_s = num(r, 0, F_NOW_S);
   f->now_us = num(r, 0, F_NOW_US);
   f->config_version = num(r, 0, F_VERSION);
+  /* a snapshot too long to keep (a great many transactions in flight)
+   * is kept as none: what it would tell is then read as told */
+  if (strlen(PQgetvalue(r, 0, F_SNAPSHOT)) < sizeof(f->snapshot))
+    copy(f->snapshot, sizeof(f->snapshot), r, 0, F_SNAPSHOT);
 }
 
 /* The full read goes through a cursor in the caller's transaction, a

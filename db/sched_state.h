@@ -19,6 +19,7 @@ struct db_feed {
   uint64_t xmin;          /* xmin of the read's snapshot: the next watermark */
   int64_t now_s, now_us;  /* the database's now() */
   int64_t config_version; /* admission_config_version */
+  char snapshot[2048];    /* the read's pg_current_snapshot() ("": none) */
   int changed;            /* jobs added, replaced or removed in memory */
   int material;           /* of those, the ones that changed more than
                              their pending reason (the scheduler's own

@@ -125,12 +125,14 @@ static double min_of(double m)
   return m > FS_MIN_CHARGE_MAX ? FS_MIN_CHARGE_MAX : m;
 }
 
-/* Shared by admit (charge true) and resume (the charge is in u already). */
+/* Shared by admit (charge true: its minimum and its accrual since) and
+ * resume (the charge is in u already up to since_us: the accrual after
+ * it, or after the end of the minimum when later, is added). */
 static int take(struct fs_usage *u, double h, double m, int64_t admitted_us,
-                int64_t now_us, int64_t key, const double req[SCHED_NRES],
-                bool charge)
+                int64_t since_us, int64_t now_us, int64_t key,
+                const double req[SCHED_NRES], bool charge)
 {
-  int64_t end_us;
+  int64_t end_us, from_us;
   int r;
 
   if (fs_advance(u, h, now_us))
@@ -139,10 +141,11 @@ static int take(struct fs_usage *u, double h, double m, int64_t admitted_us,
     admitted_us = now_us;
   m = min_of(m);
   end_us = admitted_us + (int64_t)llround(m * US);
-  if (charge) {
-    double d = fs_decay(h, (double)(now_us - admitted_us) / US);
+  from_us = charge || end_us > since_us ? end_us : since_us;
+  if (charge || from_us < now_us) {
+    double d = charge ? fs_decay(h, (double)(now_us - admitted_us) / US) : 0;
     double a =
-        end_us < now_us ? fs_accrual(h, (double)(now_us - end_us) / US) : 0;
+        from_us < now_us ? fs_accrual(h, (double)(now_us - from_us) / US) : 0;
     for (r = 0; r < SCHED_NRES; r++)
       u->u[r] += req[r] * m * d + req[r] * a;
   }
@@ -156,16 +159,47 @@ int fs_admit(struct fs_usage *u, double half_life_s, double min_charge_s,
              int64_t admitted_us, int64_t now_us, int64_t key,
              const double req[SCHED_NRES])
 {
-  return take(u, half_life_s, min_charge_s, admitted_us, now_us, key, req,
-              true);
+  return take(u, half_life_s, min_charge_s, admitted_us, now_us, now_us, key,
+              req, true);
 }
 
 int fs_resume(struct fs_usage *u, double half_life_s, double min_charge_s,
               int64_t admitted_us, int64_t now_us, int64_t key,
               const double req[SCHED_NRES])
 {
-  return take(u, half_life_s, min_charge_s, admitted_us, now_us, key, req,
-              false);
+  return take(u, half_life_s, min_charge_s, admitted_us, now_us, now_us, key,
+              req, false);
+}
+
+int fs_resume_since(struct fs_usage *u, double half_life_s, double min_charge_s,
+                    int64_t admitted_us, int64_t since_us, int64_t now_us,
+                    int64_t key, const double req[SCHED_NRES])
+{
+  return take(u, half_life_s, min_charge_s, admitted_us, since_us, now_us, key,
+              req, false);
+}
+
+int fs_restore(struct fs_usage *u, double half_life_s, double min_charge_s,
+               int64_t now_us, const struct fs_hold *holds, int n)
+{
+  int64_t since_us = u->at_us;
+  int i, rc = 0;
+
+  if (fs_advance(u, half_life_s, now_us))
+    return -1;
+  for (i = 0; i < n; i++) {
+    const struct fs_hold *j = &holds[i];
+    int r = j->counted
+                ? fs_resume_since(u, half_life_s, min_charge_s, j->admitted_us,
+                                  since_us, now_us, j->key, j->req)
+                : fs_admit(u, half_life_s, min_charge_s, j->admitted_us, now_us,
+                           j->key, j->req);
+    if (r == 0 && j->ended_us > 0)
+      r = fs_release(u, half_life_s, min_charge_s, j->admitted_us, j->ended_us,
+                     now_us, j->key, j->req);
+    rc = rc ? rc : r;
+  }
+  return rc;
 }
 
 int fs_release(struct fs_usage *u, double half_life_s, double min_charge_s,

@@ -92,6 +92,42 @@ int fs_resume(struct fs_usage *u, double half_life_s, double min_charge_s,
               const double req[SCHED_NRES]);
 
 /*
+ * Take up a job that the stored usage in u counted as accruing when it
+ * was valued at since_us (a usage read back: the job was admitted at or
+ * before since_us and its end, if any, was not yet told): what it accrued
+ * from since_us, or from the end of its minimum charge when that is
+ * later, up to now_us is charged, and it accrues on. since_us = now_us is
+ * fs_resume(). Same returns as fs_admit().
+ */
+int fs_resume_since(struct fs_usage *u, double half_life_s, double min_charge_s,
+                    int64_t admitted_us, int64_t since_us, int64_t now_us,
+                    int64_t key, const double req[SCHED_NRES]);
+
+/* One job's hold of quota, as a leader that reads usage back sees it. */
+struct fs_hold {
+  int64_t key;         /* the job (its seq) */
+  int64_t admitted_us; /* its admission (admitted_at) */
+  int64_t ended_us;    /* when it stopped holding (finished_at); 0: holds */
+  bool counted; /* the stored usage counted it accruing at its value's time:
+                   admitted at or before it, its end not told by then */
+  double req[SCHED_NRES];
+};
+
+/*
+ * Bring a usage read back (u valued at u->at_us, the time it was stored)
+ * to now_us with every hold that overlaps the time since: a counted one is
+ * taken up by fs_resume_since(u->at_us), any other charged by fs_admit(),
+ * and one that ended is then released at its end by fs_release(). So the
+ * usage is exactly what the leader that stored it would have reached had
+ * it run on: nothing between the store and now_us is lost, nothing
+ * charged twice, whatever cycles failed or leaders changed in between.
+ * Holds that still hold accrue on. Returns 0, or -1 as fs_advance() (u
+ * unchanged) or when out of memory (that hold left out).
+ */
+int fs_restore(struct fs_usage *u, double half_life_s, double min_charge_s,
+               int64_t now_us, const struct fs_hold *holds, int n);
+
+/*
  * The job (admitted at admitted_us with a minimum of min_charge_s, as
  * fs_admit() was told) stopped holding quota at ended_us and it is told
  * at now_us: it stops accruing, and what it accrued between ended_us and

@@ -318,8 +318,8 @@ static int refresh(struct admission *a, struct db_conn *c, struct db_feed *f,
     a->dirty = a->full = true;
   if (a->time_sensitive && a->st.n > 0)
     a->dirty = a->full = true;
-  return admission_fs_update(a->fs, c, &a->cfg, &a->st, resync, f->now_us, err,
-                             errlen);
+  return admission_fs_update(a->fs, c, &a->cfg, &a->st, resync, f->now_us,
+                             f->snapshot, err, errlen);
 }
 
 int admission_cycle(struct admission *a, struct db_conn *c,

@@ -23,7 +23,6 @@ struct account {
   char team[DB_NAME_LEN], queue[DB_NAME_LEN];
   double half_life_s;
   double min_charge_s; /* its cluster queue's */
-  int64_t since_us;    /* this leader took it up: its jobs accrue since */
   struct fs_usage u;
 };
 
@@ -31,6 +30,10 @@ struct admission_fs {
   bool restored;          /* rows read since the last reset */
   struct db_fs_row *rows; /* what was stored when this leader started */
   int n_rows;
+  /* the holds that ended since rows were written (db_fs_ended()), for the
+   * accounts restored from them; dropped once they are */
+  struct db_fs_ended *ended;
+  int n_ended;
   struct account *acc; /* aligned with the configuration's tqs */
   int n_acc;
   int64_t saved_us; /* last write */
@@ -60,6 +63,9 @@ void admission_fs_reset(struct admission_fs *b)
   free(b->rows);
   b->rows = NULL;
   b->n_rows = 0;
+  free(b->ended);
+  b->ended = NULL;
+  b->n_ended = 0;
   b->restored = false;
   b->saved_us = 0;
 }
@@ -112,18 +118,88 @@ static int drain(struct admission_fs *b, struct sched_state *st, int64_t now_us)
     if (e->start)
       rc = fs_admit(&a->u, a->half_life_s, a->min_charge_s, e->admitted_at_us,
                     now_us, e->seq, req);
-    else
+    else /* a restored account had every holding job accruing since its
+            usage was stored, so an end before that is taken back too */
       rc = fs_release(&a->u, a->half_life_s, a->min_charge_s, e->admitted_at_us,
-                      e->ended_at_us > 0 && e->ended_at_us < a->since_us
-                          ? a->since_us
-                          : e->ended_at_us,
-                      now_us, e->seq, req);
+                      e->ended_at_us, now_us, e->seq, req);
     /* -1 is a clock behind the account (refused) or out of memory: the
      * event cannot be told better later, so it is let go */
     moved += rc == 0;
   }
   st->n_qlog = 0;
   return moved;
+}
+
+/*
+ * The new accounts (fresh[i]) brought to now_us: each from what was stored
+ * (0 as of now when nothing was), with every hold since (fs_restore()):
+ * the jobs holding quota in st (counted when admitted at or before the
+ * stored as_of) and, when restoring, the jobs that ended since it was
+ * written (b->ended, less those st still holds: the feed will tell their
+ * end). Returns 0, or -1 when out of memory.
+ */
+static int restore(struct admission_fs *b, struct account *acc, int n,
+                   const bool *fresh, const struct sched_state *st,
+                   int64_t now_us)
+{
+  int m = st->n + b->n_ended, i, k, rc = -1;
+  int *count = calloc((size_t)n + 2, sizeof(*count));
+  int *at = calloc((size_t)n + 2, sizeof(*at));
+  int *of = calloc((size_t)m + 1, sizeof(*of)); /* jobs, then ended */
+  struct fs_hold *holds = calloc((size_t)m + 1, sizeof(*holds));
+
+  if (!count || !at || !of || !holds)
+    goto out;
+  /* which fresh account each hold is for (-1: none), then bucketed */
+  for (i = 0; i < m; i++)
+    of[i] = -1;
+  for (i = 0; i < st->n; i++) {
+    const struct sched_state_job *j = &st->jobs[i];
+    if (!sched_state_pending(j) &&
+        (k = find(acc, n, j->team->s, j->queue->s)) >= 0 && fresh[k])
+      of[i] = k;
+  }
+  for (i = 0; i < b->n_ended; i++) {
+    const struct db_fs_ended *e = &b->ended[i];
+    if (sched_state_find(st, e->id) < 0 &&
+        (k = find(acc, n, e->team, e->queue)) >= 0 && fresh[k])
+      of[st->n + i] = k;
+  }
+  for (i = 0; i < m; i++)
+    if (of[i] >= 0)
+      count[of[i] + 1]++;
+  for (k = 0; k < n; k++)
+    count[k + 1] += count[k];
+  memcpy(at, count, (size_t)(n + 1) * sizeof(*at));
+  for (i = 0; i < st->n; i++) {
+    const struct sched_state_job *j = &st->jobs[i];
+    struct fs_hold *h;
+    if (of[i] < 0)
+      continue;
+    h = &holds[at[of[i]]++];
+    h->key = j->seq;
+    h->admitted_us = j->admitted_at_us;
+    h->ended_us = 0;
+    /* admissions are written by leaders' cycles after their usage is:
+     * admitted at or before as_of, it was counted when stored */
+    h->counted = stored(b, acc[of[i]].team, acc[of[i]].queue) &&
+                 j->admitted_at_us <= acc[of[i]].u.at_us;
+    fs_request(j->request, h->req);
+  }
+  for (i = 0; i < b->n_ended; i++)
+    if (of[st->n + i] >= 0)
+      holds[at[of[st->n + i]]++] = b->ended[i].hold;
+  for (k = 0; k < n; k++)
+    if (fresh[k])
+      fs_restore(&acc[k].u, acc[k].half_life_s, acc[k].min_charge_s, now_us,
+                 holds + count[k], count[k + 1] - count[k]);
+  rc = 0;
+out:
+  free(count);
+  free(at);
+  free(of);
+  free(holds);
+  return rc;
 }
 
 /* Match the accounts to cfg's team queues; new ones restored and given
@@ -144,48 +220,37 @@ static int resync(struct admission_fs *b, const struct db_sched *cfg,
     const char *team = cfg->tq_team[i], *queue = cfg->tq_queue[i];
     int k = find(b->acc, b->n_acc, team, queue);
     struct account *a = &acc[i];
+    const struct db_fs_row *row;
 
     snprintf(a->team, sizeof(a->team), "%s", team);
     snprintf(a->queue, sizeof(a->queue), "%s", queue);
     a->half_life_s = cfg->fs_half_life[cfg->tqs[i].cq];
     a->min_charge_s = cfg->cqs[cfg->tqs[i].cq].fs_min_charge_s;
     if (k >= 0) {
-      a->since_us = b->acc[k].since_us;
       a->u = b->acc[k].u; /* moved: its list goes with it */
       memset(&b->acc[k].u, 0, sizeof(b->acc[k].u));
       continue;
     }
     fresh[i] = true;
-    a->since_us = now_us;
-    {
-      const struct db_fs_row *row = stored(b, team, queue);
-      fs_usage_init(&a->u,
-                    row && row->as_of_us <= now_us ? row->as_of_us : now_us);
-      if (row)
-        memcpy(a->u.u, row->u, sizeof(a->u.u));
-      fs_advance(&a->u, a->half_life_s, now_us);
-    }
+    /* valued as stored (fs_restore() brings it to now), or 0 as of now */
+    row = stored(b, team, queue);
+    fs_usage_init(&a->u,
+                  row && row->as_of_us <= now_us ? row->as_of_us : now_us);
+    if (row)
+      memcpy(a->u.u, row->u, sizeof(a->u.u));
   }
-  /* the jobs holding quota of the new accounts: charged unless the stored
-   * usage was written after their admission (then it has their charge) */
-  for (i = 0; i < st->n; i++) {
-    const struct sched_state_job *j = &st->jobs[i];
-    const struct db_fs_row *row;
-    double req[SCHED_NRES];
-    int k;
-
-    if (sched_state_pending(j) ||
-        (k = find(acc, n, j->team->s, j->queue->s)) < 0 || !fresh[k])
-      continue;
-    row = stored(b, acc[k].team, acc[k].queue);
-    fs_request(j->request, req);
-    if (row && j->admitted_at_us <= row->as_of_us)
-      fs_resume(&acc[k].u, acc[k].half_life_s, acc[k].min_charge_s,
-                j->admitted_at_us, now_us, j->seq, req);
-    else
-      fs_admit(&acc[k].u, acc[k].half_life_s, acc[k].min_charge_s,
-               j->admitted_at_us, now_us, j->seq, req);
+  if (restore(b, acc, n, fresh, st, now_us)) {
+    for (i = 0; i < n; i++)
+      fs_usage_free(&acc[i].u);
+    free(acc);
+    free(fresh);
+    return -1;
   }
+  /* the ended holds are told once: a later resync's new account (a team
+   * queue added meanwhile) has none */
+  free(b->ended);
+  b->ended = NULL;
+  b->n_ended = 0;
   drop_accounts(b);
   b->acc = acc;
   b->n_acc = n;
@@ -276,8 +341,8 @@ out:
 }
 
 static int save(struct admission_fs *b, struct db_conn *c,
-                const struct db_sched *cfg, int64_t now_us, char *err,
-                size_t errlen)
+                const struct db_sched *cfg, int64_t now_us, const char *seen,
+                char *err, size_t errlen)
 {
   struct db_fs_row *rows = calloc((size_t)b->n_acc + 1, sizeof(*rows));
   double *score = calloc((size_t)b->n_acc + 1, sizeof(*score));
@@ -305,7 +370,7 @@ static int save(struct admission_fs *b, struct db_conn *c,
     rows[i].score = score[i];
     rows[i].rank = rank[i];
   }
-  rc = db_fs_save(c, rows, b->n_acc, err, errlen);
+  rc = db_fs_save(c, rows, b->n_acc, seen, err, errlen);
   if (rc == 0)
     b->saved_us = now_us;
   goto out;
@@ -321,13 +386,14 @@ out:
 
 int admission_fs_update(struct admission_fs *b, struct db_conn *c,
                         const struct db_sched *cfg, struct sched_state *st,
-                        bool resync_now, int64_t now_us, char *err,
-                        size_t errlen)
+                        bool resync_now, int64_t now_us, const char *seen,
+                        char *err, size_t errlen)
 {
   int moved;
 
   if (!b->restored) {
-    if (db_fs_load(c, &b->rows, &b->n_rows, err, errlen))
+    if (db_fs_load(c, &b->rows, &b->n_rows, err, errlen) ||
+        db_fs_ended(c, &b->ended, &b->n_ended, err, errlen))
       return -1;
     b->restored = true;
     resync_now = true;
@@ -342,7 +408,7 @@ int admission_fs_update(struct admission_fs *b, struct db_conn *c,
   }
   if (b->n_acc > 0 &&
       (moved > 0 || (accruing(b) && now_us - b->saved_us >= SAVE_US)))
-    return save(b, c, cfg, now_us, err, errlen);
+    return save(b, c, cfg, now_us, seen, err, errlen);
   return 0;
 }
 

@@ -32,12 +32,16 @@ void admission_fs_reset(struct admission_fs *b);
  * the accounts to cfg's team queues — a new one restored from what was
  * stored, decayed to now, plus its jobs holding quota (one pass over st,
  * only then). Writes the usage when it moved (events, or jobs holding
- * quota and the last write older than a few seconds). Returns 0, or -1
- * with err filled.
+ * quota and the last write older than a few seconds), with seen, the
+ * snapshot of the feed st was brought to (db_feed.snapshot). A leader
+ * that reads the usage back (after a reset) charges every hold since it
+ * was written from the jobs' own times (fs_restore()), so a failed cycle
+ * or a change of leader loses nothing. Returns 0, or -1 with err filled.
  */
 int admission_fs_update(struct admission_fs *b, struct db_conn *c,
                         const struct db_sched *cfg, struct sched_state *st,
-                        bool resync, int64_t now_us, char *err, size_t errlen);
+                        bool resync, int64_t now_us, const char *seen,
+                        char *err, size_t errlen);
 
 /* Every team queue's score as of now_us into cfg->tqs (for the cycle). */
 void admission_fs_scores(struct admission_fs *b, struct db_sched *cfg,

@@ -1,0 +1,12 @@
+-- 0044: fair share over time, exact across failed cycles and leader
+-- changes (issue 34). With its usage, the admission leader writes the
+-- snapshot of the change feed it had read (pg_current_snapshot() of that
+-- read): the jobs whose end it had been told of are exactly those whose
+-- ending transaction is visible in it. A leader that reads the usage back
+-- charges what happened since from the jobs' own times: a job still
+-- holding quota accrues from as_of, a job that ended since is charged up
+-- to its finished_at, one admitted after as_of is charged whole (and a
+-- job whose end was not yet told has the accrual after its end taken
+-- back). NULL for rows written before this migration: their ended jobs
+-- are read as told.
+ALTER TABLE fair_share_usage ADD COLUMN seen pg_snapshot;
