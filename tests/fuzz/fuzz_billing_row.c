@@ -74,6 +74,9 @@ static void compare(const char *line, size_t n, struct billing_scratch *scratch)
   same("location", fast.db.location, ref.db.location);
   same_amount("credits", fast.db.credits, ref.db.credits);
   same_amount("gpu_amount", fast.db.gpu_amount, ref.db.gpu_amount);
+  same_amount("pricing_quantity", fast.db.pricing_quantity,
+              ref.db.pricing_quantity);
+  same("pricing_unit", fast.db.pricing_unit, ref.db.pricing_unit);
   same("cost_type", fast.db.cost_type, ref.db.cost_type);
   same("billing_account", fast.db.billing_account, ref.db.billing_account);
   if (fast.db.gpu_divisor != ref.db.gpu_divisor ||

@@ -1209,7 +1209,9 @@ static void same_row(const struct billing_row *a, const struct billing_row *b,
   SAME_NUM(cost);
   SAME_NUM(credits);
   SAME_NUM(gpu_amount);
+  SAME_NUM(pricing_quantity);
 #undef SAME_NUM
+  ck_assert_str_eq(a->db.pricing_unit, b->db.pricing_unit);
   ck_assert_int_eq(a->db.gpu_divisor, b->db.gpu_divisor);
   ck_assert_ptr_eq(a->db.row, b->db.row);
   ck_assert_uint_eq(a->db.row_len, b->db.row_len);
