@@ -1211,7 +1211,8 @@ START_TEST(test_only_the_leader_pulls)
 END_TEST
 
 /* The bq CLI on PATH, into path; false when it is not installed. */
-static bool find_bq(char *path, size_t len)
+/* The program name on PATH into path. */
+static bool find_tool(const char *name, char *path, size_t len)
 {
   const char *env = getenv("PATH");
   char dirs[4096], *dir, *save = NULL;
@@ -1219,7 +1220,7 @@ static bool find_bq(char *path, size_t len)
   snprintf(dirs, sizeof(dirs), "%s", env ? env : "");
   for (dir = strtok_r(dirs, ":", &save); dir;
        dir = strtok_r(NULL, ":", &save)) {
-    snprintf(path, len, "%s/bq", *dir ? dir : ".");
+    snprintf(path, len, "%s/%s", *dir ? dir : ".", name);
     if (access(path, X_OK) == 0)
       return true;
   }
@@ -1311,7 +1312,7 @@ START_TEST(test_bq_cli)
                      400));
   json_decref(take_log(&emu));
 
-  if (!find_bq(bq, sizeof(bq)) || !realpath(bq, real)) {
+  if (!find_tool("bq", bq, sizeof(bq)) || !realpath(bq, real)) {
     fprintf(stderr, "bigquery: the bq CLI is not installed: skipping the "
                     "bq --api test of the emulator\n");
     h_server_stop(&emu);
@@ -1357,6 +1358,62 @@ START_TEST(test_bq_cli)
 }
 END_TEST
 
+/*
+ * Google's Node client (@google-cloud/bigquery, deploy/tools) against the
+ * emulator: tests/bq-node/query.mjs runs the rows query of one day through
+ * BigQuery.query() (jobs.query, then getQueryResults pages) and as a job
+ * paged by hand (jobs.insert, jobs.get, getQueryResults), and the rows it
+ * decodes are the emulator's own dump of that day, in order.
+ */
+START_TEST(test_node_client)
+{
+  static const char *const env1[] = {"BQ_EMU_DAYS=2", "BQ_EMU_ROWS=24",
+                                     "BQ_EMU_PAGE_ROWS=10",
+                                     "BQ_EMU_INCOMPLETE_POLLS=1", NULL};
+  const size_t cap = 1 << 20;
+  char node[1024], endpoint[64], expect[256], *out = malloc(cap);
+  const char *dump[] = {"build/bigquery_emulator", "dump", NULL};
+  const char *argv[] = {node,         "tests/bq-node/query.mjs",
+                        "--endpoint", endpoint,
+                        "--project",  "billing-project",
+                        "--table",    TABLE,
+                        "--day",      "2026-08-01",
+                        "--expect",   expect,
+                        "--page",     "10",
+                        NULL};
+  /* no look for a metadata server: this is no Google machine */
+  const char *env[] = {"METADATA_SERVER_DETECTION=none", NULL};
+  struct h_server emu;
+  json_t *log;
+  int rc;
+
+  ck_assert_ptr_nonnull(out);
+  ck_assert_msg(find_tool("node", node, sizeof(node)), "node is not on PATH");
+  ck_assert_msg(access("deploy/tools/node_modules/@google-cloud/bigquery/"
+                       "package.json",
+                       R_OK) == 0,
+                "@google-cloud/bigquery is not installed: npm ci --prefix "
+                "deploy/tools (deploy/install-deps.sh does it)");
+  /* what was loaded: the fixture's rows, as the emulator dumps them */
+  rc = h_run(dump, env1, 60000, NULL, out, cap);
+  ck_assert_msg(rc == 0 && strlen(out) > 1000, "dump: %d", rc);
+  h_write_temp("bq-node-rows", out, expect, sizeof(expect));
+  ck_assert_int_eq(h_bq_emulator_start(&emu, env1), 0);
+  snprintf(endpoint, sizeof(endpoint), "http://127.0.0.1:%u", emu.port);
+  rc = h_run(argv, env, 60000, NULL, out, cap);
+  ck_assert_msg(rc == 0 && strstr(out, "bq-node: ok 24 rows of 2026-08-01"),
+                "node client: %d: %s", rc, out);
+  log = h_emu_get(&emu, "/emulator/requests");
+  ck_assert_int_eq(count(log, "query", "billing-rows", "2026-08-01"), 1);
+  ck_assert_int_eq(count(log, "insert", "billing-rows", "2026-08-01"), 1);
+  ck_assert_int_ge(count(log, "results", "billing-rows", NULL), 4); /* pages */
+  json_decref(log);
+  h_server_stop(&emu);
+  unlink(expect);
+  free(out);
+}
+END_TEST
+
 Suite *bigquery_suite(void)
 {
   Suite *s = suite_create("bigquery");
@@ -1374,6 +1431,7 @@ Suite *bigquery_suite(void)
   tcase_add_test(tc, test_closed_month_reread);
   tcase_add_test(tc, test_only_the_leader_pulls);
   tcase_add_test(tc, test_bq_cli);
+  tcase_add_test(tc, test_node_client);
   suite_add_tcase(s, tc);
   tc = tcase_create("upgrade");
   tcase_set_timeout(tc, 120);
