@@ -52,6 +52,12 @@ static void compare(const char *line, size_t n, struct billing_scratch *scratch)
   int frc = billing_parse_row_with(scratch, line, n, &fast, ferr, sizeof(ferr));
   int jrc = billing_parse_row_jansson(line, n, &ref, jerr, sizeof(jerr));
 
+  if (frc != 0 && jrc == 0 && !strcmp(ferr, BILLING_NOT_EXACT)) {
+    /* only Jansson reads the row, and its amounts through a double:
+     * refused where the reference takes them by value */
+    billing_row_clear(&ref);
+    return;
+  }
   if (frc != jrc) {
     fprintf(stderr, "fast %s (%s), Jansson %s (%s)\n",
             frc ? "rejects" : "accepts", ferr, jrc ? "rejects" : "accepts",
