@@ -690,7 +690,7 @@ START_TEST(test_old_keys_rekeyed)
   old_keys = h_db_int(pg, "SELECT count(*) FROM billing_rows"
                           " WHERE row_hash = sha256(convert_to(row, 'UTF8'))");
   recorded =
-      h_db_int(pg, "SELECT rekeyed FROM billing_rekey WHERE version = 1");
+      h_db_int(pg, "SELECT rekeyed FROM billing_rekey WHERE version = 2");
   PQfinish(pg);
 
   ck_assert_int_eq(h_server_start(&srv, db_url, NULL), 0);
@@ -705,6 +705,83 @@ START_TEST(test_old_keys_rekeyed)
   ck_assert_int_eq(month_amount(&srv, fin, "2026-08", "total"), total);
   ck_assert_int_eq(old_keys, 0); /* none left with its old key */
   ck_assert_int_eq(recorded, 2); /* and the re-key recorded: run once */
+  h_server_stop(&srv);
+  free(fin);
+}
+END_TEST
+
+/* OLD_ROWS' first row in another form of the same meaning (an RFC 3339
+ * instant, the cost with a trailing zero), as a pull stored it. */
+#define OLD_ROW_OTHER_FORM                                                     \
+  "{\"billing_account_id\":\"OLD-ACCOUNT-0001\",\"cost\":1.250,"               \
+  "\"credits\":[],\"currency\":\"USD\",\"invoice\":{\"month\":\"202608\"},"    \
+  "\"labels\":[{\"key\":\"gpugate-team\",\"value\":\"team-o\"}],"              \
+  "\"service\":{\"description\":\"Compute Engine\",\"id\":\"S\"},"             \
+  "\"sku\":{\"description\":\"Nvidia L4 GPU\",\"id\":\"K\"},"                  \
+  "\"usage_start_time\":\"2026-08-03T05:00:00Z\"}\n"
+
+/*
+ * A row stored twice before the upgrade (one meaning in two forms, each
+ * under the key of its text) is counted once after it: the re-key keeps
+ * one and takes the other's amounts back out of the rollups (before: the
+ * double stayed, kept under its old key, and every report counted it
+ * twice, until a pull re-read its day, which an uploaded day never is).
+ */
+START_TEST(test_old_doubles_counted_once)
+{
+  struct h_server srv;
+  char db_url[512], out[4096];
+  const char *migrate[] = {"migrate", NULL};
+  char *fin = h_token(NULL, "finance", 3600);
+  long long once, twice, after, left_old, rows;
+  json_t *rep;
+  PGconn *pg;
+  PGresult *res;
+
+  ck_assert_int_eq(h_db_create("it_bigquery_doubles", db_url, sizeof(db_url)),
+                   0);
+  ck_assert_int_eq(h_server_start(&srv, db_url, NULL), 0);
+  rep = upload(&srv, fin, OLD_ROWS);
+  ck_assert_int_eq(json_integer_value(json_object_get(rep, "inserted")), 2);
+  json_decref(rep);
+  once = month_amount(&srv, fin, "2026-08", "total");
+  /* as before the upgrade: keys of the text, so the other form is new */
+  pg = PQconnectdb(db_url);
+  ck_assert_int_eq(PQstatus(pg), CONNECTION_OK);
+  res = PQexec(pg, "UPDATE billing_rows"
+                   " SET row_hash = sha256(convert_to(row, 'UTF8'))");
+  ck_assert_msg(PQresultStatus(res) == PGRES_COMMAND_OK, "%s",
+                PQerrorMessage(pg));
+  PQclear(res);
+  rep = upload(&srv, fin, OLD_ROW_OTHER_FORM);
+  ck_assert_int_eq(json_integer_value(json_object_get(rep, "inserted")), 1);
+  json_decref(rep);
+  twice = month_amount(&srv, fin, "2026-08", "total");
+  ck_assert_int_eq(twice - once, 1250000); /* the double, as stored then */
+  h_server_stop(&srv);
+  res = PQexec(pg, "UPDATE billing_rows"
+                   " SET row_hash = sha256(convert_to(row, 'UTF8'));"
+                   "DELETE FROM billing_rekey");
+  ck_assert_msg(PQresultStatus(res) == PGRES_COMMAND_OK, "%s",
+                PQerrorMessage(pg));
+  PQclear(res);
+
+  ck_assert_msg(h_gpugate(db_url, migrate, out, sizeof(out)) == 0, "%s", out);
+  left_old =
+      h_db_int(pg, "SELECT left_old FROM billing_rekey WHERE version = 2");
+  rows = h_db_int(pg, "SELECT count(*) FROM billing_rows");
+  PQfinish(pg);
+  ck_assert_int_eq(h_server_start(&srv, db_url, NULL), 0);
+  after = month_amount(&srv, fin, "2026-08", "total");
+  ck_assert_msg(after == once,
+                "August after the re-key: %lld, the rows once: %lld (twice: "
+                "%lld)",
+                after, once, twice);
+  ck_assert_int_eq(left_old, 1); /* the double, found */
+  ck_assert_int_eq(rows, 2);     /* and gone */
+  rep = upload(&srv, fin, OLD_ROW_OTHER_FORM);
+  ck_assert_int_eq(json_integer_value(json_object_get(rep, "duplicates")), 1);
+  json_decref(rep);
   h_server_stop(&srv);
   free(fin);
 }
@@ -1436,6 +1513,7 @@ Suite *bigquery_suite(void)
   tc = tcase_create("upgrade");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_old_keys_rekeyed);
+  tcase_add_test(tc, test_old_doubles_counted_once);
   suite_add_tcase(s, tc);
   tc = tcase_create("partitions");
   tcase_set_timeout(tc, 120);
