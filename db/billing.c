@@ -392,7 +392,8 @@ static int key_of(struct db_billing_batch *b, const struct db_billing_row *r)
                                       r->currency,
                                       r->cost_type ? r->cost_type : "regular",
                                       r->billing_account ? r->billing_account
-                                                         : ""};
+                                                         : "",
+                                      r->pricing_unit ? r->pricing_unit : ""};
   size_t start = b->keys.len, n, i;
   int k;
 
@@ -440,6 +441,7 @@ int db_billing_batch_add(struct db_billing_batch *b,
 {
   const char *texts[] = {r->team, r->flavor,   r->service,
                          r->sku,  r->location, r->currency};
+  const char *quantity = r->pricing_quantity ? r->pricing_quantity : "0";
   size_t tuple = b->tuples.len, text = b->text.len, i;
   unsigned char raw[8];
   struct brow *row;
@@ -482,22 +484,25 @@ int db_billing_batch_add(struct db_billing_batch *b,
       bb_add_text(&b->tuples, r->invoice_month) != 0 ||
       bb_add_numeric(&b->tuples, r->cost) != 0 ||
       bb_add_numeric(&b->tuples, r->credits) != 0 ||
+      bb_add_numeric(&b->tuples, quantity) != 0 ||
+      bb_add_text(&b->tuples, r->pricing_unit ? r->pricing_unit : "") != 0 ||
       bb_add_field(&b->tuples, r->row, r->row_len) != 0)
     goto bad;
-  /* the amounts as text for the merge (all three checked by now: the
+  /* the amounts as text for the merge (all four checked by now: the
    * statement never meets a bad one) */
   {
     size_t lc = strlen(r->cost) + 1, lr = strlen(r->credits) + 1,
-           lg = strlen(r->gpu_amount) + 1;
+           lg = strlen(r->gpu_amount) + 1, lq = strlen(quantity) + 1;
     unsigned char probe[NUMERIC_MAX];
     if ((r->gpu_divisor == 3600 &&
          db_numeric_binary(r->gpu_amount, probe, sizeof(probe)) < 0) ||
-        bb_reserve(&b->text, lc + lr + lg) != 0)
+        bb_reserve(&b->text, lc + lr + lg + lq) != 0)
       goto bad;
     memcpy(b->text.p + b->text.len, r->cost, lc);
     memcpy(b->text.p + b->text.len + lc, r->credits, lr);
     memcpy(b->text.p + b->text.len + lc + lr, r->gpu_amount, lg);
-    b->text.len += lc + lr + lg;
+    memcpy(b->text.p + b->text.len + lc + lr + lg, quantity, lq);
+    b->text.len += lc + lr + lg + lq;
   }
   if ((row->key = key_of(b, r)) < 0)
     goto bad;

@@ -36,10 +36,12 @@ struct db_billing_row {
   const char *cost_type;       /* regular, tax, adjustment, rounding_error */
   const char *billing_account; /* billing_account_id, or "" */
   const char *cost;
-  const char *credits;    /* Σ credits[].amount */
-  const char *gpu_amount; /* GPU usage, in the unit gpu_divisor says */
-  int gpu_divisor;        /* 1: hours, 3600: seconds, 0: not GPU usage */
-  const char *row;        /* the row's JSON text */
+  const char *credits;          /* Σ credits[].amount */
+  const char *gpu_amount;       /* GPU usage, in the unit gpu_divisor says */
+  int gpu_divisor;              /* 1: hours, 3600: seconds, 0: not GPU usage */
+  const char *pricing_quantity; /* usage.amount_in_pricing_units, or "0" */
+  const char *pricing_unit;     /* usage.pricing_unit, or "" */
+  const char *row;              /* the row's JSON text */
   size_t row_len;
 };
 

@@ -17,15 +17,16 @@
 #include "server/sha256_lanes.h"
 
 #define NUMERIC_MAX 2048 /* binary numeric of any amount we write */
-#define N_KEY_FIELDS 10  /* the rollup key as the batch has it */
-#define COPY_FIELDS 14   /* the fields of a row's COPY tuple (sql_copy) */
+#define N_KEY_FIELDS 11  /* the rollup key as the batch has it */
+#define COPY_FIELDS 16   /* the fields of a row's COPY tuple (sql_copy) */
 
 struct brow {
   unsigned char hash[DB_BILLING_HASH_LEN];
   size_t hash_at;          /* where the hash is in tuples */
   size_t tuple, tuple_len; /* its COPY tuple in tuples; without the field
                               count and gpu_hours when divisor is 3600 */
-  size_t amounts;          /* "cost\0credits\0gpu_amount\0" in text */
+  size_t amounts;          /* "cost\0credits\0gpu_amount\0pricing_quantity\0" in
+                              text */
   int key;                 /* its rollup key, 0-based */
   int divisor;
   bool fresh;  /* a flush: not stored yet */
@@ -35,7 +36,7 @@ struct brow {
 
 /* A flush summing in C: a key's sums over its new rows. */
 struct bsum {
-  struct bnum cost, credits, gpu_hours;
+  struct bnum cost, credits, gpu_hours, pricing_quantity;
   long rows;
 };
 

@@ -28,18 +28,20 @@
 #define OID_NUMERIC 1700
 
 #define OID_INT8 20
-#define N_ARRAYS 20 /* the statement's array parameters, and one scalar */
-#define N_SUMMED 18 /* sql_summed's */
+#define N_ARRAYS 22    /* the statement's array parameters, and one scalar */
+#define N_SUMMED 20    /* sql_summed's */
+#define N_ROW_ARRAYS 7 /* the arrays of the rows, before the keys' */
 
 /* ---- the statement ---------------------------------------------------- */
 
 /*
  * The statement before the COPY, in two forms (and a third, sql_summed,
  * below). Both take the batch as
- * arrays: $1 hashes, $2 rollup key (1-based, into $7..$19), $3 cost, $4
- * credits, $5 GPU amount, $6 its divisor; $7..$16 the distinct rollup
- * keys, $17..$19 where each is reported (month, charge class, report day:
- * see db_month_attribute); $20 the batch's latest usage_start. Both add
+ * arrays: $1 hashes, $2 rollup key (1-based, into $8..$21), $3 cost, $4
+ * credits, $5 GPU amount, $6 its divisor, $7 pricing quantity; $8..$18
+ * the distinct rollup keys, $19..$21 where each is reported (month,
+ * charge class, report day: see db_month_attribute); $22 the batch's
+ * latest usage_start. Both add
  * the sums of the rows they take for new to cost_rollups, in key order,
  * raise billing_freshness, and return (ordinal, known, GPU-hours) for the
  * rows known already and, for the new ones, those whose GPU-hours
@@ -58,16 +60,18 @@
  */
 #define ROLLUP_COLUMNS                                                         \
   " INSERT INTO cost_rollups AS r (team, day, invoice_month, service, sku,"    \
-  "  flavor, location, currency, cost_type, billing_account, month,"           \
-  "  charge_class, report_day, cost, credits, gpu_hours, rows)"
+  "  flavor, location, currency, cost_type, billing_account, pricing_unit,"    \
+  "  month, charge_class, report_day, cost, credits, gpu_hours,"               \
+  "  pricing_quantity, rows)"
 
 #define ROLLUP_UPSERT                                                          \
-  " ORDER BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12"                            \
+  " ORDER BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13"                        \
   " ON CONFLICT (team, day, invoice_month, service, sku, flavor, location,"    \
-  "  currency, cost_type, billing_account, charge_class, month)"               \
+  "  currency, cost_type, billing_account, pricing_unit, charge_class, month)" \
   "  DO UPDATE SET cost = r.cost + excluded.cost,"                             \
   "  credits = r.credits + excluded.credits,"                                  \
   "  gpu_hours = r.gpu_hours + excluded.gpu_hours,"                            \
+  "  pricing_quantity = r.pricing_quantity + excluded.pricing_quantity,"       \
   "  rows = r.rows + excluded.rows"
 
 #define FRESH_UPSERT                                                           \
@@ -78,30 +82,34 @@
 #define SQL_NEW_ROWS(known, join)                                              \
   "WITH t AS ("                                                                \
   " SELECT * FROM unnest($1::bytea[], $2::int[], $3::numeric[],"               \
-  "  $4::numeric[], $5::numeric[], $6::int[])"                                 \
-  "  WITH ORDINALITY AS t(h, k, cost, credits, amount, divisor, i)),"          \
+  "  $4::numeric[], $5::numeric[], $6::int[], $7::numeric[])"                  \
+  "  WITH ORDINALITY AS t(h, k, cost, credits, amount, divisor, quantity, "    \
+  "i)),"                                                                       \
   " new AS MATERIALIZED ("                                                     \
-  " SELECT t.i, t.k, t.cost, t.credits, t.divisor, " known " AS known,"        \
+  " SELECT t.i, t.k, t.cost, t.credits, t.divisor, t.quantity,"                \
+  "  " known " AS known,"                                                      \
   "  CASE t.divisor WHEN 1 THEN t.amount"                                      \
   "   WHEN 3600 THEN trim_scale(t.amount / 3600) ELSE 0 END AS gpu_hours"      \
   " FROM t" join "),"                                                          \
   " sums AS ("                                                                 \
   " SELECT k, sum(cost) AS cost, sum(credits) AS credits,"                     \
-  "  sum(gpu_hours) AS gpu_hours, count(*) AS n"                               \
+  "  sum(gpu_hours) AS gpu_hours, sum(quantity) AS quantity, count(*) AS n"    \
   " FROM new WHERE NOT known GROUP BY k),"                                     \
   " up AS (" ROLLUP_COLUMNS                                                    \
   " SELECT g.team, g.day, g.invoice_month, g.service, g.sku, g.flavor,"        \
-  "  g.location, g.currency, g.cost_type, g.account, g.month, g.class,"        \
-  "  g.report_day, s.cost, s.credits, s.gpu_hours, s.n"                        \
-  " FROM sums s JOIN unnest($7::text[], $8::date[], $9::text[],"               \
-  "  $10::text[], $11::text[], $12::text[], $13::text[], $14::text[],"         \
-  "  $15::text[], $16::text[], $17::text[], $18::text[], $19::date[])"         \
+  "  g.location, g.currency, g.cost_type, g.account, g.unit, g.month,"         \
+  "  g.class, g.report_day, s.cost, s.credits, s.gpu_hours, s.quantity, s.n"   \
+  " FROM sums s JOIN unnest($8::text[], $9::date[], $10::text[],"              \
+  "  $11::text[], $12::text[], $13::text[], $14::text[], $15::text[],"         \
+  "  $16::text[], $17::text[], $18::text[], $19::text[], $20::text[],"         \
+  "  $21::date[])"                                                             \
   "  WITH ORDINALITY AS g(team, day, invoice_month, service, sku, flavor,"     \
-  "  location, currency, cost_type, account, month, class, report_day, k)"     \
+  "  location, currency, cost_type, account, unit, month, class, report_day,"  \
+  "  k)"                                                                       \
   "  ON g.k = s.k" ROLLUP_UPSERT "),"                                          \
   " fresh AS ("                                                                \
   " INSERT INTO billing_freshness AS f (latest_usage_start)"                   \
-  " SELECT $20::timestamptz WHERE EXISTS (SELECT 1 FROM sums)" FRESH_UPSERT    \
+  " SELECT $22::timestamptz WHERE EXISTS (SELECT 1 FROM sums)" FRESH_UPSERT    \
   ")"                                                                          \
   " SELECT i, known,"                                                          \
   "  CASE WHEN divisor = 3600 AND NOT known THEN gpu_hours::text END"          \
@@ -110,25 +118,26 @@
 static const char sql_probe[] =
     SQL_NEW_ROWS("b.known IS NOT NULL",
                  " LEFT JOIN LATERAL (SELECT true AS known FROM billing_rows b"
-                 "  WHERE b.usage_day = ($8::date[])[t.k] AND b.row_hash = t.h"
+                 "  WHERE b.usage_day = ($9::date[])[t.k] AND b.row_hash = t.h"
                  "  LIMIT 1) b ON true");
 
 static const char sql_assume[] = SQL_NEW_ROWS("false", "");
 
 /*
  * The statement of a batch summed in C (every row taken for new, as
- * sql_assume does): $1..$13 the distinct keys and where each is reported,
- * as $7..$19 above; $14..$17 their sums (cost, credits, GPU-hours, rows);
- * $18 the batch's latest usage_start. Nothing per row.
+ * sql_assume does): $1..$14 the distinct keys and where each is reported,
+ * as $8..$21 above; $15..$19 their sums (cost, credits, GPU-hours, pricing
+ * quantity, rows); $20 the batch's latest usage_start. Nothing per row.
  */
 static const char sql_summed[] =
     "WITH up AS (" ROLLUP_COLUMNS
     " SELECT * FROM unnest($1::text[], $2::date[], $3::text[], $4::text[],"
     "  $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],"
-    "  $10::text[], $11::text[], $12::text[], $13::date[], $14::numeric[],"
-    "  $15::numeric[], $16::numeric[], $17::int8[])" ROLLUP_UPSERT "),"
+    "  $10::text[], $11::text[], $12::text[], $13::text[], $14::date[],"
+    "  $15::numeric[], $16::numeric[], $17::numeric[], $18::numeric[],"
+    "  $19::int8[])" ROLLUP_UPSERT "),"
     " fresh AS (INSERT INTO billing_freshness AS f (latest_usage_start)"
-    " VALUES ($18::timestamptz)" FRESH_UPSERT ")"
+    " VALUES ($20::timestamptz)" FRESH_UPSERT ")"
     " SELECT 1";
 
 /* The field order of a row's COPY tuple: gpu_hours first, then the fields
@@ -136,7 +145,7 @@ static const char sql_summed[] =
 static const char sql_copy[] =
     "COPY billing_rows (gpu_hours, row_hash, team, flavor, service, sku,"
     " location, currency, usage_start, usage_day, invoice_month, cost,"
-    " credits, row) FROM STDIN (FORMAT binary)";
+    " credits, pricing_quantity, pricing_unit, row) FROM STDIN (FORMAT binary)";
 
 static const char copy_header[19] = "PGCOPY\n\377\r\n\0\0\0\0\0\0\0\0\0";
 
@@ -190,7 +199,8 @@ static const char *key_field(const struct db_billing_batch *b, int k, int i,
   return (const char *)q + 4;
 }
 
-/* The i-th amount (0 cost, 1 credits, 2 gpu_amount) of row r. */
+/* The i-th amount (0 cost, 1 credits, 2 gpu_amount, 3 pricing quantity)
+ * of row r. */
 static const char *amount(const struct db_billing_batch *b,
                           const struct brow *r, int i)
 {
@@ -267,11 +277,12 @@ static int key_array(struct db_billing_batch *b, int f)
 }
 
 /* Array a of the n rows of b->uniq: 0 hashes, 1 keys (1-based), 2 cost,
- * 3 credits, 4 GPU amount, 5 its divisor. */
+ * 3 credits, 4 GPU amount, 5 its divisor, 6 pricing quantity. */
 static int row_array(struct db_billing_batch *b, size_t n, int a)
 {
-  static const uint32_t oid[6] = {OID_BYTEA,   OID_INT4,    OID_NUMERIC,
-                                  OID_NUMERIC, OID_NUMERIC, OID_INT4};
+  static const uint32_t oid[N_ROW_ARRAYS] = {
+      OID_BYTEA,   OID_INT4, OID_NUMERIC, OID_NUMERIC,
+      OID_NUMERIC, OID_INT4, OID_NUMERIC};
   struct buf *p = &b->params;
   unsigned char raw[4];
   size_t i;
@@ -287,7 +298,7 @@ static int row_array(struct db_billing_batch *b, size_t n, int a)
       bb_put_be32(raw, (uint32_t)(a == 1 ? r->key + 1 : r->divisor));
       rc = bb_add_field(p, raw, 4);
     } else {
-      rc = bb_add_numeric(p, amount(b, r, a - 2));
+      rc = bb_add_numeric(p, amount(b, r, a == 6 ? 3 : a - 2));
     }
     if (rc != 0)
       return -1;
@@ -296,24 +307,26 @@ static int row_array(struct db_billing_batch *b, size_t n, int a)
 }
 
 /* Array a of the keys' sums (b->sums): 0 cost, 1 credits, 2 GPU-hours,
- * 3 rows. */
+ * 3 pricing quantity, 4 rows. */
 static int sum_array(struct db_billing_batch *b, int a)
 {
   struct buf *p = &b->params;
   int k;
 
-  if (array_start(p, a == 3 ? OID_INT8 : OID_NUMERIC, (size_t)b->n_keys) != 0)
+  if (array_start(p, a == 4 ? OID_INT8 : OID_NUMERIC, (size_t)b->n_keys) != 0)
     return -1;
   for (k = 0; k < b->n_keys; k++) {
     const struct bsum *s = &b->sums[k];
     char text[BNUM_TEXT_MAX];
     unsigned char raw[8];
     int rc;
-    if (a == 3) {
+    if (a == 4) {
       bb_put_be64(raw, (uint64_t)s->rows);
       rc = bb_add_field(p, raw, 8);
     } else {
-      bnum_text(a == 0 ? &s->cost : a == 1 ? &s->credits : &s->gpu_hours, text);
+      const struct bnum *sums[4] = {&s->cost, &s->credits, &s->gpu_hours,
+                                    &s->pricing_quantity};
+      bnum_text(sums[a], text);
       rc = bb_add_numeric(p, text);
     }
     if (rc != 0)
@@ -325,9 +338,9 @@ static int sum_array(struct db_billing_batch *b, int a)
 /*
  * The statement's parameters into b->params, their offsets in off[] and
  * lengths in len[]; returns their number, or -1. sql_probe and sql_assume
- * take N_ARRAYS: the 6 arrays of the n rows of b->uniq, the 13 of the keys
- * and the latest usage_start; sql_summed (summed) N_SUMMED: the 13 arrays
- * of the keys, the 4 of their sums and the latest usage_start.
+ * take N_ARRAYS: the 7 arrays of the n rows of b->uniq, the 14 of the keys
+ * and the latest usage_start; sql_summed (summed) N_SUMMED: the 14 arrays
+ * of the keys, the 5 of their sums and the latest usage_start.
  */
 static int build_params(struct db_billing_batch *b, size_t n, bool summed,
                         size_t off[N_ARRAYS], int len[N_ARRAYS])
@@ -342,7 +355,8 @@ static int build_params(struct db_billing_batch *b, size_t n, bool summed,
       rc = a < N_KEY_FIELDS + 3 ? key_array(b, a)
                                 : sum_array(b, a - N_KEY_FIELDS - 3);
     else
-      rc = a < 6 ? row_array(b, n, a) : key_array(b, a - 6);
+      rc = a < N_ROW_ARRAYS ? row_array(b, n, a)
+                            : key_array(b, a - N_ROW_ARRAYS);
     if (rc != 0 || p->len - off[a] > 0x7FFFFFFF)
       return -1;
     len[a] = (int)(p->len - off[a]);
@@ -380,16 +394,18 @@ static int sum_rows(struct db_billing_batch *b, size_t n)
   for (i = 0; i < n; i++) {
     struct brow *r = &b->rows[b->uniq[i]];
     struct bsum *s = &b->sums[r->key];
-    struct bnum cost, credits, gpu = {0, 0};
+    struct bnum cost, credits, quantity, gpu = {0, 0};
     char text[BNUM_TEXT_MAX];
     size_t tl;
     if (bnum_parse(amount(b, r, 0), &cost) != 0 ||
         bnum_parse(amount(b, r, 1), &credits) != 0 ||
+        bnum_parse(amount(b, r, 3), &quantity) != 0 ||
         (r->divisor != 0 && bnum_parse(amount(b, r, 2), &gpu) != 0) ||
         (r->divisor == 3600 && bnum_div3600(&gpu, &gpu) != 0) ||
         bnum_add(&s->cost, &cost) != 0 ||
         bnum_add(&s->credits, &credits) != 0 ||
-        bnum_add(&s->gpu_hours, &gpu) != 0)
+        bnum_add(&s->gpu_hours, &gpu) != 0 ||
+        bnum_add(&s->pricing_quantity, &quantity) != 0)
       return -1;
     s->rows++;
     r->gpu_row = -1;

@@ -131,24 +131,27 @@ static const char sql_frozen_months[] =
 
 static const char sql_take_back[] =
     "INSERT INTO cost_rollups AS r (team, day, invoice_month, service, sku,"
-    " flavor, location, currency, cost_type, billing_account, month,"
-    " charge_class, report_day, cost, credits, gpu_hours, rows)"
+    " flavor, location, currency, cost_type, billing_account, pricing_unit,"
+    " month, charge_class, report_day, cost, credits, gpu_hours,"
+    " pricing_quantity, rows)"
     " SELECT f.team, f.day, f.invoice_month, f.service, f.sku, f.flavor,"
-    "  f.location, f.currency, f.cost_type, f.billing_account, a.month,"
-    "  a.class, a.report_day, -sum(f.cost), -sum(f.credits),"
-    "  -sum(f.gpu_hours), -sum(f.rows)"
+    "  f.location, f.currency, f.cost_type, f.billing_account, f.pricing_unit,"
+    "  a.month, a.class, a.report_day, -sum(f.cost), -sum(f.credits),"
+    "  -sum(f.gpu_hours), -sum(f.pricing_quantity), -sum(f.rows)"
     " FROM cost_rollups f JOIN unnest($3::text[], $4::text[], $5::text[],"
     "  $6::date[]) AS a(invoice_month, month, class, report_day)"
     "  ON a.invoice_month = f.invoice_month"
     " WHERE f.day = $1::date AND f.month = ANY($2::text[])"
     "  AND f.billing_account = ANY($7::text[])"
-    " GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13"
-    " ORDER BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12"
+    " GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14"
+    " ORDER BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13"
     " ON CONFLICT (team, day, invoice_month, service, sku, flavor, location,"
-    "  currency, cost_type, billing_account, charge_class, month)"
+    "  currency, cost_type, billing_account, pricing_unit, charge_class,"
+    "  month)"
     " DO UPDATE SET cost = r.cost + excluded.cost,"
     "  credits = r.credits + excluded.credits,"
     "  gpu_hours = r.gpu_hours + excluded.gpu_hours,"
+    "  pricing_quantity = r.pricing_quantity + excluded.pricing_quantity,"
     "  rows = r.rows + excluded.rows";
 
 /* Append "s" (quoted; s is a month, a day, a class: no quote in it) to the
@@ -353,6 +356,7 @@ enum gg_code db_billing_day_commit(struct db_conn *c,
                   "DELETE FROM cost_rollups WHERE day = $1::date "
                   "AND charge_class = 'Correction' AND cost = 0 "
                   "AND credits = 0 AND gpu_hours = 0 AND rows = 0 "
+                  "AND pricing_quantity = 0 "
                   "AND month NOT IN (SELECT month FROM month_closes)",
                   1, params, &code));
   /* committed only when it reconciles with the export, to the last digit

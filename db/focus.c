@@ -23,13 +23,15 @@ static const char sql_declare[] =
     "SELECT team, flavor, service, sku, location, currency, cost_type, "
     "billing_account, charge_class, month, to_char(day, 'YYYY-MM-DD'), "
     "trim_scale(cost)::text, trim_scale(credits)::text, "
-    "trim_scale(gpu_hours)::text FROM cost_rollups "
+    "trim_scale(gpu_hours)::text, trim_scale(pricing_quantity)::text, "
+    "pricing_unit FROM cost_rollups "
     "WHERE report_day BETWEEN $1::date AND $2::date "
     "AND ($3::text IS NULL OR team = $3) "
     "ORDER BY report_day, team COLLATE \"C\", service COLLATE \"C\", "
     "sku COLLATE \"C\", flavor COLLATE \"C\", location COLLATE \"C\", "
     "currency COLLATE \"C\", cost_type COLLATE \"C\", "
-    "billing_account COLLATE \"C\", charge_class COLLATE \"C\", day, "
+    "billing_account COLLATE \"C\", pricing_unit COLLATE \"C\", "
+    "charge_class COLLATE \"C\", day, "
     "invoice_month COLLATE \"C\", month COLLATE \"C\"";
 
 static const char sql_team[] = "SELECT 1 FROM teams WHERE name = $1";
@@ -138,6 +140,8 @@ int db_focus_next(struct db_focus *f, struct db_focus_row *row)
   row->cost = PQgetvalue(r, i, 11);
   row->credits = PQgetvalue(r, i, 12);
   row->gpu_hours = PQgetvalue(r, i, 13);
+  row->pricing_quantity = PQgetvalue(r, i, 14);
+  row->pricing_unit = PQgetvalue(r, i, 15);
   return 1;
 }
 

@@ -20,6 +20,8 @@ struct db_focus_row {
   const char *month;        /* the invoice month it counts in, YYYY-MM */
   const char *day;          /* its usage day, YYYY-MM-DD */
   const char *cost, *credits, *gpu_hours;
+  const char *pricing_quantity; /* Σ usage.amount_in_pricing_units */
+  const char *pricing_unit;     /* their usage.pricing_unit, or "" */
 };
 
 /*

@@ -364,7 +364,9 @@ static int read_usage(struct billing_doc *d, billing_val usage, billing_val sku,
   bool has_in_pricing, has_amount;
 
   memcpy(t->gpu_amount, "0", 2);
+  memcpy(t->pricing_quantity, "0", 2);
   db->gpu_divisor = 0;
+  db->pricing_unit = "";
   if (absent(d, usage))
     return 0;
   if (kind(d, usage) != BILLING_OBJECT)
@@ -377,6 +379,16 @@ static int read_usage(struct billing_doc *d, billing_val usage, billing_val sku,
     return fail(err, errlen, "usage.amount_in_pricing_units: not a number");
   if (!absent(d, amount) && !has_amount)
     return fail(err, errlen, "usage.amount: not a number");
+  if (has_in_pricing && d->ops->number(d, in_pricing, t->pricing_quantity) != 0)
+    return fail(err, errlen, "usage.amount_in_pricing_units: not a number");
+  if (!absent(d, get(d, usage, "pricing_unit"))) {
+    db->pricing_unit = str(d, get(d, usage, "pricing_unit"));
+    if (!db->pricing_unit)
+      return fail(err, errlen, "usage.pricing_unit: not a string");
+    if (strlen(db->pricing_unit) > BILLING_NAME_MAX)
+      return fail(err, errlen, "usage.pricing_unit: longer than %d bytes",
+                  BILLING_NAME_MAX);
+  }
   db->gpu_divisor = billing_gpu_divisor(
       desc, str(d, get(d, usage, "pricing_unit")), has_in_pricing,
       str(d, get(d, usage, "unit")), has_amount);
@@ -417,5 +429,6 @@ int billing_fields_read(struct billing_doc *d, struct db_billing_row *db,
   db->cost = t->cost;
   db->credits = t->credits;
   db->gpu_amount = t->gpu_amount;
+  db->pricing_quantity = t->pricing_quantity;
   return 0;
 }

@@ -110,6 +110,7 @@ struct billing_field_text {
   char cost[BILLING_AMOUNT_MAX];
   char credits[BILLING_DEC_MAX];
   char gpu_amount[BILLING_AMOUNT_MAX];
+  char pricing_quantity[BILLING_AMOUNT_MAX];
 };
 
 /*

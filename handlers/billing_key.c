@@ -10,7 +10,6 @@
 #include "handlers/billing_key.h"
 #include "handlers/billing_time.h"
 
-#define KEY_DEPTH 64
 #define KEY_MEMBERS 64 /* members sorted on the stack; more: on the heap */
 
 void billing_keytext_free(struct billing_keytext *t)
@@ -248,7 +247,7 @@ static int value(struct billing_doc *d, billing_val v,
   size_t i;
   billing_val e = BILLING_NONE;
 
-  if (depth > KEY_DEPTH)
+  if (depth > BILLING_KEY_DEPTH)
     return -1;
   switch (d->ops->kind(d, v)) {
   case BILLING_ABSENT:

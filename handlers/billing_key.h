@@ -24,6 +24,9 @@
 
 #include "handlers/billing_fields.h"
 
+/* Levels of arrays and objects a row may nest (as the fast reader). */
+#define BILLING_KEY_DEPTH 64
+
 /* The key text being written; reused from row to row. */
 struct billing_keytext {
   char *p;

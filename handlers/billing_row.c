@@ -86,22 +86,57 @@ static const char *jdoc_string(struct billing_doc *d, billing_val v)
   return json_string_value(J(v));
 }
 
+/* What a Jansson document is read for (its d->impl; NULL: as the
+ * reference of the tests, reals as "%.17g"). */
+struct jdoc_mode {
+  bool inexact; /* an amount read was a real: the row is refused */
+};
+
 /* A JSON number as decimal text: an integer as it is; a real, which
  * Jansson holds as a double only, as "%.17g", the text that reads back as
- * that double (the fast reader, which keeps a number's text as it was
- * written, declined the row: nesting deeper than it goes). */
+ * that double. A row being stored (the fast reader, which keeps a number's
+ * text as it was written, declined it) is then refused once its fields
+ * are read (mode->inexact), so that money never goes through a double; a
+ * row with another error keeps that error, Jansson's. */
 static int jdoc_number(struct billing_doc *d, billing_val v,
                        char out[BILLING_AMOUNT_MAX])
 {
-  (void)d;
-  if (json_is_integer(J(v)))
+  struct jdoc_mode *mode = d->impl;
+
+  if (json_is_integer(J(v))) {
     snprintf(out, BILLING_AMOUNT_MAX, "%" JSON_INTEGER_FORMAT,
              json_integer_value(J(v)));
-  else if (json_is_real(J(v)))
+  } else if (json_is_real(J(v))) {
     snprintf(out, BILLING_AMOUNT_MAX, "%.17g", json_real_value(J(v)));
-  else
+    if (mode)
+      mode->inexact = true;
+  } else {
     return -1;
+  }
   return 0;
+}
+
+/* Whether v nests deeper than depth levels below it. */
+static bool too_deep(const json_t *v, int depth)
+{
+  const json_t *e;
+  const char *k;
+  size_t i;
+
+  if (!json_is_object(v) && !json_is_array(v))
+    return false;
+  if (depth <= 0)
+    return true;
+  if (json_is_array(v)) {
+    json_array_foreach (v, i, e)
+      if (too_deep(e, depth - 1))
+        return true;
+    return false;
+  }
+  json_object_foreach ((json_t *)v, k, e)
+    if (too_deep(e, depth - 1))
+      return true;
+  return false;
 }
 
 static billing_val jdoc_member(struct billing_doc *d, billing_val o,
@@ -166,10 +201,12 @@ static int key_hash(struct billing_doc *d, unsigned char *hash)
   return rc;
 }
 
-int billing_parse_row_jansson(const char *line, size_t len,
-                              struct billing_row *out, char *err, size_t errlen)
+/* The row by Jansson; mode NULL: reals as "%.17g" (the tests'
+ * reference), else refused as amounts (a row being stored). */
+static int parse_jansson(const char *line, size_t len, struct billing_row *out,
+                         struct jdoc_mode *mode, char *err, size_t errlen)
 {
-  struct billing_doc d = {&jdoc_ops, NULL, BILLING_NONE};
+  struct billing_doc d = {&jdoc_ops, mode, BILLING_NONE};
   json_error_t jerr;
 
   memset(out, 0, sizeof(*out));
@@ -181,9 +218,18 @@ int billing_parse_row_jansson(const char *line, size_t len,
     fail(err, errlen, "not a JSON object");
     goto bad;
   }
+  /* the key of a row (billing_key.h) goes 64 deep, as the fast reader */
+  if (too_deep(out->doc, BILLING_KEY_DEPTH)) {
+    fail(err, errlen, "nested deeper than %d levels", BILLING_KEY_DEPTH);
+    goto bad;
+  }
   d.root = (billing_val)out->doc;
   if (billing_fields_read(&d, &out->db, &out->text, err, errlen) != 0)
     goto bad;
+  if (mode && mode->inexact) {
+    fail(err, errlen, BILLING_NOT_EXACT);
+    goto bad;
+  }
   if (key_hash(&d, out->db.hash) != 0) {
     fail(err, errlen, "out of memory");
     goto bad;
@@ -194,6 +240,12 @@ int billing_parse_row_jansson(const char *line, size_t len,
 bad:
   billing_row_clear(out);
   return -1;
+}
+
+int billing_parse_row_jansson(const char *line, size_t len,
+                              struct billing_row *out, char *err, size_t errlen)
+{
+  return parse_jansson(line, len, out, NULL, err, errlen);
 }
 
 int billing_parse_row_unhashed(struct billing_scratch *s, const char *line,
@@ -221,7 +273,10 @@ int billing_parse_row_unhashed(struct billing_scratch *s, const char *line,
   }
   *canon = NULL;
   *canon_len = 0;
-  return billing_parse_row_jansson(line, len, out, err, errlen);
+  {
+    struct jdoc_mode exact = {false};
+    return parse_jansson(line, len, out, &exact, err, errlen);
+  }
 }
 
 int billing_parse_row_with(struct billing_scratch *s, const char *line,

@@ -66,7 +66,19 @@ int billing_parse_row_unhashed(struct billing_scratch *s, const char *line,
                                const char **canon, size_t *canon_len, char *err,
                                size_t errlen);
 
-/* The Jansson path alone: the reference the tests hold the other to. */
+/*
+ * The error of a row whose amounts (cost, credits, usage) include a real
+ * and which the fast reader declined (an integer of 19 digits or more, a
+ * number of 64 characters or more in it): Jansson holds a real only as a
+ * double, so the row is refused rather than stored inexact. A pulled day
+ * holding one does not reconcile.
+ */
+#define BILLING_NOT_EXACT                                                      \
+  "amounts: not read exactly (a real amount in a row with a number of 19 "     \
+  "digits or more, or of 64 characters or more, which only a double holds)"
+
+/* The Jansson path alone: the reference the tests hold the other to (its
+ * reals as "%.17g", where billing_parse_row_with refuses them). */
 int billing_parse_row_jansson(const char *line, size_t len,
                               struct billing_row *out, char *err,
                               size_t errlen);

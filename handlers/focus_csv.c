@@ -188,14 +188,31 @@ static void put_tags(struct csv_buf *b, const struct db_focus_row *r)
   csv_buf_free(&t);
 }
 
+/* PricingQuantity and PricingUnit of a row of category: GPU usage in
+ * hours; other usage in the export's pricing unit (FOCUS 1.2: not null on
+ * Usage); none on the others (null on Tax; Credit and Adjustment rows are
+ * no volume of a SKU). */
+static void put_pricing(struct csv_buf *b, const struct db_focus_row *r,
+                        const char *category)
+{
+  if (strcmp(category, "Usage") != 0) {
+    csv_puts(b, ",");
+  } else if (strcmp(r->gpu_hours, "0") != 0) {
+    csv_field(b, r->gpu_hours, false);
+    csv_puts(b, ",Hours");
+  } else {
+    csv_field(b, r->pricing_quantity, false);
+    csv_puts(b, ",");
+    csv_field(b, r->pricing_unit, false);
+  }
+}
+
 /* One row: billed is the row's BilledCost; list/contracted its ListCost
  * and ContractedCost; category its ChargeCategory. */
 static void put_row(struct csv_buf *b, const struct db_focus_row *r,
                     const char *category, const char *billed, const char *list,
                     const char *period_end, const char *charge_end)
 {
-  bool usage = !strcmp(category, "Usage");
-  bool quantity = usage && strcmp(r->gpu_hours, "0") != 0;
   char month_start[11];
 
   memcpy(month_start, r->month, 7);
@@ -226,12 +243,7 @@ static void put_row(struct csv_buf *b, const struct db_focus_row *r,
   csv_puts(b, "," PROVIDER ",");
   csv_field(b, list, false); /* ListCost */
   csv_puts(b, ",");
-  if (quantity) {
-    csv_field(b, r->gpu_hours, false);
-    csv_puts(b, ",Hours");
-  } else {
-    csv_puts(b, ",");
-  }
+  put_pricing(b, r, category);
   csv_puts(b, "," PROVIDER "," PROVIDER ",");
   csv_puts(b, focus_service_category(r->service));
   csv_puts(b, ",");

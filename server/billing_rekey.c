@@ -7,11 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "db/months.h"
 #include "handlers/billing_row.h"
 #include "server/billing_rekey.h"
 #include "server/log.h"
 
-#define REKEY_VERSION "1"
+#define REKEY_VERSION "2"  /* 1 left the doubles counted; 2 takes them back */
 #define REKEY_FETCH "2000" /* rows read and re-keyed at a time */
 
 /* A growing text array literal "{a,b,...}" of plain (unquoted) items. */
@@ -166,9 +167,112 @@ out:
   return rc;
 }
 
+/*
+ * The rows stored twice under the old keys (their meaning's key is another
+ * stored row's now) are deleted, and their sums taken back out of the
+ * rollups where such a row is reported now (db_month_attribute): in its
+ * own open month, the rollup that counted it; for a closed month, whose
+ * reports keep their bytes, as a correction in the first open month.
+ * Counts the rows in *doubles. 0, or -1 with a message in err.
+ */
+static const char sql_doubles[] =
+    "WITH d AS (DELETE FROM billing_rows b USING billing_rekeyed k"
+    "  WHERE b.usage_day = k.usage_day AND b.row_hash = k.old"
+    "  AND EXISTS (SELECT 1 FROM billing_rows x"
+    "   WHERE x.usage_day = k.usage_day AND x.row_hash = k.new)"
+    "  RETURNING b.*)"
+    " SELECT team, usage_day::text, invoice_month, service, sku, flavor,"
+    "  location, currency,"
+    "  coalesce(nullif(row::jsonb->>'cost_type', ''), 'regular'),"
+    "  coalesce(row::jsonb->>'billing_account_id', ''), pricing_unit,"
+    "  sum(cost)::text, sum(credits)::text, sum(gpu_hours)::text,"
+    "  sum(pricing_quantity)::text, count(*)::text"
+    " FROM d GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11 ORDER BY 1, 2";
+
+static const char sql_take_back[] =
+    "INSERT INTO cost_rollups AS r (team, day, invoice_month, service, sku,"
+    " flavor, location, currency, cost_type, billing_account, pricing_unit,"
+    " month, charge_class, report_day, cost, credits, gpu_hours,"
+    " pricing_quantity, rows)"
+    " VALUES ($1, $2::date, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,"
+    "  $14::date, -$15::numeric, -$16::numeric, -$17::numeric,"
+    "  -$18::numeric, -$19::bigint)"
+    " ON CONFLICT (team, day, invoice_month, service, sku, flavor, location,"
+    "  currency, cost_type, billing_account, pricing_unit, charge_class,"
+    "  month)"
+    " DO UPDATE SET cost = r.cost + excluded.cost,"
+    "  credits = r.credits + excluded.credits,"
+    "  gpu_hours = r.gpu_hours + excluded.gpu_hours,"
+    "  pricing_quantity = r.pricing_quantity + excluded.pricing_quantity,"
+    "  rows = r.rows + excluded.rows";
+
+static int take_back_doubles(PGconn *pg, long long *doubles, char *err,
+                             size_t errlen)
+{
+  char(*closed)[DB_MONTH_LEN] = NULL; /* owned */
+  PGresult *res;                      /* owned */
+  int i, n, n_closed = 0, rc = -1;
+
+  *doubles = 0;
+  /* a month close waits (as for any load), and none is under way */
+  res = PQexec(pg, "LOCK TABLE month_closes IN SHARE MODE;"
+                   " SELECT month FROM month_closes ORDER BY month");
+  if (PQresultStatus(res) != PGRES_TUPLES_OK)
+    goto failed;
+  n_closed = PQntuples(res);
+  closed = calloc((size_t)n_closed + 1, sizeof(*closed));
+  if (!closed) {
+    snprintf(err, errlen, "billing re-key: out of memory");
+    goto out;
+  }
+  for (i = 0; i < n_closed; i++)
+    snprintf(closed[i], DB_MONTH_LEN, "%s", PQgetvalue(res, i, 0));
+  PQclear(res);
+  res = PQexec(pg, sql_doubles);
+  if (PQresultStatus(res) != PGRES_TUPLES_OK)
+    goto failed;
+  n = PQntuples(res);
+  for (i = 0; i < n; i++) {
+    const char *p[19];
+    char month[DB_MONTH_LEN], rday[11];
+    bool correction;
+    PGresult *up; /* owned */
+    int f;
+    for (f = 0; f < 11; f++)
+      p[f] = PQgetvalue(res, i, f);
+    if (db_month_attribute(p[1], p[2], (const char(*)[DB_MONTH_LEN])closed,
+                           (size_t)n_closed, month, &correction) != 0) {
+      snprintf(err, errlen, "billing re-key: a row of %s has no month", p[1]);
+      goto out;
+    }
+    db_month_report_day(p[1], month, (const char(*)[DB_MONTH_LEN])closed,
+                        (size_t)n_closed, rday);
+    p[11] = month;
+    p[12] = correction ? "Correction" : "";
+    p[13] = rday;
+    for (f = 14; f < 19; f++)
+      p[f] = PQgetvalue(res, i, f - 3);
+    *doubles += strtoll(p[18], NULL, 10);
+    up = PQexecParams(pg, sql_take_back, 19, NULL, p, NULL, NULL, 0);
+    if (PQresultStatus(up) != PGRES_COMMAND_OK) {
+      PQclear(up);
+      goto failed;
+    }
+    PQclear(up);
+  }
+  rc = 0;
+  goto out;
+failed:
+  snprintf(err, errlen, "billing re-key: %s", PQerrorMessage(pg));
+out:
+  PQclear(res);
+  free(closed);
+  return rc;
+}
+
 int billing_rekey(PGconn *pg, char *err, size_t errlen)
 {
-  long long unparsed = 0, staged, rekeyed;
+  long long unparsed = 0, staged, rekeyed, doubles;
   PGresult *res = NULL; /* owned */
   char n[3][24];
   const char *params[3] = {n[0], n[1], n[2]};
@@ -217,6 +321,9 @@ int billing_rekey(PGconn *pg, char *err, size_t errlen)
   staged = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
   rekeyed = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
   PQclear(res);
+  res = NULL;
+  if (take_back_doubles(pg, &doubles, err, errlen) != 0)
+    goto out;
   snprintf(n[0], sizeof(n[0]), "%lld", rekeyed);
   snprintf(n[1], sizeof(n[1]), "%lld", staged - rekeyed);
   snprintf(n[2], sizeof(n[2]), "%lld", unparsed);
@@ -234,9 +341,9 @@ int billing_rekey(PGconn *pg, char *err, size_t errlen)
   if (staged > 0 || unparsed > 0)
     log_msg(staged > rekeyed || unparsed ? LOG_WARN : LOG_INFO,
             "billing rows re-keyed by their meaning: %lld; stored twice "
-            "before (old key kept until their day is re-read): %lld; "
-            "unparsable (old key kept): %lld",
-            rekeyed, staged - rekeyed, unparsed);
+            "before: %lld, of which %lld removed and taken back out of the "
+            "reports; unparsable (old key kept): %lld",
+            rekeyed, staged - rekeyed, doubles, unparsed);
   rc = 0;
 out:
   PQclear(res);

@@ -52,6 +52,12 @@ static void compare(const char *line, size_t n, struct billing_scratch *scratch)
   int frc = billing_parse_row_with(scratch, line, n, &fast, ferr, sizeof(ferr));
   int jrc = billing_parse_row_jansson(line, n, &ref, jerr, sizeof(jerr));
 
+  if (frc != 0 && jrc == 0 && !strcmp(ferr, BILLING_NOT_EXACT)) {
+    /* only Jansson reads the row, and its amounts through a double:
+     * refused where the reference takes them by value */
+    billing_row_clear(&ref);
+    return;
+  }
   if (frc != jrc) {
     fprintf(stderr, "fast %s (%s), Jansson %s (%s)\n",
             frc ? "rejects" : "accepts", ferr, jrc ? "rejects" : "accepts",
@@ -74,6 +80,9 @@ static void compare(const char *line, size_t n, struct billing_scratch *scratch)
   same("location", fast.db.location, ref.db.location);
   same_amount("credits", fast.db.credits, ref.db.credits);
   same_amount("gpu_amount", fast.db.gpu_amount, ref.db.gpu_amount);
+  same_amount("pricing_quantity", fast.db.pricing_quantity,
+              ref.db.pricing_quantity);
+  same("pricing_unit", fast.db.pricing_unit, ref.db.pricing_unit);
   same("cost_type", fast.db.cost_type, ref.db.cost_type);
   same("billing_account", fast.db.billing_account, ref.db.billing_account);
   if (fast.db.gpu_divisor != ref.db.gpu_divisor ||

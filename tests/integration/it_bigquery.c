@@ -690,7 +690,7 @@ START_TEST(test_old_keys_rekeyed)
   old_keys = h_db_int(pg, "SELECT count(*) FROM billing_rows"
                           " WHERE row_hash = sha256(convert_to(row, 'UTF8'))");
   recorded =
-      h_db_int(pg, "SELECT rekeyed FROM billing_rekey WHERE version = 1");
+      h_db_int(pg, "SELECT rekeyed FROM billing_rekey WHERE version = 2");
   PQfinish(pg);
 
   ck_assert_int_eq(h_server_start(&srv, db_url, NULL), 0);
@@ -705,6 +705,83 @@ START_TEST(test_old_keys_rekeyed)
   ck_assert_int_eq(month_amount(&srv, fin, "2026-08", "total"), total);
   ck_assert_int_eq(old_keys, 0); /* none left with its old key */
   ck_assert_int_eq(recorded, 2); /* and the re-key recorded: run once */
+  h_server_stop(&srv);
+  free(fin);
+}
+END_TEST
+
+/* OLD_ROWS' first row in another form of the same meaning (an RFC 3339
+ * instant, the cost with a trailing zero), as a pull stored it. */
+#define OLD_ROW_OTHER_FORM                                                     \
+  "{\"billing_account_id\":\"OLD-ACCOUNT-0001\",\"cost\":1.250,"               \
+  "\"credits\":[],\"currency\":\"USD\",\"invoice\":{\"month\":\"202608\"},"    \
+  "\"labels\":[{\"key\":\"gpugate-team\",\"value\":\"team-o\"}],"              \
+  "\"service\":{\"description\":\"Compute Engine\",\"id\":\"S\"},"             \
+  "\"sku\":{\"description\":\"Nvidia L4 GPU\",\"id\":\"K\"},"                  \
+  "\"usage_start_time\":\"2026-08-03T05:00:00Z\"}\n"
+
+/*
+ * A row stored twice before the upgrade (one meaning in two forms, each
+ * under the key of its text) is counted once after it: the re-key keeps
+ * one and takes the other's amounts back out of the rollups (before: the
+ * double stayed, kept under its old key, and every report counted it
+ * twice, until a pull re-read its day, which an uploaded day never is).
+ */
+START_TEST(test_old_doubles_counted_once)
+{
+  struct h_server srv;
+  char db_url[512], out[4096];
+  const char *migrate[] = {"migrate", NULL};
+  char *fin = h_token(NULL, "finance", 3600);
+  long long once, twice, after, left_old, rows;
+  json_t *rep;
+  PGconn *pg;
+  PGresult *res;
+
+  ck_assert_int_eq(h_db_create("it_bigquery_doubles", db_url, sizeof(db_url)),
+                   0);
+  ck_assert_int_eq(h_server_start(&srv, db_url, NULL), 0);
+  rep = upload(&srv, fin, OLD_ROWS);
+  ck_assert_int_eq(json_integer_value(json_object_get(rep, "inserted")), 2);
+  json_decref(rep);
+  once = month_amount(&srv, fin, "2026-08", "total");
+  /* as before the upgrade: keys of the text, so the other form is new */
+  pg = PQconnectdb(db_url);
+  ck_assert_int_eq(PQstatus(pg), CONNECTION_OK);
+  res = PQexec(pg, "UPDATE billing_rows"
+                   " SET row_hash = sha256(convert_to(row, 'UTF8'))");
+  ck_assert_msg(PQresultStatus(res) == PGRES_COMMAND_OK, "%s",
+                PQerrorMessage(pg));
+  PQclear(res);
+  rep = upload(&srv, fin, OLD_ROW_OTHER_FORM);
+  ck_assert_int_eq(json_integer_value(json_object_get(rep, "inserted")), 1);
+  json_decref(rep);
+  twice = month_amount(&srv, fin, "2026-08", "total");
+  ck_assert_int_eq(twice - once, 1250000); /* the double, as stored then */
+  h_server_stop(&srv);
+  res = PQexec(pg, "UPDATE billing_rows"
+                   " SET row_hash = sha256(convert_to(row, 'UTF8'));"
+                   "DELETE FROM billing_rekey");
+  ck_assert_msg(PQresultStatus(res) == PGRES_COMMAND_OK, "%s",
+                PQerrorMessage(pg));
+  PQclear(res);
+
+  ck_assert_msg(h_gpugate(db_url, migrate, out, sizeof(out)) == 0, "%s", out);
+  left_old =
+      h_db_int(pg, "SELECT left_old FROM billing_rekey WHERE version = 2");
+  rows = h_db_int(pg, "SELECT count(*) FROM billing_rows");
+  PQfinish(pg);
+  ck_assert_int_eq(h_server_start(&srv, db_url, NULL), 0);
+  after = month_amount(&srv, fin, "2026-08", "total");
+  ck_assert_msg(after == once,
+                "August after the re-key: %lld, the rows once: %lld (twice: "
+                "%lld)",
+                after, once, twice);
+  ck_assert_int_eq(left_old, 1); /* the double, found */
+  ck_assert_int_eq(rows, 2);     /* and gone */
+  rep = upload(&srv, fin, OLD_ROW_OTHER_FORM);
+  ck_assert_int_eq(json_integer_value(json_object_get(rep, "duplicates")), 1);
+  json_decref(rep);
   h_server_stop(&srv);
   free(fin);
 }
@@ -1211,7 +1288,8 @@ START_TEST(test_only_the_leader_pulls)
 END_TEST
 
 /* The bq CLI on PATH, into path; false when it is not installed. */
-static bool find_bq(char *path, size_t len)
+/* The program name on PATH into path. */
+static bool find_tool(const char *name, char *path, size_t len)
 {
   const char *env = getenv("PATH");
   char dirs[4096], *dir, *save = NULL;
@@ -1219,7 +1297,7 @@ static bool find_bq(char *path, size_t len)
   snprintf(dirs, sizeof(dirs), "%s", env ? env : "");
   for (dir = strtok_r(dirs, ":", &save); dir;
        dir = strtok_r(NULL, ":", &save)) {
-    snprintf(path, len, "%s/bq", *dir ? dir : ".");
+    snprintf(path, len, "%s/%s", *dir ? dir : ".", name);
     if (access(path, X_OK) == 0)
       return true;
   }
@@ -1311,7 +1389,7 @@ START_TEST(test_bq_cli)
                      400));
   json_decref(take_log(&emu));
 
-  if (!find_bq(bq, sizeof(bq)) || !realpath(bq, real)) {
+  if (!find_tool("bq", bq, sizeof(bq)) || !realpath(bq, real)) {
     fprintf(stderr, "bigquery: the bq CLI is not installed: skipping the "
                     "bq --api test of the emulator\n");
     h_server_stop(&emu);
@@ -1357,6 +1435,62 @@ START_TEST(test_bq_cli)
 }
 END_TEST
 
+/*
+ * Google's Node client (@google-cloud/bigquery, deploy/tools) against the
+ * emulator: tests/bq-node/query.mjs runs the rows query of one day through
+ * BigQuery.query() (jobs.query, then getQueryResults pages) and as a job
+ * paged by hand (jobs.insert, jobs.get, getQueryResults), and the rows it
+ * decodes are the emulator's own dump of that day, in order.
+ */
+START_TEST(test_node_client)
+{
+  static const char *const env1[] = {"BQ_EMU_DAYS=2", "BQ_EMU_ROWS=24",
+                                     "BQ_EMU_PAGE_ROWS=10",
+                                     "BQ_EMU_INCOMPLETE_POLLS=1", NULL};
+  const size_t cap = 1 << 20;
+  char node[1024], endpoint[64], expect[256], *out = malloc(cap);
+  const char *dump[] = {"build/bigquery_emulator", "dump", NULL};
+  const char *argv[] = {node,         "tests/bq-node/query.mjs",
+                        "--endpoint", endpoint,
+                        "--project",  "billing-project",
+                        "--table",    TABLE,
+                        "--day",      "2026-08-01",
+                        "--expect",   expect,
+                        "--page",     "10",
+                        NULL};
+  /* no look for a metadata server: this is no Google machine */
+  const char *env[] = {"METADATA_SERVER_DETECTION=none", NULL};
+  struct h_server emu;
+  json_t *log;
+  int rc;
+
+  ck_assert_ptr_nonnull(out);
+  ck_assert_msg(find_tool("node", node, sizeof(node)), "node is not on PATH");
+  ck_assert_msg(access("deploy/tools/node_modules/@google-cloud/bigquery/"
+                       "package.json",
+                       R_OK) == 0,
+                "@google-cloud/bigquery is not installed: npm ci --prefix "
+                "deploy/tools (deploy/install-deps.sh does it)");
+  /* what was loaded: the fixture's rows, as the emulator dumps them */
+  rc = h_run(dump, env1, 60000, NULL, out, cap);
+  ck_assert_msg(rc == 0 && strlen(out) > 1000, "dump: %d", rc);
+  h_write_temp("bq-node-rows", out, expect, sizeof(expect));
+  ck_assert_int_eq(h_bq_emulator_start(&emu, env1), 0);
+  snprintf(endpoint, sizeof(endpoint), "http://127.0.0.1:%u", emu.port);
+  rc = h_run(argv, env, 60000, NULL, out, cap);
+  ck_assert_msg(rc == 0 && strstr(out, "bq-node: ok 24 rows of 2026-08-01"),
+                "node client: %d: %s", rc, out);
+  log = h_emu_get(&emu, "/emulator/requests");
+  ck_assert_int_eq(count(log, "query", "billing-rows", "2026-08-01"), 1);
+  ck_assert_int_eq(count(log, "insert", "billing-rows", "2026-08-01"), 1);
+  ck_assert_int_ge(count(log, "results", "billing-rows", NULL), 4); /* pages */
+  json_decref(log);
+  h_server_stop(&emu);
+  unlink(expect);
+  free(out);
+}
+END_TEST
+
 Suite *bigquery_suite(void)
 {
   Suite *s = suite_create("bigquery");
@@ -1374,10 +1508,12 @@ Suite *bigquery_suite(void)
   tcase_add_test(tc, test_closed_month_reread);
   tcase_add_test(tc, test_only_the_leader_pulls);
   tcase_add_test(tc, test_bq_cli);
+  tcase_add_test(tc, test_node_client);
   suite_add_tcase(s, tc);
   tc = tcase_create("upgrade");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_old_keys_rekeyed);
+  tcase_add_test(tc, test_old_doubles_counted_once);
   suite_add_tcase(s, tc);
   tc = tcase_create("partitions");
   tcase_set_timeout(tc, 120);

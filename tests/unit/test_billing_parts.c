@@ -148,7 +148,48 @@ static const struct {
      NULL, NULL, NULL, NULL, 0},
     {"{" OK_ROW ",\"usage\":{\"amount_in_pricing_units\":\"1\"}}",
      "usage.amount_in_pricing_units: not a number", NULL, NULL, NULL, NULL, 0},
+    {"{" OK_ROW ",\"usage\":{\"amount_in_pricing_units\":1,"
+     "\"pricing_unit\":2}}",
+     "usage.pricing_unit: not a string", NULL, NULL, NULL, NULL, 0},
 };
+
+/* FOCUS PricingQuantity and PricingUnit of any usage, as written. */
+static const struct {
+  const char *row, *quantity, *unit;
+} pricing_cases[] = {
+    {"{" OK_ROW "}", "0", ""},
+    {"{" OK_ROW ",\"usage\":{\"amount\":268435456000,\"unit\":"
+     "\"byte-seconds\",\"amount_in_pricing_units\":0.1,\"pricing_unit\":"
+     "\"gibibyte month\"}}",
+     "0.1", "gibibyte month"},
+    {"{" OK_ROW ",\"usage\":{\"amount_in_pricing_units\":12345678.123456789,"
+     "\"pricing_unit\":\"count\"}}",
+     "12345678.123456789", "count"},
+    {"{" OK_ROW ",\"usage\":{\"amount_in_pricing_units\":null,"
+     "\"pricing_unit\":null}}",
+     "0", ""},
+};
+
+START_TEST(pricing_fields)
+{
+  const char *row = pricing_cases[_i].row;
+  struct billing_scratch *s = billing_scratch_new();
+  struct billing_doc fast;
+  struct db_billing_row fdb;
+  struct billing_field_text ft;
+  char err[256];
+
+  ck_assert_ptr_nonnull(s);
+  ck_assert_int_eq(billing_json_parse(s, row, strlen(row)), 0);
+  billing_json_doc(s, &fast);
+  memset(&fdb, 0, sizeof(fdb));
+  ck_assert_msg(billing_fields_read(&fast, &fdb, &ft, err, sizeof(err)) == 0,
+                "%s: %s", row, err);
+  ck_assert_str_eq(fdb.pricing_quantity, pricing_cases[_i].quantity);
+  ck_assert_str_eq(fdb.pricing_unit, pricing_cases[_i].unit);
+  billing_scratch_free(s);
+}
+END_TEST
 
 /* Read the row's fields through doc; the result and message in err. */
 static int read_fields(struct billing_doc *d, struct db_billing_row *db,
@@ -285,6 +326,7 @@ Suite *billing_parts_suite(void)
   tcase_add_loop_test(tc, fields_both_docs, 0, N_OF(field_cases));
   tcase_add_loop_test(tc, zone_region, 0, N_OF(zone_cases));
   tcase_add_loop_test(tc, gpu_divisor, 0, N_OF(divisor_cases));
+  tcase_add_loop_test(tc, pricing_fields, 0, N_OF(pricing_cases));
   tcase_add_loop_test(tc, invoice_month, 0, N_OF(month_cases));
   suite_add_tcase(s, tc);
   return s;

@@ -139,7 +139,7 @@ START_TEST(rows_table)
       /* GPU usage with credits: a Usage row and a Credit row */
       {{"team-a", "l4-spot", "Compute Engine", "Nvidia L4 GPU", "us-central1",
         "USD", "regular", "0A1B-2C3D", "", "2026-08", "2026-08-31", "100.1",
-        "-10.05", "1.5"},
+        "-10.05", "1.5", "1.5", "hour"},
        "100.1,0A1B-2C3D,,USD,2026-08-01T00:00:00Z,2026-09-01T00:00:00Z,"
        "Usage,,Nvidia L4 GPU,2026-08-31T00:00:00Z,2026-09-01T00:00:00Z,"
        "100.1,100.1,Google Cloud,100.1,1.5,Hours,Google Cloud,Google Cloud,"
@@ -154,34 +154,43 @@ START_TEST(rows_table)
        "\"\"l4-spot\"\"}\",team-a,l4-spot\r\n"},
       /* tax, no credits, a description to quote, unattributed, no flavor */
       {{"(unattributed)", "", "Cloud Storage", "Tax, \"state\"", "", "EUR",
-        "tax", "", "", "2026-12", "2026-12-31", "7.5", "0", "0"},
+        "tax", "", "", "2026-12", "2026-12-31", "7.5", "0", "0", "0", ""},
        "7.5,,,EUR,2026-12-01T00:00:00Z,2027-01-01T00:00:00Z,Tax,,"
        "\"Tax, \"\"state\"\"\",2026-12-31T00:00:00Z,2027-01-01T00:00:00Z,"
        "7.5,7.5,Google Cloud,7.5,,,Google Cloud,Google Cloud,Storage,"
        "Cloud Storage,,,(unattributed),\r\n"},
       /* a correction: billed in September, charged in August */
       {{"team-b", "", "Batch", "Fee", "", "USD", "adjustment", "A",
-        "Correction", "2026-09", "2026-08-15", "-2.5", "0", "0"},
+        "Correction", "2026-09", "2026-08-15", "-2.5", "0", "0", "0", ""},
        "-2.5,A,,USD,2026-09-01T00:00:00Z,2026-10-01T00:00:00Z,Adjustment,"
        "Correction,Fee,2026-08-15T00:00:00Z,2026-08-16T00:00:00Z,-2.5,-2.5,"
        "Google Cloud,-2.5,,,Google Cloud,Google Cloud,Compute,Batch,,"
        "\"{\"\"gpugate-team\"\":\"\"team-b\"\"}\",team-b,\r\n"},
+      /* usage that is not GPU usage: its quantity in its pricing unit */
+      {{"team-a", "", "Cloud Storage", "Standard Storage", "us", "USD",
+        "regular", "", "", "2026-08", "2026-08-02", "0.02", "0", "0", "0.3",
+        "gibibyte month"},
+       "0.02,,,USD,2026-08-01T00:00:00Z,2026-09-01T00:00:00Z,Usage,,"
+       "Standard Storage,2026-08-02T00:00:00Z,2026-08-03T00:00:00Z,0.02,0.02,"
+       "Google Cloud,0.02,0.3,gibibyte month,Google Cloud,Google Cloud,"
+       "Storage,Cloud Storage,,\"{\"\"gpugate-team\"\":\"\"team-a\"\"}\","
+       "team-a,\r\n"},
       /* rounding_error is an Adjustment */
       {{"team-b", "", "Support", "Rounding", "", "USD", "rounding_error", "",
-        "", "2026-08", "2026-08-01", "0.01", "0", "0"},
+        "", "2026-08", "2026-08-01", "0.01", "0", "0", "0", ""},
        "0.01,,,USD,2026-08-01T00:00:00Z,2026-09-01T00:00:00Z,Adjustment,,"
        "Rounding,2026-08-01T00:00:00Z,2026-08-02T00:00:00Z,0.01,0.01,"
        "Google Cloud,0.01,,,Google Cloud,Google Cloud,Other,Support,,"
        "\"{\"\"gpugate-team\"\":\"\"team-b\"\"}\",team-b,\r\n"},
       /* refused: an unknown cost type, a bad month or day */
       {{"t", "", "S", "K", "", "USD", "refund", "", "", "2026-08", "2026-08-01",
-        "1", "0", "0"},
+        "1", "0", "0", "0", ""},
        NULL},
       {{"t", "", "S", "K", "", "USD", "regular", "", "", "2026-13",
-        "2026-08-01", "1", "0", "0"},
+        "2026-08-01", "1", "0", "0", "0", ""},
        NULL},
       {{"t", "", "S", "K", "", "USD", "regular", "", "", "2026-08",
-        "2026-08-32", "1", "0", "0"},
+        "2026-08-32", "1", "0", "0", "0", ""},
        NULL},
   };
   size_t i;
