@@ -23,6 +23,8 @@
 Suite *logs_suite(void);
 
 #define MAX_ENV 24
+#define END_GRACE_MS "5000"  /* GPUGATE_LOGGING_END_GRACE_MS of the fixture */
+#define INGEST_DELAY_MS 3000 /* the emulator's, in follow_waits_for_late */
 
 static struct h_server logemu, emu, srv;
 static char db_url[512];
@@ -59,6 +61,7 @@ static void start_all(const char *db, const char *reads_per_minute,
   env[n++] = logging;
   env[n++] = rpm;
   env[n++] = "GPUGATE_LOGGING_POLL_MS=100";
+  env[n++] = "GPUGATE_LOGGING_END_GRACE_MS=" END_GRACE_MS;
   env[n++] = "GPUGATE_SYNC_INTERVAL_MS=200";
   env[n++] = "GPUGATE_RATE_LIMIT_RPS=100000";
   env[n++] = "GPUGATE_ADMISSION_INTERVAL_MS=200";
@@ -404,6 +407,35 @@ START_TEST(follow_ends_with_the_job)
 }
 END_TEST
 
+/* Logging lists an entry seconds after it was written (the emulator's
+ * ingestion delay, under the fixture's grace): a follow still ends with
+ * the job's last lines, written as it ended, not before they are listed. */
+START_TEST(follow_waits_for_late_lines)
+{
+  char id[32], path[256], want[256], cfg[64];
+  struct h_resp r;
+  const char *plain[] = {"Accept: text/plain", NULL};
+  int rc;
+
+  submit(1, "{\"EMU_RUN_MS\": \"300\"}", id);
+  snprintf(cfg, sizeof(cfg), "{\"ingest_delay_ms\": %d}", INGEST_DELAY_MS);
+  json_decref(h_call(&logemu, "POST", "/emulator/config", NULL, cfg, 200));
+  snprintf(path, sizeof(path), "/v1/teams/team-a/jobs/%s/logs?follow=true", id);
+  rc = h_request(&srv, "GET", path, tok_a, NULL, plain, &r);
+  json_decref(h_call(&logemu, "POST", "/emulator/config", NULL,
+                     "{\"ingest_delay_ms\": 0}", 200));
+  ck_assert_int_eq(rc, 0);
+  ck_assert_msg(r.status == 200, "%ld %s", r.status, r.body);
+  snprintf(want, sizeof(want), "task 0 of gpugate-%s-a1 done\n", id);
+  ck_assert_msg(strlen(r.body) >= strlen(want) &&
+                    !strcmp(r.body + strlen(r.body) - strlen(want), want),
+                "the follow ended before the job's last line was listed: "
+                "\"%s\"",
+                r.body);
+  h_resp_free(&r);
+}
+END_TEST
+
 /* Check the lines of ndjson against logging_v2_messages' kind
  * (tests/emulator/log_shapes.py). */
 static void shapes(const char *kind, const char *ndjson)
@@ -680,6 +712,7 @@ Suite *logs_suite(void)
   tcase_set_timeout(tc, 180);
   tcase_add_test(tc, two_attempts_filters_and_pages);
   tcase_add_test(tc, follow_ends_with_the_job);
+  tcase_add_test(tc, follow_waits_for_late_lines);
   tcase_add_test(tc, shapes_are_googles);
   tcase_add_test(tc, logging_quota_answered_429);
   suite_add_tcase(s, tc);
