@@ -645,31 +645,44 @@ static int read_rounds(struct db_conn *c)
   return 0;
 }
 
-/* The thread's session: LISTEN gpugate_logs, the read position at the
- * last round published when it is the first session. NULL (logged). */
-static PGconn *open_session(void)
+/* End the thread's session (a new one starts with no statement
+ * prepared). */
+static void close_session(struct db_conn *c)
 {
-  struct db_conn c;
+  PQfinish(c->pg);
+  memset(c, 0, sizeof(*c));
+}
+
+/* The thread's session into c (its prepared statements start empty):
+ * LISTEN gpugate_logs, and the read position at the last round published
+ * when it is the first session. 0, or -1 (logged, c->pg NULL). */
+static int open_session(struct db_conn *c)
+{
   char err[512];
   PGresult *res;
 
-  memset(&c, 0, sizeof(c));
-  c.pg = db_connect(g.cfg->direct_database_url, err, sizeof(err));
-  if (!c.pg) {
+  memset(c, 0, sizeof(*c));
+  c->pg = db_connect(g.cfg->direct_database_url, err, sizeof(err));
+  if (!c->pg) {
     log_msg(LOG_WARN, "logs: database: %s", err);
-    return NULL;
+    return -1;
   }
-  res = PQexec(c.pg, "LISTEN gpugate_logs");
-  if (PQresultStatus(res) != PGRES_COMMAND_OK ||
-      (g.seq < 0 &&
-       db_log_rounds_top(&c, g.cfg->gcp_project, &g.seq, err, sizeof(err)))) {
-    log_msg(LOG_WARN, "logs: LISTEN: %s", PQerrorMessage(c.pg));
-    PQclear(res);
-    PQfinish(c.pg);
-    return NULL;
+  res = PQexec(c->pg, "LISTEN gpugate_logs");
+  if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+    log_msg(LOG_WARN, "logs: LISTEN: %s", PQerrorMessage(c->pg));
+    goto fail;
+  }
+  if (g.seq < 0 &&
+      db_log_rounds_top(c, g.cfg->gcp_project, &g.seq, err, sizeof(err))) {
+    log_msg(LOG_WARN, "logs: the last poll: %s", err);
+    goto fail;
   }
   PQclear(res);
-  return c.pg;
+  return 0;
+fail:
+  PQclear(res);
+  close_session(c);
+  return -1;
 }
 
 static long long now_ms(void)
@@ -709,7 +722,7 @@ static void *run(void *arg)
     pthread_mutex_unlock(&g.reg);
     if (stop)
       break;
-    if (!conn.pg && !(conn.pg = open_session()))
+    if (!conn.pg && open_session(&conn) != 0)
       next_tick = now_ms() + 1000; /* retry within a second */
     now = now_ms();
     if (conn.pg && (joined || now >= next_tick)) {
@@ -729,8 +742,7 @@ static void *run(void *arg)
     if (conn.pg && holder && now_ms() >= next_round)
       next_round = now_ms() + round_once(&conn);
     if (conn.pg && (any || joined) && read_rounds(&conn) != 0) {
-      PQfinish(conn.pg);
-      conn.pg = NULL;
+      close_session(&conn);
       continue;
     }
     now = now_ms();
@@ -750,8 +762,7 @@ static void *run(void *arg)
     if (conn.pg && (fds[1].revents & (POLLIN | POLLERR | POLLHUP))) {
       if (!PQconsumeInput(conn.pg)) {
         log_msg(LOG_WARN, "logs: session lost: %s", PQerrorMessage(conn.pg));
-        PQfinish(conn.pg);
-        conn.pg = NULL;
+        close_session(&conn);
         holder = false;
         continue;
       }
@@ -764,8 +775,7 @@ static void *run(void *arg)
     any = g.n > 0;
     pthread_mutex_unlock(&g.reg);
     if (conn.pg && notified && any && read_rounds(&conn) != 0) {
-      PQfinish(conn.pg);
-      conn.pg = NULL;
+      close_session(&conn);
     }
   }
   if (conn.pg) { /* a clean stop: the next replica need not wait */

@@ -254,6 +254,11 @@ START_TEST(one_poller_then_takeover_after_kill9)
                 "followers: one \"%s\", two \"%s\"", fa.body ? fa.body : "",
                 fb.body ? fb.body : "");
 
+  /* neither replica's poller thread failed a statement on its session
+   * (a session's prepared statements are its own) */
+  ck_assert_int_eq(h_log_count(&one, "prepared statement"), 0);
+  ck_assert_int_eq(h_log_count(&two, "prepared statement"), 0);
+
   /* kill -9 the holder: the other replica takes the lease over */
   pid = holder_pid(pg);
   ck_assert_msg(pid == (long)one.pid || pid == (long)two.pid,
