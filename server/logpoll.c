@@ -24,10 +24,9 @@
 #include "db/job_logs.h"
 #include "server/log.h"
 #include "server/logpoll.h"
+#include "server/logpoll_round.h"
 #include "server/req.h"
 
-#define POLL_JOBS_MAX 200 /* jobs in one filter (≈ 40 characters each) */
-#define POLL_PAGE 1000
 #define ROUNDS_READ 20 /* published polls read at once */
 
 struct follower {
@@ -57,8 +56,8 @@ static struct {
   pthread_mutex_t client_mu;
   long calls;
 
-  char replica[128]; /* this process, as the lease's holder */
-  long ttl_ms;       /* the lease's, and a replica's followed jobs' */
+  char replica[128];            /* this process, as the lease's holder */
+  struct logpoll_poller poller; /* the holder's poll; the thread's */
 
   pthread_mutex_t reg;
   struct follower *list;
@@ -375,17 +374,6 @@ static void deliver(const json_t *e, int64_t ns, const char *id)
   json_decref(view);
 }
 
-static void format_ns(int64_t ns, char *out, size_t len)
-{
-  time_t t = (time_t)(ns / 1000000000);
-  struct tm tm;
-
-  gmtime_r(&t, &tm);
-  snprintf(out, len, "%04d-%02d-%02dT%02d:%02d:%02d.%09lldZ", tm.tm_year + 1900,
-           tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-           (long long)(ns % 1000000000));
-}
-
 /* ---- this replica's followers, as wants of the poller ------------------ */
 
 /* Tell the poller (whichever replica holds the lease) which jobs this
@@ -425,132 +413,6 @@ static int register_wants(struct db_conn *c)
   free(text);
   json_decref(wants);
   return rc;
-}
-
-/* ---- the holder's poll ------------------------------------------------- */
-
-/* One poll of the lease holder: the new entries of every job some
- * replica's followers follow, in one call, published as a round
- * (db_log_round_put) for every replica to hand on. Returns how long to
- * wait before the next (ms). */
-static long round_once(struct db_conn *c)
-{
-  const char *jobs[POLL_JOBS_MAX];
-  char since[64] = "", err[512];
-  bool live[POLL_JOBS_MAX];
-  struct logging_query q;
-  struct logging_result r;
-  struct db_log_round round;
-  PGresult *w = NULL;
-  json_t *asked = NULL, *ended = NULL, *entries, *e;
-  char *asked_s = NULL, *ended_s = NULL, *entries_s = NULL, *filter = NULL;
-  size_t n = 0, i, skip, rows;
-  int64_t min_ns = -1, last_ns = -1;
-  const char *last_id = "", *next;
-  long wait_ms = 0, interval = g.cfg->logging_poll_ms, ret = interval;
-  int took;
-  bool complete;
-
-  memset(&r, 0, sizeof(r));
-  if (!(w = db_log_wants(c, g.ttl_ms, err, sizeof(err)))) {
-    log_msg(LOG_WARN, "logs: followed jobs: %s", err);
-    return interval;
-  }
-  rows = (size_t)PQntuples(w);
-  if (rows == 0)
-    goto out;
-  /* the followed jobs, from a rotating start when there are many */
-  skip = rows > POLL_JOBS_MAX ? g.rotate % rows : 0;
-  for (i = 0; i < rows && n < POLL_JOBS_MAX; i++) {
-    int row = (int)((skip + i) % rows);
-    int64_t ns = strtoll(PQgetvalue(w, row, 1), NULL, 10);
-    jobs[n++] = PQgetvalue(w, row, 0);
-    if (min_ns < 0 || ns < min_ns)
-      min_ns = ns;
-  }
-  g.rotate += n;
-  if (db_jobs_live(c, jobs, n, g.cfg->logging_end_grace_ms, live, err,
-                   sizeof(err)) != 0) {
-    log_msg(LOG_WARN, "logs: job states: %s", err);
-    goto out;
-  }
-  /* a job seen ended (past the grace for Logging's ingestion lag) before
-   * the call: its followers end with this round when it is complete */
-  asked = json_array();
-  ended = json_array();
-  for (i = 0; i < n; i++) {
-    json_array_append_new(asked, json_string(jobs[i]));
-    if (!live[i])
-      json_array_append_new(ended, json_string(jobs[i]));
-  }
-  took = take_read(c, &wait_ms, err, sizeof(err));
-  if (took < 0)
-    log_msg(LOG_WARN, "logs: read budget: %s", err);
-  if (took <= 0) {
-    ret = wait_ms > interval ? wait_ms : interval;
-    goto out;
-  }
-  if (min_ns > 0)
-    format_ns(min_ns, since, sizeof(since));
-  memset(&q, 0, sizeof(q));
-  q.project = g.cfg->gcp_project;
-  q.deployment = g.cfg->deployment;
-  q.jobs = jobs;
-  q.n_jobs = n;
-  q.since = since;
-  q.task = -1;
-  filter = malloc(LOGGING_FILTER_MAX + 1);
-  if (!filter || logging_filter(&q, filter, LOGGING_FILTER_MAX + 1) != 0) {
-    log_msg(LOG_WARN, "logs: the followers' filter cannot be written");
-    goto out;
-  }
-  if (call(filter, POLL_PAGE, NULL, &r) != 0) {
-    log_msg(LOG_WARN, "logs: %s", r.err);
-    ret = r.status == 429 ? 60000 : interval;
-    goto out;
-  }
-  entries = json_object_get(r.doc, "entries");
-  next = json_string_value(json_object_get(r.doc, "nextPageToken"));
-  complete = !next || !*next;
-  json_array_foreach (entries, i, e) {
-    const char *ts = json_string_value(json_object_get(e, "timestamp"));
-    const char *id = json_string_value(json_object_get(e, "insertId"));
-    int64_t ns;
-    if (ts && logging_time_ns(ts, &ns) == 0) {
-      last_ns = ns;
-      last_id = id ? id : "";
-    }
-  }
-  asked_s = json_dumps(asked, JSON_COMPACT);
-  ended_s = json_dumps(ended, JSON_COMPACT);
-  entries_s =
-      json_dumps(json_is_array(entries) ? entries : json_array(), JSON_COMPACT);
-  if (!asked_s || !ended_s || !entries_s) {
-    log_msg(LOG_WARN, "logs: out of memory");
-    goto out;
-  }
-  memset(&round, 0, sizeof(round));
-  round.project = g.cfg->gcp_project;
-  round.since_ns = min_ns < 0 ? 0 : min_ns;
-  round.jobs = asked_s;
-  round.ended = ended_s;
-  round.complete = complete;
-  round.last_ns = last_ns;
-  round.last_id = last_id;
-  round.entries = entries_s;
-  if (db_log_round_put(c, &round, err, sizeof(err)) != 0)
-    log_msg(LOG_WARN, "logs: publishing a poll: %s", err);
-  ret = complete ? interval : 0;
-out:
-  free(asked_s);
-  free(ended_s);
-  free(entries_s);
-  free(filter);
-  json_decref(asked);
-  json_decref(ended);
-  json_decref(r.doc);
-  PQclear(w);
-  return ret;
 }
 
 /* ---- every replica: the rounds handed to its followers ----------------- */
@@ -729,8 +591,8 @@ static void *run(void *arg)
       next_tick = now + g.cfg->logging_poll_ms;
       if ((any || registered) && register_wants(&conn) == 0)
         registered = any;
-      if (db_log_lease(&conn, g.cfg->gcp_project, g.replica, g.ttl_ms, &holder,
-                       err, sizeof(err)) != 0) {
+      if (db_log_lease(&conn, g.cfg->gcp_project, g.replica, g.poller.ttl_ms,
+                       &holder, err, sizeof(err)) != 0) {
         log_msg(LOG_WARN, "logs: the poller's lease: %s", err);
         holder = false;
       }
@@ -740,7 +602,7 @@ static void *run(void *arg)
       g.holding = holder;
     }
     if (conn.pg && holder && now_ms() >= next_round)
-      next_round = now_ms() + round_once(&conn);
+      next_round = now_ms() + logpoll_round(&conn, &g.poller);
     if (conn.pg && (any || joined) && read_rounds(&conn) != 0) {
       close_session(&conn);
       continue;
@@ -805,7 +667,8 @@ int logpoll_start(const struct config *cfg, char *err, size_t errlen)
   g.burst = rpm / 6 > 1 ? rpm / 6 : 1;
   /* the lease outlives three polls (at least 3 s): a holder killed is
    * replaced within that */
-  g.ttl_ms = cfg->logging_poll_ms * 3 > 3000 ? cfg->logging_poll_ms * 3 : 3000;
+  g.poller.ttl_ms =
+      cfg->logging_poll_ms * 3 > 3000 ? cfg->logging_poll_ms * 3 : 3000;
   (void)gethostname(host, sizeof(host) - 1);
   if ((ur = fopen("/dev/urandom", "rb"))) {
     if (fread(rnd, 1, sizeof(rnd), ur) != sizeof(rnd))
@@ -816,6 +679,10 @@ int logpoll_start(const struct config *cfg, char *err, size_t errlen)
            host, (long)getpid(), rnd[0], rnd[1], rnd[2], rnd[3], rnd[4],
            rnd[5]);
   g.seq = -1;
+  g.poller.cfg = cfg;
+  g.poller.rotate = 0;
+  g.poller.take = take_read;
+  g.poller.call = call;
   g.ts = batch_token_new_scoped(cfg, LOGGING_READ_SCOPE, err, errlen);
   if (!g.ts)
     return -1;
