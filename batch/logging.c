@@ -255,6 +255,22 @@ static long task_of(const char *task_id)
   return *p == '/' || *p == '\0' ? n : -1;
 }
 
+/* The retry after the task index in a task id (task/<uid>-group0-<i>/<r>/…:
+ * Batch's run of the task, 0 its first); -1 when none. */
+static long retry_of(const char *task_id)
+{
+  const char *p = task_id && task_of(task_id) >= 0
+                      ? strchr(strstr(task_id, "-group0-"), '/')
+                      : NULL;
+  long n = 0;
+
+  if (!p || !isdigit((unsigned char)p[1]))
+    return -1;
+  for (p++; isdigit((unsigned char)*p) && n < 1000000; p++)
+    n = n * 10 + (*p - '0');
+  return *p == '/' || *p == '\0' ? n : -1;
+}
+
 json_t *logging_entry_view(const json_t *e, const char **job)
 {
   const json_t *labels = json_object_get(e, "labels");
@@ -262,7 +278,7 @@ json_t *logging_entry_view(const json_t *e, const char **job)
   const char *ts = json_string_value(json_object_get(e, "timestamp"));
   const char *sev = json_string_value(json_object_get(e, "severity"));
   const char *text = json_string_value(json_object_get(e, "textPayload"));
-  long task, attempt;
+  long task, attempt, retry;
   char *dumped = NULL;
   json_t *v;
 
@@ -275,12 +291,14 @@ json_t *logging_entry_view(const json_t *e, const char **job)
   if (!text && jp)
     text = dumped = json_dumps(jp, JSON_COMPACT | JSON_SORT_KEYS);
   task = task_of(json_string_value(json_object_get(labels, "task_id")));
+  retry = retry_of(json_string_value(json_object_get(labels, "task_id")));
   attempt =
       attempt_of(json_string_value(json_object_get(labels, "task_group_name")));
-  v = json_pack("{s:s, s:s, s:o, s:o, s:s}", "time", ts ? ts : "", "severity",
-                sev ? sev : "DEFAULT", "task",
+  v = json_pack("{s:s, s:s, s:o, s:o, s:o, s:s}", "time", ts ? ts : "",
+                "severity", sev ? sev : "DEFAULT", "task",
                 task >= 0 ? json_integer(task) : json_null(), "attempt",
-                attempt > 0 ? json_integer(attempt) : json_null(), "text",
+                attempt > 0 ? json_integer(attempt) : json_null(), "retry",
+                retry >= 0 ? json_integer(retry) : json_null(), "text",
                 text ? text : "");
   free(dumped);
   return v;

@@ -65,8 +65,10 @@ int logging_time_ns(const char *s, int64_t *ns);
 
 /*
  * What the API shows of one LogEntry (borrowed): a new object {"time",
- * "severity", "task", "attempt", "text"} (task and attempt null when the
- * entry does not say), or NULL when it is not an object. The text is
+ * "severity", "task", "attempt", "retry", "text"} (attempt: gpugate's, of
+ * the Batch job's name; retry: Batch's run of the task within it, 0 its
+ * first, from labels.task_id; each null when the entry does not say), or
+ * NULL when it is not an object. The text is
  * textPayload, else jsonPayload.message, else the jsonPayload as JSON.
  * *job (may be NULL) gets the entry's gpugate-job label (borrowed from e,
  * NULL when absent). Pure.

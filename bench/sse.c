@@ -2,7 +2,11 @@
  * sse.c — build/bench_sse: N clients of one gpugate event stream
  * (GET /v1/teams/{team}/events) on one epoll thread, for bench/sse.sh.
  *
- *   bench_sse PORT TEAM TOKEN N SECONDS
+ *   bench_sse PORT TEAM TOKEN N SECONDS [PATHS]
+ *
+ * PATHS (a file of request paths, one a line): client i asks for line
+ * i mod their number instead of the team's event stream (bench/sse.sh's
+ * log followers: …/logs?follow=true, whose NDJSON it only reads).
  *
  * Opens N connections (HTTP/1.0, so that each body is the raw stream),
  * reads for SECONDS or until SIGTERM, and parses every event. An event whose
@@ -127,14 +131,28 @@ int main(int argc, char **argv)
   struct epoll_event evs[256];
   struct client *cs;
   struct rlimit rl;
-  char req[4096];
-  long n, i, connected = 0, closed = 0;
+  char req[4096], paths[256][200];
+  long n, i, connected = 0, closed = 0, n_paths = 0;
   long long until;
   int ep;
 
-  if (argc != 6) {
-    fprintf(stderr, "usage: bench_sse PORT TEAM TOKEN N SECONDS\n");
+  if (argc != 6 && argc != 7) {
+    fprintf(stderr, "usage: bench_sse PORT TEAM TOKEN N SECONDS [PATHS]\n");
     return 2;
+  }
+  if (argc == 7) {
+    FILE *f = fopen(argv[6], "r");
+    while (f && n_paths < 256 && fgets(paths[n_paths], sizeof(paths[0]), f)) {
+      paths[n_paths][strcspn(paths[n_paths], "\n")] = '\0';
+      if (paths[n_paths][0])
+        n_paths++;
+    }
+    if (f)
+      fclose(f);
+    if (n_paths == 0) {
+      fprintf(stderr, "bench_sse: no paths in %s\n", argv[6]);
+      return 2;
+    }
   }
   n = strtol(argv[4], NULL, 10);
   if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (rlim_t)n + 64) {
@@ -147,12 +165,19 @@ int main(int argc, char **argv)
     return 1;
   a.sin_port = htons((unsigned short)strtol(argv[1], NULL, 10));
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  snprintf(req, sizeof(req),
-           "GET /v1/teams/%s/events HTTP/1.0\r\nHost: localhost\r\n"
-           "Authorization: Bearer %s\r\nAccept: text/event-stream\r\n\r\n",
-           argv[2], argv[3]);
   for (i = 0; i < n; i++) {
     struct epoll_event e = {.events = EPOLLIN};
+    if (n_paths)
+      snprintf(req, sizeof(req),
+               "GET %s HTTP/1.0\r\nHost: localhost\r\n"
+               "Authorization: Bearer %s\r\n\r\n",
+               paths[i % n_paths], argv[3]);
+    else
+      snprintf(req, sizeof(req),
+               "GET /v1/teams/%s/events HTTP/1.0\r\nHost: localhost\r\n"
+               "Authorization: Bearer %s\r\nAccept: text/event-stream\r\n"
+               "\r\n",
+               argv[2], argv[3]);
     cs[i].fd = socket(AF_INET, SOCK_STREAM, 0);
     if (cs[i].fd < 0 ||
         connect(cs[i].fd, (struct sockaddr *)&a, sizeof(a)) != 0 ||

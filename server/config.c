@@ -520,7 +520,9 @@ static int load_billing_pull(struct config *cfg, char *err, size_t errlen)
       env_long("GPUGATE_LOGGING_READS_PER_MINUTE", 50, 1, 60000,
                &cfg->logging_reads_per_minute, err, errlen) ||
       env_long("GPUGATE_LOGGING_POLL_MS", 5000, 100, 600000,
-               &cfg->logging_poll_ms, err, errlen))
+               &cfg->logging_poll_ms, err, errlen) ||
+      env_long("GPUGATE_LOGGING_END_GRACE_MS", 10000, 0, 600000,
+               &cfg->logging_end_grace_ms, err, errlen))
     return -1;
   for (p = t; *p; p++) {
     if (*p == '.')

@@ -119,6 +119,8 @@ struct config {
   char logging_endpoint[512];
   long logging_reads_per_minute; /* entries:list, whole deployment */
   long logging_poll_ms;          /* the followers' poll interval */
+  long logging_end_grace_ms;     /* a follow ends this long after its job, for
+                                    Logging's ingestion lag */
 };
 
 /*

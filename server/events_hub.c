@@ -47,6 +47,7 @@ struct events_sub {
   size_t head, len, cap;
   void *conn; /* borrowed: its MHD connection */
   bool joined, suspended, ended, dropped;
+  bool pending; /* frames came since it was last woken (hub reads) */
 };
 
 struct ring_ent {
@@ -151,7 +152,22 @@ static void deliver(struct events_sub *sub, const struct evcursor *at,
   sub->cur = *at;
   if (sub->job[0] && terminal)
     sub->ended = true; /* a followed job's last event */
-  wake_sub(sub);
+  sub->pending = true; /* woken once per read (wake_pending), not per frame */
+}
+
+/* Resume every client that was handed frames since the last call: one
+ * resume per client and read of the stream, however many rows it held. */
+static void wake_pending(void)
+{
+  struct events_sub *s;
+
+  pthread_mutex_lock(&hub.mu);
+  for (s = hub.subs; s; s = s->next)
+    if (s->pending) {
+      s->pending = false;
+      wake_sub(s);
+    }
+  pthread_mutex_unlock(&hub.mu);
 }
 
 /* The SSE frame of ev (new, compact JSON as the API writes it), or NULL. */
@@ -245,6 +261,7 @@ static int read_new(PGconn *pg)
   do {
     n = db_events_read(pg, NULL, NULL, &after, horizon, READ_ROWS, hub_row,
                        NULL, err, sizeof(err));
+    wake_pending();
     if (n < 0)
       goto fail;
     pthread_mutex_lock(&hub.mu);

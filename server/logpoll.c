@@ -8,22 +8,26 @@
  * the list under reg) never sees a freed one; and a follower's connection
  * is resumed only while it is suspended, so never after it closed.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <microhttpd.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "batch/auth.h"
 #include "db/budget.h"
 #include "db/job_logs.h"
 #include "server/log.h"
 #include "server/logpoll.h"
+#include "server/logpoll_round.h"
 #include "server/req.h"
 
-#define POLL_JOBS_MAX 200 /* jobs in one filter (≈ 40 characters each) */
-#define POLL_PAGE 1000
+#define ROUNDS_READ 20 /* published polls read at once */
 
 struct follower {
   struct follower *next; /* on the list, under reg */
@@ -52,16 +56,23 @@ static struct {
   pthread_mutex_t client_mu;
   long calls;
 
+  char replica[128];            /* this process, as the lease's holder */
+  struct logpoll_poller poller; /* the holder's poll; the thread's */
+
   pthread_mutex_t reg;
-  pthread_cond_t cond;
   struct follower *list;
   size_t n;
-  bool stop;
+  bool stop, joined; /* joined: a follower came since the thread looked */
+  int wake[2];       /* a byte wakes the thread (stop, a follower) */
   pthread_t thread;
+
+  /* the thread's own */
   size_t rotate; /* first job of the next round when there are many */
+  long long seq; /* the last round handed on (-1: not yet known) */
+  bool holding;  /* the lease, as last seen */
 } g = {.client_mu = PTHREAD_MUTEX_INITIALIZER,
        .reg = PTHREAD_MUTEX_INITIALIZER,
-       .cond = PTHREAD_COND_INITIALIZER};
+       .wake = {-1, -1}};
 
 /* ---- the budget and one call -------------------------------------------- */
 
@@ -175,6 +186,13 @@ size_t logpoll_followers(void)
 
 /* ---- followers ----------------------------------------------------------- */
 
+/* Wake the thread (a follower joined, or the stop). */
+static void poke(void)
+{
+  if (g.wake[1] >= 0)
+    (void)write(g.wake[1], "x", 1);
+}
+
 void *logpoll_follow(const struct logpoll_follow *w)
 {
   struct follower *f;
@@ -202,7 +220,9 @@ void *logpoll_follow(const struct logpoll_follow *w)
   f->next = g.list;
   g.list = f;
   g.n++;
+  g.joined = true;
   pthread_mutex_unlock(&g.reg);
+  poke();
   return f;
 }
 
@@ -354,174 +374,279 @@ static void deliver(const json_t *e, int64_t ns, const char *id)
   json_decref(view);
 }
 
-static void format_ns(int64_t ns, char *out, size_t len)
-{
-  time_t t = (time_t)(ns / 1000000000);
-  struct tm tm;
+/* ---- this replica's followers, as wants of the poller ------------------ */
 
-  gmtime_r(&t, &tm);
-  snprintf(out, len, "%04d-%02d-%02dT%02d:%02d:%02d.%09lldZ", tm.tm_year + 1900,
-           tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-           (long long)(ns % 1000000000));
-}
-
-/* One round of the poller: the new entries of every followed job in one
- * call. Returns how long to wait before the next (ms). */
-static long round_once(struct db_conn *c)
+/* Tell the poller (whichever replica holds the lease) which jobs this
+ * replica's followers follow, each from the earliest position one of them
+ * has not seen. 0, or -1 (logged). */
+static int register_wants(struct db_conn *c)
 {
-  const char *jobs[POLL_JOBS_MAX];
-  char names[POLL_JOBS_MAX][64], since[64] = "", err[512];
-  bool live[POLL_JOBS_MAX];
-  struct logging_query q;
-  struct logging_result r;
+  json_t *wants = json_array(), *w;
   struct follower *f;
-  size_t n = 0, i, skip;
-  int64_t min_ns = -1;
-  long wait_ms = 0, interval = g.cfg->logging_poll_ms;
-  char *filter = NULL;
-  int took;
+  char *text = NULL, err[512];
+  size_t i;
+  int rc = -1;
 
-  /* the followed jobs, from the rotating start when there are many */
   pthread_mutex_lock(&g.reg);
-  skip = g.n > POLL_JOBS_MAX ? g.rotate % g.n : 0;
-  for (f = g.list, i = 0; f; f = f->next, i++) {
-    size_t k;
-    f->in_round = false;
-    if (i < skip)
-      continue;
-    for (k = 0; k < n && strcmp(names[k], f->job) != 0; k++)
-      ;
-    if (k == n) {
-      if (n == POLL_JOBS_MAX)
-        continue;
-      snprintf(names[n++], sizeof(names[0]), "%s", f->job);
-    }
-    f->in_round = true;
-    if (min_ns < 0 || f->pos_ns < min_ns)
-      min_ns = f->pos_ns;
-  }
-  g.rotate += n;
-  pthread_mutex_unlock(&g.reg);
-  if (n == 0)
-    return interval;
-  for (i = 0; i < n; i++)
-    jobs[i] = names[i];
-  if (db_jobs_live(c, jobs, n, live, err, sizeof(err)) != 0) {
-    log_msg(LOG_WARN, "logs: job states: %s", err);
-    return interval;
-  }
-  /* a job seen ended now: its followers end after this round's call, when
-   * it is complete (what the job wrote before it ended is then in) */
-  pthread_mutex_lock(&g.reg);
-  for (f = g.list; f; f = f->next)
-    for (i = 0; f->in_round && i < n; i++)
-      if (!strcmp(f->job, names[i]) && !live[i])
-        f->end_pending = true;
-  pthread_mutex_unlock(&g.reg);
-
-  took = take_read(c, &wait_ms, err, sizeof(err));
-  if (took < 0)
-    log_msg(LOG_WARN, "logs: read budget: %s", err);
-  if (took <= 0)
-    return wait_ms > interval ? wait_ms : interval;
-  if (min_ns > 0)
-    format_ns(min_ns, since, sizeof(since));
-  memset(&q, 0, sizeof(q));
-  q.project = g.cfg->gcp_project;
-  q.deployment = g.cfg->deployment;
-  q.jobs = jobs;
-  q.n_jobs = n;
-  q.since = since;
-  q.task = -1;
-  filter = malloc(LOGGING_FILTER_MAX + 1);
-  if (!filter || logging_filter(&q, filter, LOGGING_FILTER_MAX + 1) != 0) {
-    free(filter);
-    log_msg(LOG_WARN, "logs: the followers' filter cannot be written");
-    return interval;
-  }
-  if (call(filter, POLL_PAGE, NULL, &r) != 0) {
-    free(filter);
-    log_msg(LOG_WARN, "logs: %s", r.err);
-    return r.status == 429 ? 60000 : interval;
-  }
-  free(filter);
-  {
-    json_t *entries = json_object_get(r.doc, "entries"), *e;
-    const char *next =
-        json_string_value(json_object_get(r.doc, "nextPageToken"));
-    bool complete = !next || !*next;
-    int64_t last_ns = -1;
-    const char *last_id = "";
-
-    pthread_mutex_lock(&g.reg);
-    json_array_foreach (entries, i, e) {
-      const char *ts = json_string_value(json_object_get(e, "timestamp"));
-      const char *id = json_string_value(json_object_get(e, "insertId"));
-      int64_t ns;
-      if (!ts || logging_time_ns(ts, &ns) != 0)
-        continue;
-      deliver(e, ns, id ? id : "");
-      last_ns = ns;
-      last_id = id ? id : "";
-    }
-    for (f = g.list; f; f = f->next) {
-      if (!f->in_round)
-        continue;
-      /* it saw every entry of its job up to the page's last */
-      if (last_ns >= 0 && after_pos(f, last_ns, last_id)) {
-        f->pos_ns = last_ns;
-        snprintf(f->pos_id, sizeof(f->pos_id), "%s", last_id);
-      }
-      if (complete && f->end_pending) {
-        pthread_mutex_lock(&f->mu);
-        f->ended = true;
-        wake(f);
-        pthread_mutex_unlock(&f->mu);
+  for (f = g.list; f && wants; f = f->next) {
+    bool found = false;
+    json_array_foreach (wants, i, w) {
+      if (!strcmp(json_string_value(json_object_get(w, "job")), f->job)) {
+        if (f->pos_ns < json_integer_value(json_object_get(w, "ns")))
+          json_object_set_new(w, "ns", json_integer(f->pos_ns));
+        found = true;
+        break;
       }
     }
-    pthread_mutex_unlock(&g.reg);
-    json_decref(r.doc);
-    return complete ? interval : 0;
+    if (!found)
+      json_array_append_new(
+          wants, json_pack("{s:s, s:I}", "job", f->job, "ns", f->pos_ns));
   }
+  pthread_mutex_unlock(&g.reg);
+  text = wants ? json_dumps(wants, JSON_COMPACT) : NULL;
+  if (!text)
+    log_msg(LOG_WARN, "logs: out of memory");
+  else if (db_log_follows_set(c, g.replica, text, err, sizeof(err)) != 0)
+    log_msg(LOG_WARN, "logs: followed jobs: %s", err);
+  else
+    rc = 0;
+  free(text);
+  json_decref(wants);
+  return rc;
 }
 
+/* ---- every replica: the rounds handed to its followers ----------------- */
+
+static bool named(const json_t *arr, const char *job)
+{
+  size_t i;
+  json_t *v;
+
+  json_array_foreach (arr, i, v) {
+    if (json_is_string(v) && !strcmp(json_string_value(v), job))
+      return true;
+  }
+  return false;
+}
+
+/* Hand one round (row of db_log_rounds) to this replica's followers: a
+ * follower of one of its jobs, at or after its since, gets the entries
+ * after its position and has seen everything up to the page's last; one
+ * whose job had ended ends when the round was complete. */
+static void apply_round(PGresult *res, int row)
+{
+  int64_t since = strtoll(PQgetvalue(res, row, 1), NULL, 10);
+  int64_t last_ns = strtoll(PQgetvalue(res, row, 5), NULL, 10);
+  const char *last_id = PQgetvalue(res, row, 6);
+  bool complete = !strcmp(PQgetvalue(res, row, 4), "t");
+  json_t *jobs = json_loads(PQgetvalue(res, row, 2), 0, NULL);
+  json_t *ended = json_loads(PQgetvalue(res, row, 3), 0, NULL);
+  json_t *entries = json_loads(PQgetvalue(res, row, 7), 0, NULL), *e;
+  struct follower *f;
+  size_t i;
+
+  if (!jobs || !ended || !entries) {
+    log_msg(LOG_WARN, "logs: a published poll cannot be read");
+    goto out;
+  }
+  pthread_mutex_lock(&g.reg);
+  for (f = g.list; f; f = f->next) {
+    f->in_round = f->pos_ns >= since && named(jobs, f->job);
+    f->end_pending = f->in_round && named(ended, f->job);
+  }
+  json_array_foreach (entries, i, e) {
+    const char *ts = json_string_value(json_object_get(e, "timestamp"));
+    const char *id = json_string_value(json_object_get(e, "insertId"));
+    int64_t ns;
+    if (ts && logging_time_ns(ts, &ns) == 0)
+      deliver(e, ns, id ? id : "");
+  }
+  for (f = g.list; f; f = f->next) {
+    if (!f->in_round)
+      continue;
+    /* it saw every entry of its job up to the page's last */
+    if (last_ns >= 0 && after_pos(f, last_ns, last_id)) {
+      f->pos_ns = last_ns;
+      snprintf(f->pos_id, sizeof(f->pos_id), "%s", last_id);
+    }
+    if (complete && f->end_pending) {
+      pthread_mutex_lock(&f->mu);
+      f->ended = true;
+      wake(f);
+      pthread_mutex_unlock(&f->mu);
+    }
+    f->in_round = f->end_pending = false;
+  }
+  pthread_mutex_unlock(&g.reg);
+out:
+  json_decref(jobs);
+  json_decref(ended);
+  json_decref(entries);
+}
+
+/* Hand on the rounds published since the last one read. 0, or -1. */
+static int read_rounds(struct db_conn *c)
+{
+  char err[512];
+  int rows, i;
+
+  do {
+    PGresult *res = db_log_rounds(c, g.cfg->gcp_project, g.seq, ROUNDS_READ,
+                                  err, sizeof(err));
+    if (!res) {
+      log_msg(LOG_WARN, "logs: reading the polls: %s", err);
+      return -1;
+    }
+    rows = PQntuples(res);
+    for (i = 0; i < rows; i++) {
+      apply_round(res, i);
+      g.seq = strtoll(PQgetvalue(res, i, 0), NULL, 10);
+    }
+    PQclear(res);
+  } while (rows == ROUNDS_READ);
+  return 0;
+}
+
+/* End the thread's session (a new one starts with no statement
+ * prepared). */
+static void close_session(struct db_conn *c)
+{
+  PQfinish(c->pg);
+  memset(c, 0, sizeof(*c));
+}
+
+/* The thread's session into c (its prepared statements start empty):
+ * LISTEN gpugate_logs, and the read position at the last round published
+ * when it is the first session. 0, or -1 (logged, c->pg NULL). */
+static int open_session(struct db_conn *c)
+{
+  char err[512];
+  PGresult *res;
+
+  memset(c, 0, sizeof(*c));
+  c->pg = db_connect(g.cfg->direct_database_url, err, sizeof(err));
+  if (!c->pg) {
+    log_msg(LOG_WARN, "logs: database: %s", err);
+    return -1;
+  }
+  res = PQexec(c->pg, "LISTEN gpugate_logs");
+  if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+    log_msg(LOG_WARN, "logs: LISTEN: %s", PQerrorMessage(c->pg));
+    goto fail;
+  }
+  if (g.seq < 0 &&
+      db_log_rounds_top(c, g.cfg->gcp_project, &g.seq, err, sizeof(err))) {
+    log_msg(LOG_WARN, "logs: the last poll: %s", err);
+    goto fail;
+  }
+  PQclear(res);
+  return 0;
+fail:
+  PQclear(res);
+  close_session(c);
+  return -1;
+}
+
+static long long now_ms(void)
+{
+  struct timespec ts;
+
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+/*
+ * Every GPUGATE_LOGGING_POLL_MS (and at once when a follower joins): the
+ * replica's followed jobs registered, the lease taken or renewed; while
+ * held, the holder's polls (each when the last said). On each NOTIFY of a
+ * round (and on the same timer, for one missed): the rounds handed on.
+ */
 static void *run(void *arg)
 {
   struct db_conn conn;
-  char err[512];
+  long long next_tick = 0, next_round = 0;
+  bool registered = false, holder = false;
 
   (void)arg;
   memset(&conn, 0, sizeof(conn));
-  pthread_mutex_lock(&g.reg);
-  while (!g.stop) {
-    struct timespec until;
-    long wait = g.cfg->logging_poll_ms;
-    bool any = g.n > 0;
+  for (;;) {
+    struct pollfd fds[2];
+    long long now, until;
+    bool stop, any, joined, notified = false;
+    char drain[64], err[512];
+    PGnotify *note;
+
+    pthread_mutex_lock(&g.reg);
+    stop = g.stop;
+    any = g.n > 0;
+    joined = g.joined;
+    g.joined = false;
     pthread_mutex_unlock(&g.reg);
-    if (any) {
-      if (conn.pg && PQstatus(conn.pg) != CONNECTION_OK) {
-        PQfinish(conn.pg);
-        conn.pg = NULL;
+    if (stop)
+      break;
+    if (!conn.pg && open_session(&conn) != 0)
+      next_tick = now_ms() + 1000; /* retry within a second */
+    now = now_ms();
+    if (conn.pg && (joined || now >= next_tick)) {
+      next_tick = now + g.cfg->logging_poll_ms;
+      if ((any || registered) && register_wants(&conn) == 0)
+        registered = any;
+      if (db_log_lease(&conn, g.cfg->gcp_project, g.replica, g.poller.ttl_ms,
+                       &holder, err, sizeof(err)) != 0) {
+        log_msg(LOG_WARN, "logs: the poller's lease: %s", err);
+        holder = false;
       }
-      if (!conn.pg)
-        conn.pg = db_connect(g.cfg->database_url, err, sizeof(err));
-      if (conn.pg)
-        wait = round_once(&conn);
-      else
-        log_msg(LOG_WARN, "logs: database: %s", err);
+      if (holder && !g.holding)
+        log_msg(LOG_INFO, "logs: this replica polls Cloud Logging for %s",
+                g.cfg->gcp_project);
+      g.holding = holder;
     }
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += wait / 1000;
-    until.tv_nsec += (wait % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-      until.tv_sec++;
-      until.tv_nsec -= 1000000000L;
+    if (conn.pg && holder && now_ms() >= next_round)
+      next_round = now_ms() + logpoll_round(&conn, &g.poller);
+    if (conn.pg && (any || joined) && read_rounds(&conn) != 0) {
+      close_session(&conn);
+      continue;
+    }
+    now = now_ms();
+    until = next_tick;
+    if (holder && next_round < until)
+      until = next_round;
+    fds[0].fd = g.wake[0];
+    fds[0].events = POLLIN;
+    fds[1].fd = conn.pg ? PQsocket(conn.pg) : -1;
+    fds[1].events = POLLIN;
+    if (poll(fds, 2, until > now ? (int)(until - now) : 0) < 0 &&
+        errno != EINTR)
+      break;
+    if (fds[0].revents & POLLIN)
+      while (read(g.wake[0], drain, sizeof(drain)) > 0) {
+      }
+    if (conn.pg && (fds[1].revents & (POLLIN | POLLERR | POLLHUP))) {
+      if (!PQconsumeInput(conn.pg)) {
+        log_msg(LOG_WARN, "logs: session lost: %s", PQerrorMessage(conn.pg));
+        close_session(&conn);
+        holder = false;
+        continue;
+      }
+      while ((note = PQnotifies(conn.pg))) {
+        PQfreemem(note);
+        notified = true;
+      }
     }
     pthread_mutex_lock(&g.reg);
-    if (!g.stop)
-      pthread_cond_timedwait(&g.cond, &g.reg, &until);
+    any = g.n > 0;
+    pthread_mutex_unlock(&g.reg);
+    if (conn.pg && notified && any && read_rounds(&conn) != 0) {
+      close_session(&conn);
+    }
   }
-  pthread_mutex_unlock(&g.reg);
+  if (conn.pg) { /* a clean stop: the next replica need not wait */
+    char err[512];
+    if (holder)
+      (void)db_log_unlease(&conn, g.cfg->gcp_project, g.replica, err,
+                           sizeof(err));
+    (void)db_log_follows_set(&conn, g.replica, "[]", err, sizeof(err));
+  }
   PQfinish(conn.pg);
   return NULL;
 }
@@ -529,6 +654,10 @@ static void *run(void *arg)
 int logpoll_start(const struct config *cfg, char *err, size_t errlen)
 {
   long rpm = cfg->logging_reads_per_minute;
+  char host[64] = "";
+  unsigned char rnd[6] = {0};
+  FILE *ur;
+  int i;
 
   g.cfg = cfg;
   snprintf(g.key, sizeof(g.key), "logging.read/%s", cfg->gcp_project);
@@ -536,22 +665,47 @@ int logpoll_start(const struct config *cfg, char *err, size_t errlen)
    * under Logging's 60 a minute by the default 50 (8 + 50) */
   g.rate = (double)rpm / 60.0;
   g.burst = rpm / 6 > 1 ? rpm / 6 : 1;
+  /* the lease outlives three polls (at least 3 s): a holder killed is
+   * replaced within that */
+  g.poller.ttl_ms =
+      cfg->logging_poll_ms * 3 > 3000 ? cfg->logging_poll_ms * 3 : 3000;
+  (void)gethostname(host, sizeof(host) - 1);
+  if ((ur = fopen("/dev/urandom", "rb"))) {
+    if (fread(rnd, 1, sizeof(rnd), ur) != sizeof(rnd))
+      memset(rnd, 0, sizeof(rnd));
+    fclose(ur);
+  }
+  snprintf(g.replica, sizeof(g.replica), "%.64s/%ld/%02x%02x%02x%02x%02x%02x",
+           host, (long)getpid(), rnd[0], rnd[1], rnd[2], rnd[3], rnd[4],
+           rnd[5]);
+  g.seq = -1;
+  g.poller.cfg = cfg;
+  g.poller.rotate = 0;
+  g.poller.take = take_read;
+  g.poller.call = call;
   g.ts = batch_token_new_scoped(cfg, LOGGING_READ_SCOPE, err, errlen);
   if (!g.ts)
     return -1;
   g.client = logging_client_new(cfg->logging_endpoint, g.ts);
-  if (!g.client) {
+  if (!g.client || pipe(g.wake) != 0) {
+    logging_client_free(g.client);
     batch_token_free(g.ts);
+    g.client = NULL;
     g.ts = NULL;
     snprintf(err, errlen, "out of memory");
     return -1;
   }
+  for (i = 0; i < 2; i++)
+    (void)fcntl(g.wake[i], F_SETFL, O_NONBLOCK);
   g.stop = false;
   if (pthread_create(&g.thread, NULL, run, NULL) != 0) {
     logging_client_free(g.client);
     batch_token_free(g.ts);
     g.client = NULL;
     g.ts = NULL;
+    close(g.wake[0]);
+    close(g.wake[1]);
+    g.wake[0] = g.wake[1] = -1;
     snprintf(err, errlen, "cannot start the log poller");
     return -1;
   }
@@ -567,7 +721,7 @@ void logpoll_stop(void)
     return;
   pthread_mutex_lock(&g.reg);
   g.stop = true;
-  pthread_cond_signal(&g.cond);
+  poke();
   for (f = g.list; f; f = f->next) {
     pthread_mutex_lock(&f->mu);
     f->ended = true;
@@ -577,6 +731,9 @@ void logpoll_stop(void)
   pthread_mutex_unlock(&g.reg);
   pthread_join(g.thread, NULL);
   g.running = false;
+  close(g.wake[0]);
+  close(g.wake[1]);
+  g.wake[0] = g.wake[1] = -1;
   /* a page read under way holds the client: wait for it */
   pthread_mutex_lock(&g.client_mu);
   logging_client_free(g.client);

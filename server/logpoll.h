@@ -9,12 +9,22 @@
  * shared token buckets, db/budget.h, leased one token per call): a plain
  * read finds it spent and is answered 429; the poller waits.
  *
- * Followers (?follow=true) never cause a call of their own: one poller
- * thread per process asks, once per GPUGATE_LOGGING_POLL_MS, for the new
- * entries of every followed job in one filter, and hands each follower
- * the entries after its own position, filtered by its own task and
- * severity. A follower whose job has ended gets what was written up to a
- * complete poll made after the end was seen, then its stream ends. A
+ * Followers (?follow=true) never cause a call of their own, and one
+ * replica polls for the followers of all (migration 0035): each replica's
+ * thread registers, every GPUGATE_LOGGING_POLL_MS, the jobs its followers
+ * follow (each from the earliest position one of them has not seen); the
+ * replica holding the project's lease (a row it renews; another takes it
+ * three intervals after its holder died) asks, once per interval, for the
+ * new entries of every registered job in one filter and publishes the
+ * answer as a round (a row of log_rounds, NOTIFY gpugate_logs); every
+ * replica reads the rounds in order and hands each follower the entries
+ * after its own position, filtered by its own task and severity. So the
+ * calls per minute stay one poller's, whatever the number of replicas and
+ * followers, and a line reaches a follower one poll and one NOTIFY after
+ * Logging has it. A follower whose job ended GPUGATE_LOGGING_END_GRACE_MS
+ * ago (Logging's ingestion lag: lines written before the end may be
+ * listed seconds later) gets what was written up to a complete poll made
+ * after that, then its stream ends. A
  * follower's stream suspends its connection while it has nothing to send
  * (so a thousand idle followers hold no server thread); the poller resumes
  * it. A follower whose unsent text passes LOGPOLL_FOLLOWER_MAX is dropped.

@@ -297,6 +297,13 @@ static bool environment_ok(json_t *env, struct emu_job_spec *spec,
     else
       return fail(e, "EMU_OUTCOME must be FAILED or SUCCEEDED.");
   }
+  v = json_object_get(vars, "EMU_FAIL_FIRST_ATTEMPT");
+  if (v) {
+    if (!strcmp(json_string_value(v), "true"))
+      spec->fail_first = true;
+    else if (strcmp(json_string_value(v), "false") != 0)
+      return fail(e, "EMU_FAIL_FIRST_ATTEMPT must be true or false.");
+  }
   return true;
 }
 
@@ -340,7 +347,8 @@ static bool task_spec_ok(json_t *ts, struct emu_job_spec *spec, struct verr *e)
                 "Invalid value at '%s.max_run_duration' (Duration): "
                 "\"%s\".",
                 where, dur);
-  if (!int64_member(ts, "maxRetryCount", where, 0, 10, 0, false, NULL, e))
+  if (!int64_member(ts, "maxRetryCount", where, 0, 10, 0, false,
+                    &spec->max_retry, e))
     return false;
   return environment_ok(json_object_get(ts, "environment"), spec, e);
 }

@@ -71,6 +71,7 @@ struct job {
   bool queued;               /* on the QUEUED list */
   long long cancel_at_ms;    /* an accepted cancel acts then (0: none) */
   bool cancel_dropped;       /* EMU_CANCEL_DROP_FIRST: one was lost */
+  int retry;                 /* task 0's run: 0 its first, 1 Batch's retry */
 };
 
 struct op {
@@ -434,7 +435,7 @@ static void set_state(struct job *j, enum state to, long long now,
   place(j);
   emu_push_job_state(j->name, j->uid, state_names[to]);
   emu_logs_job_state(j->name, j->uid, j->body, state_names[to],
-                     j->spec.task_count);
+                     j->spec.task_count, j->retry);
 }
 
 static struct op *op_at(unsigned long long k)
@@ -729,9 +730,19 @@ static bool try_schedule(struct job *j, const struct emu_config *c,
 static void finish_run(struct job *j, const struct emu_config *c, long long now)
 {
   bool fail = j->spec.outcome == EMU_OUTCOME_FAIL ||
+              (j->spec.fail_first && j->retry == 0) ||
               (j->spec.outcome == EMU_OUTCOME_RANDOM && c->fail_rate > 0 &&
                emu_rand(EMU_RAND_OUTCOME) < c->fail_rate);
 
+  if (j->spec.fail_first && j->retry == 0 && j->spec.max_retry >= 1) {
+    /* task 0's first run failed, the others succeeded: Batch retries the
+     * failed task (maxRetryCount) and the job runs on until it ends */
+    j->retry = 1;
+    emu_logs_task_retried(j->name, j->uid, j->body, j->spec.task_count);
+    j->since_ms = now;
+    place(j);
+    return;
+  }
   release(j);
   set_state(j, fail ? FAILED : SUCCEEDED, now,
             fail ? "Job failed due to task failure. Specifically, task with "

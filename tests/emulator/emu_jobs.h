@@ -45,6 +45,8 @@ struct emu_job_spec {
   long long run_ms;   /* -1: EMU_RUN_MS */
   long long start_ms; /* -1: EMU_START_MS */
   enum emu_outcome outcome;
+  bool fail_first;     /* EMU_FAIL_FIRST_ATTEMPT: task 0's first run fails */
+  long long max_retry; /* taskGroups[0].taskSpec.maxRetryCount */
 };
 
 /* Start / stop the ticker thread. */

@@ -144,8 +144,8 @@ static void stamp(char *out, size_t len)
  * none). New. */
 static json_t *entry(const char *project, const char *location,
                      const char *name, const char *uid, const json_t *job,
-                     const char *log, long long task, const char *severity,
-                     const char *text)
+                     const char *log, long long task, int retry,
+                     const char *severity, const char *text)
 {
   char log_name[300], group[700], task_id[200], when[64];
   json_t *labels = json_deep_copy(json_object_get(job, "labels"));
@@ -157,7 +157,8 @@ static json_t *entry(const char *project, const char *location,
   json_object_set_new(labels, "job_uid", json_string(uid));
   json_object_set_new(labels, "task_group_name", json_string(group));
   if (task >= 0) {
-    snprintf(task_id, sizeof(task_id), "task/%s-group0-%lld/0/0", uid, task);
+    snprintf(task_id, sizeof(task_id), "task/%s-group0-%lld/%d/0", uid, task,
+             retry);
     json_object_set_new(labels, "task_id", json_string(task_id));
   }
   stamp(when, sizeof(when));
@@ -169,12 +170,62 @@ static json_t *entry(const char *project, const char *location,
                    text);
 }
 
-void emu_logs_job_state(const char *name, const char *uid, const json_t *job,
-                        const char *state, long long task_count)
+/* Queue the entries of list (stolen) for the writer. */
+static void queue(json_t *list)
+{
+  json_t *doc = json_pack("{s:o}", "entries", list);
+  struct batch *b = calloc(1, sizeof(*b));
+
+  pthread_mutex_lock(&mu);
+  if (b && doc && (b->body = json_dumps(doc, JSON_COMPACT))) {
+    if (tail)
+      tail->next = b;
+    else
+      head = b;
+    tail = b;
+    pthread_cond_signal(&cv);
+  } else {
+    free(b);
+  }
+  pthread_mutex_unlock(&mu);
+  json_decref(doc);
+}
+
+void emu_logs_task_retried(const char *name, const char *uid, const json_t *job,
+                           long long task_count)
 {
   char project[128], location[128], id[128], text[512];
-  json_t *list, *doc;
-  struct batch *b;
+  json_t *list;
+  long long i, n = task_count < 1 ? 1 : task_count;
+
+  if (!running ||
+      sscanf(name, "projects/%127[^/]/locations/%127[^/]/jobs/%127s", project,
+             location, id) != 3)
+    return;
+  if (n > MAX_TASK_LINES)
+    n = MAX_TASK_LINES;
+  list = json_array();
+  pthread_mutex_lock(&mu);
+  snprintf(text, sizeof(text), "task 0 of %s failed: exit code 1", id);
+  json_array_append_new(list, entry(project, location, name, uid, job,
+                                    "batch_task_logs", 0, 0, "ERROR", text));
+  for (i = 1; i < n; i++) {
+    snprintf(text, sizeof(text), "task %lld of %s done", i, id);
+    json_array_append_new(list, entry(project, location, name, uid, job,
+                                      "batch_task_logs", i, 0, "INFO", text));
+  }
+  snprintf(text, sizeof(text), "hello from task 0 of %s", id);
+  json_array_append_new(list, entry(project, location, name, uid, job,
+                                    "batch_task_logs", 0, 1, "INFO", text));
+  pthread_mutex_unlock(&mu);
+  queue(list);
+}
+
+void emu_logs_job_state(const char *name, const char *uid, const json_t *job,
+                        const char *state, long long task_count, int retry)
+{
+  char project[128], location[128], id[128], text[512];
+  json_t *list;
   long long i, n = task_count < 1 ? 1 : task_count;
   bool run = !strcmp(state, "RUNNING"), ok = !strcmp(state, "SUCCEEDED"),
        failed = !strcmp(state, "FAILED");
@@ -190,11 +241,11 @@ void emu_logs_job_state(const char *name, const char *uid, const json_t *job,
   if (run) {
     snprintf(text, sizeof(text), "Job %s started %lld task(s).", id, n);
     json_array_append_new(list, entry(project, location, name, uid, job,
-                                      "batch_agent_logs", -1, "INFO", text));
+                                      "batch_agent_logs", -1, 0, "INFO", text));
   }
   for (i = 0; i < n; i++) {
-    if (failed && i > 0)
-      break;
+    if ((failed || retry > 0) && i > 0)
+      break; /* one task failed; or only task 0 ran again */
     if (run)
       snprintf(text, sizeof(text), "hello from task %lld of %s", i, id);
     else if (ok)
@@ -203,21 +254,9 @@ void emu_logs_job_state(const char *name, const char *uid, const json_t *job,
       snprintf(text, sizeof(text), "task %lld of %s failed: exit code 1", i,
                id);
     json_array_append_new(list, entry(project, location, name, uid, job,
-                                      "batch_task_logs", i,
+                                      "batch_task_logs", i, retry,
                                       failed ? "ERROR" : "INFO", text));
   }
-  doc = json_pack("{s:o}", "entries", list);
-  b = calloc(1, sizeof(*b));
-  if (b && doc && (b->body = json_dumps(doc, JSON_COMPACT))) {
-    if (tail)
-      tail->next = b;
-    else
-      head = b;
-    tail = b;
-    pthread_cond_signal(&cv);
-  } else {
-    free(b);
-  }
   pthread_mutex_unlock(&mu);
-  json_decref(doc);
+  queue(list);
 }

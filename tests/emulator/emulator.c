@@ -49,8 +49,11 @@
  *                        (tests that fail mid-way leave no emulator behind).
  *
  * Per job, taskGroups[0].taskSpec.environment.variables may hold
- * EMU_RUN_MS (run time of this job), EMU_START_MS (its time SCHEDULED) and
- * EMU_OUTCOME (FAILED | SUCCEEDED).
+ * EMU_RUN_MS (run time of this job), EMU_START_MS (its time SCHEDULED),
+ * EMU_OUTCOME (FAILED | SUCCEEDED) and EMU_FAIL_FIRST_ATTEMPT (true: task
+ * 0's first run fails after EMU_RUN_MS; with taskSpec.maxRetryCount >= 1
+ * Batch runs it again for EMU_RUN_MS, then the job ends by EMU_OUTCOME;
+ * with 0 the job FAILED).
  *
  * Endpoints: Batch v1 jobs and operations under /v1/projects/…; the token
  * endpoints /computeMetadata/v1/instance/service-accounts/default/token and

@@ -16,11 +16,13 @@
  * Control endpoints (never counted against the quota):
  *   GET  /emulator/calls    {"calls": [{"ms", "project", "status", "body"}]}
  *        every entries:list, its request body as sent (DELETE empties it)
- *   POST /emulator/config   {"reads_per_minute": n}
+ *   POST /emulator/config   {"reads_per_minute": n, "ingest_delay_ms": n}
  *   GET  /emulator/entries  {"entries": [...]} everything stored
  *
  * Environment: LOG_EMU_LISTEN (127.0.0.1:0), LOG_EMU_PORT_FILE,
- * LOG_EMU_READS_PER_MINUTE (60, Logging's default read quota). SIGTERM or
+ * LOG_EMU_READS_PER_MINUTE (60, Logging's default read quota),
+ * LOG_EMU_INGEST_DELAY_MS (0: an entry written is listed that much later,
+ * as Logging's ingestion lags behind a job's writes). SIGTERM or
  * SIGINT stops it; it also exits when its parent dies.
  */
 #include <arpa/inet.h>
@@ -48,7 +50,8 @@
 struct stored {
   int64_t ns;
   char insert_id[64];
-  json_t *e; /* owned */
+  long long visible_ms; /* listed from then on (the ingestion delay) */
+  json_t *e;            /* owned */
 };
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -56,6 +59,7 @@ static struct stored *entries;
 static size_t n_entries, cap_entries;
 static unsigned long long next_id;
 static long reads_per_minute = 60;
+static long ingest_delay_ms;          /* written, then listed this much later */
 static json_t *calls;                 /* the entries:list log */
 static long long reads_ms[MAX_READS]; /* admitted reads, a ring */
 static char reads_project[MAX_READS][64];
@@ -228,6 +232,7 @@ static enum MHD_Result on_write(struct MHD_Connection *c, const char *body,
     snprintf(s.insert_id, sizeof(s.insert_id), "%s",
              json_string_value(json_object_get(x, "insertId")));
     s.e = x;
+    s.visible_ms = now_ms() + ingest_delay_ms;
     if (n_entries == cap_entries) {
       size_t nc = cap_entries ? cap_entries * 2 : 1024;
       struct stored *g = realloc(entries, nc * sizeof(*g));
@@ -323,7 +328,7 @@ static enum MHD_Result on_list(struct MHD_Connection *c, const char *body,
   json_t *doc = json_loadb(body ? body : "", len, 0, NULL), *names, *out, *arr;
   const char *bad, *order, *token, *res;
   char msg[512], project[64] = "", prefix[128], next[300] = "";
-  struct stored tok = {0, "", NULL};
+  struct stored tok = {0, "", 0, NULL};
   const struct stored *last = NULL;
   struct log_filter *f = NULL;
   long long size = PAGE_DEFAULT;
@@ -397,6 +402,8 @@ static enum MHD_Result on_list(struct MHD_Connection *c, const char *body,
   for (i = 0; ok && i < n_entries; i++) {
     const struct stored *s = &entries[desc ? n_entries - 1 - i : i];
     const char *ln = json_string_value(json_object_get(s->e, "logName"));
+    if (s->visible_ms > now_ms())
+      continue; /* not yet ingested */
     if (token && *token &&
         !(desc ? before(s->ns, s->insert_id, &tok)
                : before(tok.ns, tok.insert_id, s)))
@@ -468,15 +475,23 @@ static enum MHD_Result on_control(struct MHD_Connection *c, const char *method,
     return reply(c, 200, json_pack("{s:o}", "entries", arr));
   }
   if (!strcmp(url, "/emulator/config") && !strcmp(method, "POST")) {
-    json_t *v;
+    json_t *v, *d;
     doc = json_loadb(body ? body : "", len, 0, NULL);
     v = json_object_get(doc, "reads_per_minute");
-    if (!json_is_integer(v) || json_integer_value(v) < 0) {
+    d = json_object_get(doc, "ingest_delay_ms");
+    if ((v && (!json_is_integer(v) || json_integer_value(v) < 0)) ||
+        (d && (!json_is_integer(d) || json_integer_value(d) < 0)) ||
+        (!v && !d)) {
       json_decref(doc);
-      return error_reply(c, 400, "reads_per_minute: a count is required.");
+      return error_reply(c, 400,
+                         "reads_per_minute or ingest_delay_ms: a count is "
+                         "required.");
     }
     pthread_mutex_lock(&mu);
-    reads_per_minute = (long)json_integer_value(v);
+    if (v)
+      reads_per_minute = (long)json_integer_value(v);
+    if (d)
+      ingest_delay_ms = (long)json_integer_value(d);
     pthread_mutex_unlock(&mu);
     json_decref(doc);
     return reply(c, 200, json_object());
@@ -544,7 +559,8 @@ static void done(void *cls, struct MHD_Connection *c, void **con_cls,
 int main(void)
 {
   const char *listen = getenv("LOG_EMU_LISTEN"), *port_file,
-             *rpm = getenv("LOG_EMU_READS_PER_MINUTE");
+             *rpm = getenv("LOG_EMU_READS_PER_MINUTE"),
+             *delay = getenv("LOG_EMU_INGEST_DELAY_MS");
   char host[64] = "127.0.0.1";
   unsigned short port = 0;
   struct MHD_Daemon *d;
@@ -564,6 +580,8 @@ int main(void)
   }
   if (rpm && *rpm)
     reads_per_minute = strtol(rpm, NULL, 10);
+  if (delay && *delay)
+    ingest_delay_ms = strtol(delay, NULL, 10);
   calls = json_array();
   memset(&addr, 0, sizeof(addr));
   addr.sin_family = AF_INET;

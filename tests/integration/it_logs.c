@@ -1,10 +1,10 @@
 /*
  * it_logs.c — GET /v1/teams/{team}/jobs/{id}/logs against the Batch
  * emulator writing its jobs' output to the Cloud Logging emulator
- * (build/logging_emulator): a two-task job whose first attempt failed and
- * whose second wrote more (the second attempt's entries are written into
- * the Logging emulator by the test, as Batch would have for the Batch job
- * gpugate-<id>-a2): both attempts distinguished, oldest first, task,
+ * (build/logging_emulator): a two-task job whose task 0 failed its first
+ * run and was run again by Batch (taskSpec.maxRetryCount 1, the Batch
+ * emulator's EMU_FAIL_FIRST_ATTEMPT): both runs distinguished (retry 0
+ * and 1, from the task_id label Batch writes), oldest first, task,
  * severity and since filters, paging to the end, text/plain, bad
  * parameters named, 403 across teams; follow=true streaming until the job
  * ends; and 200 followers of 50 jobs served by polls within the read
@@ -23,6 +23,8 @@
 Suite *logs_suite(void);
 
 #define MAX_ENV 24
+#define END_GRACE_MS "5000"  /* GPUGATE_LOGGING_END_GRACE_MS of the fixture */
+#define INGEST_DELAY_MS 3000 /* the emulator's, in follow_waits_for_late */
 
 static struct h_server logemu, emu, srv;
 static char db_url[512];
@@ -59,6 +61,7 @@ static void start_all(const char *db, const char *reads_per_minute,
   env[n++] = logging;
   env[n++] = rpm;
   env[n++] = "GPUGATE_LOGGING_POLL_MS=100";
+  env[n++] = "GPUGATE_LOGGING_END_GRACE_MS=" END_GRACE_MS;
   env[n++] = "GPUGATE_SYNC_INTERVAL_MS=200";
   env[n++] = "GPUGATE_RATE_LIMIT_RPS=100000";
   env[n++] = "GPUGATE_ADMISSION_INTERVAL_MS=200";
@@ -86,23 +89,29 @@ static void teardown(void)
   tok_a = tok_b = tok_fin = NULL;
 }
 
-/* Submit a job of tasks tasks to team-a's lp queue with the emulator's
- * env; id gets its id. */
-static void submit(int tasks, const char *env, char id[32])
+/* Submit a job of tasks tasks, each retried by Batch up to retries times,
+ * to team-a's lp queue with the emulator's env; id gets its id. */
+static void submit_retried(int tasks, int retries, const char *env, char id[32])
 {
   char body[768];
   json_t *j;
 
   snprintf(body, sizeof(body),
            "{\"name\": \"logs\", \"queue\": \"lp\", \"task_count\": %d, "
+           "\"max_retry_count\": %d, "
            "\"task\": {\"image\": \"us-docker.pkg.dev/p/r/trainer:1.2\", "
            "\"commands\": [\"python\", \"train.py\"], \"env\": %s, "
            "\"cpu_milli\": 1000, \"memory_mib\": 5120, \"gpu\": 1}}",
-           tasks, env);
+           tasks, retries, env);
   j = h_call(&srv, "POST", "/v1/teams/team-a/jobs", tok_a, body, 201);
   snprintf(id, 32, "%s", h_str(j, "id") ? h_str(j, "id") : "");
   json_decref(j);
   ck_assert_msg(id[0], "no job id");
+}
+
+static void submit(int tasks, const char *env, char id[32])
+{
+  submit_retried(tasks, 0, env, id);
 }
 
 static void wait_state(const char *id, const char *want)
@@ -146,33 +155,6 @@ static void wait_stored(const char *id, size_t want)
                   stored_for(id), want);
 }
 
-/* Write the entries of a second attempt (Batch job gpugate-<id>-a2), as
- * Batch would: the job's labels, job_uid, task_group_name, task_id. */
-static void write_second_attempt(const char *id)
-{
-  char body[4096], name[200];
-  int t;
-  size_t n = 0;
-
-  snprintf(name, sizeof(name),
-           "projects/test-project/locations/us-central1/jobs/gpugate-%s-a2",
-           id);
-  n += (size_t)snprintf(body + n, sizeof(body) - n,
-                        "{\"logName\": \"projects/test-project/logs/"
-                        "batch_task_logs\", \"entries\": [");
-  for (t = 0; t < 2; t++)
-    n += (size_t)snprintf(
-        body + n, sizeof(body) - n,
-        "%s{\"severity\": \"INFO\", \"textPayload\": \"attempt 2 task %d\", "
-        "\"labels\": {\"gpugate-job\": \"%s\", \"gpugate-team\": \"team-a\", "
-        "\"gpugate-deployment\": \"default\", \"job_uid\": \"uid-a2\", "
-        "\"task_group_name\": \"%s/taskGroups/group0\", \"task_id\": "
-        "\"task/uid-a2-group0-%d/0/0\"}}",
-        t ? ", " : "", t, id, name, t);
-  snprintf(body + n, sizeof(body) - n, "]}");
-  json_decref(h_call(&logemu, "POST", "/v2/entries:write", NULL, body, 200));
-}
-
 static json_t *logs(const char *id, const char *query, const char *token,
                     long want)
 {
@@ -195,9 +177,9 @@ static long long int_of(const json_t *entries, size_t i, const char *k)
   return json_is_integer(v) ? json_integer_value(v) : -1;
 }
 
-/* 1 agent entry, 2 tasks' hello, task 0's error; then attempt 2's two */
-#define FIRST_ATTEMPT 4
-#define ALL_ENTRIES 6
+/* 1 agent entry, 2 tasks' hello, task 0's error, task 1's end; then task
+ * 0's second run: its hello and its end */
+#define ALL_ENTRIES 7
 
 /* The problem of a GET of the logs with query must be 400 naming field. */
 static void refused(const char *id, const char *query, const char *field)
@@ -221,10 +203,12 @@ START_TEST(two_attempts_filters_and_pages)
   struct h_resp r;
   const char *plain[] = {"Accept: text/plain", NULL};
 
-  submit(2, "{\"EMU_RUN_MS\": \"300\", \"EMU_OUTCOME\": \"FAILED\"}", id);
-  wait_state(id, "FAILED");
-  wait_stored(id, FIRST_ATTEMPT);
-  write_second_attempt(id);
+  submit_retried(2, 1,
+                 "{\"EMU_RUN_MS\": \"300\", \"EMU_FAIL_FIRST_ATTEMPT\": "
+                 "\"true\"}",
+                 id);
+  wait_state(id, "SUCCEEDED");
+  wait_stored(id, ALL_ENTRIES);
 
   all = logs(id, "", tok_a, 200);
   entries = json_object_get(all, "entries");
@@ -234,34 +218,54 @@ START_TEST(two_attempts_filters_and_pages)
     ck_assert_msg(strcmp(h_str(json_array_get(entries, i - 1), "time"),
                          h_str(json_array_get(entries, i), "time")) <= 0,
                   "entry %zu out of order", i);
-  /* attempt 1: the agent's entry (no task), each task's line, task 0's
-   * error; then attempt 2's two lines */
+  /* all of Batch job a1: the agent's entry (no task, no retry), each
+   * task's first line (retry 0), task 0's error and task 1's end (retry
+   * 0), then task 0's second run (retry 1) */
+  for (i = 0; i < ALL_ENTRIES; i++)
+    ck_assert_int_eq(int_of(entries, i, "attempt"), 1);
   ck_assert_int_eq(int_of(entries, 0, "task"), -1);
-  ck_assert_int_eq(int_of(entries, 0, "attempt"), 1);
+  ck_assert_int_eq(int_of(entries, 0, "retry"), -1);
   for (k = 0; k < 2; k++) {
     snprintf(want, sizeof(want), "hello from task %zu of gpugate-%s-a1", k, id);
     ck_assert_str_eq(text_of(entries, 1 + k), want);
     ck_assert_int_eq(int_of(entries, 1 + k, "task"), (long long)k);
-    ck_assert_int_eq(int_of(entries, 1 + k, "attempt"), 1);
+    ck_assert_int_eq(int_of(entries, 1 + k, "retry"), 0);
     ck_assert_str_eq(h_str(json_array_get(entries, 1 + k), "severity"), "INFO");
-    snprintf(want, sizeof(want), "attempt 2 task %zu", k);
-    ck_assert_str_eq(text_of(entries, 4 + k), want);
-    ck_assert_int_eq(int_of(entries, 4 + k, "task"), (long long)k);
-    ck_assert_int_eq(int_of(entries, 4 + k, "attempt"), 2);
   }
   snprintf(want, sizeof(want), "task 0 of gpugate-%s-a1 failed: exit code 1",
            id);
   ck_assert_str_eq(text_of(entries, 3), want);
   ck_assert_str_eq(h_str(json_array_get(entries, 3), "severity"), "ERROR");
-  ck_assert_int_eq(int_of(entries, 3, "attempt"), 1);
+  ck_assert_int_eq(int_of(entries, 3, "task"), 0);
+  ck_assert_int_eq(int_of(entries, 3, "retry"), 0);
+  snprintf(want, sizeof(want), "task 1 of gpugate-%s-a1 done", id);
+  ck_assert_str_eq(text_of(entries, 4), want);
+  ck_assert_int_eq(int_of(entries, 4, "retry"), 0);
+  snprintf(want, sizeof(want), "hello from task 0 of gpugate-%s-a1", id);
+  ck_assert_str_eq(text_of(entries, 5), want);
+  ck_assert_int_eq(int_of(entries, 5, "task"), 0);
+  ck_assert_int_eq(int_of(entries, 5, "retry"), 1);
+  snprintf(want, sizeof(want), "task 0 of gpugate-%s-a1 done", id);
+  ck_assert_str_eq(text_of(entries, 6), want);
+  ck_assert_int_eq(int_of(entries, 6, "task"), 0);
+  ck_assert_int_eq(int_of(entries, 6, "retry"), 1);
 
-  /* task 1 only: its line of each attempt */
+  /* task 0 only: its two runs */
+  page = logs(id, "task=0", tok_a, 200);
+  e = json_object_get(page, "entries");
+  ck_assert_uint_eq(json_array_size(e), 4);
+  ck_assert_int_eq(int_of(e, 0, "retry"), 0);
+  ck_assert_int_eq(int_of(e, 1, "retry"), 0);
+  ck_assert_int_eq(int_of(e, 2, "retry"), 1);
+  ck_assert_int_eq(int_of(e, 3, "retry"), 1);
+  json_decref(page);
+
+  /* task 1 only: its one run */
   page = logs(id, "task=1", tok_a, 200);
   e = json_object_get(page, "entries");
   ck_assert_uint_eq(json_array_size(e), 2);
-  ck_assert_int_eq(int_of(e, 0, "attempt"), 1);
-  ck_assert_int_eq(int_of(e, 1, "attempt"), 2);
   ck_assert_int_eq(int_of(e, 0, "task"), 1);
+  ck_assert_int_eq(int_of(e, 1, "retry"), 0);
   json_decref(page);
 
   /* at or above WARNING: the error alone */
@@ -271,12 +275,11 @@ START_TEST(two_attempts_filters_and_pages)
   ck_assert_str_eq(text_of(e, 0), text_of(entries, 3));
   json_decref(page);
 
-  /* since the error's time: the error and attempt 2 */
-  k = 0;
+  /* since the error's time: the error, task 1's end, task 0's second run */
   snprintf(q, sizeof(q), "since=%s", h_str(json_array_get(entries, 3), "time"));
   page = logs(id, q, tok_a, 200);
   e = json_object_get(page, "entries");
-  ck_assert_uint_eq(json_array_size(e), 3);
+  ck_assert_uint_eq(json_array_size(e), 4);
   ck_assert_str_eq(text_of(e, 0), text_of(entries, 3));
   json_decref(page);
 
@@ -301,8 +304,8 @@ START_TEST(two_attempts_filters_and_pages)
       break;
     ck_assert_uint_eq(json_array_size(json_object_get(page, "entries")), 4);
   }
-  ck_assert_uint_eq(i, 1); /* 4 + 2 */
-  ck_assert_uint_eq(json_array_size(json_object_get(page, "entries")), 2);
+  ck_assert_uint_eq(i, 1); /* 4 + 3 */
+  ck_assert_uint_eq(json_array_size(json_object_get(page, "entries")), 3);
   json_decref(page);
 
   /* text/plain: the lines */
@@ -389,17 +392,48 @@ START_TEST(follow_ends_with_the_job)
     ck_assert_ptr_nonnull(nl);
     snprintf(line1, sizeof(line1), "%.*s", (int)(nl - r.body), r.body);
     snprintf(line2, sizeof(line2), "%s", nl + 1);
-    ck_assert_msg(strstr(line1, "\"task\":1,\"attempt\":1,\"text\":\"hello "
-                                "from task 1 of gpugate-") != NULL,
-                  "%s", r.body);
-    ck_assert_msg(strstr(line2, "\"task\":1,\"attempt\":1,\"text\":\"task 1 "
-                                "of gpugate-") != NULL &&
-                      strstr(line2, "done\"}\n") != NULL &&
-                      strchr(line2, '\n')[1] == '\0',
-                  "%s", r.body);
+    ck_assert_msg(
+        strstr(line1, "\"task\":1,\"attempt\":1,\"retry\":0,\"text\":\"hello "
+                      "from task 1 of gpugate-") != NULL,
+        "%s", r.body);
+    ck_assert_msg(
+        strstr(line2, "\"task\":1,\"attempt\":1,\"retry\":0,\"text\":\"task 1 "
+                      "of gpugate-") != NULL &&
+            strstr(line2, "done\"}\n") != NULL &&
+            strchr(line2, '\n')[1] == '\0',
+        "%s", r.body);
   }
   ck_assert_ptr_nonnull(h_header(&r, "Content-Type", want, sizeof(want)));
   ck_assert_str_eq(want, "application/x-ndjson");
+  h_resp_free(&r);
+}
+END_TEST
+
+/* Logging lists an entry seconds after it was written (the emulator's
+ * ingestion delay, under the fixture's grace): a follow still ends with
+ * the job's last lines, written as it ended, not before they are listed. */
+START_TEST(follow_waits_for_late_lines)
+{
+  char id[32], path[256], want[256], cfg[64];
+  struct h_resp r;
+  const char *plain[] = {"Accept: text/plain", NULL};
+  int rc;
+
+  submit(1, "{\"EMU_RUN_MS\": \"300\"}", id);
+  snprintf(cfg, sizeof(cfg), "{\"ingest_delay_ms\": %d}", INGEST_DELAY_MS);
+  json_decref(h_call(&logemu, "POST", "/emulator/config", NULL, cfg, 200));
+  snprintf(path, sizeof(path), "/v1/teams/team-a/jobs/%s/logs?follow=true", id);
+  rc = h_request(&srv, "GET", path, tok_a, NULL, plain, &r);
+  json_decref(h_call(&logemu, "POST", "/emulator/config", NULL,
+                     "{\"ingest_delay_ms\": 0}", 200));
+  ck_assert_int_eq(rc, 0);
+  ck_assert_msg(r.status == 200, "%ld %s", r.status, r.body);
+  snprintf(want, sizeof(want), "task 0 of gpugate-%s-a1 done\n", id);
+  ck_assert_msg(strlen(r.body) >= strlen(want) &&
+                    !strcmp(r.body + strlen(r.body) - strlen(want), want),
+                "the follow ended before the job's last line was listed: "
+                "\"%s\"",
+                r.body);
   h_resp_free(&r);
 }
 END_TEST
@@ -680,6 +714,7 @@ Suite *logs_suite(void)
   tcase_set_timeout(tc, 180);
   tcase_add_test(tc, two_attempts_filters_and_pages);
   tcase_add_test(tc, follow_ends_with_the_job);
+  tcase_add_test(tc, follow_waits_for_late_lines);
   tcase_add_test(tc, shapes_are_googles);
   tcase_add_test(tc, logging_quota_answered_429);
   suite_add_tcase(s, tc);

@@ -152,39 +152,53 @@ static const struct {
          "gpugate-j-1-a1") "\", \"task_id\": "
                            "\"task/u1-group0-0/0/0\"}}",
      "{\"time\":\"2026-11-29T00:00:01Z\",\"severity\":\"INFO\",\"task\":0,"
-     "\"attempt\":1,\"text\":\"step 1\"}",
+     "\"attempt\":1,\"retry\":0,\"text\":\"step 1\"}",
      "j-1"},
-    /* a race copy of attempt 12, task 7 */
+    /* a race copy of attempt 12, task 7, run again by Batch (retry 1) */
     {"{\"timestamp\": \"t\", \"severity\": \"ERROR\", \"textPayload\": "
      "\"boom\", \"labels\": {\"gpugate-job\": \"j-1\", \"task_group_name\": "
      "\"" GROUP("gpugate-j-1-a12-r2") "\", \"task_id\": "
                                       "\"task/u1-group0-7/1/0\"}}",
      "{\"time\":\"t\",\"severity\":\"ERROR\",\"task\":7,\"attempt\":12,"
-     "\"text\":\"boom\"}",
+     "\"retry\":1,\"text\":\"boom\"}",
      "j-1"},
     /* the agent's entry: no task; a job id with -a inside */
     {"{\"timestamp\": \"t\", \"textPayload\": \"started\", \"labels\": "
      "{\"gpugate-job\": \"j-a2\", \"task_group_name\": "
      "\"" GROUP("gpugate-j-a2-a3") "\"}}",
      "{\"time\":\"t\",\"severity\":\"DEFAULT\",\"task\":null,\"attempt\":3,"
-     "\"text\":\"started\"}",
+     "\"retry\":null,\"text\":\"started\"}",
      "j-a2"},
     /* jsonPayload: its message, else the payload itself */
     {"{\"timestamp\": \"t\", \"severity\": \"WARNING\", \"jsonPayload\": "
      "{\"message\": \"hot\", \"gpu\": 0}}",
      "{\"time\":\"t\",\"severity\":\"WARNING\",\"task\":null,\"attempt\":null,"
-     "\"text\":\"hot\"}",
+     "\"retry\":null,\"text\":\"hot\"}",
      NULL},
     {"{\"timestamp\": \"t\", \"jsonPayload\": {\"b\": 1, \"a\": \"x\"}}",
      "{\"time\":\"t\",\"severity\":\"DEFAULT\",\"task\":null,\"attempt\":null,"
-     "\"text\":\"{\\\"a\\\":\\\"x\\\",\\\"b\\\":1}\"}",
+     "\"retry\":null,\"text\":\"{\\\"a\\\":\\\"x\\\",\\\"b\\\":1}\"}",
      NULL},
     /* names that are not Batch's: no task, no attempt */
     {"{\"timestamp\": \"t\", \"textPayload\": \"x\", \"labels\": "
      "{\"task_group_name\": \"projects/p/jobs/other/taskGroups/g\", "
      "\"task_id\": \"task/u-group0-x/0/0\"}}",
      "{\"time\":\"t\",\"severity\":\"DEFAULT\",\"task\":null,\"attempt\":null,"
-     "\"text\":\"x\"}",
+     "\"retry\":null,\"text\":\"x\"}",
+     NULL},
+    /* Batch's third run of task 12 (maxRetryCount 2); a retry that is not
+     * a number */
+    {"{\"timestamp\": \"t\", \"textPayload\": \"r\", \"labels\": "
+     "{\"task_group_name\": \"" GROUP(
+         "gpugate-j-2-a1") "\", "
+                           "\"task_id\": \"task/u-group0-12/2/0\"}}",
+     "{\"time\":\"t\",\"severity\":\"DEFAULT\",\"task\":12,\"attempt\":1,"
+     "\"retry\":2,\"text\":\"r\"}",
+     NULL},
+    {"{\"timestamp\": \"t\", \"textPayload\": \"r\", \"labels\": "
+     "{\"task_id\": \"task/u-group0-3/x/0\"}}",
+     "{\"time\":\"t\",\"severity\":\"DEFAULT\",\"task\":3,\"attempt\":null,"
+     "\"retry\":null,\"text\":\"r\"}",
      NULL},
 };
 
