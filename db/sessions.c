@@ -54,11 +54,18 @@ static const char sql_session_end_logout[] =
     "CASE WHEN $2 <> '' THEN sid = $2 AND ($3 = '' OR subject = $3) "
     "ELSE subject = $3 END";
 
+/* with the sessions' stamp of the same snapshot (0040) and the last
+ * second the claims may be used without asking the provider again */
 static const char sql_session_get[] =
     "SELECT issuer, subject, coalesce(email, ''), groups, "
     "extract(epoch FROM expires_at)::bigint, refresh_token IS NOT NULL AND "
-    "refreshed_at < now() - make_interval(secs => $2::int) FROM sessions "
+    "refreshed_at < now() - make_interval(secs => $2::int), "
+    "(SELECT n FROM session_stamp), floor(extract(epoch FROM "
+    "LEAST(expires_at, CASE WHEN refresh_token IS NOT NULL THEN refreshed_at "
+    "+ make_interval(secs => $2::int) END)))::bigint FROM sessions "
     "WHERE id_hash = $1 AND expires_at > now()";
+
+static const char sql_session_stamp[] = "SELECT n FROM session_stamp";
 
 /* one refresh in flight per session, whichever replica claims it first */
 static const char sql_session_claim[] =
@@ -177,6 +184,24 @@ enum gg_code db_session_get(struct gg_req *req, const char *id_hash,
   }
   out->exp = strtoll(PQgetvalue(res, 0, 4), NULL, 10);
   out->refresh_due = PQgetvalue(res, 0, 5)[0] == 't';
+  out->stamp = strtoll(PQgetvalue(res, 0, 6), NULL, 10);
+  out->until = strtoll(PQgetvalue(res, 0, 7), NULL, 10);
+  PQclear(res);
+  return GG_OK;
+}
+
+enum gg_code db_session_stamp(struct gg_req *req, long long *stamp)
+{
+  PGresult *res = NULL;
+  enum gg_code code;
+
+  if ((code = run(req, sql_session_stamp, 0, NULL, &res)) != GG_OK)
+    return code;
+  if (PQntuples(res) != 1) {
+    PQclear(res);
+    return db_fail(req, GG_INTERNAL);
+  }
+  *stamp = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
   PQclear(res);
   return GG_OK;
 }

@@ -44,6 +44,8 @@ struct db_session {
   char refresh_token[2048]; /* the provider's; "" = none (never logged) */
   char nonce[64];           /* the sign-in's nonce (refreshed ID tokens) */
   bool refresh_due;         /* get: a refresh token older than the interval */
+  long long stamp;          /* get: the sessions' stamp (0040) read with it */
+  long long until; /* get: its claims usable until (Unix s, exclusive) */
 };
 
 /* Open a session with id_hash (hex) for s (borrowed) lasting ttl_s. */
@@ -54,6 +56,10 @@ enum gg_code db_session_put(struct gg_req *req, const char *id_hash,
  * (nothing recorded) when none or expired. */
 enum gg_code db_session_get(struct gg_req *req, const char *id_hash,
                             long refresh_s, struct db_session *out);
+
+/* The sessions' stamp (0040), which moves whenever a session ends early
+ * or its claims change, into *stamp. */
+enum gg_code db_session_stamp(struct gg_req *req, long long *stamp);
 
 /*
  * Claim the one refresh in flight of id_hash when it is due (its claims

@@ -305,6 +305,7 @@ enum gg_code auth_logout(struct gg_req *req)
     session_hash(sid, hash);
     if ((rc = db_session_delete(req, hash)) != GG_OK)
       return rc;
+    session_forget();
   }
   req_add_header(req, "Set-Cookie",
                  SESSION_COOKIE "=; Path=/; Max-Age=0; HttpOnly; Secure; "
