@@ -259,6 +259,17 @@ enum gg_code auth_callback(struct gg_req *req)
     goto out;
   }
   session_hash(sid, hash);
+  /* the refresh token is stored only sealed; without a secret to seal it
+   * with, it is not kept (the session then ends with its ID token) */
+  if (s.refresh_token[0] &&
+      session_seal_refresh(req->cfg, hash, s.refresh_token, s.refresh_sealed,
+                           sizeof(s.refresh_sealed)) != 0) {
+    log_msg(LOG_WARN,
+            "sign-in: the provider's refresh token cannot be sealed "
+            "(no GPUGATE_JWT_HS256_SECRET_FILE nor client secret): not "
+            "kept");
+    s.refresh_token[0] = '\0';
+  }
   snprintf(s.issuer, sizeof(s.issuer), "%s", p.issuer);
   snprintf(s.subject, sizeof(s.subject), "%s", p.subject);
   snprintf(s.email, sizeof(s.email), "%s", p.email);
@@ -286,6 +297,7 @@ enum gg_code auth_callback(struct gg_req *req)
   req_reply(req, 302, NULL);
   rc = GG_OK;
 out:
+  explicit_bzero(s.refresh_token, sizeof(s.refresh_token));
   idp_free(idp);
   json_decref(groups);
   free(id_token);

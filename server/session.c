@@ -10,6 +10,7 @@
  * that claims the refresh asks the provider, re-reads email and groups from the
  * refreshed ID token, and ends the session when the provider refuses.
  */
+#include <openssl/crypto.h>
 #include <openssl/sha.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -25,8 +26,14 @@
 #include "server/log.h"
 #include "server/metrics.h"
 #include "server/problem.h"
+#include "server/seal.h"
 #include "server/sesscache.h"
 #include "server/session.h"
+
+_Static_assert(
+    sizeof(((struct db_session *)0)->refresh_sealed) >=
+        SEAL_TEXT_MAX(sizeof(((struct db_session *)0)->refresh_token)),
+    "a sealed refresh token fits db_session.refresh_sealed");
 
 void session_hash(const char *sid, char hash[SESSION_HASH_HEX])
 {
@@ -43,6 +50,45 @@ bool session_csrf_ok(const struct gg_req *req)
   const char *v = req_header(req, "X-GPUGate-CSRF");
 
   return v && !strcmp(v, "1");
+}
+
+/* The key that seals refresh tokens, from the HS256 secret every replica
+ * shares, else the console's client secret. 0, or -1 when neither is
+ * configured. */
+static int seal_key(const struct config *cfg, unsigned char key[SEAL_KEY_LEN])
+{
+  if (cfg->hs256_secret && cfg->hs256_secret_len > 0)
+    return seal_derive_key(cfg->hs256_secret, cfg->hs256_secret_len,
+                           SESSION_SEAL_INFO, key);
+  if (cfg->oidc.client_secret[0])
+    return seal_derive_key((const unsigned char *)cfg->oidc.client_secret,
+                           strlen(cfg->oidc.client_secret), SESSION_SEAL_INFO,
+                           key);
+  return -1;
+}
+
+int session_seal_refresh(const struct config *cfg, const char *hash,
+                         const char *token, char *out, size_t outlen)
+{
+  unsigned char key[SEAL_KEY_LEN];
+  int rc = -1;
+
+  if (seal_key(cfg, key) == 0)
+    rc = seal_text(key, hash, token, out, outlen);
+  OPENSSL_cleanse(key, sizeof(key));
+  return rc;
+}
+
+int session_open_refresh(const struct config *cfg, const char *hash,
+                         const char *sealed, char *out, size_t outlen)
+{
+  unsigned char key[SEAL_KEY_LEN];
+  int rc = -1;
+
+  if (seal_key(cfg, key) == 0)
+    rc = seal_open(key, hash, sealed, out, outlen);
+  OPENSSL_cleanse(key, sizeof(key));
+  return rc;
 }
 
 /* Verify a refreshed ID token (borrowed) against the session s: same
@@ -98,6 +144,13 @@ static enum gg_code refresh(struct gg_req *req, const char *hash,
   rc = db_session_claim_refresh(req, hash, o->session_refresh_s, &claim);
   if (rc != GG_OK)
     return rc == GG_NOT_FOUND ? GG_OK : rc;
+  if (session_open_refresh(req->cfg, hash, claim.refresh_sealed,
+                           claim.refresh_token,
+                           sizeof(claim.refresh_token)) != 0) {
+    /* sealed under another key (the secret changed): it cannot be used */
+    snprintf(err, sizeof(err), "its refresh token cannot be opened");
+    goto ended;
+  }
   if (discovery_get(o->issuers[0], time(NULL), &doc, err, sizeof(err)) != 0 ||
       !doc.token_endpoint[0]) {
     log_msg(LOG_WARN, "session refresh: %s",
@@ -116,15 +169,23 @@ static enum gg_code refresh(struct gg_req *req, const char *hash,
     rc = GG_OK;
     goto out;
   }
-  if (!id_token || revalidate(req, id_token, claim.nonce, s, &why) != 0) {
-    log_msg(LOG_INFO, "session refresh: session of %s ended: %s", s->subject,
-            id_token ? why : err);
-    rc = db_session_delete(req, hash);
-    session_forget();
-    rc = rc == GG_OK ? GG_NOT_FOUND : rc;
-    goto out;
+  if (!id_token || revalidate(req, id_token, claim.nonce, s, &why) != 0)
+    goto ended;
+  /* a rotated refresh token replaces the old one, sealed like it */
+  if (s->refresh_token[0] &&
+      session_seal_refresh(req->cfg, hash, s->refresh_token, s->refresh_sealed,
+                           sizeof(s->refresh_sealed)) != 0) {
+    snprintf(err, sizeof(err), "its rotated refresh token cannot be sealed");
+    goto ended;
   }
   rc = db_session_refreshed(req, hash, s);
+  goto out;
+ended:
+  log_msg(LOG_INFO, "session refresh: session of %s ended: %s", s->subject,
+          id_token && why ? why : err);
+  rc = db_session_delete(req, hash);
+  session_forget();
+  rc = rc == GG_OK ? GG_NOT_FOUND : rc;
 out:
   free(id_token);
   explicit_bzero(claim.refresh_token, sizeof(claim.refresh_token));

@@ -33,6 +33,21 @@ bool session_csrf_ok(const struct gg_req *req);
  */
 enum gg_code session_authenticate(struct gg_req *req, const char *sid);
 
+/* The HKDF label of the key sealing refresh tokens (server/seal.h). */
+#define SESSION_SEAL_INFO "gpugate/refresh-token/v1"
+
+/*
+ * Seal the provider's refresh token (borrowed) of the session of hash (hex,
+ * the associated data: a sealed token opens only for its own session) into
+ * out, under the key derived from cfg's HS256 secret, else the console's
+ * client secret; open it again. 0, or -1 (no secret to derive the key
+ * from, out too small; open: anything not sealed so for this session).
+ */
+int session_seal_refresh(const struct config *cfg, const char *hash,
+                         const char *token, char *out, size_t outlen);
+int session_open_refresh(const struct config *cfg, const char *hash,
+                         const char *sealed, char *out, size_t outlen);
+
 /* This replica ended sessions: its cache reads the sessions' stamp before
  * its next use, so they are refused here at once (other replicas within
  * SESSCACHE_CHECK_MS). Thread-safe. */

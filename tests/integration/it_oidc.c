@@ -1388,10 +1388,17 @@ START_TEST(sessions_refresh)
   sign_in("cat", cookie, sizeof(cookie));
   ck_assert_int_eq(session_grants(cookie, &grants), 200);
   ck_assert_uint_eq(grants, 2);
-  /* the provider gave a refresh token: kept with the session */
-  ck_assert_int_eq(h_db_int(pg, "SELECT count(*) FROM sessions WHERE "
-                                "subject = 'cat' AND refresh_token <> ''"),
-                   1);
+  /* the provider gave a refresh token: kept with the session, sealed
+   * (AES-256-GCM, 12-byte IV and 16-byte tag around it; nothing of the
+   * provider's token in the clear in the table) */
+  ck_assert_int_eq(
+      h_db_int(pg, "SELECT count(*) FROM sessions WHERE subject = 'cat' AND "
+                   "refresh_sealed ~ '^v1\\.[A-Za-z0-9_-]{40,}$'"),
+      1);
+  ck_assert_int_eq(h_db_int(pg, "SELECT count(*) FROM information_schema."
+                                "columns WHERE table_name = 'sessions' AND "
+                                "column_name = 'refresh_token'"),
+                   0);
 
   /* cat leaves ml-team-b at the provider: team-b's grant goes */
   json_decref(h_call(&idp, "PUT", "/test/accounts/cat", NULL,
