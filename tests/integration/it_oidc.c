@@ -20,12 +20,16 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/pem.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -249,7 +253,8 @@ static const char bindings[] =
 
 /* A gpugate replica on the suite's database, trusting the provider, its
  * sessions re-validated every refresh_s seconds. */
-static int start_replica(struct h_server *s, const char *refresh_s)
+static int start_replica_of(struct h_server *s, const char *iss,
+                            const char *refresh_s)
 {
   char env_iss[200], env_secret[128], env_refresh[64];
   const char *env[12];
@@ -260,7 +265,7 @@ static int start_replica(struct h_server *s, const char *refresh_s)
   env[n++] = env_secret;
   env[n++] = "GPUGATE_OIDC_CLIENT_ID=gpugate-console";
   env[n++] = "GPUGATE_PUBLIC_URL=https://gpugate.test";
-  snprintf(env_iss, sizeof(env_iss), "GPUGATE_OIDC_ISSUERS=%s", issuer);
+  snprintf(env_iss, sizeof(env_iss), "GPUGATE_OIDC_ISSUERS=%s", iss);
   env[n++] = env_iss;
   env[n++] = "GPUGATE_OIDC_AUDIENCES=gpugate";
   env[n++] = "GPUGATE_OIDC_REQUIRED_CLAIMS=hd=example.com";
@@ -271,6 +276,12 @@ static int start_replica(struct h_server *s, const char *refresh_s)
   env[n++] = env_refresh;
   env[n] = NULL;
   return h_server_start(s, db_url, env);
+}
+
+/* A replica of the suite's provider. */
+static int start_replica(struct h_server *s, const char *refresh_s)
+{
+  return start_replica_of(s, issuer, refresh_s);
 }
 
 /* A replica whose sessions are re-validated every second. */
@@ -1295,6 +1306,173 @@ START_TEST(sessions_cached_per_replica)
 }
 END_TEST
 
+/* ---- a provider whose key server holds its answer ---- */
+
+/* Discovery answered at once; the key set (GET /jwks) held until the test
+ * releases it: one connection at a time, on a thread of the test. */
+struct held_keys {
+  int listener;
+  unsigned short port;
+  pthread_t thread;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  bool release, stop;
+  int held;        /* the /jwks connection being held, -1: none */
+  int jwks_served; /* key sets answered */
+  char *jwks;      /* owned: the body */
+  char issuer[64];
+};
+
+static void reply(int fd, const char *body)
+{
+  char head[256];
+  int n = snprintf(head, sizeof(head),
+                   "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                   "Content-Length: %zu\r\nConnection: close\r\n\r\n",
+                   strlen(body));
+
+  if (write(fd, head, (size_t)n) < 0 || write(fd, body, strlen(body)) < 0) {
+    /* the client went: nothing to do */
+  }
+}
+
+static void *held_keys_run(void *arg)
+{
+  struct held_keys *k = arg;
+  char req[4096], doc[1024];
+
+  for (;;) {
+    struct pollfd p = {.fd = k->listener, .events = POLLIN};
+    ssize_t n;
+    int fd;
+
+    pthread_mutex_lock(&k->mu);
+    if (k->stop) {
+      pthread_mutex_unlock(&k->mu);
+      return NULL;
+    }
+    pthread_mutex_unlock(&k->mu);
+    if (poll(&p, 1, 100) <= 0 || (fd = accept(k->listener, NULL, NULL)) < 0)
+      continue;
+    n = read(fd, req, sizeof(req) - 1);
+    req[n > 0 ? n : 0] = '\0';
+    if (strstr(req, "GET /jwks")) {
+      pthread_mutex_lock(&k->mu);
+      k->held = fd;
+      pthread_cond_broadcast(&k->cv);
+      while (!k->release && !k->stop)
+        pthread_cond_wait(&k->cv, &k->mu);
+      k->held = -1;
+      k->jwks_served++;
+      pthread_mutex_unlock(&k->mu);
+      reply(fd, k->jwks);
+    } else {
+      snprintf(doc, sizeof(doc),
+               "{\"issuer\": \"%s\", \"jwks_uri\": \"%s/jwks\", "
+               "\"authorization_endpoint\": \"%s/auth\", "
+               "\"token_endpoint\": \"%s/token\"}",
+               k->issuer, k->issuer, k->issuer, k->issuer);
+      reply(fd, doc);
+    }
+    close(fd);
+  }
+}
+
+/* Start the key server with the provider's public RS256 key. */
+static void held_keys_start(struct held_keys *k)
+{
+  json_t *jwk = provider_key("RS256"), *set;
+  struct sockaddr_in a = {.sin_family = AF_INET};
+  socklen_t len = sizeof(a);
+  const char *priv[] = {"d", "p", "q", "dp", "dq", "qi"};
+  size_t i;
+
+  memset(k, 0, sizeof(*k));
+  k->held = -1;
+  for (i = 0; i < sizeof(priv) / sizeof(priv[0]); i++)
+    json_object_del(jwk, priv[i]);
+  set = json_pack("{s:[o]}", "keys", jwk);
+  k->jwks = json_dumps(set, JSON_COMPACT);
+  json_decref(set);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  k->listener = socket(AF_INET, SOCK_STREAM, 0);
+  ck_assert_int_ge(k->listener, 0);
+  ck_assert_int_eq(bind(k->listener, (struct sockaddr *)&a, sizeof(a)), 0);
+  ck_assert_int_eq(listen(k->listener, 8), 0);
+  ck_assert_int_eq(getsockname(k->listener, (struct sockaddr *)&a, &len), 0);
+  k->port = ntohs(a.sin_port);
+  snprintf(k->issuer, sizeof(k->issuer), "http://127.0.0.1:%u", k->port);
+  pthread_mutex_init(&k->mu, NULL);
+  pthread_cond_init(&k->cv, NULL);
+  ck_assert_int_eq(pthread_create(&k->thread, NULL, held_keys_run, k), 0);
+}
+
+static void held_keys_stop(struct held_keys *k)
+{
+  pthread_mutex_lock(&k->mu);
+  k->stop = true;
+  pthread_cond_broadcast(&k->cv);
+  pthread_mutex_unlock(&k->mu);
+  pthread_join(k->thread, NULL);
+  close(k->listener);
+  pthread_mutex_destroy(&k->mu);
+  pthread_cond_destroy(&k->cv);
+  free(k->jwks);
+}
+
+/* A key fetch runs off the request worker: a token whose key gpugate does
+ * not hold yet is refused (401) while the key server still holds the
+ * fetch open, instead of the request waiting for the network; once the
+ * key server answers, the fetch brings the key for the token. Ordered by
+ * the held answer, not timed. */
+START_TEST(key_fetch_off_request_workers)
+{
+  struct held_keys k;
+  struct h_server c;
+  json_t *rs = provider_key("RS256"), *cl;
+  struct h_resp r;
+  char *tok;
+  long st;
+  long long end;
+
+  held_keys_start(&k);
+  ck_assert_msg(start_replica_of(&c, k.issuer, "900") == 0, "replica: see %s",
+                c.log);
+  cl = claims(k.issuer, "gpugate", "example.com", 0, 300);
+  tok = sign("RS256", h_str(rs, "kid"), cl, rs, NULL);
+
+  /* the first use: refused, saying so, while the key server still holds
+   * the key set (the request did not wait for the fetch to end) */
+  ck_assert_int_eq(h_request(&c, "GET", "/v1/whoami", tok, NULL, NULL, &r), 0);
+  pthread_mutex_lock(&k.mu);
+  ck_assert_int_eq(k.jwks_served, 0);
+  pthread_mutex_unlock(&k.mu);
+  ck_assert_msg(h_is_problem(&r, 401, NULL) &&
+                    strstr(r.body, "still being fetched"),
+                "%ld %s", r.status, r.body);
+  h_resp_free(&r);
+
+  /* released: the fetch in flight brings the key; polled */
+  pthread_mutex_lock(&k.mu);
+  k.release = true;
+  pthread_cond_broadcast(&k.cv);
+  pthread_mutex_unlock(&k.mu);
+  end = h_now_ms() + 30000;
+  while ((st = status_at(&c, "/v1/whoami", tok)) == 401 && h_now_ms() < end)
+    h_sleep_ms(50);
+  ck_assert_int_eq(st, 200);
+  pthread_mutex_lock(&k.mu);
+  ck_assert_int_ge(k.jwks_served, 1);
+  pthread_mutex_unlock(&k.mu);
+
+  h_server_stop(&c);
+  held_keys_stop(&k);
+  json_decref(cl);
+  json_decref(rs);
+  free(tok);
+}
+END_TEST
+
 /* /auth/login and /auth/callback are limited per client address by
  * default, and the sign-ins in flight are bounded. */
 START_TEST(signin_bounded)
@@ -1444,6 +1622,7 @@ Suite *oidc_suite(void)
   tcase_add_test(tc, console_sign_in);
   tcase_add_test(tc, sessions_follow_provider);
   tcase_add_test(tc, sessions_cached_per_replica);
+  tcase_add_test(tc, key_fetch_off_request_workers);
   tcase_add_test(tc, sessions_refresh);
   tcase_add_test(tc, signin_bounded);
   tcase_add_test(tc, random_kids_bounded);
