@@ -8,8 +8,10 @@
  * jobs listed, the cookie out of the page's reach, a cross-site logout
  * refused, and the real logout. Then: the sign-in bound to its browser by
  * the flow cookie (an attacker's callback URL opened by a signed-in victim
- * is refused and leaves her session as it was), and the provider's
- * Back-Channel Logout ending the console's session.
+ * is refused and leaves her session as it was), the provider's
+ * Back-Channel Logout ending the console's session, and a person who loses
+ * a group at the provider losing its team in the console once the session
+ * is refreshed (GPUGATE_SESSION_REFRESH_S is 1 here).
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -92,6 +94,8 @@ before(async () => {
       GPUGATE_OIDC_CLIENT_SECRET_FILE: path.join(work, 'client-secret'),
       GPUGATE_PUBLIC_URL: base,
       GPUGATE_RATE_LIMIT_RPS: '0',
+      /* sessions re-validated at the provider every second */
+      GPUGATE_SESSION_REFRESH_S: '1',
     },
     stdio: ['ignore', 'ignore', fs.openSync(path.join(work, 'gpugate.log'), 'a')],
   });
@@ -275,4 +279,38 @@ test('the provider\'s back-channel logout ends the console\'s session', async ()
   await page.reload();
   await page.waitForSelector('[data-view="signin"][data-ready]');
   await context.close();
+});
+
+test('a refreshed session losing its group loses its grant', async () => {
+  const groups = (g) => fetch(`${issuer}/test/accounts/cat`, {
+    method: 'PUT', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ groups: g }),
+  });
+  assert.equal((await groups(['ml-team-a', 'ml-team-b'])).status, 204);
+  const context = await browser.newContext();
+  try {
+    const { page } = await signIn(context, 'cat');
+    assert.deepEqual((await page.locator('#team-switch option').allTextContents()).sort(), ['team-a', 'team-b']);
+
+    /* cat leaves ml-team-b at the provider: the next refresh drops team-b */
+    assert.equal((await groups(['ml-team-a'])).status, 204);
+    let me = await whoami(page);
+    for (let i = 0; i < 300 && me.status === 200 && me.body.grants.length !== 1; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      me = await whoami(page);
+    }
+    assert.equal(me.status, 200);
+    assert.deepEqual(me.body.grants.map((g) => g.team), ['team-a'], JSON.stringify(me.body));
+
+    /* the console, reloaded, has no team to switch to (team-a alone);
+     * team-b's jobs are gone */
+    await page.reload();
+    await page.waitForSelector('[data-view="overview"][data-ready]', { timeout: 20000 });
+    assert.equal(await page.locator('#team-switch').count(), 0);
+    const teamB = await page.evaluate(async () =>
+      (await fetch('/v1/teams/team-b/jobs', { headers: { 'X-GPUGate-CSRF': '1' } })).status);
+    assert.equal(teamB, 404);
+  } finally {
+    await groups(['ml-team-a', 'ml-team-b']);
+    await context.close();
+  }
 });
