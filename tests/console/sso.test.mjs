@@ -11,7 +11,9 @@
  * is refused and leaves her session as it was), the provider's
  * Back-Channel Logout ending the console's session, and a person who loses
  * a group at the provider losing its team in the console once the session
- * is refreshed (GPUGATE_SESSION_REFRESH_S is 1 here).
+ * is refreshed (GPUGATE_SESSION_REFRESH_S is 1 here), and a session
+ * without a refresh token that ends with its ID token returning through
+ * /auth/login with prompt=none, without the provider's pages.
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -311,6 +313,39 @@ test('a refreshed session losing its group loses its grant', async () => {
     assert.equal(teamB, 404);
   } finally {
     await groups(['ml-team-a', 'ml-team-b']);
+    await context.close();
+  }
+});
+
+test('without a refresh token an ended session returns through /auth/login, prompt=none first', async () => {
+  const psql = (sql) => execFileSync('psql', [process.env.CONSOLE_DB, '-X', '-q', '-t', '-A', '-c', sql]).toString().trim();
+  const context = await browser.newContext();
+  try {
+    const { page } = await signIn(context, 'ann');
+    /* ann's session as one the provider gave no refresh token */
+    assert.equal(psql("WITH s AS (UPDATE sessions SET refresh_sealed = NULL WHERE subject = 'ann' RETURNING 1) SELECT count(*) FROM s"), '1');
+    const seen = [];
+    page.on('request', (r) => { if (r.isNavigationRequest()) seen.push(r.url()); });
+    /* its ID token's end: the session ends (every replica within a second) */
+    psql("UPDATE sessions SET expires_at = now() - interval '1 s' WHERE subject = 'ann'");
+    let st = 200;
+    for (let i = 0; i < 300 && st === 200; i++) {
+      st = (await whoami(page)).status;
+      if (st === 200) await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.equal(st, 401);
+    /* the console's next read finds it ended and returns silently */
+    await page.evaluate(() => { location.hash = '#/jobs'; });
+    await page.waitForURL(`${base}/auth/login?prompt=none`, { waitUntil: 'commit', timeout: 30000 }).catch(() => {});
+    await page.waitForURL(`${base}/`, { timeout: 30000 });
+    await page.waitForSelector('[data-view="overview"][data-ready]', { timeout: 30000 });
+    assert.ok(seen.some((u) => u.startsWith(`${base}/auth/login?prompt=none`)), seen.join(' '));
+    assert.ok(seen.some((u) => u.startsWith(`${issuer}/auth`) && u.includes('prompt=none')), seen.join(' '));
+    assert.ok(!seen.some((u) => u.includes('/interaction/')), `a provider page was shown: ${seen.join(' ')}`);
+    const me = await whoami(page);
+    assert.equal(me.status, 200);
+    assert.equal(me.body.email, 'ann@example.com');
+  } finally {
     await context.close();
   }
 });

@@ -970,8 +970,31 @@ START_TEST(console_sign_in)
   ck_assert_msg(!strncmp(url, issuer, strlen(issuer)) &&
                     strstr(url, "code_challenge_method=S256") &&
                     strstr(url, "&state=") && strstr(url, "&nonce=") &&
-                    strstr(url, "redirect_uri=https%3A%2F%2Fgpugate.test"),
+                    strstr(url, "redirect_uri=https%3A%2F%2Fgpugate.test") &&
+                    !strstr(url, "prompt="),
                 "%s", url);
+  /* the console's silent return: prompt=none, and no other prompt; the
+   * provider's login_required to it goes to the console's sign-in page */
+  ck_assert_int_eq(
+      h_request(&srv, "GET", "/auth/login?prompt=none", NULL, NULL, NULL, &r),
+      0);
+  ck_assert_int_eq(r.status, 302);
+  ck_assert_msg(
+      strstr(h_header(&r, "Location", loc, sizeof(loc)), "&prompt=none"), "%s",
+      loc);
+  h_resp_free(&r);
+  ck_assert_int_eq(
+      h_request(&srv, "GET", "/auth/login?prompt=login", NULL, NULL, NULL, &r),
+      0);
+  ck_assert_msg(h_is_problem(&r, 400, "prompt"), "%ld %s", r.status, r.body);
+  h_resp_free(&r);
+  ck_assert_int_eq(h_request(&srv, "GET",
+                             "/auth/callback?error=login_required&state=s",
+                             NULL, NULL, NULL, &r),
+                   0);
+  ck_assert_int_eq(r.status, 302);
+  ck_assert_str_eq(h_header(&r, "Location", loc, sizeof(loc)), "/#/signin");
+  h_resp_free(&r);
 
   /* at the provider, with its cookies, until it sends the browser back */
   curl_easy_setopt(c, CURLOPT_COOKIEFILE, "");
