@@ -67,28 +67,32 @@ static int seal_key(const struct config *cfg, unsigned char key[SEAL_KEY_LEN])
   return -1;
 }
 
-int session_seal_refresh(const struct config *cfg, const char *hash,
-                         const char *token, char *out, size_t outlen)
+/* f (seal_text or seal_open) of in for the session of hash, under the key
+ * of cfg (wiped after). */
+static int with_key(const struct config *cfg,
+                    int (*f)(const unsigned char *, const char *, const char *,
+                             char *, size_t),
+                    const char *hash, const char *in, char *out, size_t outlen)
 {
   unsigned char key[SEAL_KEY_LEN];
   int rc = -1;
 
   if (seal_key(cfg, key) == 0)
-    rc = seal_text(key, hash, token, out, outlen);
+    rc = f(key, hash, in, out, outlen);
   OPENSSL_cleanse(key, sizeof(key));
   return rc;
+}
+
+int session_seal_refresh(const struct config *cfg, const char *hash,
+                         const char *token, char *out, size_t outlen)
+{
+  return with_key(cfg, seal_text, hash, token, out, outlen);
 }
 
 int session_open_refresh(const struct config *cfg, const char *hash,
                          const char *sealed, char *out, size_t outlen)
 {
-  unsigned char key[SEAL_KEY_LEN];
-  int rc = -1;
-
-  if (seal_key(cfg, key) == 0)
-    rc = seal_open(key, hash, sealed, out, outlen);
-  OPENSSL_cleanse(key, sizeof(key));
-  return rc;
+  return with_key(cfg, seal_open, hash, sealed, out, outlen);
 }
 
 /* Verify a refreshed ID token (borrowed) against the session s: same
