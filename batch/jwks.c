@@ -5,15 +5,19 @@
  * the response says nothing).
  *
  * Locking: one mutex guards the slots; it is never held across a fetch.
- * A slot's `fetching` flag makes its fetch single-flight, and `done`
- * wakes the callers that wait for a fetch in flight (only those whose kid
- * the cache does not hold). A failed fetch keeps the keys already held.
+ * Fetches run off the callers (request workers): each on a detached
+ * thread of its own. A slot's `fetching` flag makes its fetch
+ * single-flight, and `done` wakes the callers that wait for a fetch in
+ * flight (only those whose kid the cache does not hold, and for at most
+ * JWKS_WAIT_MS). A failed fetch keeps the keys already held.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include <curl/curl.h>
 #include <jose/jose.h>
@@ -328,43 +332,118 @@ static bool may_fetch(const struct slot *s, time_t now, long cooldown_s)
          now - s->last_fetch >= cooldown_s;
 }
 
-/*
- * Run one fetch for s with mu held on entry and exit, released meanwhile.
- * The slot is found again by URL afterwards (it may have been replaced).
- */
-static void refresh(struct slot *s, bool no_cache, time_t now)
+/* How long a caller whose kid is unknown waits for the fetch in flight
+ * (jwks_set_wait_ms). */
+static long wait_ms = JWKS_WAIT_MS;
+
+/* A fetch handed to a thread of its own. */
+struct job {
+  char url[512];
+  bool no_cache;
+  time_t now;
+  unsigned long epoch;
+};
+
+/* Fetch j's set (no lock held on entry or exit) and store it in the slot
+ * of its URL when that is still the one fetching (it may have been
+ * replaced, or the cache reset); wake the callers waiting. Frees j. */
+static void finish(struct job *j)
 {
-  char url[sizeof(s->url)], why[256] = "";
   struct jwks_set set = {0};
-  unsigned long my_epoch = epoch;
+  char why[256] = "";
   long age = 0;
+  struct slot *s;
   int rc, i;
 
-  s->fetching = true;
-  s->last_fetch = now;
-  s->fetches++;
-  snprintf(url, sizeof(url), "%s", s->url);
-  pthread_mutex_unlock(&mu);
-  rc = fetch(url, no_cache, &set, &age, why, sizeof(why));
+  rc = fetch(j->url, j->no_cache, &set, &age, why, sizeof(why));
   pthread_mutex_lock(&mu);
   if (rc != 0)
-    log_msg(LOG_WARN, "jwks: %s: %s", url, why);
+    log_msg(LOG_WARN, "jwks: %s: %s", j->url, why);
   for (i = 0; i < JWKS_MAX_SETS; i++) {
     s = &slots[i];
-    if (!s->fetching || strcmp(s->url, url) != 0)
+    if (!s->fetching || strcmp(s->url, j->url) != 0)
       continue;
     s->fetching = false;
-    if (rc == 0 && my_epoch == epoch) {
+    if (rc == 0 && j->epoch == epoch) {
       jwks_set_free(&s->set);
       s->set = set;
       memset(&set, 0, sizeof(set)); /* now the slot's */
-      s->expires = now + age;
+      s->expires = j->now + age;
       s->fetched = true;
     }
     break;
   }
-  jwks_set_free(&set);
   pthread_cond_broadcast(&done);
+  pthread_mutex_unlock(&mu);
+  jwks_set_free(&set);
+  free(j);
+}
+
+static void *fetcher(void *arg)
+{
+  finish(arg);
+  return NULL;
+}
+
+/*
+ * Start a fetch of s's set (mu held): marked in flight (single-flight, and
+ * the cooldown counts from now), run by a detached thread of its own, so
+ * no request worker waits on the network for it. Where no thread can be
+ * made, the caller fetches (mu released meanwhile; the slot is found again
+ * by URL afterwards).
+ */
+static void start(struct slot *s, bool no_cache, time_t now)
+{
+  struct job *j = calloc(1, sizeof(*j));
+  pthread_attr_t attr;
+  pthread_t t;
+  bool spawned = false;
+
+  s->fetching = true;
+  s->last_fetch = now;
+  s->fetches++;
+  if (!j) {
+    s->fetching = false;
+    return;
+  }
+  snprintf(j->url, sizeof(j->url), "%s", s->url);
+  j->no_cache = no_cache;
+  j->now = now;
+  j->epoch = epoch;
+  if (pthread_attr_init(&attr) == 0) {
+    spawned =
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) == 0 &&
+        pthread_create(&t, &attr, fetcher, j) == 0;
+    pthread_attr_destroy(&attr);
+  }
+  if (!spawned) {
+    pthread_mutex_unlock(&mu);
+    finish(j);
+    pthread_mutex_lock(&mu);
+  }
+}
+
+/* Wait (mu held) until no fetch of url is in flight, at most wait_ms. */
+static void await(const char *url)
+{
+  struct timespec dl;
+  int i;
+
+  clock_gettime(CLOCK_REALTIME, &dl);
+  dl.tv_sec += wait_ms / 1000;
+  dl.tv_nsec += (wait_ms % 1000) * 1000000L;
+  if (dl.tv_nsec >= 1000000000L) {
+    dl.tv_sec++;
+    dl.tv_nsec -= 1000000000L;
+  }
+  for (;;) {
+    bool flying = false;
+    for (i = 0; i < JWKS_MAX_SETS; i++)
+      if (slots[i].fetching && !strcmp(slots[i].url, url))
+        flying = true;
+    if (!flying || pthread_cond_timedwait(&done, &mu, &dl) == ETIMEDOUT)
+      return;
+  }
 }
 
 json_t *jwks_key(const char *url, const char *kid, long cooldown_s, time_t now,
@@ -373,37 +452,35 @@ json_t *jwks_key(const char *url, const char *kid, long cooldown_s, time_t now,
   const struct jwks_key *k;
   struct slot *s;
   json_t *jwk = NULL;
-  bool waited = false;
+  bool stale;
 
   if (cooldown_s <= 0)
     cooldown_s = JWKS_COOLDOWN_S;
   pthread_mutex_lock(&mu);
-  for (;;) {
-    bool stale;
-
+  s = slot_for(url, now);
+  if (!s) {
+    snprintf(err, errlen, "too many key sets in use");
+    goto out;
+  }
+  k = find(s, kid);
+  stale = !s->fetched || now >= s->expires;
+  if ((stale || !k) && !s->fetching && may_fetch(s, now, cooldown_s)) {
+    /* the set is due or the keys may have rotated: fetched behind this
+     * caller, asking past caches only when an unknown kid is the reason */
+    start(s, !k && s->fetched, now);
     s = slot_for(url, now);
-    if (!s) {
-      snprintf(err, errlen, "too many key sets in use");
+    k = s ? find(s, kid) : NULL;
+  }
+  if (s && !k && s->fetching) {
+    /* the fetch under way may bring this kid: wait for it, briefly (a
+     * cached kid never waits) */
+    await(url);
+    s = slot_for(url, now);
+    k = s ? find(s, kid) : NULL;
+    if (!k && s && s->fetching) {
+      snprintf(err, errlen, "%s", JWKS_ERR_FETCHING);
       goto out;
     }
-    k = find(s, kid);
-    stale = !s->fetched || now >= s->expires;
-    if ((stale || !k) && !s->fetching && may_fetch(s, now, cooldown_s)) {
-      /* the set is due or the keys may have rotated: this caller fetches,
-       * asking past caches only when an unknown kid is the reason */
-      refresh(s, !k && s->fetched, now);
-      s = slot_for(url, now);
-      k = s ? find(s, kid) : NULL;
-      break;
-    }
-    if (!k && s->fetching && !waited) {
-      /* someone else's fetch may bring this kid: wait for it, once */
-      waited = true;
-      while (s->fetching && !strcmp(s->url, url))
-        pthread_cond_wait(&done, &mu);
-      continue;
-    }
-    break;
   }
   if (!k) {
     snprintf(err, errlen, "%s",
@@ -419,6 +496,13 @@ json_t *jwks_key(const char *url, const char *kid, long cooldown_s, time_t now,
 out:
   pthread_mutex_unlock(&mu);
   return jwk;
+}
+
+void jwks_set_wait_ms(long ms)
+{
+  pthread_mutex_lock(&mu);
+  wait_ms = ms > 0 ? ms : JWKS_WAIT_MS;
+  pthread_mutex_unlock(&mu);
 }
 
 unsigned long jwks_fetches(const char *url)

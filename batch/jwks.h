@@ -81,14 +81,23 @@ long jwks_max_age(const char *cache_control);
  * the key's pinned algorithm, also stored in *alg), fetched or refetched as
  * the cache requires: when the set is missing or past its max-age, or kid
  * is unknown, at most one fetch per cooldown_s (<= 0: JWKS_COOLDOWN_S).
- * now is the caller's clock. A caller whose kid is unknown while another
- * caller's fetch of the set is in flight waits for that fetch rather than
- * starting its own; a caller whose kid is cached never waits for a fetch.
- * Returns NULL with a reason in err (unknown key id, key server
- * unreachable). Thread-safe.
+ * now is the caller's clock. Fetches run on a thread of their own, never
+ * on the caller's: a caller whose kid is cached never waits for one (a
+ * stale set is refetched behind it); a caller whose kid is unknown waits
+ * for the fetch in flight at most JWKS_WAIT_MS, then fails ("still being
+ * fetched": a later call finds what the fetch brought). Returns NULL with
+ * a reason in err (unknown key id, key server unreachable). Thread-safe.
  */
 json_t *jwks_key(const char *url, const char *kid, long cooldown_s, time_t now,
                  enum jwks_alg *alg, char *err, size_t errlen);
+
+/* How long a caller whose kid is unknown waits for a fetch in flight:
+ * JWKS_WAIT_MS, or ms (> 0) set by jwks_set_wait_ms() (tests on a
+ * controlled stub). */
+#define JWKS_WAIT_MS 2000L
+/* err of jwks_key() when that wait ended before the fetch did */
+#define JWKS_ERR_FETCHING "the key set is still being fetched"
+void jwks_set_wait_ms(long ms);
 
 /* Fetches of url's set attempted since the process started (tests). */
 unsigned long jwks_fetches(const char *url);

@@ -8,9 +8,13 @@
 #              (A) gpugate's own HS256 member token and (B) an RS256 at+jwt
 #              access token of a real OpenID Provider (tests/oidc/
 #              provider.mjs, panva's oidc-provider), its member grant from
-#              an access binding; runs in the order A B B A, means of two
-#              each. Both are verified once and then answered from the
-#              cache of verified tokens, so the goal is a ratio >= 0.9.
+#              an access binding; and (C) the console's session cookie
+#              (with X-GPUGate-CSRF: 1) of a session of the same provider
+#              whose groups bind the same grant; runs in the order
+#              A B C C B A, means of two each. Tokens are verified once and
+#              then answered from the cache of verified tokens, sessions
+#              read once and then answered from the replica's cache of
+#              sessions, so the goal of B ÷ A and C ÷ A is >= 0.9.
 #
 # BENCH_KEEP=1 keeps the temp dir (logs, PostgreSQL) for inspection.
 set -euo pipefail
@@ -71,30 +75,52 @@ done
 "${PSQL[@]}" -c "SELECT '/v1/teams/bench/jobs/' || id FROM jobs ORDER BY seq" >"$T/paths"
 export BENCH_PATHS="$T/paths"
 
-# wrk: warm-up, then measured; print requests/s (non-2xx are reported)
+# a console session of the provider's person in ml-team-a, stored as a
+# sign-in stores it (the SHA-256 of its id); without a refresh token it is
+# never re-validated, so the run measures the session's own path
+sid="$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+"${PSQL[@]}" -v sid="$sid" -v iss="$IDP" >/dev/null <<'SQL'
+INSERT INTO sessions (id_hash, issuer, subject, email, groups, expires_at)
+VALUES (encode(sha256(convert_to(:'sid', 'UTF8')), 'hex'), :'iss', 'bench-person',
+        'bench-person@example.com', '["ml-team-a"]', now() + interval '2 hours');
+SQL
+session="__Host-gpugate_session=$sid"
+
+# wrk: warm-up, then measured; print requests/s (non-2xx are reported);
+# $1 a bearer token, $2 (optional) a Cookie header instead
 wrk_rps() {
   local out
-  BENCH_TOKEN="$1" wrk -t2 -c"$CONNS" -d2s -s bench/wrk/get.lua "$GG_URL" >/dev/null 2>&1 || true
-  out="$(BENCH_TOKEN="$1" wrk -t2 -c"$CONNS" -d"${SECS}s" -s bench/wrk/get.lua "$GG_URL" 2>"$T/wrk.err")" ||
+  BENCH_TOKEN="$1" BENCH_COOKIE="${2:-}" wrk -t2 -c"$CONNS" -d2s -s bench/wrk/get.lua "$GG_URL" >/dev/null 2>&1 || true
+  out="$(BENCH_TOKEN="$1" BENCH_COOKIE="${2:-}" wrk -t2 -c"$CONNS" -d"${SECS}s" -s bench/wrk/get.lua "$GG_URL" 2>"$T/wrk.err")" ||
     bench_die "wrk failed: $(cat "$T/wrk.err")"
   echo "$out" >>"$T/wrk.log"
   grep -q 'HTTP' "$T/wrk.err" && bench_log "failed responses: $(head -3 "$T/wrk.err")"
   awk '/^Requests\/sec:/ {printf "%.0f", $2}' <<<"$out"
 }
 
-bench_log "get by id: own HS256 token, provider RS256 token, alternately (A B B A, ${SECS} s each)"
+bench_log "get by id: own HS256 token, provider RS256 token, session cookie (A B C C B A, ${SECS} s each)"
 a1="$(wrk_rps "$own")"
 b1="$(wrk_rps "$provider")"
+c1="$(wrk_rps "" "$session")"
+c2="$(wrk_rps "" "$session")"
 b2="$(wrk_rps "$provider")"
 a2="$(wrk_rps "$own")"
 own_mean="$(awk "BEGIN { printf \"%.0f\", ($a1 + $a2) / 2 }")"
 idp_mean="$(awk "BEGIN { printf \"%.0f\", ($b1 + $b2) / 2 }")"
-bench_log "own $a1, $a2; provider $b1, $b2 req/s"
+ses_mean="$(awk "BEGIN { printf \"%.0f\", ($c1 + $c2) / 2 }")"
+bench_log "own $a1, $a2; provider $b1, $b2; session $c1, $c2 req/s"
+curl -s -o "$T/metrics.txt" "$GG_URL/metrics" || true
+hits="$(awk '/^gpugate_session_cache_hits_total /{print $2}' "$T/metrics.txt")"
+bench_log "session requests answered from the cache: ${hits:-none}"
 
 echo
-echo "bench/oidc.sh: wrk -c$CONNS, 2 client threads, ${SECS} s runs, A B B A; $(nproc) cores"
+echo "bench/oidc.sh: wrk -c$CONNS, 2 client threads, ${SECS} s runs, A B C C B A; $(nproc) cores; load $(cut -d' ' -f1-3 /proc/loadavg)"
 bench_header
 r="$(bench_calc "$idp_mean / $own_mean")"
 met=NO
 bench_true "$idp_mean / $own_mean >= 0.9" && met=yes
 bench_row "get by id, provider RS256 token" "$idp_mean req/s" "$own_mean req/s own HS256 token" "$r" ">= 0.9" "$met"
+r="$(bench_calc "$ses_mean / $own_mean")"
+met=NO
+bench_true "$ses_mean / $own_mean >= 0.9" && met=yes
+bench_row "get by id, console session cookie" "$ses_mean req/s" "$own_mean req/s own HS256 token" "$r" ">= 0.9" "$met"

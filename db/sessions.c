@@ -33,7 +33,7 @@ static const char sql_flow_take[] =
 static const char sql_session_put[] =
     "WITH old AS (DELETE FROM sessions WHERE expires_at < now()) "
     "INSERT INTO sessions (id_hash, issuer, subject, email, groups, "
-    "expires_at, sid, refresh_token, nonce) VALUES ($1, $2, $3, NULLIF($4, "
+    "expires_at, sid, refresh_sealed, nonce) VALUES ($1, $2, $3, NULLIF($4, "
     "''), $5::json, now() + make_interval(secs => $6::int), NULLIF($7, ''), "
     "NULLIF($8, ''), NULLIF($9, ''))";
 
@@ -54,23 +54,30 @@ static const char sql_session_end_logout[] =
     "CASE WHEN $2 <> '' THEN sid = $2 AND ($3 = '' OR subject = $3) "
     "ELSE subject = $3 END";
 
+/* with the sessions' stamp of the same snapshot (0040) and the last
+ * second the claims may be used without asking the provider again */
 static const char sql_session_get[] =
     "SELECT issuer, subject, coalesce(email, ''), groups, "
-    "extract(epoch FROM expires_at)::bigint, refresh_token IS NOT NULL AND "
-    "refreshed_at < now() - make_interval(secs => $2::int) FROM sessions "
+    "extract(epoch FROM expires_at)::bigint, refresh_sealed IS NOT NULL AND "
+    "refreshed_at < now() - make_interval(secs => $2::int), "
+    "(SELECT n FROM session_stamp), floor(extract(epoch FROM "
+    "LEAST(expires_at, CASE WHEN refresh_sealed IS NOT NULL THEN refreshed_at "
+    "+ make_interval(secs => $2::int) END)))::bigint FROM sessions "
     "WHERE id_hash = $1 AND expires_at > now()";
+
+static const char sql_session_stamp[] = "SELECT n FROM session_stamp";
 
 /* one refresh in flight per session, whichever replica claims it first */
 static const char sql_session_claim[] =
     "UPDATE sessions SET refreshing_until = now() + make_interval(secs => "
-    "$3::int) WHERE id_hash = $1 AND expires_at > now() AND refresh_token "
+    "$3::int) WHERE id_hash = $1 AND expires_at > now() AND refresh_sealed "
     "IS NOT NULL AND refreshed_at < now() - make_interval(secs => $2::int) "
     "AND (refreshing_until IS NULL OR refreshing_until < now()) "
-    "RETURNING refresh_token, coalesce(nonce, '')";
+    "RETURNING refresh_sealed, coalesce(nonce, '')";
 
 static const char sql_session_refreshed[] =
     "UPDATE sessions SET email = NULLIF($2, ''), groups = $3::json, "
-    "refresh_token = coalesce(NULLIF($4, ''), refresh_token), "
+    "refresh_sealed = coalesce(NULLIF($4, ''), refresh_sealed), "
     "refreshed_at = now(), refreshing_until = NULL WHERE id_hash = $1";
 
 static const char sql_session_delete[] =
@@ -138,9 +145,9 @@ enum gg_code db_session_put(struct gg_req *req, const char *id_hash,
                             const struct db_session *s, long ttl_s)
 {
   char ttl[24], *groups = json_dumps(s->groups, JSON_COMPACT);
-  const char *params[9] = {id_hash,  s->issuer,        s->subject,
-                           s->email, groups,           ttl,
-                           s->sid,   s->refresh_token, s->nonce};
+  const char *params[9] = {id_hash, s->issuer, s->subject, s->email,
+                           groups,  ttl,       s->sid,     s->refresh_sealed,
+                           s->nonce};
   enum gg_code code;
 
   if (!groups)
@@ -177,6 +184,24 @@ enum gg_code db_session_get(struct gg_req *req, const char *id_hash,
   }
   out->exp = strtoll(PQgetvalue(res, 0, 4), NULL, 10);
   out->refresh_due = PQgetvalue(res, 0, 5)[0] == 't';
+  out->stamp = strtoll(PQgetvalue(res, 0, 6), NULL, 10);
+  out->until = strtoll(PQgetvalue(res, 0, 7), NULL, 10);
+  PQclear(res);
+  return GG_OK;
+}
+
+enum gg_code db_session_stamp(struct gg_req *req, long long *stamp)
+{
+  PGresult *res = NULL;
+  enum gg_code code;
+
+  if ((code = run(req, sql_session_stamp, 0, NULL, &res)) != GG_OK)
+    return code;
+  if (PQntuples(res) != 1) {
+    PQclear(res);
+    return db_fail(req, GG_INTERNAL);
+  }
+  *stamp = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
   PQclear(res);
   return GG_OK;
 }
@@ -194,11 +219,11 @@ enum gg_code db_session_claim_refresh(struct gg_req *req, const char *id_hash,
   if ((code = run(req, sql_session_claim, 3, params, &res)) != GG_OK)
     return code;
   if (PQntuples(res) != 1 ||
-      (size_t)PQgetlength(res, 0, 0) >= sizeof(out->refresh_token)) {
+      (size_t)PQgetlength(res, 0, 0) >= sizeof(out->refresh_sealed)) {
     PQclear(res);
     return GG_NOT_FOUND;
   }
-  snprintf(out->refresh_token, sizeof(out->refresh_token), "%s",
+  snprintf(out->refresh_sealed, sizeof(out->refresh_sealed), "%s",
            PQgetvalue(res, 0, 0));
   snprintf(out->nonce, sizeof(out->nonce), "%s", PQgetvalue(res, 0, 1));
   PQclear(res);
@@ -209,7 +234,7 @@ enum gg_code db_session_refreshed(struct gg_req *req, const char *id_hash,
                                   const struct db_session *s)
 {
   char *groups = json_dumps(s->groups, JSON_COMPACT);
-  const char *params[4] = {id_hash, s->email, groups, s->refresh_token};
+  const char *params[4] = {id_hash, s->email, groups, s->refresh_sealed};
   enum gg_code code;
 
   if (!groups)

@@ -41,9 +41,14 @@ struct db_session {
   json_t *groups;  /* owned array of strings */
   long long exp;   /* Unix seconds */
   char sid[256];   /* the provider's session id (ID token sid), "" = none */
-  char refresh_token[2048]; /* the provider's; "" = none (never logged) */
-  char nonce[64];           /* the sign-in's nonce (refreshed ID tokens) */
-  bool refresh_due;         /* get: a refresh token older than the interval */
+  char refresh_token[2048]; /* the provider's; "" = none (never logged,
+                               never stored: only sealed) */
+  /* refresh_token sealed (server/seal.h) for the database, "" = none */
+  char refresh_sealed[2800];
+  char nonce[64];   /* the sign-in's nonce (refreshed ID tokens) */
+  bool refresh_due; /* get: a refresh token older than the interval */
+  long long stamp;  /* get: the sessions' stamp (0040) read with it */
+  long long until;  /* get: its claims usable until (Unix s, exclusive) */
 };
 
 /* Open a session with id_hash (hex) for s (borrowed) lasting ttl_s. */
@@ -55,18 +60,23 @@ enum gg_code db_session_put(struct gg_req *req, const char *id_hash,
 enum gg_code db_session_get(struct gg_req *req, const char *id_hash,
                             long refresh_s, struct db_session *out);
 
+/* The sessions' stamp (0040), which moves whenever a session ends early
+ * or its claims change, into *stamp. */
+enum gg_code db_session_stamp(struct gg_req *req, long long *stamp);
+
 /*
  * Claim the one refresh in flight of id_hash when it is due (its claims
  * older than refresh_s) and unclaimed (a claim lapses after
- * DB_REFRESH_CLAIM_S): its refresh token and nonce into out. GG_NOT_FOUND
- * (nothing recorded) when not due or claimed elsewhere.
+ * DB_REFRESH_CLAIM_S): its sealed refresh token and nonce into out.
+ * GG_NOT_FOUND (nothing recorded) when not due or claimed elsewhere.
  */
 #define DB_REFRESH_CLAIM_S 30
 enum gg_code db_session_claim_refresh(struct gg_req *req, const char *id_hash,
                                       long refresh_s, struct db_session *out);
 
 /* A refresh of id_hash succeeded: s's email and groups (borrowed), its
- * refresh token when the provider rotated it (else kept); claim released. */
+ * sealed refresh token when the provider rotated it (else kept); claim
+ * released. */
 enum gg_code db_session_refreshed(struct gg_req *req, const char *id_hash,
                                   const struct db_session *s);
 

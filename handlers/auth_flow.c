@@ -126,6 +126,10 @@ static enum gg_code not_this_browser(struct gg_req *req)
 enum gg_code auth_login(struct gg_req *req)
 {
   const struct config_oidc *o = &req->cfg->oidc;
+  /* prompt=none: the console's silent return when a session without a
+   * refresh token ended with its ID token (the provider answers at once,
+   * with a code or with login_required) */
+  const char *prompt = req_query(req, "prompt");
   char state[TOKEN_CHARS], nonce[TOKEN_CHARS], verifier[TOKEN_CHARS];
   char flow[TOKEN_CHARS], flow_hash[SESSION_HASH_HEX], cookie[160];
   char challenge[TOKEN_CHARS], url[2048], redirect[300];
@@ -137,6 +141,10 @@ enum gg_code auth_login(struct gg_req *req)
     return not_configured(req);
   if (!signin_allowed(req))
     return req->code;
+  if (prompt && strcmp(prompt, "none") != 0) {
+    problem_field(req, "prompt", "may only be \"none\"");
+    return problem_fail(req, GG_BAD_REQUEST, "Unknown sign-in prompt.");
+  }
   if (!metadata(req, &doc))
     return req->code;
   if (!random_token(state) || !random_token(nonce) || !random_token(verifier) ||
@@ -166,8 +174,9 @@ enum gg_code auth_login(struct gg_req *req)
     return problem_fail(req, GG_INTERNAL, "The sign-in URL does not fit.");
   snprintf(url + strlen(url), sizeof(url) - strlen(url),
            "&scope=openid%%20email%%20profile%s&state=%s&nonce=%s"
-           "&code_challenge=%s&code_challenge_method=S256",
-           doc.groups_scope ? "%20groups" : "", state, nonce, challenge);
+           "&code_challenge=%s&code_challenge_method=S256%s",
+           doc.groups_scope ? "%20groups" : "", state, nonce, challenge,
+           prompt ? "&prompt=none" : "");
   /* Lax: the provider's redirect back is a top-level cross-site GET */
   snprintf(cookie, sizeof(cookie),
            FLOW_COOKIE "=%s; Path=/; Max-Age=%d; HttpOnly; Secure; "
@@ -178,6 +187,21 @@ enum gg_code auth_login(struct gg_req *req)
   req_add_header(req, "Cache-Control", "no-store");
   req_reply(req, 302, NULL);
   return GG_OK;
+}
+
+/* Whether error is a provider's answer to prompt=none that needs the
+ * person (OIDC Core §3.1.2.6). */
+static bool silent_refused(const char *error)
+{
+  static const char *const needs[] = {"login_required", "interaction_required",
+                                      "consent_required",
+                                      "account_selection_required"};
+  size_t i;
+
+  for (i = 0; i < sizeof(needs) / sizeof(needs[0]); i++)
+    if (!strcmp(error, needs[i]))
+      return true;
+  return false;
 }
 
 enum gg_code auth_callback(struct gg_req *req)
@@ -203,6 +227,17 @@ enum gg_code auth_callback(struct gg_req *req)
     return not_configured(req);
   if (!signin_allowed(req))
     return req->code;
+  if (error && silent_refused(error)) {
+    /* a prompt=none return the provider could not answer without the
+     * person: to the console's sign-in page */
+    req_add_header(req, "Set-Cookie",
+                   FLOW_COOKIE "=; Path=/; Max-Age=0; HttpOnly; Secure; "
+                               "SameSite=Lax");
+    req_add_header(req, "Location", "/#/signin");
+    req_add_header(req, "Cache-Control", "no-store");
+    req_reply(req, 302, NULL);
+    return GG_OK;
+  }
   if (error) {
     problem_field(req, "error", "the provider answered \"%.64s\"", error);
     return problem_fail(req, GG_UNAUTHORIZED,
@@ -259,6 +294,17 @@ enum gg_code auth_callback(struct gg_req *req)
     goto out;
   }
   session_hash(sid, hash);
+  /* the refresh token is stored only sealed; without a secret to seal it
+   * with, it is not kept (the session then ends with its ID token) */
+  if (s.refresh_token[0] &&
+      session_seal_refresh(req->cfg, hash, s.refresh_token, s.refresh_sealed,
+                           sizeof(s.refresh_sealed)) != 0) {
+    log_msg(LOG_WARN,
+            "sign-in: the provider's refresh token cannot be sealed "
+            "(no GPUGATE_JWT_HS256_SECRET_FILE nor client secret): not "
+            "kept");
+    s.refresh_token[0] = '\0';
+  }
   snprintf(s.issuer, sizeof(s.issuer), "%s", p.issuer);
   snprintf(s.subject, sizeof(s.subject), "%s", p.subject);
   snprintf(s.email, sizeof(s.email), "%s", p.email);
@@ -286,6 +332,7 @@ enum gg_code auth_callback(struct gg_req *req)
   req_reply(req, 302, NULL);
   rc = GG_OK;
 out:
+  explicit_bzero(s.refresh_token, sizeof(s.refresh_token));
   idp_free(idp);
   json_decref(groups);
   free(id_token);
@@ -305,6 +352,7 @@ enum gg_code auth_logout(struct gg_req *req)
     session_hash(sid, hash);
     if ((rc = db_session_delete(req, hash)) != GG_OK)
       return rc;
+    session_forget();
   }
   req_add_header(req, "Set-Cookie",
                  SESSION_COOKIE "=; Path=/; Max-Age=0; HttpOnly; Secure; "

@@ -17,6 +17,7 @@
 #include "server/idp.h"
 #include "server/log.h"
 #include "server/problem.h"
+#include "server/session.h"
 
 #define LOGOUT_BODY_MAX 16384 /* a logout token and its form */
 
@@ -66,6 +67,7 @@ enum gg_code sessions_delete(struct gg_req *req)
     return req->code;
   if ((rc = db_sessions_end(req, issuer, subject, &n)) != GG_OK)
     return rc;
+  session_forget();
   log_msg(LOG_INFO, "sessions: %ld of %s at %s ended by %s", n, subject, issuer,
           req->principal.email[0]     ? req->principal.email
           : req->principal.subject[0] ? req->principal.subject
@@ -173,6 +175,7 @@ enum gg_code auth_backchannel_logout(struct gg_req *req)
   }
   if ((rc = db_sessions_logout(req, o->issuers[0], sid, sub, &n)) != GG_OK)
     goto out;
+  session_forget();
   log_msg(LOG_INFO, "back-channel logout: %ld session(s) ended", n);
   req_reply(req, 200, NULL);
   rc = GG_OK;

@@ -30,6 +30,7 @@
 #include "server/config.h"
 #include "server/cursor.h"
 #include "server/req.h"
+#include "server/seal.h"
 
 #define VERSION 0x01
 #define IV_LEN 12
@@ -48,29 +49,6 @@ int cursor_derive_key(const unsigned char *secret, size_t len,
       out != CURSOR_KEY_LEN)
     return -1;
   return 0;
-}
-
-/* AES-256-GCM over pt with aad; dir 1 seals, 0 opens (tag checked). */
-static int gcm(int dir, const unsigned char key[CURSOR_KEY_LEN],
-               const unsigned char iv[IV_LEN], const unsigned char *aad,
-               size_t aadlen, const unsigned char *in, size_t n,
-               unsigned char *out, unsigned char tag[TAG_LEN])
-{
-  EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
-  int len = 0, ok;
-
-  ok = c && EVP_CipherInit_ex(c, EVP_aes_256_gcm(), NULL, NULL, NULL, dir) &&
-       EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_IVLEN, IV_LEN, NULL) &&
-       EVP_CipherInit_ex(c, NULL, NULL, key, iv, dir) &&
-       EVP_CipherUpdate(c, NULL, &len, aad, (int)aadlen) &&
-       (n == 0 || EVP_CipherUpdate(c, out, &len, in, (int)n));
-  if (ok && !dir)
-    ok = EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_TAG, TAG_LEN, tag);
-  ok = ok && EVP_CipherFinal_ex(c, out + (n ? (size_t)len : 0), &len);
-  if (ok && dir)
-    ok = EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_GET_TAG, TAG_LEN, tag);
-  EVP_CIPHER_CTX_free(c);
-  return ok ? 0 : -1;
 }
 
 /* The associated data: version byte, then the scope. */
@@ -98,8 +76,8 @@ int cursor_seal(const unsigned char key[CURSOR_KEY_LEN], const char *scope,
     return -1;
   blob[0] = VERSION;
   memcpy(blob + 1, iv, IV_LEN);
-  if (gcm(1, key, iv, aad, aadlen, (const unsigned char *)position, n,
-          blob + 1 + IV_LEN, blob + 1 + IV_LEN + n) != 0)
+  if (seal_gcm(1, key, iv, aad, aadlen, (const unsigned char *)position, n,
+               blob + 1 + IV_LEN, blob + 1 + IV_LEN + n) != 0)
     return -1;
   return b64url_encode(blob, 1 + IV_LEN + n + TAG_LEN, out, outlen) ? 0 : -1;
 }
@@ -120,8 +98,8 @@ int cursor_open(const unsigned char key[CURSOR_KEY_LEN], const char *scope,
   if (n >= poslen)
     return -1;
   aadlen = aad_of(scope, aad, sizeof(aad));
-  if (gcm(0, key, blob + 1, aad, aadlen, blob + 1 + IV_LEN, n, pt,
-          blob + 1 + IV_LEN + n) != 0)
+  if (seal_gcm(0, key, blob + 1, aad, aadlen, blob + 1 + IV_LEN, n, pt,
+               blob + 1 + IV_LEN + n) != 0)
     return -1;
   memcpy(position, pt, n);
   position[n] = '\0';

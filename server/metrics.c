@@ -6,6 +6,7 @@
  * Label values are escaped here (backslash, double quote and newline).
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -438,6 +439,26 @@ static struct family events_dropped = {
     NULL,
     0,
     0};
+static struct family session_hits = {
+    "gpugate_session_cache_hits_total",
+    "counter",
+    "Requests with the console's session cookie answered from this "
+    "replica's cache of sessions, without reading PostgreSQL.",
+    true,
+    NULL,
+    0,
+    0};
+static struct family session_flushes = {
+    "gpugate_session_cache_flushes_total",
+    "counter",
+    "This replica's cache of console sessions emptied because a session "
+    "ended or changed on some replica (the sessions' stamp moved).",
+    true,
+    NULL,
+    0,
+    0};
+/* counted without the lock (one per cached request), copied at render */
+static atomic_ullong session_hit_count, session_flush_count;
 static struct family conn_open = {"gpugate_http_open_connections",
                                   "gauge",
                                   "HTTP connections open now (both listeners).",
@@ -597,6 +618,16 @@ void metrics_events_clients(long n)
 
   lb_init(&l);
   add(&events_clients, &l, (double)(n > 0 ? n : 0), true);
+}
+
+void metrics_session_cache_hit(void)
+{
+  atomic_fetch_add_explicit(&session_hit_count, 1, memory_order_relaxed);
+}
+
+void metrics_session_cache_flush(void)
+{
+  atomic_fetch_add_explicit(&session_flush_count, 1, memory_order_relaxed);
 }
 
 void metrics_events_dropped(void)
@@ -836,12 +867,16 @@ void metrics_publish_team_costs(struct metrics_gauges *g)
 static char *render(bool teams)
 {
   struct out o = {NULL, 0, 0, false};
+  struct lbuf l;
 
   o.buf = malloc(16384);
   if (!o.buf)
     return NULL;
   o.cap = 16384;
   o.buf[0] = '\0';
+  lb_init(&l);
+  add(&session_hits, &l, (double)atomic_load(&session_hit_count), true);
+  add(&session_flushes, &l, (double)atomic_load(&session_flush_count), true);
   pthread_mutex_lock(&lock);
   metrics_text_family(&o, &http_requests);
   metrics_text_histogram(&o, &http_seconds);
@@ -879,6 +914,8 @@ static char *render(bool teams)
   metrics_text_family(&o, &conn_open);
   metrics_text_family(&o, &events_clients);
   metrics_text_family(&o, &events_dropped);
+  metrics_text_family(&o, &session_hits);
+  metrics_text_family(&o, &session_flushes);
   metrics_text_family(&o, &state_drift);
   pthread_mutex_unlock(&lock);
   metrics_text_process(&o);
@@ -919,6 +956,8 @@ void metrics_reset(void)
                           &conn_open,
                           &events_clients,
                           &events_dropped,
+                          &session_hits,
+                          &session_flushes,
                           &batch_orphans,
                           &batch_races,
                           &batch_race_winners,
@@ -938,5 +977,7 @@ void metrics_reset(void)
   histogram_clear(&wait_seconds);
   histogram_clear(&cycle_seconds);
   histogram_clear(&create_seconds);
+  atomic_store(&session_hit_count, 0);
+  atomic_store(&session_flush_count, 0);
   pthread_mutex_unlock(&lock);
 }

@@ -66,6 +66,11 @@ void metrics_conn_open(long n);
  * dropped for falling behind. */
 void metrics_events_clients(long n);
 void metrics_events_dropped(void);
+/* Console sessions (server/session.c): a request answered from the
+ * replica's cache of sessions; the cache emptied because the sessions'
+ * stamp moved (a session ended or changed on some replica). */
+void metrics_session_cache_hit(void);
+void metrics_session_cache_flush(void);
 /* One Pub/Sub push by outcome: applied, ignored, foreign, malformed,
  * unauthorized, failed (a fixed list: see handlers/notifications.c). */
 void metrics_pubsub_push(const char *outcome);

@@ -265,7 +265,9 @@ int oidc_verify(const char *token, const struct oidc_policy *p, time_t now,
   }
   jwk = key_for(iss, kid, ud, &pinned, why, sizeof(why));
   if (!jwk) {
-    *reason = "signing key unknown or unavailable";
+    *reason = !strcmp(why, JWKS_ERR_FETCHING)
+                  ? "the issuer's signing keys are still being fetched; retry"
+                  : "signing key unknown or unavailable";
     goto out;
   }
   if (pinned != alg) {

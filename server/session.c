@@ -1,14 +1,18 @@
 /*
  * session.c — the cookie side of console sign-in (see session.h). A
- * session costs one indexed lookup per request; its grants are bound from
- * the replica's access-binding cache like a token's, so a binding change
- * applies to open sessions at once. A session holding the provider's
- * refresh token is re-validated once its claims are older than
- * GPUGATE_SESSION_REFRESH_S: the one request (on any replica) that claims
- * the refresh asks the provider, re-reads email and groups from the
+ * session is read from PostgreSQL once and then answered from the
+ * replica's cache (server/sesscache.h) until it ends, is due for a refresh
+ * or any replica ends a session (the stamp the cache reads at most once a
+ * second); its grants are bound from the replica's access-binding cache
+ * like a token's, so a binding change applies to open sessions at once. A
+ * session holding the provider's refresh token is re-validated once its claims
+ * are older than GPUGATE_SESSION_REFRESH_S: the one request (on any replica)
+ * that claims the refresh asks the provider, re-reads email and groups from the
  * refreshed ID token, and ends the session when the provider refuses.
  */
+#include <openssl/crypto.h>
 #include <openssl/sha.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,10 +21,19 @@
 #include "batch/code_exchange.h"
 #include "batch/discovery.h"
 #include "db/sessions.h"
+#include "server/bindings.h"
 #include "server/idp.h"
 #include "server/log.h"
+#include "server/metrics.h"
 #include "server/problem.h"
+#include "server/seal.h"
+#include "server/sesscache.h"
 #include "server/session.h"
+
+_Static_assert(
+    sizeof(((struct db_session *)0)->refresh_sealed) >=
+        SEAL_TEXT_MAX(sizeof(((struct db_session *)0)->refresh_token)),
+    "a sealed refresh token fits db_session.refresh_sealed");
 
 void session_hash(const char *sid, char hash[SESSION_HASH_HEX])
 {
@@ -37,6 +50,49 @@ bool session_csrf_ok(const struct gg_req *req)
   const char *v = req_header(req, "X-GPUGate-CSRF");
 
   return v && !strcmp(v, "1");
+}
+
+/* The key that seals refresh tokens, from the HS256 secret every replica
+ * shares, else the console's client secret. 0, or -1 when neither is
+ * configured. */
+static int seal_key(const struct config *cfg, unsigned char key[SEAL_KEY_LEN])
+{
+  if (cfg->hs256_secret && cfg->hs256_secret_len > 0)
+    return seal_derive_key(cfg->hs256_secret, cfg->hs256_secret_len,
+                           SESSION_SEAL_INFO, key);
+  if (cfg->oidc.client_secret[0])
+    return seal_derive_key((const unsigned char *)cfg->oidc.client_secret,
+                           strlen(cfg->oidc.client_secret), SESSION_SEAL_INFO,
+                           key);
+  return -1;
+}
+
+/* f (seal_text or seal_open) of in for the session of hash, under the key
+ * of cfg (wiped after). */
+static int with_key(const struct config *cfg,
+                    int (*f)(const unsigned char *, const char *, const char *,
+                             char *, size_t),
+                    const char *hash, const char *in, char *out, size_t outlen)
+{
+  unsigned char key[SEAL_KEY_LEN];
+  int rc = -1;
+
+  if (seal_key(cfg, key) == 0)
+    rc = f(key, hash, in, out, outlen);
+  OPENSSL_cleanse(key, sizeof(key));
+  return rc;
+}
+
+int session_seal_refresh(const struct config *cfg, const char *hash,
+                         const char *token, char *out, size_t outlen)
+{
+  return with_key(cfg, seal_text, hash, token, out, outlen);
+}
+
+int session_open_refresh(const struct config *cfg, const char *hash,
+                         const char *sealed, char *out, size_t outlen)
+{
+  return with_key(cfg, seal_open, hash, sealed, out, outlen);
 }
 
 /* Verify a refreshed ID token (borrowed) against the session s: same
@@ -92,6 +148,13 @@ static enum gg_code refresh(struct gg_req *req, const char *hash,
   rc = db_session_claim_refresh(req, hash, o->session_refresh_s, &claim);
   if (rc != GG_OK)
     return rc == GG_NOT_FOUND ? GG_OK : rc;
+  if (session_open_refresh(req->cfg, hash, claim.refresh_sealed,
+                           claim.refresh_token,
+                           sizeof(claim.refresh_token)) != 0) {
+    /* sealed under another key (the secret changed): it cannot be used */
+    snprintf(err, sizeof(err), "its refresh token cannot be opened");
+    goto ended;
+  }
   if (discovery_get(o->issuers[0], time(NULL), &doc, err, sizeof(err)) != 0 ||
       !doc.token_endpoint[0]) {
     log_msg(LOG_WARN, "session refresh: %s",
@@ -110,14 +173,23 @@ static enum gg_code refresh(struct gg_req *req, const char *hash,
     rc = GG_OK;
     goto out;
   }
-  if (!id_token || revalidate(req, id_token, claim.nonce, s, &why) != 0) {
-    log_msg(LOG_INFO, "session refresh: session of %s ended: %s", s->subject,
-            id_token ? why : err);
-    rc = db_session_delete(req, hash);
-    rc = rc == GG_OK ? GG_NOT_FOUND : rc;
-    goto out;
+  if (!id_token || revalidate(req, id_token, claim.nonce, s, &why) != 0)
+    goto ended;
+  /* a rotated refresh token replaces the old one, sealed like it */
+  if (s->refresh_token[0] &&
+      session_seal_refresh(req->cfg, hash, s->refresh_token, s->refresh_sealed,
+                           sizeof(s->refresh_sealed)) != 0) {
+    snprintf(err, sizeof(err), "its rotated refresh token cannot be sealed");
+    goto ended;
   }
   rc = db_session_refreshed(req, hash, s);
+  goto out;
+ended:
+  log_msg(LOG_INFO, "session refresh: session of %s ended: %s", s->subject,
+          id_token && why ? why : err);
+  rc = db_session_delete(req, hash);
+  session_forget();
+  rc = rc == GG_OK ? GG_NOT_FOUND : rc;
 out:
   free(id_token);
   explicit_bzero(claim.refresh_token, sizeof(claim.refresh_token));
@@ -125,12 +197,65 @@ out:
   return rc;
 }
 
+/* The replica's cache of verified sessions, made on first use (NULL when
+ * it could not be: every request then reads PostgreSQL). */
+static struct sesscache *cache;
+static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
+
+static void cache_make(void)
+{
+  cache = sesscache_new(SESSION_CACHE);
+}
+
+static struct sesscache *cache_get(void)
+{
+  pthread_once(&cache_once, cache_make);
+  return cache;
+}
+
+static long long mono_ms(void)
+{
+  struct timespec ts;
+
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void session_forget(void)
+{
+  struct sesscache *c = cache_get();
+
+  if (c)
+    sesscache_forget(c);
+}
+
+/* Read the sessions' stamp when the cache c needs it before use; GG_OK or
+ * the problem recorded. */
+static enum gg_code check_stamp(struct gg_req *req, struct sesscache *c,
+                                long long now_ms)
+{
+  long long stamp = -1;
+  enum gg_code rc;
+
+  if (!sesscache_check_begin(c, now_ms))
+    return GG_OK;
+  rc = db_session_stamp(req, &stamp);
+  if (sesscache_check_end(c, now_ms, rc == GG_OK, stamp))
+    metrics_session_cache_flush();
+  return rc;
+}
+
 enum gg_code session_authenticate(struct gg_req *req, const char *sid)
 {
   struct auth_principal *p = &req->principal;
   const char *groups[IDP_MAX_GROUPS];
+  unsigned char key[TOKENCACHE_KEY_LEN];
   char hash[SESSION_HASH_HEX];
+  struct sesscache *c = cache_get();
   struct db_session s;
+  time_t now = time(NULL);
+  long long now_ms = mono_ms();
+  bool keyed, refreshed = false;
   enum gg_code rc;
   json_t *g; /* borrowed */
   size_t n = 0, i;
@@ -139,10 +264,20 @@ enum gg_code session_authenticate(struct gg_req *req, const char *sid)
     return problem_fail(req, GG_FORBIDDEN,
                         "A request authenticated by the session cookie must "
                         "carry the header X-GPUGate-CSRF: 1.");
+  keyed = c && sesscache_key(c, sid, key) == 0;
+  if (keyed && (rc = check_stamp(req, c, now_ms)) != GG_OK)
+    return rc;
+  if (keyed && sesscache_get(c, key, now, now_ms, p) &&
+      p->bindings_gen == bindings_generation()) {
+    metrics_session_cache_hit();
+    return GG_OK;
+  }
   session_hash(sid, hash);
   rc = db_session_get(req, hash, req->cfg->oidc.session_refresh_s, &s);
-  if (rc == GG_OK && s.refresh_due)
+  if (rc == GG_OK && s.refresh_due) {
     rc = refresh(req, hash, &s);
+    refreshed = true;
+  }
   if (rc != GG_OK)
     json_decref(s.groups);
   if (rc == GG_NOT_FOUND)
@@ -162,5 +297,8 @@ enum gg_code session_authenticate(struct gg_req *req, const char *sid)
       groups[n++] = json_string_value(g);
   idp_bind(p, groups, n);
   json_decref(s.groups);
+  /* a refreshed session's row has moved on: the next request reads it */
+  if (keyed && !refreshed)
+    sesscache_put(c, key, s.stamp, now, s.until, p);
   return GG_OK;
 }

@@ -1,7 +1,8 @@
 /*
  * session.h — requests authenticated by the console's session cookie
  * (`__Host-gpugate_session`) instead of a bearer token: the cookie's id is
- * looked up by its SHA-256 in PostgreSQL (db/sessions.h), its principal
+ * looked up by its SHA-256 in PostgreSQL (db/sessions.h), then in the
+ * replica's cache of verified sessions (server/sesscache.h), its principal
  * bound like a provider token's, and every such request must carry
  * `X-GPUGate-CSRF: 1`, which a cross-site form cannot send.
  */
@@ -14,6 +15,9 @@
 
 #define SESSION_COOKIE "__Host-gpugate_session"
 #define SESSION_HASH_HEX 65 /* SHA-256 as hex, and its NUL */
+
+/* Sessions cached per replica (server/sesscache.h). */
+#define SESSION_CACHE 4096
 
 /* The hex SHA-256 of the session id sid into hash. */
 void session_hash(const char *sid, char hash[SESSION_HASH_HEX]);
@@ -28,5 +32,25 @@ bool session_csrf_ok(const struct gg_req *req);
  * database.
  */
 enum gg_code session_authenticate(struct gg_req *req, const char *sid);
+
+/* The HKDF label of the key sealing refresh tokens (server/seal.h). */
+#define SESSION_SEAL_INFO "gpugate/refresh-token/v1"
+
+/*
+ * Seal the provider's refresh token (borrowed) of the session of hash (hex,
+ * the associated data: a sealed token opens only for its own session) into
+ * out, under the key derived from cfg's HS256 secret, else the console's
+ * client secret; open it again. 0, or -1 (no secret to derive the key
+ * from, out too small; open: anything not sealed so for this session).
+ */
+int session_seal_refresh(const struct config *cfg, const char *hash,
+                         const char *token, char *out, size_t outlen);
+int session_open_refresh(const struct config *cfg, const char *hash,
+                         const char *sealed, char *out, size_t outlen);
+
+/* This replica ended sessions: its cache reads the sessions' stamp before
+ * its next use, so they are refused here at once (other replicas within
+ * SESSCACHE_CHECK_MS). Thread-safe. */
+void session_forget(void);
 
 #endif

@@ -36,12 +36,15 @@ export function inSession() {
   return session && !token();
 }
 
-/* Forget the token or session and everything fetched with it. */
-export function signOut(reason) {
+/* Forget the token or session and everything fetched with it. ended:
+ * the server no longer accepts it (not a sign-out here); the listener is
+ * told whether it was the console's session that ended. */
+export function signOut(reason, { ended = false } = {}) {
+  const sessionEnded = ended && inSession();
   sessionStorage.removeItem(KEY);
   session = false;
   etags.clear();
-  onSignedOut(reason);
+  onSignedOut(reason, sessionEnded);
 }
 
 /* End the session on the server (every replica), then here. */
@@ -110,7 +113,7 @@ export async function get(path) {
   const r = await fetch(path, { headers: h, cache: 'no-store', credentials: credentials() });
   if (r.status === 304 && cached) return cached.data;
   if (r.status === 401) {
-    signOut('Your session has ended (the server no longer accepts the token). Sign in again.');
+    signOut('Your session has ended (the server no longer accepts the token). Sign in again.', { ended: true });
     throw new ApiError(401, await problemOf(r));
   }
   if (!r.ok) throw new ApiError(r.status, await problemOf(r));
@@ -136,7 +139,7 @@ export async function stream(path, onItem, signal) {
     signal,
   });
   if (r.status === 401) {
-    signOut('Your session has ended (the server no longer accepts the token). Sign in again.');
+    signOut('Your session has ended (the server no longer accepts the token). Sign in again.', { ended: true });
     throw new ApiError(401, await problemOf(r));
   }
   if (!r.ok) throw new ApiError(r.status, await problemOf(r));
@@ -179,7 +182,7 @@ export async function post(path, body, extraHeaders = {}) {
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   if (r.status === 401) {
-    signOut('Your session has ended. Sign in again.');
+    signOut('Your session has ended. Sign in again.', { ended: true });
     throw new ApiError(401, await problemOf(r));
   }
   if (!r.ok) throw new ApiError(r.status, await problemOf(r));
@@ -190,7 +193,7 @@ export async function post(path, body, extraHeaders = {}) {
 export async function getCsv(path) {
   const r = await fetch(path, { headers: headers({ Accept: 'text/csv' }), cache: 'no-store', credentials: credentials() });
   if (r.status === 401) {
-    signOut('Your session has ended. Sign in again.');
+    signOut('Your session has ended. Sign in again.', { ended: true });
     throw new ApiError(401, await problemOf(r));
   }
   if (!r.ok) throw new ApiError(r.status, await problemOf(r));
@@ -245,7 +248,7 @@ export function follow(path, onEvent, onState) {
         if (last) h['Last-Event-ID'] = last;
         const r = await fetch(path, { headers: h, cache: 'no-store', credentials: credentials(), signal: ctrl.signal });
         if (r.status === 401) {
-          signOut('Your session has ended. Sign in again.');
+          signOut('Your session has ended. Sign in again.', { ended: true });
           return;
         }
         if (!r.ok || !r.body) throw new ApiError(r.status, null);

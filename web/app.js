@@ -135,10 +135,10 @@ function armExpiry() {
   const what = me.via === 'session' ? 'session' : 'token';
   const msg = `Your ${what} expired at ${when(new Date(me.exp * 1000).toISOString())}. Sign in again.`;
   if (ms <= 0) {
-    api.signOut(msg);
+    api.signOut(msg, { ended: true });
     return;
   }
-  expiryTimer = setTimeout(() => api.signOut(msg), Math.min(ms, 2147483000));
+  expiryTimer = setTimeout(() => api.signOut(msg, { ended: true }), Math.min(ms, 2147483000));
 }
 
 function signInView() {
@@ -291,7 +291,23 @@ async function route() {
   main.focus({ preventScroll: true });
 }
 
-api.whenSignedOut((reason) => {
+/* A console session that ended (a session without the provider's refresh
+ * token lasts no longer than its ID token) returns through the provider
+ * without a page when it can: /auth/login with prompt=none, at most once a
+ * minute (the provider answers login_required when the person must sign
+ * in, and gpugate then shows the sign-in page). */
+const SILENT_KEY = 'gpugate.silentReturn';
+function silentReturn() {
+  if (!document.querySelector('meta[name="gpugate-sign-in"]')) return false;
+  const last = Number(sessionStorage.getItem(SILENT_KEY) || 0);
+  if (Date.now() - last < 60000) return false;
+  sessionStorage.setItem(SILENT_KEY, String(Date.now()));
+  location.assign('/auth/login?prompt=none');
+  return true;
+}
+
+api.whenSignedOut((reason, sessionEnded) => {
+  if (sessionEnded && silentReturn()) return;
   signInMessage = reason || '';
   me = null;
   if (location.hash !== '#/signin') location.hash = '#/signin';

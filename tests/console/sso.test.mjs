@@ -8,8 +8,12 @@
  * jobs listed, the cookie out of the page's reach, a cross-site logout
  * refused, and the real logout. Then: the sign-in bound to its browser by
  * the flow cookie (an attacker's callback URL opened by a signed-in victim
- * is refused and leaves her session as it was), and the provider's
- * Back-Channel Logout ending the console's session.
+ * is refused and leaves her session as it was), the provider's
+ * Back-Channel Logout ending the console's session, and a person who loses
+ * a group at the provider losing its team in the console once the session
+ * is refreshed (GPUGATE_SESSION_REFRESH_S is 1 here), and a session
+ * without a refresh token that ends with its ID token returning through
+ * /auth/login with prompt=none, without the provider's pages.
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -92,6 +96,8 @@ before(async () => {
       GPUGATE_OIDC_CLIENT_SECRET_FILE: path.join(work, 'client-secret'),
       GPUGATE_PUBLIC_URL: base,
       GPUGATE_RATE_LIMIT_RPS: '0',
+      /* sessions re-validated at the provider every second */
+      GPUGATE_SESSION_REFRESH_S: '1',
     },
     stdio: ['ignore', 'ignore', fs.openSync(path.join(work, 'gpugate.log'), 'a')],
   });
@@ -275,4 +281,71 @@ test('the provider\'s back-channel logout ends the console\'s session', async ()
   await page.reload();
   await page.waitForSelector('[data-view="signin"][data-ready]');
   await context.close();
+});
+
+test('a refreshed session losing its group loses its grant', async () => {
+  const groups = (g) => fetch(`${issuer}/test/accounts/cat`, {
+    method: 'PUT', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ groups: g }),
+  });
+  assert.equal((await groups(['ml-team-a', 'ml-team-b'])).status, 204);
+  const context = await browser.newContext();
+  try {
+    const { page } = await signIn(context, 'cat');
+    assert.deepEqual((await page.locator('#team-switch option').allTextContents()).sort(), ['team-a', 'team-b']);
+
+    /* cat leaves ml-team-b at the provider: the next refresh drops team-b */
+    assert.equal((await groups(['ml-team-a'])).status, 204);
+    let me = await whoami(page);
+    for (let i = 0; i < 300 && me.status === 200 && me.body.grants.length !== 1; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      me = await whoami(page);
+    }
+    assert.equal(me.status, 200);
+    assert.deepEqual(me.body.grants.map((g) => g.team), ['team-a'], JSON.stringify(me.body));
+
+    /* the console, reloaded, has no team to switch to (team-a alone);
+     * team-b's jobs are gone */
+    await page.reload();
+    await page.waitForSelector('[data-view="overview"][data-ready]', { timeout: 20000 });
+    assert.equal(await page.locator('#team-switch').count(), 0);
+    const teamB = await page.evaluate(async () =>
+      (await fetch('/v1/teams/team-b/jobs', { headers: { 'X-GPUGate-CSRF': '1' } })).status);
+    assert.equal(teamB, 404);
+  } finally {
+    await groups(['ml-team-a', 'ml-team-b']);
+    await context.close();
+  }
+});
+
+test('without a refresh token an ended session returns through /auth/login, prompt=none first', async () => {
+  const psql = (sql) => execFileSync('psql', [process.env.CONSOLE_DB, '-X', '-q', '-t', '-A', '-c', sql]).toString().trim();
+  const context = await browser.newContext();
+  try {
+    const { page } = await signIn(context, 'ann');
+    /* ann's session as one the provider gave no refresh token */
+    assert.equal(psql("WITH s AS (UPDATE sessions SET refresh_sealed = NULL WHERE subject = 'ann' RETURNING 1) SELECT count(*) FROM s"), '1');
+    const seen = [];
+    page.on('request', (r) => { if (r.isNavigationRequest()) seen.push(r.url()); });
+    /* its ID token's end: the session ends (every replica within a second) */
+    psql("UPDATE sessions SET expires_at = now() - interval '1 s' WHERE subject = 'ann'");
+    let st = 200;
+    for (let i = 0; i < 300 && st === 200; i++) {
+      st = (await whoami(page)).status;
+      if (st === 200) await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.equal(st, 401);
+    /* the console's next read finds it ended and returns silently */
+    await page.evaluate(() => { location.hash = '#/jobs'; });
+    await page.waitForURL(`${base}/auth/login?prompt=none`, { waitUntil: 'commit', timeout: 30000 }).catch(() => {});
+    await page.waitForURL(`${base}/`, { timeout: 30000 });
+    await page.waitForSelector('[data-view="overview"][data-ready]', { timeout: 30000 });
+    assert.ok(seen.some((u) => u.startsWith(`${base}/auth/login?prompt=none`)), seen.join(' '));
+    assert.ok(seen.some((u) => u.startsWith(`${issuer}/auth`) && u.includes('prompt=none')), seen.join(' '));
+    assert.ok(!seen.some((u) => u.includes('/interaction/')), `a provider page was shown: ${seen.join(' ')}`);
+    const me = await whoami(page);
+    assert.equal(me.status, 200);
+    assert.equal(me.body.email, 'ann@example.com');
+  } finally {
+    await context.close();
+  }
 });

@@ -20,12 +20,16 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/pem.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -247,10 +251,12 @@ static const char bindings[] =
     " \"finance\": {\"subjects\": [{\"kind\": \"email\", \"name\": "
     "\"auditor@example.com\"}], \"role\": \"finance\"}}}";
 
-/* A gpugate replica on the suite's database, trusting the provider. */
-static int start_gpugate(struct h_server *s)
+/* A gpugate replica on the suite's database, trusting the provider, its
+ * sessions re-validated every refresh_s seconds. */
+static int start_replica_of(struct h_server *s, const char *iss,
+                            const char *refresh_s)
 {
-  char env_iss[200], env_secret[128];
+  char env_iss[200], env_secret[128], env_refresh[64];
   const char *env[12];
   int n = 0;
 
@@ -259,15 +265,29 @@ static int start_gpugate(struct h_server *s)
   env[n++] = env_secret;
   env[n++] = "GPUGATE_OIDC_CLIENT_ID=gpugate-console";
   env[n++] = "GPUGATE_PUBLIC_URL=https://gpugate.test";
-  snprintf(env_iss, sizeof(env_iss), "GPUGATE_OIDC_ISSUERS=%s", issuer);
+  snprintf(env_iss, sizeof(env_iss), "GPUGATE_OIDC_ISSUERS=%s", iss);
   env[n++] = env_iss;
   env[n++] = "GPUGATE_OIDC_AUDIENCES=gpugate";
   env[n++] = "GPUGATE_OIDC_REQUIRED_CLAIMS=hd=example.com";
   env[n++] = "GPUGATE_OIDC_JWKS_COOLDOWN_S=2";
   env[n++] = "GPUGATE_RATE_LIMIT_RPS=100000";
-  env[n++] = "GPUGATE_SESSION_REFRESH_S=1";
+  snprintf(env_refresh, sizeof(env_refresh), "GPUGATE_SESSION_REFRESH_S=%s",
+           refresh_s);
+  env[n++] = env_refresh;
   env[n] = NULL;
   return h_server_start(s, db_url, env);
+}
+
+/* A replica of the suite's provider. */
+static int start_replica(struct h_server *s, const char *refresh_s)
+{
+  return start_replica_of(s, issuer, refresh_s);
+}
+
+/* A replica whose sessions are re-validated every second. */
+static int start_gpugate(struct h_server *s)
+{
+  return start_replica(s, "1");
 }
 
 static void setup(void)
@@ -878,6 +898,48 @@ static void flow_cookie(const struct h_resp *r, char *out, size_t len)
   snprintf(out, len, "Cookie: %.*s", (int)strcspn(v, ";"), v);
 }
 
+/* GET /v1/whoami by the session of cookie at s: its status. */
+static long session_status(const struct h_server *s, const char *cookie)
+{
+  const char *with[3] = {cookie, "X-GPUGate-CSRF: 1", NULL};
+  struct h_resp r;
+  long st;
+
+  ck_assert_int_eq(h_request(s, "GET", "/v1/whoami", NULL, NULL, with, &r), 0);
+  st = r.status;
+  h_resp_free(&r);
+  return st;
+}
+
+/* Wait (at most 30 s, polling) until the session of cookie answers want
+ * at s: another replica refuses an ended session once it reads the
+ * sessions' stamp (at most a second later). Its status. */
+static long session_eventually(const struct h_server *s, const char *cookie,
+                               long want)
+{
+  long long end = h_now_ms() + 30000;
+  long st;
+
+  while ((st = session_status(s, cookie)) != want && h_now_ms() < end)
+    h_sleep_ms(20);
+  return st;
+}
+
+/* A sample of s's /metrics (0 when absent). */
+static double metric_at(const struct h_server *s, const char *series)
+{
+  char *admin = h_token(NULL, "admin", 600);
+  struct h_resp r;
+  double v;
+
+  ck_assert_int_eq(h_request(s, "GET", "/metrics", admin, NULL, NULL, &r), 0);
+  ck_assert_int_eq(r.status, 200);
+  v = h_sample(r.body, series);
+  h_resp_free(&r);
+  free(admin);
+  return v < 0 ? 0 : v;
+}
+
 /* The whole sign-in: gpugate's /auth/login, the provider's login and
  * consent pages (devInteractions, user bob: groups ml-team-a and
  * ml-team-b), gpugate's /auth/callback; then the session at work, its
@@ -908,8 +970,31 @@ START_TEST(console_sign_in)
   ck_assert_msg(!strncmp(url, issuer, strlen(issuer)) &&
                     strstr(url, "code_challenge_method=S256") &&
                     strstr(url, "&state=") && strstr(url, "&nonce=") &&
-                    strstr(url, "redirect_uri=https%3A%2F%2Fgpugate.test"),
+                    strstr(url, "redirect_uri=https%3A%2F%2Fgpugate.test") &&
+                    !strstr(url, "prompt="),
                 "%s", url);
+  /* the console's silent return: prompt=none, and no other prompt; the
+   * provider's login_required to it goes to the console's sign-in page */
+  ck_assert_int_eq(
+      h_request(&srv, "GET", "/auth/login?prompt=none", NULL, NULL, NULL, &r),
+      0);
+  ck_assert_int_eq(r.status, 302);
+  ck_assert_msg(
+      strstr(h_header(&r, "Location", loc, sizeof(loc)), "&prompt=none"), "%s",
+      loc);
+  h_resp_free(&r);
+  ck_assert_int_eq(
+      h_request(&srv, "GET", "/auth/login?prompt=login", NULL, NULL, NULL, &r),
+      0);
+  ck_assert_msg(h_is_problem(&r, 400, "prompt"), "%ld %s", r.status, r.body);
+  h_resp_free(&r);
+  ck_assert_int_eq(h_request(&srv, "GET",
+                             "/auth/callback?error=login_required&state=s",
+                             NULL, NULL, NULL, &r),
+                   0);
+  ck_assert_int_eq(r.status, 302);
+  ck_assert_str_eq(h_header(&r, "Location", loc, sizeof(loc)), "/#/signin");
+  h_resp_free(&r);
 
   /* at the provider, with its cookies, until it sends the browser back */
   curl_easy_setopt(c, CURLOPT_COOKIEFILE, "");
@@ -981,16 +1066,15 @@ START_TEST(console_sign_in)
                 r.status, r.body);
   h_resp_free(&r);
 
-  /* sessions expire (GPUGATE_SESSION_TTL_S): past expires_at, 401 */
+  /* sessions expire (GPUGATE_SESSION_TTL_S): past expires_at, 401 (an
+   * expiry brought forward reaches the replica's cache with the sessions'
+   * stamp, within a second) */
   {
     PGconn *pg = h_db_connect(db_url);
     ck_assert_int_eq(PQstatus(pg), CONNECTION_OK);
     h_db_int(pg, "WITH s AS (UPDATE sessions SET expires_at = now() - "
                  "interval '1 s' RETURNING 1) SELECT count(*) FROM s");
-    ck_assert_int_eq(h_request(&srv, "GET", "/v1/whoami", NULL, NULL, with, &r),
-                     0);
-    ck_assert_int_eq(r.status, 401);
-    h_resp_free(&r);
+    ck_assert_int_eq(session_eventually(&srv, cookie, 401), 401);
     ck_assert_int_eq(h_db_int(pg, "WITH s AS (UPDATE sessions SET "
                                   "expires_at = now() + interval '1 h' "
                                   "RETURNING 1) SELECT count(*) FROM s"),
@@ -1068,19 +1152,6 @@ static void sign_in(const char *user, char *cookie, size_t len)
   ck_assert_msg(r.status == 302, "%ld %s", r.status, r.body);
   session_cookie(&r, cookie, len);
   h_resp_free(&r);
-}
-
-/* GET /v1/whoami by the session of cookie at s: its status. */
-static long session_status(const struct h_server *s, const char *cookie)
-{
-  const char *with[3] = {cookie, "X-GPUGate-CSRF: 1", NULL};
-  struct h_resp r;
-  long st;
-
-  ck_assert_int_eq(h_request(s, "GET", "/v1/whoami", NULL, NULL, with, &r), 0);
-  st = r.status;
-  h_resp_free(&r);
-  return st;
 }
 
 /* A logout token of the suite's provider for the console: sid and sub
@@ -1192,14 +1263,14 @@ START_TEST(sessions_follow_provider)
   free(t);
   json_decref(j);
   ck_assert_int_eq(session_status(&srv, two), 401);
-  ck_assert_int_eq(session_status(&other, two), 401);
+  ck_assert_int_eq(session_eventually(&other, two, 401), 401);
   ck_assert_int_eq(session_status(&other, one), 200);
 
   /* an administrator ends the rest */
   j = h_call(&srv, "DELETE", path, admin, NULL, 200);
   ck_assert_int_eq(json_integer_value(json_object_get(j, "ended")), 1);
   json_decref(j);
-  ck_assert_int_eq(session_status(&other, one), 401);
+  ck_assert_int_eq(session_eventually(&other, one, 401), 401);
   j = h_call(&srv, "GET", path, admin, NULL, 200);
   ck_assert_uint_eq(json_array_size(json_object_get(j, "items")), 0);
   json_decref(j);
@@ -1210,10 +1281,218 @@ START_TEST(sessions_follow_provider)
   t = logout_token(NULL, "bob", false, NULL, "gpugate-console");
   ck_assert_int_eq(backchannel(t), 200);
   free(t);
-  ck_assert_int_eq(session_status(&other, three), 401);
+  ck_assert_int_eq(session_eventually(&other, three, 401), 401);
   h_server_stop(&other);
   free(admin);
   free(member);
+}
+END_TEST
+
+/* A replica answers a session it has verified from its cache (no read of
+ * PostgreSQL per request), and refuses it once another replica ends it:
+ * the DELETE moves the sessions' stamp, which the replica reads at most
+ * once a second, and the move empties its cache. Polled with a generous
+ * bound; the mechanism is asserted by the replica's counters. */
+START_TEST(sessions_cached_per_replica)
+{
+  char cookie[256], path[300];
+  char *admin = h_token(NULL, "admin", 600);
+  struct h_server b;
+  double hits, flushes;
+  json_t *j;
+  int i;
+
+  /* claims re-validated every 900 s: the cache holds them that long */
+  ck_assert_msg(start_replica(&b, "900") == 0, "replica: see %s", b.log);
+  sign_in("ann", cookie, sizeof(cookie));
+  hits = metric_at(&b, "gpugate_session_cache_hits_total");
+  for (i = 0; i < 20; i++)
+    ck_assert_int_eq(session_status(&b, cookie), 200);
+  /* the first read PostgreSQL, the other 19 the cache */
+  ck_assert_msg(metric_at(&b, "gpugate_session_cache_hits_total") - hits >= 19,
+                "%.0f of 20 requests answered from the cache",
+                metric_at(&b, "gpugate_session_cache_hits_total") - hits);
+
+  /* ended through the other replica */
+  flushes = metric_at(&b, "gpugate_session_cache_flushes_total");
+  snprintf(path, sizeof(path), "/v1/sessions?issuer=%s&subject=ann", issuer);
+  j = h_call(&srv, "DELETE", path, admin, NULL, 200);
+  ck_assert_int_eq(json_integer_value(json_object_get(j, "ended")), 1);
+  json_decref(j);
+  ck_assert_int_eq(session_eventually(&b, cookie, 401), 401);
+  ck_assert_msg(metric_at(&b, "gpugate_session_cache_flushes_total") >=
+                    flushes + 1,
+                "the replica refused the session without seeing the stamp "
+                "move");
+  h_server_stop(&b);
+  free(admin);
+}
+END_TEST
+
+/* ---- a provider whose key server holds its answer ---- */
+
+/* Discovery answered at once; the key set (GET /jwks) held until the test
+ * releases it: one connection at a time, on a thread of the test. */
+struct held_keys {
+  int listener;
+  unsigned short port;
+  pthread_t thread;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  bool release, stop;
+  int held;        /* the /jwks connection being held, -1: none */
+  int jwks_served; /* key sets answered */
+  char *jwks;      /* owned: the body */
+  char issuer[64];
+};
+
+static void reply(int fd, const char *body)
+{
+  char head[256];
+  int n = snprintf(head, sizeof(head),
+                   "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                   "Content-Length: %zu\r\nConnection: close\r\n\r\n",
+                   strlen(body));
+
+  if (write(fd, head, (size_t)n) < 0 || write(fd, body, strlen(body)) < 0) {
+    /* the client went: nothing to do */
+  }
+}
+
+static void *held_keys_run(void *arg)
+{
+  struct held_keys *k = arg;
+  char req[4096], doc[1024];
+
+  for (;;) {
+    struct pollfd p = {.fd = k->listener, .events = POLLIN};
+    ssize_t n;
+    int fd;
+
+    pthread_mutex_lock(&k->mu);
+    if (k->stop) {
+      pthread_mutex_unlock(&k->mu);
+      return NULL;
+    }
+    pthread_mutex_unlock(&k->mu);
+    if (poll(&p, 1, 100) <= 0 || (fd = accept(k->listener, NULL, NULL)) < 0)
+      continue;
+    n = read(fd, req, sizeof(req) - 1);
+    req[n > 0 ? n : 0] = '\0';
+    if (strstr(req, "GET /jwks")) {
+      pthread_mutex_lock(&k->mu);
+      k->held = fd;
+      pthread_cond_broadcast(&k->cv);
+      while (!k->release && !k->stop)
+        pthread_cond_wait(&k->cv, &k->mu);
+      k->held = -1;
+      k->jwks_served++;
+      pthread_mutex_unlock(&k->mu);
+      reply(fd, k->jwks);
+    } else {
+      snprintf(doc, sizeof(doc),
+               "{\"issuer\": \"%s\", \"jwks_uri\": \"%s/jwks\", "
+               "\"authorization_endpoint\": \"%s/auth\", "
+               "\"token_endpoint\": \"%s/token\"}",
+               k->issuer, k->issuer, k->issuer, k->issuer);
+      reply(fd, doc);
+    }
+    close(fd);
+  }
+}
+
+/* Start the key server with the provider's public RS256 key. */
+static void held_keys_start(struct held_keys *k)
+{
+  json_t *jwk = provider_key("RS256"), *set;
+  struct sockaddr_in a = {.sin_family = AF_INET};
+  socklen_t len = sizeof(a);
+  const char *priv[] = {"d", "p", "q", "dp", "dq", "qi"};
+  size_t i;
+
+  memset(k, 0, sizeof(*k));
+  k->held = -1;
+  for (i = 0; i < sizeof(priv) / sizeof(priv[0]); i++)
+    json_object_del(jwk, priv[i]);
+  set = json_pack("{s:[o]}", "keys", jwk);
+  k->jwks = json_dumps(set, JSON_COMPACT);
+  json_decref(set);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  k->listener = socket(AF_INET, SOCK_STREAM, 0);
+  ck_assert_int_ge(k->listener, 0);
+  ck_assert_int_eq(bind(k->listener, (struct sockaddr *)&a, sizeof(a)), 0);
+  ck_assert_int_eq(listen(k->listener, 8), 0);
+  ck_assert_int_eq(getsockname(k->listener, (struct sockaddr *)&a, &len), 0);
+  k->port = ntohs(a.sin_port);
+  snprintf(k->issuer, sizeof(k->issuer), "http://127.0.0.1:%u", k->port);
+  pthread_mutex_init(&k->mu, NULL);
+  pthread_cond_init(&k->cv, NULL);
+  ck_assert_int_eq(pthread_create(&k->thread, NULL, held_keys_run, k), 0);
+}
+
+static void held_keys_stop(struct held_keys *k)
+{
+  pthread_mutex_lock(&k->mu);
+  k->stop = true;
+  pthread_cond_broadcast(&k->cv);
+  pthread_mutex_unlock(&k->mu);
+  pthread_join(k->thread, NULL);
+  close(k->listener);
+  pthread_mutex_destroy(&k->mu);
+  pthread_cond_destroy(&k->cv);
+  free(k->jwks);
+}
+
+/* A key fetch runs off the request worker: a token whose key gpugate does
+ * not hold yet is refused (401) while the key server still holds the
+ * fetch open, instead of the request waiting for the network; once the
+ * key server answers, the fetch brings the key for the token. Ordered by
+ * the held answer, not timed. */
+START_TEST(key_fetch_off_request_workers)
+{
+  struct held_keys k;
+  struct h_server c;
+  json_t *rs = provider_key("RS256"), *cl;
+  struct h_resp r;
+  char *tok;
+  long st;
+  long long end;
+
+  held_keys_start(&k);
+  ck_assert_msg(start_replica_of(&c, k.issuer, "900") == 0, "replica: see %s",
+                c.log);
+  cl = claims(k.issuer, "gpugate", "example.com", 0, 300);
+  tok = sign("RS256", h_str(rs, "kid"), cl, rs, NULL);
+
+  /* the first use: refused, saying so, while the key server still holds
+   * the key set (the request did not wait for the fetch to end) */
+  ck_assert_int_eq(h_request(&c, "GET", "/v1/whoami", tok, NULL, NULL, &r), 0);
+  pthread_mutex_lock(&k.mu);
+  ck_assert_int_eq(k.jwks_served, 0);
+  pthread_mutex_unlock(&k.mu);
+  ck_assert_msg(h_is_problem(&r, 401, NULL) &&
+                    strstr(r.body, "still being fetched"),
+                "%ld %s", r.status, r.body);
+  h_resp_free(&r);
+
+  /* released: the fetch in flight brings the key; polled */
+  pthread_mutex_lock(&k.mu);
+  k.release = true;
+  pthread_cond_broadcast(&k.cv);
+  pthread_mutex_unlock(&k.mu);
+  end = h_now_ms() + 30000;
+  while ((st = status_at(&c, "/v1/whoami", tok)) == 401 && h_now_ms() < end)
+    h_sleep_ms(50);
+  ck_assert_int_eq(st, 200);
+  pthread_mutex_lock(&k.mu);
+  ck_assert_int_ge(k.jwks_served, 1);
+  pthread_mutex_unlock(&k.mu);
+
+  h_server_stop(&c);
+  held_keys_stop(&k);
+  json_decref(cl);
+  json_decref(rs);
+  free(tok);
 }
 END_TEST
 
@@ -1310,10 +1589,17 @@ START_TEST(sessions_refresh)
   sign_in("cat", cookie, sizeof(cookie));
   ck_assert_int_eq(session_grants(cookie, &grants), 200);
   ck_assert_uint_eq(grants, 2);
-  /* the provider gave a refresh token: kept with the session */
-  ck_assert_int_eq(h_db_int(pg, "SELECT count(*) FROM sessions WHERE "
-                                "subject = 'cat' AND refresh_token <> ''"),
-                   1);
+  /* the provider gave a refresh token: kept with the session, sealed
+   * (AES-256-GCM, 12-byte IV and 16-byte tag around it; nothing of the
+   * provider's token in the clear in the table) */
+  ck_assert_int_eq(
+      h_db_int(pg, "SELECT count(*) FROM sessions WHERE subject = 'cat' AND "
+                   "refresh_sealed ~ '^v1\\.[A-Za-z0-9_-]{40,}$'"),
+      1);
+  ck_assert_int_eq(h_db_int(pg, "SELECT count(*) FROM information_schema."
+                                "columns WHERE table_name = 'sessions' AND "
+                                "column_name = 'refresh_token'"),
+                   0);
 
   /* cat leaves ml-team-b at the provider: team-b's grant goes */
   json_decref(h_call(&idp, "PUT", "/test/accounts/cat", NULL,
@@ -1358,6 +1644,8 @@ Suite *oidc_suite(void)
   tcase_add_test(tc, forgeries_refused);
   tcase_add_test(tc, console_sign_in);
   tcase_add_test(tc, sessions_follow_provider);
+  tcase_add_test(tc, sessions_cached_per_replica);
+  tcase_add_test(tc, key_fetch_off_request_workers);
   tcase_add_test(tc, sessions_refresh);
   tcase_add_test(tc, signin_bounded);
   tcase_add_test(tc, random_kids_bounded);
