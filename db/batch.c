@@ -30,6 +30,11 @@
  *     stays and goes out again after a growing bound
  *     (db_batch_recheck_cancel) until Batch reports the job ended (the
  *     move deletes it, batch_report.c DROP_RECHECKS) or absent;
+ *   - a raced job with no winner has a Batch job per copy: each copy is
+ *     asked to end (sql_request_cancel names them all), its end is
+ *     recorded (batch_copies.ended_at), and only the end of the last copy
+ *     that may exist ends the cancel or the eviction (batch_report.c,
+ *     race_observe); a copy's CANCELLATION_IN_PROGRESS counts as live;
  *   - a cancel Batch took names the Batch job on the job when the create's
  *     answer never did (server/dispatch.c, cancel_done; batch_report.c,
  *     adopt), so what Batch reports next moves the job out of
@@ -625,42 +630,15 @@ int db_batch_done_create(struct db_conn *c, const struct db_batch_op *op,
   return 0;
 }
 
-/*
- * The job's fate follows from what Batch reports next. No sync reports a
- * raced copy that has not won (the sync follows the Batch job a job names,
- * and adopts only live copies), so with Pub/Sub off the copy's
- * CANCELLATION_IN_PROGRESS would never arrive and a cancel or an eviction
- * waiting for its copies would wait for ever: once Batch took the cancel,
- * it is recorded as Batch reports it. (A loser beside a winner is left to
- * the sync, which follows it while it overlaps.)
- */
-static const char sql_no_winner[] =
-    "SELECT 1 FROM jobs WHERE id = $1 AND attempt = $2::int "
-    "AND batch_job_name IS NULL";
-
+/* The job's fate follows from what Batch reports next: a cancel Batch
+ * took stays in the outbox (db_batch_recheck_cancel), so the sync reports
+ * a raced copy too (sql_orphans: a row of its attempt), until Batch
+ * reports it ended or absent. */
 int db_batch_done_cancel(struct db_conn *c, const struct db_batch_op *op,
                          bool gone, char *err, size_t errlen)
 {
-  char id[32], a[16];
-  const char *params[2] = {id, a};
-  int attempt, race_k = 0, rows = 0;
-
-  if (take(c, op, err, errlen) || commit(c, err, errlen))
-    return -1;
-  if (gone ||
-      batch_job_id_parse(op->batch_job_id, id, sizeof(id), &attempt, &race_k) !=
-          0 ||
-      race_k == 0)
-    return 0; /* a gone copy is reported NOT_FOUND by the caller */
-  snprintf(a, sizeof(a), "%d", attempt);
-  if (db_run(c, sql_no_winner, 2, params, &rows, err, errlen))
-    return -1;
-  if (rows == 0)
-    return 0;
-  return db_batch_observe(c, op->batch_job_id, "CANCELLATION_IN_PROGRESS", err,
-                          errlen) < 0
-             ? -1
-             : 0;
+  (void)gone; /* a gone Batch job is reported NOT_FOUND by the caller */
+  return take(c, op, err, errlen) || commit(c, err, errlen) ? -1 : 0;
 }
 
 static const char sql_recheck_cancel[] =
@@ -801,9 +779,15 @@ json_t *db_batch_active(struct db_conn *c, const char *region, char *err,
   return json_of(c, sql_active, 1, params, err, errlen);
 }
 
+/* Losers seen running beside their winner, and copies whose cancel is in
+ * the outbox and whose end Batch has not yet reported (the invariant: the
+ * job's cancel or eviction waits for it). */
 static const char sql_overlapping[] =
-    "SELECT coalesce(json_object_agg(batch_job_id, true), '{}') FROM "
-    "batch_copies WHERE region = $1 AND overlap_since IS NOT NULL";
+    "SELECT coalesce(json_object_agg(c.batch_job_id, true), '{}') FROM "
+    "batch_copies c WHERE c.region = $1 AND (c.overlap_since IS NOT NULL "
+    "OR (c.ended_at IS NULL AND EXISTS (SELECT 1 FROM batch_ops o "
+    "WHERE o.job_id = c.job_id AND o.attempt = c.attempt "
+    "AND o.op = 'cancel' AND o.batch_job_id = c.batch_job_id)))";
 
 json_t *db_batch_overlapping(struct db_conn *c, const char *region, char *err,
                              size_t errlen)

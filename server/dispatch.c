@@ -280,9 +280,10 @@ static void cancel_done(struct dispatcher *t, struct flight *f, bool gone)
 
   if (batch_job_id_parse(f->op.batch_job_id, id, sizeof(id), &attempt, &k) != 0)
     k = 0;
-  if ((!gone && k == 0
+  if ((!gone
            /* Batch took it, but may never act on it: sent again after a
-            * bound until Batch reports the job ended or absent */
+            * bound until Batch reports the job (or the raced copy) ended or
+            * absent */
            ? db_batch_recheck_cancel(&t->w.conn, &f->op, err, sizeof(err))
            : db_batch_done_cancel(&t->w.conn, &f->op, gone, err,
                                   sizeof(err))) != 0 ||
@@ -292,7 +293,8 @@ static void cancel_done(struct dispatcher *t, struct flight *f, bool gone)
       /* Batch took the cancel of a Batch job the job may not name yet (its
        * create's answer was lost): the job names it now (db/batch_report.c,
        * adopt), so that what Batch reports next ends the cancel or the
-       * eviction (a raced copy: db_batch_done_cancel) */
+       * eviction (a raced copy: once every copy has ended,
+       * batch_report.c race_observe) */
       (!gone && k == 0 &&
        db_batch_adopt(&t->w.conn, f->name, err, sizeof(err)) < 0))
     not_recorded(&f->op, err);

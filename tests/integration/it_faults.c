@@ -13,6 +13,9 @@
  *   lost create      the same lost answer while the job is being preempted:
  *                    the eviction's cancel ends the Batch job, the job is
  *                    requeued and the preemptor admitted.
+ *   race quota       a raced job's cancel holds its quota until every copy
+ *                    has ended at Batch (one copy's :cancel refused, the
+ *                    others CANCELLATION_IN_PROGRESS, then CANCELLED).
  *   shapes           the emulator's Job, ListJobsResponse and Operation, and
  *                    gpugate's create body, decode into Google's generated
  *                    Batch v1 messages with no unrecognised field
@@ -103,24 +106,31 @@ static void emu_config(const char *spec)
   json_decref(h_call(&emu, "POST", "/emulator/config", NULL, spec, 200));
 }
 
-/* Submit a job of gpu GPUs that runs run_ms at Batch; id gets its id. */
-static void submit(const char *name, const char *klass, int gpu, long run_ms,
-                   char id[32])
+/* Submit to queue a job of gpu GPUs that runs run_ms at Batch; id gets
+ * its id. */
+static void submit_to(const char *queue, const char *name, const char *klass,
+                      int gpu, long run_ms, char id[32])
 {
   char body[768];
   json_t *j;
 
   snprintf(body, sizeof(body),
-           "{\"name\": \"%s\", \"queue\": \"main\", \"task_count\": 1, "
+           "{\"name\": \"%s\", \"queue\": \"%s\", \"task_count\": 1, "
            "\"priority_class\": \"%s\", \"max_run_duration_s\": 3600, "
            "\"task\": {\"image\": \"us-docker.pkg.dev/p/r/trainer:1.2\", "
            "\"env\": {\"EMU_RUN_MS\": \"%ld\"}, \"cpu_milli\": 2000, "
            "\"memory_mib\": 10240, \"gpu\": %d}}",
-           name, klass, run_ms, gpu);
+           name, queue, klass, run_ms, gpu);
   j = h_call(&srv, "POST", "/v1/teams/team-x/jobs", tok, body, 201);
   snprintf(id, 32, "%s", h_str(j, "id") ? h_str(j, "id") : "");
   json_decref(j);
   ck_assert_msg(id[0], "%s: no job id", name);
+}
+
+static void submit(const char *name, const char *klass, int gpu, long run_ms,
+                   char id[32])
+{
+  submit_to("main", name, klass, gpu, run_ms, id);
 }
 
 static json_t *get_job(const char *id)
@@ -391,6 +401,120 @@ START_TEST(eviction_ends_a_create_whose_answer_was_lost)
   faults("{}");
   cancel(high);
   cancel(low);
+}
+END_TEST
+
+/* ---- race: quota held until every copy has ended ------------------------ */
+
+/* How many listings of region's jobs Batch has answered. */
+static long listings_of(const char *region)
+{
+  json_t *all = h_emu_get(&emu, "/emulator/requests"), *r;
+  char tail[96];
+  size_t i, tl;
+  long n = 0;
+
+  snprintf(tail, sizeof(tail), "/locations/%s/jobs", region);
+  tl = strlen(tail);
+  json_array_foreach (json_object_get(all, "requests"), i, r) {
+    const char *path = h_str(r, "path");
+    size_t pl = path ? strlen(path) : 0;
+    if (str_is(r, "method", "GET") && pl >= tl && !strcmp(path + pl - tl, tail))
+      n++;
+  }
+  json_decref(all);
+  return n;
+}
+
+/* Batch says the job may still run (CANCELLATION_IN_PROGRESS included). */
+static bool may_run(const char *state)
+{
+  return live(state) || !strcmp(state, "CANCELLATION_IN_PROGRESS");
+}
+
+/*
+ * A raced job (three copies waiting for Flex Start capacity) is cancelled:
+ * copies 1 and 2 go through CANCELLATION_IN_PROGRESS (3 s) to CANCELLED,
+ * while copy 3's :cancel is refused (503) and it keeps waiting at Batch.
+ * Until every copy has ended the job holds its quota: it is not CANCELLED,
+ * and a second race job, which the queue has room for only after it, stays
+ * PENDING. Before, the first copy's cancel (its CANCELLATION_IN_PROGRESS)
+ * ended the job and released its quota with the other copies live.
+ */
+START_TEST(race_quota_held_until_every_copy_ended)
+{
+  char a[32], b[32], batch[3][64], st[3][48];
+  long mark = -1;
+  long long t0, end;
+  int k, polls = 0;
+  json_t *ja, *jb;
+
+  emu_config("{\"EMU_CAPACITY\": \"us-central1/FLEX_START=0,"
+             "us-east4/FLEX_START=0,europe-west4/FLEX_START=0\", "
+             "\"EMU_CANCEL_MS\": 3000}");
+  submit_to("race", "race-a", "default", 2, 600000, a);
+  json_decref(wait_state(a, "QUEUED", 30000));
+  end = h_now_ms() + 30000;
+  for (k = 0; k < 3; k++) {
+    snprintf(batch[k], sizeof(batch[k]), "gpugate-%s-a1-r%d", a, k + 1);
+    for (emu_state(batch[k], st[k], sizeof(st[k])); !strcmp(st[k], "-");
+         emu_state(batch[k], st[k], sizeof(st[k]))) {
+      ck_assert_msg(h_now_ms() < end, "%s never created", batch[k]);
+      h_sleep_ms(50);
+    }
+  }
+  submit_to("race", "race-b", "default", 2, 600000, b);
+  /* copy 3 (europe-west4) keeps waiting: its :cancel is refused */
+  faults("{\"error_rate\": 1, \"codes\": [503], \"calls\": [\"cancel\"], "
+         "\"regions\": [\"europe-west4\"]}");
+  t0 = h_now_ms();
+  cancel(a);
+  end = h_now_ms() + 60000;
+  for (;;) {
+    bool any = false;
+    for (k = 0; k < 3; k++) {
+      emu_state(batch[k], st[k], sizeof(st[k]));
+      any |= may_run(st[k]);
+    }
+    ja = get_job(a);
+    jb = get_job(b);
+    polls++;
+    ck_assert_msg(!any || (!str_is(ja, "state", "CANCELLED") &&
+                           str_is(jb, "state", "PENDING")),
+                  "poll %d, %.1f s after the cancel: copies %s %s %s, yet "
+                  "the job is %s and the next one %s: the quota went back "
+                  "while a copy may run",
+                  polls, (double)(h_now_ms() - t0) / 1000.0, st[0], st[1],
+                  st[2], h_str(ja, "state"), h_str(jb, "state"));
+    json_decref(ja);
+    json_decref(jb);
+    /* copies 1 and 2 ended at Batch, and gpugate's sync has listed their
+     * regions three times since: it knows */
+    if (mark < 0 && !strcmp(st[0], "CANCELLED") && !strcmp(st[1], "CANCELLED"))
+      mark = listings_of("us-east4");
+    if (mark >= 0 && listings_of("us-east4") >= mark + 3)
+      break;
+    ck_assert_msg(h_now_ms() < end, "copies %s %s %s after 60 s", st[0], st[1],
+                  st[2]);
+    h_sleep_ms(100);
+  }
+  ck_assert_msg(may_run(st[2]), "copy 3 is %s: its cancel was refused", st[2]);
+  faults("{}");
+  json_decref(wait_state(a, "CANCELLED", 60000));
+  for (k = 0; k < 3; k++) {
+    emu_state(batch[k], st[k], sizeof(st[k]));
+    ck_assert_msg(!may_run(st[k]), "the job is CANCELLED with %s %s", batch[k],
+                  st[k]);
+  }
+  fprintf(stderr,
+          "it_faults race: the job held its quota through %d polls with a "
+          "copy live, CANCELLED %.1f s after the cancel once each copy "
+          "ended\n",
+          polls, (double)(h_now_ms() - t0) / 1000.0);
+  json_decref(wait_state(b, "QUEUED|RUNNING", 60000));
+  cancel(b);
+  json_decref(wait_state(b, "CANCELLED", 60000));
+  emu_config("{\"EMU_CANCEL_MS\": 100}");
 }
 END_TEST
 
@@ -770,6 +894,8 @@ Suite *faults_suite(void)
   suite_add_tcase(
       s, one_case("cancelling", quota_held_while_cancellation_in_progress));
   suite_add_tcase(s, one_case("shapes", shapes_match_googles_messages));
+  suite_add_tcase(
+      s, one_case("race_quota", race_quota_held_until_every_copy_ended));
   {
     TCase *tc = tcase_create("property");
     tcase_add_unchecked_fixture(tc, setup_property, teardown);
