@@ -301,7 +301,9 @@ int db_batch_requeue(struct db_conn *c, const char *job_id, const char *reason,
  * job is in the outbox, claimed or not. Otherwise a cancel could reach
  * Batch before the create still in flight (404, done; then the create
  * succeeds and the job runs), or a Flex Start failover's create before the
- * cancel of the attempt it replaces.
+ * cancel of the attempt it replaces. The one exception: a raced attempt's
+ * copies are created at once, so an earlier create of the same attempt
+ * does not hold a create back (migration 0043).
  */
 /* The claimed rows and their jobs, all from the function: joined here,
  * the jobs were read as of this statement's start, before the rows the

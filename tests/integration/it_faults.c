@@ -518,6 +518,60 @@ START_TEST(race_quota_held_until_every_copy_ended)
 }
 END_TEST
 
+/* ---- race: the copies are created at once ------------------------------- */
+
+/* The most creates Batch has had under way at once since the record was
+ * cleared. */
+static long creates_at_once(void)
+{
+  json_t *h = h_emu_get(&emu, "/emulator/healthz");
+  long n = (long)json_integer_value(
+      json_object_get(json_object_get(h, "maxInFlight"), "create"));
+
+  json_decref(h);
+  return n;
+}
+
+/*
+ * A raced job's copies go to Batch at once (README: "one Batch job per
+ * allowed region at once"), not one after another: with each create 1.5 s
+ * at Batch, the three creates are under way together. Before, the outbox
+ * let no row of a job out while an earlier row of it was in (a cancel
+ * never overtakes its create), and the copies' creates were that too:
+ * Batch saw one create at a time.
+ */
+START_TEST(race_copies_created_at_once)
+{
+  char id[32], batch[64], st[48];
+  long long end;
+  long most;
+  int k;
+
+  emu_config("{\"EMU_CAPACITY\": \"us-central1/FLEX_START=0,"
+             "us-east4/FLEX_START=0,europe-west4/FLEX_START=0\", "
+             "\"EMU_LATENCY_MS\": \"create:1500\"}");
+  json_decref(h_call(&emu, "DELETE", "/emulator/requests", NULL, NULL, 200));
+  submit_to("race", "at-once", "default", 2, 600000, id);
+  end = h_now_ms() + 60000;
+  for (k = 1; k <= 3; k++) {
+    snprintf(batch, sizeof(batch), "gpugate-%s-a1-r%d", id, k);
+    for (emu_state(batch, st, sizeof(st)); !strcmp(st, "-");
+         emu_state(batch, st, sizeof(st))) {
+      ck_assert_msg(h_now_ms() < end, "%s never created", batch);
+      h_sleep_ms(50);
+    }
+  }
+  most = creates_at_once();
+  fprintf(stderr, "it_faults race copies: %ld of 3 creates under way at once\n",
+          most);
+  ck_assert_msg(most == 3, "%ld of the 3 copies' creates under way at once",
+                most);
+  emu_config("{\"EMU_LATENCY_MS\": \"\"}");
+  cancel(id);
+  json_decref(wait_state(id, "CANCELLED", 60000));
+}
+END_TEST
+
 /* ---- shapes ------------------------------------------------------------- */
 
 START_TEST(shapes_match_googles_messages)
@@ -894,6 +948,7 @@ Suite *faults_suite(void)
   suite_add_tcase(
       s, one_case("cancelling", quota_held_while_cancellation_in_progress));
   suite_add_tcase(s, one_case("shapes", shapes_match_googles_messages));
+  suite_add_tcase(s, one_case("race_at_once", race_copies_created_at_once));
   suite_add_tcase(
       s, one_case("race_quota", race_quota_held_until_every_copy_ended));
   {
