@@ -288,6 +288,61 @@ START_TEST(race_backoff_waits_for_a_pending_cancel)
 }
 END_TEST
 
+/*
+ * A retried cancel of attempt N keeps attempt N+1's create behind it: a
+ * Flex Start job waits past max_wait_s in us-central1 (no capacity), and
+ * the cancel of its attempt 1 there is refused (503) three times before
+ * Batch takes it; attempt 2's create (europe-west4, which has capacity)
+ * was queued right behind that cancel and must not reach Batch before it
+ * (the two Batch jobs would both hold the job's capacity). In the
+ * emulator's record of requests, the accepted :cancel of attempt 1 comes
+ * before the first create of attempt 2.
+ */
+START_TEST(next_attempt_waits_for_a_retried_cancel)
+{
+  char id[32], a1[64], a2[64], needle[96];
+  long refused = 0, cancel_ok = -1, create2 = -1;
+  json_t *all, *r;
+  size_t i;
+
+  faults("{}");
+  capacity("us-central1/FLEX_START=0,us-east4/FLEX_START=0,"
+           "europe-west4/FLEX_START=20");
+  faults("{\"error_rate\": 1, \"codes\": [503], \"calls\": [\"cancel\"], "
+         "\"regions\": [\"us-central1\"], \"max_faults\": 3}");
+  submit("failover", false, "next-attempt", id);
+  first_attempt(id, 0, a1);
+  snprintf(a2, sizeof(a2), "gpugate-%s-a2", id);
+  json_decref(wait_state(id, "SUCCEEDED", 60000));
+  faults("{}");
+  snprintf(needle, sizeof(needle), "/jobs/%s:cancel", a1);
+  all = h_emu_get(&emu, "/emulator/requests");
+  json_array_foreach (json_object_get(all, "requests"), i, r) {
+    const char *q = h_str(json_object_get(r, "query"), "job_id");
+    const char *path = h_str(r, "path");
+    json_int_t status = json_integer_value(json_object_get(r, "status"));
+    if (path && strstr(path, needle)) {
+      if (status == 503)
+        refused++;
+      else if (status == 200 && cancel_ok < 0)
+        cancel_ok = (long)i;
+    }
+    if (str_is(r, "method", "POST") && q && !strcmp(q, a2) && create2 < 0)
+      create2 = (long)i;
+  }
+  json_decref(all);
+  fprintf(stderr,
+          "it_cancel next attempt: attempt 1's :cancel refused %ld times, "
+          "taken as request #%ld; attempt 2's first create #%ld\n",
+          refused, cancel_ok, create2);
+  ck_assert_msg(refused == 3, "attempt 1's cancel refused %ld times", refused);
+  ck_assert_msg(cancel_ok >= 0 && create2 > cancel_ok,
+                "attempt 2's create (#%ld) reached Batch before attempt 1's "
+                "cancel was taken (#%ld)",
+                create2, cancel_ok);
+}
+END_TEST
+
 /* ======================================================================
  * 2. End to end: a raced region that refuses the create for good
  * ==================================================================== */
@@ -1694,6 +1749,7 @@ Suite *cancel_suite(void)
   tcase_add_test(e2e, failover_waits_for_a_pending_cancel);
   tcase_add_test(e2e, race_backoff_waits_for_a_pending_cancel);
   tcase_add_test(e2e, race_refusal_drops_one_region);
+  tcase_add_test(e2e, next_attempt_waits_for_a_retried_cancel);
   suite_add_tcase(s, e2e);
 
   tcase_add_unchecked_fixture(stale, setup_stale, teardown_db);
