@@ -134,8 +134,7 @@ static const char sql_request_create[] =
 static const char sql_withdraw_create[] =
     "DELETE FROM batch_ops WHERE job_id = $1 AND attempt = $2::int "
     "AND op = 'create' AND (claimed_until IS NULL "
-    "OR claimed_until < clock_timestamp() OR NOT EXISTS (SELECT 1 FROM "
-    "pg_stat_activity a WHERE a.pid = claimed_pid)) RETURNING tries";
+    "OR claimed_until < clock_timestamp()) RETURNING tries";
 
 /* How many Batch jobs the attempt has or would have: its raced copies, or
  * one. */
@@ -286,15 +285,21 @@ int db_batch_requeue(struct db_conn *c, const char *job_id, const char *reason,
  * quadratic in its rows once admissions filled it (875 ms a claim with
  * 2,000 rows).
  *
- * A claim is a lease, not a lock held open: the row gets claimed_by,
- * claimed_pid (the dispatcher's session) and claimed_until, and the
- * transaction commits before any Batch call, so a cancel or an eviction
- * never waits on a row while Batch answers. A row under a live lease is
- * not claimed again; once the lease has run out or its session is gone
- * (the dispatcher died mid-call, and PostgreSQL ended its backend) any
- * dispatcher may take it, at its next look for such rows (about once a
- * second: batch_ops_claim's lapsed), and the deterministic Batch job id
- * makes the repeated call harmless.
+ * A claim is a lease, not a lock held open: the row gets claimed_by (the
+ * dispatcher, unique to its process), claimed_until and, for diagnosis
+ * only, claimed_pid (the session that claimed it); the transaction commits
+ * before any Batch call, so a cancel or an eviction never waits on a row
+ * while Batch answers. A lease is live while claimed_until is ahead, and
+ * its holder renews it while the row's calls are under way
+ * (db_batch_renew); nothing else counts. A dispatcher that reconnected
+ * (another backend pid) keeps its leases, and a dead one's pid taken by a
+ * new session keeps none alive: judged from pg_stat_activity, the first
+ * looked dead (its create withdrawn or retaken while at Batch) and the
+ * second alive (issue 34, defect 6). A row under a live lease is not
+ * claimed again; once its lease has run out (the dispatcher died mid-call,
+ * or could not renew) any dispatcher may take it, at its next look for
+ * such rows (about once a second: batch_ops_claim's lapsed), and the
+ * deterministic Batch job id makes the repeated call harmless.
  *
  * Dispatchers work in parallel, so a job's operations are kept in their
  * (next_at, id) order: none is claimed while an earlier one of the same
@@ -314,9 +319,9 @@ int db_batch_requeue(struct db_conn *c, const char *job_id, const char *reason,
 /* The rows no dispatcher holds. */
 static const char sql_claim[] = CLAIM("false");
 
-/* The rows held under a lease that ran out or by a session that is gone
- * (its dispatcher died): a look over every held row, so not made on
- * every claim (db_batch_claim_many's lapsed). */
+/* The rows held under a lease that ran out (its dispatcher died or could
+ * not renew): a look over every held row, so not made on every claim
+ * (db_batch_claim_many's lapsed). */
 static const char sql_claim_lapsed[] = CLAIM("true");
 
 /* Only the holder of the lease deletes the row: after a lease ran out and
@@ -500,29 +505,77 @@ static const char sql_release_many[] =
     "claimed_until = NULL "
     "WHERE id = ANY($1::bigint[]) AND claimed_by = $2";
 
+/* ids[0..n) as a bigint[] literal. New string, or NULL when out of
+ * memory. */
+static char *id_array(const long long *ids, size_t n)
+{
+  size_t i, len = 0, cap = 3 + n * 21;
+  char *out = malloc(cap);
+
+  if (!out)
+    return NULL;
+  out[len++] = '{';
+  for (i = 0; i < n; i++)
+    len +=
+        (size_t)snprintf(out + len, cap - len, "%s%lld", i ? "," : "", ids[i]);
+  snprintf(out + len, cap - len, "}");
+  return out;
+}
+
 int db_batch_unclaim_many(struct db_conn *c, const struct db_batch_op *ops,
                           size_t n, char *err, size_t errlen)
 {
-  char *ids;
+  long long *idv;
+  char *ids = NULL;
   const char *params[2];
-  size_t i, len = 0, cap = 2 + n * 21;
-  int rc;
+  size_t i;
+  int rc = -1;
 
   if (n == 0)
     return 0;
-  if (!(ids = malloc(cap))) {
+  if ((idv = malloc(n * sizeof(*idv)))) {
+    for (i = 0; i < n; i++)
+      idv[i] = (long long)ops[i].id;
+    ids = id_array(idv, n);
+    free(idv);
+  }
+  if (!ids) {
     snprintf(err, errlen, "out of memory");
     return -1;
   }
-  ids[len++] = '{';
-  for (i = 0; i < n; i++)
-    len += (size_t)snprintf(ids + len, cap - len, "%s%lld", i ? "," : "",
-                            (long long)ops[i].id);
-  snprintf(ids + len, cap - len, "}");
   params[0] = ids;
   params[1] = ops[0].claimed_by; /* one claimer's rows */
   rc = db_run(c, sql_release_many, 2, params, NULL, err, errlen);
   free(ids);
+  return rc;
+}
+
+/* Only the holder renews: a row another dispatcher took over after the
+ * lease ran out is that one's. */
+static const char sql_renew[] =
+    "UPDATE batch_ops SET claimed_until = clock_timestamp() + "
+    "$3::int * interval '1 second' "
+    "WHERE id = ANY($1::bigint[]) AND claimed_by = $2";
+
+int db_batch_renew(struct db_conn *c, const char *claimer, const long long *ids,
+                   size_t n, int lease_s, char *err, size_t errlen)
+{
+  char lease[16], *list;
+  const char *params[3];
+  int rc;
+
+  if (n == 0)
+    return 0;
+  if (!(list = id_array(ids, n))) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  snprintf(lease, sizeof(lease), "%d", lease_s);
+  params[0] = list;
+  params[1] = claimer;
+  params[2] = lease;
+  rc = db_run(c, sql_renew, 3, params, NULL, err, errlen);
+  free(list);
   return rc;
 }
 

@@ -119,6 +119,11 @@ int db_batch_unclaim(struct db_conn *c, const struct db_batch_op *op, char *err,
                      size_t errlen);
 
 /* The same for ops[0..n), rows one claimer took, in one statement. */
+/* The holder (claimer) renews the leases of its rows ids[0..n) for lease_s
+ * from now: a lease is live while its holder renews it, whatever became of
+ * the session that took it (a reconnect, a reused pid). 0 or -1. */
+int db_batch_renew(struct db_conn *c, const char *claimer, const long long *ids,
+                   size_t n, int lease_s, char *err, size_t errlen);
 int db_batch_unclaim_many(struct db_conn *c, const struct db_batch_op *ops,
                           size_t n, char *err, size_t errlen);
 

@@ -18,6 +18,14 @@ ALTER TABLE batch_copies ADD COLUMN ended_at timestamptz;
 -- holds a create back: every other row still waits for all earlier ones
 -- (a cancel for every create before it, a next attempt's create for the
 -- previous attempt's cancel).
+--
+-- A lease is live while its holder renews it (claimed_until ahead; the
+-- dispatcher renews the leases of its calls under way, db/batch.c
+-- db_batch_renew), not while a backend with its claimed_pid exists: a
+-- dispatcher that reconnected has another pid, and looked dead while its
+-- call was at Batch (its row retaken, its create withdrawn as if no Batch
+-- job could exist); a dead dispatcher's pid reused by a new session looked
+-- alive until the lease ran out. claimed_pid stays, for diagnosis only.
 CREATE OR REPLACE FUNCTION batch_ops_claim(skip text[], claimer text,
                                            lease_s int, lim int,
                                            lapsed boolean)
@@ -37,9 +45,7 @@ BEGIN
   IF lapsed THEN
     ids := ARRAY(SELECT b.id FROM batch_ops b
                  WHERE b.claimed_by IS NOT NULL
-                   AND (b.claimed_until < clock_timestamp()
-                        OR NOT EXISTS (SELECT 1 FROM pg_stat_activity a
-                                       WHERE a.pid = b.claimed_pid))
+                   AND b.claimed_until < clock_timestamp()
                    AND b.next_at <= now() AND b.region <> ALL (skip)
                    AND NOT EXISTS (SELECT 1 FROM batch_ops p
                                    WHERE p.job_id = b.job_id
