@@ -637,53 +637,108 @@ END_TEST
 
 /*
  * Random runs, each from its seed: jobs submitted (low and urgent, so
- * preemptions), cancelled, and gpugate killed (kill -9: its admission
- * leader and its dispatchers at once) and started again, against a Batch
+ * preemptions; raced Flex Start copies in three regions, one without
+ * capacity; Flex Start failover out of that region; a reservation whose
+ * capacity window closes and opens again, so evictions), cancelled, and
+ * gpugate killed (kill -9: its admission leader and its dispatchers at
+ * once) and started again, against a Batch
  * that refuses (400, 429, 500, 503) or loses (after the effect) a share of
  * its mutations, answers late (latency, so out of order) and may act on a
  * cancel only later. Then the faults stop and, once gpugate is quiet (no
  * EVICTING job, no pending cancel, an empty outbox; bounded), the
  * invariant holds:
  *   - no live Batch job for a job that is CANCELLED, FAILED, SUCCEEDED or
- *     PENDING, nor for an attempt the job has left;
+ *     PENDING (evicted), nor for an attempt the job has left, nor a raced
+ *     copy beside its winner;
  *   - no job EVICTING or cancel-requested (each ended within the bound);
  *   - no job ADMITTED (holding quota) without its Batch job made, and each
- *     QUEUED or RUNNING job's Batch job exists.
+ *     QUEUED or RUNNING job's Batch job (a raced one's winner or copies)
+ *     exists.
  * The seeds in fixed_seeds (kept when a run failed) always run; then
  * PROP_RUNS more from GPUGATE_TEST_SEED (default: the time). Each run
  * prints its seed and what it did.
  */
-#define PROP_RUNS 2
+#define PROP_RUNS 1
 #define PROP_STEPS 30
 #define PROP_QUIET_MS 60000
 #define PROP_JOBS 32
 
-static const unsigned long long fixed_seeds[] = {34};
+/* 34: failed before issue 34's invariant; 8: failed before a raced job's
+ * cancel waited for every copy (a copy QUEUED after the quiet) */
+static const unsigned long long fixed_seeds[] = {34, 8};
 
 struct prop {
   struct rng rng;
   char spec[512]; /* the run's faults */
   char ids[PROP_JOBS][32];
   int n;
-  int submits, cancels, kills, urgent, bursts;
+  int submits, cancels, kills, urgent, bursts, windows;
+  int raced, failover, reserved; /* submits to each of those queues */
+  bool window_closing;           /* the reservation's window ends soon */
 };
 
 static void prop_submit(struct prop *p)
 {
   char name[32];
   bool urgent = below(&p->rng, 2) == 0;
+  int where = below(&p->rng, 6);
+  /* the main queue (preemptions) half the time, else a raced Flex Start
+   * flavor (copies in three regions, one without capacity), a Flex Start
+   * one that fails over (no capacity in its first region, max_wait_s 2),
+   * or a reservation whose capacity window may close (evictions) */
+  const char *queue = where < 3    ? "main"
+                      : where == 3 ? "race"
+                      : where == 4 ? "failover"
+                                   : "resv";
 
   if (p->n >= PROP_JOBS)
     return;
+  if (strcmp(queue, "main") != 0)
+    urgent = false; /* only the main queue preempts */
   snprintf(name, sizeof(name), "p%d", p->n);
   /* most run until a cancel or a preemption ends them: a cancel Batch
    * never took must not pass for one because the job ended on its own */
-  submit(name, urgent ? "urgent" : "default", 2,
-         below(&p->rng, 4) ? 600000 : 2000 + 500L * below(&p->rng, 12),
-         p->ids[p->n]);
+  submit_to(queue, name, urgent ? "urgent" : "default", 2,
+            below(&p->rng, 4) ? 600000 : 2000 + 500L * below(&p->rng, 12),
+            p->ids[p->n]);
   p->n++;
   p->submits++;
   p->urgent += urgent;
+  p->raced += where == 3;
+  p->failover += where == 4;
+  p->reserved += where == 5;
+}
+
+/* The reservation's flavor, its capacity window ending in ends_in_s. */
+static void put_window(long ends_in_s)
+{
+  time_t now = time(NULL), from = now - 86400, until = now + ends_in_s;
+  char f[32], u[32], body[768];
+  struct tm tm;
+  char *admin = h_token("platform", "admin", 3600);
+
+  strftime(f, sizeof(f), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&from, &tm));
+  strftime(u, sizeof(u), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&until, &tm));
+  snprintf(body, sizeof(body),
+           "{\"provisioning_model\": \"RESERVATION\", \"reservation\": "
+           "\"l4-reservation\", \"machine_type\": \"g2-standard-24\", "
+           "\"accelerator_type\": \"nvidia-l4\", \"gpus_per_vm\": 2, "
+           "\"locations\": [\"us-central1\"], \"price_per_gpu_hour_usd\": "
+           "0.71, \"on_demand_price_per_gpu_hour_usd\": 0.71, "
+           "\"available_from\": \"%s\", \"available_until\": \"%s\"}",
+           f, u);
+  json_decref(h_call(&srv, "PUT", "/v1/flavors/resv-window", admin, body, 200));
+  free(admin);
+}
+
+/* The reservation's capacity window closes (ends in 2 minutes, within
+ * the eviction grace: its jobs are evicted, CapacityWindowEnded), or opens
+ * again for 20 days. */
+static void prop_window(struct prop *p)
+{
+  p->window_closing = !p->window_closing;
+  put_window(p->window_closing ? 120 : 20 * 86400);
+  p->windows++;
 }
 
 static void prop_cancel(struct prop *p)
@@ -752,7 +807,9 @@ static int violations(PGconn *pg, char *first, size_t len)
 
   first[0] = '\0';
   /* each live Batch job belongs to a job that holds quota with that
-   * attempt */
+   * attempt: its one Batch job, its race's winner, or a copy of a race
+   * no copy has won yet (a loser lives on only while a cancel of it is
+   * under way, and the quiet waits for that) */
   json_array_foreach (json_object_get(all, "jobs"), i, e) {
     const char *bid = h_str(e, "jobId"), *st = h_str(e, "state");
     const char *params[1] = {bid};
@@ -760,8 +817,12 @@ static int violations(PGconn *pg, char *first, size_t len)
       continue;
     res = PQexecParams(
         pg,
-        "SELECT state, cancel_requested FROM jobs WHERE 'gpugate-' || id || "
-        "'-a' || attempt = $1 AND state IN ('QUEUED', 'RUNNING')",
+        "SELECT 1 FROM jobs j WHERE j.state IN ('QUEUED', 'RUNNING') AND "
+        "(coalesce(regexp_replace(j.batch_job_name, '^.*/', ''), "
+        "'gpugate-' || j.id || '-a' || j.attempt) = $1 "
+        "OR (j.batch_job_name IS NULL AND EXISTS (SELECT 1 FROM "
+        "batch_copies c WHERE c.job_id = j.id AND c.attempt = j.attempt "
+        "AND c.batch_job_id = $1)))",
         1, NULL, params, NULL, NULL, 0);
     if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
       if (!bad++)
@@ -770,24 +831,43 @@ static int violations(PGconn *pg, char *first, size_t len)
     }
     PQclear(res);
   }
-  /* each job that holds quota names a Batch job that Batch has */
-  res = PQexec(pg, "SELECT id, attempt, state FROM jobs WHERE state IN "
-                   "('ADMITTED', 'QUEUED', 'RUNNING', 'EVICTING') "
-                   "OR (cancel_requested AND state NOT IN ('SUCCEEDED', "
-                   "'FAILED', 'CANCELLED'))");
+  /* each job that holds quota has a Batch job that Batch has: the one it
+   * names, else one of its race's copies, else its one id */
+  res =
+      PQexec(pg, "SELECT j.id, j.attempt, j.state, coalesce(regexp_replace("
+                 "j.batch_job_name, '^.*/', ''), ''), coalesce((SELECT "
+                 "string_agg(c.batch_job_id, ' ') FROM batch_copies c WHERE "
+                 "c.job_id = j.id AND c.attempt = j.attempt), '') FROM jobs j "
+                 "WHERE j.state IN ('ADMITTED', 'QUEUED', 'RUNNING', "
+                 "'EVICTING') OR (j.cancel_requested AND j.state NOT IN "
+                 "('SUCCEEDED', 'FAILED', 'CANCELLED'))");
   ck_assert(PQresultStatus(res) == PGRES_TUPLES_OK);
   for (r = 0; r < PQntuples(res); r++) {
-    const char *st = PQgetvalue(res, r, 2);
-    char bid[64], est[48];
+    const char *st = PQgetvalue(res, r, 2), *named = PQgetvalue(res, r, 3);
+    char bid[64], est[48], copies[400], *tokp, *save = NULL;
+    bool found;
     snprintf(bid, sizeof(bid), "gpugate-%s-a%s", PQgetvalue(res, r, 0),
              PQgetvalue(res, r, 1));
-    emu_state(bid, est, sizeof(est));
+    if (named[0]) {
+      snprintf(copies, sizeof(copies), "%s", named);
+    } else if (PQgetvalue(res, r, 4)[0]) {
+      snprintf(copies, sizeof(copies), "%s", PQgetvalue(res, r, 4));
+    } else {
+      snprintf(copies, sizeof(copies), "%s", bid);
+    }
+    found = false;
+    for (tokp = strtok_r(copies, " ", &save); tokp && !found;
+         tokp = strtok_r(NULL, " ", &save)) {
+      emu_state(tokp, est, sizeof(est));
+      found = strcmp(est, "-") != 0;
+    }
     if (strcmp(st, "QUEUED") != 0 && strcmp(st, "RUNNING") != 0) {
       if (!bad++)
         snprintf(first, len, "job %s is %s after the quiet", bid, st);
-    } else if (!strcmp(est, "-")) {
+    } else if (!found) {
       if (!bad++)
-        snprintf(first, len, "job %s is %s and Batch has no such job", bid, st);
+        snprintf(first, len, "job %s is %s and Batch has no Batch job of it",
+                 bid, st);
     }
   }
   PQclear(res);
@@ -795,10 +875,53 @@ static int violations(PGconn *pg, char *first, size_t len)
   return bad;
 }
 
+/*
+ * At any moment, not only after the quiet: a job cancelled by its user has
+ * given its quota back, so Batch must have reported each Batch job of its
+ * last attempt (its one, or every raced copy) ended or absent first; none
+ * of them may still run (live, or CANCELLATION_IN_PROGRESS). The database
+ * is read first: a Batch job that ends is never live again. Returns the
+ * violations; the first goes to first when it is empty.
+ */
+static int cancelled_yet_running(PGconn *pg, char *first, size_t len)
+{
+  PGresult *res = PQexec(pg, "SELECT 'gpugate-' || id || '-a' || attempt "
+                             "FROM jobs WHERE state = 'CANCELLED' "
+                             "AND reason = 'CancelledByUser'");
+  json_t *all, *e, *done = json_object();
+  size_t i;
+  int r, bad = 0;
+
+  ck_assert(PQresultStatus(res) == PGRES_TUPLES_OK);
+  for (r = 0; r < PQntuples(res); r++)
+    json_object_set_new(done, PQgetvalue(res, r, 0), json_true());
+  PQclear(res);
+  all = h_emu_get(&emu, "/emulator/jobs");
+  json_array_foreach (json_object_get(all, "jobs"), i, e) {
+    const char *bid = h_str(e, "jobId"), *st = h_str(e, "state");
+    char base[64], *copy;
+    if (!bid || !st ||
+        (!live(st) && strcmp(st, "CANCELLATION_IN_PROGRESS") != 0))
+      continue;
+    snprintf(base, sizeof(base), "%s", bid);
+    if ((copy = strstr(base, "-r")) && copy > strstr(base, "-a"))
+      *copy = '\0'; /* a raced copy: its attempt's name */
+    if (json_object_get(done, base) && !bad++ && !first[0])
+      snprintf(first, len,
+               "the job of %s is CANCELLED (its quota released) while "
+               "Batch job %s is %s",
+               base, bid, st);
+  }
+  json_decref(all);
+  json_decref(done);
+  return bad;
+}
+
 static void prop_run(unsigned long long seed)
 {
   struct prop p;
-  char spec[512], first[256], summary[256];
+  char spec[512], first[256], summary[256], early_first[256] = "";
+  int early = 0;
   PGconn *pg = h_db_connect(db_url);
   long long t0 = h_now_ms(), end, left;
   int step, bad;
@@ -818,6 +941,7 @@ static void prop_run(unsigned long long seed)
            "\"calls\": [\"create\", \"cancel\", \"delete\"]}",
            err_rate, lost_rate, below(&p.rng, 2) ? "503" : "reset");
   faults(p.spec);
+  put_window(20 * 86400); /* open, whatever the last run left */
   /* creates take long enough for a cancel or a preemption to meet one
    * under way */
   snprintf(spec, sizeof(spec),
@@ -827,7 +951,7 @@ static void prop_run(unsigned long long seed)
            300 + 200 * below(&p.rng, 3), 1500, lag, seed % 1000000007ULL);
   emu_config(spec);
   for (step = 0; step < PROP_STEPS; step++) {
-    int what = below(&p.rng, 13);
+    int what = below(&p.rng, 14);
     if (what < 5)
       prop_submit(&p);
     else if (what < 9)
@@ -836,8 +960,11 @@ static void prop_run(unsigned long long seed)
       prop_kill(&p);
     else if (what < 11)
       prop_burst(&p);
+    else if (what < 12)
+      prop_window(&p);
     else
       h_sleep_ms(100 + 100L * below(&p.rng, 5));
+    early += cancelled_yet_running(pg, early_first, sizeof(early_first));
   }
   /* the faults stop; gpugate finishes what it started */
   faults("{}");
@@ -849,14 +976,20 @@ static void prop_run(unsigned long long seed)
   bad = violations(pg, first, sizeof(first));
   h_db_state_summary(pg, summary, sizeof(summary));
   fprintf(stderr,
-          "it_faults property seed %llu: %d submits (%d urgent), %d cancels, "
-          "%d kills, %d bursts; errors %.0f %%, lost %.0f %%, cancel lag %ld "
-          "ms; quiet "
-          "after %.1f s (%lld left); %s; %d violations%s%s\n",
-          seed, p.submits, p.urgent, p.cancels, p.kills, p.bursts,
-          err_rate * 100, lost_rate * 100, lag,
-          (double)(h_now_ms() - t0) / 1000.0, left, summary, bad,
+          "it_faults property seed %llu: %d submits (%d urgent, %d raced, "
+          "%d failover, %d reserved), %d cancels, "
+          "%d kills, %d bursts, %d window moves; errors %.0f %%, lost %.0f "
+          "%%, cancel lag %ld ms; quiet "
+          "after %.1f s (%lld left); %s; %d cancelled yet running; "
+          "%d violations%s%s\n",
+          seed, p.submits, p.urgent, p.raced, p.failover, p.reserved, p.cancels,
+          p.kills, p.bursts, p.windows, err_rate * 100, lost_rate * 100, lag,
+          (double)(h_now_ms() - t0) / 1000.0, left, summary, early, bad,
           bad ? ": " : "", first);
+  ck_assert_msg(early == 0,
+                "seed %llu: %d times cancelled yet running, the "
+                "first: %s",
+                seed, early, early_first);
   ck_assert_msg(left == 0, "seed %llu: not quiet after %d ms (%s)", seed,
                 PROP_QUIET_MS, summary);
   ck_assert_msg(bad == 0, "seed %llu: %d violations, the first: %s", seed, bad,
@@ -878,12 +1011,39 @@ static void prop_run(unsigned long long seed)
   PQfinish(pg);
 }
 
+/* A cluster queue of flavor with room for gpu GPUs, and team-x's queue
+ * queue on it. */
+static void add_queue(json_t *cfg, const char *queue, const char *cq,
+                      const char *flavor, int gpu)
+{
+  json_object_set_new(json_object_get(cfg, "cluster_queues"), cq,
+                      json_pack("{s:[{s:s, s:{s:{s:i}, s:{s:i}, s:{s:i}}}]}",
+                                "flavors", "name", flavor, "resources", "gpu",
+                                "nominal", gpu, "cpu_milli", "nominal", 64000,
+                                "memory_mib", "nominal", 262144));
+  json_object_set_new(
+      json_object_get(json_object_get(cfg, "team_queues"), "team-x"), queue,
+      json_pack("{s:s}", "cluster_queue", cq));
+}
+
 static void setup_property(void)
 {
-  const char *emu_env[] = {"EMU_START_MS=50", "EMU_CANCEL_MS=100",
-                           "EMU_DELETE_MS=100", "EMU_REQUIRE_AUTH=false", NULL};
+  /* no Flex Start capacity in us-central1 nor europe-west4 and room for
+   * one job in us-east4: a raced job's copies wait (the cancel of a race
+   * with no winner), one at a time wins in us-east4; a failover job moves
+   * on from us-central1 to us-west1 */
+  const char *emu_env[] = {"EMU_START_MS=50",
+                           "EMU_CANCEL_MS=100",
+                           "EMU_DELETE_MS=100",
+                           "EMU_REQUIRE_AUTH=false",
+                           "EMU_CAPACITY=us-central1/FLEX_START=0,"
+                           "europe-west4/FLEX_START=0,us-east4/FLEX_START=2",
+                           NULL};
   json_t *cfg = json_load_file(FIXTURE, 0, NULL);
   char path[256], *text;
+  time_t now = time(NULL), from = now - 86400, until = now + 20 * 86400;
+  char f[32], u[32];
+  struct tm tm;
 
   /* room for three 2-GPU jobs at once, so some wait and some preempt */
   ck_assert_ptr_nonnull(cfg);
@@ -899,6 +1059,32 @@ static void setup_property(void)
               "resources"),
           "gpu"),
       "nominal", json_integer(6));
+  /* Flex Start failover, two waiting at once */
+  json_object_set_new(
+      json_object_get(cfg, "flavors"), "flex-failover",
+      json_pack("{s:s, s:s, s:s, s:i, s:[s, s], s:f, s:f, s:i}",
+                "provisioning_model", "FLEX_START", "machine_type",
+                "g2-standard-24", "accelerator_type", "nvidia-l4",
+                "gpus_per_vm", 2, "locations", "us-central1", "us-west1",
+                "price_per_gpu_hour_usd", 0.35,
+                "on_demand_price_per_gpu_hour_usd", 0.71, "max_wait_s", 2));
+  add_queue(cfg, "failover", "cq-failover", "flex-failover", 4);
+  /* two raced at once */
+  add_queue(cfg, "race", "cq-race", "flex-race", 4);
+  /* a reservation whose capacity window opened yesterday for 20 days
+   * (prop_window moves its end) */
+  strftime(f, sizeof(f), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&from, &tm));
+  strftime(u, sizeof(u), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&until, &tm));
+  json_object_set_new(
+      json_object_get(cfg, "flavors"), "resv-window",
+      json_pack("{s:s, s:s, s:s, s:i, s:[s], s:s, s:f, s:f, s:s, s:s}",
+                "provisioning_model", "RESERVATION", "machine_type",
+                "g2-standard-24", "accelerator_type", "nvidia-l4",
+                "gpus_per_vm", 2, "locations", "us-central1", "reservation",
+                "l4-reservation", "price_per_gpu_hour_usd", 0.71,
+                "on_demand_price_per_gpu_hour_usd", 0.71, "available_from", f,
+                "available_until", u));
+  add_queue(cfg, "resv", "cq-resv", "resv-window", 4);
   text = json_dumps(cfg, JSON_INDENT(1));
   json_decref(cfg);
   h_write_temp("faults-config", text, path, sizeof(path));
