@@ -30,6 +30,11 @@
  *     stays and goes out again after a growing bound
  *     (db_batch_recheck_cancel) until Batch reports the job ended (the
  *     move deletes it, batch_report.c DROP_RECHECKS) or absent;
+ *   - a raced job with no winner has a Batch job per copy: each copy is
+ *     asked to end (sql_request_cancel names them all), its end is
+ *     recorded (batch_copies.ended_at), and only the end of the last copy
+ *     that may exist ends the cancel or the eviction (batch_report.c,
+ *     race_observe); a copy's CANCELLATION_IN_PROGRESS counts as live;
  *   - a cancel Batch took names the Batch job on the job when the create's
  *     answer never did (server/dispatch.c, cancel_done; batch_report.c,
  *     adopt), so what Batch reports next moves the job out of
@@ -129,8 +134,7 @@ static const char sql_request_create[] =
 static const char sql_withdraw_create[] =
     "DELETE FROM batch_ops WHERE job_id = $1 AND attempt = $2::int "
     "AND op = 'create' AND (claimed_until IS NULL "
-    "OR claimed_until < clock_timestamp() OR NOT EXISTS (SELECT 1 FROM "
-    "pg_stat_activity a WHERE a.pid = claimed_pid)) RETURNING tries";
+    "OR claimed_until < clock_timestamp()) RETURNING tries";
 
 /* How many Batch jobs the attempt has or would have: its raced copies, or
  * one. */
@@ -281,22 +285,30 @@ int db_batch_requeue(struct db_conn *c, const char *job_id, const char *reason,
  * quadratic in its rows once admissions filled it (875 ms a claim with
  * 2,000 rows).
  *
- * A claim is a lease, not a lock held open: the row gets claimed_by,
- * claimed_pid (the dispatcher's session) and claimed_until, and the
- * transaction commits before any Batch call, so a cancel or an eviction
- * never waits on a row while Batch answers. A row under a live lease is
- * not claimed again; once the lease has run out or its session is gone
- * (the dispatcher died mid-call, and PostgreSQL ended its backend) any
- * dispatcher may take it, at its next look for such rows (about once a
- * second: batch_ops_claim's lapsed), and the deterministic Batch job id
- * makes the repeated call harmless.
+ * A claim is a lease, not a lock held open: the row gets claimed_by (the
+ * dispatcher, unique to its process), claimed_until and, for diagnosis
+ * only, claimed_pid (the session that claimed it); the transaction commits
+ * before any Batch call, so a cancel or an eviction never waits on a row
+ * while Batch answers. A lease is live while claimed_until is ahead, and
+ * its holder renews it while the row's calls are under way
+ * (db_batch_renew); nothing else counts. A dispatcher that reconnected
+ * (another backend pid) keeps its leases, and a dead one's pid taken by a
+ * new session keeps none alive: judged from pg_stat_activity, the first
+ * looked dead (its create withdrawn or retaken while at Batch) and the
+ * second alive (issue 34, defect 6). A row under a live lease is not
+ * claimed again; once its lease has run out (the dispatcher died mid-call,
+ * or could not renew) any dispatcher may take it, at its next look for
+ * such rows (about once a second: batch_ops_claim's lapsed), and the
+ * deterministic Batch job id makes the repeated call harmless.
  *
  * Dispatchers work in parallel, so a job's operations are kept in their
  * (next_at, id) order: none is claimed while an earlier one of the same
  * job is in the outbox, claimed or not. Otherwise a cancel could reach
  * Batch before the create still in flight (404, done; then the create
  * succeeds and the job runs), or a Flex Start failover's create before the
- * cancel of the attempt it replaces.
+ * cancel of the attempt it replaces. The one exception: a raced attempt's
+ * copies are created at once, so an earlier create of the same attempt
+ * does not hold a create back (migration 0043).
  */
 /* The claimed rows and their jobs, all from the function: joined here,
  * the jobs were read as of this statement's start, before the rows the
@@ -307,20 +319,15 @@ int db_batch_requeue(struct db_conn *c, const char *job_id, const char *reason,
 /* The rows no dispatcher holds. */
 static const char sql_claim[] = CLAIM("false");
 
-/* The rows held under a lease that ran out or by a session that is gone
- * (its dispatcher died): a look over every held row, so not made on
- * every claim (db_batch_claim_many's lapsed). */
+/* The rows held under a lease that ran out (its dispatcher died or could
+ * not renew): a look over every held row, so not made on every claim
+ * (db_batch_claim_many's lapsed). */
 static const char sql_claim_lapsed[] = CLAIM("true");
 
 /* Only the holder of the lease deletes the row: after a lease ran out and
  * another dispatcher took the row, that one records it. */
 static const char sql_drop_claimed[] =
     "DELETE FROM batch_ops WHERE id = $1::bigint AND claimed_by = $2";
-
-static const char sql_release[] =
-    "UPDATE batch_ops SET claimed_by = NULL, claimed_pid = NULL, "
-    "claimed_until = NULL "
-    "WHERE id = $1::bigint AND claimed_by = $2";
 
 void db_batch_op_free(struct db_batch_op *op)
 {
@@ -488,47 +495,6 @@ int db_batch_claim(struct db_conn *c, const char *const *skip_regions,
                              op, 1, err, errlen);
 }
 
-static const char sql_release_many[] =
-    "UPDATE batch_ops SET claimed_by = NULL, claimed_pid = NULL, "
-    "claimed_until = NULL "
-    "WHERE id = ANY($1::bigint[]) AND claimed_by = $2";
-
-int db_batch_unclaim_many(struct db_conn *c, const struct db_batch_op *ops,
-                          size_t n, char *err, size_t errlen)
-{
-  char *ids;
-  const char *params[2];
-  size_t i, len = 0, cap = 2 + n * 21;
-  int rc;
-
-  if (n == 0)
-    return 0;
-  if (!(ids = malloc(cap))) {
-    snprintf(err, errlen, "out of memory");
-    return -1;
-  }
-  ids[len++] = '{';
-  for (i = 0; i < n; i++)
-    len += (size_t)snprintf(ids + len, cap - len, "%s%lld", i ? "," : "",
-                            (long long)ops[i].id);
-  snprintf(ids + len, cap - len, "}");
-  params[0] = ids;
-  params[1] = ops[0].claimed_by; /* one claimer's rows */
-  rc = db_run(c, sql_release_many, 2, params, NULL, err, errlen);
-  free(ids);
-  return rc;
-}
-
-int db_batch_unclaim(struct db_conn *c, const struct db_batch_op *op, char *err,
-                     size_t errlen)
-{
-  char id[24];
-  const char *params[2] = {id, op->claimed_by};
-
-  snprintf(id, sizeof(id), "%lld", (long long)op->id);
-  return db_run(c, sql_release, 2, params, NULL, err, errlen);
-}
-
 /*
  * Open the transaction that records a call's outcome and take the claimed
  * row out of the outbox first (lock order: the batch_ops row before the
@@ -625,42 +591,15 @@ int db_batch_done_create(struct db_conn *c, const struct db_batch_op *op,
   return 0;
 }
 
-/*
- * The job's fate follows from what Batch reports next. No sync reports a
- * raced copy that has not won (the sync follows the Batch job a job names,
- * and adopts only live copies), so with Pub/Sub off the copy's
- * CANCELLATION_IN_PROGRESS would never arrive and a cancel or an eviction
- * waiting for its copies would wait for ever: once Batch took the cancel,
- * it is recorded as Batch reports it. (A loser beside a winner is left to
- * the sync, which follows it while it overlaps.)
- */
-static const char sql_no_winner[] =
-    "SELECT 1 FROM jobs WHERE id = $1 AND attempt = $2::int "
-    "AND batch_job_name IS NULL";
-
+/* The job's fate follows from what Batch reports next: a cancel Batch
+ * took stays in the outbox (db_batch_recheck_cancel), so the sync reports
+ * a raced copy too (sql_orphans: a row of its attempt), until Batch
+ * reports it ended or absent. */
 int db_batch_done_cancel(struct db_conn *c, const struct db_batch_op *op,
                          bool gone, char *err, size_t errlen)
 {
-  char id[32], a[16];
-  const char *params[2] = {id, a};
-  int attempt, race_k = 0, rows = 0;
-
-  if (take(c, op, err, errlen) || commit(c, err, errlen))
-    return -1;
-  if (gone ||
-      batch_job_id_parse(op->batch_job_id, id, sizeof(id), &attempt, &race_k) !=
-          0 ||
-      race_k == 0)
-    return 0; /* a gone copy is reported NOT_FOUND by the caller */
-  snprintf(a, sizeof(a), "%d", attempt);
-  if (db_run(c, sql_no_winner, 2, params, &rows, err, errlen))
-    return -1;
-  if (rows == 0)
-    return 0;
-  return db_batch_observe(c, op->batch_job_id, "CANCELLATION_IN_PROGRESS", err,
-                          errlen) < 0
-             ? -1
-             : 0;
+  (void)gone; /* a gone Batch job is reported NOT_FOUND by the caller */
+  return take(c, op, err, errlen) || commit(c, err, errlen) ? -1 : 0;
 }
 
 static const char sql_recheck_cancel[] =
@@ -801,9 +740,15 @@ json_t *db_batch_active(struct db_conn *c, const char *region, char *err,
   return json_of(c, sql_active, 1, params, err, errlen);
 }
 
+/* Losers seen running beside their winner, and copies whose cancel is in
+ * the outbox and whose end Batch has not yet reported (the invariant: the
+ * job's cancel or eviction waits for it). */
 static const char sql_overlapping[] =
-    "SELECT coalesce(json_object_agg(batch_job_id, true), '{}') FROM "
-    "batch_copies WHERE region = $1 AND overlap_since IS NOT NULL";
+    "SELECT coalesce(json_object_agg(c.batch_job_id, true), '{}') FROM "
+    "batch_copies c WHERE c.region = $1 AND (c.overlap_since IS NOT NULL "
+    "OR (c.ended_at IS NULL AND EXISTS (SELECT 1 FROM batch_ops o "
+    "WHERE o.job_id = c.job_id AND o.attempt = c.attempt "
+    "AND o.op = 'cancel' AND o.batch_job_id = c.batch_job_id)))";
 
 json_t *db_batch_overlapping(struct db_conn *c, const char *region, char *err,
                              size_t errlen)

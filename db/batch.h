@@ -119,6 +119,11 @@ int db_batch_unclaim(struct db_conn *c, const struct db_batch_op *op, char *err,
                      size_t errlen);
 
 /* The same for ops[0..n), rows one claimer took, in one statement. */
+/* The holder (claimer) renews the leases of its rows ids[0..n) for lease_s
+ * from now: a lease is live while its holder renews it, whatever became of
+ * the session that took it (a reconnect, a reused pid). 0 or -1. */
+int db_batch_renew(struct db_conn *c, const char *claimer, const long long *ids,
+                   size_t n, int lease_s, char *err, size_t errlen);
 int db_batch_unclaim_many(struct db_conn *c, const struct db_batch_op *ops,
                           size_t n, char *err, size_t errlen);
 
@@ -128,12 +133,13 @@ int db_batch_unclaim_many(struct db_conn *c, const struct db_batch_op *ops,
  */
 int db_batch_done_create(struct db_conn *c, const struct db_batch_op *op,
                          const char *batch_job_name, char *err, size_t errlen);
-/* A cancel Batch took (gone false) of a raced copy that has not won is
- * recorded at once as Batch reports it (CANCELLATION_IN_PROGRESS), in a
- * second transaction: no sync follows such a copy. */
+/* The cancel's row is done: Batch has no such job (gone), or reading the
+ * job after a refused cancel found it ended (the caller records what Batch
+ * reports). */
 int db_batch_done_cancel(struct db_conn *c, const struct db_batch_op *op,
                          bool gone, char *err, size_t errlen);
-/* A cancel (or delete) Batch took of a job's own Batch job: Batch may
+/* A cancel (or delete) Batch took, of a job's own Batch job or of a raced
+ * copy: Batch may
  * still never act on it, so the row stays in the outbox and goes out again
  * after a bound that doubles with each try (5 s, then up to 60 s), until
  * Batch reports the job ended (the row is deleted with the move,
@@ -182,9 +188,11 @@ extern void (*db_batch_race_hook)(const char *event, const char *region,
                                   double seconds);
 
 /*
- * Raced copies in region seen running beside their winner, as
- * {batch_job_id: true}: the sync reports their next state even when it is
- * no longer live, so the overlap ends. New object, or NULL with err.
+ * Raced copies in region seen running beside their winner, or asked to end
+ * and not yet reported ended, as {batch_job_id: true}: the sync reports
+ * their next state even when it is no longer live, so the overlap ends and
+ * a cancel or an eviction waiting for every copy completes. New object, or
+ * NULL with err.
  */
 json_t *db_batch_overlapping(struct db_conn *c, const char *region, char *err,
                              size_t errlen);

@@ -178,6 +178,19 @@ static const char sql_overlap_end[] =
     "UPDATE batch_copies SET overlap_since = NULL WHERE job_id = $1 "
     "AND attempt = $2::int AND k = $3::int";
 
+/* Copy k of the attempt has ended at Batch (or Batch has none): it is
+ * counted out, and its cancel rows waiting to be sent again have done
+ * their work. Returns how many copies of the attempt may still exist. */
+static const char sql_copy_ended[] =
+    "WITH e AS (UPDATE batch_copies SET ended_at = coalesce(ended_at, "
+    "clock_timestamp()) WHERE job_id = $1 AND attempt = $2::int "
+    "AND k = $3::int RETURNING batch_job_id), "
+    "r AS (DELETE FROM batch_ops o USING e WHERE o.job_id = $1 "
+    "AND o.attempt = $2::int AND o.op = 'cancel' AND o.claimed_by IS NULL "
+    "AND o.batch_job_id = e.batch_job_id RETURNING o.id) "
+    "SELECT count(*) FROM batch_copies WHERE job_id = $1 "
+    "AND attempt = $2::int AND k <> $3::int AND ended_at IS NULL";
+
 static const char sql_race_cancelled[] =
     "UPDATE jobs SET state = 'CANCELLED', reason = 'CancelledByUser', "
     "batch_state = $2, finished_at = now(), updated_at = now() "
@@ -187,8 +200,9 @@ static const char sql_race_cancelled[] =
  * A state Batch reported for a raced copy (k of attempt) that is not the
  * job's recorded Batch job: the first copy SCHEDULED or RUNNING wins and
  * the others are cancelled in the same transaction; a loser seen RUNNING
- * counts overlap until it stops. Without a winner, a copy's cancellation
- * completes the job's cancel or eviction. Commits or rolls back the
+ * counts overlap until it stops. Without a winner, the end of the last
+ * copy that may exist (each copy's end is recorded: ended_at) completes
+ * the job's cancel or eviction. Commits or rolls back the
  * observe's transaction; returns like db_batch_observe().
  */
 static int race_observe(struct db_conn *c, const char *id, int attempt, int k,
@@ -221,8 +235,21 @@ static int race_observe(struct db_conn *c, const char *id, int attempt, int k,
   overlap = strtod(PQgetvalue(res, 0, 4), NULL);
   PQclear(res);
   started = !strcmp(batch_state, "SCHEDULED") || st == BATCH_STATE_RUNNING;
+  /* CANCELLATION_IN_PROGRESS is not an end: the copy may still run */
   live = st == BATCH_STATE_QUEUED || st == BATCH_STATE_RUNNING ||
-         st == BATCH_STATE_UNKNOWN;
+         st == BATCH_STATE_CANCELLING || st == BATCH_STATE_UNKNOWN;
+  if (!live) {
+    long others;
+    if (!(res = db_query(c, sql_copy_ended, 3, params, err, errlen)))
+      goto fail;
+    others = strtol(PQgetvalue(res, 0, 0), NULL, 10);
+    PQclear(res);
+    /* without a winner, the job's cancel or eviction waits for every
+     * copy that may exist: each was asked to end (sql_request_cancel
+     * names them all), and each is reported ended or absent in turn */
+    if (!winner[0] && others > 0)
+      goto done;
+  }
 
   if (!winner[0] && started && !cancel_requested &&
       (!strcmp(state, "ADMITTED") || !strcmp(state, "QUEUED"))) {
@@ -256,9 +283,9 @@ static int race_observe(struct db_conn *c, const char *id, int attempt, int k,
     if (rows && db_batch_wake_dispatch(c, err, errlen))
       goto fail;
   } else if (!winner[0] && !live) {
-    /* no winner and this copy is gone: a cancel or an eviction that
-     * asked for it is complete (the other copies' cancels are queued); a
-     * cancel wins over an eviction, as in batch_state_target() */
+    /* no winner and this copy, the last of them, is gone: a cancel or an
+     * eviction that asked for them is complete; a cancel wins over an
+     * eviction, as in batch_state_target() */
     if (cancel_requested &&
         (!strcmp(state, "ADMITTED") || !strcmp(state, "QUEUED") ||
          !strcmp(state, "EVICTING"))) {
@@ -280,6 +307,7 @@ static int race_observe(struct db_conn *c, const char *id, int attempt, int k,
         goto fail;
     }
   }
+done:
   if (db_commit(c) != GG_OK) {
     snprintf(err, errlen, "COMMIT failed");
     goto fail;

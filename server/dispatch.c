@@ -17,7 +17,9 @@
  *      most 256 for the replica), claim up to CLAIM_MAX due rows in one
  *      statement (db_batch_claim_many), skipping the regions whose budget
  *      is spent or whose calls are at their limit (and about once a
- *      second, first the rows of a lapsed lease or a dead dispatcher);
+ *      second, first the rows of a lease that ran out: a dead dispatcher
+ *      renews none); every RENEW_US the leases of the calls under way are
+ *      renewed (db_batch_renew);
  *   2. for each row, take its region's slot and a budget token, and start
  *      its call on the multi handle; a row that gets neither goes back at
  *      once (db_batch_unclaim): a row is never held while waiting for a
@@ -38,8 +40,9 @@
  * and its request id fixed per row, so a call repeated after a lost answer
  * or a crash gets the same job back (409 ALREADY_EXISTS counts as
  * success), and recording it is conditional on the job still waiting for
- * it. A job's rows go out one at a time (the claim's order), so a user's
- * cancel follows the create it cancels and wins over it.
+ * it. A job's rows go out one at a time (the claim's order; a raced
+ * attempt's copies together), so a user's cancel follows the create it
+ * cancels and wins over it.
  *
  * On stop, no row is claimed any more and the calls under way have
  * DRAIN_MS to end and be recorded; rows whose calls are still running
@@ -69,11 +72,12 @@
 /* how often a dispatcher looks for rows held under a lapsed lease or by a
  * session that is gone (a look passes every held row) */
 #define LAPSED_US 1000000LL
-/* A claim's lease: far longer than the calls of one row can take (up to
- * three Batch calls, 15 s each at most, and their recording), so a live
- * dispatcher never loses its row; after a crash the row waits this long,
- * or not at all once PostgreSQL has ended the dead dispatcher's session. */
-#define LEASE_S 120
+/* A claim's lease, renewed every RENEW_US while the row's calls are under
+ * way (up to three Batch calls, 15 s each at most): a live dispatcher
+ * keeps its rows, whatever its database session went through (a
+ * reconnect), and after a crash the rows wait at most this long. */
+#define LEASE_S 15
+#define RENEW_US 3000000LL
 
 /* What a row's call under way is doing. */
 enum step {
@@ -95,8 +99,9 @@ struct flight {
 struct dispatcher {
   struct dispatch_worker w; /* first: the thread gets &w */
   struct flight *flights;
-  long long lapsed_us; /* the last look for lapsed leases */
-  bool lapsed_more;    /* that look took rows: look again */
+  long long lapsed_us;  /* the last look for lapsed leases */
+  long long renewed_us; /* the last renewal of the calls' leases */
+  bool lapsed_more;     /* that look took rows: look again */
 };
 
 struct dispatch {
@@ -280,9 +285,10 @@ static void cancel_done(struct dispatcher *t, struct flight *f, bool gone)
 
   if (batch_job_id_parse(f->op.batch_job_id, id, sizeof(id), &attempt, &k) != 0)
     k = 0;
-  if ((!gone && k == 0
+  if ((!gone
            /* Batch took it, but may never act on it: sent again after a
-            * bound until Batch reports the job ended or absent */
+            * bound until Batch reports the job (or the raced copy) ended or
+            * absent */
            ? db_batch_recheck_cancel(&t->w.conn, &f->op, err, sizeof(err))
            : db_batch_done_cancel(&t->w.conn, &f->op, gone, err,
                                   sizeof(err))) != 0 ||
@@ -292,7 +298,8 @@ static void cancel_done(struct dispatcher *t, struct flight *f, bool gone)
       /* Batch took the cancel of a Batch job the job may not name yet (its
        * create's answer was lost): the job names it now (db/batch_report.c,
        * adopt), so that what Batch reports next ends the cancel or the
-       * eviction (a raced copy: db_batch_done_cancel) */
+       * eviction (a raced copy: once every copy has ended,
+       * batch_report.c race_observe) */
       (!gone && k == 0 &&
        db_batch_adopt(&t->w.conn, f->name, err, sizeof(err)) < 0))
     not_recorded(&f->op, err);
@@ -510,6 +517,31 @@ static void fill(struct dispatcher *t, long *wait_ms)
   *wait_ms = 0; /* more may be due: look at once, after the ended calls */
 }
 
+/* Renew the leases of the rows whose calls are under way, every
+ * RENEW_US: a lease is live while its holder renews it (db/batch.c). */
+static void renew(struct dispatcher *t)
+{
+  long long now = dispatch_now_us(), *ids;
+  struct flight *f;
+  size_t n = 0;
+  char err[256];
+
+  if (!t->flights || now - t->renewed_us < RENEW_US)
+    return;
+  for (f = t->flights; f; f = f->next)
+    n++;
+  if (!(ids = malloc(n * sizeof(*ids))))
+    return; /* tried again at the next turn */
+  for (n = 0, f = t->flights; f; f = f->next)
+    ids[n++] = (long long)f->op.id;
+  if (db_batch_renew(&t->w.conn, t->w.claimer, ids, n, LEASE_S, err,
+                     sizeof(err)) != 0)
+    log_msg(LOG_WARN, "dispatch: renewing %zu leases: %s", n, err);
+  else
+    t->renewed_us = now;
+  free(ids);
+}
+
 /* Stopping with calls still under way after DRAIN_MS: their rows go back. */
 static void abandon(struct dispatcher *t)
 {
@@ -544,8 +576,11 @@ static void *dispatcher(void *arg)
     } else if (dispatch_connect(w, "LISTEN gpugate_dispatch") != 0) {
       wait_ms = 1000; /* the calls under way go on meanwhile */
     } else {
+      renew(t);
       fill(t, &wait_ms);
     }
+    if (t->flights && wait_ms > RENEW_US / 1000)
+      wait_ms = RENEW_US / 1000;
     dispatch_wait(w, wait_ms);
     take_ended(t);
   }

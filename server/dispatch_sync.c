@@ -38,7 +38,8 @@ struct listing {
   enum call_type type; /* first: the tag of its calls */
   char region[DISPATCH_FLOW_REGION_MAX];
   json_t *known;       /* {name: state} of active jobs, from the database */
-  json_t *overlapping; /* {batch_job_id: true} race losers seen running */
+  json_t *overlapping; /* {batch_job_id: true} raced copies followed to
+                          their end (db_batch_overlapping) */
   json_t *seen;        /* names Batch listed */
   json_t *cands;       /* live jobs of the deployment nobody is waiting on */
   json_t *states;      /* {name: state} of the candidates */
@@ -251,7 +252,8 @@ static void apply_page(struct syncer *s, struct listing *l, json_t *jobs)
                db_batch_observe_at(&w->conn, name, state,
                                    batch_job_ended_us(job), err,
                                    sizeof(err)) < 0)
-        /* a race loser that ran beside its winner has stopped */
+        /* a race loser that ran beside its winner has stopped, or a
+         * copy asked to end has ended */
         log_msg(LOG_WARN, "sync: %s: %s", name, err);
       continue;
     }

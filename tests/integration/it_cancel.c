@@ -288,6 +288,61 @@ START_TEST(race_backoff_waits_for_a_pending_cancel)
 }
 END_TEST
 
+/*
+ * A retried cancel of attempt N keeps attempt N+1's create behind it: a
+ * Flex Start job waits past max_wait_s in us-central1 (no capacity), and
+ * the cancel of its attempt 1 there is refused (503) three times before
+ * Batch takes it; attempt 2's create (europe-west4, which has capacity)
+ * was queued right behind that cancel and must not reach Batch before it
+ * (the two Batch jobs would both hold the job's capacity). In the
+ * emulator's record of requests, the accepted :cancel of attempt 1 comes
+ * before the first create of attempt 2.
+ */
+START_TEST(next_attempt_waits_for_a_retried_cancel)
+{
+  char id[32], a1[64], a2[64], needle[96];
+  long refused = 0, cancel_ok = -1, create2 = -1;
+  json_t *all, *r;
+  size_t i;
+
+  faults("{}");
+  capacity("us-central1/FLEX_START=0,us-east4/FLEX_START=0,"
+           "europe-west4/FLEX_START=20");
+  faults("{\"error_rate\": 1, \"codes\": [503], \"calls\": [\"cancel\"], "
+         "\"regions\": [\"us-central1\"], \"max_faults\": 3}");
+  submit("failover", false, "next-attempt", id);
+  first_attempt(id, 0, a1);
+  snprintf(a2, sizeof(a2), "gpugate-%s-a2", id);
+  json_decref(wait_state(id, "SUCCEEDED", 60000));
+  faults("{}");
+  snprintf(needle, sizeof(needle), "/jobs/%s:cancel", a1);
+  all = h_emu_get(&emu, "/emulator/requests");
+  json_array_foreach (json_object_get(all, "requests"), i, r) {
+    const char *q = h_str(json_object_get(r, "query"), "job_id");
+    const char *path = h_str(r, "path");
+    json_int_t status = json_integer_value(json_object_get(r, "status"));
+    if (path && strstr(path, needle)) {
+      if (status == 503)
+        refused++;
+      else if (status == 200 && cancel_ok < 0)
+        cancel_ok = (long)i;
+    }
+    if (str_is(r, "method", "POST") && q && !strcmp(q, a2) && create2 < 0)
+      create2 = (long)i;
+  }
+  json_decref(all);
+  fprintf(stderr,
+          "it_cancel next attempt: attempt 1's :cancel refused %ld times, "
+          "taken as request #%ld; attempt 2's first create #%ld\n",
+          refused, cancel_ok, create2);
+  ck_assert_msg(refused == 3, "attempt 1's cancel refused %ld times", refused);
+  ck_assert_msg(cancel_ok >= 0 && create2 > cancel_ok,
+                "attempt 2's create (#%ld) reached Batch before attempt 1's "
+                "cancel was taken (#%ld)",
+                create2, cancel_ok);
+}
+END_TEST
+
 /* ======================================================================
  * 2. End to end: a raced region that refuses the create for good
  * ==================================================================== */
@@ -1484,30 +1539,44 @@ static void *lease_thread(void *p)
 
 /*
  * A claim takes the rows no one holds; a row held under a lease that ran
- * out, or by a session that is gone, is taken only by a claim that looks
- * for lapsed leases (a dispatcher's, about once a second), which then
- * says whether it found any. Each case holds the job's create as stated
- * (by this test's second session), then claims as stated.
+ * out is taken only by a claim that looks for lapsed leases (a
+ * dispatcher's, about once a second), which then says whether it found
+ * any. A lease is live while its holder renews it (db_batch_renew: the
+ * dispatcher renews the leases of its calls under way), whatever became of
+ * the session that took it: a dispatcher that reconnected has another
+ * backend pid and its lease is as live as before; a pid that a new session
+ * reuses keeps no lease alive. Each case holds the job's create as stated
+ * (by this test's second session, the claimer "holder"), renews as stated,
+ * then claims as stated.
  */
 #define HOLD(lease) "UPDATE batch_ops SET " lease " WHERE job_id = $1"
+#define LIVE "claimed_until = now() + interval '60 s'"
+#define LAPSED "claimed_until = now() - interval '1 s'"
 START_TEST(lapsed_leases_are_taken_by_the_look_for_them)
 {
   static const struct {
-    const char *hold; /* how the row is held: its lease, set by SQL */
-    bool lapsed;      /* the claim looks for lapsed leases */
-    int rows;         /* rows it takes */
+    const char *hold;  /* how the row is held: its lease, set by SQL */
+    const char *renew; /* who renews it then (NULL: no one) */
+    bool lapsed;       /* the claim looks for lapsed leases */
+    int rows;          /* rows it takes */
   } cases[] = {
-      {HOLD("claimed_until = now() + interval '60 s'"), false, 0},
-      {HOLD("claimed_until = now() + interval '60 s'"), true, 0},
-      {HOLD("claimed_until = now() - interval '1 s'"), false, 0},
-      {HOLD("claimed_until = now() - interval '1 s'"), true, 1},
-      /* a live lease of a session that is gone (no such backend pid) */
-      {HOLD("claimed_until = now() + interval '60 s', "
-            "claimed_pid = 2147483000"),
-       false, 0},
-      {HOLD("claimed_until = now() + interval '60 s', "
-            "claimed_pid = 2147483000"),
-       true, 1},
+      {HOLD(LIVE), NULL, false, 0},
+      {HOLD(LIVE), NULL, true, 0},
+      {HOLD(LAPSED), NULL, false, 0},
+      {HOLD(LAPSED), NULL, true, 1},
+      /* the holder reconnected: the session that claimed is gone (no such
+       * backend pid), the lease is live */
+      {HOLD(LIVE ", claimed_pid = 2147483000"), NULL, false, 0},
+      {HOLD(LIVE ", claimed_pid = 2147483000"), NULL, true, 0},
+      /* the holder died and its pid went to a live session: not renewed,
+       * the lease lapses all the same */
+      {HOLD(LAPSED ", claimed_pid = (SELECT max(pid) FROM pg_stat_activity "
+                   "WHERE pid <> pg_backend_pid())"),
+       NULL, true, 1},
+      /* renewed by its holder (after a reconnect too): live again */
+      {HOLD(LAPSED ", claimed_pid = 2147483000"), "holder", true, 0},
+      /* only the holder renews */
+      {HOLD(LAPSED), "taker", true, 1},
   };
   struct db_conn *c = conn_open(), *holder = conn_open();
   struct admission *adm = admission_new(true, 600);
@@ -1530,14 +1599,23 @@ START_TEST(lapsed_leases_are_taken_by_the_look_for_them)
         db_batch_claim(holder, NULL, 0, "holder", 60, &op, err, sizeof(err)),
         1);
     ck_assert_str_eq(op.job_id, id);
-    db_batch_op_free(&op);
     exec_params(c, cases[k].hold, 1, (const char *const[]){id});
+    if (cases[k].renew) {
+      long long held = op.id;
+      ck_assert_msg(db_batch_renew(holder, cases[k].renew, &held, 1, 60, err,
+                                   sizeof(err)) == 0,
+                    "renew: %s", err);
+    }
+    db_batch_op_free(&op);
 
     lapsed = cases[k].lapsed;
     n = db_batch_claim_many(c, NULL, 0, "taker", 60, &lapsed, ops, 4, err,
                             sizeof(err));
-    ck_assert_msg(n == cases[k].rows, "case %zu (%s, look %d): %d rows: %s", k,
-                  cases[k].hold, cases[k].lapsed, n, err);
+    ck_assert_msg(n == cases[k].rows,
+                  "case %zu (%s, renewed by %s, look %d): "
+                  "%d rows: %s",
+                  k, cases[k].hold, cases[k].renew ? cases[k].renew : "no one",
+                  cases[k].lapsed, n, err);
     ck_assert_msg(lapsed == (cases[k].lapsed && cases[k].rows > 0),
                   "case %zu: look again %d", k, lapsed);
     for (i = 0; i < n; i++) {
@@ -1545,10 +1623,53 @@ START_TEST(lapsed_leases_are_taken_by_the_look_for_them)
       db_batch_op_free(&ops[i]);
     }
   }
+  exec_params(c, "DELETE FROM batch_ops WHERE job_id = $1", 1,
+              (const char *const[]){id});
   conn_close(holder);
   conn_close(c);
 }
 END_TEST
+
+/*
+ * A cancel withdraws a create no one holds, and leaves one under a live
+ * lease to its holder (it may be at Batch now): the cancel goes out after
+ * it. The holder reconnected since its claim (the session that claimed is
+ * gone): its lease is live all the same, and the create is not withdrawn.
+ */
+START_TEST(withdraw_leaves_a_create_under_a_live_lease)
+{
+  struct db_conn *c = conn_open(), *holder = conn_open();
+  struct admission *adm = admission_new(true, 600);
+  struct db_batch_op op;
+  char err[256], id[32];
+  int rc;
+
+  exec_ok(c, "DELETE FROM batch_ops"); /* the cases' before */
+  submit("failover", false, "withdraw", id);
+  leader_cycle(adm, c);
+  admission_free(adm);
+  ck_assert_int_eq(
+      db_batch_claim(holder, NULL, 0, "holder", 60, &op, err, sizeof(err)), 1);
+  ck_assert_str_eq(op.job_id, id);
+  db_batch_op_free(&op);
+  exec_params(c, HOLD(LIVE ", claimed_pid = 2147483000"), 1,
+              (const char *const[]){id});
+  rc = db_batch_withdraw_create(c, id, 1, err, sizeof(err));
+  ck_assert_msg(rc == 0,
+                "withdraw gave %d (1: withdrawn, as if no Batch job "
+                "could exist): %s",
+                rc, err);
+  ck_assert_int_eq(
+      h_db_int(c->pg, "SELECT count(*) FROM batch_ops WHERE op = 'create' "
+                      "AND claimed_by = 'holder'"),
+      1);
+  exec_ok(c, "DELETE FROM batch_ops");
+  conn_close(holder);
+  conn_close(c);
+}
+END_TEST
+#undef LAPSED
+#undef LIVE
 #undef HOLD
 
 /*
@@ -1694,6 +1815,7 @@ Suite *cancel_suite(void)
   tcase_add_test(e2e, failover_waits_for_a_pending_cancel);
   tcase_add_test(e2e, race_backoff_waits_for_a_pending_cancel);
   tcase_add_test(e2e, race_refusal_drops_one_region);
+  tcase_add_test(e2e, next_attempt_waits_for_a_retried_cancel);
   suite_add_tcase(s, e2e);
 
   tcase_add_unchecked_fixture(stale, setup_stale, teardown_db);
@@ -1704,6 +1826,7 @@ Suite *cancel_suite(void)
   tcase_add_test(stale, cancel_404_writes_no_created_event);
   tcase_add_test(stale, budget_leases_are_exact);
   tcase_add_test(stale, lapsed_leases_are_taken_by_the_look_for_them);
+  tcase_add_test(stale, withdraw_leaves_a_create_under_a_live_lease);
   tcase_add_test(stale, migration_0018_completes_pending_cancels);
   tcase_add_test(stale, claim_reads_do_not_grow_with_the_outbox);
   suite_add_tcase(s, stale);
