@@ -2,7 +2,7 @@
  * bench/admission.c — admission cycles against PostgreSQL with 100,000
  * pending jobs (not a test; bench/admission.sh runs it).
  *
- * The leader's own code (server/admission.c) on its own connection, on a
+ * The leader's own code (control/admission.c) on its own connection, on a
  * database holding one flavor, one cluster queue (8 GPUs, full after the
  * first cycle) and BENCH_ADM_PENDING (100,000) pending 1-GPU jobs of three
  * priorities, inserted in one statement:
@@ -17,7 +17,7 @@
  *   +1,000  — NEW_ROUNDS times: 1,000 new pending jobs inserted (one
  *             statement, as submissions would), then the cycle that sees
  *             them (feed; the scheduler on the 1,000 new jobs, the
- *             older ones left out as server/admission.c may when only
+ *             older ones left out as control/admission.c may when only
  *             submissions and admissions happened since; 1,000 reasons
  *             written in one statement), the cycle after it (its own
  *             writes read back), and the publication of the new jobs'
@@ -40,7 +40,7 @@
 #include <time.h>
 
 #include "db/db.h"
-#include "server/admission.h"
+#include "control/admission.h"
 
 #define IDLE_CYCLES 300
 #define NEW_ROUNDS 15

@@ -3,7 +3,7 @@
 # (`make bench` runs it; it prints figures and asserts nothing).
 #
 # build/bench_admission drives the admission leader's own code
-# (server/admission.c) against a throwaway PostgreSQL: one flavor, one
+# (control/admission.c) against a throwaway PostgreSQL: one flavor, one
 # cluster queue of 8 GPUs, BENCH_ADM_PENDING (default 100,000) pending
 # 1-GPU jobs; then idle cycles, and rounds of 1,000 new jobs. See the top
 # of bench/admission.c for what each row times. Goal: an idle cycle well

@@ -33,7 +33,7 @@
 #            sampled every 100 ms) after the submit run. Goal ≤ 64 MiB.
 #            It grows with the jobs the run leaves active, not with the
 #            requests: the replica is also the admission leader, whose
-#            in-memory state (server/admission.c, scheduler/state.c) holds
+#            in-memory state (control/admission.c, scheduler/state.c) holds
 #            every PENDING and ADMITTED job, and with no Batch backend every
 #            submitted job stays ADMITTED. Measured 2026-11-26 with a second
 #            replica serving the submissions and the first leading: after
@@ -115,13 +115,13 @@
 #            insertions 40 % of that; the WAL writer ~20), gpugate ~115
 #            µs (the kernel's socket work, Jansson, malloc), wrk ~20: both
 #            cores are busy. The leader keeps its state in memory
-#            (server/admission.c) and plans its batched statements per
+#            (control/admission.c) and plans its batched statements per
 #            call, so a run does not slow down as jobs accumulate.
 #            2026-11-26: the leader's thread had cycled back to back under
 #            the stream, each cycle passing over every active job, 30–240
 #            µs of gpugate's CPU per job (more at 100,000 pending; perf:
 #            the cycle build's name lookups and strcmp); with submissions
-#            paced (server/loop.c) 5–15 µs, and PostgreSQL's share per job
+#            paced (control/loop.c) 5–15 µs, and PostgreSQL's share per job
 #            fell with the cycles' statements (~280–340 µs in the same
 #            day's runs, 370–470 before). The rest is as above: the
 #            statement's executor set-up and index insertions (six at the
@@ -139,7 +139,7 @@
 #            merged), one fewer per event (job_events keyed by (job_id,
 #            id) alone), the labels GIN with jsonb_path_ops; the INSERT
 #            returns only the columns the reply reads (not RETURNING *);
-#            the reply is written from the row (server/jsonw.c), and no
+#            the reply is written from the row (lib/jsonw.c), and no
 #            snprintf runs per byte of the request id or per field
 #            validated. CPU per submit, gpugate + PostgreSQL: 525 and
 #            574 µs in two runs before, 440 and 428 after (gpugate 120–126
@@ -163,7 +163,7 @@
 #            connection's 64 KiB pool between requests was 10 % (32 KiB
 #            now: 5 %), building and writing the reply with Jansson ~25 %
 #            (since 2026-11-27 the reply is written straight from the row,
-#            server/jsonw.c: gpugate's CPU per GET 65–71 µs in two runs
+#            lib/jsonw.c: gpugate's CPU per GET 65–71 µs in two runs
 #            before, 54–64 in six after), the kernel's socket work
 #            ~27 %.
 #   healthz  the same libmicrohttpd set-up; the difference is gpugate's

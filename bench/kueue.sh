@@ -17,7 +17,7 @@
 #    create, and the most creates in any 1-second window; and every 429 the
 #    emulator answered. Goal: Batch's quota of 6,000 mutations per minute
 #    per region (100/s), with zero 429s. gpugate's deployment-wide budget
-#    (server/budget.c) allows 98/s per region after a burst of 30, which
+#    (control/budget.c) allows 98/s per region after a burst of 30, which
 #    keeps every 60-second window within 6,000. The emulator enforces
 #    Batch's quota strictly (EMU_MUTATION_QUOTA, 6,000 in any 60 s), so a
 #    breach would show as 429s; the busiest second may see up to 128
@@ -65,7 +65,7 @@
 #
 # What limits the figures (2-core development machine, Debian 12; found
 # with BENCH_PG_LOG_MS=30, which logs the slower statements):
-#   dispatch  each region's budget: server/dispatch.c runs 4 dispatcher
+#   dispatch  each region's budget: control/dispatch.c runs 4 dispatcher
 #             workers per replica that lease tokens from one bucket per
 #             region for the deployment (30 burst, then 98/s); a claim
 #             skips the regions whose bucket is empty, so no region waits

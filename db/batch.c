@@ -23,7 +23,7 @@
  *     move): the Batch job may still run, so the job keeps its state and
  *     its quota until Batch reports CANCELLED, DELETION_IN_PROGRESS, a
  *     final state or 404;
- *   - a cancel row is never dropped on a refusal (server/dispatch.c,
+ *   - a cancel row is never dropped on a refusal (control/dispatch.c,
  *     record_failure: a cancel is retried, whatever Batch answered), and
  *     only a 404 or Batch's ended state completes it; nor on an
  *     acceptance: Batch may take a cancel and never act on it, so the row
@@ -36,7 +36,7 @@
  *     that may exist ends the cancel or the eviction (batch_report.c,
  *     race_observe); a copy's CANCELLATION_IN_PROGRESS counts as live;
  *   - a cancel Batch took names the Batch job on the job when the create's
- *     answer never did (server/dispatch.c, cancel_done; batch_report.c,
+ *     answer never did (control/dispatch.c, cancel_done; batch_report.c,
  *     adopt), so what Batch reports next moves the job out of
  *     cancel-requested or EVICTING; nothing else does;
  *   - a job's rows go out in order: a retried row keeps the rows queued
@@ -51,7 +51,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "batch/job.h"
+#include "gcp/batch_job.h"
 #include "db/batch.h"
 
 static const char sql_event[] =

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "batch/job.h"
+#include "gcp/batch_job.h"
 #include "db/batch.h"
 
 /* ---- what Batch reports ------------------------------------------------ */

@@ -14,7 +14,7 @@
 #include "db/billing.h"
 #include "db/billing_numeric.h"
 #include "db/months.h"
-#include "server/sha256_lanes.h"
+#include "lib/sha256_lanes.h"
 
 #define NUMERIC_MAX 2048 /* binary numeric of any amount we write */
 #define N_KEY_FIELDS 11  /* the rollup key as the batch has it */
@@ -67,7 +67,7 @@ struct db_billing_batch {
   struct bsum *sums; /* and the sums of each key */
   int cap_sums;
   /* rows added by their canonical text, hashed eight at a time
-   * (server/sha256_lanes.h): their texts, and their rows in rows */
+   * (lib/sha256_lanes.h): their texts, and their rows in rows */
   struct buf canon;
   size_t canon_off[SHA256_LANES], canon_len[SHA256_LANES];
   size_t canon_row[SHA256_LANES];

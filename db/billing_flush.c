@@ -15,7 +15,7 @@
 #include "db/billing_batch.h"
 #include "db/db.h"
 #include "db/months.h"
-#include "server/log.h"
+#include "lib/log.h"
 
 #define COPY_PIECE ((size_t)256 * 1024) /* bytes per PQputCopyData */
 #define FLUSH_TRIES 5 /* attempts of a batch that conflicts with others */

@@ -10,7 +10,7 @@
 #include "db/billing_sync.h"
 #include "db/db.h"
 #include "db/months.h"
-#include "server/jsonx.h"
+#include "lib/jsonx.h"
 
 enum gg_code db_billing_sync_days(struct db_conn *c, const char *from,
                                   struct billing_day_figures **out, size_t *n)

@@ -1,5 +1,5 @@
 /*
- * billing_sync.h — the SQL of the BigQuery pull (server/billing_sync.h):
+ * billing_sync.h — the SQL of the BigQuery pull (control/billing_sync.h):
  * what is stored per usage day, a day's rows and rollups replaced in one
  * transaction, the outcome of a sync, and GET /v1/billing/status.
  */

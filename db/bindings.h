@@ -1,6 +1,6 @@
 /*
  * bindings.h — reading every access binding at once, for the replica's
- * cache (server/bindings.c), on the configuration watch's own session.
+ * cache (identity/bindings.c), on the configuration watch's own session.
  */
 #ifndef GPUGATE_DB_BINDINGS_H
 #define GPUGATE_DB_BINDINGS_H

@@ -18,7 +18,7 @@
 
 #include "db/costs.h"
 #include "db/db.h"
-#include "server/jsonx.h"
+#include "lib/jsonx.h"
 #include "server/problem.h"
 
 const char *const db_cost_dim_names[DB_COST_NDIMS] = {
@@ -287,7 +287,7 @@ enum gg_code db_costs_report(struct gg_req *req, const struct db_cost_query *q,
   return fetch(req, sql_report, 10, params, &fr, &ft);
 }
 
-/* The numeric as an exact decimal (server/jsonx.h), never a double. */
+/* The numeric as an exact decimal (lib/jsonx.h), never a double. */
 static json_t *real_or_null(const PGresult *r, int row, int col)
 {
   return PQgetisnull(r, row, col) ? json_null()

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "server/evcursor.h"
+#include "lib/evcursor.h"
 
 /* One row of the stream; every pointer is borrowed for the callback. */
 struct db_event {

@@ -3,7 +3,7 @@
  * decayed usage per team queue, written in its cycle's transaction and
  * read back by a new leader; and the status figures, decayed to now from
  * the last write (the leader writes at least every few seconds while
- * usage moves, see server/admission_fs.c).
+ * usage moves, see control/admission_fs.c).
  */
 #include <math.h>
 #include <stdio.h>

@@ -9,7 +9,7 @@
 #include "db/billing.h"
 #include "db/db.h"
 #include "db/focus.h"
-#include "server/log.h"
+#include "lib/log.h"
 #include "server/problem.h"
 
 #define FETCH_N 500 /* rows per FETCH */

@@ -28,7 +28,7 @@ enum gg_code db_job_log_target(struct gg_req *req, const char *team,
 int db_jobs_live(struct db_conn *c, const char *const *ids, size_t n,
                  long grace_ms, bool *live, char *err, size_t errlen);
 
-/* ---- the one poller per project (migration 0035, server/logpoll.c) ---- */
+/* ---- the one poller per project (migration 0035, control/logpoll.c) ---- */
 
 /*
  * Take or renew project's poller lease for holder for ttl_ms: *held says

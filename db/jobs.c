@@ -16,7 +16,7 @@
 #include "db/jobs.h"
 #include "db/jobs_internal.h"
 #include "db/prices.h"
-#include "server/jsonw.h"
+#include "lib/jsonw.h"
 #include "server/problem.h"
 
 #define ACTIVE "('PENDING', 'ADMITTED', 'QUEUED', 'RUNNING', 'EVICTING')"

@@ -140,7 +140,7 @@ static void new_id(char out[32])
  * submission without one is a statement without the claim, whose unused upsert
  * would otherwise still be set up on every execution. The admission loop's
  * wake-up is not here: a NOTIFY serialises committing transactions
- * (server/waker.h).
+ * (control/waker.h).
  *
  * The claim is one upsert, so that taking over an expired key is atomic:
  * a DELETE of the old row in the same statement as the INSERT would not

@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "db/db.h"
-#include "server/embedded.h"
-#include "server/log.h"
+#include "lib/embedded.h"
+#include "lib/log.h"
 
 #define MIGRATION_PREFIX "db/migrations/"
 /* arbitrary constant: "gpugate migrations" */

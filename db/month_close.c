@@ -10,7 +10,7 @@
 
 #include "db/db.h"
 #include "db/month_close.h"
-#include "server/jsonx.h"
+#include "lib/jsonx.h"
 #include "server/problem.h"
 
 #define TS_FMT "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'"

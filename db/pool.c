@@ -12,7 +12,7 @@
 #include <time.h>
 
 #include "db/db.h"
-#include "server/log.h"
+#include "lib/log.h"
 #include "server/problem.h"
 
 struct db_pool {

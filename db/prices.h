@@ -12,7 +12,7 @@
  * It is reloaded, with one statement, on the first read after the targets
  * cache was flushed (db_targets_generation() moved): every change of the
  * configuration, flavors included, flushes it through the `gpugate_config`
- * notification (server/configwatch.c). Between a change's commit and the
+ * notification (control/configwatch.c). Between a change's commit and the
  * notification's arrival a read may price with the old figure.
  */
 #ifndef GPUGATE_DB_PRICES_H

@@ -12,7 +12,7 @@
 #include "db/batch.h"
 #include "db/sched.h"
 #include "scheduler/fairshare.h"
-#include "server/rfc3339.h"
+#include "lib/rfc3339.h"
 
 static const char sql_lock[] =
     "LOCK TABLE cluster_queues, cluster_queue_flavors, flavors, teams "

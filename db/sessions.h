@@ -43,7 +43,7 @@ struct db_session {
   char sid[256];   /* the provider's session id (ID token sid), "" = none */
   char refresh_token[2048]; /* the provider's; "" = none (never logged,
                                never stored: only sealed) */
-  /* refresh_token sealed (server/seal.h) for the database, "" = none */
+  /* refresh_token sealed (lib/seal.h) for the database, "" = none */
   char refresh_sealed[2800];
   char nonce[64];   /* the sign-in's nonce (refreshed ID tokens) */
   bool refresh_due; /* get: a refresh token older than the interval */

@@ -5,7 +5,7 @@
  * with the configuration version it was read at (0008).
  *
  * Entries are flushed when any replica changes the configuration (the
- * `gpugate_config` notification, see server/configwatch.c) and whenever a
+ * `gpugate_config` notification, see control/configwatch.c) and whenever a
  * submission finds its version stale, so a cached entry is never acted
  * on once its version has been superseded. Only targets that exist are
  * cached: a 404/422 for a missing queue always asks the database.

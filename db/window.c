@@ -14,7 +14,7 @@
 
 #include "db/batch.h"
 #include "db/window.h"
-#include "server/rfc3339.h"
+#include "lib/rfc3339.h"
 
 #define STR_(x) #x
 #define STR(x) STR_(x)

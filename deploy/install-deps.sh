@@ -16,7 +16,7 @@ TOOLS="$ROOT/deploy/tools"
 PACKAGES=(
   build-essential pkg-config
   libmicrohttpd-dev libjansson-dev libpq-dev libjwt-dev libcurl4-openssl-dev
-  libjose-dev # JWK and JWS of published key sets (batch/jwks.c, server/oidc.c)
+  libjose-dev # JWK and JWS of published key sets (identity/jwks.c, identity/oidc.c)
   libssl-dev zlib1g-dev
   check libsubunit-dev
   postgresql postgresql-contrib

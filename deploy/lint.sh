@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-src=$(ls server/*.c handlers/*.c db/*.c scheduler/*.c batch/*.c 2>/dev/null || true)
+src=$(ls server/*.c handlers/*.c db/*.c scheduler/*.c control/*.c gcp/*.c identity/*.c lib/*.c 2>/dev/null || true)
 status=0
 
 # STYLE §14: calls that have a bounded or checked replacement

@@ -2,15 +2,15 @@
  * access_bindings.c — /v1/access-bindings: which principals of the
  * organisation's OpenID Provider get which role (SPEC §9). Stored and
  * versioned like every administrator object (handlers/admin.c); each
- * replica's cache (server/bindings.c) reloads on the change notification.
+ * replica's cache (identity/bindings.c) reloads on the change notification.
  */
 #include <string.h>
 
 #include "db/db.h"
 #include "handlers/admin.h"
 #include "handlers/handlers.h"
-#include "server/bindings.h"
-#include "server/log.h"
+#include "identity/bindings.h"
+#include "lib/log.h"
 #include "server/problem.h"
 
 static const char *const kinds[] = {"group", "email", "subject", NULL};

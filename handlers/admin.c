@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "handlers/admin.h"
-#include "server/log.h"
+#include "lib/log.h"
 #include "server/problem.h"
 
 /* Every administrator change through the API is logged with who made it

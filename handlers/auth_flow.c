@@ -17,17 +17,17 @@
 #include <sys/random.h>
 #include <time.h>
 
-#include "batch/code_exchange.h"
-#include "batch/discovery.h"
-#include "batch/http.h"
+#include "identity/code_exchange.h"
+#include "identity/discovery.h"
+#include "gcp/http.h"
 #include "db/sessions.h"
 #include "handlers/handlers.h"
-#include "server/b64url.h"
-#include "server/idp.h"
-#include "server/log.h"
+#include "lib/b64url.h"
+#include "identity/idp.h"
+#include "lib/log.h"
 #include "server/problem.h"
 #include "server/ratelimit.h"
-#include "server/session.h"
+#include "identity/session.h"
 
 #define FLOW_COOKIE "__Host-gpugate_flow"
 #define FLOW_CLEAR                                                             \
@@ -311,7 +311,7 @@ enum gg_code auth_callback(struct gg_req *req)
   snprintf(s.nonce, sizeof(s.nonce), "%s", nonce);
   s.groups = groups;
   /* re-validated with the refresh token every GPUGATE_SESSION_REFRESH_S
-   * (server/session.c); without one, the session lasts no longer than the
+   * (identity/session.c); without one, the session lasts no longer than the
    * ID token that opened it */
   ttl = o->session_ttl_s;
   if (!s.refresh_token[0] && p.exp - (long long)time(NULL) < ttl)

@@ -34,7 +34,7 @@
 #include "handlers/billing_json.h"
 #include "handlers/billing_json_internal.h"
 #include "handlers/billing_real.h"
-#include "server/jsonw.h"
+#include "lib/jsonw.h"
 
 #define FAST_DEPTH 64
 #define FAST_REAL_MAX 32       /* Jansson's dump holds every "%.17g" (24) */

@@ -27,7 +27,7 @@ double billing_read_real(const char *s, size_t len);
 size_t billing_real_text(double v, char *buf, size_t size);
 
 /* The same with another precision (1 to 17): Jansson's dump with
- * JSON_REAL_PRECISION(precision), as server/jsonw.c writes replies (15). */
+ * JSON_REAL_PRECISION(precision), as lib/jsonw.c writes replies (15). */
 size_t billing_real_jansson(double v, int precision, char *buf, size_t size);
 
 #endif

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "handlers/handlers.h"
-#include "server/embedded.h"
+#include "lib/embedded.h"
 #include "server/etag.h"
 #include "server/problem.h"
 

@@ -8,7 +8,7 @@
  * Every report answers JSON or, for `Accept: text/csv` or `?format=csv`,
  * CSV with the columns of the JSON rows. The numbers come from the
  * database as exact decimal text: CSV repeats that text, and JSON writes
- * it as a bare number through server/jsonx.h, never through a double (a
+ * it as a bare number through lib/jsonx.h, never through a double (a
  * sum past 1.8e308 or with more than 15 digits stays exact). Text cells of
  * the CSV are neutralised against formula injection (OWASP).
  */
@@ -22,7 +22,7 @@
 #include "handlers/csv.h"
 #include "handlers/handlers.h"
 #include "handlers/validate.h"
-#include "server/jsonx.h"
+#include "lib/jsonx.h"
 #include "server/problem.h"
 
 /* Longest report: three years and a leap day, from first to last day. */

@@ -57,7 +57,7 @@ char *costs_csv(const struct db_cost_table *t, size_t *len);
 
 /*
  * The table's rows as an array of objects keyed by column name in column
- * order; numbers become exact decimals (server/jsonx.h: write the tree
+ * order; numbers become exact decimals (lib/jsonx.h: write the tree
  * with jsonx_dumps()), integers JSON integers. Returns a new reference, NULL
  * when out of memory. t is borrowed.
  */

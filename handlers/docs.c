@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "handlers/handlers.h"
-#include "server/embedded.h"
+#include "lib/embedded.h"
 #include "server/problem.h"
 
 #define DOCS_HTML "openapi/docs.html"

@@ -7,7 +7,7 @@
 #include "handlers/admin.h"
 #include "handlers/handlers.h"
 #include "server/problem.h"
-#include "server/rfc3339.h"
+#include "lib/rfc3339.h"
 
 #define FLEX_START_MAX_RUN_S 604800   /* DWS Flex Start: at most 7 days */
 #define CALENDAR_MAX_WINDOW_S 7776000 /* DWS Calendar: at most 90 days */

@@ -5,7 +5,7 @@
 
 #include "db/db.h"
 #include "handlers/handlers.h"
-#include "server/embedded.h"
+#include "lib/embedded.h"
 #include "server/problem.h"
 
 enum gg_code health_live(struct gg_req *req)

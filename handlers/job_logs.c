@@ -15,15 +15,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "batch/logging.h"
+#include "gcp/logging.h"
 #include "db/job_logs.h"
 #include "handlers/handlers.h"
 #include "handlers/validate.h"
-#include "server/b64url.h"
-#include "server/log.h"
-#include "server/logpoll.h"
+#include "lib/b64url.h"
+#include "lib/log.h"
+#include "control/logpoll.h"
 #include "server/problem.h"
-#include "server/rfc3339.h"
+#include "lib/rfc3339.h"
 
 #define PAGE_DEFAULT 100
 #define TOKEN_MAX 4096 /* characters of page_token */

@@ -18,7 +18,7 @@
 #include "handlers/oci_ref.h"
 #include "handlers/validate.h"
 #include "server/problem.h"
-#include "server/waker.h"
+#include "control/waker.h"
 
 #define MAX_TASKS 5000
 #define FLEX_START "FLEX_START"

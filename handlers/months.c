@@ -15,7 +15,7 @@
 #include "db/month_close.h"
 #include "db/months.h"
 #include "handlers/handlers.h"
-#include "server/jsonx.h"
+#include "lib/jsonx.h"
 #include "server/problem.h"
 
 /* Reply with body (stolen), its decimals written exactly. */

@@ -8,7 +8,7 @@
  * - Google's OIDC push authentication (production): `Authorization: Bearer`
  *   holds a Google-signed ID token, verified against Google's JWKS
  *   (GPUGATE_PUBSUB_JWKS_URL) with aud GPUGATE_PUBSUB_AUDIENCE and email
- *   GPUGATE_PUBSUB_SERVICE_ACCOUNT (server/oidc.c, batch/jwks.c);
+ *   GPUGATE_PUBSUB_SERVICE_ACCOUNT (identity/oidc.c, identity/jwks.c);
  * - the shared secret GPUGATE_PUBSUB_PUSH_SECRET_FILE as `?token=` in the
  *   push endpoint's URL (local use only: proxies and load balancers log
  *   URLs).
@@ -24,13 +24,13 @@
 #include <string.h>
 #include <time.h>
 
-#include "batch/jwks.h"
+#include "identity/jwks.h"
 #include "db/batch.h"
 #include "handlers/handlers.h"
 #include "handlers/notifications_parse.h"
-#include "server/log.h"
+#include "lib/log.h"
 #include "server/metrics.h"
-#include "server/oidc.h"
+#include "identity/oidc.h"
 #include "server/problem.h"
 
 /* Constant-time comparison of the presented secret. */

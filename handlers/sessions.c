@@ -14,10 +14,10 @@
 
 #include "db/sessions.h"
 #include "handlers/handlers.h"
-#include "server/idp.h"
-#include "server/log.h"
+#include "identity/idp.h"
+#include "lib/log.h"
 #include "server/problem.h"
-#include "server/session.h"
+#include "identity/session.h"
 
 #define LOGOUT_BODY_MAX 16384 /* a logout token and its form */
 

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "handlers/validate.h"
-#include "server/cursor.h"
+#include "lib/cursor.h"
 #include "server/problem.h"
 
 static const char *const job_states[] = {"PENDING", "ADMITTED",  "QUEUED",

@@ -76,7 +76,7 @@ bool v_path_name(struct gg_req *req, const char *param);
  * continue after ("" for the first page): the name v_cursor() sealed.
  * Returns false (with the problem recorded, naming "cursor") on a bad
  * limit, or a cursor that this deployment did not issue for this very list
- * (path, team, filters) or that was altered (server/cursor.h).
+ * (path, team, filters) or that was altered (lib/cursor.h).
  */
 bool v_page(struct gg_req *req, int *limit, char *after, size_t afterlen);
 

@@ -238,7 +238,7 @@ static int cmp_head(const void *a, const void *b)
  * Age counts only when its CQ sets a minimum runtime: admitted_at is in
  * whole seconds and may lie up to a second past now, and the admission
  * loop reruns the scheduler as time passes only for CQs with a minimum
- * (server/admission.c, time_matters()), so without one the clock must not
+ * (control/admission.c, time_matters()), so without one the clock must not
  * decide.
  */
 static bool victim_ok(const struct state *s, int a)

@@ -16,8 +16,8 @@
 #include <openssl/rand.h>
 
 #include "server/config.h"
-#include "server/cursor.h"
-#include "server/log.h"
+#include "lib/cursor.h"
+#include "lib/log.h"
 
 #define SECRET_MAX ((size_t)64 * 1024)
 
@@ -387,7 +387,7 @@ static int footprint_config(struct config *cfg, char *err, size_t errlen)
       env_long("GPUGATE_BATCH_MUTATIONS_BURST", 30, 1, 6000,
                &cfg->batch_mutations_burst, err, errlen))
     return -1;
-  /* a leased token lives 0.25 s (server/budget.h) and a call may take up
+  /* a leased token lives 0.25 s (control/budget.h) and a call may take up
    * to 0.5 s more to reach Batch: the mutations Batch counts in any minute
    * were granted within 60.75 s */
   if (4 * cfg->batch_mutations_burst + 243 * cfg->batch_mutations_per_s >

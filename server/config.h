@@ -10,7 +10,7 @@
 #include <stddef.h>
 
 #include "server/clientaddr.h"
-#include "server/config_oidc.h"
+#include "identity/config_oidc.h"
 
 #define CONFIG_MAX_KEYS 8
 #define CONFIG_MAX_ORIGINS 16
@@ -52,7 +52,7 @@ struct config {
   char gcp_key_file[512];
   char metadata_host[256];
   char *pubsub_push_secret;     /* owned; NULL when not configured */
-  unsigned char cursor_key[32]; /* list cursors (server/cursor.h) */
+  unsigned char cursor_key[32]; /* list cursors (lib/cursor.h) */
   bool cursor_key_set;
   char cursor_key_source[16];       /* "file", "jwt-secret" or "random" */
   char pubsub_jwks_url[512];        /* Google's OIDC signing keys */
@@ -105,7 +105,7 @@ struct config {
   long rate_limit_per_client_rps; /* per client address; 0 = off */
   struct config_oidc oidc;        /* the organisation's OpenID Provider */
 
-  /* the BigQuery pull of the billing export (server/billing_sync.h) */
+  /* the BigQuery pull of the billing export (control/billing_sync.h) */
   char billing_bq_table[512];   /* "project.dataset.table"; "" = no pull */
   char billing_bq_project[128]; /* runs the query jobs (default: table's) */
   char billing_bq_location[64]; /* "" = not given */
@@ -115,7 +115,7 @@ struct config {
   long billing_max_bytes_billed; /* maximumBytesBilled of a pull query; 0 =
                                     none (default 10 GiB) */
 
-  /* a job's logs from Cloud Logging (server/logpoll.h) */
+  /* a job's logs from Cloud Logging (control/logpoll.h) */
   char logging_endpoint[512];
   long logging_reads_per_minute; /* entries:list, whole deployment */
   long logging_poll_ms;          /* the followers' poll interval */

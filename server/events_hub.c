@@ -28,7 +28,7 @@
 
 #include "db/events.h"
 #include "server/events_hub.h"
-#include "server/log.h"
+#include "lib/log.h"
 #include "server/metrics.h"
 #include "server/req.h"
 

@@ -21,7 +21,7 @@
 
 #include "db/db.h"
 #include "server/config.h"
-#include "server/evcursor.h"
+#include "lib/evcursor.h"
 
 struct events_sub;
 

@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#include "server/auth.h"
+#include "identity/auth.h"
 #include "server/config.h"
 
 struct db_pool;

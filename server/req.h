@@ -15,7 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "server/auth.h"
+#include "identity/auth.h"
 #include "server/config.h"
 
 /* Result of a handler and of most internal calls: GG_OK or an error kind. */

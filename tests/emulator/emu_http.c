@@ -20,7 +20,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 
-#include "server/log.h"
+#include "lib/log.h"
 #include "tests/emulator/emu_batch.h"
 #include "tests/emulator/emu_config.h"
 #include "tests/emulator/emu_control.h"

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "server/log.h"
+#include "lib/log.h"
 #include "tests/emulator/emu_logs.h"
 
 #define MAX_TASK_LINES 64 /* tasks that write a line each */

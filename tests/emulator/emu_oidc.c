@@ -19,7 +19,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "server/b64url.h"
+#include "lib/b64url.h"
 #include "tests/emulator/emu_oidc.h"
 
 static EVP_PKEY *key;

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/log.h"
+#include "lib/log.h"
 #include "tests/emulator/emu_config.h"
 #include "tests/emulator/emu_oidc.h"
 #include "tests/emulator/emu_push.h"

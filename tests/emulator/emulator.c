@@ -71,7 +71,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include "server/log.h"
+#include "lib/log.h"
 #include "tests/emulator/emu_config.h"
 #include "tests/emulator/emu_http.h"
 #include "tests/emulator/emu_jobs.h"

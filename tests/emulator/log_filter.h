@@ -1,6 +1,6 @@
 /*
  * log_filter.h — the Cloud Logging emulator's filters: the subset of the
- * Logging query language that gpugate writes (batch/logging.c), parsed
+ * Logging query language that gpugate writes (gcp/logging.c), parsed
  * once and matched against LogEntry objects.
  *
  *   filter  := clause { "AND" clause }

@@ -6,7 +6,7 @@
  * The harness binaries define MHD_lookup_connection_value and
  * MHD_get_connection_values themselves (the executable's definitions take
  * precedence over the shared library's), so req_header(), req_query() and
- * the cursor's scope (server/cursor.c) answer from the values set here. Not
+ * the cursor's scope (lib/cursor.c) answer from the values set here. Not
  * thread-safe: libFuzzer runs one input at a time.
  */
 #ifndef GPUGATE_FAKE_REQ_H

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "batch/job.h"
+#include "gcp/batch_job.h"
 #include "tests/fuzz/fake_req.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

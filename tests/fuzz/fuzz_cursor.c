@@ -1,5 +1,5 @@
 /*
- * fuzz_cursor.c — list cursors (server/cursor.h). The input is split at
+ * fuzz_cursor.c — list cursors (lib/cursor.h). The input is split at
  * the first newline into a cursor and a position. cursor_open() must
  * refuse anything it did not seal (a hand-made cursor opening would be a
  * forgery of an AES-GCM tag: a finding); a position that fits is sealed
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/cursor.h"
+#include "lib/cursor.h"
 #include "tests/fuzz/fake_req.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

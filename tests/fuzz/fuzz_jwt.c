@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/auth.h"
+#include "identity/auth.h"
 #include "tests/fuzz/fake_req.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -22,9 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "batch/jwks.h"
-#include "server/idp.h"
-#include "server/oidc.h"
+#include "identity/jwks.h"
+#include "identity/idp.h"
+#include "identity/oidc.h"
 #include "tests/fuzz/fake_req.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/cursor.h"
+#include "lib/cursor.h"
 #include "server/router.h"
 #include "tests/fuzz/fake_req.h"
 

@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "server/auth.h"
+#include "identity/auth.h"
 #include "server/config.h"
 #include "tests/integration/harness.h"
 

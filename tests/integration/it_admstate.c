@@ -39,7 +39,7 @@ Suite *admstate_suite(void);
 
 #define STEPS 160
 #define MAX_JOBS 400
-#define LEADER_LOCK "7301002" /* server/loop.c LEADER_LOCK */
+#define LEADER_LOCK "7301002" /* control/loop.c LEADER_LOCK */
 #define DRIFT_LINE "admission state drift repaired"
 
 static const char *const teams[4] = {"team-a", "team-b", "team-c", "team-d"};

@@ -17,8 +17,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "server/auth.h"
-#include "server/b64url.h"
+#include "identity/auth.h"
+#include "lib/b64url.h"
 #include "server/config.h"
 #include "tests/integration/harness.h"
 

@@ -23,7 +23,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "server/rfc3339.h"
+#include "lib/rfc3339.h"
 #include "tests/integration/harness.h"
 
 Suite *calendar_suite(void);

@@ -17,12 +17,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "batch/job.h"
+#include "gcp/batch_job.h"
 #include "db/batch.h"
 #include "db/budget.h"
 #include "db/jobs.h"
-#include "server/admission.h"
-#include "server/log.h"
+#include "control/admission.h"
+#include "lib/log.h"
 #include "tests/integration/harness.h"
 #include "tests/unit/rng.h"
 
@@ -404,7 +404,7 @@ END_TEST
 #define WALK_JOBS 10 /* jobs each walk submits first */
 #define MAX_JOBS 40  /* and at most this many with the arrivals */
 #define STEPS 1000
-#define LEADER_LOCK "7301002" /* server/loop.c LEADER_LOCK */
+#define LEADER_LOCK "7301002" /* control/loop.c LEADER_LOCK */
 
 static PGconn *leader_lock; /* held: gpugate serves the API only */
 

@@ -1,6 +1,6 @@
 /*
  * it_logs_lease.c — one Cloud Logging poller per project for the whole
- * deployment (migration 0035, server/logpoll.c): two replicas with a
+ * deployment (migration 0035, control/logpoll.c): two replicas with a
  * follower each, of different jobs; the Logging emulator's own record of
  * entries:list calls shows every call naming both jobs (one poller serves
  * both replicas' followers); kill -9 of the replica holding the lease and

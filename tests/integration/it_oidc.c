@@ -34,7 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "server/b64url.h"
+#include "lib/b64url.h"
 #include "tests/integration/harness.h"
 
 Suite *oidc_suite(void);

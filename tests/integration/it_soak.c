@@ -69,7 +69,7 @@ Suite *soak_suite(void);
 #define SOAK_CLIENTS 4
 #define SOAK_DEFAULT_S 300
 #define PUSH_SECRET "soak-push-secret-81d3c0"
-#define LEADER_LOCK "7301002" /* server/loop.c LEADER_LOCK */
+#define LEADER_LOCK "7301002" /* control/loop.c LEADER_LOCK */
 #define LEADER_LINE "this replica is the leader"
 #define LOST_LINE "lost the leader lock"
 #define CYCLE_LINE "\"admission cycle\""

@@ -1,5 +1,5 @@
 /*
- * test_auth.c — the token checks in server/auth.c as tables of cases with a
+ * test_auth.c — the token checks in identity/auth.c as tables of cases with a
  * fixed clock: every case builds one token (auth_mint, raw libjwt, or JSON
  * assembled and HMAC-signed here), optionally mangles it, and states whether
  * auth_verify must accept it (and as whom) or the exact reason it refuses.
@@ -19,7 +19,7 @@
 #include <openssl/hmac.h>
 #include <openssl/pem.h>
 
-#include "server/auth.h"
+#include "identity/auth.h"
 
 Suite *auth_suite(void);
 

@@ -6,7 +6,7 @@
 #include <check.h>
 #include <string.h>
 
-#include "server/b64url.h"
+#include "lib/b64url.h"
 
 Suite *b64url_suite(void);
 

@@ -23,10 +23,10 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 
-#include "batch/auth.h"
-#include "batch/client.h"
-#include "batch/http.h"
-#include "batch/job.h"
+#include "gcp/auth.h"
+#include "gcp/batch_client.h"
+#include "gcp/http.h"
+#include "gcp/batch_job.h"
 
 Suite *batch_suite(void);
 

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "batch/bq_page.h"
-#include "server/billing_sync.h"
+#include "gcp/bq_page.h"
+#include "control/billing_sync.h"
 #include "server/config.h"
 
 /* ---- a query reply's rows, read in place ------------------------------- */

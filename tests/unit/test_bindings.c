@@ -8,9 +8,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "batch/discovery.h"
-#include "server/bindings.h"
-#include "server/idp.h"
+#include "identity/discovery.h"
+#include "identity/bindings.h"
+#include "identity/idp.h"
 
 Suite *bindings_suite(void);
 

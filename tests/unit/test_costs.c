@@ -12,7 +12,7 @@
 
 #include "db/costs.h"
 #include "handlers/costs.h"
-#include "server/jsonx.h"
+#include "lib/jsonx.h"
 
 Suite *costs_suite(void);
 

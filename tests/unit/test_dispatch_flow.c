@@ -1,6 +1,6 @@
 /*
  * test_dispatch_flow.c — how many Batch calls a replica keeps in flight
- * (server/dispatch_flow.c): the limit as a table of rates and latencies,
+ * (control/dispatch_flow.c): the limit as a table of rates and latencies,
  * the moving average, and a flow's slots: each region up to its limit,
  * the limit following the latencies observed, the replica's cap over all
  * regions, and the regions reported full to the claim.
@@ -9,7 +9,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "server/dispatch_flow.h"
+#include "control/dispatch_flow.h"
 
 Suite *dispatch_flow_suite(void);
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/evcursor.h"
+#include "lib/evcursor.h"
 
 Suite *evcursor_suite(void);
 

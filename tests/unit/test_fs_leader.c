@@ -7,7 +7,7 @@
  *   restore   a table: one stored usage, a few holds (counted or not,
  *             holding or ended before, inside or after their minimum),
  *             against the closed form worked out case by case.
- *   leader    a property: a leader modelled as server/admission_fs.c
+ *   leader    a property: a leader modelled as control/admission_fs.c
  *             runs it (admissions told at the next cycle, ends told when
  *             their write commits, up to seconds after Batch's end;
  *             usage written when it moved or every 5 s) through random

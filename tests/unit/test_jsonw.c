@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "rng.h"
-#include "server/jsonw.h"
+#include "lib/jsonw.h"
 #include "server/req.h"
 
 Suite *jsonw_suite(void);

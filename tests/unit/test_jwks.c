@@ -23,9 +23,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "batch/jwks.h"
-#include "server/b64url.h"
-#include "server/oidc.h"
+#include "identity/jwks.h"
+#include "lib/b64url.h"
+#include "identity/oidc.h"
 
 Suite *jwks_suite(void);
 

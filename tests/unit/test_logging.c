@@ -1,6 +1,6 @@
 /*
  * test_logging.c — a job's logs as tables: the Cloud Logging filter gpugate
- * writes (batch/logging.c) for each combination of its parts, refused
+ * writes (gcp/logging.c) for each combination of its parts, refused
  * queries, LogSeverity ranks, RFC 3339 instants to the nanosecond, and what
  * the API shows of a LogEntry (text, task, attempt); then the Cloud Logging
  * emulator's filter parser (tests/emulator/log_filter.c): every filter
@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "batch/logging.h"
+#include "gcp/logging.h"
 #include "tests/emulator/log_filter.h"
 
 Suite *logging_suite(void);
@@ -33,7 +33,7 @@ static const struct {
      LOGS " AND (labels.\"gpugate-job\"=\"j-abc\")"},
     {{"p1", "", one, 1, "", -1, ""},
      LOGS " AND (labels.\"gpugate-job\"=\"j-abc\")"},
-    /* the label values as batch/job.c writes them: lower case, no quote */
+    /* the label values as gcp/batch_job.c writes them: lower case, no quote */
     {{"p1", "Prod", two, 2, NULL, -1, NULL},
      LOGS " AND (labels.\"gpugate-job\"=\"j-abc\" OR "
           "labels.\"gpugate-job\"=\"j-up_per\") AND "

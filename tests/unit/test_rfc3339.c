@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "server/rfc3339.h"
+#include "lib/rfc3339.h"
 
 Suite *rfc3339_suite(void);
 

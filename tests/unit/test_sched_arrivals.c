@@ -1,6 +1,6 @@
 /*
  * test_sched_arrivals.c — the claim the admission leader's arrivals-only
- * cycle rests on (server/admission.c), as a property of the pure
+ * cycle rests on (control/admission.c), as a property of the pure
  * scheduler over seeded random cases:
  *
  *   when nothing has freed quota since a cycle whose decisions were all

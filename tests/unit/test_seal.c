@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "server/seal.h"
+#include "lib/seal.h"
 
 Suite *seal_suite(void);
 

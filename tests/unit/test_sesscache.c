@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "server/sesscache.h"
+#include "identity/sesscache.h"
 
 Suite *sesscache_suite(void);
 

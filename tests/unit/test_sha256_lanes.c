@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/sha256_lanes.h"
+#include "lib/sha256_lanes.h"
 
 #define N_MSG 37 /* four groups of eight and five alone */
 #define MAX_LEN 1200

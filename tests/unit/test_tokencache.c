@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/auth.h"
-#include "server/tokencache.h"
+#include "identity/auth.h"
+#include "identity/tokencache.h"
 
 Suite *tokencache_suite(void);
 

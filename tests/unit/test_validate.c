@@ -16,8 +16,8 @@
 
 #include "handlers/oci_ref.h"
 #include "handlers/validate.h"
-#include "server/b64url.h"
-#include "server/cursor.h"
+#include "lib/b64url.h"
+#include "lib/cursor.h"
 #include "server/problem.h"
 #include "server/req.h"
 
