@@ -6,7 +6,7 @@
 #   make run        local PostgreSQL under ./var, migrations, example config,
 #                   serve on 127.0.0.1:8080
 #   make asan       unit tests under AddressSanitizer + UBSan
-#   make lint       clang-tidy, cppcheck and the banned-call grep
+#   make lint       include layering (deploy/layers.sh), clang-tidy, cppcheck, banned calls
 #   make format-check / make format
 #   make openapi    regenerate openapi/openapi.json from openapi/openapi.yaml
 #   make fuzz       every libFuzzer harness for FUZZ_SECONDS each (tests/fuzz)

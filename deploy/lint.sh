@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
-# deploy/lint.sh — `make lint`: banned calls, cppcheck and clang-tidy over
-# the C sources. Exits non-zero on any finding.
+# deploy/lint.sh — `make lint`: the layering rule (deploy/layers.sh), banned
+# calls, cppcheck and clang-tidy over the C sources. Exits non-zero on any
+# finding.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 src=$(ls server/*.c handlers/*.c db/*.c scheduler/*.c control/*.c gcp/*.c identity/*.c lib/*.c 2>/dev/null || true)
 status=0
+
+# the house's layering: which room may include which (deploy/layers.sh)
+if ! deploy/layers.sh; then
+  echo "lint: an include breaks the layering (ARCHITECTURE.md)"
+  status=1
+fi
 
 # STYLE §14: calls that have a bounded or checked replacement
 if grep -nHE '\b(sprintf|strcpy|strcat|strtok|atoi|gets|system)[[:space:]]*\(' \
