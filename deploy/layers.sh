@@ -9,8 +9,9 @@
 # room-to-room include graph with counts, the cycles of the header include
 # graph (a.h → … → a.h), the cycles between modules (x.c and x.h together:
 # x includes y.h and y includes x.h, directly or through a chain), and the
-# files over 800 lines. Only forbidden or stale edges fail; cycles and
-# long files are reported.
+# files over 800 lines. Forbidden or stale edges fail, and so does a
+# system header in scheduler/ beyond the pure part of the C standard
+# library; cycles and long files are only reported.
 #
 # Usage: deploy/layers.sh [-q]   (-q: print only failures)
 set -euo pipefail
@@ -73,6 +74,20 @@ stale=$(comm -13 "$tmp/upward" "$tmp/allow")
 if [ -n "$forbidden" ]; then
   echo "layers: upward includes not in $allow_file (include lib/ or move the code down):"
   sed 's/ / -> /; s/^/  /' <<<"$forbidden"
+  status=1
+fi
+# scheduler/ is pure (no I/O, no clock, no globals): besides its own and
+# lib/'s headers it includes only these of the C standard library
+pure='assert.h float.h inttypes.h limits.h math.h stdbool.h stddef.h stdint.h stdlib.h string.h'
+impure=$(for f in scheduler/*.c scheduler/*.h; do
+  sed -nE 's|^[[:space:]]*#[[:space:]]*include[[:space:]]+<([^>]+)>.*|\1|p' "$f" |
+    while IFS= read -r h; do
+      case " $pure " in *" $h "*) ;; *) printf '  %s -> <%s>\n' "$f" "$h" ;; esac
+    done
+done)
+if [ -n "$impure" ]; then
+  echo "layers: scheduler/ is pure; it may include only <${pure// /> <}>:"
+  echo "$impure"
   status=1
 fi
 if [ -n "$stale" ]; then
