@@ -87,7 +87,8 @@ static bool signin_allowed(struct gg_req *req)
   return false;
 }
 
-/* The provider's metadata, or a 503 recorded on req. */
+/* The provider's metadata, or a 503 recorded on req (with Retry-After
+ * while the first fetch of it is still under way). */
 static bool metadata(struct gg_req *req, struct discovery_doc *doc)
 {
   char err[256] = "";
@@ -101,6 +102,13 @@ static bool metadata(struct gg_req *req, struct discovery_doc *doc)
              "token_endpoint");
   }
   log_msg(LOG_WARN, "sign-in: %s", err);
+  if (!strcmp(err, DISCOVERY_ERR_FETCHING)) {
+    req_add_header(req, "Retry-After", "2");
+    problem_fail(req, GG_UNAVAILABLE,
+                 "The identity provider's metadata is still being fetched; "
+                 "retry in a few seconds.");
+    return false;
+  }
   problem_fail(req, GG_UNAVAILABLE,
                "The identity provider cannot be reached; try again shortly.");
   return false;

@@ -1,19 +1,22 @@
 /*
  * discovery.c — provider metadata cached per issuer (see discovery.h).
- * Like the key-set cache, a fetch never holds the lock: the slot is
- * marked, the lock released, and callers that need a document nobody has
- * yet wait for that fetch rather than starting another.
+ * Like the key-set cache, and through the same mechanism (bgfetch.h), a
+ * fetch runs on a thread of its own and never holds the lock: the slot is
+ * marked in flight, and callers that need a document nobody has yet wait
+ * for that fetch, briefly, rather than starting another.
  */
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <curl/curl.h>
 #include <jansson.h>
 
-#include "identity/discovery.h"
 #include "gcp/http.h"
+#include "identity/bgfetch.h"
+#include "identity/discovery.h"
 #include "lib/log.h"
 
 #define DISCOVERY_MAX 8
@@ -122,6 +125,7 @@ struct slot {
   time_t fetched_at; /* 0: nothing cached */
   time_t last_try;
   char issuer[256];
+  char why[256]; /* why the last fetch failed, "" when it did not */
   struct discovery_doc doc;
   bool fetching;
 };
@@ -181,12 +185,72 @@ static struct slot *slot_for(const char *issuer)
   return &slots[free_i];
 }
 
+/* A fetch handed to a thread of its own. */
+struct job {
+  char issuer[256];
+  time_t now;
+};
+
+/* Fetch j's document (no lock held on entry or exit: run by
+ * bgfetch_start) and store it in its issuer's slot, or keep what the slot
+ * holds and say why; wake the callers waiting. Frees j. */
+static void *finish(void *arg)
+{
+  struct job *j = arg;
+  struct discovery_doc doc;
+  char why[256] = "";
+  struct slot *s;
+  int rc;
+
+  rc = fetch(j->issuer, &doc, why, sizeof(why));
+  if (rc != 0)
+    log_msg(LOG_WARN, "oidc: %s: %s", j->issuer, why);
+  pthread_mutex_lock(&mu);
+  s = slot_for(j->issuer);
+  if (s && s->fetching) {
+    s->fetching = false;
+    snprintf(s->why, sizeof(s->why), "%s", why);
+    if (rc == 0) {
+      s->doc = doc;
+      s->fetched_at = j->now;
+    }
+  }
+  pthread_cond_broadcast(&done);
+  pthread_mutex_unlock(&mu);
+  free(j);
+  return NULL;
+}
+
+/* Whether a fetch of issuer's document is in flight (mu held). */
+static bool in_flight(const char *issuer)
+{
+  int i;
+
+  for (i = 0; i < DISCOVERY_MAX; i++)
+    if (slots[i].fetching && !strcmp(slots[i].issuer, issuer))
+      return true;
+  return false;
+}
+
+/* Start a fetch of s's document (mu held) off the caller: marked in
+ * flight (single-flight, and the 30 s retry counts from now). */
+static void start(struct slot *s, time_t now)
+{
+  struct job *j = calloc(1, sizeof(*j)); /* new: finish() frees it */
+
+  if (!j)
+    return;
+  s->fetching = true;
+  s->last_try = now;
+  snprintf(j->issuer, sizeof(j->issuer), "%s", s->issuer);
+  j->now = now;
+  bgfetch_start(&mu, finish, j);
+}
+
 int discovery_get(const char *issuer, time_t now, struct discovery_doc *out,
                   char *err, size_t errlen)
 {
   struct slot *s;
-  struct discovery_doc doc;
-  char why[256] = "";
   int rc = -1;
 
   pthread_mutex_lock(&mu);
@@ -195,30 +259,20 @@ int discovery_get(const char *issuer, time_t now, struct discovery_doc *out,
     snprintf(err, errlen, "too many issuers");
     goto out;
   }
-  while (s->fetching && !s->fetched_at)
-    pthread_cond_wait(&done, &mu);
   if (!s->fetching &&
       (!s->fetched_at || now - s->fetched_at >= DISCOVERY_TTL_S) &&
       (!s->last_try || now - s->last_try >= DISCOVERY_RETRY_S ||
-       now < s->last_try)) {
-    s->fetching = true;
-    s->last_try = now;
-    pthread_mutex_unlock(&mu);
-    rc = fetch(issuer, &doc, why, sizeof(why));
-    pthread_mutex_lock(&mu);
-    s->fetching = false;
-    if (rc == 0) {
-      s->doc = doc;
-      s->fetched_at = now;
-    } else {
-      log_msg(LOG_WARN, "oidc: %s: %s", issuer, why);
-    }
-    pthread_cond_broadcast(&done);
+       now < s->last_try))
+    start(s, now); /* a stale document is refetched behind this caller */
+  if (!s->fetched_at &&
+      bgfetch_await(&mu, &done, BGFETCH_WAIT_MS, in_flight, issuer)) {
+    /* nothing cached, and the fetch in flight outlasted the wait */
+    snprintf(err, errlen, "%s", DISCOVERY_ERR_FETCHING);
+    goto out;
   }
   if (!s->fetched_at) {
     snprintf(err, errlen, "%s",
-             why[0] ? why : "the provider's metadata is unavailable");
-    rc = -1;
+             s->why[0] ? s->why : "the provider's metadata is unavailable");
     goto out;
   }
   *out = s->doc;

@@ -6,12 +6,12 @@
  *
  * Locking: one mutex guards the slots; it is never held across a fetch.
  * Fetches run off the callers (request workers): each on a detached
- * thread of its own. A slot's `fetching` flag makes its fetch
- * single-flight, and `done` wakes the callers that wait for a fetch in
- * flight (only those whose kid the cache does not hold, and for at most
- * JWKS_WAIT_MS). A failed fetch keeps the keys already held.
+ * thread of its own (bgfetch.h, shared with the discovery cache). A slot's
+ * `fetching` flag makes its fetch single-flight, and `done` wakes the callers
+ * that wait for a fetch in flight (only those whose kid the cache does not
+ * hold, and for at most JWKS_WAIT_MS). A failed fetch keeps the keys already
+ * held.
  */
-#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +26,7 @@
 #include <openssl/evp.h>
 
 #include "gcp/http.h"
+#include "identity/bgfetch.h"
 #include "identity/jwks.h"
 #include "lib/log.h"
 
@@ -344,11 +345,13 @@ struct job {
   unsigned long epoch;
 };
 
-/* Fetch j's set (no lock held on entry or exit) and store it in the slot
- * of its URL when that is still the one fetching (it may have been
- * replaced, or the cache reset); wake the callers waiting. Frees j. */
-static void finish(struct job *j)
+/* Fetch j's set (no lock held on entry or exit: run by bgfetch_start) and
+ * store it in the slot of its URL when that is still the one fetching (it
+ * may have been replaced, or the cache reset); wake the callers waiting.
+ * Frees j. */
+static void *finish(void *arg)
 {
+  struct job *j = arg;
   struct jwks_set set = {0};
   char why[256] = "";
   long age = 0;
@@ -377,27 +380,17 @@ static void finish(struct job *j)
   pthread_mutex_unlock(&mu);
   jwks_set_free(&set);
   free(j);
-}
-
-static void *fetcher(void *arg)
-{
-  finish(arg);
   return NULL;
 }
 
 /*
  * Start a fetch of s's set (mu held): marked in flight (single-flight, and
- * the cooldown counts from now), run by a detached thread of its own, so
- * no request worker waits on the network for it. Where no thread can be
- * made, the caller fetches (mu released meanwhile; the slot is found again
- * by URL afterwards).
+ * the cooldown counts from now), run off the caller by bgfetch_start (the
+ * slot may have been replaced when it returns).
  */
 static void start(struct slot *s, bool no_cache, time_t now)
 {
-  struct job *j = calloc(1, sizeof(*j));
-  pthread_attr_t attr;
-  pthread_t t;
-  bool spawned = false;
+  struct job *j = calloc(1, sizeof(*j)); /* new: finish() frees it */
 
   s->fetching = true;
   s->last_fetch = now;
@@ -410,40 +403,18 @@ static void start(struct slot *s, bool no_cache, time_t now)
   j->no_cache = no_cache;
   j->now = now;
   j->epoch = epoch;
-  if (pthread_attr_init(&attr) == 0) {
-    spawned =
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) == 0 &&
-        pthread_create(&t, &attr, fetcher, j) == 0;
-    pthread_attr_destroy(&attr);
-  }
-  if (!spawned) {
-    pthread_mutex_unlock(&mu);
-    finish(j);
-    pthread_mutex_lock(&mu);
-  }
+  bgfetch_start(&mu, finish, j);
 }
 
-/* Wait (mu held) until no fetch of url is in flight, at most wait_ms. */
-static void await(const char *url)
+/* Whether a fetch of url is in flight (mu held). */
+static bool in_flight(const char *url)
 {
-  struct timespec dl;
   int i;
 
-  clock_gettime(CLOCK_REALTIME, &dl);
-  dl.tv_sec += wait_ms / 1000;
-  dl.tv_nsec += (wait_ms % 1000) * 1000000L;
-  if (dl.tv_nsec >= 1000000000L) {
-    dl.tv_sec++;
-    dl.tv_nsec -= 1000000000L;
-  }
-  for (;;) {
-    bool flying = false;
-    for (i = 0; i < JWKS_MAX_SETS; i++)
-      if (slots[i].fetching && !strcmp(slots[i].url, url))
-        flying = true;
-    if (!flying || pthread_cond_timedwait(&done, &mu, &dl) == ETIMEDOUT)
-      return;
-  }
+  for (i = 0; i < JWKS_MAX_SETS; i++)
+    if (slots[i].fetching && !strcmp(slots[i].url, url))
+      return true;
+  return false;
 }
 
 json_t *jwks_key(const char *url, const char *kid, long cooldown_s, time_t now,
@@ -474,7 +445,7 @@ json_t *jwks_key(const char *url, const char *kid, long cooldown_s, time_t now,
   if (s && !k && s->fetching) {
     /* the fetch under way may bring this kid: wait for it, briefly (a
      * cached kid never waits) */
-    await(url);
+    bgfetch_await(&mu, &done, wait_ms, in_flight, url);
     s = slot_for(url, now);
     k = s ? find(s, kid) : NULL;
     if (!k && s && s->fetching) {

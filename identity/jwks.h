@@ -23,6 +23,8 @@
 
 #include <jansson.h>
 
+#include "identity/bgfetch.h"
+
 #define JWKS_MAX_KEYS 16
 /* Distinct key-set URLs cached at once (least recently used replaced):
  * one per trusted issuer (CONFIG_OIDC_MAX) and Google's for Pub/Sub, so
@@ -92,9 +94,9 @@ json_t *jwks_key(const char *url, const char *kid, long cooldown_s, time_t now,
                  enum jwks_alg *alg, char *err, size_t errlen);
 
 /* How long a caller whose kid is unknown waits for a fetch in flight:
- * JWKS_WAIT_MS, or ms (> 0) set by jwks_set_wait_ms() (tests on a
- * controlled stub). */
-#define JWKS_WAIT_MS 2000L
+ * JWKS_WAIT_MS (the one bound of identity/bgfetch.h), or ms (> 0) set by
+ * jwks_set_wait_ms() (tests on a controlled stub). */
+#define JWKS_WAIT_MS BGFETCH_WAIT_MS
 /* err of jwks_key() when that wait ended before the fetch did */
 #define JWKS_ERR_FETCHING "the key set is still being fetched"
 void jwks_set_wait_ms(long ms);

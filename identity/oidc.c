@@ -16,6 +16,7 @@
 #include <openssl/err.h>
 
 #include "lib/b64url.h"
+#include "identity/discovery.h"
 #include "identity/oidc.h"
 
 #define TIME_CLAIM_MAX 253402300799LL /* 9999-12-31T23:59:59Z */
@@ -265,9 +266,13 @@ int oidc_verify(const char *token, const struct oidc_policy *p, time_t now,
   }
   jwk = key_for(iss, kid, ud, &pinned, why, sizeof(why));
   if (!jwk) {
-    *reason = !strcmp(why, JWKS_ERR_FETCHING)
-                  ? "the issuer's signing keys are still being fetched; retry"
-                  : "signing key unknown or unavailable";
+    if (!strcmp(why, JWKS_ERR_FETCHING))
+      *reason = "the issuer's signing keys are still being fetched; retry";
+    else if (!strcmp(why, DISCOVERY_ERR_FETCHING))
+      *reason = "the issuer's discovery document is still being fetched; "
+                "retry";
+    else
+      *reason = "signing key unknown or unavailable";
     goto out;
   }
   if (pinned != alg) {

@@ -1329,10 +1329,12 @@ START_TEST(sessions_cached_per_replica)
 }
 END_TEST
 
-/* ---- a provider whose key server holds its answer ---- */
+/* ---- a provider that holds one of its answers ---- */
 
-/* Discovery answered at once; the key set (GET /jwks) held until the test
- * releases it: one connection at a time, on a thread of the test. */
+/* A provider whose answer to GET hold (the key set, "/jwks", or the
+ * discovery document, "/.well-known/openid-configuration") is held until
+ * the test releases it, the other answered at once: one connection at a
+ * time, on a thread of the test. */
 struct held_keys {
   int listener;
   unsigned short port;
@@ -1340,9 +1342,10 @@ struct held_keys {
   pthread_mutex_t mu;
   pthread_cond_t cv;
   bool release, stop;
-  int held;        /* the /jwks connection being held, -1: none */
-  int jwks_served; /* key sets answered */
-  char *jwks;      /* owned: the body */
+  const char *hold; /* static: the path held */
+  int held;         /* the connection being held, -1: none */
+  int held_served;  /* answers to hold given */
+  char *jwks;       /* owned: the key set's body */
   char issuer[64];
 };
 
@@ -1362,8 +1365,9 @@ static void reply(int fd, const char *body)
 static void *held_keys_run(void *arg)
 {
   struct held_keys *k = arg;
-  char req[4096], doc[1024];
+  char req[4096], doc[1024], line[128];
 
+  snprintf(line, sizeof(line), "GET %s ", k->hold);
   for (;;) {
     struct pollfd p = {.fd = k->listener, .events = POLLIN};
     ssize_t n;
@@ -1379,15 +1383,17 @@ static void *held_keys_run(void *arg)
       continue;
     n = read(fd, req, sizeof(req) - 1);
     req[n > 0 ? n : 0] = '\0';
-    if (strstr(req, "GET /jwks")) {
+    if (strstr(req, line)) {
       pthread_mutex_lock(&k->mu);
       k->held = fd;
       pthread_cond_broadcast(&k->cv);
       while (!k->release && !k->stop)
         pthread_cond_wait(&k->cv, &k->mu);
       k->held = -1;
-      k->jwks_served++;
+      k->held_served++;
       pthread_mutex_unlock(&k->mu);
+    }
+    if (strstr(req, "GET /jwks ")) {
       reply(fd, k->jwks);
     } else {
       snprintf(doc, sizeof(doc),
@@ -1401,8 +1407,9 @@ static void *held_keys_run(void *arg)
   }
 }
 
-/* Start the key server with the provider's public RS256 key. */
-static void held_keys_start(struct held_keys *k)
+/* Start the provider with its public RS256 key, holding GET hold
+ * (static). */
+static void held_keys_start(struct held_keys *k, const char *hold)
 {
   json_t *jwk = provider_key("RS256"), *set;
   struct sockaddr_in a = {.sin_family = AF_INET};
@@ -1411,6 +1418,7 @@ static void held_keys_start(struct held_keys *k)
   size_t i;
 
   memset(k, 0, sizeof(*k));
+  k->hold = hold;
   k->held = -1;
   for (i = 0; i < sizeof(priv) / sizeof(priv[0]); i++)
     json_object_del(jwk, priv[i]);
@@ -1443,12 +1451,14 @@ static void held_keys_stop(struct held_keys *k)
   free(k->jwks);
 }
 
-/* A key fetch runs off the request worker: a token whose key gpugate does
- * not hold yet is refused (401) while the key server still holds the
- * fetch open, instead of the request waiting for the network; once the
- * key server answers, the fetch brings the key for the token. Ordered by
+/* Hold the provider's answer to GET hold and show the fetch it belongs to
+ * runs off the request worker: a provider token is refused (401, its
+ * detail naming want) while the provider still holds that answer, and so
+ * is a sign-in (503) when signin; once released, the fetch in flight
+ * brings what the token needs (polled) and the sign-in starts. Ordered by
  * the held answer, not timed. */
-START_TEST(key_fetch_off_request_workers)
+static void held_fetch_off_workers(const char *hold, const char *want,
+                                   bool signin)
 {
   struct held_keys k;
   struct h_server c;
@@ -1458,24 +1468,35 @@ START_TEST(key_fetch_off_request_workers)
   long st;
   long long end;
 
-  held_keys_start(&k);
+  held_keys_start(&k, hold);
   ck_assert_msg(start_replica_of(&c, k.issuer, "900") == 0, "replica: see %s",
                 c.log);
   cl = claims(k.issuer, "gpugate", "example.com", 0, 300);
   tok = sign("RS256", h_str(rs, "kid"), cl, rs, NULL);
 
-  /* the first use: refused, saying so, while the key server still holds
-   * the key set (the request did not wait for the fetch to end) */
+  /* the first use: refused, saying so, while the provider still holds
+   * the answer (the request did not wait for the fetch to end) */
   ck_assert_int_eq(h_request(&c, "GET", "/v1/whoami", tok, NULL, NULL, &r), 0);
   pthread_mutex_lock(&k.mu);
-  ck_assert_int_eq(k.jwks_served, 0);
+  ck_assert_int_eq(k.held_served, 0);
   pthread_mutex_unlock(&k.mu);
-  ck_assert_msg(h_is_problem(&r, 401, NULL) &&
-                    strstr(r.body, "still being fetched"),
-                "%ld %s", r.status, r.body);
+  ck_assert_msg(h_is_problem(&r, 401, NULL) && strstr(r.body, want), "%ld %s",
+                r.status, r.body);
   h_resp_free(&r);
+  if (signin) {
+    /* a sign-in meanwhile: the existing 503, saying so */
+    ck_assert_int_eq(h_request(&c, "GET", "/auth/login", NULL, NULL, NULL, &r),
+                     0);
+    pthread_mutex_lock(&k.mu);
+    ck_assert_int_eq(k.held_served, 0);
+    pthread_mutex_unlock(&k.mu);
+    ck_assert_msg(h_is_problem(&r, 503, NULL) &&
+                      strstr(r.body, "still being fetched; retry"),
+                  "%ld %s", r.status, r.body);
+    h_resp_free(&r);
+  }
 
-  /* released: the fetch in flight brings the key; polled */
+  /* released: the fetch in flight brings the answer; polled */
   pthread_mutex_lock(&k.mu);
   k.release = true;
   pthread_cond_broadcast(&k.cv);
@@ -1485,14 +1506,42 @@ START_TEST(key_fetch_off_request_workers)
     h_sleep_ms(50);
   ck_assert_int_eq(st, 200);
   pthread_mutex_lock(&k.mu);
-  ck_assert_int_ge(k.jwks_served, 1);
+  ck_assert_int_ge(k.held_served, 1);
   pthread_mutex_unlock(&k.mu);
+  if (signin) {
+    ck_assert_int_eq(h_request(&c, "GET", "/auth/login", NULL, NULL, NULL, &r),
+                     0);
+    ck_assert_msg(r.status == 302, "%ld %s", r.status, r.body);
+    h_resp_free(&r);
+  }
 
   h_server_stop(&c);
   held_keys_stop(&k);
   json_decref(cl);
   json_decref(rs);
   free(tok);
+}
+
+/* A key fetch runs off the request worker: a token whose key gpugate does
+ * not hold yet is refused (401) while the key server still holds the
+ * fetch open, instead of the request waiting for the network; once the
+ * key server answers, the fetch brings the key for the token. */
+START_TEST(key_fetch_off_request_workers)
+{
+  held_fetch_off_workers("/jwks", "still being fetched", false);
+}
+END_TEST
+
+/* The discovery document is fetched off the request worker too: while
+ * the provider holds it, a provider token and /auth/login get their
+ * failure (401, 503) saying it is still being fetched, instead of waiting
+ * for the network; once the provider answers, the fetch in flight brings
+ * it (and then the key set) for the token, and the sign-in starts. */
+START_TEST(discovery_fetch_off_request_workers)
+{
+  held_fetch_off_workers("/.well-known/openid-configuration",
+                         "discovery document is still being fetched; retry",
+                         true);
 }
 END_TEST
 
@@ -1646,6 +1695,7 @@ Suite *oidc_suite(void)
   tcase_add_test(tc, sessions_follow_provider);
   tcase_add_test(tc, sessions_cached_per_replica);
   tcase_add_test(tc, key_fetch_off_request_workers);
+  tcase_add_test(tc, discovery_fetch_off_request_workers);
   tcase_add_test(tc, sessions_refresh);
   tcase_add_test(tc, signin_bounded);
   tcase_add_test(tc, random_kids_bounded);

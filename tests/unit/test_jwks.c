@@ -16,6 +16,7 @@
 #include <openssl/hmac.h>
 #include <openssl/pem.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "identity/discovery.h"
 #include "identity/jwks.h"
 #include "lib/b64url.h"
 #include "identity/oidc.h"
@@ -721,6 +723,83 @@ START_TEST(cooldown_survives_eviction)
 }
 END_TEST
 
+/* Set the stub's answer to a discovery document for iss whose jwks_uri
+ * is iss/path. */
+static void set_discovery(const char *iss, const char *path)
+{
+  pthread_mutex_lock(&ks.mu);
+  snprintf(ks.doc, sizeof(ks.doc),
+           "{\"issuer\": \"%s\", \"jwks_uri\": \"%s/%s\"}", iss, iss, path);
+  pthread_mutex_unlock(&ks.mu);
+}
+
+/* discovery_get at now until its jwks_uri ends with want (polled, at most
+ * 20 s: the first fetch runs on a thread of its own). */
+static void discovery_until(const char *iss, time_t now, const char *want)
+{
+  time_t end = time(NULL) + 20;
+  struct discovery_doc d = {0};
+  char err[128] = "";
+  size_t n;
+
+  for (;;) {
+    if (discovery_get(iss, now, &d, err, sizeof(err)) == 0 &&
+        (n = strlen(d.jwks_uri)) >= strlen(want) &&
+        !strcmp(d.jwks_uri + n - strlen(want), want))
+      return;
+    ck_assert_msg(time(NULL) < end, "jwks_uri %s (%s), want …%s", d.jwks_uri,
+                  err, want);
+    usleep(20000);
+  }
+}
+
+/* A stale discovery document is served while its refetch is held open
+ * behind the caller, and replaced once that fetch answers; a refetch that
+ * fails keeps it. */
+START_TEST(discovery_stale_served)
+{
+  struct discovery_doc d;
+  char iss[64], err[128];
+  time_t end;
+
+  signal(SIGPIPE, SIG_IGN); /* a client gone while its answer was held */
+  discovery_reset();
+  ks_start();
+  snprintf(iss, sizeof(iss), "http://127.0.0.1:%u", ks.port);
+  set_discovery(iss, "a");
+  discovery_until(iss, NOW, "/a");
+  ck_assert_int_eq(ks.requests, 1);
+
+  /* an hour on: stale; its refetch is held, the cached one served */
+  set_discovery(iss, "b");
+  pthread_mutex_lock(&ks.mu);
+  ks.stall_from = 2;
+  pthread_mutex_unlock(&ks.mu);
+  ck_assert_int_eq(discovery_get(iss, NOW + 3600, &d, err, sizeof(err)), 0);
+  ck_assert_msg(strstr(d.jwks_uri, "/a"), "%s", d.jwks_uri);
+  end = time(NULL) + 20;
+  pthread_mutex_lock(&ks.mu);
+  while (ks.requests < 2 && time(NULL) < end) {
+    pthread_mutex_unlock(&ks.mu);
+    usleep(20000);
+    pthread_mutex_lock(&ks.mu);
+  }
+  ck_assert_int_eq(ks.requests, 2); /* the refetch, behind the caller */
+  ks.released = true;
+  pthread_cond_broadcast(&ks.cv);
+  pthread_mutex_unlock(&ks.mu);
+  discovery_until(iss, NOW + 3601, "/b");
+  ck_assert_int_eq(ks.requests, 2); /* single flight */
+
+  /* the provider goes away: the refetch fails, the document stays */
+  ks_stop();
+  ck_assert_int_eq(discovery_get(iss, NOW + 7300, &d, err, sizeof(err)), 0);
+  ck_assert_msg(strstr(d.jwks_uri, "/b"), "%s", d.jwks_uri);
+  discovery_until(iss, NOW + 7301, "/b");
+  discovery_reset();
+}
+END_TEST
+
 Suite *jwks_suite(void)
 {
   Suite *s = suite_create("jwks");
@@ -735,6 +814,7 @@ Suite *jwks_suite(void)
   tcase_add_test(tc, fetch_outside_the_lock);
   tcase_add_test(tc, cooldown_and_outage);
   tcase_add_test(tc, cooldown_survives_eviction);
+  tcase_add_test(tc, discovery_stale_served);
   suite_add_tcase(s, tc);
   return s;
 }
