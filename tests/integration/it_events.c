@@ -302,14 +302,17 @@ static void read_until_listed(struct sse *c, json_t *got, char ids[][32],
   }
 }
 
-/* Exactly the listed events of job id after its first skip ones, in the
- * listed order and with the listed content. */
+/* The listed events of job id after its first skip ones, in the listed
+ * order and with the listed content. read_until_listed saw every event
+ * listed then arrive; the job may have moved on since (an admission, a
+ * dispatch), so the list now may be longer than what was read, never
+ * shorter: the stream sent nothing the list lacks. */
 static void assert_same(const json_t *got, const char *id, int skip)
 {
   json_t *listed = listed_events(&two, id), *mine = received_of(got, id);
   size_t i;
 
-  ck_assert_msg(json_array_size(mine) + (size_t)skip == json_array_size(listed),
+  ck_assert_msg(json_array_size(mine) + (size_t)skip <= json_array_size(listed),
                 "job %s: %zu received + %d before the cursor, %zu listed", id,
                 json_array_size(mine), skip, json_array_size(listed));
   for (i = 0; i < json_array_size(mine); i++) {
