@@ -18,7 +18,10 @@
  *     its deterministic id is the one the cancel names (sql_request_cancel),
  *     and a withdrawn create that was tried before does not count as
  *     withdrawn (db_batch_withdraw_create: the eviction or the cancel waits
- *     for Batch's word on it);
+ *     for Batch's word on it), nor does a refusal of its retry say it was
+ *     never made (give_up_create: that Batch job is cancelled, and the
+ *     job, holding its quota, fails only once Batch reports it ended or
+ *     absent);
  *   - CANCELLATION_IN_PROGRESS is not an end (batch_state_target: no
  *     move): the Batch job may still run, so the job keeps its state and
  *     its quota until Batch reports CANCELLED, DELETION_IN_PROGRESS, a
@@ -35,6 +38,15 @@
  *     recorded (batch_copies.ended_at), and only the end of the last copy
  *     that may exist ends the cancel or the eviction (batch_report.c,
  *     race_observe); a copy's CANCELLATION_IN_PROGRESS counts as live;
+ *     a winner's end waits the same way for every loser that may still
+ *     run (batch_report.c, copies_live and end_after_losers);
+ *   - a Flex Start attempt that waited too long ends before the next one
+ *     starts: a failover's create stays behind the cancel of the attempt
+ *     it replaces until that Batch job is reported ended or absent (the
+ *     recheck keeps later attempts' rows behind it,
+ *     db_batch_recheck_cancel), and a backoff is an eviction (EVICTING,
+ *     Backoff) whose quota goes back when Batch reports the end
+ *     (db_batch_requeue);
  *   - a cancel Batch took names the Batch job on the job when the create's
  *     answer never did (control/dispatch.c, cancel_done; batch_report.c,
  *     adopt), so what Batch reports next moves the job out of
@@ -248,23 +260,37 @@ int db_batch_request_cancel(struct db_conn *c, const char *job_id, char *err,
 /* Back in the queue: same created_at (its place), the next attempt. Never
  * a job whose cancel is pending: what Batch reports about it next makes it
  * CANCELLED (batch_state_target), and a requeue would admit it again. */
+/* A Flex Start backoff (sql_flex_backoff) stays Backoff: its
+ * backoff_until holds it back. */
 static const char sql_requeue[] =
-    "UPDATE jobs SET state = 'PENDING', reason = NULL, "
+    "UPDATE jobs SET state = 'PENDING', "
+    "reason = CASE WHEN reason = 'Backoff' THEN reason END, "
     "attempt = attempt + 1, flavor = NULL, location = NULL, borrowed = NULL, "
     "admitted_at = NULL, run_started_at = NULL, estimated_cost_usd = NULL, "
     "batch_job_name = NULL, batch_state = NULL, queued_at = NULL, "
     "location_index = 0, updated_at = now() "
-    "WHERE id = $1 AND state = 'EVICTING' AND NOT cancel_requested";
+    "WHERE id = $1 AND state = 'EVICTING' AND NOT cancel_requested "
+    "RETURNING reason IS NOT NULL";
 
 int db_batch_requeue(struct db_conn *c, const char *job_id, const char *reason,
                      const char *message, int *rows, char *err, size_t errlen)
 {
   const char *params[1] = {job_id};
+  PGresult *res = db_query(c, sql_requeue, 1, params, err, errlen);
+  bool backoff;
 
-  if (db_run(c, sql_requeue, 1, params, rows, err, errlen))
+  if (!res)
     return -1;
+  *rows = PQntuples(res);
+  backoff = *rows && PQgetvalue(res, 0, 0)[0] == 't';
+  PQclear(res);
   if (!*rows)
     return 0;
+  if (backoff) {
+    reason = "Backoff";
+    message = "no Flex Start capacity in any allowed location; its Batch job "
+              "has ended, and it waits before the next try";
+  }
   if (db_job_event(c, job_id, "EVICTING", "PENDING", reason, message, err,
                    errlen))
     return -1;
@@ -456,7 +482,7 @@ int db_batch_claim_many(struct db_conn *c, const char *const *skip_regions,
                         char *err, size_t errlen)
 {
   char lease[16], *skip = text_array(skip_regions, n_skip);
-  int n = 0, n_lapsed = 0;
+  int n = 0, n_lapsed = 0, i;
 
   if (!skip) {
     snprintf(err, errlen, "out of memory");
@@ -478,6 +504,8 @@ int db_batch_claim_many(struct db_conn *c, const char *const *skip_regions,
     free(skip);
     return -1;
   }
+  for (i = 0; i < n_lapsed; i++)
+    ops[i].lapsed = true;
   if (lapsed)
     *lapsed = n_lapsed > 0;
   free(skip);
@@ -602,13 +630,21 @@ int db_batch_done_cancel(struct db_conn *c, const struct db_batch_op *op,
   return take(c, op, err, errlen) || commit(c, err, errlen) ? -1 : 0;
 }
 
+/* A later attempt's rows stay behind it (as sql_retry's): a Flex Start
+ * failover's create waits until the Batch job of the attempt it replaces
+ * is reported ended or absent, which deletes this row (the invariant);
+ * before, the bound moved the cancel behind that create. */
 static const char sql_recheck_cancel[] =
-    "UPDATE batch_ops SET tries = tries + 1, "
+    "WITH r AS (UPDATE batch_ops SET tries = tries + 1, "
     "last_error = 'accepted; sent again unless Batch reports the job ended', "
     "next_at = clock_timestamp() + least(60000, 5000 * power(2, "
     "least(tries, 4))::bigint) * interval '1 millisecond', "
     "claimed_by = NULL, claimed_pid = NULL, claimed_until = NULL "
-    "WHERE id = $1::bigint AND claimed_by = $2";
+    "WHERE id = $1::bigint AND claimed_by = $2 "
+    "RETURNING job_id, attempt, next_at) "
+    "UPDATE batch_ops b SET next_at = r.next_at FROM r "
+    "WHERE b.job_id = r.job_id AND b.attempt > r.attempt "
+    "AND b.id > $1::bigint AND b.next_at < r.next_at";
 
 int db_batch_recheck_cancel(struct db_conn *c, const struct db_batch_op *op,
                             char *err, size_t errlen)
@@ -672,39 +708,76 @@ static const char sql_rejected[] =
     "finished_at = now(), updated_at = now() "
     "WHERE id = $1 AND attempt = $2::int AND state = 'ADMITTED' "
     "AND NOT EXISTS (SELECT 1 FROM batch_copies c WHERE c.job_id = $1 "
-    "AND c.attempt = $2::int) RETURNING id, team, attempt, state, reason) "
+    "AND c.attempt = $2::int AND c.ended_at IS NULL) "
+    "RETURNING id, team, attempt, state, reason) "
     "INSERT INTO job_events (job_id, team, from_state, to_state, reason, "
     "attempt, message) SELECT id, team, 'ADMITTED', state, reason, attempt, "
     "$3 FROM u";
 
-int db_batch_give_up(struct db_conn *c, const struct db_batch_op *op,
-                     const char *error, char *err, size_t errlen)
+/*
+ * The refusal answers a create tried before (an earlier try failed in a
+ * way that may have followed the effect: a 503 after Batch made the job,
+ * a lost answer, a lease that ran out mid-call): it does not say that no
+ * Batch job was made. The job keeps its state and its quota, and the
+ * Batch job the earlier try may have made is cancelled by its
+ * deterministic id; the job ends when Batch reports it ended or absent
+ * (batch_report.c; the reason stays BatchRejected, write_decision). A
+ * raced copy keeps its row, so that the job waits for its end too
+ * (race_observe).
+ */
+static const char sql_rejected_maybe_made[] =
+    "UPDATE jobs SET reason = 'BatchRejected', updated_at = now() "
+    "WHERE id = $1 AND attempt = $2::int AND state = 'ADMITTED' "
+    "AND NOT cancel_requested";
+
+static const char sql_cancel_copy[] =
+    "INSERT INTO batch_ops (job_id, attempt, op, region, batch_job_id) "
+    "SELECT job_id, attempt, 'cancel', region, batch_job_id FROM "
+    "batch_copies WHERE job_id = $1 AND attempt = $2::int AND k = $3::int "
+    "ON CONFLICT DO NOTHING";
+
+static int give_up_create(struct db_conn *c, const struct db_batch_op *op,
+                          const char *error, char *err, size_t errlen)
 {
   char a[16], k[16], id[32];
   const char *params[3] = {op->job_id, a, k};
   int rows = 0, attempt, race_k = 0;
+  bool maybe_made = op->tries > 0 || op->lapsed;
 
   snprintf(a, sizeof(a), "%d", op->attempt);
+  if (batch_job_id_parse(op->batch_job_id, id, sizeof(id), &attempt, &race_k) !=
+      0)
+    race_k = 0;
+  snprintf(k, sizeof(k), "%d", race_k);
+  if (db_run(c, sql_lock_attempt, 2, params, NULL, err, errlen))
+    return -1;
+  if (maybe_made) {
+    if (race_k > 0
+            ? db_run(c, sql_cancel_copy, 3, params, NULL, err, errlen)
+            : db_run(c, sql_rejected_maybe_made, 2, params, NULL, err,
+                     errlen) ||
+                  db_run(c, sql_request_cancel, 1, params, NULL, err, errlen))
+      return -1;
+    return db_batch_wake_dispatch(c, err, errlen);
+  }
+  if (race_k > 0 && db_run(c, sql_drop_copy, 3, params, NULL, err, errlen))
+    return -1;
+  params[2] = error;
+  if (db_run(c, sql_rejected, 3, params, &rows, err, errlen))
+    return -1;
+  return rows ? db_batch_wake(c, err, errlen) : 0;
+}
+
+int db_batch_give_up(struct db_conn *c, const struct db_batch_op *op,
+                     const char *error, char *err, size_t errlen)
+{
   if (take(c, op, err, errlen))
     return -1;
-  if (!strcmp(op->op, "create")) {
-    if (batch_job_id_parse(op->batch_job_id, id, sizeof(id), &attempt,
-                           &race_k) != 0)
-      race_k = 0;
-    snprintf(k, sizeof(k), "%d", race_k);
-    if (db_run(c, sql_lock_attempt, 2, params, NULL, err, errlen) ||
-        (race_k > 0 && db_run(c, sql_drop_copy, 3, params, NULL, err, errlen)))
-      goto fail;
-    params[2] = error;
-    if (db_run(c, sql_rejected, 3, params, &rows, err, errlen))
-      goto fail;
-    if (rows && db_batch_wake(c, err, errlen))
-      goto fail;
+  if (!strcmp(op->op, "create") && give_up_create(c, op, error, err, errlen)) {
+    db_rollback(c);
+    return -1;
   }
   return commit(c, err, errlen);
-fail:
-  db_rollback(c);
-  return -1;
 }
 
 /* ---- what the sync reads ---------------------------------------------- */
@@ -867,12 +940,13 @@ static const char sql_flex_move[] =
     "batch_state = NULL, queued_at = NULL, updated_at = now() "
     "WHERE id = $1";
 
-/* No location left: give the quota back and wait before trying again. */
+/* No location left: wait before trying again. The quota goes back only
+ * when the Batch job of this attempt (or each raced copy) is reported
+ * ended or absent (the invariant, as for an eviction: the job is EVICTING
+ * until then, and db_batch_requeue makes it PENDING, Backoff); it may
+ * still get its capacity meanwhile. The backoff counts from now. */
 static const char sql_flex_backoff[] =
-    "UPDATE jobs SET state = 'PENDING', reason = 'Backoff', "
-    "attempt = attempt + 1, flavor = NULL, location = NULL, borrowed = NULL, "
-    "admitted_at = NULL, estimated_cost_usd = NULL, batch_job_name = NULL, "
-    "batch_state = NULL, queued_at = NULL, location_index = 0, "
+    "UPDATE jobs SET state = 'EVICTING', reason = 'Backoff', "
     "backoffs = backoffs + 1, backoff_until = now() + "
     "least(3600, 60 * power(2, backoffs)) * interval '1 second', "
     "updated_at = now() WHERE id = $1";
@@ -937,12 +1011,12 @@ int db_batch_flex_expired(struct db_conn *c, char *err, size_t errlen)
            db_batch_request_create(c, id, err, errlen);
     } else if (!rc) {
       snprintf(msg, sizeof(msg),
-               "no Flex Start capacity in any allowed location; backing "
-               "off before the next try");
+               "no Flex Start capacity in any allowed location; its Batch "
+               "job is cancelled, and it backs off once Batch reports it "
+               "ended");
       rc = db_run(c, sql_flex_backoff, 1, params, NULL, err, errlen) ||
-           db_job_event(c, id, "QUEUED", "PENDING", "Backoff", msg, err,
-                        errlen) ||
-           db_batch_wake(c, err, errlen);
+           db_job_event(c, id, "QUEUED", "EVICTING", "Backoff", msg, err,
+                        errlen);
     }
     json_decref(cands);
     if (rc)

@@ -29,6 +29,8 @@ struct db_batch_op {
   char batch_job_id[64];
   char request_id[40];
   int tries;
+  bool lapsed; /* taken after another holder's lease ran out: that holder's
+                  call may have reached Batch */
   char claimed_by[96]; /* the lease holder: who may record the outcome */
   double age_s;        /* seconds since the row was written, at the claim
                           (a create's: since the admission or failover) */
@@ -150,7 +152,10 @@ int db_batch_retry(struct db_conn *c, const struct db_batch_op *op,
                    long delay_ms, const char *error, char *err, size_t errlen);
 /* Batch refused the call for good: a refused create fails the job (a raced
  * copy drops its region only, and the job fails when no region is left;
- * with a cancel pending the job is CANCELLED instead). */
+ * with a cancel pending the job is CANCELLED instead). A create tried
+ * before (tries > 0, or lapsed) may have made its Batch job: that Batch
+ * job is cancelled and the job ends (FAILED, BatchRejected) only when
+ * Batch reports it ended or absent (the invariant, db/batch.c). */
 int db_batch_give_up(struct db_conn *c, const struct db_batch_op *op,
                      const char *error, char *err, size_t errlen);
 

@@ -196,6 +196,38 @@ static const char sql_race_cancelled[] =
     "batch_state = $2, finished_at = now(), updated_at = now() "
     "WHERE id = $1";
 
+static const char sql_race_failed[] =
+    "UPDATE jobs SET state = 'FAILED', reason = 'BatchRejected', "
+    "batch_state = $2, finished_at = now(), updated_at = now() "
+    "WHERE id = $1";
+
+/* The winner's state as recorded while its end waited for the losers. */
+static const char sql_winner_state[] =
+    "SELECT coalesce(batch_state, '') FROM jobs WHERE id = $1 "
+    "AND batch_job_name = $2 "
+    "AND state IN ('ADMITTED', 'QUEUED', 'RUNNING', 'EVICTING')";
+
+/* Job id's winner's end waited for its losers (db_batch_observe_at): once
+ * none may still run, the winner's recorded state moves the job. 0, 1 or
+ * -1 as db_batch_observe(). */
+static int end_after_losers(struct db_conn *c, const char *id,
+                            const char *winner, char *err, size_t errlen)
+{
+  const char *params[2] = {id, winner};
+  char state[40];
+  PGresult *res = db_query(c, sql_winner_state, 2, params, err, errlen);
+
+  if (!res)
+    return -1;
+  state[0] = '\0';
+  if (PQntuples(res) == 1)
+    snprintf(state, sizeof(state), "%s", PQgetvalue(res, 0, 0));
+  PQclear(res);
+  if (!state[0])
+    return 0;
+  return db_batch_observe_at(c, winner, state, 0, err, errlen);
+}
+
 /*
  * A state Batch reported for a raced copy (k of attempt) that is not the
  * job's recorded Batch job: the first copy SCHEDULED or RUNNING wins and
@@ -214,7 +246,7 @@ static int race_observe(struct db_conn *c, const char *id, int attempt, int k,
   enum batch_state st = !strcmp(batch_state, "NOT_FOUND")
                             ? BATCH_STATE_DELETED
                             : batch_state_parse(batch_state);
-  bool cancel_requested, live, started;
+  bool cancel_requested, live = true, started;
   double overlap;
   PGresult *res;
   int changed = 0, rows = 0;
@@ -305,6 +337,23 @@ static int race_observe(struct db_conn *c, const char *id, int attempt, int k,
                            "waits again in its queue with its original place",
                            &changed, err, errlen))
         goto fail;
+    } else if (!strcmp(state, "ADMITTED") || !strcmp(state, "QUEUED")) {
+      /* every copy ended without winning, none asked to: each create was
+       * refused, the last one after a try that may have made it
+       * (db/batch.c, give_up_create), and that copy is gone now */
+      params[1] = batch_state;
+      if (db_run(c, sql_race_failed, 2, params, NULL, err, errlen) ||
+          db_batch_wake(c, err, errlen))
+        goto fail;
+      params[1] = a;
+      snprintf(msg, sizeof(msg),
+               "Batch refused every raced copy; the last one, which an "
+               "earlier try may have made, is reported %s (%s)",
+               batch_state, name);
+      if (db_job_event(c, id, state, "FAILED", "BatchRejected", msg, err,
+                       errlen))
+        goto fail;
+      changed = 1;
     }
   }
 done:
@@ -312,6 +361,10 @@ done:
     snprintf(err, errlen, "COMMIT failed");
     goto fail;
   }
+  /* a loser's end may be the last the winner's end waited for */
+  if (winner[0] && strcmp(winner, name) != 0 && !live &&
+      end_after_losers(c, id, winner, err, errlen) < 0)
+    return -1;
   return changed ? 1 : 0;
 fail:
   db_rollback(c);
@@ -370,10 +423,19 @@ static const char sql_drop_rechecks[] =
 /* $6: the move is to a final state, with reason $7; $10 the Batch job;
  * $11 when Batch says it ended (µs, 0: unknown): its finished_at, kept
  * between its start (or admission) and now, so a job's run and its usage
- * end when it ended, not when gpugate heard of it */
+ * end when it ended, not when gpugate heard of it. A job whose create
+ * Batch refused after an earlier try may have made it (db/batch.c,
+ * give_up_create) fails as BatchRejected once that Batch job has ended,
+ * whatever Batch reports for it. A job with raced copies ends only when
+ * every copy but the one it names has been reported ended (the
+ * invariant: its quota is held until then; race_observe moves it when
+ * the last one ends). */
+#define OBSERVE_REASON                                                         \
+  "CASE WHEN $3 = 'FAILED' AND NOT $5::boolean "                               \
+  "AND reason = 'BatchRejected' THEN reason ELSE nullif($7, '') END"
 static const char sql_observe_move[] =
     "WITH u AS (UPDATE jobs SET state = $3, batch_state = $4, "
-    "reason = CASE WHEN $6::boolean THEN nullif($7, '') ELSE reason END, "
+    "reason = CASE WHEN $6::boolean THEN " OBSERVE_REASON " ELSE reason END, "
     "run_started_at = CASE WHEN $3 = 'RUNNING' "
     "THEN coalesce(run_started_at, now()) ELSE run_started_at END, "
     "finished_at = CASE WHEN NOT $6::boolean THEN finished_at "
@@ -382,9 +444,14 @@ static const char sql_observe_move[] =
     "ELSE now() END, "
     "updated_at = now() "
     "WHERE id = $1 AND state = $2 AND cancel_requested = $5::boolean "
-    "AND batch_job_name = $10 RETURNING id, team, attempt), "
+    "AND batch_job_name = $10 AND (NOT $6::boolean OR NOT EXISTS ("
+    "SELECT 1 FROM batch_copies c WHERE c.job_id = jobs.id "
+    "AND c.attempt = jobs.attempt AND c.ended_at IS NULL "
+    "AND c.batch_job_id <> regexp_replace($10, '^.*/', ''))) "
+    "RETURNING id, team, attempt, reason), "
     "e AS (INSERT INTO job_events (job_id, team, from_state, to_state, "
-    "reason, attempt, message) SELECT id, team, $2, $3, $8, attempt, $9 "
+    "reason, attempt, message) SELECT id, team, $2, $3, CASE WHEN "
+    "$6::boolean THEN coalesce(reason, $8) ELSE $8 END, attempt, $9 "
     "FROM u), " DROP_RECHECKS(
         "$6::boolean AND EXISTS (SELECT 1 FROM u)",
         "$10") "SELECT CASE WHEN $6::boolean "
@@ -430,6 +497,27 @@ static int write_decision(struct db_conn *c, const char *id, const char *state,
   snprintf(ended, sizeof(ended), "%lld", (long long)ended_us);
   params[10] = ended;
   return db_run(c, sql_observe_move, 11, params, rows, err, errlen);
+}
+
+/* How many raced copies of job id's attempt, other than its Batch job
+ * name, may still exist (not reported ended or absent), or -1. */
+static const char sql_copies_live[] =
+    "SELECT count(*) FROM batch_copies c JOIN jobs j ON j.id = c.job_id "
+    "AND j.attempt = c.attempt WHERE j.id = $1 AND c.ended_at IS NULL "
+    "AND c.batch_job_id <> regexp_replace($2, '^.*/', '')";
+
+static long copies_live(struct db_conn *c, const char *id, const char *name,
+                        char *err, size_t errlen)
+{
+  const char *params[2] = {id, name};
+  PGresult *res = db_query(c, sql_copies_live, 2, params, err, errlen);
+  long n;
+
+  if (!res)
+    return -1;
+  n = strtol(PQgetvalue(res, 0, 0), NULL, 10);
+  PQclear(res);
+  return n;
 }
 
 /* 0 or 1 as db_batch_observe(), -1, or 2: decide under the row lock. */
@@ -520,6 +608,15 @@ int db_batch_observe_at(struct db_conn *c, const char *batch_job_name,
   PQclear(res);
 
   to = next_state(state, cancel_requested, batch_state, &reason);
+  if (to && strcmp(to, "QUEUED") != 0 && strcmp(to, "RUNNING") != 0) {
+    /* an end waits for the raced copies that may still run: Batch's state
+     * is recorded, and the last copy's end moves the job (race_observe) */
+    long live = copies_live(c, id, batch_job_name, err, errlen);
+    if (live < 0)
+      goto fail;
+    if (live > 0)
+      to = NULL;
+  }
   if (to && !strcmp(to, "PENDING")) {
     if (db_run(c, sql_drop_rechecks, 1, params, NULL, err, errlen) ||
         db_batch_requeue(c, id, "Requeued",

@@ -343,6 +343,211 @@ START_TEST(next_attempt_waits_for_a_retried_cancel)
 }
 END_TEST
 
+/* Batch job batch's creates after the first: whether one was answered
+ * other than refused (400), i.e. reached Batch and was taken. */
+static bool later_create_taken(const char *batch)
+{
+  json_t *all = h_emu_get(&emu, "/emulator/requests"), *r;
+  int seen = 0;
+  bool taken = false;
+  size_t i;
+
+  json_array_foreach (json_object_get(all, "requests"), i, r) {
+    const char *q = h_str(json_object_get(r, "query"), "job_id");
+    if (str_is(r, "method", "POST") && q && !strcmp(q, batch) && seen++ > 0)
+      taken |= json_integer_value(json_object_get(r, "status")) != 400;
+  }
+  json_decref(all);
+  return taken;
+}
+
+/*
+ * A create whose answer was lost and whose retry Batch then refuses (issue
+ * 34, the invariant): the first try made the Batch job (answered 503
+ * after the effect), the retry is refused with a 400. The job may not end
+ * while that Batch job may still run: it is cancelled by its deterministic
+ * id and the job ends (FAILED, BatchRejected) only once Batch reports it
+ * ended; its quota is held until then. Before, the refusal failed the job
+ * at once and the Batch job ran on with no quota held for it.
+ */
+START_TEST(refused_retry_of_a_lost_create_waits_for_batch)
+{
+  char id[32], batch[64], st[48];
+  long long end;
+  int round;
+  json_t *j;
+
+  faults("{}");
+  capacity("us-central1/FLEX_START=20,us-east4/FLEX_START=0,"
+           "europe-west4/FLEX_START=0");
+  /* the Batch job runs until cancelled */
+  json_decref(h_call(&emu, "POST", "/emulator/config", NULL,
+                     "{\"EMU_RUN_MS\": 600000}", 200));
+  for (round = 0;; round++) {
+    ck_assert_msg(round < 5, "the retry always came before the refusal");
+    faults("{\"lost_response_rate\": 1, \"lost_response_mode\": \"503\", "
+           "\"calls\": [\"create\"], \"max_faults\": 1}");
+    submit("failover", false, "lost-then-refused", id);
+    first_attempt(id, 0, batch);
+    end = h_now_ms() + 30000;
+    for (emu_state(batch, st, sizeof(st)); !strcmp(st, "-");
+         emu_state(batch, st, sizeof(st))) {
+      ck_assert_msg(h_now_ms() < end, "%s never created", batch);
+      h_sleep_ms(10);
+    }
+    faults("{\"error_rate\": 1, \"codes\": [400], \"calls\": [\"create\"]}");
+    /* the retry went out (backoff 0-500 ms) before the refusal was set:
+     * that job is an ordinary one; try again with another */
+    if (!later_create_taken(batch))
+      break;
+    fprintf(stderr,
+            "it_cancel lost then refused: round %d, the retry of %s "
+            "was taken; again\n",
+            round, batch);
+  }
+  /* the job ends only once Batch reports its Batch job ended */
+  end = h_now_ms() + 60000;
+  for (;;) {
+    j = get_job(id);
+    emu_state(batch, st, sizeof(st));
+    if (str_is(j, "state", "FAILED") || str_is(j, "state", "CANCELLED") ||
+        str_is(j, "state", "SUCCEEDED"))
+      break;
+    ck_assert_msg(h_now_ms() < end, "job %s is %s; Batch job %s is %s", id,
+                  h_str(j, "state"), batch, st);
+    json_decref(j);
+    h_sleep_ms(50);
+  }
+  fprintf(stderr,
+          "it_cancel lost then refused: job %s %s (%s); Batch job %s "
+          "%s\n",
+          id, h_str(j, "state"), h_str(j, "reason"), batch, st);
+  ck_assert_msg(!strcmp(st, "CANCELLED") || !strcmp(st, "-"),
+                "job %s is %s while its Batch job %s is %s", id,
+                h_str(j, "state"), batch, st);
+  ck_assert_str_eq(h_str(j, "state"), "FAILED");
+  ck_assert_str_eq(h_str(j, "reason"), "BatchRejected");
+  json_decref(j);
+  faults("{}");
+  json_decref(h_call(&emu, "POST", "/emulator/config", NULL,
+                     "{\"EMU_RUN_MS\": 1500}", 200));
+}
+END_TEST
+
+static void emu_config(const char *body)
+{
+  json_decref(h_call(&emu, "POST", "/emulator/config", NULL, body, 200));
+}
+
+/* Batch reported it ended, or has no such job (CANCELLATION_IN_PROGRESS
+ * may still run). */
+static bool ended_at_batch(const char *state)
+{
+  return !strcmp(state, "CANCELLED") || !strcmp(state, "SUCCEEDED") ||
+         !strcmp(state, "FAILED") || !strcmp(state, "-");
+}
+
+/*
+ * Flex Start backoff waits for the old attempt's end (issue 34): a job
+ * waits past max_wait_s in us-central1, then in europe-west4 (no capacity
+ * in either), and backs off. Batch accepts each cancel but acts on it
+ * only 6 s later (EMU_CANCEL_LAG_MS): the Batch job of the attempt being
+ * left stays QUEUED and may still get capacity. The job gives its quota
+ * back (PENDING) only once Batch reports that Batch job ended, and the
+ * next attempt's create reaches Batch only after the last one's end.
+ * Before, the backoff made the job PENDING at once beside a live Batch
+ * job.
+ */
+START_TEST(flex_backoff_waits_for_the_old_attempt)
+{
+  char id[32], a1[64], a2[64], s1[48], s2[48];
+  long long end;
+  json_t *j;
+  int polls = 0;
+
+  faults("{}");
+  capacity("us-central1/FLEX_START=0,us-east4/FLEX_START=0,"
+           "europe-west4/FLEX_START=0");
+  emu_config("{\"EMU_CANCEL_LAG_MS\": 6000}");
+  submit("failover", false, "backoff-waits", id);
+  first_attempt(id, 0, a1);
+  snprintf(a2, sizeof(a2), "gpugate-%s-a2", id);
+  end = h_now_ms() + 90000;
+  for (;;) {
+    j = get_job(id);
+    emu_state(a1, s1, sizeof(s1));
+    emu_state(a2, s2, sizeof(s2));
+    /* attempt 2 is created only once attempt 1 has ended */
+    ck_assert_msg(!strcmp(s2, "-") || ended_at_batch(s1),
+                  "attempt 2 (%s) created while attempt 1 is %s", s2, s1);
+    if (str_is(j, "state", "PENDING") && attempt_of(j) >= 2)
+      break;
+    ck_assert_msg(h_now_ms() < end, "job %s is %s (attempt %lld)", id,
+                  h_str(j, "state"), attempt_of(j));
+    json_decref(j);
+    polls++;
+    h_sleep_ms(50);
+  }
+  fprintf(stderr,
+          "it_cancel backoff: job %s PENDING (%s), attempt %lld after %d "
+          "polls; Batch: %s %s, %s %s\n",
+          id, h_str(j, "reason"), attempt_of(j), polls, a1, s1, a2, s2);
+  ck_assert_msg(strcmp(s2, "-") != 0, "attempt 2 never reached Batch");
+  ck_assert_msg(ended_at_batch(s1) && ended_at_batch(s2),
+                "job %s backed off while its Batch jobs are %s and %s", id, s1,
+                s2);
+  ck_assert_str_eq(h_str(j, "reason"), "Backoff");
+  json_decref(j);
+  emu_config("{\"EMU_CANCEL_LAG_MS\": 0}");
+}
+END_TEST
+
+/*
+ * A raced job's quota is held until its losers have ended (issue 34): the
+ * copy in us-central1 wins (capacity), the other two wait without
+ * capacity and Batch acts on their cancels only 8 s after accepting them
+ * (EMU_CANCEL_LAG_MS); the winner succeeds at once. The job ends
+ * (SUCCEEDED, its quota given back) only once Batch reports every loser
+ * ended. Before, the winner's end released the quota beside live losers.
+ */
+START_TEST(race_winner_end_waits_for_losers)
+{
+  char id[32], b[4][64], st[4][48];
+  long long end;
+  json_t *j;
+  int k;
+
+  faults("{}");
+  capacity("us-central1/FLEX_START=20,us-east4/FLEX_START=0,"
+           "europe-west4/FLEX_START=0");
+  emu_config("{\"EMU_CANCEL_LAG_MS\": 8000, \"EMU_RUN_MS\": 300}");
+  submit("race", false, "losers-live", id);
+  for (k = 1; k <= 3; k++)
+    first_attempt(id, k, b[k]);
+  end = h_now_ms() + 60000;
+  for (;;) {
+    j = get_job(id);
+    for (k = 1; k <= 3; k++)
+      emu_state(b[k], st[k], sizeof(st[k]));
+    if (str_is(j, "state", "SUCCEEDED") || str_is(j, "state", "FAILED") ||
+        str_is(j, "state", "CANCELLED"))
+      break;
+    ck_assert_msg(h_now_ms() < end, "job %s is %s", id, h_str(j, "state"));
+    json_decref(j);
+    h_sleep_ms(50);
+  }
+  fprintf(stderr, "it_cancel race end: job %s %s; copies %s %s %s\n", id,
+          h_str(j, "state"), st[1], st[2], st[3]);
+  ck_assert_str_eq(h_str(j, "state"), "SUCCEEDED");
+  for (k = 2; k <= 3; k++)
+    ck_assert_msg(ended_at_batch(st[k]),
+                  "job %s ended while its losing copy %s is %s", id, b[k],
+                  st[k]);
+  json_decref(j);
+  emu_config("{\"EMU_CANCEL_LAG_MS\": 0, \"EMU_RUN_MS\": 1500}");
+}
+END_TEST
+
 /* ======================================================================
  * 2. End to end: a raced region that refuses the create for good
  * ==================================================================== */
@@ -1816,6 +2021,9 @@ Suite *cancel_suite(void)
   tcase_add_test(e2e, race_backoff_waits_for_a_pending_cancel);
   tcase_add_test(e2e, race_refusal_drops_one_region);
   tcase_add_test(e2e, next_attempt_waits_for_a_retried_cancel);
+  tcase_add_test(e2e, refused_retry_of_a_lost_create_waits_for_batch);
+  tcase_add_test(e2e, flex_backoff_waits_for_the_old_attempt);
+  tcase_add_test(e2e, race_winner_end_waits_for_losers);
   suite_add_tcase(s, e2e);
 
   tcase_add_unchecked_fixture(stale, setup_stale, teardown_db);
