@@ -42,6 +42,9 @@ Suite *faults_suite(void);
   "google-cloud-sdk/lib"
 
 static struct h_server emu, srv;
+/* the property's second replica: its dispatchers share the outbox, and it
+ * is killed on its own (prop_kill_dispatcher) */
+static struct h_server srv2;
 static char db_url[512];
 static char *tok;
 
@@ -90,6 +93,7 @@ static void setup(void)
 
 static void teardown(void)
 {
+  h_server_stop(&srv2);
   h_server_stop(&srv);
   h_server_stop(&emu);
   free(tok);
@@ -641,7 +645,10 @@ END_TEST
  * capacity; Flex Start failover out of that region; a reservation whose
  * capacity window closes and opens again, so evictions), cancelled, and
  * gpugate killed (kill -9: its admission leader and its dispatchers at
- * once) and started again, against a Batch
+ * once) and started again, a second replica killed (kill -9) while its
+ * dispatchers hold a lease on a call under way, so that the lease runs
+ * out and the first replica's dispatchers take the row over (its leader
+ * too when it had taken over), against a Batch
  * that refuses (400, 429, 500, 503) or loses (after the effect) a share of
  * its mutations, answers late (latency, so out of order) and may act on a
  * cancel only later. Then the faults stop and, once gpugate is quiet (no
@@ -673,6 +680,7 @@ struct prop {
   char ids[PROP_JOBS][32];
   int n;
   int submits, cancels, kills, urgent, bursts, windows;
+  int dkills, dkills_leased;     /* the second replica's, and with a lease */
   int raced, failover, reserved; /* submits to each of those queues */
   bool window_closing;           /* the reservation's window ends soon */
 };
@@ -786,6 +794,36 @@ static void prop_kill(struct prop *p)
   h_sleep_ms(200 + 100L * below(&p->rng, 5));
   start_gpugate();
   p->kills++;
+}
+
+/* The second replica's leases on calls under way. */
+static long long leases_of(PGconn *pg, pid_t pid)
+{
+  char sql[256];
+
+  snprintf(sql, sizeof(sql),
+           "SELECT count(*) FROM batch_ops WHERE claimed_by LIKE '%%/%ld/%%' "
+           "AND claimed_until > clock_timestamp()",
+           (long)pid);
+  return h_db_int(pg, sql);
+}
+
+/* A dispatcher dies mid-call: the second replica is killed once one of
+ * its dispatchers holds a lease (waiting for one at most 2 s), and
+ * started again. */
+static void prop_kill_dispatcher(struct prop *p, PGconn *pg)
+{
+  long long end = h_now_ms() + 2000;
+  bool leased;
+
+  while (!(leased = leases_of(pg, srv2.pid) > 0) && h_now_ms() < end)
+    h_sleep_ms(20);
+  ck_assert_int_eq(h_server_kill(&srv2, SIGKILL), 0);
+  h_sleep_ms(200 + 100L * below(&p->rng, 5));
+  ck_assert_msg(h_server_start(&srv2, db_url, srv_env) == 0,
+                "the second replica did not start; see %s", srv2.log);
+  p->dkills++;
+  p->dkills_leased += leased;
 }
 
 /* Quiet: nothing left that gpugate must still do about Batch. */
@@ -951,13 +989,15 @@ static void prop_run(unsigned long long seed)
            300 + 200 * below(&p.rng, 3), 1500, lag, seed % 1000000007ULL);
   emu_config(spec);
   for (step = 0; step < PROP_STEPS; step++) {
-    int what = below(&p.rng, 14);
+    int what = below(&p.rng, 15);
     if (what < 5)
       prop_submit(&p);
     else if (what < 9)
       prop_cancel(&p);
     else if (what < 10)
       prop_kill(&p);
+    else if (what == 14)
+      prop_kill_dispatcher(&p, pg);
     else if (what < 11)
       prop_burst(&p);
     else if (what < 12)
@@ -978,12 +1018,14 @@ static void prop_run(unsigned long long seed)
   fprintf(stderr,
           "it_faults property seed %llu: %d submits (%d urgent, %d raced, "
           "%d failover, %d reserved), %d cancels, "
-          "%d kills, %d bursts, %d window moves; errors %.0f %%, lost %.0f "
+          "%d kills, %d dispatcher kills (%d holding a lease), "
+          "%d bursts, %d window moves; errors %.0f %%, lost %.0f "
           "%%, cancel lag %ld ms; quiet "
           "after %.1f s (%lld left); %s; %d cancelled yet running; "
           "%d violations%s%s\n",
           seed, p.submits, p.urgent, p.raced, p.failover, p.reserved, p.cancels,
-          p.kills, p.bursts, p.windows, err_rate * 100, lost_rate * 100, lag,
+          p.kills, p.dkills, p.dkills_leased, p.bursts, p.windows,
+          err_rate * 100, lost_rate * 100, lag,
           (double)(h_now_ms() - t0) / 1000.0, left, summary, early, bad,
           bad ? ": " : "", first);
   ck_assert_msg(early == 0,
@@ -1091,6 +1133,8 @@ static void setup_property(void)
   free(text);
   setup_with(path, emu_env);
   unlink(path);
+  ck_assert_msg(h_server_start(&srv2, db_url, srv_env) == 0,
+                "the second replica did not start; see %s", srv2.log);
 }
 
 START_TEST(property_cancel_and_eviction_always_finish)
