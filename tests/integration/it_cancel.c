@@ -1121,6 +1121,69 @@ START_TEST(cancel_404_writes_no_created_event)
 }
 END_TEST
 
+/*
+ * A create taken over after its dispatcher's lease ran out, then refused
+ * (issue 34, the invariant): the dead dispatcher's call may have made the
+ * Batch job, so the refusal does not fail the job. It keeps its state
+ * (and its quota), the deterministic Batch job is cancelled, and the job
+ * fails (BatchRejected) only once Batch reports that Batch job absent.
+ * Before, the refusal failed the job at once.
+ */
+START_TEST(refused_takeover_of_a_lapsed_create_waits_for_batch)
+{
+  struct db_conn *c = conn_open();
+  struct admission *adm = admission_new(true, 600);
+  struct db_batch_op op;
+  char err[256], name[256], st[32], reason[64], id[32], q[256];
+  long long cancels;
+  int rc;
+
+  submit("failover", false, "lapsed-refused", id);
+  leader_cycle(adm, c);
+  admission_free(adm);
+  /* a dispatcher claims the create, calls Batch and dies */
+  rc = db_batch_claim(c, NULL, 0, "dead-dispatcher", 60, &op, err, sizeof(err));
+  ck_assert_msg(rc == 1, "no create to claim: %s", err);
+  ck_assert_str_eq(op.job_id, id);
+  db_batch_op_free(&op);
+  exec_params(c,
+              "UPDATE batch_ops SET claimed_until = now() - interval "
+              "'1 second' WHERE job_id = $1",
+              1, (const char *const[]){id});
+  /* another takes it over; Batch refuses this try */
+  rc = db_batch_claim(c, NULL, 0, "live-dispatcher", 60, &op, err, sizeof(err));
+  ck_assert_msg(rc == 1, "the lapsed create was not taken over: %s", err);
+  ck_assert_str_eq(op.op, "create");
+  batch_job_name(PROJECT, op.region, op.batch_job_id, name, sizeof(name));
+  ck_assert_int_eq(
+      db_batch_give_up(c, &op, "400 INVALID_ARGUMENT", err, sizeof(err)), 0);
+  db_batch_op_free(&op);
+  job_field(c, id, "state", st, sizeof(st));
+  snprintf(q, sizeof(q),
+           "SELECT count(*) FROM batch_ops WHERE job_id = '%s' "
+           "AND op = 'cancel' AND batch_job_id = 'gpugate-%s-a1'",
+           id, id);
+  cancels = h_db_int(c->pg, q);
+  fprintf(stderr,
+          "it_cancel lapsed create refused: the job %s, %lld cancel(s) of "
+          "its Batch job queued\n",
+          st, cancels);
+  ck_assert_msg(!strcmp(st, "ADMITTED") && cancels == 1,
+                "refused after a lapsed lease: the job %s, %lld cancel(s) of "
+                "the Batch job the dead dispatcher may have made",
+                st, cancels);
+  /* Batch answers the cancel 404: nothing was made */
+  ck_assert_int_ge(db_batch_observe(c, name, "NOT_FOUND", err, sizeof(err)), 0);
+  job_field(c, id, "state", st, sizeof(st));
+  job_field(c, id, "reason", reason, sizeof(reason));
+  ck_assert_str_eq(st, "FAILED");
+  ck_assert_str_eq(reason, "BatchRejected");
+  exec_params(c, "DELETE FROM batch_ops WHERE job_id = $1", 1,
+              (const char *const[]){id});
+  conn_close(c);
+}
+END_TEST
+
 /* --- 3b. the random walk: cancels against every automatic move -------- */
 
 /* Batch as the walk knows it: each Batch job ever created. */
@@ -2032,6 +2095,7 @@ Suite *cancel_suite(void)
   tcase_add_test(stale, cancel_reads_the_job_under_its_lock);
   tcase_add_test(stale, redelivered_report_does_not_move_back);
   tcase_add_test(stale, cancel_404_writes_no_created_event);
+  tcase_add_test(stale, refused_takeover_of_a_lapsed_create_waits_for_batch);
   tcase_add_test(stale, budget_leases_are_exact);
   tcase_add_test(stale, lapsed_leases_are_taken_by_the_look_for_them);
   tcase_add_test(stale, withdraw_leaves_a_create_under_a_live_lease);
