@@ -7,7 +7,8 @@
 #ifndef GPUGATE_SCHED_STATE_INTERNAL_H
 #define GPUGATE_SCHED_STATE_INTERNAL_H
 
-#include "scheduler/state.h"
+struct sched_name;
+struct sched_state;
 
 /* name, as st's own (a name of another state, or of a caller's, is looked
  * up by its text); NULL when out of memory */

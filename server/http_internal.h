@@ -10,8 +10,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "server/http.h"
 #include "server/req.h"
+
+struct auth_ctx;
+struct config;
+struct connlimit;
+struct db_pool;
+struct ratelimit;
 
 struct http_server {
   struct MHD_Daemon *daemon;
