@@ -42,6 +42,7 @@
 
 #include "db/billing.h"
 #include "db/billing_batch.h"
+#include "db/months.h"
 
 /* ---- binary forms ---------------------------------------------------- */
 
@@ -176,18 +177,6 @@ static long digits_at(const char *p, int n)
     v = v * 10 + (p[i] - '0');
   }
   return v;
-}
-
-long db_days_from_civil(long y, long m, long d)
-{
-  long era, yoe, doy, doe;
-
-  y -= m <= 2;
-  era = (y >= 0 ? y : y - 399) / 400;
-  yoe = y - era * 400;
-  doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + doe - 719468;
 }
 
 int db_date_binary(const char *text, int32_t *days)

@@ -1,12 +1,13 @@
 /*
- * months.c — invoice-month text and the attribution of late rows to the
- * first open month (see months.h). No I/O.
+ * months.c — invoice-month text, the attribution of late rows to the
+ * first open month, and the calendar (db_days_from_civil) the billing
+ * ingest and its encoders share (see months.h). No I/O.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "db/billing.h"
 #include "db/months.h"
 
 static bool digits(const char *s, int n)
@@ -137,4 +138,16 @@ void db_month_pacific(long long now, char out[DB_MONTH_LEN])
   snprintf(out, DB_MONTH_LEN, "%04u-%02u",
            (unsigned)(tm.tm_year + 1900) % 10000u,
            (unsigned)(tm.tm_mon + 1) % 100u);
+}
+
+long db_days_from_civil(long y, long m, long d)
+{
+  long era, yoe, doy, doe;
+
+  y -= m <= 2;
+  era = (y >= 0 ? y : y - 399) / 400;
+  yoe = y - era * 400;
+  doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + doe - 719468;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "db/billing.h"
+#include "db/months.h"
 #include "handlers/billing_time.h"
 
 /* The date of day z since 1970-01-01 (the inverse of db_days_from_civil). */
