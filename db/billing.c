@@ -42,7 +42,7 @@
 
 #include "db/billing.h"
 #include "db/billing_batch.h"
-#include "db/months.h"
+#include "lib/rfc3339.h"
 
 /* ---- binary forms ---------------------------------------------------- */
 
@@ -187,7 +187,7 @@ int db_date_binary(const char *text, int32_t *days)
       text[7] != '-' || (d = digits_at(text + 8, 2)) < 1 || d > 31 ||
       text[10] != '\0')
     return -1;
-  *days = (int32_t)(db_days_from_civil(y, m, d) - 10957); /* 2000-01-01 */
+  *days = (int32_t)(rfc3339_days_from_civil(y, m, d) - 10957); /* 2000-01-01 */
   return 0;
 }
 

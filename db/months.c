@@ -1,7 +1,6 @@
 /*
- * months.c — invoice-month text, the attribution of late rows to the
- * first open month, and the calendar (db_days_from_civil) the billing
- * ingest and its encoders share (see months.h). No I/O.
+ * months.c — invoice-month text and the attribution of late rows to the
+ * first open month (see months.h). No I/O.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +8,7 @@
 #include <time.h>
 
 #include "db/months.h"
+#include "lib/rfc3339.h"
 
 static bool digits(const char *s, int n)
 {
@@ -109,7 +109,7 @@ void db_month_report_day(const char *usage_day, const char *month,
 /* Days since 1970-01-01 of y-m-d, and its weekday (0 = Sunday). */
 static long civil_days(long y, long m, long d, int *weekday)
 {
-  long days = db_days_from_civil(y, m, d);
+  long days = rfc3339_days_from_civil(y, m, d);
 
   *weekday = (int)(((days % 7) + 11) % 7); /* 1970-01-01 was a Thursday */
   return days;
@@ -138,16 +138,4 @@ void db_month_pacific(long long now, char out[DB_MONTH_LEN])
   snprintf(out, DB_MONTH_LEN, "%04u-%02u",
            (unsigned)(tm.tm_year + 1900) % 10000u,
            (unsigned)(tm.tm_mon + 1) % 100u);
-}
-
-long db_days_from_civil(long y, long m, long d)
-{
-  long era, yoe, doy, doe;
-
-  y -= m <= 2;
-  era = (y >= 0 ? y : y - 399) / 400;
-  yoe = y - era * 400;
-  doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + doe - 719468;
 }

@@ -1,7 +1,6 @@
 /*
  * months.h — invoice months as text ("YYYY-MM") and where a billing row is
- * reported once months can be closed, and the proleptic Gregorian calendar
- * (db_days_from_civil): pure functions, shared by the loader
+ * reported once months can be closed: pure functions, shared by the loader
  * (db/billing.c), the month close (db/month_close.c) and the tests.
  */
 #ifndef GPUGATE_DB_MONTHS_H
@@ -52,9 +51,5 @@ void db_month_pacific(long long now, char out[DB_MONTH_LEN]);
 int db_month_attribute(const char *usage_day, const char *invoice_month,
                        const char (*closed)[DB_MONTH_LEN], size_t n,
                        char month[DB_MONTH_LEN], bool *correction);
-
-/* Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's
- * days_from_civil); the shared calendar of the ingest and the encoders. */
-long db_days_from_civil(long y, long m, long d);
 
 #endif
