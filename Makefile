@@ -100,11 +100,11 @@ build/batch_emulator: $(EMU_SRC:%.c=build/obj/%.o) $(OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # the BigQuery emulator (tests/emulator/bq_*.c): a binary of its own
-build/bigquery_emulator: $(BQ_EMU_SRC:%.c=build/obj/%.o)
+build/bigquery_emulator: $(BQ_EMU_SRC:%.c=build/obj/%.o) build/obj/tests/emulator/emu_serve.o
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # the Cloud Logging emulator (tests/emulator/log_*.c): a binary of its own
-build/logging_emulator: $(LOG_EMU_SRC:%.c=build/obj/%.o)
+build/logging_emulator: $(LOG_EMU_SRC:%.c=build/obj/%.o) build/obj/tests/emulator/emu_serve.o
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # Benchmarks (not tests): `make bench` prints their figures.

@@ -42,6 +42,7 @@
 
 #include "db/billing.h"
 #include "db/billing_batch.h"
+#include "lib/rfc3339.h"
 
 /* ---- binary forms ---------------------------------------------------- */
 
@@ -178,18 +179,6 @@ static long digits_at(const char *p, int n)
   return v;
 }
 
-long db_days_from_civil(long y, long m, long d)
-{
-  long era, yoe, doy, doe;
-
-  y -= m <= 2;
-  era = (y >= 0 ? y : y - 399) / 400;
-  yoe = y - era * 400;
-  doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + doe - 719468;
-}
-
 int db_date_binary(const char *text, int32_t *days)
 {
   long y = digits_at(text, 4), m, d;
@@ -198,7 +187,7 @@ int db_date_binary(const char *text, int32_t *days)
       text[7] != '-' || (d = digits_at(text + 8, 2)) < 1 || d > 31 ||
       text[10] != '\0')
     return -1;
-  *days = (int32_t)(db_days_from_civil(y, m, d) - 10957); /* 2000-01-01 */
+  *days = (int32_t)(rfc3339_days_from_civil(y, m, d) - 10957); /* 2000-01-01 */
   return 0;
 }
 

@@ -14,36 +14,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "db/billing_row.h"
 #include "server/req.h"
 
 struct db_conn;
 struct db_billing_batch;
-
-#define DB_BILLING_HASH_LEN 32 /* SHA-256 */
-
-/*
- * One row as stored. Every string is borrowed, NUL-terminated and already
- * validated by the caller; the numeric ones are decimal text PostgreSQL's
- * numeric accepts ("-1.25", "1e-07").
- */
-struct db_billing_row {
-  unsigned char hash[DB_BILLING_HASH_LEN];
-  const char *team, *flavor, *service, *sku, *location;
-  const char *currency;
-  const char *usage_start; /* timestamptz text, e.g. "2026-08-01 10:00:00+00" */
-  const char *usage_day;   /* "YYYY-MM-DD", the UTC day of usage_start */
-  const char *invoice_month;   /* "YYYY-MM" or "" */
-  const char *cost_type;       /* regular, tax, adjustment, rounding_error */
-  const char *billing_account; /* billing_account_id, or "" */
-  const char *cost;
-  const char *credits;          /* Σ credits[].amount */
-  const char *gpu_amount;       /* GPU usage, in the unit gpu_divisor says */
-  int gpu_divisor;              /* 1: hours, 3600: seconds, 0: not GPU usage */
-  const char *pricing_quantity; /* usage.amount_in_pricing_units, or "0" */
-  const char *pricing_unit;     /* usage.pricing_unit, or "" */
-  const char *row;              /* the row's JSON text */
-  size_t row_len;
-};
 
 /* A new empty batch, or NULL on allocation failure. */
 struct db_billing_batch *db_billing_batch_new(void);
@@ -117,9 +92,5 @@ int db_timestamptz_binary(const char *text, int64_t *us);
 
 /* "YYYY-MM-DD" → days since 2000-01-01 (date's binary form); 0 or -1. */
 int db_date_binary(const char *text, int32_t *days);
-
-/* Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's
- * days_from_civil); the shared calendar of the ingest and the encoders. */
-long db_days_from_civil(long y, long m, long d);
 
 #endif

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "db/billing.h"
+#include "db/billing_row.h"
 #include "db/billing_numeric.h"
 #include "db/months.h"
 #include "lib/sha256_lanes.h"

@@ -7,45 +7,35 @@
 #include <string.h>
 
 #include "db/billing_sync.h"
+#include "db/billing_sync_internal.h"
 #include "db/db.h"
+
+static void partition_fill(void *elem, const PGresult *res, int row)
+{
+  struct billing_partition *p = elem;
+
+  snprintf(p->day, sizeof(p->day), "%s", PQgetvalue(res, row, 0));
+  snprintf(p->export_time, sizeof(p->export_time), "%s",
+           PQgetvalue(res, row, 1));
+  snprintf(p->first, sizeof(p->first), "%s", PQgetvalue(res, row, 2));
+}
 
 enum gg_code db_billing_sync_partitions(struct db_conn *c, const char *from,
                                         struct billing_partition **out,
                                         size_t *n)
 {
-  const char *params[1] = {from && *from ? from : NULL};
-  enum gg_code code;
-  PGresult *res =
-      db_exec(/* owned */
-              c,
-              "SELECT to_char(partition_day, 'YYYY-MM-DD'), export_time,"
-              " to_char(first_usage_day, 'YYYY-MM-DD') FROM "
-              "billing_sync_partitions"
-              " WHERE $1::date IS NULL OR partition_day >= $1::date"
-              " ORDER BY partition_day",
-              1, params, &code);
-  int i, rows;
+  void *v;
+  enum gg_code code = db_billing_sync_read(
+      c,
+      "SELECT to_char(partition_day, 'YYYY-MM-DD'), export_time,"
+      " to_char(first_usage_day, 'YYYY-MM-DD') FROM "
+      "billing_sync_partitions"
+      " WHERE $1::date IS NULL OR partition_day >= $1::date"
+      " ORDER BY partition_day",
+      from, sizeof(**out), partition_fill, &v, n);
 
-  *out = NULL;
-  *n = 0;
-  if (!res)
-    return code;
-  rows = PQntuples(res);
-  *out = calloc((size_t)rows + 1, sizeof(**out));
-  if (!*out) {
-    PQclear(res);
-    return GG_INTERNAL;
-  }
-  for (i = 0; i < rows; i++) {
-    struct billing_partition *p = &(*out)[i];
-    snprintf(p->day, sizeof(p->day), "%s", PQgetvalue(res, i, 0));
-    snprintf(p->export_time, sizeof(p->export_time), "%s",
-             PQgetvalue(res, i, 1));
-    snprintf(p->first, sizeof(p->first), "%s", PQgetvalue(res, i, 2));
-  }
-  *n = (size_t)rows;
-  PQclear(res);
-  return GG_OK;
+  *out = v;
+  return code;
 }
 
 /* Append s to the array literal being built in *lit (owned), items

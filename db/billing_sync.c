@@ -8,24 +8,20 @@
 #include <string.h>
 
 #include "db/billing_sync.h"
+#include "db/billing_sync_internal.h"
 #include "db/db.h"
 #include "db/months.h"
 #include "lib/jsonx.h"
 
-enum gg_code db_billing_sync_days(struct db_conn *c, const char *from,
-                                  struct billing_day_figures **out, size_t *n)
+enum gg_code db_billing_sync_read(struct db_conn *c, const char *sql,
+                                  const char *from, size_t size,
+                                  db_billing_sync_fill fill, void **out,
+                                  size_t *n)
 {
   const char *params[1] = {from && *from ? from : NULL};
   enum gg_code code;
-  PGresult *res = db_exec(
-      c,
-      /* a day loaded before reconciliation (no sums recorded) is read
-       * again once: its export_time is taken as unknown */
-      "SELECT to_char(day, 'YYYY-MM-DD'), "
-      "CASE WHEN cost IS NULL THEN '' ELSE export_time END, rows "
-      "FROM billing_sync_days WHERE $1::date IS NULL OR day >= $1::date "
-      "ORDER BY day",
-      1, params, &code);
+  PGresult *res = db_exec(c, sql, 1, params, &code); /* owned */
+  char *v;
   int i, rows;
 
   *out = NULL;
@@ -33,21 +29,45 @@ enum gg_code db_billing_sync_days(struct db_conn *c, const char *from,
   if (!res)
     return code;
   rows = PQntuples(res);
-  *out = calloc((size_t)rows + 1, sizeof(**out));
-  if (!*out) {
+  v = calloc((size_t)rows + 1, size);
+  if (!v) {
     PQclear(res);
     return GG_INTERNAL;
   }
-  for (i = 0; i < rows; i++) {
-    struct billing_day_figures *f = &(*out)[i];
-    snprintf(f->day, sizeof(f->day), "%s", PQgetvalue(res, i, 0));
-    snprintf(f->export_time, sizeof(f->export_time), "%s",
-             PQgetvalue(res, i, 1));
-    f->rows = strtol(PQgetvalue(res, i, 2), NULL, 10);
-  }
+  for (i = 0; i < rows; i++)
+    fill(v + (size_t)i * size, res, i);
+  *out = v;
   *n = (size_t)rows;
   PQclear(res);
   return GG_OK;
+}
+
+static void day_figures_fill(void *elem, const PGresult *res, int row)
+{
+  struct billing_day_figures *f = elem;
+
+  snprintf(f->day, sizeof(f->day), "%s", PQgetvalue(res, row, 0));
+  snprintf(f->export_time, sizeof(f->export_time), "%s",
+           PQgetvalue(res, row, 1));
+  f->rows = strtol(PQgetvalue(res, row, 2), NULL, 10);
+}
+
+enum gg_code db_billing_sync_days(struct db_conn *c, const char *from,
+                                  struct billing_day_figures **out, size_t *n)
+{
+  void *v;
+  enum gg_code code = db_billing_sync_read(
+      c,
+      /* a day loaded before reconciliation (no sums recorded) is read
+       * again once: its export_time is taken as unknown */
+      "SELECT to_char(day, 'YYYY-MM-DD'), "
+      "CASE WHEN cost IS NULL THEN '' ELSE export_time END, rows "
+      "FROM billing_sync_days WHERE $1::date IS NULL OR day >= $1::date "
+      "ORDER BY day",
+      from, sizeof(**out), day_figures_fill, &v, n);
+
+  *out = v;
+  return code;
 }
 
 enum gg_code db_billing_sync_window(struct db_conn *c, long reread,

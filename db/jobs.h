@@ -12,21 +12,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "db/job_target.h"
 #include "server/req.h"
-
-/* What admission needs to know about a submission's target. */
-struct db_job_target {
-  char cluster_queue[64];
-  json_t *cq_spec;    /* new reference: the CQ's stored spec */
-  json_t *flavors;    /* new reference: {flavor name: flavor spec} */
-  json_t *cohort_cqs; /* new reference: [spec of every other CQ in the
-                         cohort] (empty without a cohort) */
-  char priority_class[64];
-  int32_t priority;
-  bool can_preempt;
-  int64_t config_version; /* of the configuration all this was read at */
-  bool cached;            /* read from the cache, not the database */
-};
 
 /*
  * Resolve queue and priority class (NULL: the default class) for team,
@@ -38,7 +25,6 @@ struct db_job_target {
 enum gg_code db_job_target(struct gg_req *req, const char *team,
                            const char *queue, const char *priority_class,
                            bool use_cache, struct db_job_target *t);
-void db_job_target_free(struct db_job_target *t);
 
 /* A validated submission ready to store. */
 struct db_job_new {

@@ -2,12 +2,13 @@
  * months.c — invoice-month text and the attribution of late rows to the
  * first open month (see months.h). No I/O.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "db/billing.h"
 #include "db/months.h"
+#include "lib/rfc3339.h"
 
 static bool digits(const char *s, int n)
 {
@@ -108,7 +109,7 @@ void db_month_report_day(const char *usage_day, const char *month,
 /* Days since 1970-01-01 of y-m-d, and its weekday (0 = Sunday). */
 static long civil_days(long y, long m, long d, int *weekday)
 {
-  long days = db_days_from_civil(y, m, d);
+  long days = rfc3339_days_from_civil(y, m, d);
 
   *weekday = (int)(((days % 7) + 11) % 7); /* 1970-01-01 was a Thursday */
   return days;

@@ -1,8 +1,9 @@
 /*
  * sched_state.h (db) — the admission leader's in-memory state against
  * PostgreSQL: a full load of the active jobs, the change feed that keeps
- * them current, a cycle's scheduler input built from memory, and the
- * publication of queue positions.
+ * them current, a cycle's scheduler input built from memory
+ * (sched_state.c), and the publication of queue positions, counts and
+ * team spend (sched_publish.c).
  */
 #ifndef GPUGATE_DB_SCHED_STATE_H
 #define GPUGATE_DB_SCHED_STATE_H

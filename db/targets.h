@@ -20,7 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "db/jobs.h"
+#include "db/job_target.h"
 
 #define DB_TARGETS_MAX 1024 /* entries; a full table is flushed */
 

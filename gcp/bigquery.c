@@ -12,6 +12,7 @@
 #include "gcp/auth.h"
 #include "gcp/bigquery.h"
 #include "gcp/bq_page.h"
+#include "gcp/gcall.h"
 #include "gcp/http.h"
 #include "lib/log.h"
 
@@ -37,14 +38,10 @@ struct bq_client *bq_client_new(const char *endpoint, const char *project,
                                 struct batch_token_source *ts)
 {
   struct bq_client *c = calloc(1, sizeof(*c));
-  size_t n;
 
   if (!c)
     return NULL;
-  snprintf(c->endpoint, sizeof(c->endpoint), "%s", endpoint);
-  n = strlen(c->endpoint);
-  while (n > 0 && c->endpoint[n - 1] == '/')
-    c->endpoint[--n] = '\0';
+  gcall_endpoint(c->endpoint, sizeof(c->endpoint), endpoint);
   snprintf(c->project, sizeof(c->project), "%s", project);
   snprintf(c->location, sizeof(c->location), "%s", location ? location : "");
   c->ts = ts;
@@ -109,51 +106,34 @@ static int call(struct bq_client *c, const char *what, const char *method,
                 const char *url, const char *body, struct batch_http_resp *out,
                 char *err, size_t errlen)
 {
+  const struct gcall gc = {what, method,      url,
+                           body, BQ_TOTAL_MS, BQ_MAX_RESPONSE};
   long wait = c->backoff_ms;
   bool reauth = true;
   int attempt;
 
   for (attempt = 1; attempt <= BQ_TRIES; attempt++) {
-    char token[BATCH_TOKEN_MAX], auth[BATCH_TOKEN_MAX + 32], msg[256];
+    char msg[256];
     struct batch_error e;
     struct batch_http_resp resp;
-    struct batch_http_req req;
-    struct curl_slist *headers = NULL;
-    int got = 1;
+    enum gcall_outcome got;
     bool retry;
 
-    memset(&req, 0, sizeof(req));
-    if (c->ts) {
-      got = batch_token_get(c->ts, token, sizeof(token), &e);
-      if (got < 0) {
-        snprintf(err, errlen, "%s: token: %s", what, e.message);
-        if (!e.retryable || attempt == BQ_TRIES)
-          return -1;
-        sleep_ms(wait);
-        wait *= 2;
-        continue;
-      }
+    got = gcall_once(c->h, c->ts, &gc, &resp, &e);
+    if (got == GCALL_TOKEN) {
+      snprintf(err, errlen, "%s: token: %s", what, e.message);
+      batch_http_resp_free(&resp);
+      if (!e.retryable || attempt == BQ_TRIES)
+        return -1;
+      sleep_ms(wait);
+      wait *= 2;
+      continue;
     }
-    if (got == 0) {
-      snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
-      headers = curl_slist_append(headers, auth);
-    }
-    headers = curl_slist_append(headers, "Content-Type: application/json");
-    headers = curl_slist_append(headers, "Expect:"); /* no 100-continue wait */
-    req.method = method;
-    req.url = url;
-    req.headers = headers;
-    req.body = body;
-    req.body_len = body ? strlen(body) : 0;
-    req.total_ms = BQ_TOTAL_MS;
-    req.max_response = BQ_MAX_RESPONSE;
     c->calls++;
-    if (batch_http_perform(c->h, &req, &resp) != 0) {
-      batch_http_transport_error(&resp, what, &e);
+    if (got == GCALL_TRANSPORT) {
       snprintf(err, errlen, "%s: %s", what, e.message);
       retry = e.retryable;
     } else if (resp.status >= 200 && resp.status < 300) {
-      curl_slist_free_all(headers);
       *out = resp;
       return 0;
     } else {
@@ -166,7 +146,6 @@ static int call(struct bq_client *c, const char *what, const char *method,
         retry = true;
       }
     }
-    curl_slist_free_all(headers);
     batch_http_resp_free(&resp);
     if (!retry || attempt == BQ_TRIES)
       return -1;

@@ -12,6 +12,7 @@
 #include "gcp/auth.h"
 #include "gcp/http.h"
 #include "gcp/batch_job.h"
+#include "gcp/gcall.h"
 #include "gcp/logging.h"
 
 #define LOGGING_TOTAL_MS 30000L
@@ -308,14 +309,10 @@ struct logging_client *logging_client_new(const char *endpoint,
                                           struct batch_token_source *ts)
 {
   struct logging_client *c = calloc(1, sizeof(*c));
-  size_t n;
 
   if (!c)
     return NULL;
-  snprintf(c->endpoint, sizeof(c->endpoint), "%s", endpoint);
-  n = strlen(c->endpoint);
-  while (n > 0 && c->endpoint[n - 1] == '/')
-    c->endpoint[--n] = '\0';
+  gcall_endpoint(c->endpoint, sizeof(c->endpoint), endpoint);
   c->ts = ts;
   c->h = curl_easy_init();
   if (!c->h) {
@@ -342,27 +339,18 @@ int logging_list(struct logging_client *c, const char *project,
                  const char *filter, int page_size, const char *page_token,
                  struct logging_result *r)
 {
-  char token[BATCH_TOKEN_MAX], auth[BATCH_TOKEN_MAX + 32], url[600], res[200],
-      msg[256];
-  struct curl_slist *headers = NULL;
+  char url[600], res[200], msg[256];
+  struct gcall gc = {"entries:list", "POST",           url,
+                     NULL,           LOGGING_TOTAL_MS, LOGGING_MAX_RESPONSE};
   struct batch_http_resp resp;
-  struct batch_http_req req;
   struct batch_error e;
+  enum gcall_outcome got;
   json_t *body = NULL;
   char *text = NULL;
-  int got = 1, rc = -1;
+  int rc = -1;
 
   memset(r, 0, sizeof(*r));
   memset(&resp, 0, sizeof(resp));
-  memset(&req, 0, sizeof(req));
-  if (c->ts) {
-    got = batch_token_get(c->ts, token, sizeof(token), &e);
-    if (got < 0) {
-      snprintf(r->err, sizeof(r->err), "entries:list: token: %.200s",
-               e.message);
-      goto out;
-    }
-  }
   snprintf(res, sizeof(res), "projects/%s", project);
   body = json_pack("{s:[s], s:s, s:s, s:i}", "resourceNames", res, "filter",
                    filter, "orderBy", "timestamp asc", "pageSize", page_size);
@@ -373,23 +361,15 @@ int logging_list(struct logging_client *c, const char *project,
     snprintf(r->err, sizeof(r->err), "entries:list: out of memory");
     goto out;
   }
-  if (got == 0) {
-    snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
-    headers = curl_slist_append(headers, auth);
-  }
-  headers = curl_slist_append(headers, "Content-Type: application/json");
-  headers = curl_slist_append(headers, "Expect:");
   snprintf(url, sizeof(url), "%s/v2/entries:list", c->endpoint);
-  req.method = "POST";
-  req.url = url;
-  req.headers = headers;
-  req.body = text;
-  req.body_len = strlen(text);
-  req.total_ms = LOGGING_TOTAL_MS;
-  req.max_response = LOGGING_MAX_RESPONSE;
+  gc.body = text;
+  got = gcall_once(c->h, c->ts, &gc, &resp, &e);
+  if (got == GCALL_TOKEN) {
+    snprintf(r->err, sizeof(r->err), "entries:list: token: %.200s", e.message);
+    goto out;
+  }
   c->calls++;
-  if (batch_http_perform(c->h, &req, &resp) != 0) {
-    batch_http_transport_error(&resp, "entries:list", &e);
+  if (got == GCALL_TRANSPORT) {
     snprintf(r->err, sizeof(r->err), "entries:list: %.200s", e.message);
     goto out;
   }
@@ -412,9 +392,6 @@ int logging_list(struct logging_client *c, const char *project,
   }
   rc = 0;
 out:
-  memset(token, 0, sizeof(token));
-  memset(auth, 0, sizeof(auth));
-  curl_slist_free_all(headers);
   batch_http_resp_free(&resp);
   json_decref(body);
   free(text);

@@ -6,9 +6,11 @@
 #include <string.h>
 
 #include "db/billing.h"
+#include "lib/rfc3339.h"
 #include "handlers/billing_time.h"
 
-/* The date of day z since 1970-01-01 (the inverse of db_days_from_civil). */
+/* The date of day z since 1970-01-01 (the inverse of rfc3339_days_from_civil).
+ */
 static void civil_from_days(long z, long *y, long *m, long *d)
 {
   long era, doe, yoe, doy, mp;
@@ -121,7 +123,8 @@ int billing_parse_timestamp(const char *s, char *ts, char *day)
 
   /* to UTC; a leap second (:60) rolls into the next minute, as in
    * PostgreSQL */
-  t = db_days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - off;
+  t = rfc3339_days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec -
+      off;
   days = t >= 0 ? t / 86400 : -((-t + 86399) / 86400);
   t -= days * 86400;
   civil_from_days(days, &y, &mo, &d);

@@ -10,7 +10,7 @@
 
 /* Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar
  * (Howard Hinnant's days_from_civil). */
-static int64_t days_from_civil(int64_t y, int64_t m, int64_t d)
+int64_t rfc3339_days_from_civil(int64_t y, int64_t m, int64_t d)
 {
   int64_t era, yoe, doy, doe;
 
@@ -115,8 +115,9 @@ static int parse(const char *s, int64_t *out, int64_t *us, int *frac)
       d > mdays[mo - 1] + (mo == 2 && leap(y)) || h > 23 || mi > 59 || sec > 60)
     return -1;
   /* a leap second (:60) rolls into the next minute, as in PostgreSQL */
-  t = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - off;
-  if (t < 0 || t >= days_from_civil(10000, 1, 1) * 86400)
+  t = rfc3339_days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec -
+      off;
+  if (t < 0 || t >= rfc3339_days_from_civil(10000, 1, 1) * 86400)
     return -1;
   *out = t;
   return 0;
@@ -129,7 +130,7 @@ int rfc3339_parse(const char *s, int round_up, int64_t *out)
 
   if (parse(s, &t, &us, &frac))
     return -1;
-  if (frac && round_up && ++t >= days_from_civil(10000, 1, 1) * 86400)
+  if (frac && round_up && ++t >= rfc3339_days_from_civil(10000, 1, 1) * 86400)
     return -1;
   *out = t;
   return 0;

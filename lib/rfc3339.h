@@ -12,6 +12,11 @@
 
 #define RFC3339_LEN 21 /* "YYYY-MM-DDTHH:MM:SSZ" and its NUL */
 
+/* Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar
+ * (Howard Hinnant's days_from_civil); also the calendar of the billing
+ * ingest (db/billing.c, db/months.c, handlers/billing_time.c). */
+int64_t rfc3339_days_from_civil(int64_t y, int64_t m, int64_t d);
+
 /*
  * Parse "YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM)" ('t' and 'z' accepted, a
  * zone required, years 1970–9999) into seconds since 1970-01-01 UTC. A

@@ -25,7 +25,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "scheduler/sched.h"
+#include "scheduler/sched_types.h"
 
 #define FS_MIN_CHARGE_S 60      /* min_charge_s when absent */
 #define FS_MIN_CHARGE_MAX 86400 /* a day */

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "scheduler/fairshare.h"
-#include "scheduler/sched_internal.h"
+#include "scheduler/sched_alloc.h"
 
 int sched_fs_init(struct sched_fs *f, const struct sched_input *in)
 {

@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "scheduler/sched.h"
+#include "scheduler/sched_types.h"
 
 /* A team queue's pending jobs within its usage_fs CQ: pend_idx[begin,
  * end) of the cycle, cur the first not yet taken. */

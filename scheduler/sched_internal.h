@@ -13,7 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "scheduler/sched.h"
+#include "scheduler/sched_types.h"
+#include "scheduler/sched_alloc.h"
 #include "scheduler/sched_fs.h"
 
 #define QTY_INF (INT64_MAX / 4) /* an unlimited amount of quota */
@@ -102,9 +103,6 @@ bool sched_window_fits(const struct sched_cq_flavor *fl, int64_t now,
                        int64_t max_run_s);
 
 /* sched_work.c */
-
-/* calloc(n, size) that never asks for 0 bytes; NULL when out of memory. */
-void *sched_zalloc(size_t n, size_t size);
 
 /* Build s for one cycle over in, writing decisions to out (borrowed, both
  * outlive s). Returns 0, or -1 when out of memory (free s with

@@ -63,11 +63,6 @@ void sched_work_free(struct state *s)
   free(s->heads);
 }
 
-void *sched_zalloc(size_t n, size_t size)
-{
-  return calloc(n ? n : 1, size);
-}
-
 /* Group n items by key (0..nk−1): start has nk+1 entries. */
 static void group(int *start, int *idx, int nk, int n, const int *key)
 {

@@ -6,7 +6,8 @@
  * (identity/authn.c), body limit (413), content type (415) and JSON parsing
  * (duplicate keys rejected). Afterwards the reply — or the problem
  * document — is sent with X-Request-Id, and one access-log line is
- * written.
+ * written. The body's reading and parsing are http_body.c's; the reply
+ * and the access log, http_reply.c's.
  *
  * Routing, authentication and authorisation run on the first call for a
  * request, when its headers are in and before any of its body is read: a
@@ -32,44 +33,20 @@
 #include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/random.h>
-#include <time.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "db/db.h"
 #include "identity/authn.h"
 #include "server/connlimit.h"
-#include "server/etag.h"
 #include "server/http.h"
+#include "server/http_internal.h"
 #include "server/httpclient.h"
 #include "lib/log.h"
 #include "server/metrics.h"
 #include "server/problem.h"
 #include "server/ratelimit.h"
 #include "server/router.h"
-
-struct http_server {
-  struct MHD_Daemon *daemon;
-  const struct config *cfg;
-  const struct auth_ctx *auth;
-  struct db_pool *pool;
-  struct ratelimit *limiter;        /* per team (or role) */
-  struct ratelimit *client_limiter; /* per client address */
-  struct connlimit *limits;
-  unsigned short port;
-  bool metrics_only;           /* the GPUGATE_METRICS_LISTEN listener */
-  struct http_server *metrics; /* owned: that listener, or NULL */
-};
-
-static long long now_us(void)
-{
-  struct timespec ts;
-
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (long long)ts.tv_sec * 1000000LL + ts.tv_nsec / 1000;
-}
 
 /* A client-chosen request id is echoed only when short and plain. */
 static int plain_id(const char *s)
@@ -107,74 +84,6 @@ static void set_request_id(struct gg_req *req)
   req->request_id[2 * sizeof(rnd)] = '\0';
 }
 
-static const char *allowed_origin(const struct http_server *s,
-                                  struct gg_req *req)
-{
-  const char *origin = req_header(req, "Origin");
-  int i;
-
-  if (!origin)
-    return NULL;
-  for (i = 0; i < s->cfg->n_cors_origins; i++)
-    if (!strcmp(s->cfg->cors_origins[i], "*") ||
-        !strcmp(s->cfg->cors_origins[i], origin))
-      return origin;
-  return NULL;
-}
-
-/* Content-Type must be application/json, optionally with charset=utf-8. */
-static int json_content_type(const char *ct)
-{
-  const char *p;
-
-  if (!ct || strncasecmp(ct, "application/json", 16) != 0)
-    return 0;
-  p = ct + 16;
-  while (*p == ' ')
-    p++;
-  if (*p == '\0')
-    return 1;
-  if (*p != ';')
-    return 0;
-  p++;
-  while (*p == ' ')
-    p++;
-  return strcasecmp(p, "charset=utf-8") == 0;
-}
-
-static enum gg_code parse_body(struct gg_req *req)
-{
-  json_error_t jerr;
-
-  if (req->body_too_large)
-    return problem_fail(req, GG_PAYLOAD_TOO_LARGE,
-                        "The request body exceeds %zu bytes.",
-                        req->route->body_max);
-  if (req->route->body_max == 0)
-    return GG_OK;
-  if (req->body_len == 0) {
-    problem_field(req, "body", "a JSON object is required");
-    return problem_fail(req, GG_BAD_REQUEST, "The request body is empty.");
-  }
-  if (!json_content_type(req_header(req, "Content-Type")))
-    return problem_fail(req, GG_UNSUPPORTED_MEDIA,
-                        "The request body must be application/json.");
-  req->json =
-      json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &jerr);
-  if (!req->json) {
-    problem_field(req, "body", "line %d, column %d: %s", jerr.line, jerr.column,
-                  jerr.text);
-    return problem_fail(req, GG_BAD_REQUEST,
-                        "The request body is not valid JSON.");
-  }
-  if (!json_is_object(req->json)) {
-    problem_field(req, "body", "must be a JSON object");
-    return problem_fail(req, GG_BAD_REQUEST,
-                        "The request body must be a JSON object.");
-  }
-  return GG_OK;
-}
-
 /* Route and authenticate; false (with the problem recorded) to refuse. */
 static bool admit(struct http_server *s, struct gg_req *req)
 {
@@ -206,7 +115,7 @@ static bool admit(struct http_server *s, struct gg_req *req)
     return true;
   if ((req->route->roles & TOKEN_OPTIONAL) && !req_header(req, "Authorization"))
     return true;
-  return authn_request(s->auth, s->limiter, req, now_us()) == GG_OK;
+  return authn_request(s->auth, s->limiter, req, http_now_us()) == GG_OK;
 }
 
 /* Run the handler; leaves the outcome in req. */
@@ -223,282 +132,9 @@ static void run_handler(struct gg_req *req)
 /* Check and run the handler of an admitted, buffered request. */
 static void dispatch(struct gg_req *req)
 {
-  if (parse_body(req) != GG_OK)
+  if (http_body_parse(req) != GG_OK)
     return;
   run_handler(req);
-}
-
-/*
- * A streaming route (routes' chunk handler set): admitted on the request's
- * first call, before its body arrives, then fed the body chunk by chunk —
- * inflated on the way when Content-Encoding is gzip — so that a body of
- * any size is processed in bounded memory.
- */
-static bool stream_begin(struct gg_req *req)
-{
-  const char *enc = req_header(req, "Content-Encoding");
-  z_stream *z;
-
-  req->streaming = true;
-  if (!enc || !strcasecmp(enc, "identity"))
-    return true;
-  if (strcasecmp(enc, "gzip") != 0) {
-    problem_fail(req, GG_UNSUPPORTED_MEDIA,
-                 "Content-Encoding \"%s\" is not supported; use gzip.", enc);
-    return false;
-  }
-  z = calloc(1, sizeof(*z));
-  if (!z || inflateInit2(z, 16 + MAX_WBITS) != Z_OK) {
-    free(z);
-    problem_fail(req, GG_INTERNAL, "The body cannot be decompressed.");
-    return false;
-  }
-  req->inflate = z;
-  return true;
-}
-
-static void stream_chunk(struct gg_req *req, const char *data, size_t n)
-{
-  z_stream *z = req->inflate;
-  char out[64 * 1024];
-
-  if (req->code != GG_OK)
-    return; /* refused already: the rest is read and dropped */
-  if (!z) {
-    req->route->chunk(req, data, n);
-    return;
-  }
-  z->next_in = (Bytef *)(uintptr_t)data;
-  z->avail_in = (uInt)n;
-  /* until this piece is used up and inflate has nothing more to give */
-  while ((z->avail_in > 0 || z->avail_out == 0) && req->code == GG_OK) {
-    int rc;
-    z->next_out = (Bytef *)out;
-    z->avail_out = sizeof(out);
-    rc = inflate(z, Z_NO_FLUSH);
-    if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR) {
-      problem_field(req, "body", "is not valid gzip");
-      problem_fail(req, GG_BAD_REQUEST, "The gzip body is corrupt.");
-      return;
-    }
-    if (sizeof(out) - z->avail_out > 0)
-      req->route->chunk(req, out, sizeof(out) - z->avail_out);
-    if (rc == Z_STREAM_END)
-      inflateReset(z); /* concatenated gzip members: read the next one */
-    else if (rc == Z_BUF_ERROR)
-      break; /* needs more input */
-  }
-}
-
-/* At the end of the body a gzip stream must be complete (its trailer, with
- * CRC and length, read): a cut upload is not a smaller file. */
-static bool stream_complete(struct gg_req *req)
-{
-  z_stream *z = req->inflate;
-
-  if (!z || z->total_in == 0)
-    return true; /* no gzip, or the last member ended exactly */
-  problem_field(req, "body", "is a truncated gzip stream");
-  problem_fail(req, GG_BAD_REQUEST,
-               "The gzip body ends in the middle of a member; rows before "
-               "the cut may be stored, and sending the whole file again "
-               "is safe.");
-  return false;
-}
-
-static void add_common_headers(struct http_server *s, struct gg_req *req,
-                               struct MHD_Response *resp)
-{
-  const char *origin = allowed_origin(s, req);
-  int i;
-
-  MHD_add_response_header(resp, "X-Request-Id", req->request_id);
-  for (i = 0; i < req->n_hdrs; i++)
-    MHD_add_response_header(resp, req->hdr_names[i], req->hdr_values[i]);
-  if (origin) {
-    MHD_add_response_header(resp, "Access-Control-Allow-Origin", origin);
-    MHD_add_response_header(resp, "Vary", "Origin");
-    MHD_add_response_header(resp, "Access-Control-Expose-Headers",
-                            "ETag, Location, X-Request-Id, Retry-After");
-  }
-}
-
-static void log_access(struct gg_req *req, unsigned status)
-{
-  json_t *f;
-  int level = status >= 500 ? LOG_ERROR : LOG_INFO;
-
-  metrics_http(req->route ? req->route->pattern : "(none)",
-               req->method ? req->method : "", status,
-               (double)(now_us() - req->started_us) / 1e6);
-  if (!log_enabled(level))
-    return;
-  f = json_pack("{s:s, s:s, s:s, s:i, s:f}", "request_id", req->request_id,
-                "method", req->method ? req->method : "", "route",
-                req->route ? req->route->pattern : "(none)", "status",
-                (int)status, "duration_ms",
-                (double)(now_us() - req->started_us) / 1000.0);
-  if (f && req->team_for_log[0])
-    json_object_set_new(f, "team", json_string(req->team_for_log));
-  if (f && req->client_text[0])
-    json_object_set_new(f, "client", json_string(req->client_text));
-  if (f && req->peer_text[0])
-    json_object_set_new(f, "peer", json_string(req->peer_text));
-  log_json(level, "request", f);
-  json_decref(f);
-}
-
-/* The state of a streamed reply, owned by its MHD response. */
-struct streamed {
-  req_stream_read read;
-  void *cls;
-  void (*cls_free)(void *cls);
-};
-
-static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
-{
-  struct streamed *st = cls;
-  long n;
-
-  (void)pos;
-  n = st->read(st->cls, buf, max);
-  if (n > 0)
-    return (ssize_t)n;
-  if (n == REQ_STREAM_WAIT)
-    return 0; /* suspended: called again once resumed */
-  return n == 0 ? MHD_CONTENT_READER_END_OF_STREAM
-                : MHD_CONTENT_READER_END_WITH_ERROR;
-}
-
-static void stream_free(void *cls)
-{
-  struct streamed *st = cls;
-
-  if (st->cls_free)
-    st->cls_free(st->cls);
-  free(st);
-}
-
-/* A response streaming req's reply_read, which it takes over; NULL when
- * out of memory (req keeps it then). */
-static struct MHD_Response *stream_response(struct gg_req *req)
-{
-  struct streamed *st = malloc(sizeof(*st));
-  struct MHD_Response *resp;
-
-  if (!st)
-    return NULL;
-  st->read = req->reply_read;
-  st->cls = req->reply_read_cls;
-  st->cls_free = req->reply_read_free;
-  resp = MHD_create_response_from_callback(
-      MHD_SIZE_UNKNOWN,
-      req->reply_read_block ? req->reply_read_block : (size_t)64 * 1024,
-      stream_reader, st, stream_free);
-  if (!resp) {
-    free(st);
-    return NULL;
-  }
-  req->reply_read_cls = NULL;
-  req->reply_read = NULL;
-  return resp;
-}
-
-static enum MHD_Result send_reply(struct http_server *s, struct gg_req *req,
-                                  struct MHD_Connection *conn)
-{
-  struct MHD_Response *resp;
-  char *text = NULL;
-  size_t len = 0;
-  unsigned status;
-  const char *ctype = NULL;
-  enum MHD_Result ret;
-
-  if (req->code == GG_OK && req->reply_read) {
-    status = req->status ? req->status : 200;
-    resp = stream_response(req);
-    if (!resp)
-      return MHD_NO;
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
-                            req->reply_content_type);
-    goto send;
-  }
-  if (req->code != GG_OK) {
-    json_t *p = problem_build(req->code, req->detail, req->errors, req->path,
-                              req->request_id);
-    status = problem_status(req->code);
-    text = p ? json_dumps(p, GG_JSON_DUMP) : NULL;
-    json_decref(p);
-    len = text ? strlen(text) : 0;
-    ctype = "application/problem+json";
-  } else {
-    bool json = req->reply_text ? req->reply_text_json : req->reply != NULL;
-    status = req->status ? req->status : 200;
-    if (req->reply_text) {
-      text = req->reply_text;
-      req->reply_text = NULL;
-      len = req->reply_text_len;
-      ctype = req->reply_content_type;
-    } else if (req->reply) {
-      text = json_dumps(req->reply, GG_JSON_DUMP);
-      len = text ? strlen(text) : 0;
-      ctype = "application/json";
-    }
-    if (json && status == 200 && etag_not_modified(req, text, len)) {
-      free(text); /* 304: the client's copy is current */
-      text = NULL;
-      len = 0;
-      ctype = NULL;
-      status = 304;
-    }
-  }
-  resp = MHD_create_response_from_buffer(len, text ? text : (void *)"",
-                                         text ? MHD_RESPMEM_MUST_FREE
-                                              : MHD_RESPMEM_PERSISTENT);
-  if (!resp) {
-    free(text);
-    return MHD_NO;
-  }
-  if (ctype)
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
-send:
-  add_common_headers(s, req, resp);
-  if (req->code == GG_UNAUTHORIZED)
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
-                            "Bearer error=\"invalid_token\"");
-  if (req->code == GG_UNAVAILABLE)
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
-  ret = MHD_queue_response(conn, status, resp);
-  MHD_destroy_response(resp);
-  log_access(req, status);
-  return ret;
-}
-
-static enum MHD_Result preflight(struct http_server *s, struct gg_req *req,
-                                 struct MHD_Connection *conn)
-{
-  const char *origin = allowed_origin(s, req);
-  struct MHD_Response *resp =
-      MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
-  enum MHD_Result ret;
-
-  if (!resp)
-    return MHD_NO;
-  MHD_add_response_header(resp, "X-Request-Id", req->request_id);
-  if (origin) {
-    MHD_add_response_header(resp, "Access-Control-Allow-Origin", origin);
-    MHD_add_response_header(resp, "Vary", "Origin");
-    MHD_add_response_header(resp, "Access-Control-Allow-Methods",
-                            "GET, PUT, POST, DELETE, OPTIONS");
-    MHD_add_response_header(resp, "Access-Control-Allow-Headers",
-                            "Authorization, Content-Type, If-Match, "
-                            "Idempotency-Key, X-Request-Id, Accept");
-    MHD_add_response_header(resp, "Access-Control-Max-Age", "600");
-  }
-  ret = MHD_queue_response(conn, MHD_HTTP_NO_CONTENT, resp);
-  MHD_destroy_response(resp);
-  log_access(req, MHD_HTTP_NO_CONTENT);
-  return ret;
 }
 
 static int hexval(char c)
@@ -561,7 +197,7 @@ static enum MHD_Result early_reply(struct http_server *s, struct gg_req *req,
   req->replied = true;
   if (!has_body(conn))
     return MHD_YES;
-  return send_reply(s, req, conn);
+  return http_send_reply(s, req, conn);
 }
 
 /*
@@ -576,7 +212,7 @@ static enum MHD_Result begin(struct http_server *s, struct gg_req *req,
 
   if (!connlimit_phase(conn, CONNLIMIT_BODY, s->cfg->http_body_timeout_s))
     return MHD_NO; /* the header deadline passed: close */
-  if (!httpclient_admit(s->cfg, s->client_limiter, req, now_us()) ||
+  if (!httpclient_admit(s->cfg, s->client_limiter, req, http_now_us()) ||
       !admit(s, req))
     return early_reply(s, req, conn);
   if (req->route->chunk) {
@@ -592,7 +228,7 @@ static enum MHD_Result begin(struct http_server *s, struct gg_req *req,
       return early_reply(s, req, conn);
     }
     req->upload_role = role;
-    if (!stream_begin(req))
+    if (!http_body_stream_begin(req))
       return early_reply(s, req, conn);
     return MHD_YES;
   }
@@ -600,35 +236,10 @@ static enum MHD_Result begin(struct http_server *s, struct gg_req *req,
                                      MHD_HTTP_HEADER_CONTENT_LENGTH);
   if (clen && strtoull(clen, NULL, 10) > req->route->body_max) {
     req->body_too_large = true;
-    parse_body(req); /* records the 413 */
+    http_body_parse(req); /* records the 413 */
     return early_reply(s, req, conn);
   }
   return MHD_YES;
-}
-
-/* A piece of a buffered body; false when the connection must close. */
-static bool buffer_body(struct gg_req *req, const char *data, size_t n)
-{
-  size_t limit = req->route ? req->route->body_max : 0;
-  char *grown;
-
-  if (req->body_too_large)
-    return true;
-  if (req->body_len + n > limit) {
-    req->body_too_large = true;
-    free(req->body);
-    req->body = NULL;
-    req->body_len = 0;
-    return true;
-  }
-  grown = realloc(req->body, req->body_len + n + 1);
-  if (!grown)
-    return false;
-  req->body = grown;
-  memcpy(req->body + req->body_len, data, n);
-  req->body_len += n;
-  req->body[req->body_len] = '\0';
-  return true;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
@@ -646,7 +257,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
       return MHD_NO;
     req_init(req, s->pool);
     req->cfg = s->cfg;
-    req->started_us = now_us();
+    req->started_us = http_now_us();
     req->conn = conn;
     req->method = method;
     snprintf(req->path, sizeof(req->path), "%s", url);
@@ -661,7 +272,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
   }
   if (req->replied && *upload_data_size == 0) {
     connlimit_phase(conn, CONNLIMIT_BUSY, 0);
-    return send_reply(s, req, conn); /* the refusal of a bodiless request */
+    return http_send_reply(s, req,
+                           conn); /* the refusal of a bodiless request */
   }
   if (req->replied) {
     *upload_data_size = 0; /* not reached: a body's refusal closed it */
@@ -673,16 +285,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
     if (connlimit_expired(conn))
       return MHD_NO; /* the body deadline passed: close */
     if (req->streaming) {
-      stream_chunk(req, upload_data, n);
+      http_body_stream_chunk(req, upload_data, n);
       return MHD_YES;
     }
-    return buffer_body(req, upload_data, n) ? MHD_YES : MHD_NO;
+    return http_body_buffer(req, upload_data, n) ? MHD_YES : MHD_NO;
   }
   connlimit_phase(conn, CONNLIMIT_BUSY, 0);
   if (!strcmp(method, "OPTIONS"))
-    return preflight(s, req, conn);
+    return http_preflight(s, req, conn);
   if (req->streaming) {
-    if (req->code == GG_OK && stream_complete(req))
+    if (req->code == GG_OK && http_body_stream_complete(req))
       run_handler(req);
   } else {
     dispatch(req);
@@ -693,7 +305,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
     db_release(req->pool, req->db);
     req->db = NULL;
   }
-  return send_reply(s, req, conn);
+  return http_send_reply(s, req, conn);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,

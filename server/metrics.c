@@ -1,9 +1,10 @@
 /*
- * metrics.c — a small Prometheus registry: labelled counters and gauges in
- * bounded per-family tables, fixed-bucket histograms, and the leader's
- * gauge sets, which are built outside the lock and swapped in whole. One
- * mutex guards everything; rendering formats under it (metrics_text.c).
- * Label values are escaped here (backslash, double quote and newline).
+ * metrics.c — a small Prometheus registry: its families and histograms,
+ * the calls that record into them, the exposition (formatted under the
+ * lock by metrics_text.c) and the reset. One mutex guards everything. The
+ * series tables, label sets (escaped there) and histograms are
+ * metrics_series.c; the leader's gauge sets, built outside the lock and
+ * swapped in whole, metrics_gauges.c.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -13,131 +14,8 @@
 #include <string.h>
 
 #include "server/metrics.h"
+#include "server/metrics_internal.h"
 #include "server/metrics_text.h"
-
-#define LABELS_MAX 512 /* one rendered label set, escaped */
-
-/* ---- families and series ------------------------------------------------ */
-
-static void family_clear(struct family *f)
-{
-  int i;
-
-  for (i = 0; i < f->n; i++)
-    free(f->v[i].labels);
-  free(f->v);
-  f->v = NULL;
-  f->n = f->cap = 0;
-}
-
-/* Append name{labels} = 0; NULL when the family is full or memory is out. */
-static struct series *append(struct family *f, const char *labels)
-{
-  struct series *s;
-
-  if (f->n == METRICS_MAX_SERIES)
-    return NULL;
-  if (f->n == f->cap) {
-    int cap = f->cap ? f->cap * 2 : 16;
-    struct series *v = realloc(f->v, (size_t)cap * sizeof(*v));
-    if (!v)
-      return NULL;
-    f->v = v;
-    f->cap = cap;
-  }
-  s = &f->v[f->n];
-  s->labels = strdup(labels);
-  if (!s->labels)
-    return NULL;
-  s->value = 0;
-  f->n++;
-  return s;
-}
-
-/* The series name{labels}, added when new; NULL when it cannot be. */
-static struct series *lookup(struct family *f, const char *labels)
-{
-  int i;
-
-  for (i = 0; i < f->n; i++)
-    if (!strcmp(f->v[i].labels, labels))
-      return &f->v[i];
-  return append(f, labels);
-}
-
-/* ---- label sets -----------------------------------------------------------
- */
-
-struct lbuf {
-  char s[LABELS_MAX];
-  size_t len;
-  bool overflow;
-};
-
-/* Append key="value" (value escaped) to b. */
-static void lb_add(struct lbuf *b, const char *key, const char *value)
-{
-  size_t klen = strlen(key);
-  const char *p;
-
-  if (b->overflow)
-    return;
-  if (b->len + klen + 4 >= sizeof(b->s)) {
-    b->overflow = true;
-    return;
-  }
-  if (b->len)
-    b->s[b->len++] = ',';
-  memcpy(b->s + b->len, key, klen);
-  b->len += klen;
-  b->s[b->len++] = '=';
-  b->s[b->len++] = '"';
-  for (p = value ? value : ""; *p; p++) {
-    char c = *p;
-    bool esc = c == '\\' || c == '"' || c == '\n';
-    if (b->len + (esc ? 2u : 1u) + 2 >= sizeof(b->s)) {
-      b->overflow = true;
-      return;
-    }
-    if (esc) {
-      b->s[b->len++] = '\\';
-      c = c == '\n' ? 'n' : c;
-    }
-    b->s[b->len++] = c;
-  }
-  b->s[b->len++] = '"';
-  b->s[b->len] = '\0';
-}
-
-static void lb_init(struct lbuf *b)
-{
-  b->len = 0;
-  b->overflow = false;
-  b->s[0] = '\0';
-}
-
-/* ---- histograms ------------------------------------------------------------
- */
-
-static void observe(struct histogram *h, double v)
-{
-  int b;
-
-  for (b = 0; b < h->nb; b++)
-    if (v <= h->bounds[b]) {
-      h->in[b]++;
-      break;
-    }
-  h->count++;
-  h->sum += v;
-}
-
-static void histogram_clear(struct histogram *h)
-{
-  memset(h->in, 0, sizeof(h->in));
-  h->count = 0;
-  h->sum = 0;
-}
 
 /* ---- the registry ----------------------------------------------------------
  */
@@ -150,7 +28,7 @@ static const double wait_bounds[] = {0.1, 0.5, 1,    5,    15,   30,    60,
 
 #define NBOUNDS(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t metrics_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static struct family http_requests = {
     "gpugate_http_requests_total",
@@ -168,7 +46,7 @@ static struct histogram http_seconds = {
     {0},
     0,
     0};
-static struct family pending_jobs = {
+struct family metrics_pending_jobs = {
     "gpugate_pending_jobs",
     "gauge",
     "Pending jobs per cluster queue and reason after the last admission "
@@ -226,7 +104,7 @@ static struct histogram cycle_seconds = {"gpugate_admission_cycle_seconds",
                                          {0},
                                          0,
                                          0};
-static struct family cq_usage = {
+struct family metrics_cq_usage = {
     "gpugate_cluster_queue_usage",
     "gauge",
     "Quota held by admitted jobs per cluster queue, flavor and resource "
@@ -235,7 +113,7 @@ static struct family cq_usage = {
     NULL,
     0,
     0};
-static struct family cq_nominal = {
+struct family metrics_cq_nominal = {
     "gpugate_cluster_queue_nominal_quota",
     "gauge",
     "Nominal quota per cluster queue, flavor and resource (reported by the "
@@ -244,7 +122,7 @@ static struct family cq_nominal = {
     NULL,
     0,
     0};
-static struct family cq_borrowing = {
+struct family metrics_cq_borrowing = {
     "gpugate_cluster_queue_borrowing_limit",
     "gauge",
     "Borrowing limit per cluster queue, flavor and resource; absent when "
@@ -369,7 +247,7 @@ static struct family pubsub_pushes = {
     NULL,
     0,
     0};
-static struct family fs_usage = {
+struct family metrics_fs_usage = {
     "gpugate_team_queue_fair_share_usage",
     "gauge",
     "Fair share over time: a team queue's decayed usage per resource (gpu "
@@ -380,7 +258,7 @@ static struct family fs_usage = {
     NULL,
     0,
     0};
-static struct family fs_score = {
+struct family metrics_fs_score = {
     "gpugate_team_queue_fair_share_score",
     "gauge",
     "Fair share over time: a team queue's score (resource-weighted usage / "
@@ -389,7 +267,7 @@ static struct family fs_score = {
     NULL,
     0,
     0};
-static struct family team_cost = {
+struct family metrics_team_cost = {
     "gpugate_team_month_net_cost_usd",
     "gauge",
     "Net cost (cost + credits) billed in USD for the current UTC month per "
@@ -477,11 +355,11 @@ static void add(struct family *f, const struct lbuf *l, double v, bool set)
 
   if (l->overflow)
     return;
-  pthread_mutex_lock(&lock);
-  s = lookup(f, l->s);
+  pthread_mutex_lock(&metrics_lock);
+  s = family_lookup(f, l->s);
   if (s)
     s->value = set ? v : s->value + v;
-  pthread_mutex_unlock(&lock);
+  pthread_mutex_unlock(&metrics_lock);
 }
 
 static const char *method_label(const char *m)
@@ -509,13 +387,13 @@ void metrics_http(const char *route, const char *method, unsigned status,
   lb_add(&l, "route", route);
   lb_add(&l, "method", method_label(method));
   lb_add(&l, "code", code);
-  pthread_mutex_lock(&lock);
+  pthread_mutex_lock(&metrics_lock);
   if (!l.overflow)
-    s = lookup(&http_requests, l.s);
+    s = family_lookup(&http_requests, l.s);
   if (s)
     s->value++;
-  observe(&http_seconds, seconds);
-  pthread_mutex_unlock(&lock);
+  histogram_observe(&http_seconds, seconds);
+  pthread_mutex_unlock(&metrics_lock);
 }
 
 void metrics_batch_call(const char *op, long http_status)
@@ -640,9 +518,9 @@ void metrics_events_dropped(void)
 
 void metrics_admission_cycle(double seconds)
 {
-  pthread_mutex_lock(&lock);
-  observe(&cycle_seconds, seconds);
-  pthread_mutex_unlock(&lock);
+  pthread_mutex_lock(&metrics_lock);
+  histogram_observe(&cycle_seconds, seconds);
+  pthread_mutex_unlock(&metrics_lock);
 }
 
 void metrics_admitted(const char *cluster_queue, const char *flavor)
@@ -693,169 +571,16 @@ void metrics_evicted(const char *cluster_queue, const char *reason)
 
 void metrics_batch_admission_to_create(double seconds)
 {
-  pthread_mutex_lock(&lock);
-  observe(&create_seconds, seconds > 0 ? seconds : 0);
-  pthread_mutex_unlock(&lock);
+  pthread_mutex_lock(&metrics_lock);
+  histogram_observe(&create_seconds, seconds > 0 ? seconds : 0);
+  pthread_mutex_unlock(&metrics_lock);
 }
 
 void metrics_admission_wait(double seconds)
 {
-  pthread_mutex_lock(&lock);
-  observe(&wait_seconds, seconds > 0 ? seconds : 0);
-  pthread_mutex_unlock(&lock);
-}
-
-/* ---- leader gauge sets
- * ------------------------------------------------------- */
-
-struct metrics_gauges {
-  struct family pending, usage, nominal, borrowing, team_cost;
-  struct family fs_usage, fs_score;
-};
-
-struct metrics_gauges *metrics_gauges_new(void)
-{
-  return calloc(1, sizeof(struct metrics_gauges));
-}
-
-void metrics_gauges_free(struct metrics_gauges *g)
-{
-  if (!g)
-    return;
-  family_clear(&g->pending);
-  family_clear(&g->usage);
-  family_clear(&g->nominal);
-  family_clear(&g->borrowing);
-  family_clear(&g->team_cost);
-  family_clear(&g->fs_usage);
-  family_clear(&g->fs_score);
-  free(g);
-}
-
-static void put_gauge(struct family *f, const struct lbuf *l, double v)
-{
-  struct series *s;
-
-  if (l->overflow)
-    return;
-  s = append(f, l->s);
-  if (s)
-    s->value = v;
-}
-
-void metrics_gauge_pending(struct metrics_gauges *g, const char *cluster_queue,
-                           const char *reason, double jobs)
-{
-  struct lbuf l;
-
-  if (!g)
-    return;
-  lb_init(&l);
-  lb_add(&l, "cluster_queue", cluster_queue);
-  lb_add(&l, "reason", reason);
-  put_gauge(&g->pending, &l, jobs);
-}
-
-void metrics_gauge_quota(struct metrics_gauges *g, const char *cluster_queue,
-                         const char *flavor, const char *resource, double usage,
-                         double nominal, double borrowing_limit)
-{
-  struct lbuf l;
-
-  if (!g)
-    return;
-  lb_init(&l);
-  lb_add(&l, "cluster_queue", cluster_queue);
-  lb_add(&l, "flavor", flavor);
-  lb_add(&l, "resource", resource);
-  put_gauge(&g->usage, &l, usage);
-  put_gauge(&g->nominal, &l, nominal);
-  if (borrowing_limit >= 0)
-    put_gauge(&g->borrowing, &l, borrowing_limit);
-}
-
-void metrics_gauge_team_cost(struct metrics_gauges *g, const char *team,
-                             double usd)
-{
-  struct lbuf l;
-
-  if (!g)
-    return;
-  lb_init(&l);
-  lb_add(&l, "team", team);
-  put_gauge(&g->team_cost, &l, usd);
-}
-
-void metrics_gauge_fair_share(struct metrics_gauges *g, const char *team,
-                              const char *queue, const double usage[3],
-                              double score)
-{
-  static const char *const res[3] = {"gpu", "cpu", "memory"};
-  struct lbuf l;
-  int r;
-
-  if (!g)
-    return;
-  for (r = 0; r < 3; r++) {
-    lb_init(&l);
-    lb_add(&l, "team", team);
-    lb_add(&l, "queue", queue);
-    lb_add(&l, "resource", res[r]);
-    put_gauge(&g->fs_usage, &l, usage[r]);
-  }
-  lb_init(&l);
-  lb_add(&l, "team", team);
-  lb_add(&l, "queue", queue);
-  put_gauge(&g->fs_score, &l, score);
-}
-
-/* Exchange the series of a (published) and b (g's). */
-static void swap_series(struct family *a, struct family *b)
-{
-  struct series *v = a->v;
-  int n = a->n, cap = a->cap;
-
-  a->v = b->v;
-  a->n = b->n;
-  a->cap = b->cap;
-  b->v = v;
-  b->n = n;
-  b->cap = cap;
-}
-
-void metrics_publish_queues(struct metrics_gauges *g)
-{
-  struct metrics_gauges empty;
-
-  memset(&empty, 0, sizeof(empty));
-  pthread_mutex_lock(&lock);
-  swap_series(&pending_jobs, g ? &g->pending : &empty.pending);
-  swap_series(&cq_usage, g ? &g->usage : &empty.usage);
-  swap_series(&cq_nominal, g ? &g->nominal : &empty.nominal);
-  swap_series(&cq_borrowing, g ? &g->borrowing : &empty.borrowing);
-  swap_series(&fs_usage, g ? &g->fs_usage : &empty.fs_usage);
-  swap_series(&fs_score, g ? &g->fs_score : &empty.fs_score);
-  pthread_mutex_unlock(&lock);
-  /* the previous series are freed outside the lock */
-  family_clear(&empty.pending);
-  family_clear(&empty.usage);
-  family_clear(&empty.nominal);
-  family_clear(&empty.borrowing);
-  family_clear(&empty.fs_usage);
-  family_clear(&empty.fs_score);
-  metrics_gauges_free(g);
-}
-
-void metrics_publish_team_costs(struct metrics_gauges *g)
-{
-  struct family empty;
-
-  memset(&empty, 0, sizeof(empty));
-  pthread_mutex_lock(&lock);
-  swap_series(&team_cost, g ? &g->team_cost : &empty);
-  pthread_mutex_unlock(&lock);
-  family_clear(&empty);
-  metrics_gauges_free(g);
+  pthread_mutex_lock(&metrics_lock);
+  histogram_observe(&wait_seconds, seconds > 0 ? seconds : 0);
+  pthread_mutex_unlock(&metrics_lock);
 }
 
 /*
@@ -877,22 +602,22 @@ static char *render(bool teams)
   lb_init(&l);
   add(&session_hits, &l, (double)atomic_load(&session_hit_count), true);
   add(&session_flushes, &l, (double)atomic_load(&session_flush_count), true);
-  pthread_mutex_lock(&lock);
+  pthread_mutex_lock(&metrics_lock);
   metrics_text_family(&o, &http_requests);
   metrics_text_histogram(&o, &http_seconds);
   if (teams) {
-    metrics_text_family(&o, &pending_jobs);
+    metrics_text_family(&o, &metrics_pending_jobs);
     metrics_text_family(&o, &admitted_jobs);
     metrics_text_family(&o, &evicted_jobs);
   }
   metrics_text_histogram(&o, &wait_seconds);
   metrics_text_histogram(&o, &cycle_seconds);
   if (teams) {
-    metrics_text_family(&o, &cq_usage);
-    metrics_text_family(&o, &cq_nominal);
-    metrics_text_family(&o, &cq_borrowing);
-    metrics_text_family(&o, &fs_usage);
-    metrics_text_family(&o, &fs_score);
+    metrics_text_family(&o, &metrics_cq_usage);
+    metrics_text_family(&o, &metrics_cq_nominal);
+    metrics_text_family(&o, &metrics_cq_borrowing);
+    metrics_text_family(&o, &metrics_fs_usage);
+    metrics_text_family(&o, &metrics_fs_score);
   }
   metrics_text_family(&o, &batch_requests);
   metrics_text_family(&o, &batch_orphans);
@@ -908,7 +633,7 @@ static char *render(bool teams)
   metrics_text_family(&o, &billing_bytes);
   metrics_text_family(&o, &pubsub_pushes);
   if (teams)
-    metrics_text_family(&o, &team_cost);
+    metrics_text_family(&o, &metrics_team_cost);
   metrics_text_family(&o, &conn_refused);
   metrics_text_family(&o, &conn_timed_out);
   metrics_text_family(&o, &conn_open);
@@ -917,7 +642,7 @@ static char *render(bool teams)
   metrics_text_family(&o, &session_hits);
   metrics_text_family(&o, &session_flushes);
   metrics_text_family(&o, &state_drift);
-  pthread_mutex_unlock(&lock);
+  pthread_mutex_unlock(&metrics_lock);
   metrics_text_process(&o);
   if (o.failed) {
     free(o.buf);
@@ -938,39 +663,24 @@ char *metrics_render_public(void)
 
 void metrics_reset(void)
 {
-  struct family *all[] = {&http_requests,
-                          &pending_jobs,
-                          &admitted_jobs,
-                          &evicted_jobs,
-                          &cq_usage,
-                          &cq_nominal,
-                          &cq_borrowing,
-                          &batch_requests,
-                          &dispatch_backlog,
-                          &billing_rows,
-                          &team_cost,
-                          &pubsub_pushes,
-                          &state_drift,
-                          &conn_refused,
-                          &conn_timed_out,
-                          &conn_open,
-                          &events_clients,
-                          &events_dropped,
-                          &session_hits,
-                          &session_flushes,
-                          &batch_orphans,
-                          &batch_races,
-                          &batch_race_winners,
-                          &batch_race_overlap,
-                          &fs_usage,
-                          &fs_score,
-                          &billing_sync_success,
-                          &billing_rows_stored,
-                          &billing_unreconciled,
-                          &billing_bytes};
+  struct family *all[] = {&http_requests,        &metrics_pending_jobs,
+                          &admitted_jobs,        &evicted_jobs,
+                          &metrics_cq_usage,     &metrics_cq_nominal,
+                          &metrics_cq_borrowing, &batch_requests,
+                          &dispatch_backlog,     &billing_rows,
+                          &metrics_team_cost,    &pubsub_pushes,
+                          &state_drift,          &conn_refused,
+                          &conn_timed_out,       &conn_open,
+                          &events_clients,       &events_dropped,
+                          &session_hits,         &session_flushes,
+                          &batch_orphans,        &batch_races,
+                          &batch_race_winners,   &batch_race_overlap,
+                          &metrics_fs_usage,     &metrics_fs_score,
+                          &billing_sync_success, &billing_rows_stored,
+                          &billing_unreconciled, &billing_bytes};
   size_t i;
 
-  pthread_mutex_lock(&lock);
+  pthread_mutex_lock(&metrics_lock);
   for (i = 0; i < sizeof(all) / sizeof(all[0]); i++)
     family_clear(all[i]);
   histogram_clear(&http_seconds);
@@ -979,5 +689,5 @@ void metrics_reset(void)
   histogram_clear(&create_seconds);
   atomic_store(&session_hit_count, 0);
   atomic_store(&session_flush_count, 0);
-  pthread_mutex_unlock(&lock);
+  pthread_mutex_unlock(&metrics_lock);
 }

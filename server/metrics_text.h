@@ -1,7 +1,8 @@
 /*
  * metrics_text.h — the Prometheus text exposition (format 0.0.4) of the
  * registry's families and histograms, and the process_* metrics read from
- * /proc; the registry itself is metrics.c.
+ * /proc; the registry itself is metrics.c (its building blocks,
+ * metrics_series.c).
  */
 #ifndef GPUGATE_METRICS_TEXT_H
 #define GPUGATE_METRICS_TEXT_H

@@ -60,6 +60,7 @@
 #include <unistd.h>
 
 #include "tests/emulator/bq_fixture.h"
+#include "tests/emulator/emu_serve.h"
 
 #define MAX_JOBS 4096
 #define BODY_MAX ((size_t)1 << 20)
@@ -938,24 +939,11 @@ static int dump(bool export_form)
 
 int main(int argc, char **argv)
 {
-  const char *listen = getenv("BQ_EMU_LISTEN"), *port_file,
-             *start = getenv("BQ_EMU_START");
-  char host[64] = "127.0.0.1";
-  unsigned short port = 0;
-  struct MHD_Daemon *d;
-  struct sockaddr_in addr;
-  const union MHD_DaemonInfo *info;
-  sigset_t set;
-  int sig, y = 2026, m = 8, dd = 1;
+  const char *start = getenv("BQ_EMU_START");
+  char about[64];
+  int rc, y = 2026, m = 8, dd = 1;
 
   prctl(PR_SET_PDEATHSIG, SIGTERM);
-  if (listen && *listen) {
-    const char *colon = strrchr(listen, ':');
-    if (colon && (size_t)(colon - listen) < sizeof(host)) {
-      snprintf(host, sizeof(host), "%.*s", (int)(colon - listen), listen);
-      port = (unsigned short)strtoul(colon + 1, NULL, 10);
-    }
-  }
   if (start && sscanf(start, "%d-%d-%d", &y, &m, &dd) != 3) {
     fprintf(stderr, "bigquery_emulator: BQ_EMU_START: expected YYYY-MM-DD\n");
     return 1;
@@ -984,45 +972,11 @@ int main(int argc, char **argv)
            : !strcmp(argv[1], "dump-export") ? dump(true)
                                              : 2;
   req_log = json_array();
-  memset(&addr, 0, sizeof(addr));
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  if (inet_pton(AF_INET, host, &addr.sin_addr) != 1) {
-    fprintf(stderr, "bigquery_emulator: BQ_EMU_LISTEN: not an IPv4 address\n");
-    return 1;
-  }
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &set, NULL);
-  d = MHD_start_daemon(
-      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, port,
-      NULL, NULL, handle, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-      MHD_OPTION_NOTIFY_COMPLETED, done, NULL, MHD_OPTION_END);
-  if (!d) {
-    fprintf(stderr, "bigquery_emulator: cannot listen on %s:%u\n", host, port);
-    return 1;
-  }
-  info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
-  port = info ? info->port : port;
-  port_file = getenv("BQ_EMU_PORT_FILE");
-  if (port_file && *port_file) {
-    char tmp[600];
-    FILE *f;
-    snprintf(tmp, sizeof(tmp), "%s.tmp", port_file);
-    f = fopen(tmp, "w");
-    if (!f || fprintf(f, "%u\n", port) < 0 || fclose(f) != 0 ||
-        rename(tmp, port_file) != 0) {
-      fprintf(stderr, "bigquery_emulator: cannot write %s\n", port_file);
-      MHD_stop_daemon(d);
-      return 1;
-    }
-  }
-  fprintf(stderr,
-          "bigquery_emulator: listening on %s:%u (%d days × %ld rows)\n", host,
-          port, fix.days, fix.rows_per_day);
-  sigwait(&set, &sig);
-  MHD_stop_daemon(d);
-  json_decref(req_log);
-  return 0;
+  snprintf(about, sizeof(about), "%d days × %ld rows", fix.days,
+           fix.rows_per_day);
+  rc = emu_serve("bigquery_emulator", "BQ_EMU_LISTEN", "BQ_EMU_PORT_FILE",
+                 handle, done, about);
+  if (rc == 0)
+    json_decref(req_log);
+  return rc;
 }

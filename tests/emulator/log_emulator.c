@@ -39,6 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tests/emulator/emu_serve.h"
 #include "tests/emulator/log_filter.h"
 
 #define BODY_MAX ((size_t)4 << 20)
@@ -558,69 +559,23 @@ static void done(void *cls, struct MHD_Connection *c, void **con_cls,
 
 int main(void)
 {
-  const char *listen = getenv("LOG_EMU_LISTEN"), *port_file,
-             *rpm = getenv("LOG_EMU_READS_PER_MINUTE"),
+  const char *rpm = getenv("LOG_EMU_READS_PER_MINUTE"),
              *delay = getenv("LOG_EMU_INGEST_DELAY_MS");
-  char host[64] = "127.0.0.1";
-  unsigned short port = 0;
-  struct MHD_Daemon *d;
-  struct sockaddr_in addr;
-  const union MHD_DaemonInfo *info;
-  sigset_t set;
-  int sig;
+  char about[64];
   size_t i;
+  int rc;
 
   prctl(PR_SET_PDEATHSIG, SIGTERM);
-  if (listen && *listen) {
-    const char *colon = strrchr(listen, ':');
-    if (colon && (size_t)(colon - listen) < sizeof(host)) {
-      snprintf(host, sizeof(host), "%.*s", (int)(colon - listen), listen);
-      port = (unsigned short)strtoul(colon + 1, NULL, 10);
-    }
-  }
   if (rpm && *rpm)
     reads_per_minute = strtol(rpm, NULL, 10);
   if (delay && *delay)
     ingest_delay_ms = strtol(delay, NULL, 10);
   calls = json_array();
-  memset(&addr, 0, sizeof(addr));
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  if (inet_pton(AF_INET, host, &addr.sin_addr) != 1) {
-    fprintf(stderr, "logging_emulator: LOG_EMU_LISTEN: not an IPv4 address\n");
-    return 1;
-  }
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &set, NULL);
-  d = MHD_start_daemon(
-      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, port,
-      NULL, NULL, handle, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-      MHD_OPTION_NOTIFY_COMPLETED, done, NULL, MHD_OPTION_END);
-  if (!d) {
-    fprintf(stderr, "logging_emulator: cannot listen on %s:%u\n", host, port);
-    return 1;
-  }
-  info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
-  port = info ? info->port : port;
-  port_file = getenv("LOG_EMU_PORT_FILE");
-  if (port_file && *port_file) {
-    char tmp[600];
-    FILE *f;
-    snprintf(tmp, sizeof(tmp), "%s.tmp", port_file);
-    f = fopen(tmp, "w");
-    if (!f || fprintf(f, "%u\n", port) < 0 || fclose(f) != 0 ||
-        rename(tmp, port_file) != 0) {
-      fprintf(stderr, "logging_emulator: cannot write %s\n", port_file);
-      MHD_stop_daemon(d);
-      return 1;
-    }
-  }
-  fprintf(stderr, "logging_emulator: listening on %s:%u (%ld reads a minute)\n",
-          host, port, reads_per_minute);
-  sigwait(&set, &sig);
-  MHD_stop_daemon(d);
+  snprintf(about, sizeof(about), "%ld reads a minute", reads_per_minute);
+  rc = emu_serve("logging_emulator", "LOG_EMU_LISTEN", "LOG_EMU_PORT_FILE",
+                 handle, done, about);
+  if (rc != 0)
+    return rc;
   for (i = 0; i < n_entries; i++)
     json_decref(entries[i].e);
   free(entries);

@@ -404,14 +404,9 @@ int h_server_kill(struct h_server *s, int sig)
   return -1;
 }
 
-struct buf {
-  char *data;
-  size_t len, cap;
-};
-
-static size_t on_body(char *p, size_t size, size_t n, void *ud)
+size_t h_curl_write(char *p, size_t size, size_t n, void *ud)
 {
-  struct buf *b = ud;
+  struct h_buf *b = ud;
   size_t len = size * n;
 
   if (b->len + len + 1 > b->cap) {
@@ -452,7 +447,7 @@ static int request(const struct h_server *s, const char *method,
 {
   CURL *c = curl_easy_init();
   struct curl_slist *hl = NULL;
-  struct buf b = {NULL, 0, 0};
+  struct h_buf b = {NULL, 0, 0};
   char url[2048], auth[AUTH_MAX_TOKEN + 64];
   int has_ct = 0, i;
   CURLcode rc;
@@ -465,7 +460,7 @@ static int request(const struct h_server *s, const char *method,
   curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(c, CURLOPT_TIMEOUT, timeout_s);
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, h_curl_write);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
   curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
   curl_easy_setopt(c, CURLOPT_HEADERDATA, out);

@@ -184,6 +184,17 @@ void h_submit_typical(const struct h_server *s, const char *team,
  * when the run passes, kept when it fails), else /tmp. */
 const char *h_tmp_base(void);
 
+/* A growing, NUL-terminated buffer of what a transfer sent (data owned:
+ * free() it; NULL until the first byte). */
+struct h_buf {
+  char *data;
+  size_t len, cap;
+};
+
+/* A libcurl CURLOPT_WRITEFUNCTION appending to the struct h_buf given as
+ * CURLOPT_WRITEDATA; 0 (the transfer fails) when out of memory. */
+size_t h_curl_write(char *p, size_t size, size_t n, void *ud);
+
 void h_sleep_ms(long ms);
 
 /* CLOCK_MONOTONIC in milliseconds. */

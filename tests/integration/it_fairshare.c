@@ -46,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/integration/fs_fixture.h"
 #include "tests/integration/harness.h"
 
 Suite *fairshare_suite(void);
@@ -57,7 +58,7 @@ static char db_url[512];
 static char *admin, *tok_a, *tok_b, *tok_c;
 static const char *const *srv_env;
 static char gcp[H_GCP_ENV][128];
-static const char *env[16];
+static const char *env[FS_FIXTURE_ENV];
 
 static void start_server(void)
 {
@@ -72,37 +73,20 @@ static void put(const char *path, const char *body, long want)
 
 static void setup(void)
 {
-  size_t n = 0, i;
+  static const char *const extra[] = {"GPUGATE_ADMISSION_RECONCILE_S=1", NULL};
+  size_t i;
 
-  ck_assert_msg(h_emulator_start(&emu, NULL) == 0,
-                "the emulator did not start; see %s", emu.log);
-  h_gcp_env(&emu, gcp);
-  ck_assert_int_eq(h_db_create("it_fairshare", db_url, sizeof(db_url)), 0);
-  for (i = 0; i < H_GCP_ENV; i++)
-    env[n++] = gcp[i];
-  env[n++] = "GPUGATE_SYNC_INTERVAL_MS=200";
-  env[n++] = "GPUGATE_ADMISSION_INTERVAL_MS=100";
-  env[n++] = "GPUGATE_RATE_LIMIT_RPS=100000";
-  env[n++] = "GPUGATE_ADMISSION_RECONCILE_S=1";
-  env[n] = NULL;
+  fs_fixture_start(&emu, &srv, "it_fairshare", db_url, sizeof(db_url), gcp, env,
+                   extra);
   srv_env = env;
-  start_server();
   admin = h_token("platform", "admin", 3600);
   tok_a = h_token("team-a", "member", 3600);
   tok_b = h_token("team-b", "member", 3600);
   tok_c = h_token("team-c", "member", 3600);
 
-  put("/v1/priority-classes/default",
-      "{\"value\": 10, \"preemption_policy\": \"Never\", \"default\": true}",
-      201);
+  fs_fixture_flavor(&srv, admin);
   put("/v1/priority-classes/high",
       "{\"value\": 100, \"preemption_policy\": \"Never\", \"default\": false}",
-      201);
-  put("/v1/flavors/spot",
-      "{\"provisioning_model\": \"SPOT\", \"machine_type\": "
-      "\"g2-standard-24\", \"accelerator_type\": \"nvidia-l4\", "
-      "\"gpus_per_vm\": 2, \"locations\": [\"us-central1\"], "
-      "\"price_per_gpu_hour_usd\": 0.25}",
       201);
   put("/v1/cluster-queues/cq-fs",
       "{\"flavors\": [{\"name\": \"spot\", \"resources\": {\"gpu\": "

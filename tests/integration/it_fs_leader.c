@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/integration/fs_fixture.h"
 #include "tests/integration/harness.h"
 
 Suite *fs_leader_suite(void);
@@ -44,7 +45,7 @@ static struct h_server emu, srv;
 static char db_url[512];
 static char *admin, *tok_a, *tok_b;
 static char gcp[H_GCP_ENV][128];
-static const char *env[16];
+static const char *env[FS_FIXTURE_ENV];
 static PGconn *pg;
 
 static void start_server(void)
@@ -60,33 +61,14 @@ static void put(const char *path, const char *body, long want)
 
 static void setup(void)
 {
-  size_t n = 0, i;
-
-  ck_assert_msg(h_emulator_start(&emu, NULL) == 0,
-                "the emulator did not start; see %s", emu.log);
-  h_gcp_env(&emu, gcp);
-  ck_assert_int_eq(h_db_create("it_fs_leader", db_url, sizeof(db_url)), 0);
-  for (i = 0; i < H_GCP_ENV; i++)
-    env[n++] = gcp[i];
-  env[n++] = "GPUGATE_SYNC_INTERVAL_MS=200";
-  env[n++] = "GPUGATE_ADMISSION_INTERVAL_MS=100";
-  env[n++] = "GPUGATE_RATE_LIMIT_RPS=100000";
-  env[n] = NULL;
-  start_server();
+  fs_fixture_start(&emu, &srv, "it_fs_leader", db_url, sizeof(db_url), gcp, env,
+                   NULL);
   pg = h_db_connect(db_url);
   ck_assert_int_eq(PQstatus(pg), CONNECTION_OK);
   admin = h_token("platform", "admin", 3600);
   tok_a = h_token("team-a", "member", 3600);
   tok_b = h_token("team-b", "member", 3600);
-  put("/v1/priority-classes/default",
-      "{\"value\": 10, \"preemption_policy\": \"Never\", \"default\": true}",
-      201);
-  put("/v1/flavors/spot",
-      "{\"provisioning_model\": \"SPOT\", \"machine_type\": "
-      "\"g2-standard-24\", \"accelerator_type\": \"nvidia-l4\", "
-      "\"gpus_per_vm\": 2, \"locations\": [\"us-central1\"], "
-      "\"price_per_gpu_hour_usd\": 0.25}",
-      201);
+  fs_fixture_flavor(&srv, admin);
   put("/v1/cluster-queues/cq-l",
       "{\"flavors\": [{\"name\": \"spot\", \"resources\": {\"gpu\": "
       "{\"nominal\": 8}, \"cpu_milli\": {\"nominal\": 64000}, "

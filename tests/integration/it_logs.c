@@ -557,24 +557,9 @@ static void setup_budget(void)
 
 struct follower {
   CURL *c;
-  char *body;
-  size_t len;
+  struct h_buf out; /* what the stream sent */
   int job;
 };
-
-static size_t on_data(char *p, size_t size, size_t n, void *ctx)
-{
-  struct follower *f = ctx;
-  char *g = realloc(f->body, f->len + size * n + 1);
-
-  if (!g)
-    return 0;
-  f->body = g;
-  memcpy(f->body + f->len, p, size * n);
-  f->len += size * n;
-  f->body[f->len] = '\0';
-  return size * n;
-}
 
 /* Whether follower f has been sent job id's first line. */
 static bool got_hello(const struct follower *f, const char *id)
@@ -582,7 +567,7 @@ static bool got_hello(const struct follower *f, const char *id)
   char want[96];
 
   snprintf(want, sizeof(want), "hello from task 0 of gpugate-%s-a1", id);
-  return f->body && strstr(f->body, want);
+  return f->out.data && strstr(f->out.data, want);
 }
 
 START_TEST(followers_within_budget)
@@ -649,8 +634,8 @@ START_TEST(followers_within_budget)
     curl_easy_setopt(fl[i].c, CURLOPT_URL, url);
     curl_easy_setopt(fl[i].c, CURLOPT_HTTPHEADER, hl);
     curl_easy_setopt(fl[i].c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(fl[i].c, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(fl[i].c, CURLOPT_WRITEDATA, &fl[i]);
+    curl_easy_setopt(fl[i].c, CURLOPT_WRITEFUNCTION, h_curl_write);
+    curl_easy_setopt(fl[i].c, CURLOPT_WRITEDATA, &fl[i].out);
     curl_multi_add_handle(m, fl[i].c);
   }
   /* until every follower of a job running when the streams opened has its
@@ -698,7 +683,7 @@ START_TEST(followers_within_budget)
   for (k = 0; k < FOLLOWERS; k++) {
     curl_multi_remove_handle(m, fl[k].c);
     curl_easy_cleanup(fl[k].c);
-    free(fl[k].body);
+    free(fl[k].out.data);
   }
   curl_multi_cleanup(m);
   curl_slist_free_all(hl);

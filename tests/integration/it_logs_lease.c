@@ -106,23 +106,8 @@ static void submit_running(char id[32])
 
 struct follower {
   CURL *c;
-  char *body;
-  size_t len;
+  struct h_buf out; /* what the stream sent */
 };
-
-static size_t on_data(char *p, size_t size, size_t n, void *ctx)
-{
-  struct follower *f = ctx;
-  char *g = realloc(f->body, f->len + size * n + 1);
-
-  if (!g)
-    return 0;
-  f->body = g;
-  memcpy(f->body + f->len, p, size * n);
-  f->len += size * n;
-  f->body[f->len] = '\0';
-  return size * n;
-}
 
 static void follow(CURLM *m, struct follower *f, const struct h_server *s,
                    const char *id, struct curl_slist *hl)
@@ -136,8 +121,8 @@ static void follow(CURLM *m, struct follower *f, const struct h_server *s,
   curl_easy_setopt(f->c, CURLOPT_URL, url);
   curl_easy_setopt(f->c, CURLOPT_HTTPHEADER, hl);
   curl_easy_setopt(f->c, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(f->c, CURLOPT_WRITEFUNCTION, on_data);
-  curl_easy_setopt(f->c, CURLOPT_WRITEDATA, f);
+  curl_easy_setopt(f->c, CURLOPT_WRITEFUNCTION, h_curl_write);
+  curl_easy_setopt(f->c, CURLOPT_WRITEDATA, &f->out);
   curl_multi_add_handle(m, f->c);
 }
 
@@ -249,10 +234,10 @@ START_TEST(one_poller_then_takeover_after_kill9)
           "#%ld, %zu after it naming one\n",
           n, first_both, later_one);
   ck_assert_uint_eq(later_one, 0);
-  ck_assert_msg(fa.body && strstr(fa.body, "hello from task 0") && fb.body &&
-                    strstr(fb.body, "hello from task 0"),
-                "followers: one \"%s\", two \"%s\"", fa.body ? fa.body : "",
-                fb.body ? fb.body : "");
+  ck_assert_msg(fa.out.data && strstr(fa.out.data, "hello from task 0") &&
+                    fb.out.data && strstr(fb.out.data, "hello from task 0"),
+                "followers: one \"%s\", two \"%s\"",
+                fa.out.data ? fa.out.data : "", fb.out.data ? fb.out.data : "");
 
   /* neither replica's poller thread failed a statement on its session
    * (a session's prepared statements are its own) */
@@ -269,7 +254,8 @@ START_TEST(one_poller_then_takeover_after_kill9)
   ck_assert_int_eq(h_server_kill(holder, SIGKILL), 0);
   write_line(holder == &one ? b : a, "written after the kill");
   end = h_now_ms() + WAIT_MS;
-  while (!survivor->body || !strstr(survivor->body, "written after the kill")) {
+  while (!survivor->out.data ||
+         !strstr(survivor->out.data, "written after the kill")) {
     ck_assert_msg(h_now_ms() < end,
                   "the surviving replica's follower did not get the line "
                   "written after its poller was killed");
@@ -281,8 +267,8 @@ START_TEST(one_poller_then_takeover_after_kill9)
   curl_multi_remove_handle(m, fb.c);
   curl_easy_cleanup(fa.c);
   curl_easy_cleanup(fb.c);
-  free(fa.body);
-  free(fb.body);
+  free(fa.out.data);
+  free(fb.out.data);
   curl_multi_cleanup(m);
   curl_slist_free_all(hl);
   PQfinish(pg);
