@@ -518,7 +518,7 @@ static void fill(struct dispatcher *t, long *wait_ms)
 }
 
 /* Renew the leases of the rows whose calls are under way, every
- * RENEW_US: a lease is live while its holder renews it (db/batch.c). */
+ * RENEW_US: a lease is live while its holder renews it (db/batch_lease.c). */
 static void renew(struct dispatcher *t)
 {
   long long now = dispatch_now_us(), *ids;

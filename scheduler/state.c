@@ -223,7 +223,7 @@ static void qlog_change(struct sched_state *st,
   bool is = new_ && !sched_state_pending(new_);
   /* a new attempt is a new admission only with a new admitted_at: a Flex
    * Start failover moves on to its next attempt with the same admission
-   * (db/batch.c, sql_flex_move), and is charged once (issue 34) */
+   * (db/batch_sync.c, sql_flex_move), and is charged once (issue 34) */
   bool again = was && is && old->attempt != new_->attempt &&
                old->admitted_at_us != new_->admitted_at_us;
 

@@ -852,7 +852,7 @@ END_TEST
  * The quota log the leader's accounts are charged from (scheduler/state.c,
  * admission_fs.c's drain), on a controlled clock: a Flex Start failover
  * moves the job to its next attempt in another location with the same
- * admission (db/batch.c sql_flex_move keeps admitted_at), so it is neither
+ * admission (db/batch_sync.c sql_flex_move keeps admitted_at), so it is neither
  * a stop nor a start, and the job is charged once: exactly what one
  * admission held until its release charges. A requeue admitted again (a
  * new admitted_at) is a stop and a start. Before (issue 34, defect 4):
