@@ -1323,7 +1323,7 @@ Suite *auth_suite(void)
   tcase_add_test(tc, roles);
   tcase_add_test(tc, null_arguments);
   tcase_add_test(tc, threads);
-  tcase_set_timeout(tc, 30);
+  tcase_set_timeout(tc, 300);
   suite_add_tcase(s, tc);
   return s;
 }

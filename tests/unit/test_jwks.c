@@ -805,7 +805,7 @@ Suite *jwks_suite(void)
   Suite *s = suite_create("jwks");
   TCase *tc = tcase_create("jwks");
 
-  tcase_set_timeout(tc, 30);
+  tcase_set_timeout(tc, 300);
   tcase_add_test(tc, jwks_keeps_signing_keys);
   tcase_add_loop_test(tc, jwks_rejects, 0, N_OF(bad_sets));
   tcase_add_loop_test(tc, cache_control, 0, N_OF(age_cases));

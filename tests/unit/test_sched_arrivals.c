@@ -345,7 +345,7 @@ Suite *sched_arrivals_suite(void)
   Suite *s = suite_create("sched_arrivals");
   TCase *tc = tcase_create("arrivals");
 
-  tcase_set_timeout(tc, 120);
+  tcase_set_timeout(tc, 300);
   tcase_add_test(tc, arrivals_decide_as_the_backlog);
   suite_add_tcase(s, tc);
   return s;

@@ -646,7 +646,7 @@ Suite *sched_invariant_suite(void)
   Suite *s = suite_create("sched_invariant");
   TCase *tc = tcase_create("random");
 
-  tcase_set_timeout(tc, 60);
+  tcase_set_timeout(tc, 300);
   tcase_add_test(tc, random_cycles);
   suite_add_tcase(s, tc);
   return s;
