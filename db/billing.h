@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "server/req.h"
+#include "lib/err.h"
 
 struct db_conn;
 struct db_billing_batch;

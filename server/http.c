@@ -214,10 +214,10 @@ static void run_handler(struct gg_req *req)
 {
   enum gg_code code = req->route->handler(req);
 
-  if (code != GG_OK && req->code == GG_OK)
+  if (code != GG_OK && req->err.code == GG_OK)
     problem_fail(req, code, "%s.", problem_title(code));
-  if (code == GG_OK && req->code != GG_OK)
-    req->code = GG_OK; /* a handler that recovered from a failed step */
+  if (code == GG_OK && req->err.code != GG_OK)
+    req->err.code = GG_OK; /* a handler that recovered from a failed step */
 }
 
 /* Check and run the handler of an admitted, buffered request. */
@@ -262,7 +262,7 @@ static void stream_chunk(struct gg_req *req, const char *data, size_t n)
   z_stream *z = req->inflate;
   char out[64 * 1024];
 
-  if (req->code != GG_OK)
+  if (req->err.code != GG_OK)
     return; /* refused already: the rest is read and dropped */
   if (!z) {
     req->route->chunk(req, data, n);
@@ -271,7 +271,7 @@ static void stream_chunk(struct gg_req *req, const char *data, size_t n)
   z->next_in = (Bytef *)(uintptr_t)data;
   z->avail_in = (uInt)n;
   /* until this piece is used up and inflate has nothing more to give */
-  while ((z->avail_in > 0 || z->avail_out == 0) && req->code == GG_OK) {
+  while ((z->avail_in > 0 || z->avail_out == 0) && req->err.code == GG_OK) {
     int rc;
     z->next_out = (Bytef *)out;
     z->avail_out = sizeof(out);
@@ -414,7 +414,7 @@ static enum MHD_Result send_reply(struct http_server *s, struct gg_req *req,
   const char *ctype = NULL;
   enum MHD_Result ret;
 
-  if (req->code == GG_OK && req->reply_read) {
+  if (req->err.code == GG_OK && req->reply_read) {
     status = req->status ? req->status : 200;
     resp = stream_response(req);
     if (!resp)
@@ -423,10 +423,9 @@ static enum MHD_Result send_reply(struct http_server *s, struct gg_req *req,
                             req->reply_content_type);
     goto send;
   }
-  if (req->code != GG_OK) {
-    json_t *p = problem_build(req->code, req->detail, req->errors, req->path,
-                              req->request_id);
-    status = problem_status(req->code);
+  if (req->err.code != GG_OK) {
+    json_t *p = problem_from_err(&req->err, req->path, req->request_id);
+    status = problem_status(req->err.code);
     text = p ? json_dumps(p, GG_JSON_DUMP) : NULL;
     json_decref(p);
     len = text ? strlen(text) : 0;
@@ -463,10 +462,10 @@ static enum MHD_Result send_reply(struct http_server *s, struct gg_req *req,
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
 send:
   add_common_headers(s, req, resp);
-  if (req->code == GG_UNAUTHORIZED)
+  if (req->err.code == GG_UNAUTHORIZED)
     MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
                             "Bearer error=\"invalid_token\"");
-  if (req->code == GG_UNAVAILABLE)
+  if (req->err.code == GG_UNAVAILABLE)
     MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
   ret = MHD_queue_response(conn, status, resp);
   MHD_destroy_response(resp);
@@ -682,7 +681,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
   if (!strcmp(method, "OPTIONS"))
     return preflight(s, req, conn);
   if (req->streaming) {
-    if (req->code == GG_OK && stream_complete(req))
+    if (req->err.code == GG_OK && stream_complete(req))
       run_handler(req);
   } else {
     dispatch(req);

@@ -228,8 +228,9 @@ static void print_problem(const char *what, struct gg_req *req)
   size_t i;
 
   fprintf(stderr, "gpugate apply: %s: %u %s: %s\n", what,
-          problem_status(req->code), problem_title(req->code), req->detail);
-  json_array_foreach (req->errors, i, e) {
+          problem_status(req->err.code), problem_title(req->err.code),
+          req->err.detail);
+  json_array_foreach (req->err.fields, i, e) {
     fprintf(stderr, "  %s: %s\n",
             json_string_value(json_object_get(e, "field")),
             json_string_value(json_object_get(e, "message")));
@@ -263,7 +264,7 @@ static int apply_one(struct db_pool *pool, const char *path, json_t *body,
   }
   code = req.route->handler(&req);
   if (code != GG_OK) {
-    if (req.code == GG_OK)
+    if (req.err.code == GG_OK)
       problem_fail(&req, code, "%s", problem_title(code));
     print_problem(path, &req);
     goto out;

@@ -48,8 +48,8 @@ void req_cleanup(struct gg_req *req)
   for (i = 0; i < req->n_hdrs; i++)
     free(req->hdr_values[i]);
   req->n_hdrs = 0;
-  json_decref(req->errors);
-  req->errors = NULL;
+  json_decref(req->err.fields);
+  req->err.fields = NULL;
 }
 
 const char *req_param(const struct gg_req *req, const char *name)

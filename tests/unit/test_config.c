@@ -940,7 +940,7 @@ START_TEST(record)
   ck_assert_uint_eq(problem_nfields(&req), 0);
   problem_field(&req, "a.b[1]", "must be %s %d", "at most", 5);
   ck_assert_uint_eq(problem_nfields(&req), 1);
-  e = json_array_get(req.errors, 0);
+  e = json_array_get(req.err.fields, 0);
   ck_assert_str_eq(json_string_value(json_object_get(e, "field")), "a.b[1]");
   ck_assert_str_eq(json_string_value(json_object_get(e, "message")),
                    "must be at most 5");
@@ -949,13 +949,13 @@ START_TEST(record)
   ck_assert_int_eq(problem_fail(&req, GG_NOT_FOUND, "No %s.", "x"),
                    GG_NOT_FOUND);
   ck_assert_int_eq(problem_fail(&req, GG_CONFLICT, "Other."), GG_NOT_FOUND);
-  ck_assert_int_eq(req.code, GG_NOT_FOUND);
-  ck_assert_str_eq(req.detail, "No x.");
+  ck_assert_int_eq(req.err.code, GG_NOT_FOUND);
+  ck_assert_str_eq(req.err.detail, "No x.");
 
   /* cleared, the request can fail afresh */
   problem_clear(&req);
-  ck_assert_int_eq(req.code, GG_OK);
-  ck_assert_str_eq(req.detail, "");
+  ck_assert_int_eq(req.err.code, GG_OK);
+  ck_assert_str_eq(req.err.detail, "");
   ck_assert_uint_eq(problem_nfields(&req), 0);
   ck_assert_int_eq(problem_fail(&req, GG_CONFLICT, "Other."), GG_CONFLICT);
 
@@ -964,14 +964,14 @@ START_TEST(record)
   longmsg[sizeof(longmsg) - 1] = '\0';
   problem_field(&req, "long", "%s", longmsg);
   ck_assert_uint_eq(strlen(json_string_value(json_object_get(
-                        json_array_get(req.errors, 0), "message"))),
+                        json_array_get(req.err.fields, 0), "message"))),
                     255);
   while (problem_nfields(&req) < 100)
     problem_field(&req, "f", "x");
   problem_field(&req, "one-too-many", "x");
   ck_assert_uint_eq(problem_nfields(&req), 100);
   ck_assert_str_eq(json_string_value(json_object_get(
-                       json_array_get(req.errors, 99), "field")),
+                       json_array_get(req.err.fields, 99), "field")),
                    "f");
   req_cleanup(&req);
 }
