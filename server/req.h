@@ -151,6 +151,16 @@ const char *req_actor(const struct gg_req *req);
 /* True when the caller is a member of a team (not admin or finance). */
 bool req_is_member(const struct gg_req *req);
 
+/*
+ * cursor_seal()/cursor_open() (lib/cursor.h) for the list req pages: its
+ * path and its query parameters but limit and cursor, sorted; the key from
+ * req->cfg. req_cursor_for() draws a random iv. 0 or -1.
+ */
+int req_cursor_for(const struct gg_req *req, const char *position, char *out,
+                   size_t outlen);
+int req_cursor_read(const struct gg_req *req, const char *cursor,
+                    char *position, size_t poslen);
+
 /* Initialise a context (for the server and for `gpugate apply`). */
 void req_init(struct gg_req *req, struct db_pool *pool);
 
