@@ -418,8 +418,7 @@ static int cmd_token(int argc, char **argv)
   if (load_config(&cfg) != 0)
     goto out;
   if (keyfile) {
-    key =
-        (unsigned char *)config_read_file(keyfile, (size_t)64 * 1024, &keylen);
+    key = (unsigned char *)file_read(keyfile, (size_t)64 * 1024, &keylen);
     if (!key) {
       fprintf(stderr, "gpugate token: --key: cannot read \"%s\": %s\n", keyfile,
               strerror(errno));
@@ -567,7 +566,7 @@ static int cmd_billing_sync(int argc, char **argv)
     return 1;
   if (cfg.migrate_on_start && migrate(&cfg, 0) != 0)
     goto out;
-  ts = batch_token_new_scoped(&cfg, BQ_TOKEN_SCOPE, err, sizeof(err));
+  ts = batch_token_new_scoped(&cfg.gcp, BQ_TOKEN_SCOPE, err, sizeof(err));
   if (!ts) {
     fprintf(stderr, "gpugate billing-sync: %s\n", err);
     goto out;

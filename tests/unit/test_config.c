@@ -173,8 +173,8 @@ static void describe(const struct config *c, char *out, size_t outlen)
   CAT(" iss=%s aud=%s leeway=%ld maxlife=%ld", c->jwt_issuer, c->jwt_audience,
       c->jwt_leeway_s, c->jwt_max_lifetime_s);
   CAT(" backend=%s endpoint=%s project=%s tokens=%s keyfile=%s metadata=%s",
-      c->batch_backend, c->batch_endpoint, c->gcp_project, c->gcp_token_source,
-      c->gcp_key_file, c->metadata_host);
+      c->batch_backend, c->gcp.batch_endpoint, c->gcp.gcp_project,
+      c->gcp.gcp_token_source, c->gcp.gcp_key_file, c->gcp.metadata_host);
   if (c->pubsub_push_secret)
     CAT(" pubsub=%s", c->pubsub_push_secret);
   else
@@ -695,7 +695,7 @@ START_TEST(error_bounded)
 }
 END_TEST
 
-/* config_read_file: the limit is inclusive; a missing file is NULL. */
+/* file_read: the limit is inclusive; a missing file is NULL. */
 START_TEST(read_file)
 {
   char path[128];
@@ -703,19 +703,19 @@ START_TEST(read_file)
   char *s;
 
   tmp_path(path, sizeof(path), "push-secret");
-  s = config_read_file(path, 12, &len);
+  s = file_read(path, 12, &len);
   ck_assert_ptr_nonnull(s);
   ck_assert_uint_eq(len, 12);
   ck_assert_str_eq(s, "push-secret\n");
   free(s);
-  ck_assert_ptr_null(config_read_file(path, 11, &len));
+  ck_assert_ptr_null(file_read(path, 11, &len));
   tmp_path(path, sizeof(path), "big");
-  s = config_read_file(path, BIG_SIZE, &len);
+  s = file_read(path, BIG_SIZE, &len);
   ck_assert_ptr_nonnull(s);
   ck_assert_uint_eq(len, BIG_SIZE);
   ck_assert_uint_eq(strlen(s), BIG_SIZE);
   free(s);
-  ck_assert_ptr_null(config_read_file("/nonexistent", 100, &len));
+  ck_assert_ptr_null(file_read("/nonexistent", 100, &len));
 }
 END_TEST
 
