@@ -27,7 +27,7 @@
 #include "lib/log.h"
 #include "server/problem.h"
 #include "server/ratelimit.h"
-#include "identity/session.h"
+#include "server/session.h"
 
 #define FLOW_COOKIE "__Host-gpugate_flow"
 #define FLOW_CLEAR                                                             \
@@ -319,7 +319,7 @@ enum gg_code auth_callback(struct gg_req *req)
   snprintf(s.nonce, sizeof(s.nonce), "%s", nonce);
   s.groups = groups;
   /* re-validated with the refresh token every GPUGATE_SESSION_REFRESH_S
-   * (identity/session.c); without one, the session lasts no longer than the
+   * (server/session.c); without one, the session lasts no longer than the
    * ID token that opened it */
   ttl = o->session_ttl_s;
   if (!s.refresh_token[0] && p.exp - (long long)time(NULL) < ttl)

@@ -17,7 +17,7 @@
 #include "identity/idp.h"
 #include "lib/log.h"
 #include "server/problem.h"
-#include "identity/session.h"
+#include "server/session.h"
 
 #define LOGOUT_BODY_MAX 16384 /* a logout token and its form */
 

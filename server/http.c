@@ -3,7 +3,7 @@
  *
  * Everything a route's table columns promise runs here, before the handler:
  * routing (404/405), CORS, authentication, roles and team scoping
- * (identity/authn.c), body limit (413), content type (415) and JSON parsing
+ * (server/authn.c), body limit (413), content type (415) and JSON parsing
  * (duplicate keys rejected). Afterwards the reply — or the problem
  * document — is sent with X-Request-Id, and one access-log line is
  * written.
@@ -39,7 +39,7 @@
 #include <zlib.h>
 
 #include "db/db.h"
-#include "identity/authn.h"
+#include "server/authn.h"
 #include "server/connlimit.h"
 #include "server/etag.h"
 #include "server/http.h"

@@ -28,7 +28,7 @@
 #include "server/problem.h"
 #include "lib/seal.h"
 #include "identity/sesscache.h"
-#include "identity/session.h"
+#include "server/session.h"
 
 _Static_assert(
     sizeof(((struct db_session *)0)->refresh_sealed) >=
