@@ -977,6 +977,39 @@ START_TEST(record)
 }
 END_TEST
 
+/* A struct gg_err filled deep (as db/ fills it: err_fail, err_field) is
+ * rendered at the edge by problem_from_err exactly as problem_build
+ * renders its code, detail and fields; the first failure wins. */
+START_TEST(err_rendered)
+{
+  struct gg_err err;
+  json_t *p;
+  char *dump;
+
+  err_init(&err);
+  ck_assert_uint_eq(err_nfields(&err), 0);
+  err_field(&err, "queue", "team \"%s\" has no queue \"%s\"", "t", "q");
+  ck_assert_int_eq(err_fail(&err, GG_UNPROCESSABLE, "The job refers to %s.",
+                            "objects that do not exist"),
+                   GG_UNPROCESSABLE);
+  ck_assert_int_eq(err_fail(&err, GG_INTERNAL, "Later."), GG_UNPROCESSABLE);
+  p = problem_from_err(&err, "/v1/teams/t/jobs", "rid");
+  ck_assert_ptr_nonnull(p);
+  dump = json_dumps(p, GG_JSON_DUMP);
+  ck_assert_str_eq(
+      dump, "{" PT "unprocessable\",\"title\":\"unprocessable content\","
+            "\"status\":422,\"detail\":\"The job refers to objects that do "
+            "not exist.\",\"instance\":\"/v1/teams/t/jobs\",\"request_id\":"
+            "\"rid\",\"errors\":[{\"field\":\"queue\",\"message\":\"team "
+            "\\\"t\\\" has no queue \\\"q\\\"\"}]}");
+  free(dump);
+  json_decref(p);
+  err_clear(&err);
+  ck_assert_int_eq(err.code, GG_OK);
+  ck_assert_ptr_null(err.fields);
+}
+END_TEST
+
 /* ------------------------------------------------- connections (§8) */
 
 /* The connection settings of cfg as one line. */
@@ -1255,6 +1288,7 @@ Suite *config_suite(void)
   tcase_add_loop_test(tc, codes, 0, N_OF(code_cases));
   tcase_add_loop_test(tc, build, 0, N_OF(build_cases));
   tcase_add_test(tc, record);
+  tcase_add_test(tc, err_rendered);
   suite_add_tcase(s, tc);
   return s;
 }
