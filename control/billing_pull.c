@@ -112,7 +112,7 @@ struct billing_pull *billing_pull_start(const struct config *cfg)
   if (!p)
     return NULL;
   p->cfg = cfg;
-  p->ts = batch_token_new_scoped(cfg, BQ_TOKEN_SCOPE, err, sizeof(err));
+  p->ts = batch_token_new_scoped(&cfg->gcp, BQ_TOKEN_SCOPE, err, sizeof(err));
   if (!p->ts) {
     log_msg(LOG_ERROR, "billing sync: off: %s", err);
     free(p);

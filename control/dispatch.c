@@ -616,7 +616,7 @@ struct dispatch *dispatch_start(const struct config *cfg, char *err,
     return NULL;
   }
   /* one cached token for the process, not one fetch per worker */
-  s->tokens = batch_token_new(cfg, err, errlen);
+  s->tokens = batch_token_new(&cfg->gcp, err, errlen);
   if (!s->tokens) {
     dispatch_stop(d);
     return NULL;

@@ -87,7 +87,7 @@ int dispatch_worker_start(struct dispatch_shared *d, struct dispatch_worker *w,
     snprintf(host, sizeof(host), "gpugate");
   snprintf(w->claimer, sizeof(w->claimer), "%.63s/%ld/%p/%lld", host,
            (long)getpid(), (void *)w, dispatch_now_us());
-  w->batch = batch_client_new_shared(d->cfg, d->tokens, err, errlen);
+  w->batch = batch_client_new_shared(&d->cfg->gcp, d->tokens, err, errlen);
   if (!w->batch)
     return -1;
   w->multi = batch_multi_new(w->batch);

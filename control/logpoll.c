@@ -98,8 +98,8 @@ static int call(const char *filter, int page_size, const char *token,
 
   pthread_mutex_lock(&g.client_mu);
   if (g.client) {
-    rc =
-        logging_list(g.client, g.cfg->gcp_project, filter, page_size, token, r);
+    rc = logging_list(g.client, g.cfg->gcp.gcp_project, filter, page_size,
+                      token, r);
     g.calls++;
   } else { /* stopped meanwhile */
     memset(r, 0, sizeof(*r));
@@ -156,7 +156,7 @@ enum logpoll_rc logpoll_read(struct db_conn *c, const struct logging_query *q,
 
 const char *logpoll_project(void)
 {
-  return g.running ? g.cfg->gcp_project : "";
+  return g.running ? g.cfg->gcp.gcp_project : "";
 }
 
 const char *logpoll_deployment(void)
@@ -491,7 +491,7 @@ static int read_rounds(struct db_conn *c)
   int rows, i;
 
   do {
-    PGresult *res = db_log_rounds(c, g.cfg->gcp_project, g.seq, ROUNDS_READ,
+    PGresult *res = db_log_rounds(c, g.cfg->gcp.gcp_project, g.seq, ROUNDS_READ,
                                   err, sizeof(err));
     if (!res) {
       log_msg(LOG_WARN, "logs: reading the polls: %s", err);
@@ -535,7 +535,7 @@ static int open_session(struct db_conn *c)
     goto fail;
   }
   if (g.seq < 0 &&
-      db_log_rounds_top(c, g.cfg->gcp_project, &g.seq, err, sizeof(err))) {
+      db_log_rounds_top(c, g.cfg->gcp.gcp_project, &g.seq, err, sizeof(err))) {
     log_msg(LOG_WARN, "logs: the last poll: %s", err);
     goto fail;
   }
@@ -591,14 +591,14 @@ static void *run(void *arg)
       next_tick = now + g.cfg->logging_poll_ms;
       if ((any || registered) && register_wants(&conn) == 0)
         registered = any;
-      if (db_log_lease(&conn, g.cfg->gcp_project, g.replica, g.poller.ttl_ms,
-                       &holder, err, sizeof(err)) != 0) {
+      if (db_log_lease(&conn, g.cfg->gcp.gcp_project, g.replica,
+                       g.poller.ttl_ms, &holder, err, sizeof(err)) != 0) {
         log_msg(LOG_WARN, "logs: the poller's lease: %s", err);
         holder = false;
       }
       if (holder && !g.holding)
         log_msg(LOG_INFO, "logs: this replica polls Cloud Logging for %s",
-                g.cfg->gcp_project);
+                g.cfg->gcp.gcp_project);
       g.holding = holder;
     }
     if (conn.pg && holder && now_ms() >= next_round)
@@ -643,7 +643,7 @@ static void *run(void *arg)
   if (conn.pg) { /* a clean stop: the next replica need not wait */
     char err[512];
     if (holder)
-      (void)db_log_unlease(&conn, g.cfg->gcp_project, g.replica, err,
+      (void)db_log_unlease(&conn, g.cfg->gcp.gcp_project, g.replica, err,
                            sizeof(err));
     (void)db_log_follows_set(&conn, g.replica, "[]", err, sizeof(err));
   }
@@ -660,7 +660,7 @@ int logpoll_start(const struct config *cfg, char *err, size_t errlen)
   int i;
 
   g.cfg = cfg;
-  snprintf(g.key, sizeof(g.key), "logging.read/%s", cfg->gcp_project);
+  snprintf(g.key, sizeof(g.key), "logging.read/%s", cfg->gcp.gcp_project);
   /* any 60 s window: at most burst + rate × 60 = rpm/6 + rpm calls… kept
    * under Logging's 60 a minute by the default 50 (8 + 50) */
   g.rate = (double)rpm / 60.0;
@@ -683,7 +683,7 @@ int logpoll_start(const struct config *cfg, char *err, size_t errlen)
   g.poller.rotate = 0;
   g.poller.take = take_read;
   g.poller.call = call;
-  g.ts = batch_token_new_scoped(cfg, LOGGING_READ_SCOPE, err, errlen);
+  g.ts = batch_token_new_scoped(&cfg->gcp, LOGGING_READ_SCOPE, err, errlen);
   if (!g.ts)
     return -1;
   g.client = logging_client_new(cfg->logging_endpoint, g.ts);

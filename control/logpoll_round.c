@@ -89,7 +89,7 @@ long logpoll_round(struct db_conn *c, struct logpoll_poller *p)
   if (min_ns > 0)
     format_ns(min_ns, since, sizeof(since));
   memset(&q, 0, sizeof(q));
-  q.project = p->cfg->gcp_project;
+  q.project = p->cfg->gcp.gcp_project;
   q.deployment = p->cfg->deployment;
   q.jobs = jobs;
   q.n_jobs = n;
@@ -126,7 +126,7 @@ long logpoll_round(struct db_conn *c, struct logpoll_poller *p)
     goto out;
   }
   memset(&round, 0, sizeof(round));
-  round.project = p->cfg->gcp_project;
+  round.project = p->cfg->gcp.gcp_project;
   round.since_ns = min_ns < 0 ? 0 : min_ns;
   round.jobs = asked_s;
   round.ended = ended_s;

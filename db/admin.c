@@ -12,7 +12,7 @@
 
 #include "db/admin.h"
 #include "db/db.h"
-#include "server/problem.h"
+#include "lib/jsonx.h"
 
 #define TS(col)                                                                \
   "to_char(" col " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
@@ -221,17 +221,17 @@ static int keys_of(enum db_kind k, const char *team, const char *name,
   return 1;
 }
 
-static enum gg_code not_found(struct gg_req *req, enum db_kind k,
+static enum gg_code not_found(struct gg_err *err, enum db_kind k,
                               const char *name)
 {
-  return problem_fail(req, GG_NOT_FOUND, "The %s \"%s\" was not found.",
-                      kinds[k].name, name);
+  return err_fail(err, GG_NOT_FOUND, "The %s \"%s\" was not found.",
+                  kinds[k].name, name);
 }
 
-enum gg_code db_admin_get(struct gg_req *req, enum db_kind k, const char *team,
-                          const char *name, json_t **out, long long *version)
+enum gg_code db_admin_get(struct db_conn *db, struct gg_err *err,
+                          enum db_kind k, const char *team, const char *name,
+                          json_t **out, long long *version)
 {
-  struct db_conn *db = req_db(req);
   const char *params[3];
   enum gg_code code;
   PGresult *res;
@@ -239,28 +239,27 @@ enum gg_code db_admin_get(struct gg_req *req, enum db_kind k, const char *team,
 
   *out = NULL;
   if (!db)
-    return db_fail(req, GG_UNAVAILABLE);
+    return db_fail(err, GG_UNAVAILABLE);
   n = keys_of(k, team, name, params);
   res = db_exec(db, kinds[k].get, n, params, &code);
   if (!res)
-    return db_fail(req, code);
+    return db_fail(err, code);
   if (PQntuples(res) == 0) {
     PQclear(res);
-    return not_found(req, k, name);
+    return not_found(err, k, name);
   }
   *out = object_of(k, team, name, PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 2),
                    PQgetvalue(res, 0, 3));
   if (version)
     *version = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
   PQclear(res);
-  return *out ? GG_OK : db_fail(req, GG_INTERNAL);
+  return *out ? GG_OK : db_fail(err, GG_INTERNAL);
 }
 
-enum gg_code db_admin_list(struct gg_req *req, enum db_kind k, const char *team,
-                           const char *after, int limit, json_t **items,
-                           bool *more)
+enum gg_code db_admin_list(struct db_conn *db, struct gg_err *err,
+                           enum db_kind k, const char *team, const char *after,
+                           int limit, json_t **items, bool *more)
 {
-  struct db_conn *db = req_db(req);
   const char *params[3];
   char lim[16];
   enum gg_code code;
@@ -270,7 +269,7 @@ enum gg_code db_admin_list(struct gg_req *req, enum db_kind k, const char *team,
   *items = NULL;
   *more = false;
   if (!db)
-    return db_fail(req, GG_UNAVAILABLE);
+    return db_fail(err, GG_UNAVAILABLE);
   if (kinds[k].nkeys == 2)
     params[n++] = team;
   params[n++] = after;
@@ -278,7 +277,7 @@ enum gg_code db_admin_list(struct gg_req *req, enum db_kind k, const char *team,
   params[n++] = lim;
   res = db_exec(db, kinds[k].list, n, params, &code);
   if (!res)
-    return db_fail(req, code);
+    return db_fail(err, code);
   rows = PQntuples(res);
   *more = rows > limit;
   *items = json_array();
@@ -308,10 +307,10 @@ static bool match_ok(const struct db_if_match *m, bool exists,
 }
 
 /* Each row of sql is (field, message) or (message): record them. */
-static int report(struct gg_req *req, struct db_conn *db, const char *sql,
+static int report(struct db_conn *db, struct gg_err *err, const char *sql,
                   int n, const char *const *params, enum gg_code as)
 {
-  PGresult *res = db_req_exec(req, db, sql, n, params);
+  PGresult *res = db_err_exec(db, err, sql, n, params);
   int i, rows;
 
   if (!res)
@@ -319,23 +318,23 @@ static int report(struct gg_req *req, struct db_conn *db, const char *sql,
   rows = PQntuples(res);
   for (i = 0; i < rows; i++) {
     if (PQnfields(res) == 2)
-      problem_field(req, PQgetvalue(res, i, 0), "%s", PQgetvalue(res, i, 1));
+      err_field(err, PQgetvalue(res, i, 0), "%s", PQgetvalue(res, i, 1));
     else
-      problem_fail(req, as, "The change is not allowed: %s.",
-                   PQgetvalue(res, i, 0));
+      err_fail(err, as, "The change is not allowed: %s.",
+               PQgetvalue(res, i, 0));
   }
   if (rows && PQnfields(res) == 2)
-    problem_fail(req, as, "The body refers to objects that do not exist.");
+    err_fail(err, as, "The body refers to objects that do not exist.");
   PQclear(res);
   return rows ? -1 : 0;
 }
 
 /* Run a statement whose result is not needed; false with the problem
  * recorded on req. */
-static bool step(struct gg_req *req, struct db_conn *db, const char *sql, int n,
+static bool step(struct db_conn *db, struct gg_err *err, const char *sql, int n,
                  const char *const *params)
 {
-  PGresult *res = db_req_exec(req, db, sql, n, params);
+  PGresult *res = db_err_exec(db, err, sql, n, params);
 
   PQclear(res);
   return res != NULL;
@@ -343,26 +342,25 @@ static bool step(struct gg_req *req, struct db_conn *db, const char *sql, int n,
 
 /* Wake the admission loop when something changed, then commit; false
  * with the problem recorded on req (the caller rolls back). */
-static bool commit_change(struct gg_req *req, struct db_conn *db, bool changed)
+static bool commit_change(struct db_conn *db, struct gg_err *err, bool changed)
 {
   enum gg_code code;
 
-  if (changed && !step(req, db, sql_wake, 0, NULL))
+  if (changed && !step(db, err, sql_wake, 0, NULL))
     return false;
   if ((code = db_commit(db)) != GG_OK) {
-    db_fail(req, code);
+    db_fail(err, code);
     return false;
   }
   return true;
 }
 
-enum gg_code db_admin_put(struct gg_req *req, enum db_kind k, const char *team,
-                          const char *name, json_t *spec,
-                          const struct db_if_match *m, json_t **out,
-                          long long *version, bool *created)
+enum gg_code db_admin_put(struct db_conn *db, struct gg_err *err,
+                          enum db_kind k, const char *team, const char *name,
+                          json_t *spec, const struct db_if_match *m,
+                          json_t **out, long long *version, bool *created)
 {
   const struct kind *K = &kinds[k];
-  struct db_conn *db = req_db(req);
   const char *params[3];
   char *text = NULL;
   PGresult *res = NULL;
@@ -374,18 +372,18 @@ enum gg_code db_admin_put(struct gg_req *req, enum db_kind k, const char *team,
   *out = NULL;
   *created = false;
   if (!db)
-    return db_fail(req, GG_UNAVAILABLE);
+    return db_fail(err, GG_UNAVAILABLE);
   text = json_dumps(spec, GG_JSON_DUMP);
   if (!text)
-    return db_fail(req, GG_INTERNAL);
+    return db_fail(err, GG_INTERNAL);
   n = keys_of(k, team, name, params);
   params[n] = text;
 
   if ((code = db_begin(db)) != GG_OK) {
-    db_fail(req, code);
+    db_fail(err, code);
     goto out;
   }
-  if (!(res = db_req_exec(req, db, K->lock, n + 1, params)))
+  if (!(res = db_err_exec(db, err, K->lock, n + 1, params)))
     goto fail;
   exists = PQntuples(res) > 0;
   if (exists) {
@@ -395,48 +393,47 @@ enum gg_code db_admin_put(struct gg_req *req, enum db_kind k, const char *team,
   PQclear(res);
   res = NULL;
   if (!match_ok(m, exists, cur)) {
-    problem_fail(req, GG_PRECONDITION_FAILED,
-                 exists ? "The %s \"%s\" has changed since the ETag given in "
-                          "If-Match."
-                        : "The %s \"%s\" does not exist, so If-Match cannot "
-                          "match.",
-                 K->name, name);
+    err_fail(err, GG_PRECONDITION_FAILED,
+             exists ? "The %s \"%s\" has changed since the ETag given in "
+                      "If-Match."
+                    : "The %s \"%s\" does not exist, so If-Match cannot "
+                      "match.",
+             K->name, name);
     goto fail;
   }
   if (!unchanged) {
     if (K->refs &&
-        report(req, db, K->refs, n + 1, params, GG_UNPROCESSABLE) != 0)
+        report(db, err, K->refs, n + 1, params, GG_UNPROCESSABLE) != 0)
       goto fail;
     if (K->guard_put &&
-        report(req, db, K->guard_put, n + 1, params, GG_CONFLICT) != 0)
+        report(db, err, K->guard_put, n + 1, params, GG_CONFLICT) != 0)
       goto fail;
-    if (K->before && !step(req, db, K->before, n + 1, params))
+    if (K->before && !step(db, err, K->before, n + 1, params))
       goto fail;
-    if (!step(req, db, exists ? K->update : K->insert, n + 1, params))
+    if (!step(db, err, exists ? K->update : K->insert, n + 1, params))
       goto fail;
     for (i = 0; i < 2 && K->after[i]; i++)
-      if (!step(req, db, K->after[i], n + 1, params))
+      if (!step(db, err, K->after[i], n + 1, params))
         goto fail;
   }
-  if (!commit_change(req, db, !unchanged))
+  if (!commit_change(db, err, !unchanged))
     goto fail;
   *created = !exists;
   free(text);
-  return db_admin_get(req, k, team, name, out, version);
+  return db_admin_get(db, err, k, team, name, out, version);
 fail:
   db_rollback(db);
 out:
   PQclear(res);
   free(text);
-  return req->code != GG_OK ? req->code : GG_INTERNAL;
+  return err->code != GG_OK ? err->code : GG_INTERNAL;
 }
 
-enum gg_code db_admin_delete(struct gg_req *req, enum db_kind k,
-                             const char *team, const char *name,
+enum gg_code db_admin_delete(struct db_conn *db, struct gg_err *err,
+                             enum db_kind k, const char *team, const char *name,
                              const struct db_if_match *m)
 {
   const struct kind *K = &kinds[k];
-  struct db_conn *db = req_db(req);
   const char *params[3];
   PGresult *res = NULL;
   enum gg_code code;
@@ -444,47 +441,47 @@ enum gg_code db_admin_delete(struct gg_req *req, enum db_kind k,
   int n;
 
   if (!db)
-    return db_fail(req, GG_UNAVAILABLE);
+    return db_fail(err, GG_UNAVAILABLE);
   n = keys_of(k, team, name, params);
   if ((code = db_begin(db)) != GG_OK)
-    return db_fail(req, code);
+    return db_fail(err, code);
   /* lock takes the spec too; NULL compares as unknown, which is fine */
   params[n] = NULL;
-  if (!(res = db_req_exec(req, db, K->lock, n + 1, params)))
+  if (!(res = db_err_exec(db, err, K->lock, n + 1, params)))
     goto fail;
   if (PQntuples(res) == 0) {
-    not_found(req, k, name);
+    not_found(err, k, name);
     goto fail;
   }
   cur = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
   PQclear(res);
   res = NULL;
   if (!match_ok(m, true, cur)) {
-    problem_fail(req, GG_PRECONDITION_FAILED,
-                 "The %s \"%s\" has changed since the ETag given in "
-                 "If-Match.",
-                 K->name, name);
+    err_fail(err, GG_PRECONDITION_FAILED,
+             "The %s \"%s\" has changed since the ETag given in "
+             "If-Match.",
+             K->name, name);
     goto fail;
   }
   if (K->guard_del &&
-      report(req, db, K->guard_del, n, params, GG_CONFLICT) != 0)
+      report(db, err, K->guard_del, n, params, GG_CONFLICT) != 0)
     goto fail;
   res = db_exec(db, K->del, n, params, &code);
   if (!res) {
     if (code == GG_CONFLICT)
-      problem_fail(req, GG_CONFLICT, "The %s \"%s\" cannot be deleted: %s.",
-                   K->name, name, K->in_use);
+      err_fail(err, GG_CONFLICT, "The %s \"%s\" cannot be deleted: %s.",
+               K->name, name, K->in_use);
     else
-      db_fail(req, code);
+      db_fail(err, code);
     goto fail;
   }
   PQclear(res);
   res = NULL;
-  if (!commit_change(req, db, true))
+  if (!commit_change(db, err, true))
     goto fail;
   return GG_OK;
 fail:
   PQclear(res);
   db_rollback(db);
-  return req->code != GG_OK ? req->code : GG_INTERNAL;
+  return err->code != GG_OK ? err->code : GG_INTERNAL;
 }

@@ -13,7 +13,9 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-#include "server/req.h"
+#include "lib/err.h"
+
+struct db_conn;
 
 enum db_kind {
   DB_FLAVOR,
@@ -42,17 +44,18 @@ const char *db_kind_name(enum db_kind k);
  * "created_at", "updated_at"}. *out is a new reference; *version its ETag
  * version. GG_NOT_FOUND (recorded on req) when absent.
  */
-enum gg_code db_admin_get(struct gg_req *req, enum db_kind k, const char *team,
-                          const char *name, json_t **out, long long *version);
+enum gg_code db_admin_get(struct db_conn *db, struct gg_err *err,
+                          enum db_kind k, const char *team, const char *name,
+                          json_t **out, long long *version);
 
 /*
  * One page of objects ordered by name, after the name `after` ("" = from
  * the start). *items is a new array; *more says whether another page
  * follows.
  */
-enum gg_code db_admin_list(struct gg_req *req, enum db_kind k, const char *team,
-                           const char *after, int limit, json_t **items,
-                           bool *more);
+enum gg_code db_admin_list(struct db_conn *db, struct gg_err *err,
+                           enum db_kind k, const char *team, const char *after,
+                           int limit, json_t **items, bool *more);
 
 /*
  * Create or replace an object in one transaction: checks m (412), the
@@ -61,14 +64,14 @@ enum gg_code db_admin_list(struct gg_req *req, enum db_kind k, const char *team,
  * its version and *created whether it is new. A PUT of an unchanged spec
  * changes nothing and keeps the version.
  */
-enum gg_code db_admin_put(struct gg_req *req, enum db_kind k, const char *team,
-                          const char *name, json_t *spec,
-                          const struct db_if_match *m, json_t **out,
-                          long long *version, bool *created);
+enum gg_code db_admin_put(struct db_conn *db, struct gg_err *err,
+                          enum db_kind k, const char *team, const char *name,
+                          json_t *spec, const struct db_if_match *m,
+                          json_t **out, long long *version, bool *created);
 
 /* Delete an object; 404 when absent, 412 on m, 409 while referenced. */
-enum gg_code db_admin_delete(struct gg_req *req, enum db_kind k,
-                             const char *team, const char *name,
+enum gg_code db_admin_delete(struct db_conn *db, struct gg_err *err,
+                             enum db_kind k, const char *team, const char *name,
                              const struct db_if_match *m);
 
 #endif

@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #include "db/billing_row.h"
-#include "server/req.h"
+#include "lib/err.h"
 
 struct db_conn;
 struct db_billing_batch;

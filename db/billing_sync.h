@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "server/req.h"
+#include "lib/err.h"
 
 struct db_conn;
 

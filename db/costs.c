@@ -19,7 +19,6 @@
 #include "db/costs.h"
 #include "db/db.h"
 #include "lib/jsonx.h"
-#include "server/problem.h"
 
 const char *const db_cost_dim_names[DB_COST_NDIMS] = {
     "day", "month", "service", "sku", "flavor", "location"};
@@ -224,23 +223,23 @@ static bool add_row(struct fill *f, const PGresult *res, int row)
  * result into rows (grouping column 0 is "0") and totals (the rest), each
  * shown through its fill. Returns GG_OK or a recorded error.
  */
-static enum gg_code fetch(struct gg_req *req, const char *sql, int n,
-                          const char *const *params, struct fill *rows,
-                          struct fill *totals)
+static enum gg_code fetch(struct db_conn *db, struct gg_err *err,
+                          const char *sql, int n, const char *const *params,
+                          struct fill *rows, struct fill *totals)
 {
   enum gg_code code = GG_OK;
   PGresult *res;
   int i, nrows;
 
-  if (!(res = db_req_exec(req, req_db(req), sql, n, params)))
-    return req->code;
+  if (!(res = db_err_exec(db, err, sql, n, params)))
+    return err->code;
   nrows = PQntuples(res);
   if (!rows->t->rows || !totals->t->rows)
-    code = problem_fail(req, GG_INTERNAL, "Out of memory.");
+    code = err_fail(err, GG_INTERNAL, "Out of memory.");
   for (i = 0; i < nrows && code == GG_OK; i++) {
     struct fill *f = strcmp(PQgetvalue(res, i, 0), "0") ? totals : rows;
     if (!add_row(f, res, i))
-      code = problem_fail(req, GG_INTERNAL, "Out of memory.");
+      code = err_fail(err, GG_INTERNAL, "Out of memory.");
   }
   PQclear(res);
   return code;
@@ -262,7 +261,8 @@ static const struct col_def report_cols[] = {
     {"net_cost", 11, DB_COST_NUMBER},   {"usage_gpu_hours", 12, DB_COST_NUMBER},
 };
 
-enum gg_code db_costs_report(struct gg_req *req, const struct db_cost_query *q,
+enum gg_code db_costs_report(struct db_conn *db, struct gg_err *err,
+                             const struct db_cost_query *q,
                              struct db_cost_table *rows,
                              struct db_cost_table *totals)
 {
@@ -284,7 +284,7 @@ enum gg_code db_costs_report(struct gg_req *req, const struct db_cost_query *q,
   for (d = 0; d < DB_COST_NDIMS; d++)
     params[3 + d] = q->dims[d] ? "true" : "false";
   params[9] = q->invoice_month ? "true" : "false";
-  return fetch(req, sql_report, 10, params, &fr, &ft);
+  return fetch(db, err, sql_report, 10, params, &fr, &ft);
 }
 
 /* The numeric as an exact decimal (lib/jsonx.h), never a double. */
@@ -294,18 +294,18 @@ static json_t *real_or_null(const PGresult *r, int row, int col)
                                   : jsonx_decimal(PQgetvalue(r, row, col));
 }
 
-enum gg_code db_costs_budget(struct gg_req *req, const char *team, json_t **out)
+enum gg_code db_costs_budget(struct db_conn *db, struct gg_err *err,
+                             const char *team, json_t **out)
 {
   const char *params[1] = {team};
   PGresult *res;
 
   *out = NULL;
-  if (!(res = db_req_exec(req, req_db(req), sql_budget, 1, params)))
-    return req->code;
+  if (!(res = db_err_exec(db, err, sql_budget, 1, params)))
+    return err->code;
   if (PQntuples(res) == 0) {
     PQclear(res);
-    return problem_fail(req, GG_NOT_FOUND, "The team \"%s\" was not found.",
-                        team);
+    return err_fail(err, GG_NOT_FOUND, "The team \"%s\" was not found.", team);
   }
   *out = json_pack(
       "{s:o, s:s, s:s, s:o, s:o, s:o, s:b}", "monthly_budget_usd",
@@ -315,7 +315,7 @@ enum gg_code db_costs_budget(struct gg_req *req, const char *team, json_t **out)
       real_or_null(res, 0, 5), "over_budget", PQgetvalue(res, 0, 6)[0] == 't');
   PQclear(res);
   if (!*out)
-    return problem_fail(req, GG_INTERNAL, "Out of memory.");
+    return err_fail(err, GG_INTERNAL, "Out of memory.");
   return GG_OK;
 }
 
@@ -323,7 +323,7 @@ enum gg_code db_costs_budget(struct gg_req *req, const char *team, json_t **out)
  * A report on $1 from, $2 to and $3 team whose rows show the n columns of
  * defs and whose totals show those from defs[first_total] on.
  */
-static enum gg_code flat_report(struct gg_req *req,
+static enum gg_code flat_report(struct db_conn *db, struct gg_err *err,
                                 const struct db_cost_query *q, const char *sql,
                                 const struct col_def *defs, size_t n,
                                 size_t first_total, struct db_cost_table *rows,
@@ -337,7 +337,7 @@ static enum gg_code flat_report(struct gg_req *req,
   cols(&fr, defs, n);
   cols(&ft, defs + first_total, n - first_total);
   base_params(q, params);
-  return fetch(req, sql, 3, params, &fr, &ft);
+  return fetch(db, err, sql, 3, params, &fr, &ft);
 }
 
 /* Totals: from currency on. */
@@ -352,11 +352,12 @@ static const struct col_def savings_cols[] = {
     {"savings", 8, DB_COST_NUMBER},
 };
 
-enum gg_code db_costs_savings(struct gg_req *req, const struct db_cost_query *q,
+enum gg_code db_costs_savings(struct db_conn *db, struct gg_err *err,
+                              const struct db_cost_query *q,
                               struct db_cost_table *rows,
                               struct db_cost_table *totals)
 {
-  return flat_report(req, q, sql_savings, savings_cols,
+  return flat_report(db, err, q, sql_savings, savings_cols,
                      sizeof(savings_cols) / sizeof(savings_cols[0]), 3, rows,
                      totals);
 }
@@ -371,12 +372,12 @@ static const struct col_def estimates_cols[] = {
     {"billed_net_usd", 6, DB_COST_NUMBER},
 };
 
-enum gg_code db_costs_estimates(struct gg_req *req,
+enum gg_code db_costs_estimates(struct db_conn *db, struct gg_err *err,
                                 const struct db_cost_query *q,
                                 struct db_cost_table *rows,
                                 struct db_cost_table *totals)
 {
-  return flat_report(req, q, sql_estimates, estimates_cols,
+  return flat_report(db, err, q, sql_estimates, estimates_cols,
                      sizeof(estimates_cols) / sizeof(estimates_cols[0]), 2,
                      rows, totals);
 }

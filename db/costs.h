@@ -14,7 +14,9 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-#include "server/req.h"
+#include "lib/err.h"
+
+struct db_conn;
 
 /* The dimensions a cost report can be grouped by, in output order. */
 enum db_cost_dim {
@@ -72,7 +74,8 @@ struct db_cost_query {
  * filled by this call (the caller frees them with db_cost_table_free, also
  * on failure). Errors are recorded on req.
  */
-enum gg_code db_costs_report(struct gg_req *req, const struct db_cost_query *q,
+enum gg_code db_costs_report(struct db_conn *db, struct gg_err *err,
+                             const struct db_cost_query *q,
                              struct db_cost_table *rows,
                              struct db_cost_table *totals);
 
@@ -82,8 +85,8 @@ enum gg_code db_costs_report(struct gg_req *req, const struct db_cost_query *q,
  * "committed_estimate_usd", "forecast_usd", "over_budget"}. *out is a new
  * reference. GG_NOT_FOUND (recorded on req) when the team does not exist.
  */
-enum gg_code db_costs_budget(struct gg_req *req, const char *team,
-                             json_t **out);
+enum gg_code db_costs_budget(struct db_conn *db, struct gg_err *err,
+                             const char *team, json_t **out);
 
 /*
  * Spot and Flex Start usage per team, flavor and currency, priced at the
@@ -91,7 +94,8 @@ enum gg_code db_costs_budget(struct gg_req *req, const char *team,
  * prices are in USD, so the on-demand equivalent and the savings of rows
  * billed in another currency are null. Ownership as db_costs_report.
  */
-enum gg_code db_costs_savings(struct gg_req *req, const struct db_cost_query *q,
+enum gg_code db_costs_savings(struct db_conn *db, struct gg_err *err,
+                              const struct db_cost_query *q,
                               struct db_cost_table *rows,
                               struct db_cost_table *totals);
 
@@ -101,7 +105,7 @@ enum gg_code db_costs_savings(struct gg_req *req, const struct db_cost_query *q,
  * net cost billed in USD for that team and usage month (rows); and the
  * same summed over all (totals: one row). Ownership as db_costs_report.
  */
-enum gg_code db_costs_estimates(struct gg_req *req,
+enum gg_code db_costs_estimates(struct db_conn *db, struct gg_err *err,
                                 const struct db_cost_query *q,
                                 struct db_cost_table *rows,
                                 struct db_cost_table *totals);

@@ -10,7 +10,7 @@
 #include <libpq-fe.h>
 #include <stdbool.h>
 
-#include "server/req.h"
+#include "lib/err.h"
 
 struct db_pool;
 
@@ -81,17 +81,19 @@ enum gg_code db_pipeline(struct db_conn *c, int n, const struct db_stmt *stmts,
                          PGresult **results);
 
 /*
- * For the db functions behind request handlers: record the one client-safe
- * problem for a failed database step (503 unreachable, 409 conflict, else
- * 500) and return its code.
+ * For the db functions behind request handlers: record in err the one
+ * client-safe failure of a database step (GG_UNAVAILABLE unreachable,
+ * GG_CONFLICT a serialization conflict, else GG_INTERNAL) and return its
+ * code.
  */
-enum gg_code db_fail(struct gg_req *req, enum gg_code code);
+enum gg_code db_fail(struct gg_err *err, enum gg_code code);
 
 /*
- * db_exec() for a request: the result, or NULL with the problem recorded
- * through db_fail(). Caller PQclear()s.
+ * db_exec() for a request: the result, or NULL with the failure recorded in
+ * err through db_fail() (c NULL: the database is unreachable). Caller
+ * PQclear()s.
  */
-PGresult *db_req_exec(struct gg_req *req, struct db_conn *c, const char *sql,
+PGresult *db_err_exec(struct db_conn *c, struct gg_err *err, const char *sql,
                       int nparams, const char *const *params);
 
 /*

@@ -342,19 +342,18 @@ static json_t *status_of(PGresult *res)
   return list;
 }
 
-enum gg_code db_fs_queue(struct gg_req *req, const char *team,
-                         const char *queue, json_t **out)
+enum gg_code db_fs_queue(struct db_conn *db, struct gg_err *err,
+                         const char *team, const char *queue, json_t **out)
 {
-  struct db_conn *db = req_db(req);
   const char *params[2] = {team, queue};
   PGresult *res;
   json_t *list;
 
   *out = NULL;
   if (!db)
-    return db_fail(req, GG_UNAVAILABLE);
-  if (!(res = db_req_exec(req, db, sql_status_queue, 2, params)))
-    return req->code;
+    return db_fail(err, GG_UNAVAILABLE);
+  if (!(res = db_err_exec(db, err, sql_status_queue, 2, params)))
+    return err->code;
   list = status_of(res);
   PQclear(res);
   if (json_is_array(list) && json_array_size(list) == 1) {
@@ -385,10 +384,9 @@ static int cmp_score(const void *a, const void *b)
   return x->at < y->at ? -1 : (x->at > y->at);
 }
 
-enum gg_code db_fs_cluster_queue(struct gg_req *req, const char *cq,
-                                 json_t **out)
+enum gg_code db_fs_cluster_queue(struct db_conn *db, struct gg_err *err,
+                                 const char *cq, json_t **out)
 {
-  struct db_conn *db = req_db(req);
   const char *params[1] = {cq};
   PGresult *res;
   json_t *list, *sorted;
@@ -399,9 +397,9 @@ enum gg_code db_fs_cluster_queue(struct gg_req *req, const char *cq,
 
   *out = NULL;
   if (!db)
-    return db_fail(req, GG_UNAVAILABLE);
-  if (!(res = db_req_exec(req, db, sql_status_cq, 1, params)))
-    return req->code;
+    return db_fail(err, GG_UNAVAILABLE);
+  if (!(res = db_err_exec(db, err, sql_status_cq, 1, params)))
+    return err->code;
   list = status_of(res);
   PQclear(res);
   if (!json_is_array(list)) {

@@ -13,7 +13,7 @@
 #include "db/sched.h"
 #include "scheduler/fairshare.h"
 #include "scheduler/sched.h"
-#include "server/req.h"
+#include "lib/err.h"
 
 /* One team queue's stored usage, and (written only) its standing. */
 struct db_fs_row {
@@ -68,15 +68,15 @@ int db_fs_ended(struct db_conn *c, struct db_fs_ended **out, int *n, char *err,
  * wrote last; JSON null when its cluster queue has no usage_fair_sharing.
  * *out new reference.
  */
-enum gg_code db_fs_queue(struct gg_req *req, const char *team,
-                         const char *queue, json_t **out);
+enum gg_code db_fs_queue(struct db_conn *db, struct gg_err *err,
+                         const char *team, const char *queue, json_t **out);
 
 /*
  * Every team queue of cluster queue cq with its fair_sharing status (as
  * above, plus "team" and "queue"), in score order with a 1-based "rank";
  * JSON null when cq has no usage_fair_sharing. *out new reference.
  */
-enum gg_code db_fs_cluster_queue(struct gg_req *req, const char *cq,
-                                 json_t **out);
+enum gg_code db_fs_cluster_queue(struct db_conn *db, struct gg_err *err,
+                                 const char *cq, json_t **out);
 
 #endif

@@ -10,7 +10,6 @@
 #include "db/db.h"
 #include "db/focus.h"
 #include "lib/log.h"
-#include "server/problem.h"
 
 #define FETCH_N 500 /* rows per FETCH */
 #define STR2(x) #x
@@ -52,38 +51,38 @@ static void log_failure(const char *what, PGconn *pg, const PGresult *res)
   json_decref(f);
 }
 
-struct db_focus *db_focus_open(struct gg_req *req, const char *from,
-                               const char *to, const char *team)
+struct db_focus *db_focus_open(struct db_conn *db, struct gg_err *err,
+                               const char *from, const char *to,
+                               const char *team)
 {
   const char *params[3] = {from, to, team};
-  struct db_conn *db = req_db(req);
   struct db_focus *f;
   PGresult *res;
 
   if (!db) {
-    problem_fail(req, GG_UNAVAILABLE, "The database is unavailable.");
+    err_fail(err, GG_UNAVAILABLE, "The database is unavailable.");
     return NULL;
   }
   if (team) {
-    if (!(res = db_req_exec(req, db, sql_team, 1, &team)))
+    if (!(res = db_err_exec(db, err, sql_team, 1, &team)))
       return NULL;
     if (PQntuples(res) == 0) {
       PQclear(res);
-      problem_fail(req, GG_NOT_FOUND, "The team \"%s\" was not found.", team);
+      err_fail(err, GG_NOT_FOUND, "The team \"%s\" was not found.", team);
       return NULL;
     }
     PQclear(res);
   }
   f = calloc(1, sizeof(*f));
   if (!f) {
-    problem_fail(req, GG_INTERNAL, "Out of memory.");
+    err_fail(err, GG_INTERNAL, "Out of memory.");
     return NULL;
   }
   f->conn = db_billing_connect_like(db);
   if (!f->conn) {
     free(f);
-    problem_fail(req, GG_UNAVAILABLE,
-                 "No database connection could be opened for the export.");
+    err_fail(err, GG_UNAVAILABLE,
+             "No database connection could be opened for the export.");
     return NULL;
   }
   res = PQexec(f->conn->pg, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY");
@@ -96,7 +95,7 @@ struct db_focus *db_focus_open(struct gg_req *req, const char *from,
     log_failure("declare", f->conn->pg, res);
     PQclear(res);
     db_focus_close(f);
-    problem_fail(req, GG_UNAVAILABLE, "The export could not be started.");
+    err_fail(err, GG_UNAVAILABLE, "The export could not be started.");
     return NULL;
   }
   PQclear(res);

@@ -7,7 +7,9 @@
 #ifndef GPUGATE_DB_FOCUS_H
 #define GPUGATE_DB_FOCUS_H
 
-#include "server/req.h"
+#include "lib/err.h"
+
+struct db_conn;
 
 struct db_focus;
 
@@ -30,8 +32,9 @@ struct db_focus_row {
  * NULL with the problem recorded on req (404 for a team that does not
  * exist, 503 when no connection can be opened).
  */
-struct db_focus *db_focus_open(struct gg_req *req, const char *from,
-                               const char *to, const char *team);
+struct db_focus *db_focus_open(struct db_conn *db, struct gg_err *err,
+                               const char *from, const char *to,
+                               const char *team);
 
 /* The next rollup into *row: 1, 0 at the end, -1 on a failure (logged).
  * Thread: the caller's, one at a time. */

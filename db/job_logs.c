@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "db/job_logs.h"
-#include "server/problem.h"
 
 #define LIVE_STATES "('PENDING', 'ADMITTED', 'QUEUED', 'RUNNING', 'EVICTING')"
 
@@ -71,25 +70,24 @@ static const char sql_rounds[] =
 static const char sql_rounds_top[] =
     "SELECT coalesce(max(seq), 0) FROM log_rounds WHERE project = $1";
 
-enum gg_code db_job_log_target(struct gg_req *req, const char *team,
-                               const char *id, bool *live)
+enum gg_code db_job_log_target(struct db_conn *db, struct gg_err *err,
+                               const char *team, const char *id, bool *live)
 {
-  struct db_conn *db = req_db(req);
   const char *params[2] = {team, id};
   PGresult *res;
   int rows;
 
   *live = false;
   if (!db)
-    return db_fail(req, GG_UNAVAILABLE);
-  if (!(res = db_req_exec(req, db, sql_target, 2, params)))
-    return req->code;
+    return db_fail(err, GG_UNAVAILABLE);
+  if (!(res = db_err_exec(db, err, sql_target, 2, params)))
+    return err->code;
   rows = PQntuples(res);
   if (rows)
     *live = !strcmp(PQgetvalue(res, 0, 0), "t");
   PQclear(res);
   if (!rows)
-    return problem_fail(req, GG_NOT_FOUND, "Job \"%s\" was not found.", id);
+    return err_fail(err, GG_NOT_FOUND, "Job \"%s\" was not found.", id);
   return GG_OK;
 }
 

@@ -10,14 +10,14 @@
 #include <stdint.h>
 
 #include "db/db.h"
-#include "server/req.h"
+#include "lib/err.h"
 
 /*
  * Job id of team: GG_OK with *live (PENDING, ADMITTED, QUEUED, RUNNING or
  * EVICTING), or the problem recorded (404 when the team has no such job).
  */
-enum gg_code db_job_log_target(struct gg_req *req, const char *team,
-                               const char *id, bool *live);
+enum gg_code db_job_log_target(struct db_conn *db, struct gg_err *err,
+                               const char *team, const char *id, bool *live);
 
 /*
  * For ids[0..n) (borrowed), live[i] says whether ids[i] is a live job or

@@ -17,7 +17,6 @@
 #include "db/jobs_internal.h"
 #include "db/prices.h"
 #include "lib/jsonw.h"
-#include "server/problem.h"
 
 #define ACTIVE "('PENDING', 'ADMITTED', 'QUEUED', 'RUNNING', 'EVICTING')"
 
@@ -310,10 +309,10 @@ static const char sql_get_priced[] =
   "WHERE j.team = $1 AND j.id = $2";
 /* clang-format on */
 
-enum gg_code db_job_get(struct gg_req *req, const char *team, const char *id,
-                        char **text, size_t *len)
+enum gg_code db_job_get(struct db_conn *db, struct gg_err *err,
+                        const char *team, const char *id, char **text,
+                        size_t *len)
 {
-  struct db_conn *db = req_db(req);
   struct db_prices prices;
   const char *params[4] = {team, id};
   PGresult *res;
@@ -321,22 +320,22 @@ enum gg_code db_job_get(struct gg_req *req, const char *team, const char *id,
   *text = NULL;
   *len = 0;
   if (!db)
-    return db_fail(req, GG_UNAVAILABLE);
-  if (db_prices_get(req, db, &prices) != 0)
-    return req->code;
+    return db_fail(err, GG_UNAVAILABLE);
+  if (db_prices_get(db, err, &prices) != 0)
+    return err->code;
   params[2] = prices.names;
   params[3] = prices.prices;
-  res = db_req_exec(req, db, sql_get_priced, 4, params);
+  res = db_err_exec(db, err, sql_get_priced, 4, params);
   db_prices_free(&prices);
   if (!res)
-    return req->code;
+    return err->code;
   if (PQntuples(res) == 0) {
     PQclear(res);
-    return problem_fail(req, GG_NOT_FOUND, "Job \"%s\" was not found.", id);
+    return err_fail(err, GG_NOT_FOUND, "Job \"%s\" was not found.", id);
   }
   *text = render_text(res, 0, len);
   PQclear(res);
-  return *text ? GG_OK : problem_fail(req, GG_INTERNAL, "Out of memory.");
+  return *text ? GG_OK : err_fail(err, GG_INTERNAL, "Out of memory.");
 }
 
 static const char sql_list[] = JOB_SELECT
@@ -347,11 +346,10 @@ static const char sql_list[] = JOB_SELECT
     "AND ($6::bigint = 0 OR j.seq < $6::bigint) "
     "ORDER BY j.seq DESC LIMIT $7::int";
 
-enum gg_code db_job_list(struct gg_req *req, const char *team,
-                         const struct db_job_filter *f, json_t **items,
-                         int64_t *next_seq)
+enum gg_code db_job_list(struct db_conn *db, struct gg_err *err,
+                         const char *team, const struct db_job_filter *f,
+                         json_t **items, int64_t *next_seq)
 {
-  struct db_conn *db = req_db(req);
   char after[24], lim[16];
   const char *params[7];
   PGresult *res;
@@ -360,7 +358,7 @@ enum gg_code db_job_list(struct gg_req *req, const char *team,
   *items = NULL;
   *next_seq = 0;
   if (!db)
-    return db_fail(req, GG_UNAVAILABLE);
+    return db_fail(err, GG_UNAVAILABLE);
   snprintf(after, sizeof(after), "%lld", (long long)f->after_seq);
   snprintf(lim, sizeof(lim), "%d", f->limit + 1);
   params[0] = team;
@@ -370,8 +368,8 @@ enum gg_code db_job_list(struct gg_req *req, const char *team,
   params[4] = f->label_value ? f->label_value : "";
   params[5] = after;
   params[6] = lim;
-  if (!(res = db_req_exec(req, db, sql_list, 7, params)))
-    return req->code;
+  if (!(res = db_err_exec(db, err, sql_list, 7, params)))
+    return err->code;
   rows = PQntuples(res);
   *items = json_array();
   for (i = 0; i < rows && i < f->limit; i++)
@@ -390,11 +388,10 @@ static const char sql_events[] = "SELECT id, " TS(
           "message, actor FROM job_events WHERE team = $1 AND job_id = $2 "
           "AND id > $3::bigint ORDER BY id LIMIT $4::int";
 
-enum gg_code db_job_events(struct gg_req *req, const char *team, const char *id,
-                           int64_t after, int limit, json_t **items,
-                           int64_t *next)
+enum gg_code db_job_events(struct db_conn *db, struct gg_err *err,
+                           const char *team, const char *id, int64_t after,
+                           int limit, json_t **items, int64_t *next)
 {
-  struct db_conn *db = req_db(req);
   char after_s[24], lim[16];
   const char *params[4] = {team, id, after_s, lim};
   PGresult *res;
@@ -403,17 +400,17 @@ enum gg_code db_job_events(struct gg_req *req, const char *team, const char *id,
   *items = NULL;
   *next = 0;
   if (!db)
-    return db_fail(req, GG_UNAVAILABLE);
-  if (!(res = db_req_exec(req, db, sql_exists, 2, params)))
-    return req->code;
+    return db_fail(err, GG_UNAVAILABLE);
+  if (!(res = db_err_exec(db, err, sql_exists, 2, params)))
+    return err->code;
   rows = PQntuples(res);
   PQclear(res);
   if (!rows)
-    return problem_fail(req, GG_NOT_FOUND, "Job \"%s\" was not found.", id);
+    return err_fail(err, GG_NOT_FOUND, "Job \"%s\" was not found.", id);
   snprintf(after_s, sizeof(after_s), "%lld", (long long)after);
   snprintf(lim, sizeof(lim), "%d", limit + 1);
-  if (!(res = db_req_exec(req, db, sql_events, 4, params)))
-    return req->code;
+  if (!(res = db_err_exec(db, err, sql_events, 4, params)))
+    return err->code;
   rows = PQntuples(res);
   *items = json_array();
   for (i = 0; i < rows && i < limit; i++)
@@ -442,11 +439,11 @@ static const char sql_pending[] = JOB_SELECT
     "ORDER BY j.priority DESC, j.created_at, j.seq LIMIT $4::int";
 /* clang-format on */
 
-enum gg_code db_queue_pending(struct gg_req *req, const char *team,
-                              const char *queue, int64_t after, int limit,
-                              json_t **items, int64_t *next)
+enum gg_code db_queue_pending(struct db_conn *db, struct gg_err *err,
+                              const char *team, const char *queue,
+                              int64_t after, int limit, json_t **items,
+                              int64_t *next)
 {
-  struct db_conn *db = req_db(req);
   char after_s[24], lim[16];
   const char *params[4] = {team, queue, after_s, lim};
   PGresult *res;
@@ -455,11 +452,11 @@ enum gg_code db_queue_pending(struct gg_req *req, const char *team,
   *items = NULL;
   *next = 0;
   if (!db)
-    return db_fail(req, GG_UNAVAILABLE);
+    return db_fail(err, GG_UNAVAILABLE);
   snprintf(after_s, sizeof(after_s), "%lld", (long long)after);
   snprintf(lim, sizeof(lim), "%d", limit + 1);
-  if (!(res = db_req_exec(req, db, sql_pending, 4, params)))
-    return req->code;
+  if (!(res = db_err_exec(db, err, sql_pending, 4, params)))
+    return err->code;
   rows = PQntuples(res);
   *items = json_array();
   for (i = 0; i < rows && i < limit; i++)
@@ -507,44 +504,43 @@ static bool finished(const char *state)
  * unlocked read and the lock (an admission, a failover, a requeue). */
 #define CANCEL_ROUNDS 8
 
-enum gg_code db_job_cancel(struct gg_req *req, const char *team, const char *id,
+enum gg_code db_job_cancel(struct db_conn *db, struct gg_err *err, bool batch,
+                           const char *actor, const char *team, const char *id,
                            json_t **out)
 {
-  struct db_conn *db = req_db(req);
-  const char *params[4] = {team, id, NULL, req_actor(req)};
-  bool batch = db_pool_batch(req->pool);
-  char state[16], seen[16] = "", err[256];
+  const char *params[4] = {team, id, NULL, actor};
+  char state[16], seen[16] = "", why[256];
   PGresult *res = NULL;
   enum gg_code code;
   int withdrawn = 1, round = 0, attempt = 0;
 
   *out = NULL;
   if (!db)
-    return db_fail(req, GG_UNAVAILABLE);
+    return db_fail(err, GG_UNAVAILABLE);
 again:
   withdrawn = 1;
   if ((code = db_begin(db)) != GG_OK)
-    return db_fail(req, code);
+    return db_fail(err, code);
   if (batch) {
     /* the outbox row before the job row: the dispatcher's lock order */
-    if (!(res = db_req_exec(req, db, sql_attempt, 2, params)))
+    if (!(res = db_err_exec(db, err, sql_attempt, 2, params)))
       goto fail;
     if (PQntuples(res) == 1) {
       attempt = (int)strtol(PQgetvalue(res, 0, 0), NULL, 10);
       snprintf(seen, sizeof(seen), "%s", PQgetvalue(res, 0, 1));
-      withdrawn = db_batch_withdraw_create(db, id, attempt, err, sizeof(err));
+      withdrawn = db_batch_withdraw_create(db, id, attempt, why, sizeof(why));
       if (withdrawn < 0) {
-        db_fail(req, GG_UNAVAILABLE);
+        db_fail(err, GG_UNAVAILABLE);
         goto fail;
       }
     }
     PQclear(res);
     res = NULL;
   }
-  if (!(res = db_req_exec(req, db, sql_lock_job, 2, params)))
+  if (!(res = db_err_exec(db, err, sql_lock_job, 2, params)))
     goto fail;
   if (PQntuples(res) == 0) {
-    problem_fail(req, GG_NOT_FOUND, "Job \"%s\" was not found.", id);
+    err_fail(err, GG_NOT_FOUND, "Job \"%s\" was not found.", id);
     goto fail;
   }
   snprintf(state, sizeof(state), "%s", PQgetvalue(res, 0, 0));
@@ -568,35 +564,35 @@ again:
   if (finished(state)) {
     /* idempotent: nothing to do */
   } else if (batch && !withdrawn && strcmp(state, "PENDING") != 0) {
-    if (!(res = db_req_exec(req, db, sql_cancel_requested, 2, params)))
+    if (!(res = db_err_exec(db, err, sql_cancel_requested, 2, params)))
       goto fail;
     PQclear(res);
     res = NULL;
-    if (db_batch_request_cancel(db, id, err, sizeof(err))) {
-      db_fail(req, GG_UNAVAILABLE);
+    if (db_batch_request_cancel(db, id, why, sizeof(why))) {
+      db_fail(err, GG_UNAVAILABLE);
       goto fail;
     }
   } else {
-    if (!(res = db_req_exec(req, db, sql_cancel, 2, params)))
+    if (!(res = db_err_exec(db, err, sql_cancel, 2, params)))
       goto fail;
     PQclear(res);
-    if (!(res = db_req_exec(req, db, sql_event_cancel, 4, params)))
+    if (!(res = db_err_exec(db, err, sql_event_cancel, 4, params)))
       goto fail;
     PQclear(res);
     params[0] = "cancel";
-    if (!(res = db_req_exec(req, db, sql_notify, 1, params)))
+    if (!(res = db_err_exec(db, err, sql_notify, 1, params)))
       goto fail;
     PQclear(res);
     res = NULL;
     params[0] = team;
   }
-  if (!(res = db_req_exec(req, db, sql_get, 2, params)))
+  if (!(res = db_err_exec(db, err, sql_get, 2, params)))
     goto fail;
   *out = render(res, 0);
   PQclear(res);
   res = NULL;
   if ((code = db_commit(db)) != GG_OK) {
-    db_fail(req, code);
+    db_fail(err, code);
     goto fail;
   }
   return GG_OK;
@@ -605,7 +601,7 @@ fail:
   db_rollback(db);
   json_decref(*out);
   *out = NULL;
-  return req->code ? req->code : GG_INTERNAL;
+  return err->code ? err->code : GG_INTERNAL;
 }
 
 static const char sql_wake[] =
@@ -638,12 +634,11 @@ static const char sql_find_team[] =
 static const char sql_find_all[] =
     JOB_SELECT "WHERE ($1::text IS NULL OR j.team = $1) " FIND_FILTERS;
 
-enum gg_code db_job_find(struct gg_req *req, const char *team,
-                         const char *team_filter, const struct db_job_filter *f,
-                         const char *name_part, json_t **items,
-                         int64_t *next_seq)
+enum gg_code db_job_find(struct db_conn *db, struct gg_err *err,
+                         const char *team, const char *team_filter,
+                         const struct db_job_filter *f, const char *name_part,
+                         json_t **items, int64_t *next_seq)
 {
-  struct db_conn *db = req_db(req);
   char after[24], lim[16];
   const char *params[8];
   PGresult *res;
@@ -652,7 +647,7 @@ enum gg_code db_job_find(struct gg_req *req, const char *team,
   *items = NULL;
   *next_seq = 0;
   if (!db)
-    return db_fail(req, GG_UNAVAILABLE);
+    return db_fail(err, GG_UNAVAILABLE);
   snprintf(after, sizeof(after), "%lld", (long long)f->after_seq);
   snprintf(lim, sizeof(lim), "%d", f->limit + 1);
   params[0] = team ? team : team_filter;
@@ -663,9 +658,9 @@ enum gg_code db_job_find(struct gg_req *req, const char *team,
   params[5] = after;
   params[6] = lim;
   params[7] = name_part;
-  res = db_req_exec(req, db, team ? sql_find_team : sql_find_all, 8, params);
+  res = db_err_exec(db, err, team ? sql_find_team : sql_find_all, 8, params);
   if (!res)
-    return req->code;
+    return err->code;
   rows = PQntuples(res);
   *items = json_array();
   for (i = 0; i < rows && i < f->limit; i++)
@@ -681,12 +676,12 @@ static const char sql_summary[] =
     "SELECT queue, state, count(*), coalesce(sum(gpu), 0) FROM jobs "
     "WHERE team = $1 GROUP BY queue, state ORDER BY queue, state";
 
-enum gg_code db_job_summary(struct gg_req *req, const char *team, json_t **out)
+enum gg_code db_job_summary(struct db_conn *db, struct gg_err *err,
+                            const char *team, json_t **out)
 {
   static const char *const all[] = {"PENDING", "ADMITTED", "QUEUED",
                                     "RUNNING", "EVICTING", "SUCCEEDED",
                                     "FAILED",  "CANCELLED"};
-  struct db_conn *db = req_db(req);
   const char *params[1] = {team};
   json_t *counts, *totals;
   PGresult *res;
@@ -695,9 +690,9 @@ enum gg_code db_job_summary(struct gg_req *req, const char *team, json_t **out)
 
   *out = NULL;
   if (!db)
-    return db_fail(req, GG_UNAVAILABLE);
-  if (!(res = db_req_exec(req, db, sql_summary, 1, params)))
-    return req->code;
+    return db_fail(err, GG_UNAVAILABLE);
+  if (!(res = db_err_exec(db, err, sql_summary, 1, params)))
+    return err->code;
   counts = json_array();
   totals = json_object();
   for (i = 0; i < sizeof(all) / sizeof(all[0]); i++)
@@ -723,5 +718,5 @@ enum gg_code db_job_summary(struct gg_req *req, const char *team, json_t **out)
   PQclear(res);
   *out = json_pack("{s:s, s:o, s:o}", "team", team, "counts", counts, "totals",
                    totals);
-  return *out ? GG_OK : db_fail(req, GG_INTERNAL);
+  return *out ? GG_OK : db_fail(err, GG_INTERNAL);
 }

@@ -13,18 +13,26 @@
 #include <stdint.h>
 
 #include "db/job_target.h"
-#include "server/req.h"
+#include "lib/err.h"
+
+struct db_conn;
 
 /*
- * Resolve queue and priority class (NULL: the default class) for team,
- * from the per-process cache (db/targets.h) when use_cache, else (or on a
- * miss) from the database. Records 422 field errors ("queue",
- * "priority_class") when they do not exist. Free with
- * db_job_target_free().
+ * Resolve queue and priority class (NULL: the default class) for team from
+ * the per-process cache (db/targets.h): true on a hit, with t filled and
+ * t->cached set. Free t with db_job_target_free() either way.
  */
-enum gg_code db_job_target(struct gg_req *req, const char *team,
-                           const char *queue, const char *priority_class,
-                           bool use_cache, struct db_job_target *t);
+bool db_job_target_cached(const char *team, const char *queue,
+                          const char *priority_class, struct db_job_target *t);
+
+/*
+ * The same from the database (db unreachable when NULL). Records 422 field
+ * errors ("queue", "priority_class") in err when they do not exist. Free
+ * with db_job_target_free().
+ */
+enum gg_code db_job_target(struct db_conn *db, struct gg_err *err,
+                           const char *team, const char *queue,
+                           const char *priority_class, struct db_job_target *t);
 
 /* A validated submission ready to store. */
 struct db_job_new {
@@ -35,6 +43,7 @@ struct db_job_new {
   json_t *labels;     /* borrowed: object of strings */
   int64_t request[3]; /* gpu, cpu_milli, memory_mib (whole job) */
   int64_t max_run_duration_s;
+  const char *actor; /* who submits, for the first event; may be NULL */
 };
 
 /* Outcome of an Idempotency-Key. */
@@ -69,7 +78,8 @@ void db_submit_result_free(struct db_submit_result *r);
  * without a key, two with one. *out says what happened (free with
  * db_submit_result_free); the return is GG_OK unless the database failed.
  */
-enum gg_code db_job_submit(struct gg_req *req, const struct db_job_new *j,
+enum gg_code db_job_submit(struct db_conn *db, struct gg_err *err,
+                           const struct db_job_new *j,
                            const struct db_job_target *t, const char *idem_key,
                            const char *idem_hash, struct db_submit_result *out);
 
@@ -82,13 +92,15 @@ int db_wake_admission(PGconn *pg, char *err, size_t errlen);
  * without claiming it: out->idem is NEW when the key is unused or
  * expired. For requests that fail before they are stored.
  */
-enum gg_code db_idem_read(struct gg_req *req, const char *team, const char *key,
-                          const char *hash, struct db_submit_result *out);
+enum gg_code db_idem_read(struct db_conn *db, struct gg_err *err,
+                          const char *team, const char *key, const char *hash,
+                          struct db_submit_result *out);
 
 /* One job of team as the API shows it, as JSON text (GG_JSON_DUMP) in
  * *text (free() it) of *len bytes; 404 when absent. */
-enum gg_code db_job_get(struct gg_req *req, const char *team, const char *id,
-                        char **text, size_t *len);
+enum gg_code db_job_get(struct db_conn *db, struct gg_err *err,
+                        const char *team, const char *id, char **text,
+                        size_t *len);
 
 /* Filters of a job list; NULL fields do not filter. */
 struct db_job_filter {
@@ -104,26 +116,29 @@ struct db_job_filter {
  * A page of team's jobs, newest first. *items is a new array; *next_seq
  * the cursor of the next page or 0.
  */
-enum gg_code db_job_list(struct gg_req *req, const char *team,
-                         const struct db_job_filter *f, json_t **items,
-                         int64_t *next_seq);
+enum gg_code db_job_list(struct db_conn *db, struct gg_err *err,
+                         const char *team, const struct db_job_filter *f,
+                         json_t **items, int64_t *next_seq);
 
 /*
  * Cancel a job (idempotent: a finished job is returned as it is). Without
- * a Batch backend an admitted job is cancelled at once.
+ * a Batch backend (batch false) an admitted job is cancelled at once. actor
+ * (may be NULL) is who cancels, for the event.
  */
-enum gg_code db_job_cancel(struct gg_req *req, const char *team, const char *id,
+enum gg_code db_job_cancel(struct db_conn *db, struct gg_err *err, bool batch,
+                           const char *actor, const char *team, const char *id,
                            json_t **out);
 
 /* The state history of a job, oldest first, paged by event id. */
-enum gg_code db_job_events(struct gg_req *req, const char *team, const char *id,
-                           int64_t after, int limit, json_t **items,
-                           int64_t *next);
+enum gg_code db_job_events(struct db_conn *db, struct gg_err *err,
+                           const char *team, const char *id, int64_t after,
+                           int limit, json_t **items, int64_t *next);
 
 /* Pending jobs of a team queue in admission order with positions. */
-enum gg_code db_queue_pending(struct gg_req *req, const char *team,
-                              const char *queue, int64_t after, int limit,
-                              json_t **items, int64_t *next);
+enum gg_code db_queue_pending(struct db_conn *db, struct gg_err *err,
+                              const char *team, const char *queue,
+                              int64_t after, int limit, json_t **items,
+                              int64_t *next);
 
 /*
  * A page of jobs newest first, like db_job_list, with two more filters:
@@ -131,10 +146,10 @@ enum gg_code db_queue_pending(struct gg_req *req, const char *team,
  * NULL — every team (callers allow that to admins only; team_filter then
  * optionally narrows to one team). *items is a new array.
  */
-enum gg_code db_job_find(struct gg_req *req, const char *team,
-                         const char *team_filter, const struct db_job_filter *f,
-                         const char *name_part, json_t **items,
-                         int64_t *next_seq);
+enum gg_code db_job_find(struct db_conn *db, struct gg_err *err,
+                         const char *team, const char *team_filter,
+                         const struct db_job_filter *f, const char *name_part,
+                         json_t **items, int64_t *next_seq);
 
 /*
  * Job counts and GPU sums of team by state and queue:
@@ -142,6 +157,7 @@ enum gg_code db_job_find(struct gg_req *req, const char *team,
  *         "totals": {STATE: {"jobs", "gpus"}}} (new reference). Answered
  * from the (team, state, queue) index, never from other teams' rows.
  */
-enum gg_code db_job_summary(struct gg_req *req, const char *team, json_t **out);
+enum gg_code db_job_summary(struct db_conn *db, struct gg_err *err,
+                            const char *team, json_t **out);
 
 #endif

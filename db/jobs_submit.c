@@ -15,7 +15,7 @@
 #include "db/jobs.h"
 #include "db/jobs_internal.h"
 #include "db/targets.h"
-#include "server/problem.h"
+#include "lib/jsonx.h"
 
 /* ---- submission -------------------------------------------------------- */
 
@@ -48,28 +48,30 @@ void db_job_target_free(struct db_job_target *t)
   memset(t, 0, sizeof(*t));
 }
 
-enum gg_code db_job_target(struct gg_req *req, const char *team,
-                           const char *queue, const char *priority_class,
-                           bool use_cache, struct db_job_target *t)
+bool db_job_target_cached(const char *team, const char *queue,
+                          const char *priority_class, struct db_job_target *t)
 {
-  struct db_conn *db;
+  memset(t, 0, sizeof(*t));
+  t->cached = db_targets_get(team, queue, priority_class, t);
+  return t->cached;
+}
+
+enum gg_code db_job_target(struct db_conn *db, struct gg_err *err,
+                           const char *team, const char *queue,
+                           const char *priority_class, struct db_job_target *t)
+{
   const char *params[3] = {team, queue, priority_class ? priority_class : ""};
   uint64_t generation;
   PGresult *res;
 
   memset(t, 0, sizeof(*t));
-  if (use_cache && db_targets_get(team, queue, priority_class, t)) {
-    t->cached = true;
-    return GG_OK;
-  }
   generation = db_targets_generation();
-  db = req_db(req);
   if (!db)
-    return db_fail(req, GG_UNAVAILABLE);
-  if (!(res = db_req_exec(req, db, sql_target, 3, params)))
-    return req->code;
+    return db_fail(err, GG_UNAVAILABLE);
+  if (!(res = db_err_exec(db, err, sql_target, 3, params)))
+    return err->code;
   if (PQgetisnull(res, 0, 0))
-    problem_field(req, "queue", "team \"%s\" has no queue \"%s\"", team, queue);
+    err_field(err, "queue", "team \"%s\" has no queue \"%s\"", team, queue);
   else {
     snprintf(t->cluster_queue, sizeof(t->cluster_queue), "%s",
              PQgetvalue(res, 0, 0));
@@ -79,11 +81,11 @@ enum gg_code db_job_target(struct gg_req *req, const char *team,
   }
   if (PQgetisnull(res, 0, 4)) {
     if (priority_class)
-      problem_field(req, "priority_class",
-                    "priority class \"%s\" does not exist", priority_class);
+      err_field(err, "priority_class", "priority class \"%s\" does not exist",
+                priority_class);
     else
-      problem_field(req, "priority_class",
-                    "is required: no priority class is the default");
+      err_field(err, "priority_class",
+                "is required: no priority class is the default");
   } else {
     snprintf(t->priority_class, sizeof(t->priority_class), "%s",
              PQgetvalue(res, 0, 4));
@@ -92,14 +94,14 @@ enum gg_code db_job_target(struct gg_req *req, const char *team,
   }
   t->config_version = strtoll(PQgetvalue(res, 0, 7), NULL, 10);
   PQclear(res);
-  if (!problem_nfields(req) && (!t->cq_spec || !t->flavors || !t->cohort_cqs))
-    db_fail(req, GG_INTERNAL);
-  if (req->code != GG_OK || problem_nfields(req)) {
+  if (!err_nfields(err) && (!t->cq_spec || !t->flavors || !t->cohort_cqs))
+    db_fail(err, GG_INTERNAL);
+  if (err->code != GG_OK || err_nfields(err)) {
     db_job_target_free(t);
-    if (req->code == GG_OK)
-      problem_fail(req, GG_UNPROCESSABLE,
-                   "The job refers to objects that do not exist.");
-    return req->code;
+    if (err->code == GG_OK)
+      err_fail(err, GG_UNPROCESSABLE,
+               "The job refers to objects that do not exist.");
+    return err->code;
   }
   db_targets_put(team, queue, priority_class, generation, t);
   return GG_OK;
@@ -240,12 +242,12 @@ static void idem_seen(const PGresult *res, int row, int col, const char *hash,
   }
 }
 
-enum gg_code db_job_submit(struct gg_req *req, const struct db_job_new *j,
+enum gg_code db_job_submit(struct db_conn *db, struct gg_err *err,
+                           const struct db_job_new *j,
                            const struct db_job_target *t, const char *idem_key,
                            const char *idem_hash, struct db_submit_result *out)
 {
   static const char *const none[1] = {NULL};
-  struct db_conn *db = req_db(req);
   char id[32], prio[16], request[80], maxrun[24], version[24], location[160];
   char *spec = NULL, *labels = NULL, *locations = NULL;
   json_t *locs = json_object_get(j->spec, "locations");
@@ -258,7 +260,7 @@ enum gg_code db_job_submit(struct gg_req *req, const struct db_job_new *j,
 
   memset(out, 0, sizeof(*out));
   if (!db)
-    return db_fail(req, GG_UNAVAILABLE);
+    return db_fail(err, GG_UNAVAILABLE);
   new_id(id);
   snprintf(prio, sizeof(prio), "%d", (int)t->priority);
   snprintf(request, sizeof(request), "{%lld,%lld,%lld}",
@@ -270,7 +272,7 @@ enum gg_code db_job_submit(struct gg_req *req, const struct db_job_new *j,
   labels = json_dumps(j->labels, GG_JSON_DUMP);
   locations = locs ? json_dumps(locs, GG_JSON_DUMP) : NULL;
   if (!spec || !labels || (locs && !locations)) {
-    db_fail(req, GG_INTERNAL);
+    db_fail(err, GG_INTERNAL);
     goto out;
   }
   params[0] = id;
@@ -287,7 +289,7 @@ enum gg_code db_job_submit(struct gg_req *req, const struct db_job_new *j,
   params[11] = spec;
   params[12] = version;
   params[13] = locations; /* as (spec -> 'locations')::text: the same dump */
-  params[14] = req_actor(req);
+  params[14] = j->actor;
   params[15] = idem_key;
   params[16] = idem_hash;
 
@@ -300,7 +302,7 @@ enum gg_code db_job_submit(struct gg_req *req, const struct db_job_new *j,
                  : db_pipeline(db, 1, &plain, res + 1);
   }
   if (code != GG_OK) {
-    db_fail(req, code);
+    db_fail(err, code);
     goto fail;
   }
   row = res[1];
@@ -319,7 +321,7 @@ enum gg_code db_job_submit(struct gg_req *req, const struct db_job_new *j,
   /* the reply, with the spec as it was dumped for the INSERT */
   out->text = db_job_render_text_spec(row, 0, spec, &out->text_len);
   if (!out->text) {
-    db_fail(req, GG_INTERNAL);
+    db_fail(err, GG_INTERNAL);
     goto fail;
   }
   if (!in_tx)
@@ -333,7 +335,7 @@ enum gg_code db_job_submit(struct gg_req *req, const struct db_job_new *j,
     code = db_pipeline(db, 2, st, res + 2);
   }
   if (code != GG_OK) {
-    db_fail(req, code);
+    db_fail(err, code);
     goto fail;
   }
   goto out;
@@ -349,7 +351,7 @@ out:
   free(spec);
   free(labels);
   free(locations);
-  return req->code;
+  return err->code;
 }
 
 /* ---- idempotency ------------------------------------------------------ */
@@ -360,19 +362,19 @@ static const char sql_idem_read[] =
     "FROM idempotency_keys k WHERE k.team = $1 AND k.key = $2 "
     "AND NOT " IDEM_EXPIRED;
 
-enum gg_code db_idem_read(struct gg_req *req, const char *team, const char *key,
-                          const char *hash, struct db_submit_result *out)
+enum gg_code db_idem_read(struct db_conn *db, struct gg_err *err,
+                          const char *team, const char *key, const char *hash,
+                          struct db_submit_result *out)
 {
-  struct db_conn *db = req_db(req);
   const char *params[2] = {team, key};
   PGresult *res;
 
   memset(out, 0, sizeof(*out));
   out->idem = DB_IDEM_NEW;
   if (!db)
-    return db_fail(req, GG_UNAVAILABLE);
-  if (!(res = db_req_exec(req, db, sql_idem_read, 2, params)))
-    return req->code;
+    return db_fail(err, GG_UNAVAILABLE);
+  if (!(res = db_err_exec(db, err, sql_idem_read, 2, params)))
+    return err->code;
   if (PQntuples(res) == 1)
     idem_seen(res, 0, 0, hash, out);
   PQclear(res);

@@ -11,7 +11,6 @@
 #include "db/db.h"
 #include "db/month_close.h"
 #include "lib/jsonx.h"
-#include "server/problem.h"
 
 #define TS_FMT "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'"
 
@@ -188,23 +187,25 @@ oom:
   return NULL;
 }
 
-enum gg_code db_months_list(struct gg_req *req, const char *month, json_t **out)
+enum gg_code db_months_list(struct db_conn *db, struct gg_err *err,
+                            const char *month, json_t **out)
 {
   const char *params[1] = {month};
   PGresult *res;
 
   *out = NULL;
-  if (!(res = db_req_exec(req, req_db(req), sql_list, 1, params)))
-    return req->code;
+  if (!(res = db_err_exec(db, err, sql_list, 1, params)))
+    return err->code;
   *out = months_json(res);
   PQclear(res);
   if (!*out)
-    return problem_fail(req, GG_INTERNAL, "Out of memory.");
+    return err_fail(err, GG_INTERNAL, "Out of memory.");
   return GG_OK;
 }
 
-enum gg_code db_month_close(struct gg_req *req, const char *month,
-                            const char *closed_by, json_t **out)
+enum gg_code db_month_close(struct db_conn *db, struct gg_err *err,
+                            const char *month, const char *closed_by,
+                            json_t **out)
 {
   const char *params[2] = {month, closed_by};
   PGresult *res;
@@ -212,28 +213,28 @@ enum gg_code db_month_close(struct gg_req *req, const char *month,
   int rows;
 
   *out = NULL;
-  if (!(res = db_req_exec(req, req_db(req), sql_close, 2, params)))
-    return req->code;
+  if (!(res = db_err_exec(db, err, sql_close, 2, params)))
+    return err->code;
   rows = PQntuples(res);
   PQclear(res);
   if (rows == 0)
-    return problem_fail(req, GG_CONFLICT,
-                        "The month \"%s\" is closed already; rows that "
-                        "arrive for it are posted as corrections to the "
-                        "first open month.",
-                        month);
-  if (db_months_list(req, month, &list) != GG_OK)
-    return req->code;
+    return err_fail(err, GG_CONFLICT,
+                    "The month \"%s\" is closed already; rows that "
+                    "arrive for it are posted as corrections to the "
+                    "first open month.",
+                    month);
+  if (db_months_list(db, err, month, &list) != GG_OK)
+    return err->code;
   *out = json_incref(json_array_get(list, 0));
   json_decref(list);
   if (!*out)
-    return problem_fail(req, GG_INTERNAL, "The closed month vanished.");
+    return err_fail(err, GG_INTERNAL, "The closed month vanished.");
   return GG_OK;
 }
 
-enum gg_code db_costs_freshness(struct gg_req *req, const char *from,
-                                const char *to, json_t **data_through,
-                                json_t **months)
+enum gg_code db_costs_freshness(struct db_conn *db, struct gg_err *err,
+                                const char *from, const char *to,
+                                json_t **data_through, json_t **months)
 {
   const char *params[2] = {from, to};
   PGresult *res;
@@ -241,8 +242,8 @@ enum gg_code db_costs_freshness(struct gg_req *req, const char *from,
 
   *data_through = NULL;
   *months = NULL;
-  if (!(res = db_req_exec(req, req_db(req), sql_fresh, 2, params)))
-    return req->code;
+  if (!(res = db_err_exec(db, err, sql_fresh, 2, params)))
+    return err->code;
   rows = PQntuples(res);
   *months = json_array();
   *data_through = rows > 0 ? text_or_null(res, 0, 2) : json_null();
@@ -259,7 +260,7 @@ enum gg_code db_costs_freshness(struct gg_req *req, const char *from,
     json_decref(*months);
     json_decref(*data_through);
     *months = *data_through = NULL;
-    return problem_fail(req, GG_INTERNAL, "Out of memory.");
+    return err_fail(err, GG_INTERNAL, "Out of memory.");
   }
   return GG_OK;
 }

@@ -8,7 +8,9 @@
 
 #include <jansson.h>
 
-#include "server/req.h"
+#include "lib/err.h"
+
+struct db_conn;
 
 /*
  * Close month ("YYYY-MM", valid) on behalf of closed_by, recording when
@@ -18,8 +20,9 @@
  * db_months_list shows it. GG_CONFLICT (recorded on req) when it is closed
  * already; other failures recorded on req.
  */
-enum gg_code db_month_close(struct gg_req *req, const char *month,
-                            const char *closed_by, json_t **out);
+enum gg_code db_month_close(struct db_conn *db, struct gg_err *err,
+                            const char *month, const char *closed_by,
+                            json_t **out);
 
 /*
  * Every month that has costs or is closed, ascending: [{"month", "state",
@@ -30,8 +33,8 @@ enum gg_code db_month_close(struct gg_req *req, const char *month,
  * corrections the part of total posted there for closed months. month
  * NULL: all; else only that one. *out is a new reference.
  */
-enum gg_code db_months_list(struct gg_req *req, const char *month,
-                            json_t **out);
+enum gg_code db_months_list(struct db_conn *db, struct gg_err *err,
+                            const char *month, json_t **out);
 
 /*
  * The freshness of a report over the days from..to (valid YYYY-MM-DD):
@@ -41,8 +44,8 @@ enum gg_code db_months_list(struct gg_req *req, const char *month,
  * close, so that the report keeps its bytes; *months [{"month", "closed"}]
  * for each month from..to covers. Both new references.
  */
-enum gg_code db_costs_freshness(struct gg_req *req, const char *from,
-                                const char *to, json_t **data_through,
-                                json_t **months);
+enum gg_code db_costs_freshness(struct db_conn *db, struct gg_err *err,
+                                const char *from, const char *to,
+                                json_t **data_through, json_t **months);
 
 #endif

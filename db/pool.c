@@ -13,7 +13,6 @@
 
 #include "db/db.h"
 #include "lib/log.h"
-#include "server/problem.h"
 
 struct db_pool {
   pthread_mutex_t lock;
@@ -410,29 +409,29 @@ PGresult *db_exec(struct db_conn *c, const char *sql, int nparams,
   return succeeded(c, execute(c, sql, nparams, params), code);
 }
 
-enum gg_code db_fail(struct gg_req *req, enum gg_code code)
+enum gg_code db_fail(struct gg_err *err, enum gg_code code)
 {
   if (code == GG_UNAVAILABLE)
-    return problem_fail(req, code, "The database is not reachable.");
+    return err_fail(err, code, "The database is not reachable.");
   if (code == GG_CONFLICT)
-    return problem_fail(req, code,
-                        "A concurrent change conflicted; retry the request.");
-  return problem_fail(req, GG_INTERNAL, "The request could not be completed.");
+    return err_fail(err, code,
+                    "A concurrent change conflicted; retry the request.");
+  return err_fail(err, GG_INTERNAL, "The request could not be completed.");
 }
 
-PGresult *db_req_exec(struct gg_req *req, struct db_conn *c, const char *sql,
+PGresult *db_err_exec(struct db_conn *c, struct gg_err *err, const char *sql,
                       int nparams, const char *const *params)
 {
   enum gg_code code;
   PGresult *res;
 
   if (!c) {
-    db_fail(req, GG_UNAVAILABLE);
+    db_fail(err, GG_UNAVAILABLE);
     return NULL;
   }
   res = db_exec(c, sql, nparams, params, &code);
   if (!res)
-    db_fail(req, code);
+    db_fail(err, code);
   return res;
 }
 

@@ -10,7 +10,6 @@
 
 #include "db/prices.h"
 #include "db/targets.h"
-#include "server/problem.h"
 
 static const char sql_load[] =
     "SELECT coalesce(array_agg(name ORDER BY name), '{}')::text, "
@@ -22,7 +21,7 @@ static bool loaded;
 static uint64_t loaded_gen; /* db_targets_generation() it was read at */
 static char *names, *prices;
 
-static int copy_out(struct gg_req *req, const char *n, const char *p,
+static int copy_out(struct gg_err *err, const char *n, const char *p,
                     struct db_prices *out)
 {
   out->names = strdup(n);
@@ -30,11 +29,11 @@ static int copy_out(struct gg_req *req, const char *n, const char *p,
   if (out->names && out->prices)
     return 0;
   db_prices_free(out);
-  problem_fail(req, GG_INTERNAL, "Out of memory.");
+  err_fail(err, GG_INTERNAL, "Out of memory.");
   return -1;
 }
 
-int db_prices_get(struct gg_req *req, struct db_conn *db, struct db_prices *out)
+int db_prices_get(struct db_conn *db, struct gg_err *err, struct db_prices *out)
 {
   uint64_t gen = db_targets_generation();
   PGresult *res;
@@ -45,14 +44,14 @@ int db_prices_get(struct gg_req *req, struct db_conn *db, struct db_prices *out)
   pthread_mutex_lock(&lock);
   hit = loaded && loaded_gen == gen;
   if (hit)
-    rc = copy_out(req, names, prices, out);
+    rc = copy_out(err, names, prices, out);
   pthread_mutex_unlock(&lock);
   if (hit)
     return rc;
   /* read after the generation: a flush that follows it is seen next time */
-  if (!(res = db_req_exec(req, db, sql_load, 0, NULL)))
+  if (!(res = db_err_exec(db, err, sql_load, 0, NULL)))
     return -1;
-  rc = copy_out(req, PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 1), out);
+  rc = copy_out(err, PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 1), out);
   if (rc == 0) {
     pthread_mutex_lock(&lock);
     if (!loaded || loaded_gen != gen) {

@@ -30,7 +30,7 @@ struct db_prices {
  * db_prices_free), loading them on db when the copy is stale. 0, or -1
  * with the request's problem recorded (db_fail) or out of memory.
  */
-int db_prices_get(struct gg_req *req, struct db_conn *db,
+int db_prices_get(struct db_conn *db, struct gg_err *err,
                   struct db_prices *out);
 
 void db_prices_free(struct db_prices *p);

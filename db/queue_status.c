@@ -7,7 +7,6 @@
 
 #include "db/db.h"
 #include "db/queue_status.h"
-#include "server/problem.h"
 
 /* as the admission leader last published them (0007's admission_counts):
  * a handful of rows, never a count of the jobs */
@@ -19,26 +18,26 @@ static const char sql_counts_cq[] =
     "SELECT coalesce(sum(pending), 0), coalesce(sum(admitted), 0) "
     "FROM admission_counts WHERE cluster_queue = $1";
 
-enum gg_code db_job_counts(struct gg_req *req, const char *team,
-                           const char *queue_or_cq, json_t **out)
+enum gg_code db_job_counts(struct db_conn *db, struct gg_err *err,
+                           const char *team, const char *queue_or_cq,
+                           json_t **out)
 {
-  struct db_conn *db = req_db(req);
   const char *params[2];
   PGresult *res;
 
   *out = NULL;
   if (!db)
-    return db_fail(req, GG_UNAVAILABLE);
+    return db_fail(err, GG_UNAVAILABLE);
   if (team) {
     params[0] = team;
     params[1] = queue_or_cq;
-    res = db_req_exec(req, db, sql_counts_queue, 2, params);
+    res = db_err_exec(db, err, sql_counts_queue, 2, params);
   } else {
     params[0] = queue_or_cq;
-    res = db_req_exec(req, db, sql_counts_cq, 1, params);
+    res = db_err_exec(db, err, sql_counts_cq, 1, params);
   }
   if (!res)
-    return req->code;
+    return err->code;
   *out = json_pack("{s:I, s:I}", "pending",
                    (json_int_t)strtoll(PQgetvalue(res, 0, 0), NULL, 10),
                    "admitted",
@@ -64,32 +63,31 @@ static const char sql_cohort_pool[] =
     "json_each(f->'resources') r WHERE c.cohort = $1 "
     "GROUP BY 1, 2) x GROUP BY flavor) y";
 
-enum gg_code db_cq_usage(struct gg_req *req, const char *cq, const char *cohort,
-                         json_t **usage, json_t **pool)
+enum gg_code db_cq_usage(struct db_conn *db, struct gg_err *err, const char *cq,
+                         const char *cohort, json_t **usage, json_t **pool)
 {
-  struct db_conn *db = req_db(req);
   const char *params[1] = {cq};
   PGresult *res;
 
   *usage = NULL;
   *pool = NULL;
   if (!db)
-    return db_fail(req, GG_UNAVAILABLE);
-  if (!(res = db_req_exec(req, db, sql_cq_usage, 1, params)))
-    return req->code;
+    return db_fail(err, GG_UNAVAILABLE);
+  if (!(res = db_err_exec(db, err, sql_cq_usage, 1, params)))
+    return err->code;
   *usage = json_loads(PQgetvalue(res, 0, 0), 0, NULL);
   PQclear(res);
   if (!cohort) {
     *pool = json_object();
-    return *usage ? GG_OK : db_fail(req, GG_INTERNAL);
+    return *usage ? GG_OK : db_fail(err, GG_INTERNAL);
   }
   params[0] = cohort;
-  if (!(res = db_req_exec(req, db, sql_cohort_pool, 1, params))) {
+  if (!(res = db_err_exec(db, err, sql_cohort_pool, 1, params))) {
     json_decref(*usage);
     *usage = NULL;
-    return req->code;
+    return err->code;
   }
   *pool = json_loads(PQgetvalue(res, 0, 0), 0, NULL);
   PQclear(res);
-  return *usage && *pool ? GG_OK : db_fail(req, GG_INTERNAL);
+  return *usage && *pool ? GG_OK : db_fail(err, GG_INTERNAL);
 }

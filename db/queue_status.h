@@ -6,12 +6,15 @@
 
 #include <jansson.h>
 
-#include "server/req.h"
+#include "lib/err.h"
+
+struct db_conn;
 
 /* Per-(team, queue) and per-CQ pending and admitted counts as
  * {"pending": n, "admitted": n}; team NULL → by cluster queue. */
-enum gg_code db_job_counts(struct gg_req *req, const char *team,
-                           const char *queue_or_cq, json_t **out);
+enum gg_code db_job_counts(struct db_conn *db, struct gg_err *err,
+                           const char *team, const char *queue_or_cq,
+                           json_t **out);
 
 /*
  * A cluster queue's usage and its cohort's lendable pool:
@@ -20,7 +23,7 @@ enum gg_code db_job_counts(struct gg_req *req, const char *team,
  * cluster queues (lending_limit, else nominal), or an empty object without
  * a cohort. Both new references.
  */
-enum gg_code db_cq_usage(struct gg_req *req, const char *cq, const char *cohort,
-                         json_t **usage, json_t **pool);
+enum gg_code db_cq_usage(struct db_conn *db, struct gg_err *err, const char *cq,
+                         const char *cohort, json_t **usage, json_t **pool);
 
 #endif

@@ -83,17 +83,16 @@ static const char sql_session_refreshed[] =
 static const char sql_session_delete[] =
     "DELETE FROM sessions WHERE id_hash = $1 OR expires_at < now()";
 
-static enum gg_code run(struct gg_req *req, const char *sql, int n,
-                        const char *const *params, PGresult **out)
+static enum gg_code run(struct db_conn *db, struct gg_err *err, const char *sql,
+                        int n, const char *const *params, PGresult **out)
 {
-  struct db_conn *db = req_db(req);
   PGresult *res;
 
   if (!db)
-    return db_fail(req, GG_UNAVAILABLE);
-  res = db_req_exec(req, db, sql, n, params);
+    return db_fail(err, GG_UNAVAILABLE);
+  res = db_err_exec(db, err, sql, n, params);
   if (!res)
-    return req->code;
+    return err->code;
   if (out)
     *out = res;
   else
@@ -101,9 +100,9 @@ static enum gg_code run(struct gg_req *req, const char *sql, int n,
   return GG_OK;
 }
 
-enum gg_code db_flow_put(struct gg_req *req, const char *state,
-                         const char *nonce, const char *verifier,
-                         const char *flow_hash)
+enum gg_code db_flow_put(struct db_conn *db, struct gg_err *err,
+                         const char *state, const char *nonce,
+                         const char *verifier, const char *flow_hash)
 {
   char ttl[16], max[16];
   const char *params[6] = {state, nonce, verifier, ttl, flow_hash, max};
@@ -112,16 +111,16 @@ enum gg_code db_flow_put(struct gg_req *req, const char *state,
 
   snprintf(ttl, sizeof(ttl), "%d", DB_FLOW_TTL_S);
   snprintf(max, sizeof(max), "%d", DB_FLOWS_MAX);
-  if ((code = run(req, sql_flow_put, 6, params, &res)) != GG_OK)
+  if ((code = run(db, err, sql_flow_put, 6, params, &res)) != GG_OK)
     return code;
   code = strtol(PQcmdTuples(res), NULL, 10) == 1 ? GG_OK : GG_UNAVAILABLE;
   PQclear(res);
   return code;
 }
 
-enum gg_code db_flow_take(struct gg_req *req, const char *state,
-                          const char *flow_hash, char *nonce, size_t nonce_len,
-                          char *verifier, size_t verifier_len)
+enum gg_code db_flow_take(struct db_conn *db, struct gg_err *err,
+                          const char *state, const char *flow_hash, char *nonce,
+                          size_t nonce_len, char *verifier, size_t verifier_len)
 {
   char ttl[16];
   const char *params[3] = {state, ttl, flow_hash};
@@ -129,7 +128,7 @@ enum gg_code db_flow_take(struct gg_req *req, const char *state,
   enum gg_code code;
 
   snprintf(ttl, sizeof(ttl), "%d", DB_FLOW_TTL_S);
-  if ((code = run(req, sql_flow_take, 3, params, &res)) != GG_OK)
+  if ((code = run(db, err, sql_flow_take, 3, params, &res)) != GG_OK)
     return code;
   if (PQntuples(res) != 1) {
     PQclear(res);
@@ -141,8 +140,9 @@ enum gg_code db_flow_take(struct gg_req *req, const char *state,
   return GG_OK;
 }
 
-enum gg_code db_session_put(struct gg_req *req, const char *id_hash,
-                            const struct db_session *s, long ttl_s)
+enum gg_code db_session_put(struct db_conn *db, struct gg_err *err,
+                            const char *id_hash, const struct db_session *s,
+                            long ttl_s)
 {
   char ttl[24], *groups = json_dumps(s->groups, JSON_COMPACT);
   const char *params[9] = {id_hash, s->issuer, s->subject, s->email,
@@ -151,15 +151,16 @@ enum gg_code db_session_put(struct gg_req *req, const char *id_hash,
   enum gg_code code;
 
   if (!groups)
-    return db_fail(req, GG_INTERNAL);
+    return db_fail(err, GG_INTERNAL);
   snprintf(ttl, sizeof(ttl), "%ld", ttl_s);
-  code = run(req, sql_session_put, 9, params, NULL);
+  code = run(db, err, sql_session_put, 9, params, NULL);
   free(groups);
   return code;
 }
 
-enum gg_code db_session_get(struct gg_req *req, const char *id_hash,
-                            long refresh_s, struct db_session *out)
+enum gg_code db_session_get(struct db_conn *db, struct gg_err *err,
+                            const char *id_hash, long refresh_s,
+                            struct db_session *out)
 {
   char every[24];
   const char *params[2] = {id_hash, every};
@@ -168,7 +169,7 @@ enum gg_code db_session_get(struct gg_req *req, const char *id_hash,
 
   memset(out, 0, sizeof(*out));
   snprintf(every, sizeof(every), "%ld", refresh_s);
-  if ((code = run(req, sql_session_get, 2, params, &res)) != GG_OK)
+  if ((code = run(db, err, sql_session_get, 2, params, &res)) != GG_OK)
     return code;
   if (PQntuples(res) != 1) {
     PQclear(res);
@@ -190,24 +191,26 @@ enum gg_code db_session_get(struct gg_req *req, const char *id_hash,
   return GG_OK;
 }
 
-enum gg_code db_session_stamp(struct gg_req *req, long long *stamp)
+enum gg_code db_session_stamp(struct db_conn *db, struct gg_err *err,
+                              long long *stamp)
 {
   PGresult *res = NULL;
   enum gg_code code;
 
-  if ((code = run(req, sql_session_stamp, 0, NULL, &res)) != GG_OK)
+  if ((code = run(db, err, sql_session_stamp, 0, NULL, &res)) != GG_OK)
     return code;
   if (PQntuples(res) != 1) {
     PQclear(res);
-    return db_fail(req, GG_INTERNAL);
+    return db_fail(err, GG_INTERNAL);
   }
   *stamp = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
   PQclear(res);
   return GG_OK;
 }
 
-enum gg_code db_session_claim_refresh(struct gg_req *req, const char *id_hash,
-                                      long refresh_s, struct db_session *out)
+enum gg_code db_session_claim_refresh(struct db_conn *db, struct gg_err *err,
+                                      const char *id_hash, long refresh_s,
+                                      struct db_session *out)
 {
   char every[24], claim[24];
   const char *params[3] = {id_hash, every, claim};
@@ -216,7 +219,7 @@ enum gg_code db_session_claim_refresh(struct gg_req *req, const char *id_hash,
 
   snprintf(every, sizeof(every), "%ld", refresh_s);
   snprintf(claim, sizeof(claim), "%d", DB_REFRESH_CLAIM_S);
-  if ((code = run(req, sql_session_claim, 3, params, &res)) != GG_OK)
+  if ((code = run(db, err, sql_session_claim, 3, params, &res)) != GG_OK)
     return code;
   if (PQntuples(res) != 1 ||
       (size_t)PQgetlength(res, 0, 0) >= sizeof(out->refresh_sealed)) {
@@ -230,7 +233,8 @@ enum gg_code db_session_claim_refresh(struct gg_req *req, const char *id_hash,
   return GG_OK;
 }
 
-enum gg_code db_session_refreshed(struct gg_req *req, const char *id_hash,
+enum gg_code db_session_refreshed(struct db_conn *db, struct gg_err *err,
+                                  const char *id_hash,
                                   const struct db_session *s)
 {
   char *groups = json_dumps(s->groups, JSON_COMPACT);
@@ -238,21 +242,23 @@ enum gg_code db_session_refreshed(struct gg_req *req, const char *id_hash,
   enum gg_code code;
 
   if (!groups)
-    return db_fail(req, GG_INTERNAL);
-  code = run(req, sql_session_refreshed, 4, params, NULL);
+    return db_fail(err, GG_INTERNAL);
+  code = run(db, err, sql_session_refreshed, 4, params, NULL);
   free(groups);
   return code;
 }
 
-enum gg_code db_session_delete(struct gg_req *req, const char *id_hash)
+enum gg_code db_session_delete(struct db_conn *db, struct gg_err *err,
+                               const char *id_hash)
 {
   const char *params[1] = {id_hash};
 
-  return run(req, sql_session_delete, 1, params, NULL);
+  return run(db, err, sql_session_delete, 1, params, NULL);
 }
 
-enum gg_code db_sessions_list(struct gg_req *req, const char *issuer,
-                              const char *subject, json_t **out)
+enum gg_code db_sessions_list(struct db_conn *db, struct gg_err *err,
+                              const char *issuer, const char *subject,
+                              json_t **out)
 {
   const char *params[2] = {issuer, subject};
   PGresult *res = NULL;
@@ -261,7 +267,7 @@ enum gg_code db_sessions_list(struct gg_req *req, const char *issuer,
   int i;
 
   *out = NULL;
-  if ((code = run(req, sql_session_list, 2, params, &res)) != GG_OK)
+  if ((code = run(db, err, sql_session_list, 2, params, &res)) != GG_OK)
     return code;
   items = json_array();
   for (i = 0; items && i < PQntuples(res); i++) {
@@ -275,38 +281,40 @@ enum gg_code db_sessions_list(struct gg_req *req, const char *issuer,
   }
   PQclear(res);
   if (!items)
-    return db_fail(req, GG_INTERNAL);
+    return db_fail(err, GG_INTERNAL);
   *out = items;
   return GG_OK;
 }
 
 /* Run a DELETE of sessions; how many rows went into *n. */
-static enum gg_code end_sessions(struct gg_req *req, const char *sql, int np,
+static enum gg_code end_sessions(struct db_conn *db, struct gg_err *err,
+                                 const char *sql, int np,
                                  const char *const *params, long *n)
 {
   PGresult *res = NULL;
   enum gg_code code;
 
   *n = 0;
-  if ((code = run(req, sql, np, params, &res)) != GG_OK)
+  if ((code = run(db, err, sql, np, params, &res)) != GG_OK)
     return code;
   *n = strtol(PQcmdTuples(res), NULL, 10);
   PQclear(res);
   return GG_OK;
 }
 
-enum gg_code db_sessions_end(struct gg_req *req, const char *issuer,
-                             const char *subject, long *n)
+enum gg_code db_sessions_end(struct db_conn *db, struct gg_err *err,
+                             const char *issuer, const char *subject, long *n)
 {
   const char *params[2] = {issuer, subject};
 
-  return end_sessions(req, sql_session_end_principal, 2, params, n);
+  return end_sessions(db, err, sql_session_end_principal, 2, params, n);
 }
 
-enum gg_code db_sessions_logout(struct gg_req *req, const char *issuer,
-                                const char *sid, const char *subject, long *n)
+enum gg_code db_sessions_logout(struct db_conn *db, struct gg_err *err,
+                                const char *issuer, const char *sid,
+                                const char *subject, long *n)
 {
   const char *params[3] = {issuer, sid ? sid : "", subject ? subject : ""};
 
-  return end_sessions(req, sql_session_end_logout, 3, params, n);
+  return end_sessions(db, err, sql_session_end_logout, 3, params, n);
 }

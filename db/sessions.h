@@ -10,7 +10,9 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-#include "server/req.h"
+#include "lib/err.h"
+
+struct db_conn;
 
 /* A sign-in in flight lives this long. */
 #define DB_FLOW_TTL_S 600
@@ -20,18 +22,19 @@
 /* Record a sign-in in flight, bound to the browser whose flow cookie
  * hashes to flow_hash (hex SHA-256). Strings borrowed. GG_UNAVAILABLE
  * (nothing recorded on req) when DB_FLOWS_MAX are in flight already. */
-enum gg_code db_flow_put(struct gg_req *req, const char *state,
-                         const char *nonce, const char *verifier,
-                         const char *flow_hash);
+enum gg_code db_flow_put(struct db_conn *db, struct gg_err *err,
+                         const char *state, const char *nonce,
+                         const char *verifier, const char *flow_hash);
 
 /*
  * Take (and delete) the sign-in of state started by the browser of
  * flow_hash when it is younger than DB_FLOW_TTL_S: nonce and verifier
  * copied out. GG_NOT_FOUND (nothing recorded on req) when there is none.
  */
-enum gg_code db_flow_take(struct gg_req *req, const char *state,
-                          const char *flow_hash, char *nonce, size_t nonce_len,
-                          char *verifier, size_t verifier_len);
+enum gg_code db_flow_take(struct db_conn *db, struct gg_err *err,
+                          const char *state, const char *flow_hash, char *nonce,
+                          size_t nonce_len, char *verifier,
+                          size_t verifier_len);
 
 /* Who a session is for. */
 struct db_session {
@@ -52,17 +55,20 @@ struct db_session {
 };
 
 /* Open a session with id_hash (hex) for s (borrowed) lasting ttl_s. */
-enum gg_code db_session_put(struct gg_req *req, const char *id_hash,
-                            const struct db_session *s, long ttl_s);
+enum gg_code db_session_put(struct db_conn *db, struct gg_err *err,
+                            const char *id_hash, const struct db_session *s,
+                            long ttl_s);
 
 /* The live session of id_hash into *out (free out->groups). GG_NOT_FOUND
  * (nothing recorded) when none or expired. */
-enum gg_code db_session_get(struct gg_req *req, const char *id_hash,
-                            long refresh_s, struct db_session *out);
+enum gg_code db_session_get(struct db_conn *db, struct gg_err *err,
+                            const char *id_hash, long refresh_s,
+                            struct db_session *out);
 
 /* The sessions' stamp (0040), which moves whenever a session ends early
  * or its claims change, into *stamp. */
-enum gg_code db_session_stamp(struct gg_req *req, long long *stamp);
+enum gg_code db_session_stamp(struct db_conn *db, struct gg_err *err,
+                              long long *stamp);
 
 /*
  * Claim the one refresh in flight of id_hash when it is due (its claims
@@ -71,34 +77,39 @@ enum gg_code db_session_stamp(struct gg_req *req, long long *stamp);
  * GG_NOT_FOUND (nothing recorded) when not due or claimed elsewhere.
  */
 #define DB_REFRESH_CLAIM_S 30
-enum gg_code db_session_claim_refresh(struct gg_req *req, const char *id_hash,
-                                      long refresh_s, struct db_session *out);
+enum gg_code db_session_claim_refresh(struct db_conn *db, struct gg_err *err,
+                                      const char *id_hash, long refresh_s,
+                                      struct db_session *out);
 
 /* A refresh of id_hash succeeded: s's email and groups (borrowed), its
  * sealed refresh token when the provider rotated it (else kept); claim
  * released. */
-enum gg_code db_session_refreshed(struct gg_req *req, const char *id_hash,
+enum gg_code db_session_refreshed(struct db_conn *db, struct gg_err *err,
+                                  const char *id_hash,
                                   const struct db_session *s);
 
 /* End the session of id_hash (and any expired ones); absent is fine. */
-enum gg_code db_session_delete(struct gg_req *req, const char *id_hash);
+enum gg_code db_session_delete(struct db_conn *db, struct gg_err *err,
+                               const char *id_hash);
 
 /* The live sessions of (issuer, subject), newest first, as a new array of
  * {"issuer", "subject", "email", "sid", "created_at", "expires_at"} in
  * *out. */
-enum gg_code db_sessions_list(struct gg_req *req, const char *issuer,
-                              const char *subject, json_t **out);
+enum gg_code db_sessions_list(struct db_conn *db, struct gg_err *err,
+                              const char *issuer, const char *subject,
+                              json_t **out);
 
 /* End every session of (issuer, subject); how many in *n. */
-enum gg_code db_sessions_end(struct gg_req *req, const char *issuer,
-                             const char *subject, long *n);
+enum gg_code db_sessions_end(struct db_conn *db, struct gg_err *err,
+                             const char *issuer, const char *subject, long *n);
 
 /*
  * End the sessions a Back-Channel Logout names: those of issuer with the
  * provider session id sid (and subject, when not NULL or ""), or, without
  * a sid, every session of subject. How many in *n.
  */
-enum gg_code db_sessions_logout(struct gg_req *req, const char *issuer,
-                                const char *sid, const char *subject, long *n);
+enum gg_code db_sessions_logout(struct db_conn *db, struct gg_err *err,
+                                const char *issuer, const char *sid,
+                                const char *subject, long *n);
 
 #endif

@@ -141,19 +141,18 @@ static const char sql_cq_windows[] =
     "JOIN flavors f ON f.name = q.flavor WHERE q.cluster_queue = $1 "
     "AND f.spec->>'available_until' IS NOT NULL ORDER BY q.position";
 
-enum gg_code db_window_status(struct gg_req *req, const char *cq, long grace_s,
-                              json_t **out)
+enum gg_code db_window_status(struct db_conn *db, struct gg_err *err,
+                              const char *cq, long grace_s, json_t **out)
 {
-  struct db_conn *db = req_db(req);
   const char *params[1] = {cq};
   PGresult *res;
   int i;
 
   *out = NULL;
   if (!db)
-    return db_fail(req, GG_UNAVAILABLE);
-  if (!(res = db_req_exec(req, db, sql_cq_windows, 1, params)))
-    return req->code;
+    return db_fail(err, GG_UNAVAILABLE);
+  if (!(res = db_err_exec(db, err, sql_cq_windows, 1, params)))
+    return err->code;
   *out = json_array();
   for (i = 0; i < PQntuples(res); i++) {
     int64_t from, until, now = strtoll(PQgetvalue(res, i, 3), NULL, 10);

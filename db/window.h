@@ -15,7 +15,7 @@
 #include <stdbool.h>
 
 #include "db/db.h"
-#include "server/req.h"
+#include "lib/err.h"
 
 /* The event (and pending-eviction) reason of this step. */
 #define DB_WINDOW_REASON "CapacityWindowEnded"
@@ -53,7 +53,7 @@ int db_window_evict(struct db_conn *c, long grace_s, bool batch, json_t *cqs,
  * the evictions of jobs that would outlast it begin.
  * *out is a new array (empty when none has a window).
  */
-enum gg_code db_window_status(struct gg_req *req, const char *cq, long grace_s,
-                              json_t **out);
+enum gg_code db_window_status(struct db_conn *db, struct gg_err *err,
+                              const char *cq, long grace_s, json_t **out);
 
 #endif

@@ -21,6 +21,7 @@
 #include "gcp/auth.h"
 #include "gcp/http.h"
 #include "lib/b64url.h"
+#include "lib/file.h"
 
 #define KEY_FILE_MAX ((size_t)64 * 1024)
 #define ASSERTION_LIFETIME_S 3600
@@ -115,7 +116,7 @@ int batch_token_read_key(const char *path, struct batch_sa_key *key, char *err,
   int rc = -1;
 
   memset(key, 0, sizeof(*key));
-  text = config_read_file(path, KEY_FILE_MAX, &len);
+  text = file_read(path, KEY_FILE_MAX, &len);
   if (!text) {
     snprintf(err, errlen, "cannot read the key file \"%s\": %s", path,
              strerror(errno));
@@ -454,13 +455,13 @@ struct batch_token_source *batch_token_new_custom(batch_token_fetch_fn fetch,
   return ts;
 }
 
-struct batch_token_source *batch_token_new(const struct config *cfg, char *err,
-                                           size_t errlen)
+struct batch_token_source *batch_token_new(const struct gcp_config *cfg,
+                                           char *err, size_t errlen)
 {
   return batch_token_new_scoped(cfg, BATCH_TOKEN_SCOPE, err, errlen);
 }
 
-struct batch_token_source *batch_token_new_scoped(const struct config *cfg,
+struct batch_token_source *batch_token_new_scoped(const struct gcp_config *cfg,
                                                   const char *scope, char *err,
                                                   size_t errlen)
 {

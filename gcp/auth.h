@@ -16,7 +16,7 @@
 #include <time.h>
 
 #include "gcp/batch_job.h"
-#include "server/config.h"
+#include "gcp/gcp_config.h"
 
 #define BATCH_TOKEN_MAX 4096 /* bytes of an access token, NUL included */
 #define BATCH_TOKEN_SCOPE "https://www.googleapis.com/auth/cloud-platform"
@@ -49,8 +49,8 @@ struct batch_sa_key {
  * "none". Returns a new source to free with batch_token_free(), or NULL
  * with a one-line message in err. cfg is only read during the call.
  */
-struct batch_token_source *batch_token_new(const struct config *cfg, char *err,
-                                           size_t errlen);
+struct batch_token_source *batch_token_new(const struct gcp_config *cfg,
+                                           char *err, size_t errlen);
 
 /*
  * The same for tokens of another scope (the BigQuery pull's): the key
@@ -58,7 +58,7 @@ struct batch_token_source *batch_token_new(const struct config *cfg, char *err,
  * (…/token?scopes=scope). scope is a URL without '&', '?', '#', '%' or
  * spaces, at most 255 bytes.
  */
-struct batch_token_source *batch_token_new_scoped(const struct config *cfg,
+struct batch_token_source *batch_token_new_scoped(const struct gcp_config *cfg,
                                                   const char *scope, char *err,
                                                   size_t errlen);
 

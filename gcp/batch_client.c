@@ -42,7 +42,7 @@ void batch_global_init(void)
 
 /* ------------------------------------------------------------ setup */
 
-struct batch_client *batch_client_new_shared(const struct config *cfg,
+struct batch_client *batch_client_new_shared(const struct gcp_config *cfg,
                                              struct batch_token_source *ts,
                                              char *err, size_t errlen)
 {
@@ -85,7 +85,7 @@ struct batch_client *batch_client_new_shared(const struct config *cfg,
   return c;
 }
 
-struct batch_client *batch_client_new(const struct config *cfg, char *err,
+struct batch_client *batch_client_new(const struct gcp_config *cfg, char *err,
                                       size_t errlen)
 {
   struct batch_token_source *ts = batch_token_new(cfg, err, errlen);

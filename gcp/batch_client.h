@@ -25,7 +25,7 @@
 
 #include "gcp/auth.h"
 #include "gcp/batch_job.h"
-#include "server/config.h"
+#include "gcp/gcp_config.h"
 
 struct batch_client;
 
@@ -49,14 +49,14 @@ void batch_global_init(void);
  * err on bad configuration (no project, unreadable key file). Free with
  * batch_client_free(). cfg is only read during the call.
  */
-struct batch_client *batch_client_new(const struct config *cfg, char *err,
+struct batch_client *batch_client_new(const struct gcp_config *cfg, char *err,
                                       size_t errlen);
 
 /*
  * The same with a shared token source ts (borrowed: it must outlive the
  * client), so that all threads use one cached token.
  */
-struct batch_client *batch_client_new_shared(const struct config *cfg,
+struct batch_client *batch_client_new_shared(const struct gcp_config *cfg,
                                              struct batch_token_source *ts,
                                              char *err, size_t errlen);
 

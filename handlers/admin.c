@@ -106,7 +106,8 @@ static enum gg_code parent_exists(struct gg_req *req,
 
   if (!k->team_param)
     return GG_OK;
-  code = db_admin_get(req, DB_TEAM, NULL, team_of(req, k), &team, NULL);
+  code = db_admin_get(req_db(req), &req->err, DB_TEAM, NULL, team_of(req, k),
+                      &team, NULL);
   json_decref(team);
   return code;
 }
@@ -119,7 +120,7 @@ enum gg_code admin_get(struct gg_req *req, const struct admin_kind *k)
 
   if (!names_ok(req, k, GG_NOT_FOUND))
     return GG_NOT_FOUND;
-  code = db_admin_get(req, k->kind, team_of(req, k),
+  code = db_admin_get(req_db(req), &req->err, k->kind, team_of(req, k),
                       req_param(req, k->name_param), &obj, &version);
   if (code == GG_OK && k->decorate)
     code = k->decorate(req, obj);
@@ -148,8 +149,8 @@ enum gg_code admin_list(struct gg_req *req, const struct admin_kind *k)
                         "The paging parameters are invalid.");
   if ((code = parent_exists(req, k)) != GG_OK)
     return code;
-  code =
-      db_admin_list(req, k->kind, team_of(req, k), after, limit, &items, &more);
+  code = db_admin_list(req_db(req), &req->err, k->kind, team_of(req, k), after,
+                       limit, &items, &more);
   if (code != GG_OK)
     return code;
   json_array_foreach (items, i, obj) {
@@ -196,7 +197,7 @@ enum gg_code admin_put(struct gg_req *req, const struct admin_kind *k)
   }
   code = parent_exists(req, k);
   if (code == GG_OK)
-    code = db_admin_put(req, k->kind, team_of(req, k),
+    code = db_admin_put(req_db(req), &req->err, k->kind, team_of(req, k),
                         req_param(req, k->name_param), spec, &m, &obj, &version,
                         &created);
   json_decref(spec);
@@ -226,7 +227,7 @@ enum gg_code admin_delete(struct gg_req *req, const struct admin_kind *k)
     return GG_NOT_FOUND;
   if (!parse_if_match(req, &m))
     return GG_BAD_REQUEST;
-  code = db_admin_delete(req, k->kind, team_of(req, k),
+  code = db_admin_delete(req_db(req), &req->err, k->kind, team_of(req, k),
                          req_param(req, k->name_param), &m);
   if (code != GG_OK)
     return code;

@@ -27,7 +27,7 @@
 #include "lib/log.h"
 #include "server/problem.h"
 #include "server/ratelimit.h"
-#include "identity/session.h"
+#include "server/session.h"
 
 #define FLOW_COOKIE "__Host-gpugate_flow"
 #define FLOW_CLEAR                                                             \
@@ -148,21 +148,21 @@ enum gg_code auth_login(struct gg_req *req)
   if (!o->client_id[0])
     return not_configured(req);
   if (!signin_allowed(req))
-    return req->code;
+    return req->err.code;
   if (prompt && strcmp(prompt, "none") != 0) {
     problem_field(req, "prompt", "may only be \"none\"");
     return problem_fail(req, GG_BAD_REQUEST, "Unknown sign-in prompt.");
   }
   if (!metadata(req, &doc))
-    return req->code;
+    return req->err.code;
   if (!random_token(state) || !random_token(nonce) || !random_token(verifier) ||
       !random_token(flow))
     return problem_fail(req, GG_INTERNAL, "No randomness for the sign-in.");
   SHA256((const unsigned char *)verifier, strlen(verifier), digest);
   b64url_encode(digest, sizeof(digest), challenge, sizeof(challenge));
   session_hash(flow, flow_hash);
-  code = db_flow_put(req, state, nonce, verifier, flow_hash);
-  if (code == GG_UNAVAILABLE && req->code == GG_OK) {
+  code = db_flow_put(req_db(req), &req->err, state, nonce, verifier, flow_hash);
+  if (code == GG_UNAVAILABLE && req->err.code == GG_OK) {
     req_add_header(req, "Retry-After", "60");
     return problem_fail(req, GG_UNAVAILABLE,
                         "Too many sign-ins are in flight; try again in a "
@@ -234,7 +234,7 @@ enum gg_code auth_callback(struct gg_req *req)
   if (!o->client_id[0])
     return not_configured(req);
   if (!signin_allowed(req))
-    return req->code;
+    return req->err.code;
   if (error && silent_refused(error)) {
     /* a prompt=none return the provider could not answer without the
      * person: to the console's sign-in page */
@@ -263,8 +263,8 @@ enum gg_code auth_callback(struct gg_req *req)
     return not_this_browser(req);
   session_hash(flow, flow_hash);
   req_add_header(req, "Set-Cookie", FLOW_CLEAR); /* used, whatever comes */
-  rc = db_flow_take(req, state, flow_hash, nonce, sizeof(nonce), verifier,
-                    sizeof(verifier));
+  rc = db_flow_take(req_db(req), &req->err, state, flow_hash, nonce,
+                    sizeof(nonce), verifier, sizeof(verifier));
   if (rc == GG_NOT_FOUND) {
     problem_field(req, "state",
                   "is unknown, used, older than %d s or of another browser",
@@ -276,7 +276,7 @@ enum gg_code auth_callback(struct gg_req *req)
   if (rc != GG_OK)
     return rc;
   if (!metadata(req, &doc))
-    return req->code;
+    return req->err.code;
   snprintf(redirect, sizeof(redirect), "%s/auth/callback", o->public_url);
   x = (struct code_exchange){doc.token_endpoint, o->client_id,
                              o->client_secret,   code,
@@ -319,14 +319,14 @@ enum gg_code auth_callback(struct gg_req *req)
   snprintf(s.nonce, sizeof(s.nonce), "%s", nonce);
   s.groups = groups;
   /* re-validated with the refresh token every GPUGATE_SESSION_REFRESH_S
-   * (identity/session.c); without one, the session lasts no longer than the
+   * (server/session.c); without one, the session lasts no longer than the
    * ID token that opened it */
   ttl = o->session_ttl_s;
   if (!s.refresh_token[0] && p.exp - (long long)time(NULL) < ttl)
     ttl = (long)(p.exp - (long long)time(NULL));
   if (ttl < 1)
     ttl = 1;
-  if ((rc = db_session_put(req, hash, &s, ttl)) != GG_OK)
+  if ((rc = db_session_put(req_db(req), &req->err, hash, &s, ttl)) != GG_OK)
     goto out;
   snprintf(cookie, sizeof(cookie),
            SESSION_COOKIE "=%s; Path=/; Max-Age=%ld; HttpOnly; Secure; "
@@ -358,7 +358,7 @@ enum gg_code auth_logout(struct gg_req *req)
                         "Signing out needs the header X-GPUGate-CSRF: 1.");
   if (sid) {
     session_hash(sid, hash);
-    if ((rc = db_session_delete(req, hash)) != GG_OK)
+    if ((rc = db_session_delete(req_db(req), &req->err, hash)) != GG_OK)
       return rc;
     session_forget();
   }

@@ -102,7 +102,7 @@ enum gg_code billing_ingest(struct gg_req *req)
   json_t *report;
 
   if (!bi)
-    return req->code;
+    return req->err.code;
   report = billing_ingest_finish(bi);
   if (!report)
     return db_failed(req, bi);

@@ -7,7 +7,7 @@
 
 #include "handlers/billing_json.h"
 #include "handlers/billing_json_internal.h"
-#include "handlers/billing_real.h"
+#include "lib/real.h"
 
 /* ---- the parsed row as a billing_doc: value i + 1 is node i ------------ */
 

@@ -13,7 +13,7 @@
  *
  * The pieces it is made of, each in a file of its own with its own tests:
  * billing_lines (line splitting), billing_decimal (exact sums),
- * billing_time (timestamps, invoice months), billing_real (reals without
+ * billing_time (timestamps, invoice months), lib/real (reals without
  * printf), billing_json (the fast JSON reader), billing_fields (the rules
  * of a row's fields, once for both parsers) and billing_row (a line into a
  * row). This header includes theirs.
@@ -30,7 +30,7 @@
 #include "handlers/billing_fields.h"
 #include "handlers/billing_json.h"
 #include "handlers/billing_lines.h"
-#include "handlers/billing_real.h"
+#include "lib/real.h"
 #include "handlers/billing_row.h"
 #include "handlers/billing_time.h"
 

@@ -33,7 +33,7 @@
 #include "db/billing.h"
 #include "handlers/billing_json.h"
 #include "handlers/billing_json_internal.h"
-#include "handlers/billing_real.h"
+#include "lib/real.h"
 #include "lib/jsonw.h"
 
 #define FAST_DEPTH 64

@@ -21,7 +21,7 @@ enum gg_code billing_status(struct gg_req *req)
     return problem_fail(req, GG_UNAVAILABLE, "The database is unavailable.");
   code = db_billing_status(c, STATUS_DAYS, &out);
   if (code != GG_OK)
-    return db_fail(req, code);
+    return db_fail(&req->err, code);
   req_reply(req, 200, out);
   return GG_OK;
 }

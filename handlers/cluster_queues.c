@@ -173,7 +173,8 @@ static enum gg_code add_windows(struct gg_req *req, const char *name,
 {
   long grace = req->cfg ? req->cfg->capacity_window_grace_s : 600;
   json_t *windows = NULL;
-  enum gg_code code = db_window_status(req, name, grace, &windows);
+  enum gg_code code =
+      db_window_status(req_db(req), &req->err, name, grace, &windows);
 
   if (code == GG_OK && json_array_size(windows) > 0)
     json_object_set(status, "capacity_windows", windows);
@@ -200,11 +201,12 @@ static enum gg_code decorate(struct gg_req *req, json_t *obj)
   const char *r;
   size_t i;
 
-  code = db_job_counts(req, NULL, name, &counts);
+  code = db_job_counts(req_db(req), &req->err, NULL, name, &counts);
   if (code == GG_OK)
-    code = db_cq_usage(
-        req, name, json_is_string(cohort) ? json_string_value(cohort) : NULL,
-        &usage, &pool);
+    code =
+        db_cq_usage(req_db(req), &req->err, name,
+                    json_is_string(cohort) ? json_string_value(cohort) : NULL,
+                    &usage, &pool);
   if (code != GG_OK)
     goto out;
   usage_list = json_array();
@@ -261,8 +263,9 @@ static enum gg_code decorate_admin(struct gg_req *req, json_t *obj)
   if (code != GG_OK ||
       !json_is_object(json_object_get(obj, "usage_fair_sharing")))
     return code;
-  code = db_fs_cluster_queue(
-      req, json_string_value(json_object_get(obj, "name")), &fs);
+  code =
+      db_fs_cluster_queue(req_db(req), &req->err,
+                          json_string_value(json_object_get(obj, "name")), &fs);
   if (code == GG_OK && json_is_array(fs))
     json_object_set(json_object_get(obj, "status"), "fair_sharing", fs);
   json_decref(fs);

@@ -363,12 +363,13 @@ static enum gg_code reply_json(struct gg_req *req,
   char *text;
   size_t len = 0;
 
-  if (db_costs_freshness(req, q->from, q->to, &through, &months) != GG_OK) {
+  if (db_costs_freshness(req_db(req), &req->err, q->from, q->to, &through,
+                         &months) != GG_OK) {
     json_decref(out);
     json_decref(r);
     json_decref(t);
     json_decref(extra);
-    return req->code;
+    return req->err.code;
   }
   if (out) {
     json_object_set_new(out, "data_through", through);
@@ -421,9 +422,9 @@ static enum gg_code report(struct gg_req *req, const char *team)
   if (!read_query(req, true, &q, &fmt))
     goto out;
   q.team = team;
-  if (team && db_costs_budget(req, team, &budget) != GG_OK)
+  if (team && db_costs_budget(req_db(req), &req->err, team, &budget) != GG_OK)
     goto out;
-  if (db_costs_report(req, &q, &rows, &totals) != GG_OK)
+  if (db_costs_report(req_db(req), &req->err, &q, &rows, &totals) != GG_OK)
     goto out;
   if (fmt == COSTS_CSV) {
     reply_csv(req, &rows);
@@ -439,7 +440,7 @@ out:
   json_decref(budget);
   db_cost_table_free(&rows);
   db_cost_table_free(&totals);
-  return req->code;
+  return req->err.code;
 }
 
 enum gg_code costs_report(struct gg_req *req)
@@ -457,8 +458,9 @@ enum gg_code team_costs_report(struct gg_req *req)
 /* /v1/costs/savings and /v1/costs/estimates: from, to, no grouping. */
 static enum gg_code flat_report(
     struct gg_req *req,
-    enum gg_code (*query)(struct gg_req *, const struct db_cost_query *,
-                          struct db_cost_table *, struct db_cost_table *),
+    enum gg_code (*query)(struct db_conn *, struct gg_err *,
+                          const struct db_cost_query *, struct db_cost_table *,
+                          struct db_cost_table *),
     bool single_total)
 {
   struct db_cost_table rows, totals;
@@ -469,7 +471,7 @@ static enum gg_code flat_report(
   memset(&totals, 0, sizeof(totals));
   req_add_header(req, "Vary", "Accept");
   if (!read_query(req, false, &q, &fmt) ||
-      query(req, &q, &rows, &totals) != GG_OK)
+      query(req_db(req), &req->err, &q, &rows, &totals) != GG_OK)
     goto out;
   if (fmt == COSTS_CSV)
     reply_csv(req, &rows);
@@ -478,7 +480,7 @@ static enum gg_code flat_report(
 out:
   db_cost_table_free(&rows);
   db_cost_table_free(&totals);
-  return req->code;
+  return req->err.code;
 }
 
 enum gg_code costs_savings(struct gg_req *req)

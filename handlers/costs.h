@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #include "db/costs.h"
+#include "server/req.h"
 
 /* The representations a report can be sent in. */
 enum costs_format {

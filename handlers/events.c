@@ -35,22 +35,22 @@ enum gg_code events_serve(struct gg_req *req, const char *team, const char *job)
   }
   db = req_db(req);
   if (!db)
-    return db_fail(req, GG_UNAVAILABLE);
+    return db_fail(&req->err, GG_UNAVAILABLE);
   if (job) {
     if (db_events_job_state(db->pg, team, job, &from, &exists, &done, err,
                             sizeof(err)) != 0)
-      return db_fail(req, GG_INTERNAL);
+      return db_fail(&req->err, GG_INTERNAL);
     if (!exists)
       return problem_fail(req, GG_NOT_FOUND, "Job \"%s\" was not found.", job);
   } else {
     int r = db_events_team_exists(db->pg, team, err, sizeof(err));
     if (r < 0)
-      return db_fail(req, GG_INTERNAL);
+      return db_fail(&req->err, GG_INTERNAL);
     if (r == 0)
       return problem_fail(req, GG_NOT_FOUND, "Team \"%s\" was not found.",
                           team);
     if (!last && events_hub_now(db, &from) != 0)
-      return db_fail(req, GG_UNAVAILABLE);
+      return db_fail(&req->err, GG_UNAVAILABLE);
   }
   switch (events_hub_open(db, team, job, &from, done, req->conn, &sub)) {
   case EVENTS_OPEN_OK:
@@ -63,7 +63,7 @@ enum gg_code events_serve(struct gg_req *req, const char *team, const char *job)
   case EVENTS_OPEN_NO_MEMORY:
     return problem_fail(req, GG_INTERNAL, "Out of memory.");
   default:
-    return db_fail(req, GG_UNAVAILABLE);
+    return db_fail(&req->err, GG_UNAVAILABLE);
   }
   req_add_header(req, "Cache-Control", "no-cache");
   req_add_header(req, "X-Accel-Buffering", "no");

@@ -160,10 +160,10 @@ static enum gg_code stream_export(struct gg_req *req, const char *team)
     }
     st->z_on = true;
   }
-  st->cur = db_focus_open(req, from, to, team);
+  st->cur = db_focus_open(req_db(req), &req->err, from, to, team);
   if (!st->cur) {
     stream_free(st);
-    return req->code;
+    return req->err.code;
   }
   snprintf(disposition, sizeof(disposition),
            "attachment; filename=\"focus-%s%s%s-%s.csv\"", team ? team : "",

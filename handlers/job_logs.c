@@ -227,8 +227,8 @@ enum gg_code job_logs(struct gg_req *req)
   if (!v_path_name(req, "team") || !id || !v_is_name(id))
     return problem_fail(req, GG_NOT_FOUND, "No such job.");
   if (!read_params(req, &p))
-    return req->code;
-  code = db_job_log_target(req, team, id, &live);
+    return req->err.code;
+  code = db_job_log_target(req_db(req), &req->err, team, id, &live);
   if (code != GG_OK)
     return code;
   if (p.follow)

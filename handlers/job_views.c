@@ -98,7 +98,8 @@ static enum gg_code list(struct gg_req *req, const char *team,
     problem_field(req, "team", "is not a team name");
   if (problem_nfields(req))
     return problem_fail(req, GG_BAD_REQUEST, "The filters are invalid.");
-  code = db_job_find(req, team, team_filter, &f, name, &items, &next);
+  code = db_job_find(req_db(req), &req->err, team, team_filter, &f, name,
+                     &items, &next);
   if (code != GG_OK)
     return code;
   if (next) {
@@ -134,7 +135,7 @@ enum gg_code jobs_summary(struct gg_req *req)
 
   if (!v_path_name(req, "team"))
     return problem_fail(req, GG_NOT_FOUND, "The path names no valid team.");
-  code = db_job_summary(req, req_param(req, "team"), &out);
+  code = db_job_summary(req_db(req), &req->err, req_param(req, "team"), &out);
   if (code != GG_OK)
     return code;
   req_reply(req, 200, out);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "db/admin.h"
+#include "db/db.h"
 #include "db/jobs.h"
 #include "handlers/handlers.h"
 #include "handlers/job_views.h"
@@ -387,25 +388,25 @@ static void idem_before_failure(struct gg_req *req, const char *team,
                                 const char *key, const char *hash)
 {
   struct db_submit_result seen;
-  enum gg_code code = req->code;
-  json_t *errors = req->errors; /* taken from req */
-  char detail[sizeof(req->detail)];
+  enum gg_code code = req->err.code;
+  json_t *errors = req->err.fields; /* taken from req */
+  char detail[sizeof(req->err.detail)];
 
   if (!key || code == GG_UNAVAILABLE || code == GG_INTERNAL)
     return;
-  memcpy(detail, req->detail, sizeof(detail));
-  req->errors = NULL;
+  memcpy(detail, req->err.detail, sizeof(detail));
+  req->err.fields = NULL;
   problem_clear(req);
   memset(&seen, 0, sizeof(seen));
-  if (db_idem_read(req, team, key, hash, &seen) == GG_OK &&
+  if (db_idem_read(req_db(req), &req->err, team, key, hash, &seen) == GG_OK &&
       seen.idem != DB_IDEM_NEW) {
     json_decref(errors);
     idem_answer(req, &seen);
   } else {
     problem_clear(req);
-    req->code = code;
-    memcpy(req->detail, detail, sizeof(detail));
-    req->errors = errors;
+    req->err.code = code;
+    memcpy(req->err.detail, detail, sizeof(detail));
+    req->err.fields = errors;
   }
   db_submit_result_free(&seen);
 }
@@ -455,6 +456,7 @@ enum gg_code jobs_create(struct gg_req *req)
   job.name = json_string_value(json_object_get(spec, "name"));
   job.spec = spec;
   job.labels = json_object_get(spec, "labels");
+  job.actor = req_actor(req);
   task = json_object_get(spec, "task");
   for (r = 0; r < 3; r++)
     job.request[r] = int_of(spec, "parallelism") * int_of(task, res_names[r]);
@@ -464,20 +466,24 @@ enum gg_code jobs_create(struct gg_req *req)
     const char *pc = json_string_value(json_object_get(spec, "priority_class"));
     db_job_target_free(&target);
     db_submit_result_free(&res);
-    if (db_job_target(req, team, job.queue, pc, true, &target) == GG_OK)
+    if (db_job_target_cached(team, job.queue, pc, &target) ||
+        db_job_target(req_db(req), &req->err, team, job.queue, pc, &target) ==
+            GG_OK)
       check_target(req, spec, &target, job.request, &job.max_run_duration_s);
-    if (req->code != GG_OK && target.cached) {
+    if (req->err.code != GG_OK && target.cached) {
       /* refused by the cache: the database may already say otherwise */
       problem_clear(req);
       db_job_target_free(&target);
-      if (db_job_target(req, team, job.queue, pc, false, &target) == GG_OK)
+      if (db_job_target(req_db(req), &req->err, team, job.queue, pc, &target) ==
+          GG_OK)
         check_target(req, spec, &target, job.request, &job.max_run_duration_s);
     }
-    if (req->code != GG_OK) {
+    if (req->err.code != GG_OK) {
       idem_before_failure(req, team, key, hash);
       goto out;
     }
-    if (db_job_submit(req, &job, &target, key, hash, &res) != GG_OK)
+    if (db_job_submit(req_db(req), &req->err, &job, &target, key, hash, &res) !=
+        GG_OK)
       goto out;
     if (!res.stale)
       break;
@@ -499,7 +505,7 @@ out:
   db_job_target_free(&target);
   db_submit_result_free(&res);
   json_decref(spec);
-  return req->code;
+  return req->err.code;
 }
 
 /* Cursors of job lists are sequence numbers. */
@@ -578,7 +584,8 @@ enum gg_code jobs_list(struct gg_req *req)
   }
   if (problem_nfields(req))
     return problem_fail(req, GG_BAD_REQUEST, "The filters are invalid.");
-  code = db_job_list(req, req_param(req, "team"), &f, &items, &next);
+  code = db_job_list(req_db(req), &req->err, req_param(req, "team"), &f, &items,
+                     &next);
   if (code != GG_OK)
     return code;
   set_page(req, items, next);
@@ -603,8 +610,8 @@ enum gg_code jobs_get(struct gg_req *req)
 
   if (!job_path(req))
     return GG_NOT_FOUND;
-  code = db_job_get(req, req_param(req, "team"), req_param(req, "id"), &text,
-                    &len);
+  code = db_job_get(req_db(req), &req->err, req_param(req, "team"),
+                    req_param(req, "id"), &text, &len);
   if (code != GG_OK)
     return code;
   req_reply_json_text(req, 200, text, len);
@@ -618,7 +625,9 @@ enum gg_code jobs_cancel(struct gg_req *req)
 
   if (!job_path(req))
     return GG_NOT_FOUND;
-  code = db_job_cancel(req, req_param(req, "team"), req_param(req, "id"), &out);
+  code = db_job_cancel(req_db(req), &req->err, db_pool_batch(req->pool),
+                       req_actor(req), req_param(req, "team"),
+                       req_param(req, "id"), &out);
   if (code != GG_OK)
     return code;
   req_reply(req, 200, out);
@@ -640,8 +649,8 @@ enum gg_code jobs_events(struct gg_req *req)
   if (!seq_cursor(req, &limit, &after))
     return problem_fail(req, GG_BAD_REQUEST,
                         "The paging parameters are invalid.");
-  code = db_job_events(req, req_param(req, "team"), req_param(req, "id"), after,
-                       limit, &items, &next);
+  code = db_job_events(req_db(req), &req->err, req_param(req, "team"),
+                       req_param(req, "id"), after, limit, &items, &next);
   if (code != GG_OK)
     return code;
   set_page(req, items, next);
@@ -660,12 +669,13 @@ enum gg_code queues_pending(struct gg_req *req)
   if (!seq_cursor(req, &limit, &after))
     return problem_fail(req, GG_BAD_REQUEST,
                         "The paging parameters are invalid.");
-  code = db_admin_get(req, DB_TEAM_QUEUE, req_param(req, "team"),
-                      req_param(req, "queue"), &queue, NULL);
+  code = db_admin_get(req_db(req), &req->err, DB_TEAM_QUEUE,
+                      req_param(req, "team"), req_param(req, "queue"), &queue,
+                      NULL);
   if (code != GG_OK)
     return code;
-  code = db_queue_pending(req, req_param(req, "team"), req_param(req, "queue"),
-                          after, limit, &items, &next);
+  code = db_queue_pending(req_db(req), &req->err, req_param(req, "team"),
+                          req_param(req, "queue"), after, limit, &items, &next);
   json_decref(queue);
   if (code != GG_OK)
     return code;

@@ -35,8 +35,8 @@ enum gg_code costs_months_list(struct gg_req *req)
 {
   json_t *months = NULL;
 
-  if (db_months_list(req, NULL, &months) != GG_OK)
-    return req->code;
+  if (db_months_list(req_db(req), &req->err, NULL, &months) != GG_OK)
+    return req->err.code;
   return reply(req, json_pack("{s:o}", "months", months));
 }
 
@@ -63,7 +63,7 @@ enum gg_code costs_month_close(struct gg_req *req)
     return problem_fail(req, GG_UNPROCESSABLE,
                         "The month \"%s\" has not ended yet.", month);
   }
-  if (db_month_close(req, month, by, &out) != GG_OK)
-    return req->code;
+  if (db_month_close(req_db(req), &req->err, month, by, &out) != GG_OK)
+    return req->err.code;
   return reply(req, out);
 }

@@ -23,9 +23,9 @@ static const struct v_field fields[] = {
 static enum gg_code decorate(struct gg_req *req, json_t *obj)
 {
   json_t *counts = NULL;
-  enum gg_code code =
-      db_job_counts(req, json_string_value(json_object_get(obj, "team")),
-                    json_string_value(json_object_get(obj, "name")), &counts);
+  enum gg_code code = db_job_counts(
+      req_db(req), &req->err, json_string_value(json_object_get(obj, "team")),
+      json_string_value(json_object_get(obj, "name")), &counts);
 
   if (code != GG_OK)
     return code;
@@ -33,7 +33,8 @@ static enum gg_code decorate(struct gg_req *req, json_t *obj)
   /* fair share over time: only when its cluster queue sets it */
   {
     json_t *fs = NULL;
-    code = db_fs_queue(req, json_string_value(json_object_get(obj, "team")),
+    code = db_fs_queue(req_db(req), &req->err,
+                       json_string_value(json_object_get(obj, "team")),
                        json_string_value(json_object_get(obj, "name")), &fs);
     if (code == GG_OK && json_is_object(fs))
       json_object_set(obj, "fair_sharing", fs);

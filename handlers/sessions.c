@@ -17,7 +17,7 @@
 #include "identity/idp.h"
 #include "lib/log.h"
 #include "server/problem.h"
-#include "identity/session.h"
+#include "server/session.h"
 
 #define LOGOUT_BODY_MAX 16384 /* a logout token and its form */
 
@@ -34,7 +34,7 @@ static bool principal_query(struct gg_req *req, const char **issuer,
                   "/v1/whoami shows it");
   if (!*subject || !**subject || strlen(*subject) >= 128)
     problem_field(req, "subject", "is required: the principal's sub");
-  if (req->errors && json_array_size(req->errors) > 0) {
+  if (req->err.fields && json_array_size(req->err.fields) > 0) {
     problem_fail(req, GG_BAD_REQUEST,
                  "Name the principal: ?issuer=…&subject=….");
     return false;
@@ -49,8 +49,9 @@ enum gg_code sessions_list(struct gg_req *req)
   enum gg_code rc;
 
   if (!principal_query(req, &issuer, &subject))
-    return req->code;
-  if ((rc = db_sessions_list(req, issuer, subject, &items)) != GG_OK)
+    return req->err.code;
+  if ((rc = db_sessions_list(req_db(req), &req->err, issuer, subject,
+                             &items)) != GG_OK)
     return rc;
   req_add_header(req, "Cache-Control", "no-store");
   req_reply(req, 200, json_pack("{s:o}", "items", items));
@@ -64,8 +65,9 @@ enum gg_code sessions_delete(struct gg_req *req)
   long n = 0;
 
   if (!principal_query(req, &issuer, &subject))
-    return req->code;
-  if ((rc = db_sessions_end(req, issuer, subject, &n)) != GG_OK)
+    return req->err.code;
+  if ((rc = db_sessions_end(req_db(req), &req->err, issuer, subject, &n)) !=
+      GG_OK)
     return rc;
   session_forget();
   log_msg(LOG_INFO, "sessions: %ld of %s at %s ended by %s", n, subject, issuer,
@@ -152,8 +154,8 @@ enum gg_code auth_backchannel_logout(struct gg_req *req)
   long n = 0;
 
   req_add_header(req, "Cache-Control", "no-store");
-  if (req->code != GG_OK)
-    return req->code; /* refused while the body came in */
+  if (req->err.code != GG_OK)
+    return req->err.code; /* refused while the body came in */
   if (!o->client_id[0])
     return problem_fail(req, GG_NOT_FOUND,
                         "Console sign-in is not configured "
@@ -173,7 +175,8 @@ enum gg_code auth_backchannel_logout(struct gg_req *req)
     rc = problem_fail(req, GG_BAD_REQUEST, "The logout token is invalid.");
     goto out;
   }
-  if ((rc = db_sessions_logout(req, o->issuers[0], sid, sub, &n)) != GG_OK)
+  if ((rc = db_sessions_logout(req_db(req), &req->err, o->issuers[0], sid, sub,
+                               &n)) != GG_OK)
     goto out;
   session_forget();
   log_msg(LOG_INFO, "back-channel logout: %ld session(s) ended", n);

@@ -50,8 +50,8 @@ enum gg_code team_cluster_queues(struct gg_req *req)
 
   if (!v_path_name(req, "team"))
     return problem_fail(req, GG_NOT_FOUND, "The path names no valid team.");
-  code =
-      db_admin_list(req, DB_TEAM_QUEUE, team, "", MAX_TEAM_QUEUES, &tqs, &more);
+  code = db_admin_list(req_db(req), &req->err, DB_TEAM_QUEUE, team, "",
+                       MAX_TEAM_QUEUES, &tqs, &more);
   if (code != GG_OK)
     goto out;
   by_cq = json_object(); /* cluster queue → [team queue names] */
@@ -70,7 +70,8 @@ enum gg_code team_cluster_queues(struct gg_req *req)
   items = json_array();
   json_object_foreach (by_cq, cqname, queues) {
     json_t *cq = NULL;
-    code = db_admin_get(req, DB_CLUSTER_QUEUE, NULL, cqname, &cq, NULL);
+    code = db_admin_get(req_db(req), &req->err, DB_CLUSTER_QUEUE, NULL, cqname,
+                        &cq, NULL);
     if (code == GG_OK)
       code = cluster_queues_status(req, cq);
     if (code == GG_OK)
@@ -86,5 +87,5 @@ out:
   json_decref(tqs);
   json_decref(by_cq);
   json_decref(items);
-  return req->code;
+  return req->err.code;
 }

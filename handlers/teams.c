@@ -78,7 +78,8 @@ enum gg_code teams_list(struct gg_req *req)
   for (i = 0; i < p->n_grants; i++) {
     if (p->grants[i].role != AUTH_ROLE_MEMBER)
       continue;
-    code = db_admin_get(req, DB_TEAM, NULL, p->grants[i].team, &team, NULL);
+    code = db_admin_get(req_db(req), &req->err, DB_TEAM, NULL,
+                        p->grants[i].team, &team, NULL);
     if (code == GG_NOT_FOUND) {
       problem_clear(req);
       continue;

@@ -414,7 +414,7 @@ bool v_path_name(struct gg_req *req, const char *param)
 bool v_cursor(struct gg_req *req, const char *position, char *out,
               size_t outlen)
 {
-  return cursor_for(req, position, out, outlen) == 0;
+  return req_cursor_for(req, position, out, outlen) == 0;
 }
 
 bool v_page(struct gg_req *req, int *limit, char *after, size_t afterlen)
@@ -435,7 +435,8 @@ bool v_page(struct gg_req *req, int *limit, char *after, size_t afterlen)
       *limit = (int)n;
     }
   }
-  if (c && (cursor_read(req, c, after, afterlen) != 0 || !v_is_name(after))) {
+  if (c &&
+      (req_cursor_read(req, c, after, afterlen) != 0 || !v_is_name(after))) {
     problem_field(req, "cursor", "is not a cursor this API returned");
     ok = false;
   }

@@ -333,10 +333,6 @@ static bool may_fetch(const struct slot *s, time_t now, long cooldown_s)
          now - s->last_fetch >= cooldown_s;
 }
 
-/* How long a caller whose kid is unknown waits for the fetch in flight
- * (jwks_set_wait_ms). */
-static long wait_ms = JWKS_WAIT_MS;
-
 /* A fetch handed to a thread of its own. */
 struct job {
   char url[512];
@@ -445,7 +441,7 @@ json_t *jwks_key(const char *url, const char *kid, long cooldown_s, time_t now,
   if (s && !k && s->fetching) {
     /* the fetch under way may bring this kid: wait for it, briefly (a
      * cached kid never waits) */
-    bgfetch_await(&mu, &done, wait_ms, in_flight, url);
+    bgfetch_await(&mu, &done, JWKS_WAIT_MS, in_flight, url);
     s = slot_for(url, now);
     k = s ? find(s, kid) : NULL;
     if (!k && s && s->fetching) {
@@ -467,13 +463,6 @@ json_t *jwks_key(const char *url, const char *kid, long cooldown_s, time_t now,
 out:
   pthread_mutex_unlock(&mu);
   return jwk;
-}
-
-void jwks_set_wait_ms(long ms)
-{
-  pthread_mutex_lock(&mu);
-  wait_ms = ms > 0 ? ms : JWKS_WAIT_MS;
-  pthread_mutex_unlock(&mu);
 }
 
 unsigned long jwks_fetches(const char *url)

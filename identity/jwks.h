@@ -93,13 +93,11 @@ long jwks_max_age(const char *cache_control);
 json_t *jwks_key(const char *url, const char *kid, long cooldown_s, time_t now,
                  enum jwks_alg *alg, char *err, size_t errlen);
 
-/* How long a caller whose kid is unknown waits for a fetch in flight:
- * JWKS_WAIT_MS (the one bound of identity/bgfetch.h), or ms (> 0) set by
- * jwks_set_wait_ms() (tests on a controlled stub). */
+/* How long a caller whose kid is unknown waits for a fetch in flight: the
+ * one bound of identity/bgfetch.h. */
 #define JWKS_WAIT_MS BGFETCH_WAIT_MS
 /* err of jwks_key() when that wait ended before the fetch did */
 #define JWKS_ERR_FETCHING "the key set is still being fetched"
-void jwks_set_wait_ms(long ms);
 
 /* Fetches of url's set attempted since the process started (tests). */
 unsigned long jwks_fetches(const char *url);

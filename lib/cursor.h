@@ -1,7 +1,8 @@
 /*
  * cursor.h — opaque, authenticated list cursors: the position a page ends
  * at, sealed (AES-256-GCM) under the deployment's cursor key and bound to
- * the list it pages (path, team, filters). See cursor.c.
+ * the list it pages (path, team, filters). See cursor.c; server/req.h
+ * (req_cursor_for, req_cursor_read) binds them to a request's list.
  */
 #ifndef GPUGATE_CURSOR_H
 #define GPUGATE_CURSOR_H
@@ -13,8 +14,6 @@
 #define CURSOR_POSITION_MAX 128 /* bytes of the sealed position */
 #define CURSOR_SCOPE_MAX 2048   /* bytes of path and filters bound to it */
 #define CURSOR_MAX 220          /* characters of a cursor */
-
-struct gg_req;
 
 /*
  * The cursor key from a secret (borrowed, len bytes): HMAC-SHA256 with the
@@ -41,15 +40,5 @@ int cursor_seal(const unsigned char key[CURSOR_KEY_LEN], const char *scope,
  */
 int cursor_open(const unsigned char key[CURSOR_KEY_LEN], const char *scope,
                 const char *cursor, char *position, size_t poslen);
-
-/*
- * cursor_seal()/cursor_open() for the list req pages: its path and its
- * query parameters but limit and cursor, sorted; the key from req->cfg.
- * cursor_for() draws a random iv. 0 or -1.
- */
-int cursor_for(const struct gg_req *req, const char *position, char *out,
-               size_t outlen);
-int cursor_read(const struct gg_req *req, const char *cursor, char *position,
-                size_t poslen);
 
 #endif

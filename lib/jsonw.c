@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "handlers/billing_real.h"
+#include "lib/real.h"
 #include "lib/jsonw.h"
 
 /* room for n more bytes and the NUL; false once out of memory */

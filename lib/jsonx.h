@@ -10,6 +10,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* How every JSON text gpugate writes is encoded: compact, in the order the
+ * object was built, and reals with 15 significant digits (0.8, not
+ * 0.80000000000000004). */
+#define GG_JSON_DUMP                                                           \
+  (JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15))
+
 /* Longest decimal text carried, in bytes. */
 #define JSONX_DECIMAL_MAX 1024
 

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "lib/log.h"
-#include "server/req.h"
+#include "lib/jsonx.h"
 
 static int min_level = LOG_INFO;
 static const char *const names[] = {"debug", "info", "warn", "error"};

@@ -17,6 +17,7 @@
 
 #include "server/config.h"
 #include "lib/cursor.h"
+#include "lib/file.h"
 #include "lib/log.h"
 
 #define SECRET_MAX ((size_t)64 * 1024)
@@ -102,47 +103,6 @@ static int env_str(const char *name, const char *dflt, char *dst, size_t size,
     return -1;
   }
   return 0;
-}
-
-char *config_read_file(const char *path, size_t max, size_t *len)
-{
-  FILE *f = fopen(path, "rb");
-  char *buf = NULL;
-  size_t n = 0, cap = 4096;
-  size_t got;
-
-  if (!f)
-    return NULL;
-  buf = malloc(cap + 1);
-  if (!buf)
-    goto fail;
-  while ((got = fread(buf + n, 1, cap - n, f)) > 0) {
-    n += got;
-    if (n > max) {
-      errno = EFBIG;
-      goto fail;
-    }
-    if (n == cap) {
-      char *bigger = realloc(buf, cap * 2 + 1);
-      if (!bigger)
-        goto fail;
-      buf = bigger;
-      cap *= 2;
-    }
-  }
-  if (ferror(f)) {
-    errno = EIO;
-    goto fail;
-  }
-  fclose(f);
-  buf[n] = '\0';
-  if (len)
-    *len = n;
-  return buf;
-fail:
-  free(buf);
-  fclose(f);
-  return NULL;
 }
 
 /* Strip one trailing newline (secrets written with echo). */
@@ -315,7 +275,7 @@ static int parse_pubkeys(struct config *cfg, char *err, size_t errlen)
       }
       path = eq + 1;
     }
-    k->pem = config_read_file(path, SECRET_MAX, &k->pem_len);
+    k->pem = file_read(path, SECRET_MAX, &k->pem_len);
     if (!k->pem) {
       snprintf(err, errlen, "GPUGATE_JWT_PUBLIC_KEYS: cannot read \"%s\": %s",
                path, strerror(errno));
@@ -458,7 +418,7 @@ static int load_cursor_key(struct config *cfg, char *err, size_t errlen)
 
   if (path && *path) {
     size_t len = 0;
-    char *s = config_read_file(path, SECRET_MAX, &len);
+    char *s = file_read(path, SECRET_MAX, &len);
     if (!s) {
       snprintf(err, errlen, "GPUGATE_CURSOR_KEY_FILE: cannot read \"%s\": %s",
                path, strerror(errno));
@@ -589,7 +549,7 @@ int config_load(struct config *cfg, char *err, size_t errlen)
     return -1;
   path = getenv("GPUGATE_JWT_HS256_SECRET_FILE");
   if (path && *path) {
-    char *s = config_read_file(path, SECRET_MAX, &cfg->hs256_secret_len);
+    char *s = file_read(path, SECRET_MAX, &cfg->hs256_secret_len);
     if (!s) {
       snprintf(err, errlen,
                "GPUGATE_JWT_HS256_SECRET_FILE: cannot read \"%s\": %s", path,
@@ -615,16 +575,18 @@ int config_load(struct config *cfg, char *err, size_t errlen)
   if (env_choice("GPUGATE_BATCH_BACKEND", "none", backends, cfg->batch_backend,
                  sizeof(cfg->batch_backend), err, errlen) ||
       env_str("GPUGATE_BATCH_ENDPOINT", "https://batch.googleapis.com",
-              cfg->batch_endpoint, sizeof(cfg->batch_endpoint), err, errlen) ||
-      env_str("GPUGATE_GCP_PROJECT", "", cfg->gcp_project,
-              sizeof(cfg->gcp_project), err, errlen) ||
+              cfg->gcp.batch_endpoint, sizeof(cfg->gcp.batch_endpoint), err,
+              errlen) ||
+      env_str("GPUGATE_GCP_PROJECT", "", cfg->gcp.gcp_project,
+              sizeof(cfg->gcp.gcp_project), err, errlen) ||
       env_choice("GPUGATE_GCP_TOKEN_SOURCE", "metadata", sources,
-                 cfg->gcp_token_source, sizeof(cfg->gcp_token_source), err,
-                 errlen) ||
-      env_str("GPUGATE_GCP_KEY_FILE", "", cfg->gcp_key_file,
-              sizeof(cfg->gcp_key_file), err, errlen) ||
+                 cfg->gcp.gcp_token_source, sizeof(cfg->gcp.gcp_token_source),
+                 err, errlen) ||
+      env_str("GPUGATE_GCP_KEY_FILE", "", cfg->gcp.gcp_key_file,
+              sizeof(cfg->gcp.gcp_key_file), err, errlen) ||
       env_str("GCE_METADATA_HOST", "metadata.google.internal",
-              cfg->metadata_host, sizeof(cfg->metadata_host), err, errlen))
+              cfg->gcp.metadata_host, sizeof(cfg->gcp.metadata_host), err,
+              errlen))
     return -1;
   if (env_str("GPUGATE_BATCH_PUBSUB_TOPIC", "", cfg->batch_pubsub_topic,
               sizeof(cfg->batch_pubsub_topic), err, errlen) ||
@@ -639,7 +601,7 @@ int config_load(struct config *cfg, char *err, size_t errlen)
              cfg->batch_pubsub_topic);
     return -1;
   }
-  if (!strcmp(cfg->batch_backend, "gcp") && !*cfg->gcp_project) {
+  if (!strcmp(cfg->batch_backend, "gcp") && !*cfg->gcp.gcp_project) {
     snprintf(err, errlen,
              "GPUGATE_GCP_PROJECT: required when GPUGATE_BATCH_BACKEND=gcp");
     return -1;
@@ -647,7 +609,7 @@ int config_load(struct config *cfg, char *err, size_t errlen)
   path = getenv("GPUGATE_PUBSUB_PUSH_SECRET_FILE");
   if (path && *path) {
     size_t len;
-    cfg->pubsub_push_secret = config_read_file(path, SECRET_MAX, &len);
+    cfg->pubsub_push_secret = file_read(path, SECRET_MAX, &len);
     if (!cfg->pubsub_push_secret) {
       snprintf(err, errlen,
                "GPUGATE_PUBSUB_PUSH_SECRET_FILE: cannot read \"%s\": %s", path,

@@ -10,6 +10,8 @@
 #include <stddef.h>
 
 #include "server/clientaddr.h"
+#include "gcp/gcp_config.h"
+#include "lib/file.h"
 #include "identity/config_oidc.h"
 
 #define CONFIG_MAX_KEYS 8
@@ -45,12 +47,8 @@ struct config {
   long jwt_leeway_s;
   long jwt_max_lifetime_s;
 
-  char batch_backend[16]; /* "none" | "gcp" */
-  char batch_endpoint[512];
-  char gcp_project[128];
-  char gcp_token_source[16]; /* "metadata" | "key-file" | "none" */
-  char gcp_key_file[512];
-  char metadata_host[256];
+  char batch_backend[16];       /* "none" | "gcp" */
+  struct gcp_config gcp;        /* Batch endpoint, project, token source */
   char *pubsub_push_secret;     /* owned; NULL when not configured */
   unsigned char cursor_key[32]; /* list cursors (lib/cursor.h) */
   bool cursor_key_set;
@@ -132,11 +130,5 @@ int config_load(struct config *cfg, char *err, size_t errlen);
 
 /* Free what config_load() allocated. Accepts a zeroed struct. */
 void config_free(struct config *cfg);
-
-/*
- * Read a whole (small) file into a new NUL-terminated buffer of at most
- * max bytes. Returns NULL and sets errno on failure or when too large.
- */
-char *config_read_file(const char *path, size_t max, size_t *len);
 
 #endif

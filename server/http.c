@@ -3,7 +3,7 @@
  *
  * Everything a route's table columns promise runs here, before the handler:
  * routing (404/405), CORS, authentication, roles and team scoping
- * (identity/authn.c), body limit (413), content type (415) and JSON parsing
+ * (server/authn.c), body limit (413), content type (415) and JSON parsing
  * (duplicate keys rejected). Afterwards the reply — or the problem
  * document — is sent with X-Request-Id, and one access-log line is
  * written. The body's reading and parsing are http_body.c's; the reply
@@ -37,7 +37,7 @@
 #include <unistd.h>
 
 #include "db/db.h"
-#include "identity/authn.h"
+#include "server/authn.h"
 #include "server/connlimit.h"
 #include "server/http.h"
 #include "server/http_internal.h"
@@ -123,10 +123,10 @@ static void run_handler(struct gg_req *req)
 {
   enum gg_code code = req->route->handler(req);
 
-  if (code != GG_OK && req->code == GG_OK)
+  if (code != GG_OK && req->err.code == GG_OK)
     problem_fail(req, code, "%s.", problem_title(code));
-  if (code == GG_OK && req->code != GG_OK)
-    req->code = GG_OK; /* a handler that recovered from a failed step */
+  if (code == GG_OK && req->err.code != GG_OK)
+    req->err.code = GG_OK; /* a handler that recovered from a failed step */
 }
 
 /* Check and run the handler of an admitted, buffered request. */
@@ -294,7 +294,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
   if (!strcmp(method, "OPTIONS"))
     return http_preflight(s, req, conn);
   if (req->streaming) {
-    if (req->code == GG_OK && http_body_stream_complete(req))
+    if (req->err.code == GG_OK && http_body_stream_complete(req))
       run_handler(req);
   } else {
     dispatch(req);

@@ -102,7 +102,7 @@ void http_body_stream_chunk(struct gg_req *req, const char *data, size_t n)
   z_stream *z = req->inflate;
   char out[64 * 1024];
 
-  if (req->code != GG_OK)
+  if (req->err.code != GG_OK)
     return; /* refused already: the rest is read and dropped */
   if (!z) {
     req->route->chunk(req, data, n);
@@ -111,7 +111,7 @@ void http_body_stream_chunk(struct gg_req *req, const char *data, size_t n)
   z->next_in = (Bytef *)(uintptr_t)data;
   z->avail_in = (uInt)n;
   /* until this piece is used up and inflate has nothing more to give */
-  while ((z->avail_in > 0 || z->avail_out == 0) && req->code == GG_OK) {
+  while ((z->avail_in > 0 || z->avail_out == 0) && req->err.code == GG_OK) {
     int rc;
     z->next_out = (Bytef *)out;
     z->avail_out = sizeof(out);

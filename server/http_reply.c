@@ -148,7 +148,7 @@ enum MHD_Result http_send_reply(struct http_server *s, struct gg_req *req,
   const char *ctype = NULL;
   enum MHD_Result ret;
 
-  if (req->code == GG_OK && req->reply_read) {
+  if (req->err.code == GG_OK && req->reply_read) {
     status = req->status ? req->status : 200;
     resp = stream_response(req);
     if (!resp)
@@ -157,10 +157,9 @@ enum MHD_Result http_send_reply(struct http_server *s, struct gg_req *req,
                             req->reply_content_type);
     goto send;
   }
-  if (req->code != GG_OK) {
-    json_t *p = problem_build(req->code, req->detail, req->errors, req->path,
-                              req->request_id);
-    status = problem_status(req->code);
+  if (req->err.code != GG_OK) {
+    json_t *p = problem_from_err(&req->err, req->path, req->request_id);
+    status = problem_status(req->err.code);
     text = p ? json_dumps(p, GG_JSON_DUMP) : NULL;
     json_decref(p);
     len = text ? strlen(text) : 0;
@@ -197,10 +196,10 @@ enum MHD_Result http_send_reply(struct http_server *s, struct gg_req *req,
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
 send:
   add_common_headers(s, req, resp);
-  if (req->code == GG_UNAUTHORIZED)
+  if (req->err.code == GG_UNAUTHORIZED)
     MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
                             "Bearer error=\"invalid_token\"");
-  if (req->code == GG_UNAVAILABLE)
+  if (req->err.code == GG_UNAVAILABLE)
     MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
   ret = MHD_queue_response(conn, status, resp);
   MHD_destroy_response(resp);

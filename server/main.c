@@ -228,8 +228,9 @@ static void print_problem(const char *what, struct gg_req *req)
   size_t i;
 
   fprintf(stderr, "gpugate apply: %s: %u %s: %s\n", what,
-          problem_status(req->code), problem_title(req->code), req->detail);
-  json_array_foreach (req->errors, i, e) {
+          problem_status(req->err.code), problem_title(req->err.code),
+          req->err.detail);
+  json_array_foreach (req->err.fields, i, e) {
     fprintf(stderr, "  %s: %s\n",
             json_string_value(json_object_get(e, "field")),
             json_string_value(json_object_get(e, "message")));
@@ -263,7 +264,7 @@ static int apply_one(struct db_pool *pool, const char *path, json_t *body,
   }
   code = req.route->handler(&req);
   if (code != GG_OK) {
-    if (req.code == GG_OK)
+    if (req.err.code == GG_OK)
       problem_fail(&req, code, "%s", problem_title(code));
     print_problem(path, &req);
     goto out;
@@ -417,8 +418,7 @@ static int cmd_token(int argc, char **argv)
   if (load_config(&cfg) != 0)
     goto out;
   if (keyfile) {
-    key =
-        (unsigned char *)config_read_file(keyfile, (size_t)64 * 1024, &keylen);
+    key = (unsigned char *)file_read(keyfile, (size_t)64 * 1024, &keylen);
     if (!key) {
       fprintf(stderr, "gpugate token: --key: cannot read \"%s\": %s\n", keyfile,
               strerror(errno));
@@ -566,7 +566,7 @@ static int cmd_billing_sync(int argc, char **argv)
     return 1;
   if (cfg.migrate_on_start && migrate(&cfg, 0) != 0)
     goto out;
-  ts = batch_token_new_scoped(&cfg, BQ_TOKEN_SCOPE, err, sizeof(err));
+  ts = batch_token_new_scoped(&cfg.gcp, BQ_TOKEN_SCOPE, err, sizeof(err));
   if (!ts) {
     fprintf(stderr, "gpugate billing-sync: %s\n", err);
     goto out;

@@ -66,7 +66,7 @@ void metrics_conn_open(long n);
  * dropped for falling behind. */
 void metrics_events_clients(long n);
 void metrics_events_dropped(void);
-/* Console sessions (identity/session.c): a request answered from the
+/* Console sessions (server/session.c): a request answered from the
  * replica's cache of sessions; the cache emptied because the sessions'
  * stamp moved (a session ended or changed on some replica). */
 void metrics_session_cache_hit(void);

@@ -1,7 +1,8 @@
 /*
  * problem.c — RFC 9457 problem details: the code → status → type table and
- * the builder. Database and curl internals never reach this text: callers
- * log them and pass a client-safe detail.
+ * the builder, the edge where a struct gg_err (lib/err.h) becomes HTTP.
+ * Database and curl internals never reach this text: callers log them and pass
+ * a client-safe detail.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -59,39 +60,29 @@ void problem_field(struct gg_req *req, const char *field, const char *fmt, ...)
   va_start(ap, fmt);
   vsnprintf(msg, sizeof(msg), fmt, ap);
   va_end(ap);
-  if (!req->errors)
-    req->errors = json_array();
-  if (json_array_size(req->errors) >= 100)
-    return; /* bounded: the client has enough to fix already */
-  json_array_append_new(
-      req->errors, json_pack("{s:s, s:s}", "field", field, "message", msg));
+  err_field(&req->err, field, "%s", msg);
 }
 
 size_t problem_nfields(const struct gg_req *req)
 {
-  return req->errors ? json_array_size(req->errors) : 0;
+  return err_nfields(&req->err);
 }
 
 enum gg_code problem_fail(struct gg_req *req, enum gg_code code,
                           const char *fmt, ...)
 {
   va_list ap;
+  enum gg_code rc;
 
-  if (req->code != GG_OK)
-    return req->code;
-  req->code = code;
   va_start(ap, fmt);
-  vsnprintf(req->detail, sizeof(req->detail), fmt, ap);
+  rc = err_vfail(&req->err, code, fmt, ap);
   va_end(ap);
-  return code;
+  return rc;
 }
 
 void problem_clear(struct gg_req *req)
 {
-  req->code = GG_OK;
-  req->detail[0] = '\0';
-  json_decref(req->errors);
-  req->errors = NULL;
+  err_clear(&req->err);
 }
 
 json_t *problem_build(enum gg_code code, const char *detail, json_t *errors,
@@ -116,4 +107,11 @@ json_t *problem_build(enum gg_code code, const char *detail, json_t *errors,
   json_object_set_new(p, "errors",
                       errors ? json_deep_copy(errors) : json_array());
   return p;
+}
+
+json_t *problem_from_err(const struct gg_err *err, const char *instance,
+                         const char *request_id)
+{
+  return problem_build(err->code, err->detail, err->fields, instance,
+                       request_id);
 }

@@ -2,15 +2,18 @@
  * problem.h — the only writer of application/problem+json (RFC 9457).
  *
  * A handler that fails records why with problem_field() (one entry per bad
- * field) and returns problem_fail(req, code, ...). The server turns the
- * request's code, detail and errors into the reply. One table maps each
- * gg_code to its HTTP status, problem type and title.
+ * field) and returns problem_fail(req, code, ...): both fill the request's
+ * struct gg_err (lib/err.h), which db/ functions fill directly through
+ * &req->err. The server turns that error into the reply with
+ * problem_from_err(). One table maps each gg_code to its HTTP status,
+ * problem type and title.
  */
 #ifndef GPUGATE_PROBLEM_H
 #define GPUGATE_PROBLEM_H
 
 #include <jansson.h>
 
+#include "lib/err.h"
 #include "server/req.h"
 
 /* HTTP status of a code (200 for GG_OK). */
@@ -46,5 +49,12 @@ void problem_clear(struct gg_req *req);
  */
 json_t *problem_build(enum gg_code code, const char *detail, json_t *errors,
                       const char *instance, const char *request_id);
+
+/*
+ * The problem document for err (its code, detail and field errors), as the
+ * server answers it. Returns a new reference.
+ */
+json_t *problem_from_err(const struct gg_err *err, const char *instance,
+                         const char *request_id);
 
 #endif

@@ -3,11 +3,15 @@
  * libmicrohttpd themselves.
  */
 #include <microhttpd.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
 
+#include <openssl/rand.h>
+
 #include "db/db.h"
+#include "lib/cursor.h"
 #include "server/req.h"
 
 void req_init(struct gg_req *req, struct db_pool *pool)
@@ -48,8 +52,8 @@ void req_cleanup(struct gg_req *req)
   for (i = 0; i < req->n_hdrs; i++)
     free(req->hdr_values[i]);
   req->n_hdrs = 0;
-  json_decref(req->errors);
-  req->errors = NULL;
+  json_decref(req->err.fields);
+  req->err.fields = NULL;
 }
 
 const char *req_param(const struct gg_req *req, const char *name)
@@ -165,4 +169,97 @@ const char *req_actor(const struct gg_req *req)
 bool req_is_member(const struct gg_req *req)
 {
   return req->principal.role == AUTH_ROLE_MEMBER;
+}
+
+/* ---- list cursors (lib/cursor.h) bound to the request's list ---------- */
+
+struct args {
+  char *items[32];
+  int n;
+  bool overflow;
+};
+
+static enum MHD_Result collect(void *cls, enum MHD_ValueKind kind,
+                               const char *key, const char *value)
+{
+  struct args *a = cls;
+  size_t n;
+  char *s;
+
+  (void)kind;
+  if (!strcmp(key, "cursor") || !strcmp(key, "limit"))
+    return MHD_YES;
+  if (a->n == (int)(sizeof(a->items) / sizeof(a->items[0]))) {
+    a->overflow = true;
+    return MHD_NO;
+  }
+  n = strlen(key) + (value ? strlen(value) : 0) + 2;
+  s = malloc(n);
+  if (!s) {
+    a->overflow = true;
+    return MHD_NO;
+  }
+  snprintf(s, n, "%s=%s", key, value ? value : "");
+  a->items[a->n++] = s;
+  return MHD_YES;
+}
+
+static int cmp(const void *x, const void *y)
+{
+  return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
+/* The request's list as text: "path?k=v&k=v" (sorted); -1 when too long. */
+static int scope_of(const struct gg_req *req, char *out, size_t cap)
+{
+  struct args a;
+  size_t used;
+  int i, rc = 0;
+
+  memset(&a, 0, sizeof(a));
+  used = (size_t)snprintf(out, cap, "%s?", req->path);
+  if (used >= cap)
+    return -1;
+  if (req->conn)
+    MHD_get_connection_values(req->conn, MHD_GET_ARGUMENT_KIND, collect, &a);
+  if (a.overflow)
+    rc = -1;
+  qsort(a.items, (size_t)a.n, sizeof(a.items[0]), cmp);
+  for (i = 0; i < a.n; i++) {
+    size_t k = strlen(a.items[i]);
+    if (rc == 0 && used + k + 2 <= cap) {
+      memcpy(out + used, a.items[i], k);
+      used += k;
+      out[used++] = '&';
+      out[used] = '\0';
+    } else {
+      rc = -1;
+    }
+    free(a.items[i]);
+  }
+  return rc;
+}
+
+int req_cursor_for(const struct gg_req *req, const char *position, char *out,
+                   size_t outlen)
+{
+  char scope[CURSOR_SCOPE_MAX];
+  unsigned char iv[12];
+
+  if (!req->cfg || !req->cfg->cursor_key_set ||
+      scope_of(req, scope, sizeof(scope)) != 0 ||
+      RAND_bytes(iv, sizeof(iv)) != 1)
+    return -1;
+  return cursor_seal(req->cfg->cursor_key, scope, position, iv, out, outlen);
+}
+
+int req_cursor_read(const struct gg_req *req, const char *cursor,
+                    char *position, size_t poslen)
+{
+  char scope[CURSOR_SCOPE_MAX];
+
+  if (!req->cfg || !req->cfg->cursor_key_set ||
+      scope_of(req, scope, sizeof(scope)) != 0)
+    return -1;
+  return cursor_open(req->cfg->cursor_key, scope, cursor, position, poslen);
 }

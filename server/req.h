@@ -1,12 +1,13 @@
 /*
- * req.h — the one request context (struct gg_req) and the result codes that
- * every handler returns.
+ * req.h — the one request context (struct gg_req). The result codes every
+ * handler returns (enum gg_code) are lib/err.h's.
  *
  * The context is allocated on the first access-handler call of a connection's
  * request and freed only in the completion callback. The server fills it in
  * (route, path parameters, principal, parsed body) before the handler runs;
- * the handler reads it, calls db_ / sched_ / batch_ functions, and sets the
- * reply with req_reply() or fails with problem_*().
+ * the handler reads it, calls db_ / sched_ / batch_ functions (db/ fills the
+ * request's struct gg_err, lib/err.h), and sets the reply with req_reply() or
+ * fails with problem_*().
  */
 #ifndef GPUGATE_REQ_H
 #define GPUGATE_REQ_H
@@ -16,33 +17,9 @@
 #include <stddef.h>
 
 #include "identity/auth.h"
+#include "lib/err.h"
+#include "lib/jsonx.h"
 #include "server/config.h"
-
-/* Result of a handler and of most internal calls: GG_OK or an error kind. */
-enum gg_code {
-  GG_OK = 0,
-  GG_BAD_REQUEST,         /* 400 */
-  GG_UNAUTHORIZED,        /* 401 */
-  GG_FORBIDDEN,           /* 403 */
-  GG_NOT_FOUND,           /* 404 */
-  GG_METHOD_NOT_ALLOWED,  /* 405 */
-  GG_NOT_ACCEPTABLE,      /* 406 */
-  GG_CONFLICT,            /* 409 */
-  GG_PRECONDITION_FAILED, /* 412 */
-  GG_PAYLOAD_TOO_LARGE,   /* 413 */
-  GG_UNSUPPORTED_MEDIA,   /* 415 */
-  GG_UNPROCESSABLE,       /* 422 */
-  GG_TOO_MANY_REQUESTS,   /* 429 */
-  GG_INTERNAL,            /* 500 */
-  GG_UNAVAILABLE,         /* 503 */
-  GG_CODE_COUNT
-};
-
-/* How every JSON text gpugate writes is encoded: compact, in the order the
- * object was built, and reals with 15 significant digits (0.8, not
- * 0.80000000000000004). */
-#define GG_JSON_DUMP                                                           \
-  (JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15))
 
 #define REQ_MAX_PARAMS 4
 #define REQ_MAX_HEADERS 8
@@ -106,10 +83,9 @@ struct gg_req {
   char *hdr_values[REQ_MAX_HEADERS]; /* owned */
   int n_hdrs;
 
-  /* error reply being built by problem_*() */
-  enum gg_code code;
-  char detail[512];
-  json_t *errors; /* owned; array of {field, message} */
+  /* the failure being recorded (problem_*(), or db/ through &req->err);
+   * problem_from_err() renders it */
+  struct gg_err err;
 
   /* bookkeeping for the access log */
   long long started_us;
@@ -174,6 +150,16 @@ const char *req_actor(const struct gg_req *req);
 
 /* True when the caller is a member of a team (not admin or finance). */
 bool req_is_member(const struct gg_req *req);
+
+/*
+ * cursor_seal()/cursor_open() (lib/cursor.h) for the list req pages: its
+ * path and its query parameters but limit and cursor, sorted; the key from
+ * req->cfg. req_cursor_for() draws a random iv. 0 or -1.
+ */
+int req_cursor_for(const struct gg_req *req, const char *position, char *out,
+                   size_t outlen);
+int req_cursor_read(const struct gg_req *req, const char *cursor,
+                    char *position, size_t poslen);
 
 /* Initialise a context (for the server and for `gpugate apply`). */
 void req_init(struct gg_req *req, struct db_pool *pool);

@@ -76,7 +76,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
       json_loadb((const char *)data, size, JSON_REJECT_DUPLICATES, &jerr);
   if (json_is_object(req.json)) {
     code = batch_notifications(&req);
-    if (code == GG_INTERNAL || req.code == GG_INTERNAL ||
+    if (code == GG_INTERNAL || req.err.code == GG_INTERNAL ||
         code == GG_UNAUTHORIZED)
       abort();
   }

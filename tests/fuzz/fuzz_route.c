@@ -82,7 +82,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         memcpy(req.principal.team, req.param_values[route->team_param],
                sizeof(req.principal.team));
       code = route->handler(&req);
-      if (code == GG_INTERNAL || req.code == GG_INTERNAL)
+      if (code == GG_INTERNAL || req.err.code == GG_INTERNAL)
         abort(); /* bad input is a 4xx, never a 500 */
     }
   } else if (rr == ROUTER_NO_METHOD && !allow[0]) {

@@ -90,9 +90,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         (route->roles & ROLE_ADMIN) ? AUTH_ROLE_ADMIN : AUTH_ROLE_FINANCE;
   }
   code = route->handler(&req);
-  if (code == GG_INTERNAL || req.code == GG_INTERNAL)
+  if (code == GG_INTERNAL || req.err.code == GG_INTERNAL)
     abort(); /* a bad body is a 4xx, never a 500 */
-  if (code == GG_BAD_REQUEST && problem_nfields(&req) == 0 && !req.detail[0])
+  if (code == GG_BAD_REQUEST && problem_nfields(&req) == 0 &&
+      !req.err.detail[0])
     abort(); /* a 400 says why */
 out:
   req_cleanup(&req);

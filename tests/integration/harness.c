@@ -547,8 +547,7 @@ char *h_token(const char *team, const char *role, long ttl_s)
   struct config cfg;
   char err[256], *tok;
   size_t len;
-  unsigned char *secret =
-      (unsigned char *)config_read_file(H_SECRET_FILE, 4096, &len);
+  unsigned char *secret = (unsigned char *)file_read(H_SECRET_FILE, 4096, &len);
 
   if (!secret)
     return NULL;

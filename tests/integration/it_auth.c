@@ -98,7 +98,7 @@ static void setup(void)
 
   for (i = 0; key_files[i]; i++) {
     keys[i].data =
-        (unsigned char *)config_read_file(key_files[i], 65536, &keys[i].len);
+        (unsigned char *)file_read(key_files[i], 65536, &keys[i].len);
     ck_assert_msg(keys[i].data != NULL, "cannot read %s", key_files[i]);
   }
   keys[i].data = rogue_rsa_pem(&keys[i].len);

@@ -976,16 +976,17 @@ struct cancel_arg {
 static void *cancel_thread(void *p)
 {
   struct cancel_arg *a = p;
-  struct gg_req req;
+  struct db_conn *db = db_acquire(a->pool, 5000);
+  struct gg_err err;
   json_t *out = NULL;
 
-  memset(&req, 0, sizeof(req));
-  req.pool = a->pool;
-  a->code = db_job_cancel(&req, "team-x", a->id, &out);
+  err_init(&err);
+  a->code = db_job_cancel(db, &err, db_pool_batch(a->pool), NULL, "team-x",
+                          a->id, &out);
   a->done = true;
   json_decref(out);
-  json_decref(req.reply);
-  db_release(a->pool, req.db);
+  err_clear(&err);
+  db_release(a->pool, db);
   return NULL;
 }
 
@@ -1449,7 +1450,8 @@ static void job_arrives(struct walk *w)
 /* The user cancels job j through the API's cancel (db_job_cancel). */
 static void user_cancels(struct walk *w, int j)
 {
-  struct gg_req req;
+  struct db_conn *db;
+  struct gg_err err;
   enum gg_code code;
   char st[32];
   json_t *out = NULL;
@@ -1457,13 +1459,14 @@ static void user_cancels(struct walk *w, int j)
   job_field(w->c, w->ids[j], "state", st, sizeof(st));
   if (w->cancelled[j] || terminal(st))
     return;
-  memset(&req, 0, sizeof(req));
-  req.pool = w->pool;
-  code = db_job_cancel(&req, "team-x", w->ids[j], &out);
+  err_init(&err);
+  db = db_acquire(w->pool, 5000);
+  code = db_job_cancel(db, &err, db_pool_batch(w->pool), NULL, "team-x",
+                       w->ids[j], &out);
   ck_assert_msg(code == GG_OK, "cancel of %s: %d", w->ids[j], (int)code);
   json_decref(out);
-  json_decref(req.reply);
-  db_release(w->pool, req.db);
+  err_clear(&err);
+  db_release(w->pool, db);
   w->cancelled[j] = true;
   w->cancel_attempt[j] = job_attempt(w->c, w->ids[j]);
 }

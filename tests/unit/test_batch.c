@@ -25,6 +25,7 @@
 
 #include "gcp/auth.h"
 #include "gcp/batch_client.h"
+#include "server/config.h"
 #include "gcp/http.h"
 #include "gcp/batch_job.h"
 
@@ -1304,12 +1305,13 @@ END_TEST
 static void cfg_init(struct config *cfg, const char *source, const char *key)
 {
   memset(cfg, 0, sizeof(*cfg));
-  snprintf(cfg->batch_endpoint, sizeof(cfg->batch_endpoint),
+  snprintf(cfg->gcp.batch_endpoint, sizeof(cfg->gcp.batch_endpoint),
            "http://127.0.0.1:9/");
-  snprintf(cfg->gcp_project, sizeof(cfg->gcp_project), "gpugate-test");
-  snprintf(cfg->gcp_token_source, sizeof(cfg->gcp_token_source), "%s", source);
-  snprintf(cfg->gcp_key_file, sizeof(cfg->gcp_key_file), "%s", key);
-  snprintf(cfg->metadata_host, sizeof(cfg->metadata_host),
+  snprintf(cfg->gcp.gcp_project, sizeof(cfg->gcp.gcp_project), "gpugate-test");
+  snprintf(cfg->gcp.gcp_token_source, sizeof(cfg->gcp.gcp_token_source), "%s",
+           source);
+  snprintf(cfg->gcp.gcp_key_file, sizeof(cfg->gcp.gcp_key_file), "%s", key);
+  snprintf(cfg->gcp.metadata_host, sizeof(cfg->gcp.metadata_host),
            "metadata.google.internal");
 }
 
@@ -1321,7 +1323,7 @@ START_TEST(token_sources)
   char tok[64], err[1024];
 
   cfg_init(&cfg, "none", "");
-  ts = batch_token_new(&cfg, err, sizeof(err));
+  ts = batch_token_new(&cfg.gcp, err, sizeof(err));
   ck_assert_ptr_nonnull(ts);
   ck_assert_int_eq(batch_token_get(ts, tok, sizeof(tok), &e), 1);
   ck_assert_str_eq(tok, "");
@@ -1329,26 +1331,26 @@ START_TEST(token_sources)
   batch_token_free(ts);
 
   cfg_init(&cfg, "metadata", "");
-  ts = batch_token_new(&cfg, err, sizeof(err));
+  ts = batch_token_new(&cfg.gcp, err, sizeof(err));
   ck_assert_ptr_nonnull(ts);
   batch_token_free(ts);
 
   cfg_init(&cfg, "key-file", SA_KEY);
-  ts = batch_token_new(&cfg, err, sizeof(err));
+  ts = batch_token_new(&cfg.gcp, err, sizeof(err));
   ck_assert_msg(ts != NULL, "%s", err);
   batch_token_free(ts);
 
   cfg_init(&cfg, "key-file", "");
-  ck_assert_ptr_null(batch_token_new(&cfg, err, sizeof(err)));
+  ck_assert_ptr_null(batch_token_new(&cfg.gcp, err, sizeof(err)));
   ck_assert_str_eq(err, "GPUGATE_GCP_KEY_FILE: required when "
                         "GPUGATE_GCP_TOKEN_SOURCE=key-file");
 
   cfg_init(&cfg, "key-file", "tests/fixtures/no-such-key.json");
-  ck_assert_ptr_null(batch_token_new(&cfg, err, sizeof(err)));
+  ck_assert_ptr_null(batch_token_new(&cfg.gcp, err, sizeof(err)));
   ck_assert_ptr_nonnull(strstr(err, "cannot read the key file"));
 
   cfg_init(&cfg, "magic", "");
-  ck_assert_ptr_null(batch_token_new(&cfg, err, sizeof(err)));
+  ck_assert_ptr_null(batch_token_new(&cfg.gcp, err, sizeof(err)));
   ck_assert_ptr_nonnull(strstr(err, "GPUGATE_GCP_TOKEN_SOURCE"));
 }
 END_TEST
@@ -1603,18 +1605,18 @@ START_TEST(client_arguments)
   batch_global_init(); /* once, whoever calls */
 
   cfg_init(&cfg, "none", "");
-  cfg.gcp_project[0] = '\0';
-  ck_assert_ptr_null(batch_client_new(&cfg, err, sizeof(err)));
+  cfg.gcp.gcp_project[0] = '\0';
+  ck_assert_ptr_null(batch_client_new(&cfg.gcp, err, sizeof(err)));
   ck_assert_str_eq(err, "GPUGATE_GCP_PROJECT: required for Cloud Batch");
   cfg_init(&cfg, "none", "");
-  snprintf(cfg.batch_endpoint, sizeof(cfg.batch_endpoint), "ftp://x");
-  ck_assert_ptr_null(batch_client_new(&cfg, err, sizeof(err)));
+  snprintf(cfg.gcp.batch_endpoint, sizeof(cfg.gcp.batch_endpoint), "ftp://x");
+  ck_assert_ptr_null(batch_client_new(&cfg.gcp, err, sizeof(err)));
   ck_assert_ptr_nonnull(strstr(err, "GPUGATE_BATCH_ENDPOINT"));
   cfg_init(&cfg, "key-file", "");
-  ck_assert_ptr_null(batch_client_new(&cfg, err, sizeof(err)));
+  ck_assert_ptr_null(batch_client_new(&cfg.gcp, err, sizeof(err)));
 
   cfg_init(&cfg, "none", "");
-  c = batch_client_new(&cfg, err, sizeof(err));
+  c = batch_client_new(&cfg.gcp, err, sizeof(err));
   ck_assert_msg(c != NULL, "%s", err);
   ck_assert_str_eq(batch_client_project(c), "gpugate-test");
 

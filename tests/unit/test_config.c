@@ -173,8 +173,8 @@ static void describe(const struct config *c, char *out, size_t outlen)
   CAT(" iss=%s aud=%s leeway=%ld maxlife=%ld", c->jwt_issuer, c->jwt_audience,
       c->jwt_leeway_s, c->jwt_max_lifetime_s);
   CAT(" backend=%s endpoint=%s project=%s tokens=%s keyfile=%s metadata=%s",
-      c->batch_backend, c->batch_endpoint, c->gcp_project, c->gcp_token_source,
-      c->gcp_key_file, c->metadata_host);
+      c->batch_backend, c->gcp.batch_endpoint, c->gcp.gcp_project,
+      c->gcp.gcp_token_source, c->gcp.gcp_key_file, c->gcp.metadata_host);
   if (c->pubsub_push_secret)
     CAT(" pubsub=%s", c->pubsub_push_secret);
   else
@@ -695,7 +695,7 @@ START_TEST(error_bounded)
 }
 END_TEST
 
-/* config_read_file: the limit is inclusive; a missing file is NULL. */
+/* file_read: the limit is inclusive; a missing file is NULL. */
 START_TEST(read_file)
 {
   char path[128];
@@ -703,19 +703,19 @@ START_TEST(read_file)
   char *s;
 
   tmp_path(path, sizeof(path), "push-secret");
-  s = config_read_file(path, 12, &len);
+  s = file_read(path, 12, &len);
   ck_assert_ptr_nonnull(s);
   ck_assert_uint_eq(len, 12);
   ck_assert_str_eq(s, "push-secret\n");
   free(s);
-  ck_assert_ptr_null(config_read_file(path, 11, &len));
+  ck_assert_ptr_null(file_read(path, 11, &len));
   tmp_path(path, sizeof(path), "big");
-  s = config_read_file(path, BIG_SIZE, &len);
+  s = file_read(path, BIG_SIZE, &len);
   ck_assert_ptr_nonnull(s);
   ck_assert_uint_eq(len, BIG_SIZE);
   ck_assert_uint_eq(strlen(s), BIG_SIZE);
   free(s);
-  ck_assert_ptr_null(config_read_file("/nonexistent", 100, &len));
+  ck_assert_ptr_null(file_read("/nonexistent", 100, &len));
 }
 END_TEST
 
@@ -940,7 +940,7 @@ START_TEST(record)
   ck_assert_uint_eq(problem_nfields(&req), 0);
   problem_field(&req, "a.b[1]", "must be %s %d", "at most", 5);
   ck_assert_uint_eq(problem_nfields(&req), 1);
-  e = json_array_get(req.errors, 0);
+  e = json_array_get(req.err.fields, 0);
   ck_assert_str_eq(json_string_value(json_object_get(e, "field")), "a.b[1]");
   ck_assert_str_eq(json_string_value(json_object_get(e, "message")),
                    "must be at most 5");
@@ -949,13 +949,13 @@ START_TEST(record)
   ck_assert_int_eq(problem_fail(&req, GG_NOT_FOUND, "No %s.", "x"),
                    GG_NOT_FOUND);
   ck_assert_int_eq(problem_fail(&req, GG_CONFLICT, "Other."), GG_NOT_FOUND);
-  ck_assert_int_eq(req.code, GG_NOT_FOUND);
-  ck_assert_str_eq(req.detail, "No x.");
+  ck_assert_int_eq(req.err.code, GG_NOT_FOUND);
+  ck_assert_str_eq(req.err.detail, "No x.");
 
   /* cleared, the request can fail afresh */
   problem_clear(&req);
-  ck_assert_int_eq(req.code, GG_OK);
-  ck_assert_str_eq(req.detail, "");
+  ck_assert_int_eq(req.err.code, GG_OK);
+  ck_assert_str_eq(req.err.detail, "");
   ck_assert_uint_eq(problem_nfields(&req), 0);
   ck_assert_int_eq(problem_fail(&req, GG_CONFLICT, "Other."), GG_CONFLICT);
 
@@ -964,16 +964,49 @@ START_TEST(record)
   longmsg[sizeof(longmsg) - 1] = '\0';
   problem_field(&req, "long", "%s", longmsg);
   ck_assert_uint_eq(strlen(json_string_value(json_object_get(
-                        json_array_get(req.errors, 0), "message"))),
+                        json_array_get(req.err.fields, 0), "message"))),
                     255);
   while (problem_nfields(&req) < 100)
     problem_field(&req, "f", "x");
   problem_field(&req, "one-too-many", "x");
   ck_assert_uint_eq(problem_nfields(&req), 100);
   ck_assert_str_eq(json_string_value(json_object_get(
-                       json_array_get(req.errors, 99), "field")),
+                       json_array_get(req.err.fields, 99), "field")),
                    "f");
   req_cleanup(&req);
+}
+END_TEST
+
+/* A struct gg_err filled deep (as db/ fills it: err_fail, err_field) is
+ * rendered at the edge by problem_from_err exactly as problem_build
+ * renders its code, detail and fields; the first failure wins. */
+START_TEST(err_rendered)
+{
+  struct gg_err err;
+  json_t *p;
+  char *dump;
+
+  err_init(&err);
+  ck_assert_uint_eq(err_nfields(&err), 0);
+  err_field(&err, "queue", "team \"%s\" has no queue \"%s\"", "t", "q");
+  ck_assert_int_eq(err_fail(&err, GG_UNPROCESSABLE, "The job refers to %s.",
+                            "objects that do not exist"),
+                   GG_UNPROCESSABLE);
+  ck_assert_int_eq(err_fail(&err, GG_INTERNAL, "Later."), GG_UNPROCESSABLE);
+  p = problem_from_err(&err, "/v1/teams/t/jobs", "rid");
+  ck_assert_ptr_nonnull(p);
+  dump = json_dumps(p, GG_JSON_DUMP);
+  ck_assert_str_eq(
+      dump, "{" PT "unprocessable\",\"title\":\"unprocessable content\","
+            "\"status\":422,\"detail\":\"The job refers to objects that do "
+            "not exist.\",\"instance\":\"/v1/teams/t/jobs\",\"request_id\":"
+            "\"rid\",\"errors\":[{\"field\":\"queue\",\"message\":\"team "
+            "\\\"t\\\" has no queue \\\"q\\\"\"}]}");
+  free(dump);
+  json_decref(p);
+  err_clear(&err);
+  ck_assert_int_eq(err.code, GG_OK);
+  ck_assert_ptr_null(err.fields);
 }
 END_TEST
 
@@ -1255,6 +1288,7 @@ Suite *config_suite(void)
   tcase_add_loop_test(tc, codes, 0, N_OF(code_cases));
   tcase_add_loop_test(tc, build, 0, N_OF(build_cases));
   tcase_add_test(tc, record);
+  tcase_add_test(tc, err_rendered);
   suite_add_tcase(s, tc);
   return s;
 }

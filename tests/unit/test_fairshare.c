@@ -491,7 +491,7 @@ START_TEST(fields)
     fairshare_check_tq(&req, out);
   if (problem_nfields(&req) > 0)
     first = json_string_value(
-        json_object_get(json_array_get(req.errors, 0), "field"));
+        json_object_get(json_array_get(req.err.fields, 0), "field"));
   else if (out)
     dump = json_dumps(out, GG_JSON_DUMP);
   ck_assert_msg(field_cases[_i].out ? dump && !strcmp(dump, field_cases[_i].out)

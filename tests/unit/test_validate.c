@@ -297,14 +297,14 @@ static const struct {
      NULL, "spec.quota.cpu: must be a number, not a string"},
 };
 
-/* req.errors as "field: message | field: message". */
+/* req.err.fields as "field: message | field: message". */
 static void errors_text(const struct gg_req *req, char *out, size_t outlen)
 {
   json_t *e;
   size_t i, used = 0;
 
   out[0] = '\0';
-  json_array_foreach (req->errors, i, e) {
+  json_array_foreach (req->err.fields, i, e) {
     int w;
     ck_assert_uint_eq(json_object_size(e), 2);
     w = snprintf(out + used, outlen - used, "%s%s: %s", i ? " | " : "",
@@ -345,7 +345,7 @@ START_TEST(object)
                 "case \"%s\": output %p with %zu errors", obj_cases[_i].what,
                 (void *)out, problem_nfields(&req));
   ck_assert_uint_eq(in->refcount, refs);
-  ck_assert_int_eq(req.code, GG_OK); /* fields only; the caller fails */
+  ck_assert_int_eq(req.err.code, GG_OK); /* fields only; the caller fails */
   free(dump);
   json_decref(out);
   json_decref(in);

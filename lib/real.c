@@ -1,5 +1,5 @@
 /*
- * billing_real.c — reals without printf (see billing_real.h).
+ * real.c — reals without printf (see real.h).
  *
  * Each real of a row is read (strtod) and written back with 17 significant
  * digits for the canonical text, amounts with 15. glibc does both exactly
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "handlers/billing_real.h"
+#include "lib/real.h"
 
 __extension__ typedef unsigned __int128 u128;
 

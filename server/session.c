@@ -28,7 +28,7 @@
 #include "server/problem.h"
 #include "lib/seal.h"
 #include "identity/sesscache.h"
-#include "identity/session.h"
+#include "server/session.h"
 
 _Static_assert(
     sizeof(((struct db_session *)0)->refresh_sealed) >=
@@ -145,7 +145,8 @@ static enum gg_code refresh(struct gg_req *req, const char *hash,
   bool refused = false;
   enum gg_code rc;
 
-  rc = db_session_claim_refresh(req, hash, o->session_refresh_s, &claim);
+  rc = db_session_claim_refresh(req_db(req), &req->err, hash,
+                                o->session_refresh_s, &claim);
   if (rc != GG_OK)
     return rc == GG_NOT_FOUND ? GG_OK : rc;
   if (session_open_refresh(req->cfg, hash, claim.refresh_sealed,
@@ -182,12 +183,12 @@ static enum gg_code refresh(struct gg_req *req, const char *hash,
     snprintf(err, sizeof(err), "its rotated refresh token cannot be sealed");
     goto ended;
   }
-  rc = db_session_refreshed(req, hash, s);
+  rc = db_session_refreshed(req_db(req), &req->err, hash, s);
   goto out;
 ended:
   log_msg(LOG_INFO, "session refresh: session of %s ended: %s", s->subject,
           id_token && why ? why : err);
-  rc = db_session_delete(req, hash);
+  rc = db_session_delete(req_db(req), &req->err, hash);
   session_forget();
   rc = rc == GG_OK ? GG_NOT_FOUND : rc;
 out:
@@ -239,7 +240,7 @@ static enum gg_code check_stamp(struct gg_req *req, struct sesscache *c,
 
   if (!sesscache_check_begin(c, now_ms))
     return GG_OK;
-  rc = db_session_stamp(req, &stamp);
+  rc = db_session_stamp(req_db(req), &req->err, &stamp);
   if (sesscache_check_end(c, now_ms, rc == GG_OK, stamp))
     metrics_session_cache_flush();
   return rc;
@@ -273,7 +274,8 @@ enum gg_code session_authenticate(struct gg_req *req, const char *sid)
     return GG_OK;
   }
   session_hash(sid, hash);
-  rc = db_session_get(req, hash, req->cfg->oidc.session_refresh_s, &s);
+  rc = db_session_get(req_db(req), &req->err, hash,
+                      req->cfg->oidc.session_refresh_s, &s);
   if (rc == GG_OK && s.refresh_due) {
     rc = refresh(req, hash, &s);
     refreshed = true;

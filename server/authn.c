@@ -1,7 +1,7 @@
 /*
  * authn.c — who a request's caller is and whether it may call the route:
  * the bearer token (identity/auth.c, its verifications cached) or the
- * console's session cookie (identity/session.c), the grant of the caller's
+ * console's session cookie (server/session.c), the grant of the caller's
  * access bindings that the route's roles allow, and the per-team (or
  * per-role) request rate. Split from server/http.c, whose pipeline calls
  * authn_request() once a request's route is known.
@@ -12,10 +12,10 @@
 #include <strings.h>
 #include <time.h>
 
-#include "identity/authn.h"
+#include "server/authn.h"
 #include "server/problem.h"
 #include "server/router.h"
-#include "identity/session.h"
+#include "server/session.h"
 
 /*
  * The grant of p that lets it call route r (for team, the route's {team},

@@ -1,13 +1,14 @@
 /*
- * billing_real.h — reals of billing rows read and written without printf:
+ * real.h — reals read and written without printf, for billing rows and
+ * lib/jsonw.c:
  * strtod of a JSON number's text and Jansson 2.14's dump of a real
  * ("%.17g" and its touches; amounts are never written from a double:
- * billing_fields.h), each exactly as glibc and
+ * handlers/billing_fields.h), each exactly as glibc and
  * Jansson do it, by exact integer arithmetic where it can and by glibc
  * where it cannot. Pure functions, thread-safe.
  */
-#ifndef GPUGATE_BILLING_REAL_H
-#define GPUGATE_BILLING_REAL_H
+#ifndef GPUGATE_REAL_H
+#define GPUGATE_REAL_H
 
 #include <stddef.h>
 
