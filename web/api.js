@@ -39,8 +39,27 @@ export function inSession() {
 /* Forget the token or session and everything fetched with it. ended:
  * the server no longer accepts it (not a sign-out here); the listener is
  * told whether it was the console's session that ended. */
+/*
+ * When the credential expires and what to say then (app.js sets it from
+ * /v1/whoami's exp). A request refused at or after that moment was
+ * refused for the expiry, and says so: on a busy page a request can meet
+ * the 401 before the expiry's timer fires.
+ */
+let expiry = { at: Infinity, msg: '' };
+
+export function expiresAt(ms, msg) {
+  expiry = { at: ms, msg };
+}
+
+/* A 401: signed out, for the expiry if it has come (1 s for clocks that
+ * count whole seconds), else with the reason given. */
+function refused(reason) {
+  signOut(Date.now() >= expiry.at - 1000 ? expiry.msg : reason, { ended: true });
+}
+
 export function signOut(reason, { ended = false } = {}) {
   const sessionEnded = ended && inSession();
+  expiry = { at: Infinity, msg: '' };
   sessionStorage.removeItem(KEY);
   session = false;
   etags.clear();
@@ -113,7 +132,7 @@ export async function get(path) {
   const r = await fetch(path, { headers: h, cache: 'no-store', credentials: credentials() });
   if (r.status === 304 && cached) return cached.data;
   if (r.status === 401) {
-    signOut('Your session has ended (the server no longer accepts the token). Sign in again.', { ended: true });
+    refused('Your session has ended (the server no longer accepts the token). Sign in again.');
     throw new ApiError(401, await problemOf(r));
   }
   if (!r.ok) throw new ApiError(r.status, await problemOf(r));
@@ -139,7 +158,7 @@ export async function stream(path, onItem, signal) {
     signal,
   });
   if (r.status === 401) {
-    signOut('Your session has ended (the server no longer accepts the token). Sign in again.', { ended: true });
+    refused('Your session has ended (the server no longer accepts the token). Sign in again.');
     throw new ApiError(401, await problemOf(r));
   }
   if (!r.ok) throw new ApiError(r.status, await problemOf(r));
@@ -182,7 +201,7 @@ export async function post(path, body, extraHeaders = {}) {
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   if (r.status === 401) {
-    signOut('Your session has ended. Sign in again.', { ended: true });
+    refused('Your session has ended. Sign in again.');
     throw new ApiError(401, await problemOf(r));
   }
   if (!r.ok) throw new ApiError(r.status, await problemOf(r));
@@ -193,7 +212,7 @@ export async function post(path, body, extraHeaders = {}) {
 export async function getCsv(path) {
   const r = await fetch(path, { headers: headers({ Accept: 'text/csv' }), cache: 'no-store', credentials: credentials() });
   if (r.status === 401) {
-    signOut('Your session has ended. Sign in again.', { ended: true });
+    refused('Your session has ended. Sign in again.');
     throw new ApiError(401, await problemOf(r));
   }
   if (!r.ok) throw new ApiError(r.status, await problemOf(r));
@@ -248,7 +267,7 @@ export function follow(path, onEvent, onState) {
         if (last) h['Last-Event-ID'] = last;
         const r = await fetch(path, { headers: h, cache: 'no-store', credentials: credentials(), signal: ctrl.signal });
         if (r.status === 401) {
-          signOut('Your session has ended. Sign in again.', { ended: true });
+          refused('Your session has ended. Sign in again.');
           return;
         }
         if (!r.ok || !r.body) throw new ApiError(r.status, null);

@@ -134,6 +134,7 @@ function armExpiry() {
   const ms = me.exp * 1000 - Date.now();
   const what = me.via === 'session' ? 'session' : 'token';
   const msg = `Your ${what} expired at ${when(new Date(me.exp * 1000).toISOString())}. Sign in again.`;
+  api.expiresAt(me.exp * 1000, msg);
   if (ms <= 0) {
     api.signOut(msg, { ended: true });
     return;
