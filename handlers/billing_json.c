@@ -470,18 +470,20 @@ static int f_number(struct fparse *f, int i)
   s->nodes[i].str = start;
   s->nodes[i].len = len;
   if (!real) {
-    /* within strtoll's range for sure, as Jansson reads it ("-0" is 0) */
+    /* within strtoll's range for sure, as Jansson reads it. Its key text
+     * is its text ("-0" as "0"): what billing_key_decimal writes of an
+     * integer without leading zeros, and JSON has none */
     if (digits > 18)
       return -1;
     s->nodes[i].kind = FK_INT;
     if (len == 2 && start[0] == '-' && start[1] == '0') {
-      memcpy(out, "0", 2);
-    } else {
-      memcpy(out, start, len);
-      out[len] = '\0';
+      start++;
+      len--;
     }
-    if (billing_key_decimal(out, out) != 0)
+    if (c_room(s, len) != 0)
       return -1;
+    c_put(s, start, len);
+    return 1;
   } else {
     /* a real is read as Jansson reads it: to a double (an overflow is
      * Jansson's error to report) */

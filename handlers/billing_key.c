@@ -169,7 +169,9 @@ size_t billing_key_scalar(const char *s, size_t n, char *out)
 
   /* the cheap tests first: most strings are neither */
   if (n >= BILLING_KEY_SCALAR_MAX ||
-      !(n >= 19 || s[0] == '-' || (s[0] >= '0' && s[0] <= '9')))
+      !((n >= 19 && s[4] == '-' && s[7] == '-' &&
+         (s[10] == ' ' || s[10] == 'T')) ||
+        s[0] == '-' || (s[0] >= '0' && s[0] <= '9')))
     return 0;
   memcpy(z, s, n); /* a timestamp is at most 39 bytes, a decimal 63 */
   z[n] = '\0';
