@@ -1,8 +1,9 @@
 /*
  * billing_json_internal.h — the fast reader's scratch and flat tree of
- * values, shared by the reader (billing_json.c) and the document view of
- * what it read (billing_doc.c). Not part of the reader's interface
- * (billing_json.h); nothing else includes it.
+ * values, shared by the reader (billing_json.c, its strings in
+ * billing_json_str.c) and the document view of what it read
+ * (billing_doc.c). Not part of the reader's interface (billing_json.h);
+ * nothing else includes it.
  */
 #ifndef GPUGATE_BILLING_JSON_INTERNAL_H
 #define GPUGATE_BILLING_JSON_INTERNAL_H
@@ -52,5 +53,16 @@ struct billing_scratch {
   char *strs; /* decoded strings; sized for the row, so never moved */
   size_t strs_len, strs_cap;
 };
+
+/*
+ * The string at *at (its opening quote; the line ends at stop), *at moved
+ * past it. *out and *outlen are its text: in the line itself when it has
+ * no escapes (*cooked false; not NUL-terminated; then it holds no byte the
+ * key text escapes), else decoded into s->strs (*cooked true;
+ * NUL-terminated). 0, or -1 when Jansson would refuse it (declined).
+ */
+int billing_json_string(struct billing_scratch *s, const char **at,
+                        const char *stop, const char **out, size_t *outlen,
+                        bool *cooked);
 
 #endif
