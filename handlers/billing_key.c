@@ -64,7 +64,10 @@ size_t billing_key_escape(char *out, const char *s, size_t n)
       continue;
     memcpy(out + o, s + run, i - run);
     o += i - run;
-    memcpy(out + o, "\\u00", 4);
+    out[o] = '\\';
+    out[o + 1] = 'u';
+    out[o + 2] = '0';
+    out[o + 3] = '0';
     out[o + 4] = hex[ch >> 4];
     out[o + 5] = hex[ch & 15];
     o += 6;
