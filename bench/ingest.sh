@@ -17,6 +17,8 @@
 #           the very same rows (the emulator's dump) into a text table.
 #
 # BENCH_INGEST_ONLY=bq runs only the BigQuery row (and no FOCUS export).
+# BENCH_GPUGATE=PATH pulls with another gpugate binary (e.g. a copy of
+# main's build, to compare two builds back to back on a shared host).
 #
 # and prints rows, seconds, rows/s, MB/s, the command's peak RSS and CPU
 # time (getrusage of the waited process, as /usr/bin/time -v reports them)
@@ -152,7 +154,7 @@ echo "bench/ingest: gpugate billing-sync from the emulator ..." >&2
 GPUGATE_DATABASE_URL="$db" GPUGATE_GCP_TOKEN_SOURCE=none \
   GPUGATE_BILLING_BIGQUERY_TABLE=bench.billing.export \
   GPUGATE_BIGQUERY_ENDPOINT="http://127.0.0.1:$(cat "$work/bq.port")" \
-  run bq build/gpugate billing-sync
+  run bq "${BENCH_GPUGATE:-build/gpugate}" billing-sync
 pulled=$(count bq rows_read)
 if [ "$pulled" -ne "$bq_rows" ]; then
   echo "bench/ingest: the pull stored $pulled rows, not $bq_rows" >&2

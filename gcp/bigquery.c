@@ -19,6 +19,7 @@
 #define BQ_TOTAL_MS 120000L                        /* one call */
 #define BQ_MAX_RESPONSE ((size_t)32 * 1024 * 1024) /* one page */
 #define BQ_POLL_MS 10000                           /* timeoutMs of a poll */
+#define BQ_SPARE_PAGES 2 /* page buffers a client keeps for its next pages */
 
 struct bq_client {
   char endpoint[512];
@@ -31,7 +32,41 @@ struct bq_client {
   long long max_bytes;       /* maximumBytesBilled of every query (0: none) */
   long long bytes;           /* totalBytesProcessed of the queries run */
   struct bq_scratch scratch; /* the cells of a page's rows */
+  /* page buffers given back, for the next replies to be written into (a
+   * query's pages are read one while the next is fetched: two at most) */
+  pthread_mutex_t mu;
+  char *spare[BQ_SPARE_PAGES];
+  size_t spare_cap[BQ_SPARE_PAGES];
+  int n_spare;
 };
+
+/* A buffer given back (body, of cap bytes; owned), or NULL. */
+static void spare_take(struct bq_client *c, char **body, size_t *cap)
+{
+  pthread_mutex_lock(&c->mu);
+  if (c->n_spare > 0) {
+    c->n_spare--;
+    *body = c->spare[c->n_spare];
+    *cap = c->spare_cap[c->n_spare];
+  } else {
+    *body = NULL;
+    *cap = 0;
+  }
+  pthread_mutex_unlock(&c->mu);
+}
+
+/* Give back a reply's body (stolen), or free it when enough are kept. */
+static void spare_give(struct bq_client *c, struct batch_http_resp *resp)
+{
+  pthread_mutex_lock(&c->mu);
+  if (resp->body && resp->cap > 0 && c->n_spare < BQ_SPARE_PAGES) {
+    c->spare[c->n_spare] = resp->body;
+    c->spare_cap[c->n_spare++] = resp->cap;
+    resp->body = NULL;
+  }
+  pthread_mutex_unlock(&c->mu);
+  batch_http_resp_free(resp);
+}
 
 struct bq_client *bq_client_new(const char *endpoint, const char *project,
                                 const char *location,
@@ -51,6 +86,7 @@ struct bq_client *bq_client_new(const char *endpoint, const char *project,
     free(c);
     return NULL;
   }
+  pthread_mutex_init(&c->mu, NULL);
   return c;
 }
 
@@ -60,6 +96,9 @@ void bq_client_free(struct bq_client *c)
     return;
   curl_easy_cleanup(c->h);
   free(c->scratch.p);
+  while (c->n_spare > 0)
+    free(c->spare[--c->n_spare]);
+  pthread_mutex_destroy(&c->mu);
   free(c);
 }
 
@@ -106,8 +145,8 @@ static int call(struct bq_client *c, const char *what, const char *method,
                 const char *url, const char *body, struct batch_http_resp *out,
                 char *err, size_t errlen)
 {
-  const struct gcall gc = {what, method,      url,
-                           body, BQ_TOTAL_MS, BQ_MAX_RESPONSE};
+  struct gcall gc = {what,        method,          url,  body,
+                     BQ_TOTAL_MS, BQ_MAX_RESPONSE, NULL, 0};
   long wait = c->backoff_ms;
   bool reauth = true;
   int attempt;
@@ -119,6 +158,7 @@ static int call(struct bq_client *c, const char *what, const char *method,
     enum gcall_outcome got;
     bool retry;
 
+    spare_take(c, &gc.buf, &gc.buf_cap); /* taken over by the call */
     got = gcall_once(c->h, c->ts, &gc, &resp, &e);
     if (got == GCALL_TOKEN) {
       snprintf(err, errlen, "%s: token: %s", what, e.message);
@@ -185,10 +225,11 @@ struct page {
   size_t rows_len;
 };
 
-static void page_free(struct page *p)
+/* Done with p: its body back to c's spares. */
+static void page_free(struct bq_client *c, struct page *p)
 {
   json_decref(p->doc);
-  batch_http_resp_free(&p->resp);
+  spare_give(c, &p->resp);
   memset(p, 0, sizeof(*p));
 }
 
@@ -226,7 +267,7 @@ static int fetch(struct fetcher *f, const char *token, struct page *out,
            errlen) != 0)
     return -1;
   if (page_of(out, "getQueryResults", err, errlen) != 0) {
-    page_free(out);
+    page_free(f->c, out);
     return -1;
   }
   return 0;
@@ -308,7 +349,7 @@ int bq_query_start(struct bq_client *c, const char *sql, json_t *params,
   /* poll until the job is complete: its rows come with the first reply
    * that says so */
   while (!json_is_true(json_object_get(r->cur.doc, "jobComplete"))) {
-    page_free(&r->cur);
+    page_free(c, &r->cur);
     if (!*r->f.job || fetch(&r->f, NULL, &r->cur, err, errlen) != 0) {
       free(r);
       return -1;
@@ -329,7 +370,7 @@ void bq_result_free(struct bq_result *r)
 {
   if (!r)
     return;
-  page_free(&r->cur);
+  page_free(r->c, &r->cur);
   free(r);
 }
 
@@ -365,9 +406,9 @@ int bq_result_rows(struct bq_result *r, bq_cells_fn fn, void *ctx, char *err,
                           err, errlen);
     if (ahead)
       pthread_join(f->thread, NULL);
-    page_free(&r->cur);
+    page_free(c, &r->cur);
     if (walked != 0) {
-      page_free(&next);
+      page_free(c, &next);
       break;
     }
     if (!more) {

@@ -3,6 +3,7 @@
  * BigQuery and Cloud Logging clients (see gcall.h).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gcp/gcall.h"
@@ -32,8 +33,10 @@ enum gcall_outcome gcall_once(CURL *h, struct batch_token_source *ts,
   memset(&req, 0, sizeof(req));
   if (ts) {
     got = batch_token_get(ts, token, sizeof(token), e);
-    if (got < 0)
+    if (got < 0) {
+      free(call->buf);
       return GCALL_TOKEN;
+    }
   }
   if (got == 0) {
     snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
@@ -48,6 +51,8 @@ enum gcall_outcome gcall_once(CURL *h, struct batch_token_source *ts,
   req.body_len = call->body ? strlen(call->body) : 0;
   req.total_ms = call->total_ms;
   req.max_response = call->max_response;
+  req.buf = call->buf;
+  req.buf_cap = call->buf_cap;
   if (batch_http_perform(h, &req, resp) != 0) {
     batch_http_transport_error(resp, call->what, e);
     rc = GCALL_TRANSPORT;

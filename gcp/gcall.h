@@ -27,6 +27,9 @@ struct gcall {
   const char *body;
   long total_ms;
   size_t max_response;
+  char *buf;      /* NULL, or a buffer for the reply's body (new reference:
+                     taken over by gcall_once whatever the outcome) */
+  size_t buf_cap; /* its size */
 };
 
 enum gcall_outcome {

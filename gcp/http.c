@@ -11,6 +11,21 @@
 
 #include "gcp/http.h"
 
+/* The body's length as its Content-Length announces it, plus one for the
+ * NUL, or 0 when unknown or over the cap. (Compressed, it is the
+ * compressed length: the body is at least that long.) */
+static size_t announced(const struct batch_http_xfer *x)
+{
+  curl_off_t n = -1;
+
+  if (!x->h ||
+      curl_easy_getinfo(x->h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &n) !=
+          CURLE_OK ||
+      n <= 0 || (unsigned long long)n > x->max)
+    return 0;
+  return (size_t)n + 1;
+}
+
 static size_t on_body(char *data, size_t size, size_t nmemb, void *userp)
 {
   struct batch_http_xfer *x = userp;
@@ -22,8 +37,12 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *userp)
     return 0; /* CURLE_WRITE_ERROR: abort the transfer */
   }
   if (r->len + n + 1 > x->cap) {
-    size_t cap = x->cap ? x->cap : 4096;
+    /* the whole announced body at once (a 10 MB page grown from 4 KiB by
+     * doubling was copied and faulted in again and again), else twice */
+    size_t cap = x->cap ? 2 * x->cap : 4096, whole = announced(x);
     char *p;
+    if (whole > cap)
+      cap = whole;
     while (cap < r->len + n + 1)
       cap *= 2;
     if (cap > x->max + 1)
@@ -74,6 +93,12 @@ int batch_http_setup(CURL *h, const struct batch_http_req *req,
 
   memset(x, 0, sizeof(*x));
   x->max = req->max_response ? req->max_response : BATCH_HTTP_MAX_RESPONSE;
+  x->h = h;
+  if (req->buf && req->buf_cap > 0) { /* the caller's, taken over */
+    resp->body = req->buf;
+    resp->body[0] = '\0';
+    x->cap = req->buf_cap;
+  }
 
   curl_easy_reset(h);
   rc = curl_easy_setopt(h, CURLOPT_URL, req->url);
@@ -130,6 +155,7 @@ int batch_http_finish(CURL *h, CURLcode code, struct batch_http_xfer *x)
   struct batch_http_resp *resp = &x->resp;
 
   resp->code = code;
+  resp->cap = x->cap;
   resp->status = 0;
   curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp->status);
   /* the error buffer lives in x: detach it before x goes away */
@@ -160,7 +186,7 @@ void batch_http_resp_free(struct batch_http_resp *resp)
 {
   free(resp->body);
   resp->body = NULL;
-  resp->len = 0;
+  resp->len = resp->cap = 0;
 }
 
 void batch_http_transport_error(const struct batch_http_resp *resp,

@@ -31,6 +31,9 @@ struct batch_http_req {
   long connect_ms;     /* <= 0: BATCH_HTTP_CONNECT_MS */
   long total_ms;       /* <= 0: BATCH_HTTP_TOTAL_MS */
   size_t max_response; /* 0: BATCH_HTTP_MAX_RESPONSE */
+  char *buf;           /* NULL, or a buffer (taken over: the response's body is
+                          it, grown if need be) to write the body into */
+  size_t buf_cap;      /* its size */
 };
 
 /* Its outcome. body is owned: free with batch_http_resp_free(). */
@@ -39,6 +42,7 @@ struct batch_http_resp {
   long status;   /* HTTP status; 0 without a response */
   char *body;    /* NUL-terminated, may be NULL when empty */
   size_t len;
+  size_t cap;           /* of body: what a request may give back as its buf */
   char retry_after[64]; /* the Retry-After header, "" when absent */
   bool too_large;       /* aborted: the body passed max_response */
   char curl_err[CURL_ERROR_SIZE];
@@ -53,6 +57,7 @@ struct batch_http_xfer {
   struct batch_http_resp resp;
   size_t cap; /* of resp.body */
   size_t max; /* the response-size cap */
+  CURL *h;    /* borrowed: the body's announced length */
 };
 
 /*

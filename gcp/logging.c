@@ -340,8 +340,8 @@ int logging_list(struct logging_client *c, const char *project,
                  struct logging_result *r)
 {
   char url[600], res[200], msg[256];
-  struct gcall gc = {"entries:list", "POST",           url,
-                     NULL,           LOGGING_TOTAL_MS, LOGGING_MAX_RESPONSE};
+  struct gcall gc = {"entries:list",       "POST", url, NULL, LOGGING_TOTAL_MS,
+                     LOGGING_MAX_RESPONSE, NULL,   0};
   struct batch_http_resp resp;
   struct batch_error e;
   enum gcall_outcome got;

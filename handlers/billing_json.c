@@ -2,28 +2,28 @@
  * billing_json.c — the fast JSON reader of billing rows (see
  * billing_json.h).
  *
- * Jansson allocates a value per JSON value and then dumps the tree again,
- * sorted, for the hash: most of the engine's time. This reader does the
- * same work in one pass over the line and without allocating per row: it
- * checks the JSON, writes the canonical text (what
- * json_dumpb(JSON_SORT_KEYS | JSON_COMPACT) of Jansson 2.14 writes) as it
- * goes, sorting the members of each object when it closes, and keeps a
- * flat tree of the values (in a scratch reused from row to row) for the
- * field checks (its document view is billing_doc.c's).
+ * Jansson allocates a value per JSON value, and the row's key text
+ * (billing_key.h) is then written from the tree: most of the engine's
+ * time. This reader does the same work in one pass over the line and
+ * without allocating per row: it checks the JSON, writes the key text as
+ * it goes (each value's meaning; the members of each object sorted when it
+ * closes, those with no meaning left out), and keeps a flat tree of the
+ * values (in a scratch reused from row to row) for the field checks (its
+ * document view is billing_doc.c's; its strings are read by
+ * billing_json_str.c). billing_key_text over Jansson's tree
+ * stays the reference: the same text by construction (the scalars go
+ * through the same billing_key_scalar, billing_key_decimal,
+ * billing_key_real and billing_key_escape).
  *
  * It only ever accepts. Whatever it does not handle exactly as Jansson
  * does (any JSON error, a duplicate key, an integer of 19 digits or more,
- * nesting deeper than FAST_DEPTH, a real Jansson cannot dump) is declined,
- * and billing_row.c then lets Jansson decide, so that rejections and their
+ * nesting deeper than FAST_DEPTH, a real that overflows) is declined, and
+ * billing_row.c then lets Jansson decide, so that rejections and their
  * messages are Jansson's by construction. For accepted rows the unit tests
- * and tests/fuzz/fuzz_billing_row.c compare both, field by field and hash
- * by hash.
+ * and tests/fuzz/fuzz_billing_row.c compare both, field by field and key
+ * by key.
  */
 #include <math.h>
-#include <openssl/evp.h>
-#ifdef __SSE2__
-#include <emmintrin.h>
-#endif
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -33,25 +33,17 @@
 #include "db/billing.h"
 #include "handlers/billing_json.h"
 #include "handlers/billing_json_internal.h"
-#include "lib/real.h"
+#include "handlers/billing_key.h"
 #include "lib/jsonw.h"
+#include "lib/real.h"
 
 #define FAST_DEPTH 64
-#define FAST_REAL_MAX 32       /* Jansson's dump holds every "%.17g" (24) */
 #define SCRATCH_KEEP (1 << 20) /* bytes of buffers kept between rows */
 
 struct billing_scratch *billing_scratch_new(void)
 {
   struct billing_scratch *s = calloc(1, sizeof(*s));
 
-  if (!s)
-    return NULL;
-  s->sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
-  s->md = EVP_MD_CTX_new();
-  if (!s->sha256 || !s->md) {
-    billing_scratch_free(s);
-    return NULL;
-  }
   return s;
 }
 
@@ -94,9 +86,6 @@ void billing_scratch_free(struct billing_scratch *s)
   free(s->canon);
   free(s->tmp);
   free(s->strs);
-  billing_keytext_free(&s->key);
-  EVP_MD_CTX_free(s->md);
-  EVP_MD_free(s->sha256);
   free(s);
 }
 
@@ -196,245 +185,39 @@ static int f_node(struct fparse *f, enum fkind kind, int parent,
   return i;
 }
 
-/* The UTF-8 sequence at p: its length, or 0 when Jansson would not decode
- * it (overlong forms, surrogates, beyond U+10FFFF, truncated). */
-static size_t utf8_len(const unsigned char *p, const unsigned char *end)
+/* A string as the key text has it (billing_key_escape); cooked: d may hold
+ * bytes to escape, else none (f_string), so that it is copied as it is. */
+static int c_string(struct billing_scratch *s, const char *d, size_t n,
+                    bool cooked)
 {
-  unsigned c = p[0];
-  size_t n, i;
-
-  if (c < 0x80)
-    return 1;
-  if (c >= 0xC2 && c <= 0xDF)
-    n = 2;
-  else if (c >= 0xE0 && c <= 0xEF)
-    n = 3;
-  else if (c >= 0xF0 && c <= 0xF4)
-    n = 4;
-  else
-    return 0;
-  if ((size_t)(end - p) < n)
-    return 0;
-  for (i = 1; i < n; i++)
-    if ((p[i] & 0xC0) != 0x80)
-      return 0;
-  if ((c == 0xE0 && p[1] < 0xA0) || (c == 0xED && p[1] >= 0xA0) ||
-      (c == 0xF0 && p[1] < 0x90) || (c == 0xF4 && p[1] >= 0x90))
-    return 0;
-  return n;
-}
-
-/* Four hex digits at p (end permitting) as *out; 0 or -1. */
-static int hex4(const unsigned char *p, const unsigned char *end, unsigned *out)
-{
-  unsigned v = 0;
-  int i;
-
-  if (end - p < 4)
-    return -1;
-  for (i = 0; i < 4; i++) {
-    unsigned c = p[i];
-    if (c >= '0' && c <= '9')
-      v = v * 16 + (c - '0');
-    else if (c >= 'a' && c <= 'f')
-      v = v * 16 + (c - 'a' + 10);
-    else if (c >= 'A' && c <= 'F')
-      v = v * 16 + (c - 'A' + 10);
-    else
+  if (!cooked) {
+    if (c_room(s, n + 2) != 0)
       return -1;
+    s->canon[s->canon_len++] = '"';
+    c_put(s, d, n);
+    s->canon[s->canon_len++] = '"';
+    return 0;
   }
-  *out = v;
-  return 0;
-}
-
-static size_t utf8_put(char *d, unsigned cp)
-{
-  if (cp < 0x80) {
-    d[0] = (char)cp;
-    return 1;
-  }
-  if (cp < 0x800) {
-    d[0] = (char)(0xC0 | (cp >> 6));
-    d[1] = (char)(0x80 | (cp & 0x3F));
-    return 2;
-  }
-  if (cp < 0x10000) {
-    d[0] = (char)(0xE0 | (cp >> 12));
-    d[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    d[2] = (char)(0x80 | (cp & 0x3F));
-    return 3;
-  }
-  d[0] = (char)(0xF0 | (cp >> 18));
-  d[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-  d[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-  d[3] = (char)(0x80 | (cp & 0x3F));
-  return 4;
-}
-
-/* Write decoded string d[0..n) as Jansson's dump does (no ASCII escaping,
- * '/' as it is, other control characters as \u00XX): jsonw's escaper. */
-static int c_string(struct billing_scratch *s, const char *d, size_t n)
-{
-  if (c_room(s, JSONW_ESCAPED_MAX(n)) != 0)
+  if (c_room(s, BILLING_KEY_ESCAPED_MAX(n)) != 0)
     return -1;
-  s->canon_len += jsonw_escape(s->canon + s->canon_len, d, n);
+  s->canon_len += billing_key_escape(s->canon + s->canon_len, d, n);
   return 0;
 }
 
-/* The first byte at or after p that is not plain string text: printable
- * ASCII other than '"' and '\\' (so a quote, a backslash, a control
- * character or a non-ASCII byte), or end. */
-static const unsigned char *skip_plain(const unsigned char *p,
-                                       const unsigned char *end)
-{
-#ifdef __SSE2__
-  const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'),
-                space = _mm_set1_epi8(0x20);
-
-  while (end - p >= 16) {
-    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
-    /* signed: bytes from 0x80 are negative, below the space too */
-    int mask = _mm_movemask_epi8(_mm_or_si128(
-        _mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, bslash)),
-        _mm_cmplt_epi8(x, space)));
-    if (mask)
-      return p + __builtin_ctz((unsigned)mask);
-    p += 16;
-  }
-#endif
-  while (p < end && *p >= 0x20 && *p < 0x80 && *p != '"' && *p != '\\')
-    p++;
-  return p;
-}
-
-/*
- * The string at f->p (its opening quote), written canonically. *out and
- * *outlen are its text: in the line itself when it has no escapes (*cooked
- * false; not NUL-terminated), else decoded into strs (*cooked true;
- * NUL-terminated).
- */
+/* The string at f->p (its opening quote): billing_json_string. */
 static int f_string(struct fparse *f, const char **out, size_t *outlen,
                     bool *cooked)
 {
-  struct billing_scratch *s = f->s;
-  const unsigned char *p = (const unsigned char *)f->p + 1,
-                      *end = (const unsigned char *)f->end, *raw = p;
-  char *d0, *d;
-
-  for (;;) { /* as long as there is no escape */
-    size_t n;
-    p = skip_plain(p, end);
-    if (p >= end || *p < 0x20)
-      return -1;
-    if (*p == '"') {
-      /* as it came: nothing the dump would escape either */
-      *out = (const char *)raw;
-      *outlen = (size_t)(p - raw);
-      *cooked = false;
-      f->p = (const char *)p + 1;
-      if (c_room(s, *outlen + 2) != 0)
-        return -1;
-      s->canon[s->canon_len++] = '"';
-      c_put(s, *out, *outlen);
-      s->canon[s->canon_len++] = '"';
-      return 0;
-    }
-    if (*p == '\\')
-      break;
-    if ((n = utf8_len(p, end)) == 0)
-      return -1;
-    p += n;
-  }
-  /* escapes: decode into strs */
-  d0 = d = s->strs + s->strs_len;
-  memcpy(d, raw, (size_t)(p - raw));
-  d += p - raw;
-  for (;;) {
-    unsigned c, cp, lo;
-    size_t n;
-    if (p >= end)
-      return -1;
-    c = *p;
-    if (c == '"')
-      break;
-    if (c < 0x20)
-      return -1;
-    if (c < 0x80 && c != '\\') {
-      *d++ = (char)c;
-      p++;
-      continue;
-    }
-    if (c >= 0x80) {
-      if ((n = utf8_len(p, end)) == 0)
-        return -1;
-      memcpy(d, p, n);
-      d += n;
-      p += n;
-      continue;
-    }
-    if (end - p < 2)
-      return -1;
-    switch (p[1]) {
-    case '"':
-    case '\\':
-    case '/':
-      *d++ = (char)p[1];
-      p += 2;
-      continue;
-    case 'b':
-      *d++ = '\b';
-      p += 2;
-      continue;
-    case 'f':
-      *d++ = '\f';
-      p += 2;
-      continue;
-    case 'n':
-      *d++ = '\n';
-      p += 2;
-      continue;
-    case 'r':
-      *d++ = '\r';
-      p += 2;
-      continue;
-    case 't':
-      *d++ = '\t';
-      p += 2;
-      continue;
-    case 'u':
-      break;
-    default:
-      return -1;
-    }
-    if (hex4(p + 2, end, &cp) != 0 || cp == 0)
-      return -1;
-    p += 6;
-    if (cp >= 0xD800 && cp <= 0xDBFF) {
-      if (end - p < 6 || p[0] != '\\' || p[1] != 'u' ||
-          hex4(p + 2, end, &lo) != 0 || lo < 0xDC00 || lo > 0xDFFF)
-        return -1;
-      p += 6;
-      cp = ((cp - 0xD800) << 10) + (lo - 0xDC00) + 0x10000;
-    } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
-      return -1;
-    }
-    d += utf8_put(d, cp);
-  }
-  *d = '\0';
-  *out = d0;
-  *outlen = (size_t)(d - d0);
-  *cooked = true;
-  s->strs_len += *outlen + 1;
-  f->p = (const char *)p + 1;
-  return c_string(s, d0, *outlen);
+  return billing_json_string(f->s, &f->p, f->end, out, outlen, cooked);
 }
 
-/* The number at f->p, into node i, written canonically. */
+/* The number at f->p, into node i, its key text written: its value as a
+ * NUMERIC (billing_key.h). 1, or -1 when declined. */
 static int f_number(struct fparse *f, int i)
 {
   struct billing_scratch *s = f->s;
   const char *p = f->p, *start = p, *end = f->end;
-  char out[FAST_REAL_MAX];
+  char out[BILLING_AMOUNT_MAX];
   size_t len, n;
   int digits = 0;
   bool real = false;
@@ -476,25 +259,36 @@ static int f_number(struct fparse *f, int i)
   s->nodes[i].str = start;
   s->nodes[i].len = len;
   if (!real) {
-    /* within strtoll's range for sure; Jansson writes it back as "%lld" */
-    if (digits > 18 || c_room(s, len) != 0)
+    /* within strtoll's range for sure, as Jansson reads it. Its key text
+     * is its text ("-0" as "0"): what billing_key_decimal writes of an
+     * integer without leading zeros, and JSON has none */
+    if (digits > 18)
       return -1;
     s->nodes[i].kind = FK_INT;
-    if (len == 2 && start[0] == '-' && start[1] == '0')
-      c_put(s, "0", 1);
-    else
-      c_put(s, start, len);
-    return 0;
+    if (len == 2 && start[0] == '-' && start[1] == '0') {
+      start++;
+      len--;
+    }
+    if (c_room(s, len) != 0)
+      return -1;
+    c_put(s, start, len);
+    return 1;
+  } else {
+    /* a real is read as Jansson reads it: to a double (an overflow is
+     * Jansson's error to report) */
+    if (len >= BILLING_NUM_MAX)
+      return -1;
+    v = billing_read_real(start, len);
+    if (isinf(v))
+      return -1;
+    s->nodes[i].kind = FK_REAL;
+    billing_key_real(v, out);
   }
-  if (len >= BILLING_NUM_MAX)
+  n = strlen(out);
+  if (c_room(s, n) != 0)
     return -1;
-  v = billing_read_real(start, len);
-  if (isinf(v) || (n = billing_real_text(v, out, sizeof(out))) == 0 ||
-      c_room(s, n) != 0)
-    return -1;
-  s->nodes[i].kind = FK_REAL;
   c_put(s, out, n);
-  return 0;
+  return 1;
 }
 
 static uint64_t key_prefix(const char *key, size_t n)
@@ -536,7 +330,8 @@ static int member_cmp(const void *a, const void *b)
 static int f_value(struct fparse *f, int i);
 
 /* Rewrite the n members of an object, whose text starts at open + 1, in
- * key order. -1 on a duplicate key (or memory). */
+ * key order, those with no meaning (start == end) left out. -1 on a
+ * duplicate key (or memory). */
 static int f_sort(struct billing_scratch *s, size_t base, size_t n, size_t open)
 {
   struct fmember *m = s->mem + base;
@@ -566,7 +361,9 @@ static int f_sort(struct billing_scratch *s, size_t base, size_t n, size_t open)
   }
   for (i = 0; i < n; i++) {
     const struct fmember *x = order ? order[i] : &m[i];
-    if (i > 0)
+    if (x->end == x->start)
+      continue;
+    if (t > 0)
       s->tmp[t++] = ',';
     memcpy(s->tmp + t, s->canon + x->start, x->end - x->start);
     t += x->end - x->start;
@@ -575,10 +372,13 @@ static int f_sort(struct billing_scratch *s, size_t base, size_t n, size_t open)
   return 0;
 }
 
+/* The object at f->p, into node i. Its key text: the members with a
+ * meaning, sorted by key; nothing when none has one. 1 when written, 0
+ * when not, -1 when declined. */
 static int f_object(struct fparse *f, int i)
 {
   struct billing_scratch *s = f->s;
-  size_t base = s->n_mem, open = s->canon_len;
+  size_t base = s->n_mem, open = s->canon_len, written = 0;
   bool sorted = true;
 
   if (++f->depth > FAST_DEPTH || c_room(s, 1) != 0)
@@ -591,29 +391,37 @@ static int f_object(struct fparse *f, int i)
   } else {
     for (;;) {
       struct fmember m;
-      int child;
+      size_t mark = s->canon_len;
+      int child, w;
       bool cooked;
       if (!f_at(f, '"'))
         return -1;
-      if (s->n_mem > base) {
+      if (written > 0) {
         if (c_room(s, 1) != 0)
           return -1;
         s->canon[s->canon_len++] = ',';
       }
       m.start = s->canon_len;
-      if (f_string(f, &m.key, &m.keylen, &cooked) != 0)
+      if (f_string(f, &m.key, &m.keylen, &cooked) != 0 ||
+          c_string(s, m.key, m.keylen, cooked) != 0 || c_room(s, 1) != 0)
         return -1;
+      s->canon[s->canon_len++] = ':';
       m.pfx = key_prefix(m.key, m.keylen);
       f_ws(f);
-      if (!f_at(f, ':') || c_room(s, 1) != 0)
+      if (!f_at(f, ':'))
         return -1;
       f->p++;
-      s->canon[s->canon_len++] = ':';
       f_ws(f);
       if ((child = f_node(f, FK_NULL, i, m.key, m.keylen)) < 0 ||
-          f_value(f, child) != 0)
+          (w = f_value(f, child)) < 0)
         return -1;
-      m.end = s->canon_len;
+      if (w == 0) { /* no meaning: left out of the text (not of the tree) */
+        s->canon_len = mark;
+        m.start = m.end = mark;
+      } else {
+        m.end = s->canon_len;
+        written++;
+      }
       if (s->n_mem == s->cap_mem) {
         struct fmember *g =
             grow(s->mem, &s->cap_mem, s->n_mem + 1, sizeof(*s->mem));
@@ -639,16 +447,24 @@ static int f_object(struct fparse *f, int i)
   if (!sorted && f_sort(s, base, s->n_mem - base, open) != 0)
     return -1;
   s->n_mem = base;
+  f->depth--;
+  if (written == 0) {
+    s->canon_len = open;
+    return 0;
+  }
   if (c_room(s, 1) != 0)
     return -1;
   s->canon[s->canon_len++] = '}';
-  f->depth--;
-  return 0;
+  return 1;
 }
 
+/* The array at f->p, into node i. Its key text: its items, "null" for
+ * those with no meaning; nothing when it has none. 1, 0 or -1 as
+ * f_object. */
 static int f_array(struct fparse *f, int i)
 {
   struct billing_scratch *s = f->s;
+  size_t open = s->canon_len, n = 0;
 
   if (++f->depth > FAST_DEPTH || c_room(s, 1) != 0)
     return -1;
@@ -659,16 +475,25 @@ static int f_array(struct fparse *f, int i)
     f->p++;
   } else {
     for (;;) {
-      int child = f_node(f, FK_NULL, i, NULL, 0);
-      if (child < 0 || f_value(f, child) != 0)
+      int child = f_node(f, FK_NULL, i, NULL, 0), w;
+      if (child < 0)
         return -1;
+      if (n++ > 0) {
+        if (c_room(s, 1) != 0)
+          return -1;
+        s->canon[s->canon_len++] = ',';
+      }
+      if ((w = f_value(f, child)) < 0)
+        return -1;
+      if (w == 0) {
+        if (c_room(s, 4) != 0)
+          return -1;
+        c_put(s, "null", 4);
+      }
       f_ws(f);
       if (f_at(f, ',')) {
         f->p++;
         f_ws(f);
-        if (c_room(s, 1) != 0)
-          return -1;
-        s->canon[s->canon_len++] = ',';
         continue;
       }
       if (!f_at(f, ']'))
@@ -677,27 +502,54 @@ static int f_array(struct fparse *f, int i)
       break;
     }
   }
+  f->depth--;
+  if (n == 0) {
+    s->canon_len = open;
+    return 0;
+  }
   if (c_room(s, 1) != 0)
     return -1;
   s->canon[s->canon_len++] = ']';
-  f->depth--;
-  return 0;
+  return 1;
 }
 
-/* A literal word: true, false or null. */
+/* A literal word: true, false or null (null means nothing: 0). */
 static int f_word(struct fparse *f, int i, const char *w, enum fkind kind)
 {
   size_t n = strlen(w);
 
-  if ((size_t)(f->end - f->p) < n || memcmp(f->p, w, n) != 0 ||
-      c_room(f->s, n) != 0)
+  if ((size_t)(f->end - f->p) < n || memcmp(f->p, w, n) != 0)
     return -1;
   f->p += n;
   f->s->nodes[i].kind = kind;
+  if (kind == FK_NULL)
+    return 0;
+  if (c_room(f->s, n) != 0)
+    return -1;
   c_put(f->s, w, n);
-  return 0;
+  return 1;
 }
 
+/* A string value's key text: a timestamp's instant, a decimal's value, or
+ * the string (billing_key.h). 1, or -1 when out of memory. */
+static int f_scalar(struct billing_scratch *s, const char *str, size_t len,
+                    bool cooked)
+{
+  char out[BILLING_KEY_SCALAR_MAX];
+  size_t k = billing_key_scalar(str, len, out);
+
+  if (k > 0) {
+    if (c_room(s, k) != 0)
+      return -1;
+    c_put(s, out, k);
+    return 1;
+  }
+  return c_string(s, str, len, cooked) == 0 ? 1 : -1;
+}
+
+/* The value at f->p into node i, its key text written: 1, 0 when it has
+ * no meaning (null, or an empty array or object: nothing written), -1
+ * when declined. */
 static int f_value(struct fparse *f, int i)
 {
   if (f->p >= f->end)
@@ -719,7 +571,7 @@ static int f_value(struct fparse *f, int i)
     f->s->nodes[i].str = str;
     f->s->nodes[i].len = len;
     f->s->nodes[i].cooked = cooked;
-    return 0;
+    return f_scalar(f->s, str, len, cooked);
   }
   case 't':
     return f_word(f, i, "true", FK_TRUE);
@@ -746,27 +598,10 @@ int billing_json_parse(struct billing_scratch *s, const char *line, size_t len)
   }
   f_ws(&f);
   if (!f_at(&f, '{') || f_node(&f, FK_OBJ, -1, NULL, 0) != 0 ||
-      f_value(&f, 0) != 0)
+      f_value(&f, 0) < 0)
     return -1;
   f_ws(&f);
   return f.p == f.end ? 0 : -1;
-}
-
-int billing_json_hash(struct billing_scratch *s, unsigned char *hash)
-{
-  unsigned int hn = 0;
-
-  return EVP_DigestInit_ex(s->md, s->sha256, NULL) == 1 &&
-                 EVP_DigestUpdate(s->md, s->canon, s->canon_len) == 1 &&
-                 EVP_DigestFinal_ex(s->md, hash, &hn) == 1 &&
-                 hn == DB_BILLING_HASH_LEN
-             ? 0
-             : -1;
-}
-
-struct billing_keytext *billing_json_keytext(struct billing_scratch *s)
-{
-  return &s->key;
 }
 
 const char *billing_json_canonical(const struct billing_scratch *s, size_t *len)

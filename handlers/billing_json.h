@@ -1,8 +1,8 @@
 /*
  * billing_json.h — the fast JSON reader of billing export rows: one pass
- * over a line, no allocation per row, the canonical text (Jansson's sorted
- * compact dump) and its SHA-256 computed as it goes, and a flat tree of
- * the values seen as a struct billing_doc for the field checks.
+ * over a line, no allocation per row, the row's key text (billing_key.h)
+ * written as it goes, and a flat tree of the values seen as a struct
+ * billing_doc for the field checks.
  *
  * It declines (returns -1) whatever it does not read exactly as Jansson
  * does; the caller then lets Jansson decide (billing_row.c).
@@ -30,14 +30,8 @@ int billing_json_parse(struct billing_scratch *s, const char *line, size_t len);
 /* The object just read, as a document borrowing from s. */
 void billing_json_doc(struct billing_scratch *s, struct billing_doc *out);
 
-/* SHA-256 of its canonical text into hash (DB_BILLING_HASH_LEN bytes);
- * 0, or -1 on failure. */
-int billing_json_hash(struct billing_scratch *s, unsigned char *hash);
-
-/* The buffer of a row's key text (billing_key.h) kept in s. */
-struct billing_keytext *billing_json_keytext(struct billing_scratch *s);
-
-/* Its canonical text (borrowed from s, not NUL-terminated). */
+/* Its key text (billing_key.h; borrowed from s, not NUL-terminated): what
+ * billing_key_text writes of the same row. */
 const char *billing_json_canonical(const struct billing_scratch *s,
                                    size_t *len);
 

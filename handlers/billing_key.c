@@ -21,7 +21,8 @@ void billing_keytext_free(struct billing_keytext *t)
   t->len = t->cap = 0;
 }
 
-static int put(struct billing_keytext *t, const char *s, size_t n)
+/* Room for n more bytes and a NUL. */
+static int reserve(struct billing_keytext *t, size_t n)
 {
   if (t->len + n + 1 > t->cap) {
     size_t cap = t->cap ? t->cap : 1024;
@@ -33,6 +34,13 @@ static int put(struct billing_keytext *t, const char *s, size_t n)
     t->p = g;
     t->cap = cap;
   }
+  return 0;
+}
+
+static int put(struct billing_keytext *t, const char *s, size_t n)
+{
+  if (reserve(t, n) != 0)
+    return -1;
   memcpy(t->p + t->len, s, n);
   t->len += n;
   t->p[t->len] = '\0';
@@ -44,26 +52,41 @@ static int puts_(struct billing_keytext *t, const char *s)
   return put(t, s, strlen(s));
 }
 
+size_t billing_key_escape(char *out, const char *s, size_t n)
+{
+  static const char hex[] = "0123456789abcdef";
+  size_t i, o = 0, run = 0;
+
+  out[o++] = '"';
+  for (i = 0; i < n; i++) {
+    unsigned char ch = (unsigned char)s[i];
+    if (ch >= 0x20 && ch != '"' && ch != '\\')
+      continue;
+    memcpy(out + o, s + run, i - run);
+    o += i - run;
+    out[o] = '\\';
+    out[o + 1] = 'u';
+    out[o + 2] = '0';
+    out[o + 3] = '0';
+    out[o + 4] = hex[ch >> 4];
+    out[o + 5] = hex[ch & 15];
+    o += 6;
+    run = i + 1;
+  }
+  memcpy(out + o, s + run, n - run);
+  o += n - run;
+  out[o++] = '"';
+  return o;
+}
+
 /* s[0..n) as a JSON string. */
 static int put_string(struct billing_keytext *t, const char *s, size_t n)
 {
-  size_t i, run = 0;
-
-  if (put(t, "\"", 1) != 0)
+  if (reserve(t, BILLING_KEY_ESCAPED_MAX(n)) != 0)
     return -1;
-  for (i = 0; i < n; i++) {
-    unsigned char ch = (unsigned char)s[i];
-    char esc[8];
-    if (ch >= 0x20 && ch != '"' && ch != '\\')
-      continue;
-    if (put(t, s + run, i - run) != 0)
-      return -1;
-    snprintf(esc, sizeof(esc), "\\u%04x", ch);
-    if (put(t, esc, 6) != 0)
-      return -1;
-    run = i + 1;
-  }
-  return put(t, s + run, n - run) == 0 && put(t, "\"", 1) == 0 ? 0 : -1;
+  t->len += billing_key_escape(t->p + t->len, s, n);
+  t->p[t->len] = '\0';
+  return 0;
 }
 
 /* Drop trailing fractional zeros (and a bare point) of out, and "-0". */
@@ -143,27 +166,47 @@ void billing_key_real(double v, char *out)
   trim(out);
 }
 
-/* A string's meaning: a timestamp's instant, a decimal's value, or the
- * string. */
-static int put_scalar_string(struct billing_keytext *t, const char *s)
+size_t billing_key_scalar(const char *s, size_t n, char *out)
 {
-  size_t n = strlen(s);
-  char ts[48], day[16], num[BILLING_AMOUNT_MAX];
+  char z[BILLING_KEY_SCALAR_MAX], ts[48], day[16];
 
-  if (n >= 19 && s[4] == '-' && s[7] == '-' && (s[10] == ' ' || s[10] == 'T') &&
-      billing_parse_timestamp(s, ts, day) == 0) {
+  /* the cheap tests first: most strings are neither */
+  if (n >= BILLING_KEY_SCALAR_MAX ||
+      !((n >= 19 && s[4] == '-' && s[7] == '-' &&
+         (s[10] == ' ' || s[10] == 'T')) ||
+        s[0] == '-' || (s[0] >= '0' && s[0] <= '9')))
+    return 0;
+  memcpy(z, s, n); /* a timestamp is at most 39 bytes, a decimal 63 */
+  z[n] = '\0';
+  if (n >= 19 && z[4] == '-' && z[7] == '-' && (z[10] == ' ' || z[10] == 'T') &&
+      billing_parse_timestamp(z, ts, day) == 0) {
     /* "YYYY-MM-DD HH:MM:SS[.ffffff]+00" → "YYYY-MM-DDTHH:MM:SS[.f]Z" */
     char *plus = strrchr(ts, '+');
+    size_t k;
     if (plus)
       *plus = '\0';
     ts[10] = 'T';
     trim(ts);
-    return put(t, "\"", 1) == 0 && puts_(t, ts) == 0 && put(t, "Z\"", 2) == 0
-               ? 0
-               : -1;
+    k = strlen(ts);
+    out[0] = '"';
+    memcpy(out + 1, ts, k);
+    memcpy(out + 1 + k, "Z\"", 3);
+    return k + 3;
   }
-  if (billing_decimal_string(s) && billing_key_decimal(s, num) == 0)
-    return puts_(t, num);
+  if (billing_decimal_string(z) && billing_key_decimal(z, out) == 0)
+    return strlen(out);
+  return 0;
+}
+
+/* A string's meaning: a timestamp's instant, a decimal's value, or the
+ * string. */
+static int put_scalar_string(struct billing_keytext *t, const char *s)
+{
+  size_t n = strlen(s), k;
+  char out[BILLING_KEY_SCALAR_MAX];
+
+  if ((k = billing_key_scalar(s, n, out)) > 0)
+    return put(t, out, k);
   return put_string(t, s, n);
 }
 

@@ -46,6 +46,20 @@ int billing_key_decimal(const char *s, char *out);
  * BILLING_AMOUNT_MAX). */
 void billing_key_real(double v, char *out);
 
+/* The key text of a string s[0..n) (decoded; no NUL in it) that is a
+ * timestamp or a plain decimal, into out (BILLING_KEY_SCALAR_MAX bytes,
+ * not NUL-terminated): its length, or 0 when s is neither (it is then
+ * written as a string: billing_key_escape). */
+#define BILLING_KEY_SCALAR_MAX 64
+size_t billing_key_scalar(const char *s, size_t n, char *out);
+
+/* s[0..n) as a key text's JSON string, quotes included, into out (at
+ * least BILLING_KEY_ESCAPED_MAX(n) bytes; not NUL-terminated): control
+ * characters, '"' and '\\' as \u00XX, every other byte as it is. Its
+ * length. */
+#define BILLING_KEY_ESCAPED_MAX(n) (6 * (n) + 2)
+size_t billing_key_escape(char *out, const char *s, size_t n);
+
 void billing_keytext_free(struct billing_keytext *t); /* accepts NULL */
 
 #endif

@@ -242,6 +242,21 @@ bad:
   return -1;
 }
 
+int billing_key_text_jansson(const char *line, size_t len,
+                             struct billing_keytext *t)
+{
+  struct billing_doc d = {&jdoc_ops, NULL, BILLING_NONE};
+  json_t *doc = json_loadb(line, len, JSON_REJECT_DUPLICATES, NULL); /* new */
+  int rc = -1;
+
+  if (json_is_object(doc) && !too_deep(doc, BILLING_KEY_DEPTH)) {
+    d.root = (billing_val)doc;
+    rc = billing_key_text(&d, t);
+  }
+  json_decref(doc);
+  return rc;
+}
+
 int billing_parse_row_jansson(const char *line, size_t len,
                               struct billing_row *out, char *err, size_t errlen)
 {
@@ -261,14 +276,11 @@ int billing_parse_row_unhashed(struct billing_scratch *s, const char *line,
     billing_json_doc(s, &d);
     if (billing_fields_read(&d, &out->db, &out->text, ignored,
                             sizeof(ignored)) == 0) {
-      struct billing_keytext *key = billing_json_keytext(s);
-      if (billing_key_text(&d, key) == 0) {
-        out->db.row = line;
-        out->db.row_len = len;
-        *canon = key->p;
-        *canon_len = key->len;
-        return 0;
-      }
+      /* the key text was written as the row was read */
+      out->db.row = line;
+      out->db.row_len = len;
+      *canon = billing_json_canonical(s, canon_len);
+      return 0;
     }
   }
   *canon = NULL;

@@ -23,6 +23,7 @@
 #include "db/billing.h"
 #include "handlers/billing_fields.h"
 #include "handlers/billing_json.h"
+#include "handlers/billing_key.h"
 
 /*
  * A parsed row. db's strings point into doc, into a scratch (see
@@ -82,6 +83,13 @@ int billing_parse_row_unhashed(struct billing_scratch *s, const char *line,
 int billing_parse_row_jansson(const char *line, size_t len,
                               struct billing_row *out, char *err,
                               size_t errlen);
+
+/* The key text of a JSON object line as billing_key_text writes it of
+ * Jansson's tree (the reference the fast reader's is held to, in tests):
+ * 0, or -1 when Jansson does not read it as an object or it nests deeper
+ * than 64. */
+int billing_key_text_jansson(const char *line, size_t len,
+                             struct billing_keytext *t);
 
 /* Release what a parsed row owns. Accepts a zeroed row. */
 void billing_row_clear(struct billing_row *r);

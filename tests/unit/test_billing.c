@@ -596,6 +596,147 @@ START_TEST(hash)
 }
 END_TEST
 
+/* ------------------------------------------------------- keys, pinned */
+
+/* Rows with their key (the SHA-256 of the key text, billing_key.h), as
+ * stored: rows already in the database are keyed by these values, so any
+ * way of computing the key must give them unchanged. Every form a value
+ * may take: the pull's TO_JSON_STRING and the upload's NDJSON export,
+ * members out of order, escapes in keys and values, nulls and empty
+ * arrays and objects at every level, numbers as integers, reals and
+ * decimal strings (rounded to 9 decimals), timestamps with offsets and
+ * fractions, and a row only Jansson reads (a 19-digit integer). */
+#define PULL_ROW                                                               \
+  "{\"billing_account_id\":\"012345-6789AB-CDEF01\",\"service\":{\"id\":"      \
+  "\"6F81-5844-456A\",\"description\":\"Compute Engine\"},\"sku\":{\"id\":"    \
+  "\"SKU-0\",\"description\":\"Nvidia L4 GPU 0\"},\"usage_start_time\":"       \
+  "\"2026-08-01T00:00:00Z\",\"usage_end_time\":\"2026-08-01T00:59:59Z\","      \
+  "\"project\":{\"id\":\"ml-project\",\"number\":\"123456789012\",\"name\":"   \
+  "\"ml-project\",\"labels\":[],\"ancestry_numbers\":null,\"ancestors\":[]},"  \
+  "\"labels\":[{\"key\":\"gpugate-team\",\"value\":\"team-a\"},{\"key\":"      \
+  "\"gpugate-flavor\",\"value\":\"l4-spot\"}],\"system_labels\":[],"           \
+  "\"location\":{\"location\":\"us-central1\",\"country\":\"US\",\"region\":"  \
+  "\"us-central1\",\"zone\":null},\"resource\":{\"name\":\"vm-0-0\","          \
+  "\"global_name\":null},\"tags\":[],\"transaction_type\":\"GOOGLE\","         \
+  "\"seller_name\":null,\"export_time\":\"2026-08-02T04:00:00Z\",\"cost\":"    \
+  "\"0.001234\",\"currency\":\"USD\",\"currency_conversion_rate\":1,"          \
+  "\"usage\":{\"amount\":3600,\"unit\":\"seconds\",\"amount_in_pricing_"       \
+  "units\":1,\"pricing_unit\":\"hour\"},\"credits\":[{\"name\":\"Spot "        \
+  "discount\",\"amount\":\"-0.000123\",\"full_name\":null,\"id\":\"spot\","    \
+  "\"type\":\"DISCOUNT\"}],\"invoice\":{\"month\":\"202608\","                 \
+  "\"publisher_type\":\"GOOGLE\"},\"cost_type\":\"regular\","                  \
+  "\"adjustment_info\":null,\"price\":{\"effective_price\":\"0.5\","           \
+  "\"tier_start_amount\":0,\"unit\":\"hour\",\"pricing_unit_quantity\":1},"    \
+  "\"cost_at_list\":null}"
+#define UPLOAD_ROW                                                             \
+  "{\"billing_account_id\":\"012345-6789AB-CDEF01\",\"service\":{\"id\":"      \
+  "\"6F81-5844-456A\",\"description\":\"Compute Engine\"},\"sku\":{\"id\":"    \
+  "\"SKU-0\",\"description\":\"Nvidia L4 GPU 0\"},\"usage_start_time\":"       \
+  "\"2026-08-01 00:00:00 UTC\",\"usage_end_time\":\"2026-08-01 00:59:59 "      \
+  "UTC\",\"project\":{\"id\":\"ml-project\",\"number\":\"123456789012\","      \
+  "\"name\":\"ml-project\"},\"labels\":[{\"key\":\"gpugate-team\","            \
+  "\"value\":\"team-a\"},{\"key\":\"gpugate-flavor\",\"value\":\"l4-spot\"}]," \
+  "\"location\":{\"location\":\"us-central1\",\"country\":\"US\","             \
+  "\"region\":\"us-central1\"},\"resource\":{\"name\":\"vm-0-0\"},"            \
+  "\"transaction_type\":\"GOOGLE\",\"export_time\":\"2026-08-02 04:00:00 "     \
+  "UTC\",\"cost\":0.001234,\"currency\":\"USD\",\"currency_conversion_"        \
+  "rate\":1.0,\"usage\":{\"amount\":3600.0,\"unit\":\"seconds\",\"amount_in_"  \
+  "pricing_units\":1.0,\"pricing_unit\":\"hour\"},\"credits\":[{\"name\":"     \
+  "\"Spot discount\",\"amount\":-0.000123,\"id\":\"spot\",\"type\":"           \
+  "\"DISCOUNT\"}],\"invoice\":{\"month\":\"202608\",\"publisher_type\":"       \
+  "\"GOOGLE\"},\"cost_type\":\"regular\",\"price\":{\"effective_price\":0.5,"  \
+  "\"tier_start_amount\":0.0,\"unit\":\"hour\",\"pricing_unit_quantity\":1."   \
+  "0}}"
+static const struct {
+  const char *row;
+  const char *key; /* hex */
+} key_cases[] = {
+    {PULL_ROW,
+     "43259b74c1285151e9b3efa7d457493402bac8bfaf9456b71c19225cd9b9bcee"},
+    {UPLOAD_ROW,
+     "43259b74c1285151e9b3efa7d457493402bac8bfaf9456b71c19225cd9b9bcee"},
+    {"{" BASE "}",
+     "3d9bb3a6d00ecfcbd1eb05aa18c0b4105d52fbef4189df32ec348032179c3eaa"},
+    {"{\"currency\":\"USD\",\"cost\":1.25," START "," SKU_GPU "," SVC "}",
+     "3d9bb3a6d00ecfcbd1eb05aa18c0b4105d52fbef4189df32ec348032179c3eaa"},
+    /* escapes in keys and values; control characters; non-ASCII */
+    {"{" BASE ",\"k\\\"ey\":\"a\\\"b\\\\c\\/d\\n\\t\\u0001\","
+     "\"\\u00e9t\\u00e9\":\"\xc3\xa9\\ud83d\\ude00\",\"plain\\u0041\":\"x\"}",
+     "1e13a54fea5bbe22c3a74b8288c9212a2416e12ec2423f30065908862deeedc9"},
+    /* members sharing their first eight bytes, an empty key */
+    {"{" BASE ",\"abcdefgh\":1,\"abcdefgh1\":2,\"abcdefg\":3,\"\":4,"
+     "\"abcdefgh0\":5}",
+     "1d717e9caf5af932cb08950bb89a2ac53ed44ac878a9a5c0f99f8d6d7decfcae"},
+    /* nulls and empties at every level */
+    {"{" BASE ",\"a\":[null,[],{},[null],{\"x\":null},[[]]],\"b\":{\"c\":"
+     "{\"d\":null,\"e\":[]}},\"f\":[],\"g\":{},\"h\":null,\"i\":[{}]}",
+     "c0e98edbc356f9208c8ff2e7a762907c71260fc5c8c97a4e9bd0aa1c8a0f1cde"},
+    /* numbers: integers, reals, exponents, -0, beyond NUMERIC */
+    {"{" BASE ",\"n\":[0,-0,7,-12,123456789012345678,1.5,-0.0,1e-7,2.5E3,"
+     "1.0000000005,0.1,1e30,-1.7976931348623157e308,5e-324]}",
+     "117201b8a9e6875a8368d71d7be35cdc5f87c3f28bfa27b5c6f5e8a2bc938cfd"},
+    /* decimal strings: rounding, leading zeros, long fractions */
+    {"{" BASE ",\"d\":[\"1.25\",\"-0.0\",\"007\",\"0.0000000005\","
+     "\"-0.0000000005\",\"12345678.123456789\",\"9.9999999995\","
+     "\"1.\",\".5\",\"1e5\",\"+1\",\"--1\",\"1.2.3\"]}",
+     "6510d51f78cf138a9182635d4f85fb288767e9334583e7fc55baf41a427e3535"},
+    /* timestamps: offsets, fractions, 'T', 'Z', not quite */
+    {"{" BASE ",\"t\":[\"2026-08-01T10:00:00Z\",\"2026-08-01 10:00:00 UTC\","
+     "\"2026-08-01T12:00:00+02:00\",\"2026-08-01 10:00:00.500000 UTC\","
+     "\"2026-08-01T10:00:00.123456789Z\",\"2026-08-01T10:00:00.100Z\","
+     "\"2026-08-01T24:00:00Z\",\"2026-08-01x10:00:00Z\",\"2026-08-01\","
+     "\"2026-13-01T10:00:00Z\",\"2026-08-01 10:00:00 UTC and more\"]}",
+     "99a124547b3b8b2e67c2eb75ec694cbdc4b621b1052349a69c984c85b1ba273a"},
+    /* booleans, nested objects out of order */
+    {"{" BASE ",\"z\":{\"b\":true,\"a\":false,\"c\":{\"y\":1,\"x\":[true]}}}",
+     "6f05c00dc687bb1c1ffac31d7ed232276ed8926067bcfb3d714157cc6a4dade8"},
+    /* a 19-digit integer: Jansson reads the row */
+    {"{" SVC "," SKU_GPU "," START ",\"cost\":2,\"currency\":\"USD\","
+     "\"big\":1234567890123456789}",
+     "fab6036ffb79f6a5d976b915563a9b74b0afede935158a23db9ab70425ce0247"},
+};
+
+START_TEST(key_pinned)
+{
+  static const char hex[] = "0123456789abcdef";
+  struct billing_scratch *s = billing_scratch_new();
+  const char *row = key_cases[_i].row;
+  char got[2 * DB_BILLING_HASH_LEN + 1], err[256] = "";
+  struct billing_row r;
+  int k, pass;
+
+  ck_assert_ptr_nonnull(s);
+  /* once by itself, once after every other row through one scratch (the
+   * pull's way: buffers reused from row to row) */
+  for (pass = 0; pass < 2; pass++) {
+    int j;
+    if (pass == 1)
+      for (j = 0; j < N_OF(key_cases); j++) {
+        ck_assert_int_eq(billing_parse_row_with(s, key_cases[j].row,
+                                                strlen(key_cases[j].row), &r,
+                                                err, sizeof(err)),
+                         0);
+        billing_row_clear(&r);
+      }
+    ck_assert_msg(
+        (pass
+             ? billing_parse_row_with(s, row, strlen(row), &r, err, sizeof(err))
+             : billing_parse_row(row, strlen(row), &r, err, sizeof(err))) == 0,
+        "case %d rejected: %s", _i, err);
+    for (k = 0; k < DB_BILLING_HASH_LEN; k++) {
+      got[2 * k] = hex[r.db.hash[k] >> 4];
+      got[2 * k + 1] = hex[r.db.hash[k] & 15];
+    }
+    got[2 * DB_BILLING_HASH_LEN] = '\0';
+    billing_row_clear(&r);
+    ck_assert_msg(!strcmp(got, key_cases[_i].key),
+                  "case %d (pass %d): key %s, pinned %s", _i, pass, got,
+                  key_cases[_i].key);
+  }
+  billing_scratch_free(s);
+}
+END_TEST
+
 /* ------------------------------------------------- binary forms for COPY */
 
 /* numeric_send of the numeric each text makes, as PostgreSQL 15 writes it
@@ -1572,6 +1713,7 @@ Suite *billing_suite(void)
   tcase_add_test(tc, dec_extremes);
   tcase_add_loop_test(tc, parse_row, 0, N_OF(row_cases));
   tcase_add_loop_test(tc, hash, 0, N_OF(hash_cases));
+  tcase_add_loop_test(tc, key_pinned, 0, N_OF(key_cases));
   tcase_add_loop_test(tc, numeric_binary, 0, N_OF(numeric_cases));
   tcase_add_loop_test(tc, timestamptz_binary, 0, N_OF(ts_binary_cases));
   tcase_add_loop_test(tc, date_binary, 0, N_OF(date_binary_cases));
