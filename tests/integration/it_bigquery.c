@@ -72,7 +72,7 @@ static int billing_sync_reread(const char *db_url, const struct h_server *emu,
   snprintf(db, sizeof(db), "GPUGATE_DATABASE_URL=%s", db_url);
   snprintf(endpoint, sizeof(endpoint),
            "GPUGATE_BIGQUERY_ENDPOINT=http://127.0.0.1:%u", emu->port);
-  return h_run(argv, env, 60000, NULL, out, outlen);
+  return h_run(argv, env, 300000, NULL, out, outlen);
 }
 
 static int billing_sync(const char *db_url, const struct h_server *emu,
@@ -182,7 +182,7 @@ static void upload_dump_is_duplicate(const struct h_server *srv,
   struct h_resp r;
 
   ck_assert_ptr_nonnull(nd);
-  ck_assert_int_eq(h_run(argv, dump_env, 60000, NULL, nd, cap), 0);
+  ck_assert_int_eq(h_run(argv, dump_env, 300000, NULL, nd, cap), 0);
   ck_assert_int_eq(h_request_raw(srv, "POST", "/v1/billing/export-rows", fin,
                                  nd, strlen(nd), hdr, &r),
                    0);
@@ -975,7 +975,7 @@ static int conforms(const char *msg, const char *body, char *out, size_t outlen)
   fclose(f);
   snprintf(cmd, sizeof(cmd),
            "python3 tests/emulator/bq_messages_check.py %s < %s", msg, path);
-  rc = h_run(argv, env, 120000, NULL, out, outlen);
+  rc = h_run(argv, env, 300000, NULL, out, outlen);
   unlink(path);
   return rc == 0 ? 1 : rc == 2 ? -1 : 0;
 }
@@ -1415,7 +1415,7 @@ START_TEST(test_bq_cli)
   ck_assert_ptr_nonnull(f);
   fputs("emulator-token\n", f);
   fclose(f);
-  rc = h_run(argv, env, 60000, NULL, out, 1 << 16);
+  rc = h_run(argv, env, 300000, NULL, out, 1 << 16);
   ck_assert_msg(rc == 0, "bq: %d: %s", rc, out);
   rows = json_loads(strchr(out, '[') ? strchr(out, '[') : out, 0, NULL);
   ck_assert_msg(json_is_array(rows), "bq printed: %s", out);
@@ -1472,12 +1472,12 @@ START_TEST(test_node_client)
                 "@google-cloud/bigquery is not installed: npm ci --prefix "
                 "deploy/tools (deploy/install-deps.sh does it)");
   /* what was loaded: the fixture's rows, as the emulator dumps them */
-  rc = h_run(dump, env1, 60000, NULL, out, cap);
+  rc = h_run(dump, env1, 300000, NULL, out, cap);
   ck_assert_msg(rc == 0 && strlen(out) > 1000, "dump: %d", rc);
   h_write_temp("bq-node-rows", out, expect, sizeof(expect));
   ck_assert_int_eq(h_bq_emulator_start(&emu, env1), 0);
   snprintf(endpoint, sizeof(endpoint), "http://127.0.0.1:%u", emu.port);
-  rc = h_run(argv, env, 60000, NULL, out, cap);
+  rc = h_run(argv, env, 300000, NULL, out, cap);
   ck_assert_msg(rc == 0 && strstr(out, "bq-node: ok 24 rows of 2026-08-01"),
                 "node client: %d: %s", rc, out);
   log = h_emu_get(&emu, "/emulator/requests");
@@ -1496,7 +1496,7 @@ Suite *bigquery_suite(void)
   Suite *s = suite_create("bigquery");
   TCase *tc = tcase_create("pull");
 
-  tcase_set_timeout(tc, 120);
+  tcase_set_timeout(tc, 900);
   tcase_add_test(tc, test_sync_revise_fail);
   tcase_add_test(tc, test_real_encoding);
   tcase_add_test(tc, test_unreconciled_day);
@@ -1511,12 +1511,12 @@ Suite *bigquery_suite(void)
   tcase_add_test(tc, test_node_client);
   suite_add_tcase(s, tc);
   tc = tcase_create("upgrade");
-  tcase_set_timeout(tc, 120);
+  tcase_set_timeout(tc, 900);
   tcase_add_test(tc, test_old_keys_rekeyed);
   tcase_add_test(tc, test_old_doubles_counted_once);
   suite_add_tcase(s, tc);
   tc = tcase_create("partitions");
-  tcase_set_timeout(tc, 120);
+  tcase_set_timeout(tc, 900);
   tcase_add_test(tc, test_late_row_found);
   tcase_add_test(tc, test_bytes_bounded_by_window);
   suite_add_tcase(s, tc);

@@ -627,7 +627,7 @@ START_TEST(shapes_match_googles_messages)
   free(text);
   json_decref(doc);
   argv[2] = file;
-  rc = h_run(argv, env, 60000, NULL, out, sizeof(out));
+  rc = h_run(argv, env, 300000, NULL, out, sizeof(out));
   unlink(file);
   fprintf(stderr, "it_faults shapes:\n%s", out);
   ck_assert_msg(rc == 0, "check_shapes.py exited %d:\n%s", rc, out);
@@ -1161,7 +1161,7 @@ static TCase *one_case(const char *name, const TTest *test)
   TCase *tc = tcase_create(name);
 
   tcase_add_unchecked_fixture(tc, setup, teardown);
-  tcase_set_timeout(tc, 300);
+  tcase_set_timeout(tc, 600);
   tcase_add_test(tc, test);
   return tc;
 }

@@ -451,7 +451,7 @@ static void shapes(const char *kind, const char *ndjson)
   int rc;
 
   h_write_temp("shapes", ndjson, path, sizeof(path));
-  rc = h_run(argv, env, 60000, NULL, out, sizeof(out));
+  rc = h_run(argv, env, 300000, NULL, out, sizeof(out));
   unlink(path);
   ck_assert_msg(rc == 0, "%s: %s", kind, out);
   ck_assert_msg(strstr(out, "ok ") != NULL, "%s: %s", kind, out);
@@ -696,7 +696,7 @@ Suite *logs_suite(void)
   TCase *tc = tcase_create("read");
 
   tcase_add_unchecked_fixture(tc, setup, teardown);
-  tcase_set_timeout(tc, 180);
+  tcase_set_timeout(tc, 600);
   tcase_add_test(tc, two_attempts_filters_and_pages);
   tcase_add_test(tc, follow_ends_with_the_job);
   tcase_add_test(tc, follow_waits_for_late_lines);
@@ -705,7 +705,7 @@ Suite *logs_suite(void)
   suite_add_tcase(s, tc);
   tc = tcase_create("budget");
   tcase_add_unchecked_fixture(tc, setup_budget, teardown);
-  tcase_set_timeout(tc, 240);
+  tcase_set_timeout(tc, 600);
   tcase_add_test(tc, followers_within_budget);
   suite_add_tcase(s, tc);
   return s;
