@@ -36,9 +36,6 @@ const struct auth_alg auth_algs[AUTH_N_ALGS] = {
 
 #define ALL_ALG_BITS (CONFIG_ALG_HS256 | CONFIG_ALG_RS256 | CONFIG_ALG_ES256)
 
-_Static_assert(AUTH_MAX_KEYS >= CONFIG_MAX_KEYS,
-               "struct auth_ctx holds every configured key");
-
 /* Index into auth_algs[] of the JOSE name s (case-sensitive), or -1. */
 int auth_find_alg(const char *s)
 {
@@ -170,7 +167,8 @@ static int copy_bounded(char *dst, size_t size, const char *src)
  * context (free with auth_free) or NULL with a one-line reason naming the
  * responsible GPUGATE_* variable in err.
  */
-struct auth_ctx *auth_new(const struct config *cfg, char *err, size_t errlen)
+struct auth_ctx *auth_new(const struct identity_config *cfg, char *err,
+                          size_t errlen)
 {
   struct auth_ctx *a = NULL, *ret = NULL;
   int i, j, n_rsa = 0, n_ec = 0;
@@ -307,7 +305,7 @@ void auth_free(struct auth_ctx *a)
  * can mint tokens a verifier must refuse. Returns a new malloc'd string
  * (caller frees) or NULL with a one-line reason in err. Thread-safe.
  */
-char *auth_mint(const struct config *cfg, const char *alg,
+char *auth_mint(const struct identity_config *cfg, const char *alg,
                 const unsigned char *key, size_t keylen, const char *kid,
                 const char *team, const char *role, long ttl_s, time_t now,
                 char *err, size_t errlen)

@@ -15,7 +15,7 @@
 #include <time.h>
 
 #include "identity/principal.h"
-#include "server/config.h"
+#include "identity/identity_config.h"
 
 #define AUTH_MAX_TOKEN 8192   /* bytes; longer tokens are rejected */
 #define AUTH_TOKEN_CACHE 4096 /* verified tokens remembered per context */
@@ -26,7 +26,8 @@ struct auth_ctx;
  * Build the verifier from cfg (keys are copied; cfg may be freed after).
  * Returns NULL and writes a one-line reason naming the variable into err.
  */
-struct auth_ctx *auth_new(const struct config *cfg, char *err, size_t errlen);
+struct auth_ctx *auth_new(const struct identity_config *cfg, char *err,
+                          size_t errlen);
 void auth_free(struct auth_ctx *a); /* accepts NULL */
 
 /*
@@ -47,7 +48,7 @@ int auth_verify(const struct auth_ctx *a, const char *token, time_t now,
  * private key), with iss/aud from cfg when set and kid when non-NULL.
  * Returns a new malloc'd string (caller frees) or NULL with err filled.
  */
-char *auth_mint(const struct config *cfg, const char *alg,
+char *auth_mint(const struct identity_config *cfg, const char *alg,
                 const unsigned char *key, size_t keylen, const char *kid,
                 const char *team, const char *role, long ttl_s, time_t now,
                 char *err, size_t errlen);

@@ -10,6 +10,8 @@
 
 #include <jwt.h>
 
+#include "identity/identity_config.h"
+
 #define HS256_MIN_SECRET 32 /* bytes, RFC 7518 §3.2 */
 #define HS256_SIG_LEN 32
 #define ES256_SIG_LEN 64 /* R || S, 32 bytes each */
@@ -17,7 +19,6 @@
 #define LEEWAY_MAX_S 86400L
 #define TIME_CLAIM_MAX 253402300799LL /* 9999-12-31T23:59:59Z */
 #define TEAM_MAX 63
-#define AUTH_MAX_KEYS 8 /* at least CONFIG_MAX_KEYS (checked in auth.c) */
 
 struct tokencache;
 struct idp;
@@ -37,7 +38,7 @@ struct auth_ctx {
   unsigned algs;         /* enum config_alg bits */
   unsigned char *secret; /* owned; NULL unless HS256 is allowed */
   int secret_len;
-  struct auth_key keys[AUTH_MAX_KEYS];
+  struct auth_key keys[CONFIG_MAX_KEYS];
   int n_keys;
   char issuer[256];   /* "" = not checked */
   char audience[256]; /* "" = not checked */

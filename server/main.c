@@ -140,7 +140,7 @@ static int cmd_serve(void)
     fprintf(stderr, "gpugate: malformed route table\n");
     goto out;
   }
-  auth = auth_new(&cfg, err, sizeof(err));
+  auth = auth_new(&cfg.identity, err, sizeof(err));
   if (!auth) {
     fprintf(stderr, "gpugate: %s\n", err);
     goto out;
@@ -425,22 +425,22 @@ static int cmd_token(int argc, char **argv)
       goto out;
     }
   } else if (!strcmp(alg, "HS256")) {
-    if (!cfg.hs256_secret) {
+    if (!cfg.identity.hs256_secret) {
       fprintf(stderr, "gpugate token: GPUGATE_JWT_HS256_SECRET_FILE is not "
                       "set (or pass --alg and --key)\n");
       goto out;
     }
-    keylen = cfg.hs256_secret_len;
+    keylen = cfg.identity.hs256_secret_len;
     key = malloc(keylen);
     if (!key)
       goto out;
-    memcpy(key, cfg.hs256_secret, keylen);
+    memcpy(key, cfg.identity.hs256_secret, keylen);
   } else {
     fprintf(stderr, "gpugate token: --key is required with --alg %s\n", alg);
     goto out;
   }
-  token = auth_mint(&cfg, alg, key, keylen, kid, team, role, ttl, time(NULL),
-                    err, sizeof(err));
+  token = auth_mint(&cfg.identity, alg, key, keylen, kid, team, role, ttl,
+                    time(NULL), err, sizeof(err));
   if (!token) {
     fprintf(stderr, "gpugate token: %s\n", err);
     goto out;

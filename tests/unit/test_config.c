@@ -157,21 +157,25 @@ static void describe(const struct config *c, char *out, size_t outlen)
   out[0] = '\0';
   CAT("listen=%s:%u", c->listen_host, (unsigned)c->listen_port);
   CAT(" db=%s migrate=%d", c->database_url, (int)c->migrate_on_start);
-  CAT(" algs=%s%s%s", c->jwt_algorithms & CONFIG_ALG_HS256 ? "HS256," : "",
-      c->jwt_algorithms & CONFIG_ALG_RS256 ? "RS256," : "",
-      c->jwt_algorithms & CONFIG_ALG_ES256 ? "ES256," : "");
-  if (c->hs256_secret)
-    CAT(" hs=%zu", c->hs256_secret_len);
+  CAT(" algs=%s%s%s",
+      c->identity.jwt_algorithms & CONFIG_ALG_HS256 ? "HS256," : "",
+      c->identity.jwt_algorithms & CONFIG_ALG_RS256 ? "RS256," : "",
+      c->identity.jwt_algorithms & CONFIG_ALG_ES256 ? "ES256," : "");
+  if (c->identity.hs256_secret)
+    CAT(" hs=%zu", c->identity.hs256_secret_len);
   else
     CAT(" hs=-");
   CAT(" keys=");
-  for (i = 0; i < c->n_pubkeys; i++) {
-    ck_assert_uint_eq(strlen(c->pubkeys[i].pem), c->pubkeys[i].pem_len);
-    CAT("%s%s:%zu", i ? "," : "", *c->pubkeys[i].kid ? c->pubkeys[i].kid : "-",
-        c->pubkeys[i].pem_len);
+  for (i = 0; i < c->identity.n_pubkeys; i++) {
+    ck_assert_uint_eq(strlen(c->identity.pubkeys[i].pem),
+                      c->identity.pubkeys[i].pem_len);
+    CAT("%s%s:%zu", i ? "," : "",
+        *c->identity.pubkeys[i].kid ? c->identity.pubkeys[i].kid : "-",
+        c->identity.pubkeys[i].pem_len);
   }
-  CAT(" iss=%s aud=%s leeway=%ld maxlife=%ld", c->jwt_issuer, c->jwt_audience,
-      c->jwt_leeway_s, c->jwt_max_lifetime_s);
+  CAT(" iss=%s aud=%s leeway=%ld maxlife=%ld", c->identity.jwt_issuer,
+      c->identity.jwt_audience, c->identity.jwt_leeway_s,
+      c->identity.jwt_max_lifetime_s);
   CAT(" backend=%s endpoint=%s project=%s tokens=%s keyfile=%s metadata=%s",
       c->batch_backend, c->gcp.batch_endpoint, c->gcp.gcp_project,
       c->gcp.gcp_token_source, c->gcp.gcp_key_file, c->gcp.metadata_host);
@@ -513,10 +517,10 @@ START_TEST(oidc_settings)
 
   clear_env();
   ck_assert_int_eq(config_load(&cfg, err, sizeof(err)), 0);
-  ck_assert_int_eq(cfg.oidc.n_issuers, 0);
-  ck_assert_uint_eq(cfg.oidc.algs, 3); /* RS256 | ES256 */
-  ck_assert_int_eq(cfg.oidc.jwks_cooldown_s, 30);
-  ck_assert_str_eq(cfg.oidc.groups_claim, "groups");
+  ck_assert_int_eq(cfg.identity.oidc.n_issuers, 0);
+  ck_assert_uint_eq(cfg.identity.oidc.algs, 3); /* RS256 | ES256 */
+  ck_assert_int_eq(cfg.identity.oidc.jwks_cooldown_s, 30);
+  ck_assert_str_eq(cfg.identity.oidc.groups_claim, "groups");
   config_free(&cfg);
   set_env("GPUGATE_OIDC_ISSUERS=https://idp.example.com/, "
           "https://accounts.google.com");
@@ -526,19 +530,19 @@ START_TEST(oidc_settings)
   set_env("GPUGATE_OIDC_GROUPS_CLAIM=realm_access.roles");
   set_env("GPUGATE_OIDC_REQUIRED_CLAIMS=hd=example.com,tid=a=b");
   ck_assert_msg(config_load(&cfg, err, sizeof(err)) == 0, "%s", err);
-  ck_assert_int_eq(cfg.oidc.n_issuers, 2);
-  ck_assert_str_eq(cfg.oidc.issuers[0], "https://idp.example.com/");
-  ck_assert_str_eq(cfg.oidc.issuers[1], "https://accounts.google.com");
-  ck_assert_int_eq(cfg.oidc.n_audiences, 2);
-  ck_assert_str_eq(cfg.oidc.audiences[1], "api://gpugate");
-  ck_assert_uint_eq(cfg.oidc.algs, 2); /* ES256 */
-  ck_assert_int_eq(cfg.oidc.jwks_cooldown_s, 5);
-  ck_assert_str_eq(cfg.oidc.groups_claim, "realm_access.roles");
-  ck_assert_int_eq(cfg.oidc.n_required, 2);
-  ck_assert_str_eq(cfg.oidc.required_claim[0], "hd");
-  ck_assert_str_eq(cfg.oidc.required_value[0], "example.com");
-  ck_assert_str_eq(cfg.oidc.required_claim[1], "tid");
-  ck_assert_str_eq(cfg.oidc.required_value[1], "a=b");
+  ck_assert_int_eq(cfg.identity.oidc.n_issuers, 2);
+  ck_assert_str_eq(cfg.identity.oidc.issuers[0], "https://idp.example.com/");
+  ck_assert_str_eq(cfg.identity.oidc.issuers[1], "https://accounts.google.com");
+  ck_assert_int_eq(cfg.identity.oidc.n_audiences, 2);
+  ck_assert_str_eq(cfg.identity.oidc.audiences[1], "api://gpugate");
+  ck_assert_uint_eq(cfg.identity.oidc.algs, 2); /* ES256 */
+  ck_assert_int_eq(cfg.identity.oidc.jwks_cooldown_s, 5);
+  ck_assert_str_eq(cfg.identity.oidc.groups_claim, "realm_access.roles");
+  ck_assert_int_eq(cfg.identity.oidc.n_required, 2);
+  ck_assert_str_eq(cfg.identity.oidc.required_claim[0], "hd");
+  ck_assert_str_eq(cfg.identity.oidc.required_value[0], "example.com");
+  ck_assert_str_eq(cfg.identity.oidc.required_claim[1], "tid");
+  ck_assert_str_eq(cfg.identity.oidc.required_value[1], "a=b");
   config_free(&cfg);
   clear_env();
 }
@@ -616,19 +620,20 @@ START_TEST(oidc_providers_file)
   if (!provider_files[_i].want[0]) {
     ck_assert_msg(rc == 0, "case %d: %s", _i, err);
     /* the first issuer keeps the GPUGATE_OIDC_* values */
-    ck_assert_int_eq(cfg.oidc.providers[0].n_required, 1);
-    ck_assert_str_eq(cfg.oidc.providers[0].required_claim[0], "tid");
-    ck_assert_str_eq(cfg.oidc.providers[0].groups_claim, "groups");
-    ck_assert_str_eq(cfg.oidc.providers[0].audiences[0], "gpugate");
-    ck_assert_uint_eq(cfg.oidc.providers[0].algs, 3);
+    ck_assert_int_eq(cfg.identity.oidc.providers[0].n_required, 1);
+    ck_assert_str_eq(cfg.identity.oidc.providers[0].required_claim[0], "tid");
+    ck_assert_str_eq(cfg.identity.oidc.providers[0].groups_claim, "groups");
+    ck_assert_str_eq(cfg.identity.oidc.providers[0].audiences[0], "gpugate");
+    ck_assert_uint_eq(cfg.identity.oidc.providers[0].algs, 3);
     if (_i == 1) { /* the second its own */
-      ck_assert_int_eq(cfg.oidc.providers[1].n_required, 1);
-      ck_assert_str_eq(cfg.oidc.providers[1].required_claim[0], "hd");
-      ck_assert_str_eq(cfg.oidc.providers[1].required_value[0], "example.com");
-      ck_assert_str_eq(cfg.oidc.providers[1].groups_claim, "roles");
-      ck_assert_int_eq(cfg.oidc.providers[1].n_audiences, 1);
-      ck_assert_str_eq(cfg.oidc.providers[1].audiences[0], "g1");
-      ck_assert_uint_eq(cfg.oidc.providers[1].algs, 1); /* RS256 */
+      ck_assert_int_eq(cfg.identity.oidc.providers[1].n_required, 1);
+      ck_assert_str_eq(cfg.identity.oidc.providers[1].required_claim[0], "hd");
+      ck_assert_str_eq(cfg.identity.oidc.providers[1].required_value[0],
+                       "example.com");
+      ck_assert_str_eq(cfg.identity.oidc.providers[1].groups_claim, "roles");
+      ck_assert_int_eq(cfg.identity.oidc.providers[1].n_audiences, 1);
+      ck_assert_str_eq(cfg.identity.oidc.providers[1].audiences[0], "g1");
+      ck_assert_uint_eq(cfg.identity.oidc.providers[1].algs, 1); /* RS256 */
     }
     config_free(&cfg);
   } else {
