@@ -15,7 +15,7 @@
 #include "control/billing_sync.h"
 #include "server/config.h"
 #include "lib/log.h"
-#include "server/metrics.h"
+#include "lib/metrics.h"
 
 static long backoff_ms = 200;
 

@@ -61,7 +61,7 @@
 #include "control/dispatch.h"
 #include "control/dispatch_worker.h"
 #include "lib/log.h"
-#include "server/metrics.h"
+#include "lib/metrics.h"
 
 #define DISPATCH_WORKERS 4 /* database connections claiming and recording */
 #define MAX_SKIP 128       /* regions a claim can skip */

@@ -28,7 +28,7 @@
 #include "control/billing_pull.h"
 #include "control/dispatch.h"
 #include "control/loop.h"
-#include "server/metrics.h"
+#include "lib/metrics.h"
 
 /* arbitrary constant: "gpugate admission leader" */
 #define LEADER_LOCK "7301002"

@@ -13,7 +13,7 @@
 
 #include "db/billing.h"
 #include "handlers/billing_ingest.h"
-#include "server/metrics.h"
+#include "lib/metrics.h"
 
 /* ---- the engine ------------------------------------------------------------
  *

@@ -29,7 +29,7 @@
 #include "handlers/handlers.h"
 #include "handlers/notifications_parse.h"
 #include "lib/log.h"
-#include "server/metrics.h"
+#include "lib/metrics.h"
 #include "identity/oidc.h"
 #include "server/problem.h"
 

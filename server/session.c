@@ -24,7 +24,7 @@
 #include "identity/bindings.h"
 #include "identity/idp.h"
 #include "lib/log.h"
-#include "server/metrics.h"
+#include "lib/metrics.h"
 #include "server/problem.h"
 #include "lib/seal.h"
 #include "identity/sesscache.h"
