@@ -10,7 +10,7 @@
 #include "gcp/bigquery.h"
 #include "db/billing.h"
 #include "db/billing_sync.h"
-#include "handlers/billing_ingest.h"
+#include "billing/billing_ingest.h"
 #include "control/billing_store.h"
 #include "control/billing_sync.h"
 #include "server/config.h"

@@ -18,7 +18,7 @@
 #include "gcp/auth.h"
 #include "gcp/bigquery.h"
 #include "db/db.h"
-#include "handlers/billing_ingest.h"
+#include "billing/billing_ingest.h"
 #include "control/billing_rekey.h"
 #include "control/billing_sync.h"
 #include "identity/auth.h"

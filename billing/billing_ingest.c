@@ -12,7 +12,7 @@
 #include <time.h>
 
 #include "db/billing.h"
-#include "handlers/billing_ingest.h"
+#include "billing/billing_ingest.h"
 #include "lib/metrics.h"
 
 /* ---- the engine ------------------------------------------------------------
