@@ -47,7 +47,7 @@ struct follower {
 
 static struct {
   bool running;
-  const struct config *cfg;
+  const struct control_config *cfg;
   char key[200]; /* the budget row: "logging.read/<project>" */
   double rate;
   long burst;
@@ -651,7 +651,7 @@ static void *run(void *arg)
   return NULL;
 }
 
-int logpoll_start(const struct config *cfg, char *err, size_t errlen)
+int logpoll_start(const struct control_config *cfg, char *err, size_t errlen)
 {
   long rpm = cfg->logging_reads_per_minute;
   char host[64] = "";

@@ -673,6 +673,42 @@ int config_load(struct config *cfg, char *err, size_t errlen)
   return footprint_config(cfg, err, errlen);
 }
 
+/* Copy a NUL-terminated field of src into the same-sized field of dst. */
+#define COPY_FIELD(dst, src)                                                   \
+  do {                                                                         \
+    _Static_assert(sizeof((dst)) == sizeof((src)), "same-sized fields");       \
+    memcpy((dst), (src), sizeof((dst)));                                       \
+  } while (0)
+
+void config_control(const struct config *cfg, struct control_config *out)
+{
+  memset(out, 0, sizeof(*out));
+  out->database_url = cfg->database_url;
+  out->direct_database_url = cfg->direct_database_url;
+  out->gcp = cfg->gcp;
+  COPY_FIELD(out->batch_backend, cfg->batch_backend);
+  out->admission_interval_ms = cfg->admission_interval_ms;
+  out->admission_reconcile_s = cfg->admission_reconcile_s;
+  out->sync_interval_ms = cfg->sync_interval_ms;
+  out->capacity_window_grace_s = cfg->capacity_window_grace_s;
+  COPY_FIELD(out->deployment, cfg->deployment);
+  COPY_FIELD(out->batch_pubsub_topic, cfg->batch_pubsub_topic);
+  COPY_FIELD(out->batch_service_account, cfg->batch_service_account);
+  out->batch_mutations_per_s = cfg->batch_mutations_per_s;
+  out->batch_mutations_burst = cfg->batch_mutations_burst;
+  COPY_FIELD(out->billing_bq_table, cfg->billing_bq_table);
+  COPY_FIELD(out->billing_bq_project, cfg->billing_bq_project);
+  COPY_FIELD(out->billing_bq_location, cfg->billing_bq_location);
+  COPY_FIELD(out->bigquery_endpoint, cfg->bigquery_endpoint);
+  out->billing_sync_interval_s = cfg->billing_sync_interval_s;
+  out->billing_reread_days = cfg->billing_reread_days;
+  out->billing_max_bytes_billed = cfg->billing_max_bytes_billed;
+  COPY_FIELD(out->logging_endpoint, cfg->logging_endpoint);
+  out->logging_reads_per_minute = cfg->logging_reads_per_minute;
+  out->logging_poll_ms = cfg->logging_poll_ms;
+  out->logging_end_grace_ms = cfg->logging_end_grace_ms;
+}
+
 void config_free(struct config *cfg)
 {
   int i;

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "control/control_config.h"
 #include "server/clientaddr.h"
 #include "gcp/gcp_config.h"
 #include "lib/file.h"
@@ -103,6 +104,12 @@ struct config {
  * frees it with config_free() whatever the result.
  */
 int config_load(struct config *cfg, char *err, size_t errlen);
+
+/*
+ * Fill *out with what the background loops of control/ need from cfg (see
+ * control/control_config.h). The URLs are borrowed: cfg must outlive out.
+ */
+void config_control(const struct config *cfg, struct control_config *out);
 
 /* Free what config_load() allocated. Accepts a zeroed struct. */
 void config_free(struct config *cfg);

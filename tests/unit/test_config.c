@@ -684,6 +684,81 @@ START_TEST(capacity_window_grace)
 }
 END_TEST
 
+/*
+ * config_control hands the loops of control/ every setting of theirs as
+ * config_load read it: each variable set to a value unlike its default, and
+ * each field of struct control_config compared with the variable's value.
+ */
+START_TEST(control_settings)
+{
+  static const char *const env[] = {
+      "GPUGATE_DATABASE_URL=postgresql:///pooled",
+      "GPUGATE_DIRECT_DATABASE_URL=postgresql:///direct",
+      "GPUGATE_GCP_PROJECT=proj-7",
+      "GPUGATE_BATCH_ENDPOINT=http://127.0.0.1:9/batch",
+      "GPUGATE_ADMISSION_INTERVAL_MS=250",
+      "GPUGATE_ADMISSION_RECONCILE_S=17",
+      "GPUGATE_SYNC_INTERVAL_MS=3333",
+      "GPUGATE_CAPACITY_WINDOW_GRACE_S=42",
+      "GPUGATE_DEPLOYMENT=blue",
+      "GPUGATE_BATCH_PUBSUB_TOPIC=projects/p/topics/t",
+      "GPUGATE_BATCH_SERVICE_ACCOUNT=runner@p.iam.gserviceaccount.com",
+      "GPUGATE_BATCH_MUTATIONS_PER_S=7",
+      "GPUGATE_BATCH_MUTATIONS_BURST=11",
+      "GPUGATE_BILLING_BIGQUERY_TABLE=billp.ds.export",
+      "GPUGATE_BILLING_BIGQUERY_PROJECT=runq",
+      "GPUGATE_BILLING_BIGQUERY_LOCATION=EU",
+      "GPUGATE_BIGQUERY_ENDPOINT=http://127.0.0.1:9/bq",
+      "GPUGATE_BILLING_SYNC_INTERVAL_S=900",
+      "GPUGATE_BILLING_REREAD_DAYS=3",
+      "GPUGATE_BILLING_MAX_BYTES_BILLED=12345",
+      "GPUGATE_LOGGING_ENDPOINT=http://127.0.0.1:9/log",
+      "GPUGATE_LOGGING_READS_PER_MINUTE=13",
+      "GPUGATE_LOGGING_POLL_MS=700",
+      "GPUGATE_LOGGING_END_GRACE_MS=1900",
+  };
+  struct config cfg;
+  struct control_config cc;
+  char err[256] = "";
+  int i;
+
+  clear_env();
+  for (i = 0; i < N_OF(env); i++)
+    set_env(env[i]);
+  ck_assert_msg(config_load(&cfg, err, sizeof(err)) == 0, "%s", err);
+  memset(&cc, 0xa5, sizeof(cc));
+  config_control(&cfg, &cc);
+  ck_assert_str_eq(cc.database_url, "postgresql:///pooled");
+  ck_assert_str_eq(cc.direct_database_url, "postgresql:///direct");
+  ck_assert_str_eq(cc.gcp.gcp_project, "proj-7");
+  ck_assert_str_eq(cc.gcp.batch_endpoint, "http://127.0.0.1:9/batch");
+  ck_assert_str_eq(cc.batch_backend, "none");
+  ck_assert_int_eq(cc.admission_interval_ms, 250);
+  ck_assert_int_eq(cc.admission_reconcile_s, 17);
+  ck_assert_int_eq(cc.sync_interval_ms, 3333);
+  ck_assert_int_eq(cc.capacity_window_grace_s, 42);
+  ck_assert_str_eq(cc.deployment, "blue");
+  ck_assert_str_eq(cc.batch_pubsub_topic, "projects/p/topics/t");
+  ck_assert_str_eq(cc.batch_service_account,
+                   "runner@p.iam.gserviceaccount.com");
+  ck_assert_int_eq(cc.batch_mutations_per_s, 7);
+  ck_assert_int_eq(cc.batch_mutations_burst, 11);
+  ck_assert_str_eq(cc.billing_bq_table, "billp.ds.export");
+  ck_assert_str_eq(cc.billing_bq_project, "runq");
+  ck_assert_str_eq(cc.billing_bq_location, "EU");
+  ck_assert_str_eq(cc.bigquery_endpoint, "http://127.0.0.1:9/bq");
+  ck_assert_int_eq(cc.billing_sync_interval_s, 900);
+  ck_assert_int_eq(cc.billing_reread_days, 3);
+  ck_assert_int_eq(cc.billing_max_bytes_billed, 12345);
+  ck_assert_str_eq(cc.logging_endpoint, "http://127.0.0.1:9/log");
+  ck_assert_int_eq(cc.logging_reads_per_minute, 13);
+  ck_assert_int_eq(cc.logging_poll_ms, 700);
+  ck_assert_int_eq(cc.logging_end_grace_ms, 1900);
+  config_free(&cfg);
+  clear_env();
+}
+END_TEST
+
 /* The message is bounded by errlen and still NUL-terminated. */
 START_TEST(error_bounded)
 {
@@ -1273,6 +1348,7 @@ Suite *config_suite(void)
   tcase_add_loop_test(tc, bad, 0, N_OF(bad_cases));
   tcase_add_test(tc, error_bounded);
   tcase_add_test(tc, capacity_window_grace);
+  tcase_add_test(tc, control_settings);
   tcase_add_test(tc, oidc_settings);
   tcase_add_loop_test(tc, oidc_providers_file, 0, N_OF(provider_files));
   tcase_add_test(tc, read_file);
