@@ -22,10 +22,11 @@
 #include "gcp/auth.h"
 #include "db/budget.h"
 #include "db/job_logs.h"
+#include "lib/jsonx.h"
 #include "lib/log.h"
+#include "lib/stream.h"
 #include "control/logpoll.h"
 #include "control/logpoll_round.h"
-#include "server/req.h"
 
 #define ROUNDS_READ 20 /* published polls read at once */
 

@@ -102,7 +102,8 @@ if [ "$quiet" = 0 ]; then
     sort | uniq -c >"$tmp/rooms"
   awk '{ split($1, a, "/"); split($2, b, "/"); print a[1], b[1] }' "$tmp/upward" |
     sort -u >"$tmp/uprooms"
-  awk 'NR == FNR { up[$1 " " $2] = 1; next }
+  # FILENAME, not NR == FNR: with no upward edge the first file is empty
+  awk 'FILENAME == ARGV[1] { up[$1 " " $2] = 1; next }
        { printf "  %-10s -> %-10s %5d %s\n", $2, $3, $1, (($2 " " $3) in up ? "*" : "") }' \
     "$tmp/uprooms" "$tmp/rooms"
   echo "upward includes: $(wc -l <"$tmp/upward") (allow-list: $(wc -l <"$tmp/allow") lines in $allow_file)"
