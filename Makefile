@@ -25,7 +25,7 @@ CFLAGS  += $(WARN) -pthread -MMD -MP
 LDLIBS  += $(PKG_LIBS) -lcrypto -lz -lm -pthread
 
 # Everything but main.c goes into a library shared by the binary and tests.
-LIB_SRC := $(filter-out server/main.c,$(wildcard server/*.c handlers/*.c db/*.c scheduler/*.c control/*.c gcp/*.c identity/*.c lib/*.c))
+LIB_SRC := $(filter-out server/main.c,$(wildcard server/*.c handlers/*.c db/*.c scheduler/*.c control/*.c billing/*.c gcp/*.c identity/*.c lib/*.c))
 GEN_SRC := build/gen/embedded.c
 # GET /docs: the page and the Redoc bundle from the pinned npm tools.
 DOCS_JS := deploy/tools/node_modules/redoc/bundles/redoc.standalone.js
@@ -162,7 +162,7 @@ test:
 run:
 	deploy/run-local.sh
 
-C_FILES := $(wildcard server/*.[ch] handlers/*.[ch] db/*.[ch] scheduler/*.[ch] control/*.[ch] gcp/*.[ch] identity/*.[ch] lib/*.[ch] tests/unit/*.[ch] tests/integration/*.[ch] tests/emulator/*.[ch] bench/*.[ch] deploy/tools/*.c) $(wildcard tests/fuzz/*.[ch])
+C_FILES := $(wildcard server/*.[ch] handlers/*.[ch] db/*.[ch] scheduler/*.[ch] control/*.[ch] billing/*.[ch] gcp/*.[ch] identity/*.[ch] lib/*.[ch] tests/unit/*.[ch] tests/integration/*.[ch] tests/emulator/*.[ch] bench/*.[ch] deploy/tools/*.c) $(wildcard tests/fuzz/*.[ch])
 
 format:
 	clang-format -i $(C_FILES)

@@ -23,7 +23,7 @@
 #include "control/admission.h"
 #include "control/admission_fs.h"
 #include "lib/log.h"
-#include "server/metrics.h"
+#include "lib/metrics.h"
 
 /* team spend (billing rollups) is re-read this often; a budget is an
  * input that moves slowly */

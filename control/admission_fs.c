@@ -14,7 +14,7 @@
 #include "db/fairshare.h"
 #include "scheduler/fairshare.h"
 #include "control/admission_fs.h"
-#include "server/metrics.h"
+#include "lib/metrics.h"
 
 #define SAVE_US 5000000LL /* a running job's accrual is written this often */
 #define US 1000000LL

@@ -14,14 +14,14 @@
 #include "db/db.h"
 #include "control/billing_pull.h"
 #include "control/billing_sync.h"
-#include "server/config.h"
+#include "control/control_config.h"
 #include "lib/log.h"
 
 #define CHECK_MS 10000LL   /* the leader asks whether a sync is due (at most) */
 #define RETRY_AFTER_S 300L /* after a failed sync */
 
 struct billing_pull {
-  const struct config *cfg;
+  const struct control_config *cfg;
   struct batch_token_source *ts;
   pthread_t thread;
   pthread_mutex_t mu;
@@ -101,7 +101,7 @@ static void *run(void *arg)
   return NULL;
 }
 
-struct billing_pull *billing_pull_start(const struct config *cfg)
+struct billing_pull *billing_pull_start(const struct control_config *cfg)
 {
   struct billing_pull *p;
   char err[512];

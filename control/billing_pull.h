@@ -14,12 +14,12 @@
 
 #include <stdbool.h>
 
-struct config;
+struct control_config;
 struct billing_pull;
 
 /* A puller for cfg (borrowed; must outlive it), or NULL when the pull is
  * off (no table, or interval 0) or it cannot start (logged). */
-struct billing_pull *billing_pull_start(const struct config *cfg);
+struct billing_pull *billing_pull_start(const struct control_config *cfg);
 
 /* From the admission loop: leader or not. Never blocks. Accepts NULL. */
 void billing_pull_tick(struct billing_pull *p, bool leader);

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "db/months.h"
-#include "handlers/billing_row.h"
+#include "billing/billing_row.h"
 #include "control/billing_rekey.h"
 #include "lib/log.h"
 

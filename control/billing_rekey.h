@@ -11,7 +11,7 @@
 
 /*
  * Give every stored billing row the key an upload or a pull computes now
- * (billing_parse_row_with: handlers/billing_key.h), in one transaction,
+ * (billing_parse_row_with: billing/billing_key.h), in one transaction,
  * once: done when billing_rekey holds version 2, else recorded there. A
  * row whose meaning another stored row already has (the same row stored
  * twice under the old keys) is counted (left_old), deleted, and its sums

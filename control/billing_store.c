@@ -11,7 +11,7 @@
 #include "db/billing_sync.h"
 #include "control/billing_store.h"
 #include "lib/log.h"
-#include "server/metrics.h"
+#include "lib/metrics.h"
 
 #define QUEUE_MAX 64 /* items queued (a day is 2 + its batches) */
 

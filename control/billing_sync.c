@@ -10,12 +10,12 @@
 #include "gcp/bigquery.h"
 #include "db/billing.h"
 #include "db/billing_sync.h"
-#include "handlers/billing_ingest.h"
+#include "billing/billing_ingest.h"
 #include "control/billing_store.h"
 #include "control/billing_sync.h"
-#include "server/config.h"
+#include "control/control_config.h"
 #include "lib/log.h"
-#include "server/metrics.h"
+#include "lib/metrics.h"
 
 static long backoff_ms = 200;
 
@@ -442,7 +442,7 @@ static size_t next_read(const struct billing_day_plan *plan, size_t np, long i)
   return j;
 }
 
-static int sync_days(const struct config *cfg, struct bq_client *bq[2],
+static int sync_days(const struct control_config *cfg, struct bq_client *bq[2],
                      struct db_conn *db, bool progress,
                      const atomic_bool *cancel, struct billing_sync_report *rep,
                      char *err, size_t errlen)
@@ -586,7 +586,7 @@ void billing_sync_publish(struct db_conn *db)
     metrics_billing_sync(at, rows, unreconciled, bytes);
 }
 
-int billing_sync_run(const struct config *cfg, struct db_conn *db,
+int billing_sync_run(const struct control_config *cfg, struct db_conn *db,
                      struct batch_token_source *ts, bool progress,
                      const atomic_bool *cancel, struct billing_sync_report *rep,
                      char *err, size_t errlen)

@@ -32,7 +32,7 @@
 
 #include "db/billing_sync.h"
 
-struct config;
+struct control_config;
 struct db_conn;
 struct batch_token_source;
 
@@ -85,7 +85,7 @@ struct billing_sync_report {
  * 0, or -1 with a one-line message in err (days replaced before the
  * failure stay).
  */
-int billing_sync_run(const struct config *cfg, struct db_conn *db,
+int billing_sync_run(const struct control_config *cfg, struct db_conn *db,
                      struct batch_token_source *ts, bool progress,
                      const atomic_bool *cancel, struct billing_sync_report *rep,
                      char *err, size_t errlen);

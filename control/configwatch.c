@@ -18,7 +18,7 @@
 #define RETRY_MS 1000
 
 struct configwatch {
-  const struct config *cfg;
+  const struct control_config *cfg;
   pthread_t thread;
   atomic_bool stop;
   int wake[2]; /* pipe: configwatch_stop() wakes the poll */
@@ -112,7 +112,7 @@ static void *run(void *arg)
   return NULL;
 }
 
-struct configwatch *configwatch_start(const struct config *cfg)
+struct configwatch *configwatch_start(const struct control_config *cfg)
 {
   struct configwatch *w = calloc(1, sizeof(*w));
   char err[256];

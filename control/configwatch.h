@@ -11,13 +11,13 @@
 #ifndef GPUGATE_CONFIGWATCH_H
 #define GPUGATE_CONFIGWATCH_H
 
-#include "server/config.h"
+#include "control/control_config.h"
 
 struct configwatch;
 
 /* Start the thread (cfg borrowed for its lifetime), having loaded the
  * access bindings once when the database answers. NULL on failure. */
-struct configwatch *configwatch_start(const struct config *cfg);
+struct configwatch *configwatch_start(const struct control_config *cfg);
 
 /* Stop and join the thread; accepts NULL. */
 void configwatch_stop(struct configwatch *w);

@@ -61,7 +61,7 @@
 #include "control/dispatch.h"
 #include "control/dispatch_worker.h"
 #include "lib/log.h"
-#include "server/metrics.h"
+#include "lib/metrics.h"
 
 #define DISPATCH_WORKERS 4 /* database connections claiming and recording */
 #define MAX_SKIP 128       /* regions a claim can skip */
@@ -184,7 +184,7 @@ static void land(struct dispatcher *t, struct flight *f)
 
 static void start_create(struct dispatcher *t, struct flight *f)
 {
-  const struct config *cfg = t->w.d->cfg;
+  const struct control_config *cfg = t->w.d->cfg;
   const struct db_batch_op *op = &f->op;
   struct batch_job_input in;
   json_t *body;
@@ -587,7 +587,7 @@ static void *dispatcher(void *arg)
   return NULL;
 }
 
-struct dispatch *dispatch_start(const struct config *cfg, char *err,
+struct dispatch *dispatch_start(const struct control_config *cfg, char *err,
                                 size_t errlen)
 {
   struct dispatch *d = calloc(1, sizeof(*d));

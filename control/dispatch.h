@@ -8,13 +8,13 @@
 
 #include <stddef.h>
 
-#include "server/config.h"
+#include "control/control_config.h"
 
 struct dispatch;
 
 /* Start the workers; cfg is borrowed and must outlive them. NULL with a
  * one-line reason in err on failure. */
-struct dispatch *dispatch_start(const struct config *cfg, char *err,
+struct dispatch *dispatch_start(const struct control_config *cfg, char *err,
                                 size_t errlen);
 
 /* Stop the workers (finishing calls in progress) and free. Accepts NULL. */

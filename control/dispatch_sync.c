@@ -23,7 +23,7 @@
 #include "db/batch.h"
 #include "control/dispatch_worker.h"
 #include "lib/log.h"
-#include "server/metrics.h"
+#include "lib/metrics.h"
 
 #define FLEX_CHECK_MS 1000
 #define SYNC_PAGE 500

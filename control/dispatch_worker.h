@@ -17,12 +17,12 @@
 #include "gcp/batch_client.h"
 #include "db/db.h"
 #include "control/budget.h"
-#include "server/config.h"
+#include "control/control_config.h"
 #include "control/dispatch_flow.h"
 
 /* Owned by dispatch_start(); every worker borrows it. */
 struct dispatch_shared {
-  const struct config *cfg;
+  const struct control_config *cfg;
   atomic_bool stop;
   int wake[2]; /* a byte per worker wakes it */
   int poke[2]; /* a byte wakes a dispatcher: new creates (dispatch_poke) */

@@ -22,10 +22,11 @@
 #include "gcp/auth.h"
 #include "db/budget.h"
 #include "db/job_logs.h"
+#include "lib/jsonx.h"
 #include "lib/log.h"
+#include "lib/stream.h"
 #include "control/logpoll.h"
 #include "control/logpoll_round.h"
-#include "server/req.h"
 
 #define ROUNDS_READ 20 /* published polls read at once */
 
@@ -47,7 +48,7 @@ struct follower {
 
 static struct {
   bool running;
-  const struct config *cfg;
+  const struct control_config *cfg;
   char key[200]; /* the budget row: "logging.read/<project>" */
   double rate;
   long burst;
@@ -651,7 +652,7 @@ static void *run(void *arg)
   return NULL;
 }
 
-int logpoll_start(const struct config *cfg, char *err, size_t errlen)
+int logpoll_start(const struct control_config *cfg, char *err, size_t errlen)
 {
   long rpm = cfg->logging_reads_per_minute;
   char host[64] = "";

@@ -41,14 +41,14 @@
 #include <stddef.h>
 
 #include "gcp/logging.h"
-#include "server/config.h"
+#include "control/control_config.h"
 
 struct db_conn;
 
 #define LOGPOLL_FOLLOWER_MAX ((size_t)1 << 20) /* unsent bytes a follower */
 
 /* Start the poller for cfg (borrowed; must outlive it). 0, or -1. */
-int logpoll_start(const struct config *cfg, char *err, size_t errlen);
+int logpoll_start(const struct control_config *cfg, char *err, size_t errlen);
 void logpoll_stop(void); /* ends every follower; accepts not started */
 
 /* What a plain read came to. */

@@ -15,7 +15,7 @@
 
 #include "gcp/logging.h"
 #include "db/db.h"
-#include "server/config.h"
+#include "control/control_config.h"
 
 /* A token of the read budget: 1 taken, 0 spent (*wait_ms), -1 failed. */
 typedef int (*logpoll_take_fn)(struct db_conn *c, long *wait_ms, char *err,
@@ -25,9 +25,9 @@ typedef int (*logpoll_call_fn)(const char *filter, int page_size,
                                const char *token, struct logging_result *r);
 
 struct logpoll_poller {
-  const struct config *cfg; /* borrowed */
-  long ttl_ms;              /* a replica's wants count this long */
-  size_t rotate;            /* first job of the next poll when there are many */
+  const struct control_config *cfg; /* borrowed */
+  long ttl_ms;                      /* a replica's wants count this long */
+  size_t rotate; /* first job of the next poll when there are many */
   logpoll_take_fn take;
   logpoll_call_fn call;
 };

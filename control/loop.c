@@ -28,14 +28,14 @@
 #include "control/billing_pull.h"
 #include "control/dispatch.h"
 #include "control/loop.h"
-#include "server/metrics.h"
+#include "lib/metrics.h"
 
 /* arbitrary constant: "gpugate admission leader" */
 #define LEADER_LOCK "7301002"
 #define FOLLOWER_RETRY_MS 1000
 
 struct loop {
-  const struct config *cfg;
+  const struct control_config *cfg;
   pthread_t thread;
   atomic_bool stop;
   int wake[2];         /* pipe: loop_stop() wakes the poll */
@@ -314,7 +314,8 @@ static void *run(void *arg)
   return NULL;
 }
 
-struct loop *loop_start(const struct config *cfg, struct dispatch *dispatch)
+struct loop *loop_start(const struct control_config *cfg,
+                        struct dispatch *dispatch)
 {
   struct loop *l = calloc(1, sizeof(*l));
 

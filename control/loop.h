@@ -7,7 +7,7 @@
 #ifndef GPUGATE_LOOP_H
 #define GPUGATE_LOOP_H
 
-#include "server/config.h"
+#include "control/control_config.h"
 
 struct loop;
 
@@ -16,7 +16,8 @@ struct dispatch;
 /* Start the loop's thread; cfg is borrowed and must outlive it, and so
  * must dispatch (this replica's dispatchers, poked when the leader admits;
  * NULL: none). NULL on failure. */
-struct loop *loop_start(const struct config *cfg, struct dispatch *dispatch);
+struct loop *loop_start(const struct control_config *cfg,
+                        struct dispatch *dispatch);
 
 /* Stop the thread (finishing a cycle in progress) and free. Accepts NULL. */
 void loop_stop(struct loop *l);

@@ -15,7 +15,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
 static bool running, stopping, poked;
 static pthread_t thread;
-static const struct config *config;
+static const struct control_config *config;
 
 static void sleep_ms(long ms)
 {
@@ -54,7 +54,7 @@ static void *run(void *arg)
   return NULL;
 }
 
-int waker_start(const struct config *cfg)
+int waker_start(const struct control_config *cfg)
 {
   config = cfg;
   stopping = false;

@@ -14,13 +14,13 @@
 #ifndef GPUGATE_WAKER_H
 #define GPUGATE_WAKER_H
 
-#include "server/config.h"
+#include "control/control_config.h"
 
 #define WAKER_MIN_GAP_MS 10
 
 /* Start the thread (cfg borrowed for its lifetime); the process has one.
  * Returns 0, or -1 on failure. */
-int waker_start(const struct config *cfg);
+int waker_start(const struct control_config *cfg);
 
 /* Ask for a wake-up of the admission loop soon. Cheap; thread-safe; does
  * nothing before waker_start(). */

@@ -63,7 +63,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gcp/batch_job.h"
+#include "lib/batch_names.h"
 #include "db/batch.h"
 
 static const char sql_event[] =

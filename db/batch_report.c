@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gcp/batch_job.h"
+#include "lib/batch_names.h"
 #include "db/batch.h"
 
 /* ---- what Batch reports ------------------------------------------------ */

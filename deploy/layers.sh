@@ -17,7 +17,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-rooms='server handlers identity control gcp db scheduler lib'
+rooms='server handlers identity control billing gcp db scheduler lib'
 allow_file=deploy/layers.allow
 long_lines=800
 quiet=0
@@ -26,7 +26,7 @@ quiet=0
 # What each room may include besides itself (ARCHITECTURE.md). handlers
 # may include every room but server/main (there is no server/main.h; the
 # rule is kept so that one can never appear); server may include all.
-map='lib: scheduler:lib db:scheduler,lib gcp:lib identity:db,gcp,lib control:db,gcp,identity,scheduler,lib handlers:* server:*'
+map='lib: scheduler:lib db:scheduler,lib billing:db,lib gcp:lib identity:db,gcp,lib control:db,gcp,identity,scheduler,billing,lib handlers:* server:*'
 
 # reads "from-path to-path" lines, prints those whose edge the map forbids
 upward() {
@@ -102,7 +102,8 @@ if [ "$quiet" = 0 ]; then
     sort | uniq -c >"$tmp/rooms"
   awk '{ split($1, a, "/"); split($2, b, "/"); print a[1], b[1] }' "$tmp/upward" |
     sort -u >"$tmp/uprooms"
-  awk 'NR == FNR { up[$1 " " $2] = 1; next }
+  # FILENAME, not NR == FNR: with no upward edge the first file is empty
+  awk 'FILENAME == ARGV[1] { up[$1 " " $2] = 1; next }
        { printf "  %-10s -> %-10s %5d %s\n", $2, $3, $1, (($2 " " $3) in up ? "*" : "") }' \
     "$tmp/uprooms" "$tmp/rooms"
   echo "upward includes: $(wc -l <"$tmp/upward") (allow-list: $(wc -l <"$tmp/allow") lines in $allow_file)"

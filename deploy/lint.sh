@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-src=$(ls server/*.c handlers/*.c db/*.c scheduler/*.c control/*.c gcp/*.c identity/*.c lib/*.c 2>/dev/null || true)
+src=$(ls server/*.c handlers/*.c db/*.c scheduler/*.c control/*.c billing/*.c gcp/*.c identity/*.c lib/*.c 2>/dev/null || true)
 status=0
 
 # the house's layering: which room may include which (deploy/layers.sh)

@@ -1,6 +1,7 @@
 /*
  * batch_answer.c — pure functions that read Cloud Batch's answers: a Batch
- * job's state and end time, Batch → gpugate states, google.rpc.Status
+ * job's end time (its state, and Batch → gpugate states, are
+ * lib/batch_names.c's), google.rpc.Status
  * errors (and Retry-After), and the back-off between tries. No I/O and no
  * globals (see batch_job.h; the ids and the Job body are in batch_job.c).
  */
@@ -47,77 +48,6 @@ int64_t batch_job_ended_us(const json_t *job)
       last = t;
   }
   return last;
-}
-
-enum batch_state batch_state_parse(const char *s)
-{
-  static const struct {
-    const char *name;
-    enum batch_state st;
-  } map[] = {{"QUEUED", BATCH_STATE_QUEUED},
-             {"SCHEDULED", BATCH_STATE_QUEUED},
-             {"RUNNING", BATCH_STATE_RUNNING},
-             {"SUCCEEDED", BATCH_STATE_SUCCEEDED},
-             {"FAILED", BATCH_STATE_FAILED},
-             {"CANCELLATION_IN_PROGRESS", BATCH_STATE_CANCELLING},
-             {"CANCELLED", BATCH_STATE_CANCELLED},
-             {"DELETION_IN_PROGRESS", BATCH_STATE_DELETED}};
-  size_t i;
-
-  for (i = 0; s && i < sizeof(map) / sizeof(map[0]); i++)
-    if (!strcmp(s, map[i].name))
-      return map[i].st;
-  return BATCH_STATE_UNKNOWN;
-}
-
-const char *batch_state_target(enum batch_state st, enum batch_intent intent,
-                               const char **reason)
-{
-  const char *to = NULL, *why = NULL;
-  bool stopping = intent != BATCH_INTENT_NONE;
-
-  switch (st) {
-  case BATCH_STATE_QUEUED:
-    to = stopping ? NULL : "QUEUED";
-    break;
-  case BATCH_STATE_RUNNING:
-    to = stopping ? NULL : "RUNNING";
-    break;
-  case BATCH_STATE_CANCELLING:
-    /* the Batch job may still run: a cancel or an eviction (and the quota
-     * it holds) waits for CANCELLED; one cancelled outside gpugate is
-     * judged then too (db/batch.c, the invariant) */
-    break;
-  case BATCH_STATE_SUCCEEDED: /* finished before our cancel took effect */
-    to = "SUCCEEDED";
-    break;
-  case BATCH_STATE_FAILED:
-  case BATCH_STATE_CANCELLED:
-  case BATCH_STATE_DELETED:
-    if (intent == BATCH_INTENT_EVICT) {
-      to = "PENDING";
-      why = "Evicted";
-    } else if (intent == BATCH_INTENT_CANCEL) {
-      to = "CANCELLED";
-      why = "CancelledByUser";
-    } else if (st == BATCH_STATE_FAILED) {
-      to = "FAILED";
-      why = "BatchJobFailed";
-    } else if (st == BATCH_STATE_CANCELLED) {
-      to = "FAILED";
-      why = "BatchJobCancelledOutsideGpugate";
-    } else {
-      to = "FAILED";
-      why = "BatchJobDeleted";
-    }
-    break;
-  case BATCH_STATE_UNKNOWN:
-  default:
-    break;
-  }
-  if (reason)
-    *reason = why;
-  return to;
 }
 
 /* ---------------------------------------------------------- errors */

@@ -1,6 +1,7 @@
 /*
- * batch_job.c — pure functions behind the Cloud Batch client: the
- * deterministic jobId, the labels and the Job body of SPEC §4 (what
+ * batch_job.c — pure functions behind the Cloud Batch client: the full job
+ * name, the labels and the Job body of SPEC §4 (the deterministic jobId and
+ * its parse are lib/batch_names.c's) (what
  * gcp/batch_answer.c reads back: Batch → gpugate states, google.rpc.Status
  * errors and back-off). No I/O and no globals (see batch_job.h).
  *
@@ -20,105 +21,6 @@
 static bool lower_alnum(char c)
 {
   return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-}
-
-/* ^[a-z]([a-z0-9-]*[a-z0-9])?$ and at most max characters */
-static bool batch_id_ok(const char *s, size_t max)
-{
-  size_t i, n = strlen(s);
-
-  if (n == 0 || n > max || !(s[0] >= 'a' && s[0] <= 'z') ||
-      !lower_alnum(s[n - 1]))
-    return false;
-  for (i = 1; i < n; i++)
-    if (!lower_alnum(s[i]) && s[i] != '-')
-      return false;
-  return true;
-}
-
-int batch_job_id(const char *job_id, int attempt, char *out, size_t outlen)
-{
-  int n;
-
-  if (!out || outlen == 0)
-    return -1;
-  out[0] = '\0';
-  if (!job_id || !*job_id || attempt < 1)
-    return -1;
-  n = snprintf(out, outlen, "gpugate-%s-a%d", job_id, attempt);
-  if (n < 0 || (size_t)n >= outlen || !batch_id_ok(out, BATCH_JOB_ID_MAX)) {
-    out[0] = '\0';
-    return -1;
-  }
-  return 0;
-}
-
-/* The decimal number of digits s[0..n) (n >= 1, at most 6 digits, no
- * leading zero), or -1. */
-static int small_number(const char *s, size_t n)
-{
-  int v = 0;
-  size_t i;
-
-  if (n == 0 || n > 6 || (s[0] == '0' && n > 1))
-    return -1;
-  for (i = 0; i < n; i++) {
-    if (s[i] < '0' || s[i] > '9')
-      return -1;
-    v = v * 10 + (s[i] - '0');
-  }
-  return v;
-}
-
-/* The start of a trailing "-<letter><digits>" of s[0..*n) as its number,
- * shortening *n to before it; -1 when s does not end so. */
-static int trailing(const char *s, size_t *n, char letter)
-{
-  size_t end = *n, i = end;
-  int v;
-
-  while (i > 0 && s[i - 1] >= '0' && s[i - 1] <= '9')
-    i--;
-  if (i < 2 || s[i - 1] != letter || s[i - 2] != '-')
-    return -1;
-  if ((v = small_number(s + i, end - i)) < 0)
-    return -1;
-  *n = i - 2;
-  return v;
-}
-
-int batch_job_id_parse(const char *name, char *id, size_t idlen, int *attempt,
-                       int *race_k)
-{
-  const char *base = name ? strrchr(name, '/') : NULL;
-  size_t n, idn;
-  int a, k = 0;
-
-  if (!name)
-    return -1;
-  base = base ? base + 1 : name;
-  n = strlen(base);
-  if (n <= 8 || strncmp(base, "gpugate-", 8) != 0)
-    return -1;
-  {
-    size_t m = n;
-    int r = trailing(base, &m, 'r');
-    if (r >= 1) {
-      k = r;
-      n = m;
-    }
-  }
-  if ((a = trailing(base, &n, 'a')) < 1 || n <= 8)
-    return -1;
-  idn = n - 8;
-  if (idn >= idlen)
-    return -1;
-  memcpy(id, base + 8, idn);
-  id[idn] = '\0';
-  *attempt = a;
-  if (race_k)
-    *race_k = k;
-  return 0;
 }
 
 int batch_job_name(const char *project, const char *region,

@@ -1,9 +1,11 @@
 /*
- * job.h — the pure half of the Cloud Batch v1 client: the deterministic
- * Batch job id, the Job body built from an admitted job (SPEC §4), the map
- * from Batch job states to gpugate's, google.rpc.Status error parsing and
- * the retry back-off. No I/O, no globals: everything here is safe to call
- * from any thread and is unit-tested as tables (tests/unit/test_batch.c).
+ * batch_job.h — the pure half of the Cloud Batch v1 client: the Job body
+ * built from an admitted job (SPEC §4), the full job name and labels,
+ * google.rpc.Status error parsing and the retry back-off. The deterministic
+ * Batch job id and the map from Batch job states to gpugate's are
+ * lib/batch_names.h's (included here), which db/ shares. No I/O, no globals:
+ * everything here is safe to call from any thread and is unit-tested as tables
+ * (tests/unit/test_batch.c).
  */
 #ifndef GPUGATE_BATCH_JOB_H
 #define GPUGATE_BATCH_JOB_H
@@ -15,8 +17,9 @@
 
 #include <jansson.h>
 
-#define BATCH_LABEL_MAX 63  /* GCP label keys and values */
-#define BATCH_JOB_ID_MAX 63 /* Batch jobId */
+#include "lib/batch_names.h"
+
+#define BATCH_LABEL_MAX 63 /* GCP label keys and values */
 #define BATCH_BACKOFF_BASE_MS 500L
 #define BATCH_BACKOFF_CAP_MS 60000L
 
@@ -49,27 +52,6 @@ struct batch_job_input {
   const char *deployment;
 };
 
-/*
- * Batch job states (Job.status.state), folded the way gpugate acts on them.
- */
-enum batch_state {
-  BATCH_STATE_UNKNOWN = 0, /* STATE_UNSPECIFIED, missing or unrecognised */
-  BATCH_STATE_QUEUED,      /* QUEUED, SCHEDULED: waiting for capacity */
-  BATCH_STATE_RUNNING,     /* RUNNING */
-  BATCH_STATE_SUCCEEDED,   /* SUCCEEDED */
-  BATCH_STATE_FAILED,      /* FAILED */
-  BATCH_STATE_CANCELLED,   /* CANCELLED */
-  BATCH_STATE_DELETED,     /* DELETION_IN_PROGRESS, or a 404 on get */
-  BATCH_STATE_CANCELLING   /* CANCELLATION_IN_PROGRESS: may still run */
-};
-
-/* Why gpugate last asked Batch to stop the job, if it did. */
-enum batch_intent {
-  BATCH_INTENT_NONE = 0, /* we never cancelled it */
-  BATCH_INTENT_CANCEL,   /* the user cancelled the job */
-  BATCH_INTENT_EVICT     /* preemption, drain or a Flex Start re-dispatch */
-};
-
 /* A failed Batch (or OAuth) call, parsed from its HTTP status and body. */
 struct batch_error {
   long http_status;    /* 0 = transport failure (no HTTP response) */
@@ -80,24 +62,6 @@ struct batch_error {
   bool already_exists; /* 409 ALREADY_EXISTS (or a bare 409) */
   bool not_found;      /* 404 */
 };
-
-/*
- * Write the Batch jobId of one attempt, "gpugate-<job_id>-a<attempt>", into
- * out. Returns 0, or -1 (out set to "") when attempt < 1, the result does not
- * fit outlen, is longer than 63 characters or does not match
- * ^[a-z]([a-z0-9-]*[a-z0-9])?$ (e.g. an upper-case job id).
- */
-int batch_job_id(const char *job_id, int attempt, char *out, size_t outlen);
-
-/*
- * Parse a Batch job id or full name that gpugate may have made:
- * "gpugate-<job>-a<attempt>" or "gpugate-<job>-a<attempt>-r<k>" (a raced
- * copy, k >= 1). Writes the gpugate job id to id and the attempt to
- * *attempt, and k to *race_k (0 when not raced; may be NULL). Returns 0,
- * or -1 when the name is not of that form.
- */
-int batch_job_id_parse(const char *name, char *id, size_t idlen, int *attempt,
-                       int *race_k);
 
 /*
  * Write the full resource name "projects/<p>/locations/<r>/jobs/<id>" into
@@ -135,9 +99,6 @@ bool batch_label_key_ok(const char *k);
  */
 json_t *batch_job_body(const struct batch_job_input *in);
 
-/* Parse Job.status.state ("QUEUED", ...); NULL or unknown → UNKNOWN. */
-enum batch_state batch_state_parse(const char *batch_state);
-
 /*
  * When Batch says a v1 Job in a final state (SUCCEEDED, FAILED,
  * CANCELLED) ended: the latest of its status.statusEvents[].eventTime, in
@@ -145,17 +106,6 @@ enum batch_state batch_state_parse(const char *batch_state);
  * job is borrowed (NULL: 0).
  */
 int64_t batch_job_ended_us(const json_t *job);
-
-/*
- * The gpugate job state a Batch state leads to, given what we asked for:
- * "QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED", "PENDING" (an
- * eviction completed: the caller requeues with attempt + 1), or NULL for
- * "no change" (UNKNOWN, or still queued/running while our cancel is in
- * flight). *reason (may be NULL) gets a static reason for FAILED, CANCELLED
- * and PENDING outcomes, else NULL. Pass BATCH_STATE_DELETED for a 404.
- */
-const char *batch_state_target(enum batch_state st, enum batch_intent intent,
-                               const char **reason);
 
 /*
  * Fill *e from an HTTP status, the response body (may be NULL or not JSON,

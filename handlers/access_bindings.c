@@ -79,7 +79,7 @@ static void check(struct gg_req *req, json_t *spec)
  * of GPUGATE_OIDC_ISSUERS's (null only while no issuer is trusted). */
 static enum gg_code decorate(struct gg_req *req, json_t *obj)
 {
-  const struct config_oidc *o = req->cfg ? &req->cfg->oidc : NULL;
+  const struct config_oidc *o = req->cfg ? &req->cfg->identity.oidc : NULL;
   json_t *s; /* borrowed */
   size_t i;
 

@@ -93,7 +93,7 @@ static bool metadata(struct gg_req *req, struct discovery_doc *doc)
 {
   char err[256] = "";
 
-  if (discovery_get(req->cfg->oidc.issuers[0], time(NULL), doc, err,
+  if (discovery_get(req->cfg->identity.oidc.issuers[0], time(NULL), doc, err,
                     sizeof(err)) == 0) {
     if (doc->authorization_endpoint[0] && doc->token_endpoint[0])
       return true;
@@ -133,7 +133,7 @@ static enum gg_code not_this_browser(struct gg_req *req)
 
 enum gg_code auth_login(struct gg_req *req)
 {
-  const struct config_oidc *o = &req->cfg->oidc;
+  const struct config_oidc *o = &req->cfg->identity.oidc;
   /* prompt=none: the console's silent return when a session without a
    * refresh token ended with its ID token (the provider answers at once,
    * with a code or with login_required) */
@@ -214,7 +214,7 @@ static bool silent_refused(const char *error)
 
 enum gg_code auth_callback(struct gg_req *req)
 {
-  const struct config_oidc *o = &req->cfg->oidc;
+  const struct config_oidc *o = &req->cfg->identity.oidc;
   const char *state = req_query(req, "state"), *code = req_query(req, "code");
   const char *error = req_query(req, "error"), *why = NULL;
   const char *flow = req_cookie(req, FLOW_COOKIE);
@@ -289,7 +289,7 @@ enum gg_code auth_callback(struct gg_req *req)
                       "The identity provider did not complete the sign-in.");
     goto out;
   }
-  idp = idp_new(o, req->cfg->jwt_leeway_s);
+  idp = idp_new(o, req->cfg->identity.jwt_leeway_s);
   if (!idp || idp_verify_id_token(idp, id_token, nonce, false, time(NULL), &p,
                                   &groups, s.sid, sizeof(s.sid), &why) != 0) {
     rc = problem_fail(req, GG_UNAUTHORIZED,

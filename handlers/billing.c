@@ -13,7 +13,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "handlers/billing_ingest.h"
+#include "billing/billing_ingest.h"
 #include "handlers/handlers.h"
 #include "server/problem.h"
 

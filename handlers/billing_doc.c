@@ -5,8 +5,8 @@
  */
 #include <string.h>
 
-#include "handlers/billing_json.h"
-#include "handlers/billing_json_internal.h"
+#include "billing/billing_json.h"
+#include "billing/billing_json_internal.h"
 #include "lib/real.h"
 
 /* ---- the parsed row as a billing_doc: value i + 1 is node i ------------ */

@@ -67,7 +67,7 @@ static const unsigned char *with_sign_in(struct gg_req *req,
 {
   static const char anchor[] =
       "<meta name=\"referrer\" content=\"no-referrer\">";
-  const struct config_oidc *o = req->cfg ? &req->cfg->oidc : NULL;
+  const struct config_oidc *o = req->cfg ? &req->cfg->identity.oidc : NULL;
   const char *iss, *host, *at;
   size_t head, hl, i, n;
   char meta[400];

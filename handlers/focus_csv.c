@@ -6,7 +6,7 @@
 #include <strings.h>
 
 #include "db/months.h"
-#include "handlers/billing_fields.h"
+#include "billing/billing_fields.h"
 #include "handlers/focus_csv.h"
 
 #define PROVIDER "Google Cloud"

@@ -1,6 +1,6 @@
 /*
  * metrics.c (handlers) — GET /metrics: the Prometheus exposition of this
- * replica's registry (server/metrics.c), text format 0.0.4.
+ * replica's registry (lib/metrics.c), text format 0.0.4.
  *
  * Without a token the page shows only what belongs to no team: HTTP,
  * Batch, dispatch, admission timing, billing ingest, connections and
@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "handlers/handlers.h"
-#include "server/metrics.h"
+#include "lib/metrics.h"
 #include "server/problem.h"
 
 enum gg_code metrics_page(struct gg_req *req)

@@ -29,7 +29,7 @@
 #include "handlers/handlers.h"
 #include "handlers/notifications_parse.h"
 #include "lib/log.h"
-#include "server/metrics.h"
+#include "lib/metrics.h"
 #include "identity/oidc.h"
 #include "server/problem.h"
 
@@ -85,7 +85,7 @@ static bool authenticated(struct gg_req *req, const char **why)
     }
     want.audiences[0] = cfg->pubsub_audience;
     want.email = cfg->pubsub_service_account;
-    want.leeway_s = cfg->jwt_leeway_s;
+    want.leeway_s = cfg->identity.jwt_leeway_s;
     return oidc_verify(auth + 7, &want, time(NULL), google_key, (void *)cfg,
                        NULL, why) == 0;
   }

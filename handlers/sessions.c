@@ -145,7 +145,7 @@ static bool form_token(const char *form, const char *name, char *out,
 
 enum gg_code auth_backchannel_logout(struct gg_req *req)
 {
-  const struct config_oidc *o = &req->cfg->oidc;
+  const struct config_oidc *o = &req->cfg->identity.oidc;
   const struct form *f = req->stream;
   const char *ct = req_header(req, "Content-Type"), *why = NULL;
   char token[LOGOUT_BODY_MAX], sub[128], sid[256];
@@ -168,7 +168,7 @@ enum gg_code auth_backchannel_logout(struct gg_req *req)
     problem_field(req, "logout_token", "is required, once");
     return problem_fail(req, GG_BAD_REQUEST, "No logout_token.");
   }
-  idp = idp_new(o, req->cfg->jwt_leeway_s);
+  idp = idp_new(o, req->cfg->identity.jwt_leeway_s);
   if (!idp || idp_verify_logout_token(idp, token, time(NULL), sub, sizeof(sub),
                                       sid, sizeof(sid), &why) != 0) {
     problem_field(req, "logout_token", "%s", why ? why : "out of memory");

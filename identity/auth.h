@@ -14,45 +14,11 @@
 #include <stddef.h>
 #include <time.h>
 
-#include "server/config.h"
+#include "identity/principal.h"
+#include "identity/identity_config.h"
 
 #define AUTH_MAX_TOKEN 8192   /* bytes; longer tokens are rejected */
 #define AUTH_TOKEN_CACHE 4096 /* verified tokens remembered per context */
-
-enum auth_role {
-  AUTH_ROLE_NONE = 0,
-  AUTH_ROLE_MEMBER = 1 << 0,
-  AUTH_ROLE_ADMIN = 1 << 1,
-  AUTH_ROLE_FINANCE = 1 << 2,
-  AUTH_ROLE_METRICS = 1 << 3 /* reads /metrics in full, nothing else */
-};
-
-#define AUTH_MAX_GRANTS 16 /* grants of one principal kept */
-
-/* One thing a principal may do: a role, and for a member its team. */
-struct auth_grant {
-  enum auth_role role;
-  char team[64]; /* "" unless the grant carries a team */
-};
-
-/* Who the caller is, from a verified token. */
-struct auth_principal {
-  char team[64];       /* the team of the grant in effect for this request
-                          ("team" claim of gpugate's tokens); "" when it
-                          carries none */
-  enum auth_role role; /* the role of the grant in effect */
-  char subject[128];   /* "sub" claim, "" if absent */
-  long long exp;       /* "exp" claim: when the token expires (Unix s) */
-  char issuer[256];    /* "iss" claim, "" if absent */
-  char email[256];     /* the verified email of a provider token, else "" */
-  bool provider;       /* a token of the organisation's OpenID Provider */
-  bool session;        /* from the console's session cookie, not a token */
-  /* everything the principal may do: gpugate's own tokens carry one grant
-   * (team, role); a provider token's come from the access bindings */
-  struct auth_grant grants[AUTH_MAX_GRANTS];
-  int n_grants;
-  unsigned long bindings_gen; /* the bindings the grants came from */
-};
 
 struct auth_ctx;
 
@@ -60,7 +26,8 @@ struct auth_ctx;
  * Build the verifier from cfg (keys are copied; cfg may be freed after).
  * Returns NULL and writes a one-line reason naming the variable into err.
  */
-struct auth_ctx *auth_new(const struct config *cfg, char *err, size_t errlen);
+struct auth_ctx *auth_new(const struct identity_config *cfg, char *err,
+                          size_t errlen);
 void auth_free(struct auth_ctx *a); /* accepts NULL */
 
 /*
@@ -74,11 +41,6 @@ void auth_free(struct auth_ctx *a); /* accepts NULL */
 int auth_verify(const struct auth_ctx *a, const char *token, time_t now,
                 struct auth_principal *out, char *why, size_t whylen);
 
-/* "member" | "admin" | "finance" | "metrics" → role; AUTH_ROLE_NONE
- * otherwise. */
-enum auth_role auth_role_parse(const char *s);
-const char *auth_role_name(enum auth_role r);
-
 /*
  * Mint a token for team/role valid ttl_s seconds from now (team NULL: no
  * team claim, for any role but member), signed with
@@ -86,7 +48,7 @@ const char *auth_role_name(enum auth_role r);
  * private key), with iss/aud from cfg when set and kid when non-NULL.
  * Returns a new malloc'd string (caller frees) or NULL with err filled.
  */
-char *auth_mint(const struct config *cfg, const char *alg,
+char *auth_mint(const struct identity_config *cfg, const char *alg,
                 const unsigned char *key, size_t keylen, const char *kid,
                 const char *team, const char *role, long ttl_s, time_t now,
                 char *err, size_t errlen);

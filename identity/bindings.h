@@ -16,7 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "identity/auth.h"
+#include "identity/principal.h"
 
 #define BINDINGS_NAME_MAX 256   /* a subject's name */
 #define BINDINGS_ISSUER_MAX 256 /* a subject's issuer */

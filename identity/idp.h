@@ -13,7 +13,7 @@
 
 #include <jansson.h>
 
-#include "identity/auth.h"
+#include "identity/principal.h"
 #include "identity/config_oidc.h"
 
 #define IDP_MAX_GROUPS 256 /* groups of one token considered */

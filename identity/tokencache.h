@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <time.h>
 
-#include "identity/auth.h"
+#include "identity/principal.h"
 
 #define TOKENCACHE_KEY_LEN 32 /* SHA-256 */
 

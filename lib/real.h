@@ -3,7 +3,7 @@
  * lib/jsonw.c:
  * strtod of a JSON number's text and Jansson 2.14's dump of a real
  * ("%.17g" and its touches; amounts are never written from a double:
- * handlers/billing_fields.h), each exactly as glibc and
+ * billing/billing_fields.h), each exactly as glibc and
  * Jansson do it, by exact integer arithmetic where it can and by glibc
  * where it cannot. Pure functions, thread-safe.
  */

@@ -14,7 +14,7 @@
 
 /* Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar
  * (Howard Hinnant's days_from_civil); also the calendar of the billing
- * ingest (db/billing.c, db/months.c, handlers/billing_time.c). */
+ * ingest (db/billing.c, db/months.c, billing/billing_time.c). */
 int64_t rfc3339_days_from_civil(int64_t y, int64_t m, int64_t d);
 
 /*

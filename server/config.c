@@ -216,15 +216,15 @@ static int parse_algorithms(struct config *cfg, char *err, size_t errlen)
   const char *v = env_or("GPUGATE_JWT_ALGORITHMS", "HS256");
   const char *p = v;
 
-  cfg->jwt_algorithms = 0;
+  cfg->identity.jwt_algorithms = 0;
   while (*p) {
     size_t n = strcspn(p, ",");
     if (n == 5 && !strncmp(p, "HS256", 5))
-      cfg->jwt_algorithms |= CONFIG_ALG_HS256;
+      cfg->identity.jwt_algorithms |= CONFIG_ALG_HS256;
     else if (n == 5 && !strncmp(p, "RS256", 5))
-      cfg->jwt_algorithms |= CONFIG_ALG_RS256;
+      cfg->identity.jwt_algorithms |= CONFIG_ALG_RS256;
     else if (n == 5 && !strncmp(p, "ES256", 5))
-      cfg->jwt_algorithms |= CONFIG_ALG_ES256;
+      cfg->identity.jwt_algorithms |= CONFIG_ALG_ES256;
     else {
       snprintf(err, errlen,
                "GPUGATE_JWT_ALGORITHMS: unknown algorithm \"%.*s\" "
@@ -236,7 +236,7 @@ static int parse_algorithms(struct config *cfg, char *err, size_t errlen)
     if (*p == ',')
       p++;
   }
-  if (!cfg->jwt_algorithms) {
+  if (!cfg->identity.jwt_algorithms) {
     snprintf(err, errlen, "GPUGATE_JWT_ALGORITHMS: empty list");
     return -1;
   }
@@ -256,7 +256,8 @@ static int parse_pubkeys(struct config *cfg, char *err, size_t errlen)
     size_t n = strcspn(p, ",");
     struct config_pubkey *k;
 
-    if (cfg->n_pubkeys == CONFIG_MAX_KEYS || n == 0 || n >= sizeof(item)) {
+    if (cfg->identity.n_pubkeys == CONFIG_MAX_KEYS || n == 0 ||
+        n >= sizeof(item)) {
       snprintf(err, errlen,
                "GPUGATE_JWT_PUBLIC_KEYS: at most %d non-empty entries",
                CONFIG_MAX_KEYS);
@@ -264,7 +265,7 @@ static int parse_pubkeys(struct config *cfg, char *err, size_t errlen)
     }
     memcpy(item, p, n);
     item[n] = '\0';
-    k = &cfg->pubkeys[cfg->n_pubkeys];
+    k = &cfg->identity.pubkeys[cfg->identity.n_pubkeys];
     eq = strchr(item, '=');
     path = item;
     if (eq) {
@@ -281,7 +282,7 @@ static int parse_pubkeys(struct config *cfg, char *err, size_t errlen)
                path, strerror(errno));
       return -1;
     }
-    cfg->n_pubkeys++;
+    cfg->identity.n_pubkeys++;
     p += n;
     if (*p == ',')
       p++;
@@ -436,8 +437,9 @@ static int load_cursor_key(struct config *cfg, char *err, size_t errlen)
       return -1;
     }
     snprintf(cfg->cursor_key_source, sizeof(cfg->cursor_key_source), "file");
-  } else if (cfg->hs256_secret &&
-             cursor_derive_key(cfg->hs256_secret, cfg->hs256_secret_len,
+  } else if (cfg->identity.hs256_secret &&
+             cursor_derive_key(cfg->identity.hs256_secret,
+                               cfg->identity.hs256_secret_len,
                                cfg->cursor_key) == 0) {
     snprintf(cfg->cursor_key_source, sizeof(cfg->cursor_key_source),
              "jwt-secret");
@@ -549,27 +551,27 @@ int config_load(struct config *cfg, char *err, size_t errlen)
     return -1;
   path = getenv("GPUGATE_JWT_HS256_SECRET_FILE");
   if (path && *path) {
-    char *s = file_read(path, SECRET_MAX, &cfg->hs256_secret_len);
+    char *s = file_read(path, SECRET_MAX, &cfg->identity.hs256_secret_len);
     if (!s) {
       snprintf(err, errlen,
                "GPUGATE_JWT_HS256_SECRET_FILE: cannot read \"%s\": %s", path,
                strerror(errno));
       return -1;
     }
-    chomp(s, &cfg->hs256_secret_len);
-    cfg->hs256_secret = (unsigned char *)s;
+    chomp(s, &cfg->identity.hs256_secret_len);
+    cfg->identity.hs256_secret = (unsigned char *)s;
   }
   if (parse_pubkeys(cfg, err, errlen))
     return -1;
-  if (env_str("GPUGATE_JWT_ISSUER", "gpugate", cfg->jwt_issuer,
-              sizeof(cfg->jwt_issuer), err, errlen) ||
-      env_str("GPUGATE_JWT_AUDIENCE", "gpugate", cfg->jwt_audience,
-              sizeof(cfg->jwt_audience), err, errlen))
+  if (env_str("GPUGATE_JWT_ISSUER", "gpugate", cfg->identity.jwt_issuer,
+              sizeof(cfg->identity.jwt_issuer), err, errlen) ||
+      env_str("GPUGATE_JWT_AUDIENCE", "gpugate", cfg->identity.jwt_audience,
+              sizeof(cfg->identity.jwt_audience), err, errlen))
     return -1;
-  if (env_long("GPUGATE_JWT_LEEWAY_S", 60, 0, 3600, &cfg->jwt_leeway_s, err,
-               errlen) ||
+  if (env_long("GPUGATE_JWT_LEEWAY_S", 60, 0, 3600, &cfg->identity.jwt_leeway_s,
+               err, errlen) ||
       env_long("GPUGATE_JWT_MAX_LIFETIME_S", 86400, 60, 31L * 86400,
-               &cfg->jwt_max_lifetime_s, err, errlen))
+               &cfg->identity.jwt_max_lifetime_s, err, errlen))
     return -1;
 
   if (env_choice("GPUGATE_BATCH_BACKEND", "none", backends, cfg->batch_backend,
@@ -663,11 +665,48 @@ int config_load(struct config *cfg, char *err, size_t errlen)
     return -1;
   if (load_cursor_key(cfg, err, errlen))
     return -1;
-  if (config_oidc_load(&cfg->oidc, cfg->jwt_issuer, err, errlen))
+  if (config_oidc_load(&cfg->identity.oidc, cfg->identity.jwt_issuer, err,
+                       errlen))
     return -1;
   if (load_billing_pull(cfg, err, errlen))
     return -1;
   return footprint_config(cfg, err, errlen);
+}
+
+/* Copy a NUL-terminated field of src into the same-sized field of dst. */
+#define COPY_FIELD(dst, src)                                                   \
+  do {                                                                         \
+    _Static_assert(sizeof((dst)) == sizeof((src)), "same-sized fields");       \
+    memcpy((dst), (src), sizeof((dst)));                                       \
+  } while (0)
+
+void config_control(const struct config *cfg, struct control_config *out)
+{
+  memset(out, 0, sizeof(*out));
+  out->database_url = cfg->database_url;
+  out->direct_database_url = cfg->direct_database_url;
+  out->gcp = cfg->gcp;
+  COPY_FIELD(out->batch_backend, cfg->batch_backend);
+  out->admission_interval_ms = cfg->admission_interval_ms;
+  out->admission_reconcile_s = cfg->admission_reconcile_s;
+  out->sync_interval_ms = cfg->sync_interval_ms;
+  out->capacity_window_grace_s = cfg->capacity_window_grace_s;
+  COPY_FIELD(out->deployment, cfg->deployment);
+  COPY_FIELD(out->batch_pubsub_topic, cfg->batch_pubsub_topic);
+  COPY_FIELD(out->batch_service_account, cfg->batch_service_account);
+  out->batch_mutations_per_s = cfg->batch_mutations_per_s;
+  out->batch_mutations_burst = cfg->batch_mutations_burst;
+  COPY_FIELD(out->billing_bq_table, cfg->billing_bq_table);
+  COPY_FIELD(out->billing_bq_project, cfg->billing_bq_project);
+  COPY_FIELD(out->billing_bq_location, cfg->billing_bq_location);
+  COPY_FIELD(out->bigquery_endpoint, cfg->bigquery_endpoint);
+  out->billing_sync_interval_s = cfg->billing_sync_interval_s;
+  out->billing_reread_days = cfg->billing_reread_days;
+  out->billing_max_bytes_billed = cfg->billing_max_bytes_billed;
+  COPY_FIELD(out->logging_endpoint, cfg->logging_endpoint);
+  out->logging_reads_per_minute = cfg->logging_reads_per_minute;
+  out->logging_poll_ms = cfg->logging_poll_ms;
+  out->logging_end_grace_ms = cfg->logging_end_grace_ms;
 }
 
 void config_free(struct config *cfg)
@@ -677,12 +716,12 @@ void config_free(struct config *cfg)
   free(cfg->database_url);
   free(cfg->direct_database_url);
   OPENSSL_cleanse(cfg->cursor_key, sizeof(cfg->cursor_key));
-  if (cfg->hs256_secret) {
-    memset(cfg->hs256_secret, 0, cfg->hs256_secret_len);
-    free(cfg->hs256_secret);
+  if (cfg->identity.hs256_secret) {
+    memset(cfg->identity.hs256_secret, 0, cfg->identity.hs256_secret_len);
+    free(cfg->identity.hs256_secret);
   }
-  for (i = 0; i < cfg->n_pubkeys; i++)
-    free(cfg->pubkeys[i].pem);
+  for (i = 0; i < cfg->identity.n_pubkeys; i++)
+    free(cfg->identity.pubkeys[i].pem);
   free(cfg->pubsub_push_secret);
   for (i = 0; i < cfg->n_cors_origins; i++)
     free(cfg->cors_origins[i]);

@@ -9,27 +9,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "control/control_config.h"
 #include "server/clientaddr.h"
 #include "gcp/gcp_config.h"
 #include "lib/file.h"
-#include "identity/config_oidc.h"
+#include "identity/identity_config.h"
 
-#define CONFIG_MAX_KEYS 8
 #define CONFIG_MAX_ORIGINS 16
-
-/* JWT algorithms accepted, as a bit set. */
-enum config_alg {
-  CONFIG_ALG_HS256 = 1 << 0,
-  CONFIG_ALG_RS256 = 1 << 1,
-  CONFIG_ALG_ES256 = 1 << 2
-};
-
-/* One configured public key: an optional key id and a PEM file's bytes. */
-struct config_pubkey {
-  char kid[64]; /* "" when the key has no id */
-  char *pem;    /* owned, NUL-terminated */
-  size_t pem_len;
-};
 
 struct config {
   char listen_host[64];
@@ -37,15 +23,7 @@ struct config {
   char *database_url;         /* owned */
   bool migrate_on_start;
 
-  unsigned jwt_algorithms;     /* enum config_alg bits */
-  unsigned char *hs256_secret; /* owned; NULL when not configured */
-  size_t hs256_secret_len;
-  struct config_pubkey pubkeys[CONFIG_MAX_KEYS];
-  int n_pubkeys;
-  char jwt_issuer[256];   /* "" = not checked */
-  char jwt_audience[256]; /* "" = not checked */
-  long jwt_leeway_s;
-  long jwt_max_lifetime_s;
+  struct identity_config identity; /* gpugate's own tokens, the provider */
 
   char batch_backend[16];       /* "none" | "gcp" */
   struct gcp_config gcp;        /* Batch endpoint, project, token source */
@@ -101,7 +79,6 @@ struct config {
   int n_trusted_proxies;          /* 0: every peer is its own client */
   int forwarded_header;           /* enum clientaddr_header */
   long rate_limit_per_client_rps; /* per client address; 0 = off */
-  struct config_oidc oidc;        /* the organisation's OpenID Provider */
 
   /* the BigQuery pull of the billing export (control/billing_sync.h) */
   char billing_bq_table[512];   /* "project.dataset.table"; "" = no pull */
@@ -127,6 +104,12 @@ struct config {
  * frees it with config_free() whatever the result.
  */
 int config_load(struct config *cfg, char *err, size_t errlen);
+
+/*
+ * Fill *out with what the background loops of control/ need from cfg (see
+ * control/control_config.h). The URLs are borrowed: cfg must outlive out.
+ */
+void config_control(const struct config *cfg, struct control_config *out);
 
 /* Free what config_load() allocated. Accepts a zeroed struct. */
 void config_free(struct config *cfg);

@@ -27,7 +27,7 @@
 #include <netinet/in.h>
 
 #include "server/connlimit.h"
-#include "server/metrics.h"
+#include "lib/metrics.h"
 
 #define BUCKETS 4096
 #define SWEEP_MS 100

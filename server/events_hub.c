@@ -29,7 +29,7 @@
 #include "db/events.h"
 #include "server/events_hub.h"
 #include "lib/log.h"
-#include "server/metrics.h"
+#include "lib/metrics.h"
 #include "server/req.h"
 
 #define RING_CAP 4096

@@ -43,7 +43,7 @@
 #include "server/http_internal.h"
 #include "server/httpclient.h"
 #include "lib/log.h"
-#include "server/metrics.h"
+#include "lib/metrics.h"
 #include "server/problem.h"
 #include "server/ratelimit.h"
 #include "server/router.h"

@@ -13,7 +13,7 @@
 #include "server/etag.h"
 #include "server/http_internal.h"
 #include "lib/log.h"
-#include "server/metrics.h"
+#include "lib/metrics.h"
 #include "server/problem.h"
 #include "server/router.h"
 

@@ -18,7 +18,7 @@
 #include "gcp/auth.h"
 #include "gcp/bigquery.h"
 #include "db/db.h"
-#include "handlers/billing_ingest.h"
+#include "billing/billing_ingest.h"
 #include "control/billing_rekey.h"
 #include "control/billing_sync.h"
 #include "identity/auth.h"
@@ -130,17 +130,19 @@ static int cmd_serve(void)
   struct loop *loop = NULL;
   struct dispatch *dispatch = NULL;
   struct configwatch *watch = NULL;
+  struct control_config ccfg; /* the loops', from cfg */
   sigset_t set;
   char err[512];
   int sig, rc = 1;
 
   if (load_config(&cfg) != 0)
     goto out;
+  config_control(&cfg, &ccfg);
   if (router_init() != 0) {
     fprintf(stderr, "gpugate: malformed route table\n");
     goto out;
   }
-  auth = auth_new(&cfg, err, sizeof(err));
+  auth = auth_new(&cfg.identity, err, sizeof(err));
   if (!auth) {
     fprintf(stderr, "gpugate: %s\n", err);
     goto out;
@@ -159,14 +161,14 @@ static int cmd_serve(void)
   pthread_sigmask(SIG_BLOCK, &set, NULL);
   signal(SIGPIPE, SIG_IGN);
 
-  if (logpoll_start(&cfg, err, sizeof(err)) != 0) /* GET …/logs: 503 */
+  if (logpoll_start(&ccfg, err, sizeof(err)) != 0) /* GET …/logs: 503 */
     log_msg(LOG_WARN, "logs: cannot start the Cloud Logging reader: %s", err);
   http = http_start(&cfg, auth, pool, err, sizeof(err));
   if (!http) {
     fprintf(stderr, "gpugate: %s\n", err);
     goto out;
   }
-  if (waker_start(&cfg) != 0) {
+  if (waker_start(&ccfg) != 0) {
     fprintf(stderr, "gpugate: cannot start the admission waker\n");
     goto out;
   }
@@ -174,19 +176,19 @@ static int cmd_serve(void)
     fprintf(stderr, "gpugate: cannot start the event stream listener\n");
     goto out;
   }
-  watch = configwatch_start(&cfg);
+  watch = configwatch_start(&ccfg);
   if (!watch) {
     fprintf(stderr, "gpugate: cannot start the configuration watch\n");
     goto out;
   }
   if (!strcmp(cfg.batch_backend, "gcp")) {
-    dispatch = dispatch_start(&cfg, err, sizeof(err));
+    dispatch = dispatch_start(&ccfg, err, sizeof(err));
     if (!dispatch) {
       fprintf(stderr, "gpugate: %s\n", err);
       goto out;
     }
   }
-  loop = loop_start(&cfg, dispatch);
+  loop = loop_start(&ccfg, dispatch);
   if (!loop) {
     fprintf(stderr, "gpugate: cannot start the admission loop\n");
     goto out;
@@ -425,22 +427,22 @@ static int cmd_token(int argc, char **argv)
       goto out;
     }
   } else if (!strcmp(alg, "HS256")) {
-    if (!cfg.hs256_secret) {
+    if (!cfg.identity.hs256_secret) {
       fprintf(stderr, "gpugate token: GPUGATE_JWT_HS256_SECRET_FILE is not "
                       "set (or pass --alg and --key)\n");
       goto out;
     }
-    keylen = cfg.hs256_secret_len;
+    keylen = cfg.identity.hs256_secret_len;
     key = malloc(keylen);
     if (!key)
       goto out;
-    memcpy(key, cfg.hs256_secret, keylen);
+    memcpy(key, cfg.identity.hs256_secret, keylen);
   } else {
     fprintf(stderr, "gpugate token: --key is required with --alg %s\n", alg);
     goto out;
   }
-  token = auth_mint(&cfg, alg, key, keylen, kid, team, role, ttl, time(NULL),
-                    err, sizeof(err));
+  token = auth_mint(&cfg.identity, alg, key, keylen, kid, team, role, ttl,
+                    time(NULL), err, sizeof(err));
   if (!token) {
     fprintf(stderr, "gpugate token: %s\n", err);
     goto out;
@@ -552,6 +554,7 @@ out:
 static int cmd_billing_sync(int argc, char **argv)
 {
   struct config cfg;
+  struct control_config ccfg;
   struct db_conn conn;
   struct batch_token_source *ts = NULL;
   struct billing_sync_report rep;
@@ -564,6 +567,7 @@ static int cmd_billing_sync(int argc, char **argv)
     return usage();
   if (load_config(&cfg) != 0)
     return 1;
+  config_control(&cfg, &ccfg);
   if (cfg.migrate_on_start && migrate(&cfg, 0) != 0)
     goto out;
   ts = batch_token_new_scoped(&cfg.gcp, BQ_TOKEN_SCOPE, err, sizeof(err));
@@ -576,7 +580,7 @@ static int cmd_billing_sync(int argc, char **argv)
     fprintf(stderr, "gpugate: GPUGATE_DATABASE_URL: cannot connect: %s\n", err);
     goto out;
   }
-  if (billing_sync_run(&cfg, &conn, ts, true, NULL, &rep, err, sizeof(err)) !=
+  if (billing_sync_run(&ccfg, &conn, ts, true, NULL, &rep, err, sizeof(err)) !=
       0) {
     fprintf(stderr, "gpugate billing-sync: %s\n", err);
     goto out;

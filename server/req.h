@@ -19,6 +19,7 @@
 #include "identity/auth.h"
 #include "lib/err.h"
 #include "lib/jsonx.h"
+#include "lib/stream.h"
 #include "server/config.h"
 
 #define REQ_MAX_PARAMS 4
@@ -27,18 +28,6 @@
 struct route;
 struct db_conn;
 struct db_pool;
-
-/*
- * A streamed reply body's source: writes up to max bytes into buf and
- * returns how many (> 0), 0 at the end of the body, or -1 on a failure
- * (the connection is then closed, so the client sees a truncated body).
- * REQ_STREAM_WAIT: nothing yet — the source has suspended the connection
- * (MHD_suspend_connection) and resumes it when it has more.
- * Called on the server's thread after the handler has returned.
- */
-#define REQ_STREAM_WAIT (-2L)
-
-typedef long (*req_stream_read)(void *cls, char *buf, size_t max);
 
 struct gg_req {
   /* filled by the server before the handler runs */

@@ -24,7 +24,7 @@
 #include "identity/bindings.h"
 #include "identity/idp.h"
 #include "lib/log.h"
-#include "server/metrics.h"
+#include "lib/metrics.h"
 #include "server/problem.h"
 #include "lib/seal.h"
 #include "identity/sesscache.h"
@@ -57,13 +57,14 @@ bool session_csrf_ok(const struct gg_req *req)
  * configured. */
 static int seal_key(const struct config *cfg, unsigned char key[SEAL_KEY_LEN])
 {
-  if (cfg->hs256_secret && cfg->hs256_secret_len > 0)
-    return seal_derive_key(cfg->hs256_secret, cfg->hs256_secret_len,
-                           SESSION_SEAL_INFO, key);
-  if (cfg->oidc.client_secret[0])
-    return seal_derive_key((const unsigned char *)cfg->oidc.client_secret,
-                           strlen(cfg->oidc.client_secret), SESSION_SEAL_INFO,
+  if (cfg->identity.hs256_secret && cfg->identity.hs256_secret_len > 0)
+    return seal_derive_key(cfg->identity.hs256_secret,
+                           cfg->identity.hs256_secret_len, SESSION_SEAL_INFO,
                            key);
+  if (cfg->identity.oidc.client_secret[0])
+    return seal_derive_key(
+        (const unsigned char *)cfg->identity.oidc.client_secret,
+        strlen(cfg->identity.oidc.client_secret), SESSION_SEAL_INFO, key);
   return -1;
 }
 
@@ -100,7 +101,8 @@ int session_open_refresh(const struct config *cfg, const char *hash,
 static int revalidate(const struct gg_req *req, const char *id_token,
                       const char *nonce, struct db_session *s, const char **why)
 {
-  struct idp *idp = idp_new(&req->cfg->oidc, req->cfg->jwt_leeway_s);
+  struct idp *idp =
+      idp_new(&req->cfg->identity.oidc, req->cfg->identity.jwt_leeway_s);
   struct auth_principal p;
   json_t *groups = NULL; /* new */
   char sid[256];
@@ -136,7 +138,7 @@ out:
 static enum gg_code refresh(struct gg_req *req, const char *hash,
                             struct db_session *s)
 {
-  const struct config_oidc *o = &req->cfg->oidc;
+  const struct config_oidc *o = &req->cfg->identity.oidc;
   struct db_session claim = {0};
   struct discovery_doc doc;
   struct code_exchange x;
@@ -275,7 +277,7 @@ enum gg_code session_authenticate(struct gg_req *req, const char *sid)
   }
   session_hash(sid, hash);
   rc = db_session_get(req_db(req), &req->err, hash,
-                      req->cfg->oidc.session_refresh_s, &s);
+                      req->cfg->identity.oidc.session_refresh_s, &s);
   if (rc == GG_OK && s.refresh_due) {
     rc = refresh(req, hash, &s);
     refreshed = true;

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "handlers/billing_ingest.h"
+#include "billing/billing_ingest.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -83,7 +83,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   size_t claims_n;
 
   if (!auth) {
-    struct config cfg;
+    struct identity_config cfg;
     char err[256];
     memset(&cfg, 0, sizeof(cfg));
     cfg.jwt_algorithms = CONFIG_ALG_HS256;

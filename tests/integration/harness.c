@@ -544,7 +544,7 @@ void h_resp_free(struct h_resp *r)
 
 char *h_token(const char *team, const char *role, long ttl_s)
 {
-  struct config cfg;
+  struct identity_config cfg;
   char err[256], *tok;
   size_t len;
   unsigned char *secret = (unsigned char *)file_read(H_SECRET_FILE, 4096, &len);

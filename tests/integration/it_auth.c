@@ -365,7 +365,7 @@ static char *sign(const struct tcase *c, const char *claims)
 static char *mint(const struct tcase *c, time_t now)
 {
   const struct key *k = key_named(c->key);
-  struct config cfg;
+  struct identity_config cfg;
   char err[256], *tok;
 
   memset(&cfg, 0, sizeof(cfg));

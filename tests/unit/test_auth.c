@@ -113,7 +113,8 @@ enum cfg_kind {
   CFG_NO_ISSAUD /* CFG_ALL with iss and aud not checked */
 };
 
-static void add_key(struct config *cfg, const char *kid, enum key_file kf)
+static void add_key(struct identity_config *cfg, const char *kid,
+                    enum key_file kf)
 {
   struct config_pubkey *k = &cfg->pubkeys[cfg->n_pubkeys++];
 
@@ -123,10 +124,9 @@ static void add_key(struct config *cfg, const char *kid, enum key_file kf)
 }
 
 /*
- * Fill cfg (zeroed first). Its pointers borrow the fixture buffers: never
- * pass it to config_free().
+ * Fill cfg (zeroed first). Its pointers borrow the fixture buffers.
  */
-static void cfg_init(struct config *cfg, enum cfg_kind kind)
+static void cfg_init(struct identity_config *cfg, enum cfg_kind kind)
 {
   memset(cfg, 0, sizeof(*cfg));
   snprintf(cfg->jwt_issuer, sizeof(cfg->jwt_issuer), "gpugate");
@@ -816,7 +816,7 @@ static char *build_jwt(const struct vcase *c)
   return tok;
 }
 
-static char *build(const struct vcase *c, const struct config *cfg)
+static char *build(const struct vcase *c, const struct identity_config *cfg)
 {
   char err[256] = "";
   char *tok;
@@ -902,7 +902,7 @@ static char *mutate(const struct vcase *c, char *tok)
 START_TEST(verify_case)
 {
   const struct vcase *c = &cases[_i];
-  struct config cfg;
+  struct identity_config cfg;
   struct auth_ctx *a;
   struct auth_principal who;
   char err[256] = "", why[128] = "";
@@ -1000,7 +1000,7 @@ static const char *const break_wants[BR_N] = {
 
 START_TEST(config_errors)
 {
-  struct config cfg;
+  struct identity_config cfg;
   struct auth_ctx *a;
   char err[256] = "";
   char *gen = NULL;
@@ -1076,7 +1076,7 @@ END_TEST
 
 START_TEST(config_valid)
 {
-  struct config cfg;
+  struct identity_config cfg;
   struct auth_ctx *a;
   char err[256] = "";
 
@@ -1101,7 +1101,7 @@ END_TEST
 /* The context must not depend on cfg after auth_new (keys are copied). */
 START_TEST(config_copied)
 {
-  struct config cfg;
+  struct identity_config cfg;
   struct auth_ctx *a;
   struct auth_principal who;
   char err[256] = "", why[128] = "";
@@ -1158,7 +1158,7 @@ static const struct mcase mint_bad[] = {
 START_TEST(mint_errors)
 {
   const struct mcase *m = &mint_bad[_i];
-  struct config cfg;
+  struct identity_config cfg;
   char err[256] = "";
   char *tok;
   size_t klen;
@@ -1176,7 +1176,7 @@ END_TEST
 /* A minted token carries exactly the promised claims. */
 START_TEST(mint_claims)
 {
-  struct config cfg;
+  struct identity_config cfg;
   char err[256] = "";
   char *tok;
   jwt_t *jwt = NULL; /* new */
@@ -1220,7 +1220,7 @@ END_TEST
 
 START_TEST(null_arguments)
 {
-  struct config cfg;
+  struct identity_config cfg;
   struct auth_ctx *a;
   struct auth_principal who;
   char err[256] = "", why[64] = "";
@@ -1258,7 +1258,7 @@ static void *verify_many(void *p)
 
 START_TEST(threads)
 {
-  struct config cfg;
+  struct identity_config cfg;
   struct auth_ctx *a;
   struct thread_arg args[4];
   pthread_t th[4];

@@ -1,6 +1,6 @@
 /*
  * test_billing.c — the pure parts of billing-export ingestion
- * (handlers/billing_ingest.c, db/billing.c) as tables of cases: NDJSON
+ * (billing/billing_ingest.c, db/billing.c) as tables of cases: NDJSON
  * line splitting under every chunking, timestamps, exact decimal sums, row
  * parsing and validation (attribution, location fallbacks, invoice month,
  * credits, GPU-hours, error messages), the canonical hash, COPY text
@@ -19,7 +19,7 @@
 
 #include "db/billing.h"
 #include "db/billing_numeric.h"
-#include "handlers/billing_ingest.h"
+#include "billing/billing_ingest.h"
 
 Suite *billing_suite(void);
 

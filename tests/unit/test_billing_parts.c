@@ -13,7 +13,7 @@
 #include <check.h>
 #include <jansson.h>
 
-#include "handlers/billing_ingest.h"
+#include "billing/billing_ingest.h"
 
 Suite *billing_parts_suite(void);
 

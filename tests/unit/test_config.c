@@ -157,21 +157,25 @@ static void describe(const struct config *c, char *out, size_t outlen)
   out[0] = '\0';
   CAT("listen=%s:%u", c->listen_host, (unsigned)c->listen_port);
   CAT(" db=%s migrate=%d", c->database_url, (int)c->migrate_on_start);
-  CAT(" algs=%s%s%s", c->jwt_algorithms & CONFIG_ALG_HS256 ? "HS256," : "",
-      c->jwt_algorithms & CONFIG_ALG_RS256 ? "RS256," : "",
-      c->jwt_algorithms & CONFIG_ALG_ES256 ? "ES256," : "");
-  if (c->hs256_secret)
-    CAT(" hs=%zu", c->hs256_secret_len);
+  CAT(" algs=%s%s%s",
+      c->identity.jwt_algorithms & CONFIG_ALG_HS256 ? "HS256," : "",
+      c->identity.jwt_algorithms & CONFIG_ALG_RS256 ? "RS256," : "",
+      c->identity.jwt_algorithms & CONFIG_ALG_ES256 ? "ES256," : "");
+  if (c->identity.hs256_secret)
+    CAT(" hs=%zu", c->identity.hs256_secret_len);
   else
     CAT(" hs=-");
   CAT(" keys=");
-  for (i = 0; i < c->n_pubkeys; i++) {
-    ck_assert_uint_eq(strlen(c->pubkeys[i].pem), c->pubkeys[i].pem_len);
-    CAT("%s%s:%zu", i ? "," : "", *c->pubkeys[i].kid ? c->pubkeys[i].kid : "-",
-        c->pubkeys[i].pem_len);
+  for (i = 0; i < c->identity.n_pubkeys; i++) {
+    ck_assert_uint_eq(strlen(c->identity.pubkeys[i].pem),
+                      c->identity.pubkeys[i].pem_len);
+    CAT("%s%s:%zu", i ? "," : "",
+        *c->identity.pubkeys[i].kid ? c->identity.pubkeys[i].kid : "-",
+        c->identity.pubkeys[i].pem_len);
   }
-  CAT(" iss=%s aud=%s leeway=%ld maxlife=%ld", c->jwt_issuer, c->jwt_audience,
-      c->jwt_leeway_s, c->jwt_max_lifetime_s);
+  CAT(" iss=%s aud=%s leeway=%ld maxlife=%ld", c->identity.jwt_issuer,
+      c->identity.jwt_audience, c->identity.jwt_leeway_s,
+      c->identity.jwt_max_lifetime_s);
   CAT(" backend=%s endpoint=%s project=%s tokens=%s keyfile=%s metadata=%s",
       c->batch_backend, c->gcp.batch_endpoint, c->gcp.gcp_project,
       c->gcp.gcp_token_source, c->gcp.gcp_key_file, c->gcp.metadata_host);
@@ -513,10 +517,10 @@ START_TEST(oidc_settings)
 
   clear_env();
   ck_assert_int_eq(config_load(&cfg, err, sizeof(err)), 0);
-  ck_assert_int_eq(cfg.oidc.n_issuers, 0);
-  ck_assert_uint_eq(cfg.oidc.algs, 3); /* RS256 | ES256 */
-  ck_assert_int_eq(cfg.oidc.jwks_cooldown_s, 30);
-  ck_assert_str_eq(cfg.oidc.groups_claim, "groups");
+  ck_assert_int_eq(cfg.identity.oidc.n_issuers, 0);
+  ck_assert_uint_eq(cfg.identity.oidc.algs, 3); /* RS256 | ES256 */
+  ck_assert_int_eq(cfg.identity.oidc.jwks_cooldown_s, 30);
+  ck_assert_str_eq(cfg.identity.oidc.groups_claim, "groups");
   config_free(&cfg);
   set_env("GPUGATE_OIDC_ISSUERS=https://idp.example.com/, "
           "https://accounts.google.com");
@@ -526,19 +530,19 @@ START_TEST(oidc_settings)
   set_env("GPUGATE_OIDC_GROUPS_CLAIM=realm_access.roles");
   set_env("GPUGATE_OIDC_REQUIRED_CLAIMS=hd=example.com,tid=a=b");
   ck_assert_msg(config_load(&cfg, err, sizeof(err)) == 0, "%s", err);
-  ck_assert_int_eq(cfg.oidc.n_issuers, 2);
-  ck_assert_str_eq(cfg.oidc.issuers[0], "https://idp.example.com/");
-  ck_assert_str_eq(cfg.oidc.issuers[1], "https://accounts.google.com");
-  ck_assert_int_eq(cfg.oidc.n_audiences, 2);
-  ck_assert_str_eq(cfg.oidc.audiences[1], "api://gpugate");
-  ck_assert_uint_eq(cfg.oidc.algs, 2); /* ES256 */
-  ck_assert_int_eq(cfg.oidc.jwks_cooldown_s, 5);
-  ck_assert_str_eq(cfg.oidc.groups_claim, "realm_access.roles");
-  ck_assert_int_eq(cfg.oidc.n_required, 2);
-  ck_assert_str_eq(cfg.oidc.required_claim[0], "hd");
-  ck_assert_str_eq(cfg.oidc.required_value[0], "example.com");
-  ck_assert_str_eq(cfg.oidc.required_claim[1], "tid");
-  ck_assert_str_eq(cfg.oidc.required_value[1], "a=b");
+  ck_assert_int_eq(cfg.identity.oidc.n_issuers, 2);
+  ck_assert_str_eq(cfg.identity.oidc.issuers[0], "https://idp.example.com/");
+  ck_assert_str_eq(cfg.identity.oidc.issuers[1], "https://accounts.google.com");
+  ck_assert_int_eq(cfg.identity.oidc.n_audiences, 2);
+  ck_assert_str_eq(cfg.identity.oidc.audiences[1], "api://gpugate");
+  ck_assert_uint_eq(cfg.identity.oidc.algs, 2); /* ES256 */
+  ck_assert_int_eq(cfg.identity.oidc.jwks_cooldown_s, 5);
+  ck_assert_str_eq(cfg.identity.oidc.groups_claim, "realm_access.roles");
+  ck_assert_int_eq(cfg.identity.oidc.n_required, 2);
+  ck_assert_str_eq(cfg.identity.oidc.required_claim[0], "hd");
+  ck_assert_str_eq(cfg.identity.oidc.required_value[0], "example.com");
+  ck_assert_str_eq(cfg.identity.oidc.required_claim[1], "tid");
+  ck_assert_str_eq(cfg.identity.oidc.required_value[1], "a=b");
   config_free(&cfg);
   clear_env();
 }
@@ -616,19 +620,20 @@ START_TEST(oidc_providers_file)
   if (!provider_files[_i].want[0]) {
     ck_assert_msg(rc == 0, "case %d: %s", _i, err);
     /* the first issuer keeps the GPUGATE_OIDC_* values */
-    ck_assert_int_eq(cfg.oidc.providers[0].n_required, 1);
-    ck_assert_str_eq(cfg.oidc.providers[0].required_claim[0], "tid");
-    ck_assert_str_eq(cfg.oidc.providers[0].groups_claim, "groups");
-    ck_assert_str_eq(cfg.oidc.providers[0].audiences[0], "gpugate");
-    ck_assert_uint_eq(cfg.oidc.providers[0].algs, 3);
+    ck_assert_int_eq(cfg.identity.oidc.providers[0].n_required, 1);
+    ck_assert_str_eq(cfg.identity.oidc.providers[0].required_claim[0], "tid");
+    ck_assert_str_eq(cfg.identity.oidc.providers[0].groups_claim, "groups");
+    ck_assert_str_eq(cfg.identity.oidc.providers[0].audiences[0], "gpugate");
+    ck_assert_uint_eq(cfg.identity.oidc.providers[0].algs, 3);
     if (_i == 1) { /* the second its own */
-      ck_assert_int_eq(cfg.oidc.providers[1].n_required, 1);
-      ck_assert_str_eq(cfg.oidc.providers[1].required_claim[0], "hd");
-      ck_assert_str_eq(cfg.oidc.providers[1].required_value[0], "example.com");
-      ck_assert_str_eq(cfg.oidc.providers[1].groups_claim, "roles");
-      ck_assert_int_eq(cfg.oidc.providers[1].n_audiences, 1);
-      ck_assert_str_eq(cfg.oidc.providers[1].audiences[0], "g1");
-      ck_assert_uint_eq(cfg.oidc.providers[1].algs, 1); /* RS256 */
+      ck_assert_int_eq(cfg.identity.oidc.providers[1].n_required, 1);
+      ck_assert_str_eq(cfg.identity.oidc.providers[1].required_claim[0], "hd");
+      ck_assert_str_eq(cfg.identity.oidc.providers[1].required_value[0],
+                       "example.com");
+      ck_assert_str_eq(cfg.identity.oidc.providers[1].groups_claim, "roles");
+      ck_assert_int_eq(cfg.identity.oidc.providers[1].n_audiences, 1);
+      ck_assert_str_eq(cfg.identity.oidc.providers[1].audiences[0], "g1");
+      ck_assert_uint_eq(cfg.identity.oidc.providers[1].algs, 1); /* RS256 */
     }
     config_free(&cfg);
   } else {
@@ -675,6 +680,81 @@ START_TEST(capacity_window_grace)
     }
     config_free(&cfg);
   }
+  clear_env();
+}
+END_TEST
+
+/*
+ * config_control hands the loops of control/ every setting of theirs as
+ * config_load read it: each variable set to a value unlike its default, and
+ * each field of struct control_config compared with the variable's value.
+ */
+START_TEST(control_settings)
+{
+  static const char *const env[] = {
+      "GPUGATE_DATABASE_URL=postgresql:///pooled",
+      "GPUGATE_DIRECT_DATABASE_URL=postgresql:///direct",
+      "GPUGATE_GCP_PROJECT=proj-7",
+      "GPUGATE_BATCH_ENDPOINT=http://127.0.0.1:9/batch",
+      "GPUGATE_ADMISSION_INTERVAL_MS=250",
+      "GPUGATE_ADMISSION_RECONCILE_S=17",
+      "GPUGATE_SYNC_INTERVAL_MS=3333",
+      "GPUGATE_CAPACITY_WINDOW_GRACE_S=42",
+      "GPUGATE_DEPLOYMENT=blue",
+      "GPUGATE_BATCH_PUBSUB_TOPIC=projects/p/topics/t",
+      "GPUGATE_BATCH_SERVICE_ACCOUNT=runner@p.iam.gserviceaccount.com",
+      "GPUGATE_BATCH_MUTATIONS_PER_S=7",
+      "GPUGATE_BATCH_MUTATIONS_BURST=11",
+      "GPUGATE_BILLING_BIGQUERY_TABLE=billp.ds.export",
+      "GPUGATE_BILLING_BIGQUERY_PROJECT=runq",
+      "GPUGATE_BILLING_BIGQUERY_LOCATION=EU",
+      "GPUGATE_BIGQUERY_ENDPOINT=http://127.0.0.1:9/bq",
+      "GPUGATE_BILLING_SYNC_INTERVAL_S=900",
+      "GPUGATE_BILLING_REREAD_DAYS=3",
+      "GPUGATE_BILLING_MAX_BYTES_BILLED=12345",
+      "GPUGATE_LOGGING_ENDPOINT=http://127.0.0.1:9/log",
+      "GPUGATE_LOGGING_READS_PER_MINUTE=13",
+      "GPUGATE_LOGGING_POLL_MS=700",
+      "GPUGATE_LOGGING_END_GRACE_MS=1900",
+  };
+  struct config cfg;
+  struct control_config cc;
+  char err[256] = "";
+  int i;
+
+  clear_env();
+  for (i = 0; i < N_OF(env); i++)
+    set_env(env[i]);
+  ck_assert_msg(config_load(&cfg, err, sizeof(err)) == 0, "%s", err);
+  memset(&cc, 0xa5, sizeof(cc));
+  config_control(&cfg, &cc);
+  ck_assert_str_eq(cc.database_url, "postgresql:///pooled");
+  ck_assert_str_eq(cc.direct_database_url, "postgresql:///direct");
+  ck_assert_str_eq(cc.gcp.gcp_project, "proj-7");
+  ck_assert_str_eq(cc.gcp.batch_endpoint, "http://127.0.0.1:9/batch");
+  ck_assert_str_eq(cc.batch_backend, "none");
+  ck_assert_int_eq(cc.admission_interval_ms, 250);
+  ck_assert_int_eq(cc.admission_reconcile_s, 17);
+  ck_assert_int_eq(cc.sync_interval_ms, 3333);
+  ck_assert_int_eq(cc.capacity_window_grace_s, 42);
+  ck_assert_str_eq(cc.deployment, "blue");
+  ck_assert_str_eq(cc.batch_pubsub_topic, "projects/p/topics/t");
+  ck_assert_str_eq(cc.batch_service_account,
+                   "runner@p.iam.gserviceaccount.com");
+  ck_assert_int_eq(cc.batch_mutations_per_s, 7);
+  ck_assert_int_eq(cc.batch_mutations_burst, 11);
+  ck_assert_str_eq(cc.billing_bq_table, "billp.ds.export");
+  ck_assert_str_eq(cc.billing_bq_project, "runq");
+  ck_assert_str_eq(cc.billing_bq_location, "EU");
+  ck_assert_str_eq(cc.bigquery_endpoint, "http://127.0.0.1:9/bq");
+  ck_assert_int_eq(cc.billing_sync_interval_s, 900);
+  ck_assert_int_eq(cc.billing_reread_days, 3);
+  ck_assert_int_eq(cc.billing_max_bytes_billed, 12345);
+  ck_assert_str_eq(cc.logging_endpoint, "http://127.0.0.1:9/log");
+  ck_assert_int_eq(cc.logging_reads_per_minute, 13);
+  ck_assert_int_eq(cc.logging_poll_ms, 700);
+  ck_assert_int_eq(cc.logging_end_grace_ms, 1900);
+  config_free(&cfg);
   clear_env();
 }
 END_TEST
@@ -1268,6 +1348,7 @@ Suite *config_suite(void)
   tcase_add_loop_test(tc, bad, 0, N_OF(bad_cases));
   tcase_add_test(tc, error_bounded);
   tcase_add_test(tc, capacity_window_grace);
+  tcase_add_test(tc, control_settings);
   tcase_add_test(tc, oidc_settings);
   tcase_add_loop_test(tc, oidc_providers_file, 0, N_OF(provider_files));
   tcase_add_test(tc, read_file);

@@ -1,5 +1,5 @@
 /*
- * test_metrics.c — server/metrics.c as a table of cases: from an empty
+ * test_metrics.c — lib/metrics.c as a table of cases: from an empty
  * registry, a fixed sequence of calls, then blocks of exposition text that
  * must appear verbatim (whole lines, in that order) and lines that must
  * not. Covers label escaping, cumulative histogram buckets, gauge sets
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/metrics.h"
+#include "lib/metrics.h"
 
 Suite *metrics_suite(void);
 

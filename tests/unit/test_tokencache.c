@@ -130,7 +130,7 @@ END_TEST
 #define SECRET "0123456789abcdef0123456789abcdef-tokencache"
 #define T0 1900000000L
 
-static struct auth_ctx *hs_ctx(struct config *cfg)
+static struct auth_ctx *hs_ctx(struct identity_config *cfg)
 {
   char err[256] = "";
   struct auth_ctx *a;
@@ -150,7 +150,7 @@ static struct auth_ctx *hs_ctx(struct config *cfg)
 
 START_TEST(behind_auth_verify)
 {
-  struct config cfg;
+  struct identity_config cfg;
   struct auth_ctx *a = hs_ctx(&cfg);
   struct auth_principal who;
   char err[256] = "", why[128] = "", *tok, *forged;

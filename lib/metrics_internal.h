@@ -1,5 +1,5 @@
 /*
- * metrics_internal.h — what the registry (server/metrics.c), its building
+ * metrics_internal.h — what the registry (lib/metrics.c), its building
  * blocks (metrics_series.c) and the leader's gauge sets
  * (metrics_gauges.c) share. Not part of the metrics interface
  * (metrics.h); nothing else includes it.
@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "server/metrics_text.h"
+#include "lib/metrics_text.h"
 
 #define LABELS_MAX 512 /* one rendered label set, escaped */
 

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "handlers/billing_key.h"
-#include "handlers/billing_row.h"
+#include "billing/billing_key.h"
+#include "billing/billing_row.h"
 
 static int fail(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -12,8 +12,8 @@
 #include <time.h>
 
 #include "db/billing.h"
-#include "handlers/billing_ingest.h"
-#include "server/metrics.h"
+#include "billing/billing_ingest.h"
+#include "lib/metrics.h"
 
 /* ---- the engine ------------------------------------------------------------
  *

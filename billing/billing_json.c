@@ -31,9 +31,9 @@
 #include <string.h>
 
 #include "db/billing.h"
-#include "handlers/billing_json.h"
-#include "handlers/billing_json_internal.h"
-#include "handlers/billing_key.h"
+#include "billing/billing_json.h"
+#include "billing/billing_json_internal.h"
+#include "billing/billing_key.h"
 #include "lib/jsonw.h"
 #include "lib/real.h"
 

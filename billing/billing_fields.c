@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "handlers/billing_fields.h"
-#include "handlers/billing_time.h"
+#include "billing/billing_fields.h"
+#include "billing/billing_time.h"
 
 static int fail(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/metrics.h"
-#include "server/metrics_internal.h"
+#include "lib/metrics.h"
+#include "lib/metrics_internal.h"
 
 void family_clear(struct family *f)
 {

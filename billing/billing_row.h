@@ -21,9 +21,9 @@
 #include <stddef.h>
 
 #include "db/billing.h"
-#include "handlers/billing_fields.h"
-#include "handlers/billing_json.h"
-#include "handlers/billing_key.h"
+#include "billing/billing_fields.h"
+#include "billing/billing_json.h"
+#include "billing/billing_key.h"
 
 /*
  * A parsed row. db's strings point into doc, into a scratch (see

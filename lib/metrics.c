@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/metrics.h"
-#include "server/metrics_internal.h"
-#include "server/metrics_text.h"
+#include "lib/metrics.h"
+#include "lib/metrics_internal.h"
+#include "lib/metrics_text.h"
 
 /* ---- the registry ----------------------------------------------------------
  */

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/metrics.h"
-#include "server/metrics_internal.h"
+#include "lib/metrics.h"
+#include "lib/metrics_internal.h"
 
 struct metrics_gauges {
   struct family pending, usage, nominal, borrowing, team_cost;

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "handlers/billing_json_internal.h"
+#include "billing/billing_json_internal.h"
 
 /* The UTF-8 sequence at p: its length, or 0 when Jansson would not decode
  * it (overlong forms, surrogates, beyond U+10FFFF, truncated). */

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "handlers/billing_decimal.h"
+#include "billing/billing_decimal.h"
 
 /*
  * A fixed grid of decimal digits from 10^-DEC_FRAC to 10^(DEC_INT-1): "%.15g"

@@ -26,13 +26,13 @@
 #include <stddef.h>
 
 #include "db/billing.h"
-#include "handlers/billing_decimal.h"
-#include "handlers/billing_fields.h"
-#include "handlers/billing_json.h"
-#include "handlers/billing_lines.h"
+#include "billing/billing_decimal.h"
+#include "billing/billing_fields.h"
+#include "billing/billing_json.h"
+#include "billing/billing_lines.h"
 #include "lib/real.h"
-#include "handlers/billing_row.h"
-#include "handlers/billing_time.h"
+#include "billing/billing_row.h"
+#include "billing/billing_time.h"
 
 #define BILLING_LINE_MAX ((size_t)1024 * 1024) /* longer lines: rejected */
 #define BILLING_BATCH_ROWS 5000                /* rows per transaction */

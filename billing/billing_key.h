@@ -22,7 +22,7 @@
 
 #include <stddef.h>
 
-#include "handlers/billing_fields.h"
+#include "billing/billing_fields.h"
 
 /* Levels of arrays and objects a row may nest (as the fast reader). */
 #define BILLING_KEY_DEPTH 64

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "handlers/billing_key.h"
-#include "handlers/billing_time.h"
+#include "billing/billing_key.h"
+#include "billing/billing_time.h"
 
 #define KEY_MEMBERS 64 /* members sorted on the stack; more: on the heap */
 

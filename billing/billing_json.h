@@ -12,7 +12,7 @@
 
 #include <stddef.h>
 
-#include "handlers/billing_fields.h"
+#include "billing/billing_fields.h"
 
 /*
  * Memory the reader reuses from row to row. A row read with it borrows

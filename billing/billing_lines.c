@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "handlers/billing_lines.h"
+#include "billing/billing_lines.h"
 
 void billing_splitter_init(struct billing_splitter *sp, size_t max)
 {

@@ -7,7 +7,7 @@
 
 #include "db/billing.h"
 #include "lib/rfc3339.h"
-#include "handlers/billing_time.h"
+#include "billing/billing_time.h"
 
 /* The date of day z since 1970-01-01 (the inverse of rfc3339_days_from_civil).
  */

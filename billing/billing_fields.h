@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #include "db/billing.h"
-#include "handlers/billing_decimal.h"
+#include "billing/billing_decimal.h"
 
 /* Longest team, flavor, service, sku or location: they key the rollups,
  * whose index entries PostgreSQL limits to about 2.7 kB. */

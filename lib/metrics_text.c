@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "server/metrics_text.h"
+#include "lib/metrics_text.h"
 
 void metrics_put(struct out *o, const char *fmt, ...)
 {
