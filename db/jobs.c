@@ -474,8 +474,15 @@ static const char sql_notify[] = "SELECT pg_notify('gpugate_admission', $1)";
 static const char sql_attempt[] =
     "SELECT attempt, state FROM jobs WHERE team = $1 AND id = $2";
 
+/* $3: the job's run is over at Batch (its Batch job, a race's winner,
+ * reported SUCCEEDED) while the job has not ended: a raced job whose
+ * losers may still run is held RUNNING until they are reported ended
+ * (batch_report.c, copies_live), and it then ends SUCCEEDED. Read under
+ * the row lock, which the report that records that state takes too. */
 static const char sql_lock_job[] =
-    "SELECT state, attempt FROM jobs WHERE team = $1 AND id = $2 FOR UPDATE";
+    "SELECT state, attempt, batch_job_name IS NOT NULL "
+    "AND batch_state IS NOT DISTINCT FROM 'SUCCEEDED' "
+    "FROM jobs WHERE team = $1 AND id = $2 FOR UPDATE";
 
 static const char sql_cancel[] =
     "UPDATE jobs SET state = 'CANCELLED', reason = 'CancelledByUser', "
@@ -513,6 +520,7 @@ enum gg_code db_job_cancel(struct db_conn *db, struct gg_err *err, bool batch,
   PGresult *res = NULL;
   enum gg_code code;
   int withdrawn = 1, round = 0, attempt = 0;
+  bool run_succeeded;
 
   *out = NULL;
   if (!db)
@@ -558,9 +566,21 @@ again:
     db_rollback(db);
     goto again;
   }
+  run_succeeded = PQgetvalue(res, 0, 2)[0] == 't';
   PQclear(res);
   res = NULL;
   params[2] = state;
+  if (!finished(state) && run_succeeded) {
+    /* an accepted cancel ends the job CANCELLED; this one could not: the
+     * run finished before it, and the job ends SUCCEEDED */
+    err_fail(err, GG_CONFLICT,
+             "Job \"%s\" cannot be cancelled: its run already succeeded "
+             "(Batch reports SUCCEEDED) and the job, still %s until its "
+             "other raced Batch jobs have stopped, is finishing; it ends "
+             "SUCCEEDED.",
+             id, state);
+    goto fail;
+  }
   if (finished(state)) {
     /* idempotent: nothing to do */
   } else if (batch && !withdrawn && strcmp(state, "PENDING") != 0) {

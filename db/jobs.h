@@ -123,7 +123,11 @@ enum gg_code db_job_list(struct db_conn *db, struct gg_err *err,
 /*
  * Cancel a job (idempotent: a finished job is returned as it is). Without
  * a Batch backend (batch false) an admitted job is cancelled at once. actor
- * (may be NULL) is who cancels, for the event.
+ * (may be NULL) is who cancels, for the event. GG_CONFLICT when the job's
+ * run already succeeded at Batch and the job is finishing (a race's winner
+ * SUCCEEDED while its losers stop): it ends SUCCEEDED, so a cancel that
+ * is accepted always ends the job CANCELLED. *out: a new reference on
+ * GG_OK, else NULL.
  */
 enum gg_code db_job_cancel(struct db_conn *db, struct gg_err *err, bool batch,
                            const char *actor, const char *team, const char *id,

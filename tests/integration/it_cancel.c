@@ -548,6 +548,87 @@ START_TEST(race_winner_end_waits_for_losers)
 }
 END_TEST
 
+/*
+ * A cancel after a race's winner SUCCEEDED (issue 34): the winner's run is
+ * over, and the job stays RUNNING (its quota held) only until its losers
+ * are reported ended. Batch refuses every cancel (503) while the losers
+ * are held, so that window stays open as long as the test needs it. The
+ * cancel is refused, 409 problem+json naming the state: its run already
+ * succeeded, and the job ends SUCCEEDED once the losers are cancelled at
+ * Batch. Before, the cancel was accepted (200) and the job then ended
+ * SUCCEEDED all the same: an accepted cancel that did not win.
+ */
+START_TEST(cancel_after_the_winner_succeeded_is_refused)
+{
+  char id[32], b[4][64], st[4][48], path[160];
+  struct h_resp r;
+  const char *detail;
+  long long end;
+  json_t *j;
+  int k;
+
+  faults("{\"error_rate\": 1, \"codes\": [503], \"calls\": [\"cancel\"]}");
+  capacity("us-central1/FLEX_START=20,us-east4/FLEX_START=0,"
+           "europe-west4/FLEX_START=0");
+  emu_config("{\"EMU_RUN_MS\": 300}");
+  submit("race", false, "cancel-after-win", id);
+  for (k = 1; k <= 3; k++)
+    first_attempt(id, k, b[k]);
+  /* the winner's SUCCEEDED recorded, the job held RUNNING by its losers */
+  end = h_now_ms() + 30000;
+  for (;;) {
+    j = get_job(id);
+    if (str_is(json_object_get(j, "batch_job"), "state", "SUCCEEDED"))
+      break;
+    ck_assert_msg(h_now_ms() < end, "job %s is %s, its Batch job %s", id,
+                  h_str(j, "state"),
+                  h_str(json_object_get(j, "batch_job"), "state"));
+    json_decref(j);
+    h_sleep_ms(50);
+  }
+  ck_assert_str_eq(h_str(j, "state"), "RUNNING");
+  json_decref(j);
+
+  snprintf(path, sizeof(path), "/v1/teams/team-x/jobs/%s/cancel", id);
+  ck_assert_int_eq(h_request(&srv, "POST", path, tok, NULL, NULL, &r), 0);
+  detail = h_str(r.json, "detail");
+  fprintf(stderr, "it_cancel cancel after the win: %ld %s\n", r.status,
+          detail ? detail : r.body);
+  ck_assert_msg(h_is_problem(&r, 409, NULL),
+                "the cancel of %s after its winner SUCCEEDED answered %ld: %s",
+                id, r.status, r.body);
+  ck_assert(str_is(r.json, "type", "https://gpugate.dev/problems/conflict"));
+  ck_assert_msg(detail && strstr(detail, "SUCCEEDED"),
+                "the detail names no state: %s", detail ? detail : "(none)");
+  h_resp_free(&r);
+
+  /* Batch takes the losers' cancels: the job ends as its run did */
+  faults("{}");
+  end = h_now_ms() + 60000;
+  for (;;) {
+    j = get_job(id);
+    for (k = 1; k <= 3; k++)
+      emu_state(b[k], st[k], sizeof(st[k]));
+    if (!str_is(j, "state", "RUNNING"))
+      break;
+    ck_assert_msg(h_now_ms() < end, "job %s is %s", id, h_str(j, "state"));
+    json_decref(j);
+    h_sleep_ms(50);
+  }
+  fprintf(stderr,
+          "it_cancel cancel after the win: job %s %s; copies %s %s %s\n", id,
+          h_str(j, "state"), st[1], st[2], st[3]);
+  ck_assert_str_eq(h_str(j, "state"), "SUCCEEDED");
+  ck_assert_str_eq(st[1], "SUCCEEDED");
+  for (k = 2; k <= 3; k++)
+    ck_assert_msg(!strcmp(st[k], "CANCELLED"),
+                  "job %s ended while its losing copy %s is %s", id, b[k],
+                  st[k]);
+  json_decref(j);
+  emu_config("{\"EMU_RUN_MS\": 1500}");
+}
+END_TEST
+
 /* ======================================================================
  * 2. End to end: a raced region that refuses the create for good
  * ==================================================================== */
@@ -990,6 +1071,32 @@ static void *cancel_thread(void *p)
   return NULL;
 }
 
+/* The user's cancel (a) while c's open transaction holds the job's row:
+ * it runs once the cancel waits on that lock (seen from look, another
+ * session: c's transaction sees one snapshot of the statistics views),
+ * then c commits and the cancel ends. */
+static void cancel_behind(struct db_conn *c, struct db_conn *look,
+                          struct cancel_arg *a)
+{
+  char q[256];
+  long long end = h_now_ms() + 10000;
+  pthread_t t;
+
+  ck_assert_int_eq(pthread_create(&t, NULL, cancel_thread, a), 0);
+  snprintf(q, sizeof(q),
+           "SELECT count(*) FROM pg_stat_activity WHERE pid <> %d "
+           "AND wait_event_type = 'Lock' AND datname = current_database()",
+           PQbackendPID(c->pg));
+  while (h_db_int(look->pg, q) < 1) {
+    ck_assert_msg(h_now_ms() < end && !a->done,
+                  "the cancel never waited on the job (%s: %d)",
+                  a->done ? "done" : "running", (int)a->code);
+    h_sleep_ms(10);
+  }
+  exec_ok(c, "COMMIT");
+  pthread_join(t, NULL);
+}
+
 /*
  * The user's cancel reads a PENDING job while an admission of it is under
  * way (its transaction holds the job row, its create written): the cancel
@@ -1004,8 +1111,7 @@ START_TEST(cancel_reads_the_job_under_its_lock)
   struct db_pool *pool = db_pool_new(db_url, 2);
   struct cancel_arg a;
   char id[32], q[256], st[32];
-  long long end, creates;
-  pthread_t t;
+  long long creates;
 
   ck_assert_ptr_nonnull(pool);
   db_pool_set_batch(pool, true);
@@ -1022,22 +1128,7 @@ START_TEST(cancel_reads_the_job_under_its_lock)
               "'gpugate-' || $1 || '-a1')",
               1, (const char *const[]){id});
   a = (struct cancel_arg){pool, id, GG_OK, false};
-  ck_assert_int_eq(pthread_create(&t, NULL, cancel_thread, &a), 0);
-  snprintf(q, sizeof(q),
-           "SELECT count(*) FROM pg_stat_activity WHERE pid <> %d "
-           "AND wait_event_type = 'Lock' AND datname = current_database()",
-           PQbackendPID(c->pg));
-  end = h_now_ms() + 10000;
-  /* from another session: c's transaction sees one snapshot of the
-   * statistics views */
-  while (h_db_int(look->pg, q) < 1) {
-    ck_assert_msg(h_now_ms() < end && !a.done,
-                  "the cancel never waited on the job (%s: %d)",
-                  a.done ? "done" : "running", (int)a.code);
-    h_sleep_ms(10);
-  }
-  exec_ok(c, "COMMIT");
-  pthread_join(t, NULL);
+  cancel_behind(c, look, &a);
   ck_assert_int_eq(a.code, GG_OK);
   snprintf(q, sizeof(q),
            "SELECT count(*) FROM batch_ops WHERE job_id = '%s' "
@@ -1057,6 +1148,88 @@ START_TEST(cancel_reads_the_job_under_its_lock)
    * the next cases' */
   exec_params(c, "DELETE FROM batch_ops WHERE job_id = $1", 1,
               (const char *const[]){id});
+  db_pool_free(pool);
+  conn_close(look);
+  conn_close(c);
+}
+END_TEST
+
+/*
+ * A cancel decides on a race's succeeded run under the job's row lock
+ * (issue 34): a raced job RUNNING on its winner, two losers not yet
+ * reported ended. The report that records the winner's SUCCEEDED holds
+ * the job's row when the cancel comes; the cancel waits for it, and once
+ * it commits the cancel is refused (GG_CONFLICT, 409 at the API): the
+ * job is not cancel-requested and no cancel is queued. The losers' ends
+ * then end the job SUCCEEDED (batch_report.c, end_after_losers). Before,
+ * the cancel was accepted and the job ended SUCCEEDED all the same.
+ */
+START_TEST(cancel_sees_the_succeeded_run_under_its_lock)
+{
+  struct db_conn *c = conn_open(), *look = conn_open();
+  struct db_pool *pool = db_pool_new(db_url, 2);
+  struct cancel_arg a;
+  char id[32], q[256], st[32], copy[64], name[4][256];
+  int k;
+
+  ck_assert_ptr_nonnull(pool);
+  db_pool_set_batch(pool, true);
+  submit("race", false, "won-and-done", id);
+  for (k = 1; k <= 3; k++) {
+    const char *region = k == 1   ? "us-central1"
+                         : k == 2 ? "us-east4"
+                                  : "europe-west4";
+    char kk[8];
+    snprintf(copy, sizeof(copy), "gpugate-%s-a1-r%d", id, k);
+    snprintf(kk, sizeof(kk), "%d", k);
+    batch_job_name(PROJECT, region, copy, name[k], sizeof(name[k]));
+    exec_params(c,
+                "INSERT INTO batch_copies (job_id, attempt, k, region, "
+                "batch_job_id) VALUES ($1, 1, $2::int, $3, $4)",
+                4, (const char *const[]){id, kk, region, copy});
+  }
+  /* the copy in us-central1 won and runs; the losers' cancels went out */
+  exec_params(c,
+              "UPDATE jobs SET state = 'RUNNING', flavor = 'flex-race', "
+              "location = 'us-central1', admitted_at = now(), "
+              "queued_at = now(), run_started_at = now(), "
+              "batch_job_name = $2, batch_state = 'RUNNING' WHERE id = $1",
+              2, (const char *const[]){id, name[1]});
+
+  /* the winner's SUCCEEDED is being recorded (sql_observe_note's write)
+   * when the cancel comes */
+  exec_ok(c, "BEGIN");
+  exec_params(c,
+              "UPDATE jobs SET batch_state = 'SUCCEEDED' WHERE id = $1 "
+              "AND batch_job_name = $2",
+              2, (const char *const[]){id, name[1]});
+  a = (struct cancel_arg){pool, id, GG_OK, false};
+  cancel_behind(c, look, &a);
+  /* an accepted cancel's rows are not the next cases' */
+  exec_params(c, "DELETE FROM batch_ops WHERE job_id = $1", 1,
+              (const char *const[]){id});
+  job_field(c, id, "state", st, sizeof(st));
+  snprintf(q, sizeof(q),
+           "SELECT count(*) FROM jobs WHERE id = '%s' AND cancel_requested",
+           id);
+  fprintf(stderr,
+          "it_cancel succeeded run under lock: cancel %s (code %d); the job "
+          "%s, cancel_requested %lld\n",
+          a.code == GG_OK ? "accepted" : "refused", (int)a.code, st,
+          h_db_int(c->pg, q));
+  ck_assert_msg(a.code == GG_CONFLICT,
+                "the cancel of %s after its winner SUCCEEDED: code %d, not "
+                "GG_CONFLICT",
+                id, (int)a.code);
+  ck_assert_int_eq(h_db_int(c->pg, q), 0);
+  ck_assert_str_eq(st, "RUNNING");
+
+  /* the losers end: the job ends as its run did */
+  for (k = 2; k <= 3; k++)
+    ck_assert_msg(db_batch_observe(c, name[k], "CANCELLED", q, sizeof(q)) >= 0,
+                  "observe %s: %s", name[k], q);
+  job_field(c, id, "state", st, sizeof(st));
+  ck_assert_str_eq(st, "SUCCEEDED");
   db_pool_free(pool);
   conn_close(look);
   conn_close(c);
@@ -1203,6 +1376,7 @@ struct walk {
   char ids[MAX_JOBS][32];
   int n_jobs;
   bool cancelled[MAX_JOBS];
+  bool refused[MAX_JOBS]; /* a cancel answered 409: its run succeeded */
   int cancel_attempt[MAX_JOBS];
   struct bjob b[MAX_JOBS * 24];
   int nb;
@@ -1463,10 +1637,24 @@ static void user_cancels(struct walk *w, int j)
   db = db_acquire(w->pool, 5000);
   code = db_job_cancel(db, &err, db_pool_batch(w->pool), NULL, "team-x",
                        w->ids[j], &out);
-  ck_assert_msg(code == GG_OK, "cancel of %s: %d", w->ids[j], (int)code);
   json_decref(out);
-  err_clear(&err);
   db_release(w->pool, db);
+  if (code == GG_CONFLICT) {
+    /* refused: the job's Batch job (a race's winner) SUCCEEDED before
+     * the cancel, and the job waits for its losers' end */
+    bool succeeded = false;
+    int i;
+    for (i = 0; i < w->nb; i++)
+      succeeded |= w->b[i].job == j && !strcmp(w->b[i].state, "SUCCEEDED");
+    ck_assert_msg(succeeded && strstr(err.detail, "SUCCEEDED"),
+                  "cancel of %s (%s) refused: %s", w->ids[j], st, err.detail);
+    err_clear(&err);
+    w->refused[j] = true;
+    return;
+  }
+  ck_assert_msg(code == GG_OK, "cancel of %s: %d %s", w->ids[j], (int)code,
+                err.detail);
+  err_clear(&err);
   w->cancelled[j] = true;
   w->cancel_attempt[j] = job_attempt(w->c, w->ids[j]);
 }
@@ -1493,21 +1681,26 @@ static void check_cancelled(struct walk *w, unsigned seed)
 
   for (j = 0; j < w->n_jobs; j++) {
     const char *id = w->ids[j];
-    bool succeeded = false;
+    if (w->refused[j] && !w->cancelled[j]) {
+      /* a cancel refused (409) once the run had succeeded */
+      job_field(w->c, id, "state", st, sizeof(st));
+      ck_assert_msg(!strcmp(st, "SUCCEEDED"),
+                    "walk %d (seed %u): job %s, its cancel refused as its "
+                    "run succeeded, ends %s",
+                    w->n, seed, id, st);
+      continue;
+    }
     if (!w->cancelled[j])
       continue;
-    /* a raced job whose winner SUCCEEDED before the cancel waits for its
-     * losers' end (its quota held, the cancel accepted) and then ends as
-     * its run did: SUCCEEDED (batch_moves never makes a cancelled job's
-     * Batch job succeed) */
-    for (i = 0; i < w->nb; i++)
-      succeeded |= w->b[i].job == j && !strcmp(w->b[i].state, "SUCCEEDED");
+    /* an accepted cancel wins (batch_moves never makes a cancelled job's
+     * Batch job succeed; a cancel after a race's winner SUCCEEDED is
+     * refused) */
     job_field(w->c, id, "state", st, sizeof(st));
-    ck_assert_msg(
-        !strcmp(st, "CANCELLED") || (succeeded && !strcmp(st, "SUCCEEDED")),
-        "walk %d (seed %u): job %s cancelled at attempt %d ends %s "
-        "(attempt %d)",
-        w->n, seed, id, w->cancel_attempt[j], st, job_attempt(w->c, id));
+    ck_assert_msg(!strcmp(st, "CANCELLED"),
+                  "walk %d (seed %u): job %s cancelled at attempt %d ends %s "
+                  "(attempt %d)",
+                  w->n, seed, id, w->cancel_attempt[j], st,
+                  job_attempt(w->c, id));
     ck_assert_msg(job_attempt(w->c, id) == w->cancel_attempt[j],
                   "walk %d: job %s cancelled at attempt %d is at attempt %d",
                   w->n, id, w->cancel_attempt[j], job_attempt(w->c, id));
@@ -1525,10 +1718,12 @@ static void coverage(struct walk *w)
   char name[32];
   const char *params[1] = {name};
   PGresult *res;
-  int i, cancelled = 0;
+  int i, cancelled = 0, refused = 0;
 
-  for (i = 0; i < w->n_jobs; i++)
+  for (i = 0; i < w->n_jobs; i++) {
     cancelled += w->cancelled[i];
+    refused += w->refused[i] && !w->cancelled[i];
+  }
   snprintf(name, sizeof(name), "walk-%d", w->n);
   res = PQexecParams(
       w->c->pg,
@@ -1538,9 +1733,9 @@ static void coverage(struct walk *w)
       1, NULL, params, NULL, NULL, 0);
   ck_assert(PQresultStatus(res) == PGRES_TUPLES_OK);
   fprintf(stderr,
-          "cancel walk %d: %d jobs, %d cancelled, %d Batch jobs; "
-          "events: %s\n",
-          w->n, w->n_jobs, cancelled, w->nb, PQgetvalue(res, 0, 0));
+          "cancel walk %d: %d jobs, %d cancelled, %d refused (run "
+          "succeeded), %d Batch jobs; events: %s\n",
+          w->n, w->n_jobs, cancelled, refused, w->nb, PQgetvalue(res, 0, 0));
   PQclear(res);
 }
 
@@ -2097,12 +2292,14 @@ Suite *cancel_suite(void)
   tcase_add_test(e2e, refused_retry_of_a_lost_create_waits_for_batch);
   tcase_add_test(e2e, flex_backoff_waits_for_the_old_attempt);
   tcase_add_test(e2e, race_winner_end_waits_for_losers);
+  tcase_add_test(e2e, cancel_after_the_winner_succeeded_is_refused);
   suite_add_tcase(s, e2e);
 
   tcase_add_unchecked_fixture(stale, setup_stale, teardown_db);
   tcase_set_timeout(stale, 60);
   tcase_add_test(stale, stale_report_does_not_move_the_next_attempt);
   tcase_add_test(stale, cancel_reads_the_job_under_its_lock);
+  tcase_add_test(stale, cancel_sees_the_succeeded_run_under_its_lock);
   tcase_add_test(stale, redelivered_report_does_not_move_back);
   tcase_add_test(stale, cancel_404_writes_no_created_event);
   tcase_add_test(stale, refused_takeover_of_a_lapsed_create_waits_for_batch);
