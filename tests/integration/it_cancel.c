@@ -447,6 +447,107 @@ static bool ended_at_batch(const char *state)
          !strcmp(state, "FAILED") || !strcmp(state, "-");
 }
 
+/* Batch job batch's creates (cancel false) or :cancel calls (true)
+ * that Batch answered with status. */
+static int calls_answered(const char *batch, bool cancel, long status)
+{
+  json_t *all = h_emu_get(&emu, "/emulator/requests"), *r;
+  int n = 0;
+  size_t i;
+
+  json_array_foreach (json_object_get(all, "requests"), i, r) {
+    const char *q = h_str(json_object_get(r, "query"), "job_id");
+    const char *path = h_str(r, "path");
+    bool is_cancel = path && strstr(path, batch) && strstr(path, ":cancel");
+    bool is_create = str_is(r, "method", "POST") && q && !strcmp(q, batch);
+    if ((cancel ? is_cancel : is_create) &&
+        json_integer_value(json_object_get(r, "status")) == status)
+      n++;
+  }
+  json_decref(all);
+  return n;
+}
+
+/*
+ * The race-copy branch of a lost create refused on its retry (issue 34,
+ * the invariant): every copy of a raced job is made by its first create,
+ * whose answer is lost (503 after the effect, and so is every retry's
+ * while that lasts); then Batch refuses the creates (400). No copy has
+ * capacity, and Batch acts on a cancel 3 s after accepting it. Each
+ * refused copy may exist: its cancel (by its deterministic id) is queued,
+ * and the job, holding its quota, does not end while any copy is live at
+ * Batch; it fails (BatchRejected) once Batch reports every copy ended.
+ * Had a refusal dropped its copy as never made, the job would have failed
+ * at the last refusal beside three live Batch jobs.
+ */
+START_TEST(refused_retry_of_a_lost_copy_create_waits_for_batch)
+{
+  char id[32], b[4][64], st[4][48];
+  long long end;
+  int k, polls = 0, held = 0;
+  json_t *j;
+
+  faults("{}");
+  capacity("us-central1/FLEX_START=0,us-east4/FLEX_START=0,"
+           "europe-west4/FLEX_START=0");
+  emu_config("{\"EMU_CANCEL_LAG_MS\": 3000}");
+  faults("{\"lost_response_rate\": 1, \"lost_response_mode\": \"503\", "
+         "\"calls\": [\"create\"]}");
+  submit("race", false, "copies-lost-then-refused", id);
+  end = h_now_ms() + 30000;
+  for (k = 1; k <= 3; k++) {
+    first_attempt(id, k, b[k]);
+    for (emu_state(b[k], st[k], sizeof(st[k])); !strcmp(st[k], "-");
+         emu_state(b[k], st[k], sizeof(st[k]))) {
+      ck_assert_msg(h_now_ms() < end, "%s never created", b[k]);
+      h_sleep_ms(10);
+    }
+  }
+  /* every try so far made its copy or met it, and lost its answer */
+  faults("{\"error_rate\": 1, \"codes\": [400], \"calls\": [\"create\"]}");
+
+  end = h_now_ms() + 60000;
+  for (;;) {
+    bool any_live = false, any_refused = false;
+    j = get_job(id);
+    for (k = 1; k <= 3; k++) {
+      emu_state(b[k], st[k], sizeof(st[k]));
+      any_live |= !ended_at_batch(st[k]);
+    }
+    if (!str_is(j, "state", "ADMITTED") && !str_is(j, "state", "QUEUED"))
+      break;
+    /* a copy refused, a copy live at Batch: the job waits for them */
+    for (k = 1; k <= 3; k++)
+      any_refused |= calls_answered(b[k], false, 400) > 0;
+    held += any_refused && any_live;
+    ck_assert_msg(h_now_ms() < end, "job %s is %s; copies %s %s %s", id,
+                  h_str(j, "state"), st[1], st[2], st[3]);
+    json_decref(j);
+    polls++;
+    h_sleep_ms(50);
+  }
+  fprintf(stderr,
+          "it_cancel copies lost then refused: job %s %s (%s) after %d "
+          "polls (%d of them with a copy refused and one live); copies %s "
+          "%s %s\n",
+          id, h_str(j, "state"), h_str(j, "reason"), polls, held, st[1], st[2],
+          st[3]);
+  for (k = 1; k <= 3; k++) {
+    ck_assert_msg(ended_at_batch(st[k]), "job %s is %s while its copy %s is %s",
+                  id, h_str(j, "state"), b[k], st[k]);
+    ck_assert_msg(calls_answered(b[k], false, 400) >= 1,
+                  "the create of %s was never refused", b[k]);
+    ck_assert_msg(calls_answered(b[k], true, 200) >= 1,
+                  "copy %s was never cancelled", b[k]);
+  }
+  ck_assert_str_eq(h_str(j, "state"), "FAILED");
+  ck_assert_str_eq(h_str(j, "reason"), "BatchRejected");
+  json_decref(j);
+  faults("{}");
+  emu_config("{\"EMU_CANCEL_LAG_MS\": 0}");
+}
+END_TEST
+
 /*
  * Flex Start backoff waits for the old attempt's end (issue 34): a job
  * waits past max_wait_s in us-central1, then in europe-west4 (no capacity
@@ -2290,6 +2391,7 @@ Suite *cancel_suite(void)
   tcase_add_test(e2e, race_refusal_drops_one_region);
   tcase_add_test(e2e, next_attempt_waits_for_a_retried_cancel);
   tcase_add_test(e2e, refused_retry_of_a_lost_create_waits_for_batch);
+  tcase_add_test(e2e, refused_retry_of_a_lost_copy_create_waits_for_batch);
   tcase_add_test(e2e, flex_backoff_waits_for_the_old_attempt);
   tcase_add_test(e2e, race_winner_end_waits_for_losers);
   tcase_add_test(e2e, cancel_after_the_winner_succeeded_is_refused);
