@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "billing/billing_decimal.h"
+#include "lib/real.h"
 
 /*
  * A fixed grid of decimal digits from 10^-DEC_FRAC to 10^(DEC_INT-1): "%.15g"
@@ -160,26 +161,6 @@ static void dec_format(const struct dec *a, char *out)
 #define SMALL_DIGITS 18
 #define SMALL_EXP 40
 
-static const uint64_t pow10_u64[] = {1u,
-                                     10u,
-                                     100u,
-                                     1000u,
-                                     10000u,
-                                     100000u,
-                                     1000000u,
-                                     10000000u,
-                                     100000000u,
-                                     1000000000u,
-                                     10000000000u,
-                                     100000000000u,
-                                     1000000000000u,
-                                     10000000000000u,
-                                     100000000000000u,
-                                     1000000000000000u,
-                                     10000000000000000u,
-                                     100000000000000000u,
-                                     1000000000000000000u};
-
 struct small_dec {
   bool neg;
   uint64_t mant; /* value = ±mant × 10^exp, mant < 10^18 */
@@ -233,10 +214,10 @@ static bool small_parse(const char *p, struct small_dec *out)
 /* m × 10^k into *out unless it reaches 10^18. */
 static bool small_scale(uint64_t m, int k, uint64_t *out)
 {
-  if (k > SMALL_DIGITS || m > pow10_u64[SMALL_DIGITS] / pow10_u64[k])
+  if (k > SMALL_DIGITS || m > real_pow10[SMALL_DIGITS] / real_pow10[k])
     return false;
-  *out = m * pow10_u64[k];
-  return *out < pow10_u64[SMALL_DIGITS];
+  *out = m * real_pow10[k];
+  return *out < real_pow10[SMALL_DIGITS];
 }
 
 /* ±mag × 10^exp as dec_format writes it. */

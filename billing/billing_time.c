@@ -9,23 +9,6 @@
 #include "lib/rfc3339.h"
 #include "billing/billing_time.h"
 
-/* The date of day z since 1970-01-01 (the inverse of rfc3339_days_from_civil).
- */
-static void civil_from_days(long z, long *y, long *m, long *d)
-{
-  long era, doe, yoe, doy, mp;
-
-  z += 719468;
-  era = (z >= 0 ? z : z - 146096) / 146097;
-  doe = z - era * 146097;
-  yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-  doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-  mp = (5 * doy + 2) / 153;
-  *d = doy - (153 * mp + 2) / 5 + 1;
-  *m = mp < 10 ? mp + 3 : mp - 9;
-  *y = yoe + era * 400 + (*m <= 2);
-}
-
 static bool leap(long y)
 {
   return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
@@ -40,31 +23,6 @@ static void put_digits(char *out, long v, int n)
   }
 }
 
-/* Exactly n digits at *p, advancing it. Returns the value or -1. */
-static long take_digits(const char **p, int n)
-{
-  long v = 0;
-  int i;
-
-  for (i = 0; i < n; i++) {
-    char c = (*p)[i];
-    if (c < '0' || c > '9')
-      return -1;
-    v = v * 10 + (c - '0');
-  }
-  *p += n;
-  return v;
-}
-
-/* Whether *p starts with c, consuming it. */
-static bool take(const char **p, char c)
-{
-  if (**p != c)
-    return false;
-  (*p)++;
-  return true;
-}
-
 /* The zone of a timestamp as seconds east of UTC; -1 on error (an offset
  * is never exactly -1 s). */
 static long zone_offset(const char *p)
@@ -76,11 +34,11 @@ static long zone_offset(const char *p)
   if (*p != '+' && *p != '-')
     return -1;
   sign = *p++ == '-' ? -1 : 1;
-  if ((h = take_digits(&p, 2)) < 0)
+  if ((h = rfc3339_digits(&p, 2)) < 0)
     return -1;
   if (*p) {
-    take(&p, ':');
-    if ((m = take_digits(&p, 2)) < 0 || *p)
+    rfc3339_take(&p, ':');
+    if ((m = rfc3339_digits(&p, 2)) < 0 || *p)
       return -1;
   }
   if (h > 23 || m > 59)
@@ -92,21 +50,22 @@ int billing_parse_timestamp(const char *s, char *ts, char *day)
 {
   static const int mdays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
   const char *p = s, *frac = NULL;
-  long y, mo, d, h, mi, sec, off, t, days;
+  int64_t y, mo, d, h, mi, sec, off, t, days;
   int nfrac = 0;
   size_t n;
 
-  if ((y = take_digits(&p, 4)) < 0 || !take(&p, '-') ||
-      (mo = take_digits(&p, 2)) < 0 || !take(&p, '-') ||
-      (d = take_digits(&p, 2)) < 0)
+  if ((y = rfc3339_digits(&p, 4)) < 0 || !rfc3339_take(&p, '-') ||
+      (mo = rfc3339_digits(&p, 2)) < 0 || !rfc3339_take(&p, '-') ||
+      (d = rfc3339_digits(&p, 2)) < 0)
     return -1;
-  if (!take(&p, 'T') && !take(&p, 't') && !take(&p, ' '))
+  if (!rfc3339_take(&p, 'T') && !rfc3339_take(&p, 't') &&
+      !rfc3339_take(&p, ' '))
     return -1;
-  if ((h = take_digits(&p, 2)) < 0 || !take(&p, ':') ||
-      (mi = take_digits(&p, 2)) < 0 || !take(&p, ':') ||
-      (sec = take_digits(&p, 2)) < 0)
+  if ((h = rfc3339_digits(&p, 2)) < 0 || !rfc3339_take(&p, ':') ||
+      (mi = rfc3339_digits(&p, 2)) < 0 || !rfc3339_take(&p, ':') ||
+      (sec = rfc3339_digits(&p, 2)) < 0)
     return -1;
-  if (take(&p, '.')) {
+  if (rfc3339_take(&p, '.')) {
     frac = p;
     while (*p >= '0' && *p <= '9')
       p++;
@@ -114,7 +73,7 @@ int billing_parse_timestamp(const char *s, char *ts, char *day)
     if (nfrac == 0 || nfrac > 12)
       return -1;
   }
-  take(&p, ' ');
+  rfc3339_take(&p, ' ');
   if ((off = zone_offset(p)) == -1)
     return -1;
   if (y < 1 || mo < 1 || mo > 12 || d < 1 ||
@@ -127,7 +86,7 @@ int billing_parse_timestamp(const char *s, char *ts, char *day)
       off;
   days = t >= 0 ? t / 86400 : -((-t + 86399) / 86400);
   t -= days * 86400;
-  civil_from_days(days, &y, &mo, &d);
+  rfc3339_civil_from_days(days, &y, &mo, &d);
   if (y < 1 || y > 9999)
     return -1;
   put_digits(day, y, 4);
@@ -157,10 +116,10 @@ int billing_parse_timestamp(const char *s, char *ts, char *day)
 int billing_invoice_month(const char *m, char out[8])
 {
   const char *p = m;
-  long y = take_digits(&p, 4), mo;
+  long y = rfc3339_digits(&p, 4), mo;
 
-  take(&p, '-');
-  mo = take_digits(&p, 2);
+  rfc3339_take(&p, '-');
+  mo = rfc3339_digits(&p, 2);
   if (y < 1 || mo < 1 || mo > 12 || *p)
     return -1;
   put_digits(out, y, 4);

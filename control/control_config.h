@@ -4,8 +4,8 @@
  * budget, the admission and sync intervals, the BigQuery pull of the
  * billing export and the Cloud Logging reads. server/config.c fills it from
  * struct config (config_control) and server/main.c hands it to each loop's
- * start, so control/ reads no process configuration of its own. The field
- * names are struct config's.
+ * start, so control/ reads no process configuration of its own. struct
+ * config holds one (cfg->control) for all but the database URLs and gcp.
  */
 #ifndef GPUGATE_CONTROL_CONFIG_H
 #define GPUGATE_CONTROL_CONFIG_H

@@ -234,10 +234,8 @@ int db_batch_withdraw_create(struct db_conn *c, const char *job_id, int attempt,
   PQclear(res);
   if (rows == 0)
     return 0;
-  if (!(res = db_query(c, sql_copies_of, 2, params, err, errlen)))
+  if ((copies = db_query_long(c, sql_copies_of, 2, params, err, errlen)) < 0)
     return -1;
-  copies = strtol(PQgetvalue(res, 0, 0), NULL, 10);
-  PQclear(res);
   if (db_run(c, sql_request_cancel, 1, params, NULL, err, errlen))
     return -1;
   /* withdrawn only when no Batch job of the attempt was created: with a

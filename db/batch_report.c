@@ -272,10 +272,8 @@ static int race_observe(struct db_conn *c, const char *id, int attempt, int k,
          st == BATCH_STATE_CANCELLING || st == BATCH_STATE_UNKNOWN;
   if (!live) {
     long others;
-    if (!(res = db_query(c, sql_copy_ended, 3, params, err, errlen)))
+    if ((others = db_query_long(c, sql_copy_ended, 3, params, err, errlen)) < 0)
       goto fail;
-    others = strtol(PQgetvalue(res, 0, 0), NULL, 10);
-    PQclear(res);
     /* without a winner, the job's cancel or eviction waits for every
      * copy that may exist: each was asked to end (sql_request_cancel
      * names them all), and each is reported ended or absent in turn */
@@ -510,14 +508,8 @@ static long copies_live(struct db_conn *c, const char *id, const char *name,
                         char *err, size_t errlen)
 {
   const char *params[2] = {id, name};
-  PGresult *res = db_query(c, sql_copies_live, 2, params, err, errlen);
-  long n;
 
-  if (!res)
-    return -1;
-  n = strtol(PQgetvalue(res, 0, 0), NULL, 10);
-  PQclear(res);
-  return n;
+  return db_query_long(c, sql_copies_live, 2, params, err, errlen);
 }
 
 /* 0 or 1 as db_batch_observe(), -1, or 2: decide under the row lock. */

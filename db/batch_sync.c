@@ -271,13 +271,8 @@ fail:
 
 long db_batch_backlog(struct db_conn *c)
 {
-  enum gg_code code;
-  PGresult *res = db_exec(c, "SELECT count(*) FROM batch_ops", 0, NULL, &code);
-  long n;
+  char err[256];
 
-  if (!res)
-    return -1;
-  n = strtol(PQgetvalue(res, 0, 0), NULL, 10);
-  PQclear(res);
-  return n;
+  return db_query_long(c, "SELECT count(*) FROM batch_ops", 0, NULL, err,
+                       sizeof(err));
 }

@@ -115,6 +115,12 @@ PGresult *db_query(struct db_conn *c, const char *sql, int nparams,
 PGresult *db_query_planned(struct db_conn *c, const char *sql, int nparams,
                            const char *const *params, char *err, size_t errlen);
 
+/* db_query() of a statement that returns one row whose first column is a
+ * count or another whole number: that number (0 when the column is NULL),
+ * or -1 with the server's message in err. */
+long db_query_long(struct db_conn *c, const char *sql, int nparams,
+                   const char *const *params, char *err, size_t errlen);
+
 /* db_query() and discard the result: *rows (may be NULL) gets the rows
  * returned or affected. Returns 0 or -1. */
 int db_run(struct db_conn *c, const char *sql, int nparams,

@@ -461,6 +461,24 @@ PGresult *db_query_planned(struct db_conn *c, const char *sql, int nparams,
   return res;
 }
 
+long db_query_long(struct db_conn *c, const char *sql, int nparams,
+                   const char *const *params, char *err, size_t errlen)
+{
+  PGresult *res = db_query(c, sql, nparams, params, err, errlen);
+  long n;
+
+  if (!res)
+    return -1;
+  if (PQntuples(res) < 1 || PQnfields(res) < 1) {
+    snprintf(err, errlen, "expected one row, got %d", PQntuples(res));
+    PQclear(res);
+    return -1;
+  }
+  n = strtol(PQgetvalue(res, 0, 0), NULL, 10);
+  PQclear(res);
+  return n;
+}
+
 /* Discard a db_query*() result: *rows (may be NULL) gets the rows it
  * returned or affected. */
 static int ran(PGresult *res, int *rows)

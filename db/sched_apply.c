@@ -54,26 +54,7 @@ const char *db_sched_evict_reason_name(enum sched_evict_reason r)
   return evict_reason(r);
 }
 
-/* Append s to a PostgreSQL array literal (values are ids and reason names:
- * no quoting needed beyond the braces, but quote anyway). */
-static int append(char **buf, size_t *len, size_t *cap, const char *s)
-{
-  size_t n = strlen(s) + 4;
-
-  if (*len + n + 2 > *cap) {
-    size_t ncap = (*cap + n) * 2;
-    char *b = realloc(*buf, ncap);
-    if (!b)
-      return -1;
-    *buf = b;
-    *cap = ncap;
-  }
-  *len += (size_t)snprintf(*buf + *len, *cap - *len, "%s\"%s\"",
-                           *len > 1 ? "," : "", s);
-  return 0;
-}
-
-/* Close an array literal built by append()/append_or_null(). */
+/* Close an array literal built by append_or_null(). */
 static int append_close(char **buf, size_t *len, size_t *cap)
 {
   if (*len + 2 > *cap) {
@@ -111,12 +92,12 @@ static const char sql_admit_all[] =
     "'QuotaReserved', attempt, message FROM a ORDER BY ord) "
     "SELECT ord, id FROM a ORDER BY ord";
 
-/* Append one element (NULL: SQL NULL) to a PostgreSQL array literal;
- * values are names, numbers and fixed messages without quotes or
- * backslashes. */
+/* Append one element (NULL: SQL NULL) to a PostgreSQL array literal
+ * opened with '{': quoted, a quote or backslash in it escaped. */
 static int append_or_null(char **buf, size_t *len, size_t *cap, const char *v)
 {
-  size_t n = (v ? strlen(v) : 4) + 4;
+  size_t n = (v ? 2 * strlen(v) : 4) + 4;
+  char *o;
 
   if (*len + n + 2 > *cap) {
     size_t ncap = (*cap + n) * 2;
@@ -126,8 +107,23 @@ static int append_or_null(char **buf, size_t *len, size_t *cap, const char *v)
     *buf = b;
     *cap = ncap;
   }
-  *len += (size_t)snprintf(*buf + *len, *cap - *len, v ? "%s\"%s\"" : "%sNULL",
-                           *len > 1 ? "," : "", v ? v : "");
+  o = *buf + *len;
+  if (*len > 1)
+    *o++ = ',';
+  if (!v) {
+    memcpy(o, "NULL", 4);
+    o += 4;
+  } else {
+    *o++ = '"';
+    for (; *v; v++) {
+      if (*v == '"' || *v == '\\')
+        *o++ = '\\';
+      *o++ = *v;
+    }
+    *o++ = '"';
+  }
+  *o = '\0';
+  *len = (size_t)(o - *buf);
   return 0;
 }
 
@@ -210,7 +206,7 @@ static int admit_all(struct db_conn *c, const struct db_sched *s,
     stats->admitted++;
     if (stats->admission_written && k >= 0 && k < out->n_admissions)
       stats->admission_written[k] = true;
-    if (append(&ids, &ilen, &icap, PQgetvalue(res, i, 1)))
+    if (append_or_null(&ids, &ilen, &icap, PQgetvalue(res, i, 1)))
       goto out;
   }
   if (append_close(&ids, &ilen, &icap))
@@ -311,8 +307,8 @@ int db_sched_apply(struct db_conn *c, const struct db_sched *s,
     const char *name = db_sched_reason_name(out->reasons[i]);
     if (!*name || !strcmp(name, s->pending_reason[i]))
       continue;
-    if (append(&ids, &ilen, &icap, s->pending_ids[i]) ||
-        append(&reasons, &rlen, &rcap, name))
+    if (append_or_null(&ids, &ilen, &icap, s->pending_ids[i]) ||
+        append_or_null(&reasons, &rlen, &rcap, name))
       goto out;
     stats->reasons_changed++;
   }

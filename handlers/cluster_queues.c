@@ -171,7 +171,7 @@ static void check(struct gg_req *req, json_t *spec)
 static enum gg_code add_windows(struct gg_req *req, const char *name,
                                 json_t *status)
 {
-  long grace = req->cfg ? req->cfg->capacity_window_grace_s : 600;
+  long grace = req->cfg ? req->cfg->control.capacity_window_grace_s : 600;
   json_t *windows = NULL;
   enum gg_code code =
       db_window_status(req_db(req), &req->err, name, grace, &windows);

@@ -11,6 +11,11 @@
 #define GPUGATE_REAL_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+/* 10^k for k = 0 .. REAL_POW10_N - 1, the powers a uint64_t holds. */
+#define REAL_POW10_N 19
+extern const uint64_t real_pow10[REAL_POW10_N];
 
 /* Numbers longer than this (bytes of text) are left to Jansson. */
 #define BILLING_NUM_MAX 64

@@ -22,7 +22,7 @@ int64_t rfc3339_days_from_civil(int64_t y, int64_t m, int64_t d)
   return era * 146097 + doe - 719468;
 }
 
-static void civil_from_days(int64_t z, int64_t *y, int64_t *m, int64_t *d)
+void rfc3339_civil_from_days(int64_t z, int64_t *y, int64_t *m, int64_t *d)
 {
   int64_t era, doe, yoe, doy, mp;
 
@@ -37,8 +37,7 @@ static void civil_from_days(int64_t z, int64_t *y, int64_t *m, int64_t *d)
   *y = yoe + era * 400 + (*m <= 2);
 }
 
-/* n decimal digits at *p, consumed; -1 when they are not all digits. */
-static int64_t digits(const char **p, int n)
+int64_t rfc3339_digits(const char **p, int n)
 {
   int64_t v = 0;
   int i;
@@ -53,7 +52,7 @@ static int64_t digits(const char **p, int n)
   return v;
 }
 
-static int take(const char **p, char c)
+int rfc3339_take(const char **p, char c)
 {
   if (**p != c)
     return 0;
@@ -77,15 +76,17 @@ static int parse(const char *s, int64_t *out, int64_t *us, int *frac)
   *us = 0;
   *frac = 0;
 
-  if (!s || (y = digits(&p, 4)) < 0 || !take(&p, '-') ||
-      (mo = digits(&p, 2)) < 0 || !take(&p, '-') || (d = digits(&p, 2)) < 0)
+  if (!s || (y = rfc3339_digits(&p, 4)) < 0 || !rfc3339_take(&p, '-') ||
+      (mo = rfc3339_digits(&p, 2)) < 0 || !rfc3339_take(&p, '-') ||
+      (d = rfc3339_digits(&p, 2)) < 0)
     return -1;
-  if (!take(&p, 'T') && !take(&p, 't'))
+  if (!rfc3339_take(&p, 'T') && !rfc3339_take(&p, 't'))
     return -1;
-  if ((h = digits(&p, 2)) < 0 || !take(&p, ':') || (mi = digits(&p, 2)) < 0 ||
-      !take(&p, ':') || (sec = digits(&p, 2)) < 0)
+  if ((h = rfc3339_digits(&p, 2)) < 0 || !rfc3339_take(&p, ':') ||
+      (mi = rfc3339_digits(&p, 2)) < 0 || !rfc3339_take(&p, ':') ||
+      (sec = rfc3339_digits(&p, 2)) < 0)
     return -1;
-  if (take(&p, '.')) {
+  if (rfc3339_take(&p, '.')) {
     const char *f = p;
     while (*p >= '0' && *p <= '9') {
       *frac = *frac || *p != '0';
@@ -98,12 +99,12 @@ static int parse(const char *s, int64_t *out, int64_t *us, int *frac)
     if (p == f || p - f > 9)
       return -1;
   }
-  if (take(&p, 'Z') || take(&p, 'z')) {
+  if (rfc3339_take(&p, 'Z') || rfc3339_take(&p, 'z')) {
     off = 0;
   } else if (*p == '+' || *p == '-') {
     int64_t sign = *p++ == '-' ? -1 : 1, oh, om;
-    if ((oh = digits(&p, 2)) < 0 || !take(&p, ':') ||
-        (om = digits(&p, 2)) < 0 || oh > 23 || om > 59)
+    if ((oh = rfc3339_digits(&p, 2)) < 0 || !rfc3339_take(&p, ':') ||
+        (om = rfc3339_digits(&p, 2)) < 0 || oh > 23 || om > 59)
       return -1;
     off = sign * (oh * 3600 + om * 60);
   } else {
@@ -155,7 +156,7 @@ void rfc3339_format(int64_t t, char out[RFC3339_LEN])
     days = 0;
     rem = 0;
   }
-  civil_from_days(days, &y, &m, &d);
+  rfc3339_civil_from_days(days, &y, &m, &d);
   snprintf(out, RFC3339_LEN, "%04d-%02d-%02dT%02d:%02d:%02dZ", (int)y, (int)m,
            (int)d, (int)(rem / 3600), (int)(rem / 60 % 60), (int)(rem % 60));
 }

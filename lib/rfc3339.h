@@ -17,6 +17,9 @@
  * ingest (db/billing.c, db/months.c, billing/billing_time.c). */
 int64_t rfc3339_days_from_civil(int64_t y, int64_t m, int64_t d);
 
+/* Its inverse: the date of day z since 1970-01-01 (civil_from_days). */
+void rfc3339_civil_from_days(int64_t z, int64_t *y, int64_t *m, int64_t *d);
+
 /*
  * Parse "YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM)" ('t' and 'z' accepted, a
  * zone required, years 1970–9999) into seconds since 1970-01-01 UTC. A
@@ -34,5 +37,11 @@ int rfc3339_parse_us(const char *s, int64_t *out_us);
 /* Write t as "YYYY-MM-DDTHH:MM:SSZ" into out (RFC3339_LEN bytes). t must
  * be within years 1970–9999. */
 void rfc3339_format(int64_t t, char out[RFC3339_LEN]);
+
+/* Scanning a date-time's text (also billing/billing_time.c's): exactly n
+ * decimal digits at *p, consumed, as a number, or -1 (nothing consumed)
+ * when they are not all digits; whether *p starts with c, consumed. */
+int64_t rfc3339_digits(const char **p, int n);
+int rfc3339_take(const char **p, char c);
 
 #endif

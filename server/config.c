@@ -330,33 +330,36 @@ static int footprint_config(struct config *cfg, char *err, size_t errlen)
 {
   const char *p;
 
-  if (env_str("GPUGATE_DEPLOYMENT", "default", cfg->deployment,
-              sizeof(cfg->deployment), err, errlen))
+  if (env_str("GPUGATE_DEPLOYMENT", "default", cfg->control.deployment,
+              sizeof(cfg->control.deployment), err, errlen))
     return -1;
-  for (p = cfg->deployment; *p; p++)
+  for (p = cfg->control.deployment; *p; p++)
     if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-' ||
           *p == '_'))
       break;
-  if (!cfg->deployment[0] || *p || strlen(cfg->deployment) > 63) {
+  if (!cfg->control.deployment[0] || *p ||
+      strlen(cfg->control.deployment) > 63) {
     snprintf(err, errlen,
              "GPUGATE_DEPLOYMENT: expected 1 to 63 of [a-z0-9_-], got \"%s\"",
-             cfg->deployment);
+             cfg->control.deployment);
     return -1;
   }
   if (env_long("GPUGATE_BATCH_MUTATIONS_PER_S", 98, 1, 98,
-               &cfg->batch_mutations_per_s, err, errlen) ||
+               &cfg->control.batch_mutations_per_s, err, errlen) ||
       env_long("GPUGATE_BATCH_MUTATIONS_BURST", 30, 1, 6000,
-               &cfg->batch_mutations_burst, err, errlen))
+               &cfg->control.batch_mutations_burst, err, errlen))
     return -1;
   /* a leased token lives 0.25 s (control/budget.h) and a call may take up
    * to 0.5 s more to reach Batch: the mutations Batch counts in any minute
    * were granted within 60.75 s */
-  if (4 * cfg->batch_mutations_burst + 243 * cfg->batch_mutations_per_s >
+  if (4 * cfg->control.batch_mutations_burst +
+          243 * cfg->control.batch_mutations_per_s >
       24000) {
     snprintf(err, errlen,
              "GPUGATE_BATCH_MUTATIONS_BURST: %ld + 60.75 s x %ld a second "
              "exceeds Batch's 6,000 mutations a minute per region",
-             cfg->batch_mutations_burst, cfg->batch_mutations_per_s);
+             cfg->control.batch_mutations_burst,
+             cfg->control.batch_mutations_per_s);
     return -1;
   }
   return 0;
@@ -458,33 +461,36 @@ static int load_cursor_key(struct config *cfg, char *err, size_t errlen)
  * with backticks in SQL, so nothing else may pass. */
 static int load_billing_pull(struct config *cfg, char *err, size_t errlen)
 {
-  const char *t = cfg->billing_bq_table, *p;
+  const char *t = cfg->control.billing_bq_table, *p;
   int dots = 0;
 
-  if (env_str("GPUGATE_BILLING_BIGQUERY_TABLE", "", cfg->billing_bq_table,
-              sizeof(cfg->billing_bq_table), err, errlen) ||
-      env_str("GPUGATE_BILLING_BIGQUERY_PROJECT", "", cfg->billing_bq_project,
-              sizeof(cfg->billing_bq_project), err, errlen) ||
-      env_str("GPUGATE_BILLING_BIGQUERY_LOCATION", "", cfg->billing_bq_location,
-              sizeof(cfg->billing_bq_location), err, errlen) ||
+  if (env_str("GPUGATE_BILLING_BIGQUERY_TABLE", "",
+              cfg->control.billing_bq_table,
+              sizeof(cfg->control.billing_bq_table), err, errlen) ||
+      env_str("GPUGATE_BILLING_BIGQUERY_PROJECT", "",
+              cfg->control.billing_bq_project,
+              sizeof(cfg->control.billing_bq_project), err, errlen) ||
+      env_str("GPUGATE_BILLING_BIGQUERY_LOCATION", "",
+              cfg->control.billing_bq_location,
+              sizeof(cfg->control.billing_bq_location), err, errlen) ||
       env_str("GPUGATE_BIGQUERY_ENDPOINT", "https://bigquery.googleapis.com",
-              cfg->bigquery_endpoint, sizeof(cfg->bigquery_endpoint), err,
-              errlen) ||
+              cfg->control.bigquery_endpoint,
+              sizeof(cfg->control.bigquery_endpoint), err, errlen) ||
       env_long("GPUGATE_BILLING_SYNC_INTERVAL_S", 21600, 0, 31L * 86400,
-               &cfg->billing_sync_interval_s, err, errlen) ||
+               &cfg->control.billing_sync_interval_s, err, errlen) ||
       env_long("GPUGATE_BILLING_REREAD_DAYS", 10, 0, 366,
-               &cfg->billing_reread_days, err, errlen) ||
+               &cfg->control.billing_reread_days, err, errlen) ||
       env_long("GPUGATE_BILLING_MAX_BYTES_BILLED", 10L << 30, 0, LONG_MAX,
-               &cfg->billing_max_bytes_billed, err, errlen) ||
+               &cfg->control.billing_max_bytes_billed, err, errlen) ||
       env_str("GPUGATE_LOGGING_ENDPOINT", "https://logging.googleapis.com",
-              cfg->logging_endpoint, sizeof(cfg->logging_endpoint), err,
-              errlen) ||
+              cfg->control.logging_endpoint,
+              sizeof(cfg->control.logging_endpoint), err, errlen) ||
       env_long("GPUGATE_LOGGING_READS_PER_MINUTE", 50, 1, 60000,
-               &cfg->logging_reads_per_minute, err, errlen) ||
+               &cfg->control.logging_reads_per_minute, err, errlen) ||
       env_long("GPUGATE_LOGGING_POLL_MS", 5000, 100, 600000,
-               &cfg->logging_poll_ms, err, errlen) ||
+               &cfg->control.logging_poll_ms, err, errlen) ||
       env_long("GPUGATE_LOGGING_END_GRACE_MS", 10000, 0, 600000,
-               &cfg->logging_end_grace_ms, err, errlen))
+               &cfg->control.logging_end_grace_ms, err, errlen))
     return -1;
   for (p = t; *p; p++) {
     if (*p == '.')
@@ -501,22 +507,22 @@ static int load_billing_pull(struct config *cfg, char *err, size_t errlen)
              t);
     return -1;
   }
-  if (*t && !*cfg->billing_bq_project) {
+  if (*t && !*cfg->control.billing_bq_project) {
     /* the table's project: everything before the last two dots */
     const char *last = strrchr(t, '.'), *q = last - 1;
     while (q > t && *q != '.')
       q--;
-    snprintf(cfg->billing_bq_project, sizeof(cfg->billing_bq_project), "%.*s",
-             (int)(q - t), t);
+    snprintf(cfg->control.billing_bq_project,
+             sizeof(cfg->control.billing_bq_project), "%.*s", (int)(q - t), t);
   }
-  for (p = cfg->billing_bq_project; *p; p++)
+  for (p = cfg->control.billing_bq_project; *p; p++)
     if (!(*p >= 'a' && *p <= 'z') && !(*p >= 'A' && *p <= 'Z') &&
         !(*p >= '0' && *p <= '9') && *p != '-' && *p != '_' && *p != ':' &&
         *p != '.') {
       snprintf(err, errlen,
                "GPUGATE_BILLING_BIGQUERY_PROJECT: not a project ID: "
                "\"%.128s\"",
-               cfg->billing_bq_project);
+               cfg->control.billing_bq_project);
       return -1;
     }
   return 0;
@@ -574,8 +580,9 @@ int config_load(struct config *cfg, char *err, size_t errlen)
                &cfg->identity.jwt_max_lifetime_s, err, errlen))
     return -1;
 
-  if (env_choice("GPUGATE_BATCH_BACKEND", "none", backends, cfg->batch_backend,
-                 sizeof(cfg->batch_backend), err, errlen) ||
+  if (env_choice("GPUGATE_BATCH_BACKEND", "none", backends,
+                 cfg->control.batch_backend, sizeof(cfg->control.batch_backend),
+                 err, errlen) ||
       env_str("GPUGATE_BATCH_ENDPOINT", "https://batch.googleapis.com",
               cfg->gcp.batch_endpoint, sizeof(cfg->gcp.batch_endpoint), err,
               errlen) ||
@@ -590,20 +597,21 @@ int config_load(struct config *cfg, char *err, size_t errlen)
               cfg->gcp.metadata_host, sizeof(cfg->gcp.metadata_host), err,
               errlen))
     return -1;
-  if (env_str("GPUGATE_BATCH_PUBSUB_TOPIC", "", cfg->batch_pubsub_topic,
-              sizeof(cfg->batch_pubsub_topic), err, errlen) ||
-      env_str("GPUGATE_BATCH_SERVICE_ACCOUNT", "", cfg->batch_service_account,
-              sizeof(cfg->batch_service_account), err, errlen))
+  if (env_str("GPUGATE_BATCH_PUBSUB_TOPIC", "", cfg->control.batch_pubsub_topic,
+              sizeof(cfg->control.batch_pubsub_topic), err, errlen) ||
+      env_str("GPUGATE_BATCH_SERVICE_ACCOUNT", "",
+              cfg->control.batch_service_account,
+              sizeof(cfg->control.batch_service_account), err, errlen))
     return -1;
-  if (*cfg->batch_pubsub_topic &&
-      strncmp(cfg->batch_pubsub_topic, "projects/", 9) != 0) {
+  if (*cfg->control.batch_pubsub_topic &&
+      strncmp(cfg->control.batch_pubsub_topic, "projects/", 9) != 0) {
     snprintf(err, errlen,
              "GPUGATE_BATCH_PUBSUB_TOPIC: expected projects/PROJECT/topics/"
              "TOPIC, got \"%s\"",
-             cfg->batch_pubsub_topic);
+             cfg->control.batch_pubsub_topic);
     return -1;
   }
-  if (!strcmp(cfg->batch_backend, "gcp") && !*cfg->gcp.gcp_project) {
+  if (!strcmp(cfg->control.batch_backend, "gcp") && !*cfg->gcp.gcp_project) {
     snprintf(err, errlen,
              "GPUGATE_GCP_PROJECT: required when GPUGATE_BATCH_BACKEND=gcp");
     return -1;
@@ -625,16 +633,16 @@ int config_load(struct config *cfg, char *err, size_t errlen)
     return -1;
 
   if (env_long("GPUGATE_ADMISSION_INTERVAL_MS", 1000, 10, 3600000,
-               &cfg->admission_interval_ms, err, errlen) ||
+               &cfg->control.admission_interval_ms, err, errlen) ||
       env_long("GPUGATE_SYNC_INTERVAL_MS", 10000, 100, 3600000,
-               &cfg->sync_interval_ms, err, errlen))
+               &cfg->control.sync_interval_ms, err, errlen))
     return -1;
   if (env_long("GPUGATE_ADMISSION_RECONCILE_S", 60, 0, 86400,
-               &cfg->admission_reconcile_s, err, errlen))
+               &cfg->control.admission_reconcile_s, err, errlen))
     return -1;
   /* at most the longest capacity window (DWS Calendar: 90 days) */
   if (env_long("GPUGATE_CAPACITY_WINDOW_GRACE_S", 600, 0, 7776000,
-               &cfg->capacity_window_grace_s, err, errlen))
+               &cfg->control.capacity_window_grace_s, err, errlen))
     return -1;
   if (parse_origins(cfg, err, errlen))
     return -1;
@@ -673,40 +681,12 @@ int config_load(struct config *cfg, char *err, size_t errlen)
   return footprint_config(cfg, err, errlen);
 }
 
-/* Copy a NUL-terminated field of src into the same-sized field of dst. */
-#define COPY_FIELD(dst, src)                                                   \
-  do {                                                                         \
-    _Static_assert(sizeof((dst)) == sizeof((src)), "same-sized fields");       \
-    memcpy((dst), (src), sizeof((dst)));                                       \
-  } while (0)
-
 void config_control(const struct config *cfg, struct control_config *out)
 {
-  memset(out, 0, sizeof(*out));
+  *out = cfg->control;
   out->database_url = cfg->database_url;
   out->direct_database_url = cfg->direct_database_url;
   out->gcp = cfg->gcp;
-  COPY_FIELD(out->batch_backend, cfg->batch_backend);
-  out->admission_interval_ms = cfg->admission_interval_ms;
-  out->admission_reconcile_s = cfg->admission_reconcile_s;
-  out->sync_interval_ms = cfg->sync_interval_ms;
-  out->capacity_window_grace_s = cfg->capacity_window_grace_s;
-  COPY_FIELD(out->deployment, cfg->deployment);
-  COPY_FIELD(out->batch_pubsub_topic, cfg->batch_pubsub_topic);
-  COPY_FIELD(out->batch_service_account, cfg->batch_service_account);
-  out->batch_mutations_per_s = cfg->batch_mutations_per_s;
-  out->batch_mutations_burst = cfg->batch_mutations_burst;
-  COPY_FIELD(out->billing_bq_table, cfg->billing_bq_table);
-  COPY_FIELD(out->billing_bq_project, cfg->billing_bq_project);
-  COPY_FIELD(out->billing_bq_location, cfg->billing_bq_location);
-  COPY_FIELD(out->bigquery_endpoint, cfg->bigquery_endpoint);
-  out->billing_sync_interval_s = cfg->billing_sync_interval_s;
-  out->billing_reread_days = cfg->billing_reread_days;
-  out->billing_max_bytes_billed = cfg->billing_max_bytes_billed;
-  COPY_FIELD(out->logging_endpoint, cfg->logging_endpoint);
-  out->logging_reads_per_minute = cfg->logging_reads_per_minute;
-  out->logging_poll_ms = cfg->logging_poll_ms;
-  out->logging_end_grace_ms = cfg->logging_end_grace_ms;
 }
 
 void config_free(struct config *cfg)

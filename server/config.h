@@ -24,8 +24,11 @@ struct config {
   bool migrate_on_start;
 
   struct identity_config identity; /* gpugate's own tokens, the provider */
+  /* the background loops' settings: the Batch backend and footprint,
+   * intervals, the BigQuery pull, Cloud Logging (its database URLs and gcp
+   * are left empty here: config_control() fills them from this struct's) */
+  struct control_config control;
 
-  char batch_backend[16];       /* "none" | "gcp" */
   struct gcp_config gcp;        /* Batch endpoint, project, token source */
   char *pubsub_push_secret;     /* owned; NULL when not configured */
   unsigned char cursor_key[32]; /* list cursors (lib/cursor.h) */
@@ -34,16 +37,8 @@ struct config {
   char pubsub_jwks_url[512];        /* Google's OIDC signing keys */
   char pubsub_audience[512];        /* "" = OIDC push not configured */
   char pubsub_service_account[256]; /* required email of push tokens */
-  char batch_pubsub_topic[256];     /* "" = Batch publishes nothing */
-  char batch_service_account[256];  /* "" = the project's default */
   char *direct_database_url;        /* owned: session connection for the
                                        loops, leader lock and migrations */
-
-  long admission_interval_ms;
-  long admission_reconcile_s; /* full reconciliation period (0: every
-                                 cycle) */
-  long sync_interval_ms;
-  long capacity_window_grace_s; /* evict this long before a window ends */
 
   char *cors_origins[CONFIG_MAX_ORIGINS]; /* owned */
   int n_cors_origins;
@@ -54,11 +49,6 @@ struct config {
   int db_pool_size;    /* PostgreSQL connections */
   long http_timeout_s; /* idle connection timeout */
   char port_file[512]; /* write the bound port here ("" = no) */
-
-  /* the Batch footprint (footprint_config) */
-  char deployment[64];        /* gpugate-deployment label value */
-  long batch_mutations_per_s; /* per region, whole deployment */
-  long batch_mutations_burst; /* tokens a region's bucket holds */
 
   /* connection hygiene (server/connlimit.c) and the metrics listener */
   long http_max_connections;            /* 0 = from the fd limit */
@@ -79,23 +69,6 @@ struct config {
   int n_trusted_proxies;          /* 0: every peer is its own client */
   int forwarded_header;           /* enum clientaddr_header */
   long rate_limit_per_client_rps; /* per client address; 0 = off */
-
-  /* the BigQuery pull of the billing export (control/billing_sync.h) */
-  char billing_bq_table[512];   /* "project.dataset.table"; "" = no pull */
-  char billing_bq_project[128]; /* runs the query jobs (default: table's) */
-  char billing_bq_location[64]; /* "" = not given */
-  char bigquery_endpoint[512];
-  long billing_sync_interval_s; /* 0 = the leader does not pull */
-  long billing_reread_days;
-  long billing_max_bytes_billed; /* maximumBytesBilled of a pull query; 0 =
-                                    none (default 10 GiB) */
-
-  /* a job's logs from Cloud Logging (control/logpoll.h) */
-  char logging_endpoint[512];
-  long logging_reads_per_minute; /* entries:list, whole deployment */
-  long logging_poll_ms;          /* the followers' poll interval */
-  long logging_end_grace_ms;     /* a follow ends this long after its job, for
-                                    Logging's ingestion lag */
 };
 
 /*

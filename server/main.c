@@ -152,7 +152,7 @@ static int cmd_serve(void)
   pool = db_pool_new(cfg.database_url, cfg.db_pool_size);
   if (!pool)
     goto out;
-  db_pool_set_batch(pool, !strcmp(cfg.batch_backend, "gcp"));
+  db_pool_set_batch(pool, !strcmp(cfg.control.batch_backend, "gcp"));
 
   /* workers inherit this mask; only the main thread takes the signals */
   sigemptyset(&set);
@@ -181,7 +181,7 @@ static int cmd_serve(void)
     fprintf(stderr, "gpugate: cannot start the configuration watch\n");
     goto out;
   }
-  if (!strcmp(cfg.batch_backend, "gcp")) {
+  if (!strcmp(cfg.control.batch_backend, "gcp")) {
     dispatch = dispatch_start(&ccfg, err, sizeof(err));
     if (!dispatch) {
       fprintf(stderr, "gpugate: %s\n", err);

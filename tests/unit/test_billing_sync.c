@@ -421,10 +421,11 @@ START_TEST(config_defaults)
 
   set(NULL, NULL, NULL, NULL);
   ck_assert_msg(config_load(&cfg, err, sizeof(err)) == 0, "%s", err);
-  ck_assert_str_eq(cfg.billing_bq_table, "");
-  ck_assert_str_eq(cfg.bigquery_endpoint, "https://bigquery.googleapis.com");
-  ck_assert_int_eq(cfg.billing_sync_interval_s, 21600);
-  ck_assert_int_eq(cfg.billing_reread_days, 10);
+  ck_assert_str_eq(cfg.control.billing_bq_table, "");
+  ck_assert_str_eq(cfg.control.bigquery_endpoint,
+                   "https://bigquery.googleapis.com");
+  ck_assert_int_eq(cfg.control.billing_sync_interval_s, 21600);
+  ck_assert_int_eq(cfg.control.billing_reread_days, 10);
   config_free(&cfg);
 }
 END_TEST
@@ -466,7 +467,7 @@ START_TEST(config_table)
   rc = config_load(&cfg, err, sizeof(err));
   if (c->want_project) {
     ck_assert_msg(rc == 0, "case %d: %s", _i, err);
-    ck_assert_str_eq(cfg.billing_bq_project, c->want_project);
+    ck_assert_str_eq(cfg.control.billing_bq_project, c->want_project);
   } else {
     ck_assert_msg(rc == -1, "case %d: accepted", _i);
     ck_assert_msg(strstr(err, c->bad_var) != NULL, "case %d: \"%s\"", _i, err);

@@ -177,14 +177,14 @@ static void describe(const struct config *c, char *out, size_t outlen)
       c->identity.jwt_audience, c->identity.jwt_leeway_s,
       c->identity.jwt_max_lifetime_s);
   CAT(" backend=%s endpoint=%s project=%s tokens=%s keyfile=%s metadata=%s",
-      c->batch_backend, c->gcp.batch_endpoint, c->gcp.gcp_project,
+      c->control.batch_backend, c->gcp.batch_endpoint, c->gcp.gcp_project,
       c->gcp.gcp_token_source, c->gcp.gcp_key_file, c->gcp.metadata_host);
   if (c->pubsub_push_secret)
     CAT(" pubsub=%s", c->pubsub_push_secret);
   else
     CAT(" pubsub=-");
-  CAT(" admission=%ld sync=%ld origins=", c->admission_interval_ms,
-      c->sync_interval_ms);
+  CAT(" admission=%ld sync=%ld origins=", c->control.admission_interval_ms,
+      c->control.sync_interval_ms);
   for (i = 0; i < c->n_cors_origins; i++)
     CAT("%s%s", i ? "|" : "", c->cors_origins[i]);
   CAT(" rate=%ld log=%d threads=%d pool=%d timeout=%ld portfile=%s",
@@ -676,7 +676,7 @@ START_TEST(capacity_window_grace)
                     "\"%s\": %s", cases[i].value, err);
     } else {
       ck_assert_msg(rc == 0, "\"%s\": %s", cases[i].value, err);
-      ck_assert_int_eq(cfg.capacity_window_grace_s, cases[i].want);
+      ck_assert_int_eq(cfg.control.capacity_window_grace_s, cases[i].want);
     }
     config_free(&cfg);
   }
@@ -873,9 +873,11 @@ START_TEST(footprint)
                   footprint_cases[_i].bad_var);
   } else {
     ck_assert_msg(rc == 0, "case %d: %s", _i, err);
-    ck_assert_str_eq(cfg.deployment, footprint_cases[_i].deployment);
-    ck_assert_int_eq(cfg.batch_mutations_per_s, footprint_cases[_i].rate);
-    ck_assert_int_eq(cfg.batch_mutations_burst, footprint_cases[_i].burst);
+    ck_assert_str_eq(cfg.control.deployment, footprint_cases[_i].deployment);
+    ck_assert_int_eq(cfg.control.batch_mutations_per_s,
+                     footprint_cases[_i].rate);
+    ck_assert_int_eq(cfg.control.batch_mutations_burst,
+                     footprint_cases[_i].burst);
   }
   config_free(&cfg);
 }
