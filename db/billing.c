@@ -301,6 +301,8 @@ void db_billing_batch_free(struct db_billing_batch *b)
   free(b->closed);
   free(b->gpu.p);
   free(b->sums);
+  free(b->key_day);
+  free(b->out.p);
   free(b->canon.p);
   free(b);
 }

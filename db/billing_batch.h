@@ -11,14 +11,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <libpq-fe.h>
+
 #include "db/billing_row.h"
 #include "db/billing_numeric.h"
 #include "db/months.h"
+#include "lib/err.h"
 #include "lib/sha256_lanes.h"
+
+struct db_conn;
 
 #define NUMERIC_MAX 2048 /* binary numeric of any amount we write */
 #define N_KEY_FIELDS 11  /* the rollup key as the batch has it */
-#define COPY_FIELDS 16   /* the fields of a row's COPY tuple (sql_copy) */
+#define COPY_FIELDS                                                            \
+  16 /* the fields of a row's COPY tuple (db/billing_copy.c's sql_copy) */
 
 struct brow {
   unsigned char hash[DB_BILLING_HASH_LEN];
@@ -66,6 +72,9 @@ struct db_billing_batch {
   struct buf gpu;    /* a flush summing in C: GPU-hours of rows, text */
   struct bsum *sums; /* and the sums of each key */
   int cap_sums;
+  int32_t *key_day; /* a flush: each key's usage day (db_date_binary) */
+  int cap_key_day;
+  struct buf out; /* a flush: COPY data staged for sending */
   /* rows added by their canonical text, hashed eight at a time
    * (lib/sha256_lanes.h): their texts, and their rows in rows */
   struct buf canon;
@@ -94,5 +103,15 @@ int bb_add_text(struct buf *b, const char *s);
 
 /* Empty b, keeping its memory. */
 void bb_batch_reset(struct db_billing_batch *b);
+
+/* Log a failed statement (what), with its SQLSTATE and message. */
+void bb_log_failure(const char *what, PGconn *pg, const PGresult *res);
+
+/* COPY the fresh rows among the n of b->uniq into billing_rows (see
+ * db/billing_copy.c); merged: the flush statement's result, whose third
+ * column has the GPU-hours PostgreSQL computed, or NULL when the batch was
+ * summed in C. */
+enum gg_code bb_copy_rows(struct db_conn *c, struct db_billing_batch *b,
+                          size_t n, PGresult *merged);
 
 #endif
