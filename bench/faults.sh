@@ -17,10 +17,11 @@
 # figures: each cancel from the API's 200 to CANCELLED, each eviction from
 # the urgent jobs' arrival to the victim's requeue (its Requeued event),
 # both as seen through the API (up to a sync period late), each counted
-# against what it should be: the cancels answered 200 (every call's HTTP
-# status is kept, not lost to curl -f), the jobs preempted (an EVICTING
-# event). A job whose create Batch refused for good is FAILED before the
-# cancels: its cancel is answered 409, and it is not preempted; an urgent
+# against what it should be: the cancels answered 200 with the job not
+# ended (every call's HTTP status and reply is kept, not lost to curl -f),
+# the jobs preempted (an EVICTING event). A job whose create Batch refused
+# for good is FAILED before the cancels: its cancel is answered 200 with
+# the job as it is (idempotent), and it is not preempted; an urgent
 # job FAILED that way leaves its quota to a low job, which is then not
 # preempted either. Counting every CANCELLED and every Requeued against
 # half of FAULT_JOBS each missed those jobs. Then, after quiet
