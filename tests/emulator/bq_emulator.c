@@ -150,6 +150,15 @@ static void rows_put_string(const char *s, size_t n)
   rows_len = (size_t)(o - rows_text);
 }
 
+static void free_text(void *text)
+{
+  free(text);
+}
+
+/* doc, with the page's rows (if any) after its members. The rows go out
+ * from rows_text itself: MHD serves a connection's requests one after
+ * another in that connection's thread (MHD_USE_THREAD_PER_CONNECTION), so
+ * the thread's buffer is not written again until this reply is sent. */
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status,
                              json_t *doc)
 {
@@ -163,23 +172,17 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status,
     return MHD_NO;
   len = strlen(text);
   if (rows_len > 0 && len > 2) { /* ...} → ...,"rows":[...]} */
-    char *all = malloc(len + rows_len + 16);
-    if (!all) {
-      free(text);
-      return MHD_NO;
-    }
-    memcpy(all, text, len - 1);
-    len--;
-    memcpy(all + len, ",\"rows\":", 8);
-    len += 8;
-    memcpy(all + len, rows_text, rows_len);
-    len += rows_len;
-    all[len++] = '}';
-    free(text);
-    text = all;
+    const struct MHD_IoVec iov[4] = {
+        {text, len - 1}, {",\"rows\":", 8}, {rows_text, rows_len}, {"}", 1}};
     rows_len = 0;
+    r = MHD_create_response_from_iovec(iov, 4, free_text, text);
+  } else {
+    r = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
   }
-  r = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+  if (!r) {
+    free(text);
+    return MHD_NO;
+  }
   MHD_add_response_header(r, "Content-Type", "application/json");
   ret = MHD_queue_response(c, status, r);
   MHD_destroy_response(r);
