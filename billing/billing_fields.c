@@ -10,10 +10,7 @@
 #include "billing/billing_fields.h"
 #include "billing/billing_time.h"
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
+int billing_fail(char *err, size_t errlen, const char *fmt, ...)
 {
   va_list ap;
 
@@ -156,9 +153,9 @@ static int read_cost(struct billing_doc *d, billing_val v,
                      struct billing_field_text *t, char *err, size_t errlen)
 {
   if (absent(d, v))
-    return fail(err, errlen, "cost: required");
+    return billing_fail(err, errlen, "cost: required");
   if (amount_text(d, v, t->cost) != 0)
-    return fail(err, errlen, "cost: not a number");
+    return billing_fail(err, errlen, "cost: not a number");
   return 0;
 }
 
@@ -173,7 +170,7 @@ static int read_currency(struct billing_doc *d, billing_val v,
     if (!((s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z')))
       break;
   if (!s || i != 3 || s[3])
-    return fail(err, errlen, "currency: not a 3-letter code");
+    return billing_fail(err, errlen, "currency: not a 3-letter code");
   for (i = 0; i < 3; i++)
     t->currency[i] = (char)(s[i] >= 'a' ? s[i] - 'a' + 'A' : s[i]);
   t->currency[3] = '\0';
@@ -185,16 +182,17 @@ static int read_named(struct billing_doc *d, billing_val o, const char *key,
                       const char **name, char *err, size_t errlen)
 {
   if (absent(d, o))
-    return fail(err, errlen, "%s: required", key);
+    return billing_fail(err, errlen, "%s: required", key);
   if (kind(d, o) != BILLING_OBJECT)
-    return fail(err, errlen, "%s: not an object", key);
+    return billing_fail(err, errlen, "%s: not an object", key);
   *name = nonempty(d, o, "description");
   if (!*name)
     *name = nonempty(d, o, "id");
   if (!*name)
-    return fail(err, errlen, "%s: needs an id or a description", key);
+    return billing_fail(err, errlen, "%s: needs an id or a description", key);
   if (strlen(*name) > BILLING_NAME_MAX)
-    return fail(err, errlen, "%s: longer than %d bytes", key, BILLING_NAME_MAX);
+    return billing_fail(err, errlen, "%s: longer than %d bytes", key,
+                        BILLING_NAME_MAX);
   return 0;
 }
 
@@ -210,16 +208,16 @@ static int read_credits(struct billing_doc *d, billing_val credits,
   if (absent(d, credits))
     return 0;
   if (kind(d, credits) != BILLING_ARRAY)
-    return fail(err, errlen, "credits: not an array");
+    return billing_fail(err, errlen, "credits: not an array");
   for (i = 0; (c = d->ops->item(d, credits, c, i)) != BILLING_NONE; i++) {
     billing_val amount;
     if (kind(d, c) != BILLING_OBJECT)
-      return fail(err, errlen, "credits[%zu]: not an object", i);
+      return billing_fail(err, errlen, "credits[%zu]: not an object", i);
     amount = get(d, c, "amount");
     if (amount_text(d, amount, text) != 0)
-      return fail(err, errlen, "credits[%zu].amount: not a number", i);
+      return billing_fail(err, errlen, "credits[%zu].amount: not a number", i);
     if (billing_dec_add(t->credits, text) != 0)
-      return fail(err, errlen, "credits: sum out of range");
+      return billing_fail(err, errlen, "credits: sum out of range");
   }
   return 0;
 }
@@ -236,25 +234,26 @@ static int read_labels(struct billing_doc *d, billing_val labels,
   if (absent(d, labels))
     return 0;
   if (kind(d, labels) != BILLING_ARRAY)
-    return fail(err, errlen, "labels: not an array");
+    return billing_fail(err, errlen, "labels: not an array");
   for (i = 0; (l = d->ops->item(d, labels, l, i)) != BILLING_NONE; i++) {
     const char *key, *value;
     billing_val v;
     bool team, flavor;
     if (kind(d, l) != BILLING_OBJECT)
-      return fail(err, errlen, "labels[%zu]: not an object", i);
+      return billing_fail(err, errlen, "labels[%zu]: not an object", i);
     key = str(d, get(d, l, "key"));
     if (!key)
-      return fail(err, errlen, "labels[%zu].key: not a string", i);
+      return billing_fail(err, errlen, "labels[%zu].key: not a string", i);
     v = get(d, l, "value");
     if (!absent(d, v) && kind(d, v) != BILLING_STRING)
-      return fail(err, errlen, "labels[%zu].value: not a string", i);
+      return billing_fail(err, errlen, "labels[%zu].value: not a string", i);
     value = str(d, v);
     team = !strcmp(key, "gpugate-team");
     flavor = !team && !strcmp(key, "gpugate-flavor");
     if (value && (team || flavor) && strlen(value) > BILLING_NAME_MAX)
-      return fail(err, errlen, "labels[%zu].value: longer than %d bytes", i,
-                  BILLING_NAME_MAX);
+      return billing_fail(err, errlen,
+                          "labels[%zu].value: longer than %d bytes", i,
+                          BILLING_NAME_MAX);
     if (team)
       db->team = value && *value ? value : BILLING_UNATTRIBUTED;
     else if (flavor)
@@ -276,18 +275,18 @@ static int read_location(struct billing_doc *d, billing_val loc,
   if (absent(d, loc))
     return 0;
   if (kind(d, loc) != BILLING_OBJECT)
-    return fail(err, errlen, "location: not an object");
+    return billing_fail(err, errlen, "location: not an object");
   if ((s = nonempty(d, loc, "region")) || (s = nonempty(d, loc, "location"))) {
     if (strlen(s) > BILLING_NAME_MAX)
-      return fail(err, errlen, "location: longer than %d bytes",
-                  BILLING_NAME_MAX);
+      return billing_fail(err, errlen, "location: longer than %d bytes",
+                          BILLING_NAME_MAX);
     db->location = s;
     return 0;
   }
   s = nonempty(d, loc, "zone");
   if (s && billing_zone_region(s, t->location, sizeof(t->location)) != 0)
-    return fail(err, errlen, "location: longer than %d bytes",
-                BILLING_NAME_MAX);
+    return billing_fail(err, errlen, "location: longer than %d bytes",
+                        BILLING_NAME_MAX);
   return 0;
 }
 
@@ -302,13 +301,13 @@ static int read_invoice(struct billing_doc *d, billing_val inv,
   if (absent(d, inv))
     return 0;
   if (kind(d, inv) != BILLING_OBJECT)
-    return fail(err, errlen, "invoice: not an object");
+    return billing_fail(err, errlen, "invoice: not an object");
   month = get(d, inv, "month");
   if (absent(d, month))
     return 0;
   m = str(d, month);
   if (billing_invoice_month(m ? m : "", t->invoice_month) != 0)
-    return fail(err, errlen, "invoice.month: not YYYYMM");
+    return billing_fail(err, errlen, "invoice.month: not YYYYMM");
   return 0;
 }
 
@@ -333,8 +332,9 @@ static int read_cost_type(struct billing_doc *d, billing_val v,
       db->cost_type = billing_cost_types[i];
       return 0;
     }
-  return fail(err, errlen,
-              "cost_type: must be regular, tax, adjustment or rounding_error");
+  return billing_fail(
+      err, errlen,
+      "cost_type: must be regular, tax, adjustment or rounding_error");
 }
 
 /* billing_account_id: a string, "" when absent. */
@@ -346,10 +346,10 @@ static int read_account(struct billing_doc *d, billing_val v,
     return 0;
   db->billing_account = str(d, v);
   if (!db->billing_account)
-    return fail(err, errlen, "billing_account_id: not a string");
+    return billing_fail(err, errlen, "billing_account_id: not a string");
   if (strlen(db->billing_account) > BILLING_NAME_MAX)
-    return fail(err, errlen, "billing_account_id: longer than %d bytes",
-                BILLING_NAME_MAX);
+    return billing_fail(err, errlen, "billing_account_id: longer than %d bytes",
+                        BILLING_NAME_MAX);
   return 0;
 }
 
@@ -370,24 +370,27 @@ static int read_usage(struct billing_doc *d, billing_val usage, billing_val sku,
   if (absent(d, usage))
     return 0;
   if (kind(d, usage) != BILLING_OBJECT)
-    return fail(err, errlen, "usage: not an object");
+    return billing_fail(err, errlen, "usage: not an object");
   in_pricing = get(d, usage, "amount_in_pricing_units");
   amount = get(d, usage, "amount");
   has_in_pricing = kind(d, in_pricing) == BILLING_NUMBER;
   has_amount = kind(d, amount) == BILLING_NUMBER;
   if (!absent(d, in_pricing) && !has_in_pricing)
-    return fail(err, errlen, "usage.amount_in_pricing_units: not a number");
+    return billing_fail(err, errlen,
+                        "usage.amount_in_pricing_units: not a number");
   if (!absent(d, amount) && !has_amount)
-    return fail(err, errlen, "usage.amount: not a number");
+    return billing_fail(err, errlen, "usage.amount: not a number");
   if (has_in_pricing && d->ops->number(d, in_pricing, t->pricing_quantity) != 0)
-    return fail(err, errlen, "usage.amount_in_pricing_units: not a number");
+    return billing_fail(err, errlen,
+                        "usage.amount_in_pricing_units: not a number");
   if (!absent(d, get(d, usage, "pricing_unit"))) {
     db->pricing_unit = str(d, get(d, usage, "pricing_unit"));
     if (!db->pricing_unit)
-      return fail(err, errlen, "usage.pricing_unit: not a string");
+      return billing_fail(err, errlen, "usage.pricing_unit: not a string");
     if (strlen(db->pricing_unit) > BILLING_NAME_MAX)
-      return fail(err, errlen, "usage.pricing_unit: longer than %d bytes",
-                  BILLING_NAME_MAX);
+      return billing_fail(err, errlen,
+                          "usage.pricing_unit: longer than %d bytes",
+                          BILLING_NAME_MAX);
   }
   db->gpu_divisor = billing_gpu_divisor(
       desc, str(d, get(d, usage, "pricing_unit")), has_in_pricing,
@@ -395,7 +398,7 @@ static int read_usage(struct billing_doc *d, billing_val usage, billing_val sku,
   if (db->gpu_divisor &&
       d->ops->number(d, db->gpu_divisor == 1 ? in_pricing : amount,
                      t->gpu_amount) != 0)
-    return fail(err, errlen, "usage: not a number");
+    return billing_fail(err, errlen, "usage: not a number");
   return 0;
 }
 
@@ -411,7 +414,7 @@ int billing_fields_read(struct billing_doc *d, struct db_billing_row *db,
     return -1;
   start = str(d, top[T_START]);
   if (!start || billing_parse_timestamp(start, t->usage_start, t->usage_day))
-    return fail(err, errlen, "usage_start_time: not a timestamp");
+    return billing_fail(err, errlen, "usage_start_time: not a timestamp");
   if (read_named(d, top[T_SERVICE], "service", &db->service, err, errlen) ||
       read_named(d, top[T_SKU], "sku", &db->sku, err, errlen) ||
       read_credits(d, top[T_CREDITS], t, err, errlen) ||

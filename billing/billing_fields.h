@@ -26,6 +26,11 @@
 #define BILLING_NAME_MAX 256
 #define BILLING_UNATTRIBUTED "(unattributed)"
 
+/* Write the message fmt makes into err[0..errlen) and return -1: how both
+ * row parsers refuse a row. */
+int billing_fail(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* The cost_type values a row may carry, NULL-terminated. */
 extern const char *const billing_cost_types[];
 

@@ -4,26 +4,12 @@
  * or the field checks refuse, so that every rejection is Jansson's.
  */
 #include <openssl/evp.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "billing/billing_key.h"
 #include "billing/billing_row.h"
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-  va_list ap;
-
-  va_start(ap, fmt);
-  vsnprintf(err, errlen, fmt, ap);
-  va_end(ap);
-  return -1;
-}
 
 /* ---- Jansson's tree as a billing_doc: a value is its json_t pointer ---- */
 
@@ -212,26 +198,27 @@ static int parse_jansson(const char *line, size_t len, struct billing_row *out,
   memset(out, 0, sizeof(*out));
   out->doc = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
   if (!out->doc)
-    return fail(err, errlen, "not JSON: %s (column %d)", jerr.text,
-                jerr.column);
+    return billing_fail(err, errlen, "not JSON: %s (column %d)", jerr.text,
+                        jerr.column);
   if (!json_is_object(out->doc)) {
-    fail(err, errlen, "not a JSON object");
+    billing_fail(err, errlen, "not a JSON object");
     goto bad;
   }
   /* the key of a row (billing_key.h) goes 64 deep, as the fast reader */
   if (too_deep(out->doc, BILLING_KEY_DEPTH)) {
-    fail(err, errlen, "nested deeper than %d levels", BILLING_KEY_DEPTH);
+    billing_fail(err, errlen, "nested deeper than %d levels",
+                 BILLING_KEY_DEPTH);
     goto bad;
   }
   d.root = (billing_val)out->doc;
   if (billing_fields_read(&d, &out->db, &out->text, err, errlen) != 0)
     goto bad;
   if (mode && mode->inexact) {
-    fail(err, errlen, BILLING_NOT_EXACT);
+    billing_fail(err, errlen, BILLING_NOT_EXACT);
     goto bad;
   }
   if (key_hash(&d, out->db.hash) != 0) {
-    fail(err, errlen, "out of memory");
+    billing_fail(err, errlen, "out of memory");
     goto bad;
   }
   out->db.row = line;
@@ -303,7 +290,7 @@ int billing_parse_row_with(struct billing_scratch *s, const char *line,
     return -1;
   if (canon && sha256(canon, n, out->db.hash) != 0) {
     billing_row_clear(out);
-    return fail(err, errlen, "out of memory");
+    return billing_fail(err, errlen, "out of memory");
   }
   return 0;
 }
@@ -316,7 +303,7 @@ int billing_parse_row(const char *line, size_t len, struct billing_row *out,
 
   if (!s) {
     memset(out, 0, sizeof(*out));
-    return fail(err, errlen, "out of memory");
+    return billing_fail(err, errlen, "out of memory");
   }
   rc = billing_parse_row_with(s, line, len, out, err, errlen);
   if (rc == 0 && !out->doc)
