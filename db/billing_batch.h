@@ -23,8 +23,8 @@ struct db_conn;
 
 #define NUMERIC_MAX 2048 /* binary numeric of any amount we write */
 #define N_KEY_FIELDS 11  /* the rollup key as the batch has it */
-#define COPY_FIELDS                                                            \
-  16 /* the fields of a row's COPY tuple (db/billing_copy.c's sql_copy) */
+/* the fields of a row's COPY tuple (db/billing_copy.c's sql_copy) */
+#define COPY_FIELDS 16
 
 struct brow {
   unsigned char hash[DB_BILLING_HASH_LEN];
