@@ -58,7 +58,7 @@ int billing_parse_row_with(struct billing_scratch *s, const char *line,
 /*
  * The same, but the hash is left to the caller where the fast reader took
  * the row: *canon, *canon_len are then its key text (in s, until the
- * next parse) to hash (as db_billing_batch_add_canonical does, eight rows
+ * next parse) to hash (as db_billing_batch_add_canonical does, sixteen rows
  * at a time), and out->db.hash is not set; where Jansson took it, the hash
  * is set and *canon is NULL.
  */

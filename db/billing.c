@@ -543,7 +543,7 @@ int db_billing_batch_add_canonical(struct db_billing_batch *b,
 
   if (!canon)
     return db_billing_batch_add(b, r);
-  /* eight waiting: hashed before a ninth joins them */
+  /* SHA256_LANES waiting: hashed before one more joins them */
   if (b->n_canon == SHA256_LANES && bb_hash_pending(b) != 0)
     return -1;
   if (bb_reserve(&b->canon, canon_len) != 0 || db_billing_batch_add(b, r) != 0)

@@ -34,8 +34,8 @@ int db_billing_batch_add(struct db_billing_batch *b,
 /*
  * The same for a row whose hash is not computed yet (r->hash is ignored):
  * it is SHA-256 of canon[0..canon_len) (copied), computed with the next
- * rows added so, eight at a time, and for the last few when b is stored.
- * canon NULL: r->hash is the row's (db_billing_batch_add).
+ * rows added so, SHA256_LANES at a time, and for the last few when b is
+ * stored. canon NULL: r->hash is the row's (db_billing_batch_add).
  */
 int db_billing_batch_add_canonical(struct db_billing_batch *b,
                                    const struct db_billing_row *r,

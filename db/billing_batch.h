@@ -75,7 +75,7 @@ struct db_billing_batch {
   int32_t *key_day; /* a flush: each key's usage day (db_date_binary) */
   int cap_key_day;
   struct buf out; /* a flush: COPY data staged for sending */
-  /* rows added by their canonical text, hashed eight at a time
+  /* rows added by their canonical text, hashed SHA256_LANES at a time
    * (lib/sha256_lanes.h): their texts, and their rows in rows */
   struct buf canon;
   size_t canon_off[SHA256_LANES], canon_len[SHA256_LANES];

@@ -1,10 +1,11 @@
 /*
- * sha256_lanes.c — SHA-256 of eight messages at once in AVX2's lanes (see
- * sha256_lanes.h). The rounds are FIPS 180-4's, written once for eight
- * 32-bit words side by side; each lane walks its own message's blocks, its
- * padding made in a two-block tail. Lanes whose message has fewer blocks
- * go on computing and keep their state: a billing page's rows differ by a
- * few bytes, so that little is wasted.
+ * sha256_lanes.c — SHA-256 of sixteen messages at once in AVX-512's lanes,
+ * or eight in AVX2's (see sha256_lanes.h). The rounds are FIPS 180-4's,
+ * written once for 32-bit words side by side (lib/sha256_rounds.h); each
+ * lane walks its own message's blocks, its padding made in a two-block
+ * tail. Lanes whose message has fewer blocks go on computing and keep their
+ * state: a billing page's rows differ by a few bytes, so that little is
+ * wasted.
  */
 #include <stdatomic.h>
 #include <stdint.h>
@@ -15,15 +16,15 @@
 #include "lib/sha256_lanes.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#define LANES_AVX2 1
+#define LANES_X86 1
 #include <immintrin.h>
 #endif
 
-static atomic_bool force_portable;
+static atomic_int limit = SHA256_AVX512;
 
-void sha256_lanes_force_portable(bool portable)
+void sha256_lanes_limit(enum sha256_path max)
 {
-  atomic_store(&force_portable, portable);
+  atomic_store(&limit, (int)max);
 }
 
 static int one(const unsigned char *msg, size_t len, unsigned char *out)
@@ -36,7 +37,7 @@ static int one(const unsigned char *msg, size_t len, unsigned char *out)
              : -1;
 }
 
-#ifdef LANES_AVX2
+#ifdef LANES_X86
 
 static const uint32_t K[64] = {
     0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1,
@@ -54,13 +55,16 @@ static const uint32_t K[64] = {
 static const uint32_t IV[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
                                0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
 
-static bool have_avx2(void)
+/* The widest path the CPU has (asked once; a race only asks twice). */
+static enum sha256_path cpu_path(void)
 {
-  static int known; /* 0 unknown, 1 yes, 2 no; a race only asks twice */
+  static int known = -1;
 
-  if (!known)
-    known = __builtin_cpu_supports("avx2") ? 1 : 2;
-  return known == 1;
+  if (known < 0)
+    known = __builtin_cpu_supports("avx512f") ? SHA256_AVX512
+            : __builtin_cpu_supports("avx2")  ? SHA256_AVX2
+                                              : SHA256_OPENSSL;
+  return (enum sha256_path)known;
 }
 
 static uint32_t be32(const unsigned char *p)
@@ -105,107 +109,92 @@ static const unsigned char *lane_block(const struct lane *l, size_t b)
   return idle; /* done: computed, and thrown away */
 }
 
-#define ROTR(x, n)                                                             \
+/* eight lanes: AVX2 */
+#define ROUNDS_NAME eight
+#define ROUNDS_TARGET __attribute__((target("avx2")))
+#define ROUNDS_LANES 8
+#define VEC __m256i
+#define V_SET1(x) _mm256_set1_epi32(x)
+#define V_ADD(x, y) _mm256_add_epi32((x), (y))
+#define V_SRLI(x, n) _mm256_srli_epi32((x), (n))
+#define V_ROTR(x, n)                                                           \
   _mm256_or_si256(_mm256_srli_epi32((x), (n)), _mm256_slli_epi32((x), 32 - (n)))
-#define XOR3(x, y, z) _mm256_xor_si256(_mm256_xor_si256((x), (y)), (z))
-#define ADD(x, y) _mm256_add_epi32((x), (y))
+#define V_XOR3(x, y, z) _mm256_xor_si256(_mm256_xor_si256((x), (y)), (z))
+#define V_CH(e, f, g)                                                          \
+  _mm256_xor_si256(_mm256_and_si256((e), (f)), _mm256_andnot_si256((e), (g)))
+#define V_MAJ(a, b, c)                                                         \
+  V_XOR3(_mm256_and_si256((a), (b)), _mm256_and_si256((a), (c)),               \
+         _mm256_and_si256((b), (c)))
+#define V_WORDS(p, o)                                                          \
+  _mm256_setr_epi32((int)be32((p)[0] + (o)), (int)be32((p)[1] + (o)),          \
+                    (int)be32((p)[2] + (o)), (int)be32((p)[3] + (o)),          \
+                    (int)be32((p)[4] + (o)), (int)be32((p)[5] + (o)),          \
+                    (int)be32((p)[6] + (o)), (int)be32((p)[7] + (o)))
+#define LIVE8(live)                                                            \
+  _mm256_cmpeq_epi32(                                                          \
+      _mm256_and_si256(_mm256_set1_epi32((int)(live)),                         \
+                       _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128)),        \
+      _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128))
+#define V_KEEP(st, x, live)                                                    \
+  _mm256_blendv_epi8((st), _mm256_add_epi32((st), (x)), LIVE8(live))
+#define V_STORE(v, x) _mm256_storeu_si256((__m256i *)(void *)(v), (x))
+#include "lib/sha256_rounds.h"
+#undef ROUNDS_NAME
+#undef ROUNDS_TARGET
+#undef ROUNDS_LANES
+#undef VEC
+#undef V_SET1
+#undef V_ADD
+#undef V_SRLI
+#undef V_ROTR
+#undef V_XOR3
+#undef V_CH
+#undef V_MAJ
+#undef V_WORDS
+#undef V_KEEP
+#undef V_STORE
 
-__attribute__((target("avx2"))) static void
-eight(const unsigned char *const *msg, const size_t *len,
-      unsigned char (*out)[SHA256_LEN])
+/* sixteen lanes: AVX-512, whose rotations and three-input logic
+ * (VPRORD, VPTERNLOGD: 0x96 parity, 0xCA choose, 0xE8 majority) are one
+ * instruction each */
+#define ROUNDS_NAME sixteen
+#define ROUNDS_TARGET __attribute__((target("avx512f")))
+#define ROUNDS_LANES 16
+#define VEC __m512i
+#define V_SET1(x) _mm512_set1_epi32(x)
+#define V_ADD(x, y) _mm512_add_epi32((x), (y))
+#define V_SRLI(x, n) _mm512_srli_epi32((x), (n))
+#define V_ROTR(x, n) _mm512_ror_epi32((x), (n))
+#define V_XOR3(x, y, z) _mm512_ternarylogic_epi32((x), (y), (z), 0x96)
+#define V_CH(e, f, g) _mm512_ternarylogic_epi32((e), (f), (g), 0xCA)
+#define V_MAJ(a, b, c) _mm512_ternarylogic_epi32((a), (b), (c), 0xE8)
+#define V_WORDS(p, o)                                                          \
+  _mm512_setr_epi32((int)be32((p)[0] + (o)), (int)be32((p)[1] + (o)),          \
+                    (int)be32((p)[2] + (o)), (int)be32((p)[3] + (o)),          \
+                    (int)be32((p)[4] + (o)), (int)be32((p)[5] + (o)),          \
+                    (int)be32((p)[6] + (o)), (int)be32((p)[7] + (o)),          \
+                    (int)be32((p)[8] + (o)), (int)be32((p)[9] + (o)),          \
+                    (int)be32((p)[10] + (o)), (int)be32((p)[11] + (o)),        \
+                    (int)be32((p)[12] + (o)), (int)be32((p)[13] + (o)),        \
+                    (int)be32((p)[14] + (o)), (int)be32((p)[15] + (o)))
+#define V_KEEP(st, x, live)                                                    \
+  _mm512_mask_add_epi32((st), (__mmask16)(live), (st), (x))
+#define V_STORE(v, x) _mm512_storeu_si512((void *)(v), (x))
+#include "lib/sha256_rounds.h"
+
+enum sha256_path sha256_lanes_path(void)
 {
-  struct lane ln[SHA256_LANES];
-  __m256i st[8];
-  size_t most = 0, b;
-  int i, t;
+  enum sha256_path cpu = cpu_path(),
+                   max = (enum sha256_path)atomic_load(&limit);
 
-  for (i = 0; i < SHA256_LANES; i++) {
-    lane_init(&ln[i], msg[i], len[i]);
-    if (ln[i].blocks > most)
-      most = ln[i].blocks;
-  }
-  for (i = 0; i < 8; i++)
-    st[i] = _mm256_set1_epi32((int)IV[i]);
-  for (b = 0; b < most; b++) {
-    const unsigned char *p[SHA256_LANES];
-    __m256i w[16], a = st[0], bb = st[1], c = st[2], d = st[3], e = st[4],
-                   f = st[5], g = st[6], h = st[7], live;
-    for (i = 0; i < SHA256_LANES; i++)
-      p[i] = lane_block(&ln[i], b);
-    for (t = 0; t < 16; t++) {
-      size_t o = 4 * (size_t)t;
-      w[t] = _mm256_setr_epi32((int)be32(p[0] + o), (int)be32(p[1] + o),
-                               (int)be32(p[2] + o), (int)be32(p[3] + o),
-                               (int)be32(p[4] + o), (int)be32(p[5] + o),
-                               (int)be32(p[6] + o), (int)be32(p[7] + o));
-    }
-    for (t = 0; t < 64; t++) {
-      __m256i wt, t1, t2;
-      if (t < 16) {
-        wt = w[t];
-      } else {
-        __m256i w15 = w[(t - 15) & 15], w2 = w[(t - 2) & 15];
-        __m256i s0 =
-            XOR3(ROTR(w15, 7), ROTR(w15, 18), _mm256_srli_epi32(w15, 3));
-        __m256i s1 =
-            XOR3(ROTR(w2, 17), ROTR(w2, 19), _mm256_srli_epi32(w2, 10));
-        wt = w[t & 15] = ADD(ADD(w[t & 15], s0), ADD(w[(t - 7) & 15], s1));
-      }
-      t1 = ADD(ADD(h, XOR3(ROTR(e, 6), ROTR(e, 11), ROTR(e, 25))),
-               ADD(_mm256_xor_si256(_mm256_and_si256(e, f),
-                                    _mm256_andnot_si256(e, g)),
-                   ADD(_mm256_set1_epi32((int)K[t]), wt)));
-      t2 = ADD(XOR3(ROTR(a, 2), ROTR(a, 13), ROTR(a, 22)),
-               XOR3(_mm256_and_si256(a, bb), _mm256_and_si256(a, c),
-                    _mm256_and_si256(bb, c)));
-      h = g;
-      g = f;
-      f = e;
-      e = ADD(d, t1);
-      d = c;
-      c = bb;
-      bb = a;
-      a = ADD(t1, t2);
-    }
-    /* lanes past their last block keep their state */
-    live =
-        _mm256_setr_epi32(-(int)(b < ln[0].blocks), -(int)(b < ln[1].blocks),
-                          -(int)(b < ln[2].blocks), -(int)(b < ln[3].blocks),
-                          -(int)(b < ln[4].blocks), -(int)(b < ln[5].blocks),
-                          -(int)(b < ln[6].blocks), -(int)(b < ln[7].blocks));
-    st[0] = _mm256_blendv_epi8(st[0], ADD(st[0], a), live);
-    st[1] = _mm256_blendv_epi8(st[1], ADD(st[1], bb), live);
-    st[2] = _mm256_blendv_epi8(st[2], ADD(st[2], c), live);
-    st[3] = _mm256_blendv_epi8(st[3], ADD(st[3], d), live);
-    st[4] = _mm256_blendv_epi8(st[4], ADD(st[4], e), live);
-    st[5] = _mm256_blendv_epi8(st[5], ADD(st[5], f), live);
-    st[6] = _mm256_blendv_epi8(st[6], ADD(st[6], g), live);
-    st[7] = _mm256_blendv_epi8(st[7], ADD(st[7], h), live);
-  }
-  for (i = 0; i < 8; i++) {
-    uint32_t v[8];
-    int l;
-    _mm256_storeu_si256((__m256i *)(void *)v, st[i]);
-    for (l = 0; l < SHA256_LANES; l++) {
-      unsigned char *o = out[l] + 4 * (size_t)i;
-      o[0] = (unsigned char)(v[l] >> 24);
-      o[1] = (unsigned char)(v[l] >> 16);
-      o[2] = (unsigned char)(v[l] >> 8);
-      o[3] = (unsigned char)v[l];
-    }
-  }
-}
-
-bool sha256_lanes_simd(void)
-{
-  return !atomic_load(&force_portable) && have_avx2();
+  return cpu < max ? cpu : max;
 }
 
 #else
 
-bool sha256_lanes_simd(void)
+enum sha256_path sha256_lanes_path(void)
 {
-  return false;
+  return SHA256_OPENSSL;
 }
 
 #endif
@@ -215,9 +204,14 @@ int sha256_lanes(size_t n, const unsigned char *const *msg, const size_t *len,
 {
   size_t i = 0;
 
-#ifdef LANES_AVX2
-  if (sha256_lanes_simd())
-    for (; i + SHA256_LANES <= n; i += SHA256_LANES)
+#ifdef LANES_X86
+  enum sha256_path path = sha256_lanes_path();
+
+  if (path >= SHA256_AVX512)
+    for (; i + 16 <= n; i += 16)
+      sixteen(msg + i, len + i, out + i);
+  if (path >= SHA256_AVX2)
+    for (; i + 8 <= n; i += 8)
       eight(msg + i, len + i, out + i);
 #endif
   for (; i < n; i++) /* the last few, or no AVX2 */

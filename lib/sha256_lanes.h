@@ -4,17 +4,17 @@
  * A billing row is hashed for its key (SHA-256 of its canonical JSON,
  * ~700 bytes): a million rows were a fifth of a BigQuery pull's CPU, one
  * message at a time at ~210 MB/s on a core without the SHA extensions.
- * Eight messages go through the rounds together in the eight 32-bit lanes
- * of AVX2 registers where the CPU has AVX2 (checked at run time), else
- * one by one through OpenSSL. Same digests either way (FIPS 180-4).
+ * Sixteen messages go through the rounds together in the sixteen 32-bit
+ * lanes of AVX-512 registers where the CPU has AVX-512 (checked at run
+ * time), eight in AVX2's, else one by one through OpenSSL. Same digests
+ * every way (FIPS 180-4).
  */
 #ifndef GPUGATE_SERVER_SHA256_LANES_H
 #define GPUGATE_SERVER_SHA256_LANES_H
 
-#include <stdbool.h>
 #include <stddef.h>
 
-#define SHA256_LANES 8
+#define SHA256_LANES 16 /* the most messages hashed at once */
 #define SHA256_LEN 32
 
 /*
@@ -24,9 +24,13 @@
 int sha256_lanes(size_t n, const unsigned char *const *msg, const size_t *len,
                  unsigned char (*out)[SHA256_LEN]);
 
-/* Whether sha256_lanes uses the eight lanes (for tests and benchmarks);
- * use false to force the OpenSSL path. */
-bool sha256_lanes_simd(void);
-void sha256_lanes_force_portable(bool portable);
+/* The ways through the rounds, narrowest first. */
+enum sha256_path { SHA256_OPENSSL, SHA256_AVX2, SHA256_AVX512 };
+
+/* The widest way this CPU has, within the limit. */
+enum sha256_path sha256_lanes_path(void);
+
+/* Go no wider than max (tests and benchmarks; SHA256_AVX512: no limit). */
+void sha256_lanes_limit(enum sha256_path max);
 
 #endif
