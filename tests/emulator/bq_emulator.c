@@ -44,7 +44,9 @@
  * (92), BQ_EMU_ROWS (rows per day, 24), BQ_EMU_START (2026-08-01),
  * BQ_EMU_INCOMPLETE_POLLS (1: a job's replies say jobComplete false that
  * many times first, jobs.query's included), BQ_EMU_PAGE_ROWS (page size cap,
- * 1000). SIGTERM or SIGINT stops it; it also exits when its parent dies.
+ * 1000), BQ_EMU_PRERENDER (1: the rows rendered once at start and pages
+ * sent from them, bq_rendered.h). SIGTERM or SIGINT stops it; it also exits
+ * when its parent dies.
  */
 #include <arpa/inet.h>
 #include <jansson.h>
@@ -60,6 +62,7 @@
 #include <unistd.h>
 
 #include "tests/emulator/bq_fixture.h"
+#include "tests/emulator/bq_rendered.h"
 #include "tests/emulator/emu_serve.h"
 
 #define MAX_JOBS 4096
@@ -89,6 +92,7 @@ static int short_day = -1;    /* its rows query answers one row fewer */
 static long page_delay_ms;    /* before every page of rows */
 static long long bytes_total; /* totalBytesProcessed of every job */
 static char *last_query;      /* the body of the last jobs.query */
+static bool rendered;         /* bq_rendered holds the rows as they stand */
 static json_t *req_log;
 static struct {
   int status, count, skip;
@@ -108,6 +112,9 @@ struct body {
  * serves a million rows about as fast as gpugate reads them). */
 static __thread char *rows_text;
 static __thread size_t rows_len, rows_cap;
+/* or the page's rows as a span of the rendered table (bq_rendered.h) */
+static __thread const char *rows_span;
+static __thread size_t rows_span_len;
 
 /* Room for n more bytes (and a NUL). */
 static void rows_room(size_t n)
@@ -171,7 +178,15 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status,
   if (!text)
     return MHD_NO;
   len = strlen(text);
-  if (rows_len > 0 && len > 2) { /* ...} → ...,"rows":[...]} */
+  if (rows_span && len > 2) { /* ...} → ...,"rows":[span]} */
+    const struct MHD_IoVec iov[4] = {{text, len - 1},
+                                     {",\"rows\":[", 9},
+                                     {rows_span, rows_span_len},
+                                     {"]}", 2}};
+    rows_span = NULL;
+    rows_len = 0;
+    r = MHD_create_response_from_iovec(iov, 4, free_text, text);
+  } else if (rows_len > 0 && len > 2) { /* ...} → ...,"rows":[...]} */
     const struct MHD_IoVec iov[4] = {
         {text, len - 1}, {",\"rows\":", 8}, {rows_text, rows_len}, {"}", 1}};
     rows_len = 0;
@@ -368,13 +383,19 @@ static void add_page(json_t *doc, const struct job *j, long offset, long max)
     max = page_rows;
   end = offset + max < total ? offset + max : total;
   rows_len = 0;
+  rows_span = NULL;
   if (j->shape == SHAPE_ROWS)
     bq_fixture_daytext(&fix, j->day, &dt);
   if (j->shape == SHAPE_PARTS) {
     partitions(j, offset, end, true);
     i = end;
-  } else
+  } else if (j->shape == SHAPE_ROWS && rendered &&
+             bq_rendered_span(j->day, offset, end, &rows_span,
+                              &rows_span_len)) {
+    i = end; /* the stored rows, as they are */
+  } else {
     i = offset;
+  }
   for (; i < end; i++) {
     rows_put(i == offset ? "[" : ",", 1);
     if (j->shape == SHAPE_DAYS) {
@@ -410,7 +431,7 @@ static void add_page(json_t *doc, const struct job *j, long offset, long max)
       rows_put("\"}]}", 4);
     }
   }
-  if (end > offset)
+  if (end > offset && !rows_span) /* the span goes out bracketed by reply() */
     rows_put("]", 1);
   snprintf(buf, sizeof(buf), "%ld", total);
   json_object_set_new(doc, "schema", schema_of(j->shape));
@@ -765,9 +786,11 @@ static enum MHD_Result on_control(struct MHD_Connection *c, const char *method,
       status = 400;
       out = json_pack("{s:s}", "error", "day: not in the fixture");
     } else if (!strcmp(url, "/emulator/touch")) {
+      rendered = false;
       fix.touched[d]++;
       out = json_pack("{s:i}", "touched", fix.touched[d]);
     } else {
+      rendered = false;
       fix.revision[d]++;
       out = json_pack("{s:i}", "revision", fix.revision[d]);
     }
@@ -782,6 +805,7 @@ static enum MHD_Result on_control(struct MHD_Connection *c, const char *method,
                       "day, partition: days of the fixture, the partition "
                       "after the day's own");
     } else {
+      rendered = false;
       fix.late[d] = p;
       out =
           json_pack("{s:I}", "rows", (json_int_t)bq_fixture_day_rows(&fix, d));
@@ -974,6 +998,13 @@ int main(int argc, char **argv)
     return !strcmp(argv[1], "dump")          ? dump(false)
            : !strcmp(argv[1], "dump-export") ? dump(true)
                                              : 2;
+  if (env_long("BQ_EMU_PRERENDER", 0) == 1) {
+    if (bq_rendered_build(&fix) != 0) {
+      fprintf(stderr, "bigquery_emulator: BQ_EMU_PRERENDER: out of memory\n");
+      return 1;
+    }
+    rendered = true;
+  }
   req_log = json_array();
   snprintf(about, sizeof(about), "%d days × %ld rows", fix.days,
            fix.rows_per_day);
