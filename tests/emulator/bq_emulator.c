@@ -384,8 +384,6 @@ static void add_page(json_t *doc, const struct job *j, long offset, long max)
   end = offset + max < total ? offset + max : total;
   rows_len = 0;
   rows_span = NULL;
-  if (j->shape == SHAPE_ROWS)
-    bq_fixture_daytext(&fix, j->day, &dt);
   if (j->shape == SHAPE_PARTS) {
     partitions(j, offset, end, true);
     i = end;
@@ -394,6 +392,8 @@ static void add_page(json_t *doc, const struct job *j, long offset, long max)
                               &rows_span_len)) {
     i = end; /* the stored rows, as they are */
   } else {
+    if (j->shape == SHAPE_ROWS)
+      bq_fixture_daytext(&fix, j->day, &dt);
     i = offset;
   }
   for (; i < end; i++) {
@@ -424,11 +424,9 @@ static void add_page(json_t *doc, const struct job *j, long offset, long max)
       rows_put("}]}", 3);
     } else {
       /* the row's JSON escaped straight into the page */
-      rows_put("{\"f\":[{\"v\":\"", 12);
       rows_room(sizeof(buf));
-      rows_len += bq_fixture_row(&fix, &dt, j->day, i, true,
-                                 rows_text + rows_len, sizeof(buf));
-      rows_put("\"}]}", 4);
+      rows_len += bq_fixture_cell(&fix, &dt, j->day, i, rows_text + rows_len,
+                                  sizeof(buf));
     }
   }
   if (end > offset && !rows_span) /* the span goes out bracketed by reply() */

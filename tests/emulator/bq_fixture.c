@@ -351,6 +351,24 @@ size_t bq_fixture_row(const struct bq_fixture *f,
   return row(f, t, d, i, escaped, false, out, cap);
 }
 
+size_t bq_fixture_cell(const struct bq_fixture *f,
+                       const struct bq_fixture_daytext *t, int d, long i,
+                       char *out, size_t cap)
+{
+  static const char head[] = "{\"f\":[{\"v\":\"", tail[] = "\"}]}";
+  const size_t hn = sizeof(head) - 1, tn = sizeof(tail) - 1;
+  size_t n;
+
+  if (cap < hn + tn)
+    return 0;
+  memcpy(out, head, hn);
+  n = row(f, t, d, i, true, false, out + hn, cap - hn - tn);
+  if (n == 0)
+    return 0;
+  memcpy(out + hn + n, tail, tn);
+  return hn + n + tn;
+}
+
 size_t bq_fixture_row_export(const struct bq_fixture *f,
                              const struct bq_fixture_daytext *t, int d, long i,
                              char *out, size_t cap)

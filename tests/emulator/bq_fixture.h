@@ -81,6 +81,13 @@ size_t bq_fixture_row(const struct bq_fixture *f,
 /* The same row as BigQuery's own NDJSON export writes it (EXPORT DATA, bq
  * extract): TIMESTAMP as "2026-08-01 04:00:00 UTC", the FLOAT64 money as
  * numbers, NULL fields left out. */
+/* Row i of day d as a page of the rows query carries it, the cell
+ * {"f":[{"v":"…"}]} around bq_fixture_row's escaped text, into out (cap
+ * bytes; no NUL): its length, 0 when it does not fit. */
+size_t bq_fixture_cell(const struct bq_fixture *f,
+                       const struct bq_fixture_daytext *t, int d, long i,
+                       char *out, size_t cap);
+
 size_t bq_fixture_row_export(const struct bq_fixture *f,
                              const struct bq_fixture_daytext *t, int d, long i,
                              char *out, size_t cap);

@@ -6,8 +6,9 @@
  * so that the emulator's work on the bench's two cores is sending, not
  * generating: BigQuery's own work is not on gpugate's host).
  *
- * The text of a day is its rows end to end, each one `,{"f":[{"v":"…"}]}`
- * (the row's TO_JSON_STRING as a JSON string, bq_fixture_row); rows
+ * The text of a day is its rows end to end, each a comma and its cell
+ * (bq_fixture_cell: `{"f":[{"v":"…"}]}`, the row's TO_JSON_STRING as a
+ * JSON string, the very bytes a generated page holds); rows
  * offset..end of a page are "[" + the span from the comma after row
  * offset's own + "]". A fixture change (a revision, a touch, a late row, a
  * short day) makes the rendering stale: the emulator then generates pages
